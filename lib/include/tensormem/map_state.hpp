@@ -1,0 +1,67 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include <tensormem/types.hpp>
+
+#include <condition_variable>
+#include <cstddef>
+#include <mutex>
+
+namespace tensormem {
+
+/// What a backend hands back from a successful map: an address and the
+/// number of bytes it claims are addressable there.
+struct BackendMapping {
+  std::byte *data = nullptr;
+  std::size_t length = 0;
+};
+
+/// The port through which MapState reaches a backend. Both calls block until
+/// the backend has done its work and must not throw (PBO-OPS-06, PBO-MAP-12).
+class MapPort {
+public:
+  /// Map the whole allocation of `size` bytes for `access` (never None).
+  virtual Result<BackendMapping> backend_map(std::size_t size, CpuAccess access) noexcept = 0;
+  /// Undo the one live backend mapping.
+  virtual Result<void> backend_unmap() noexcept = 0;
+
+protected:
+  ~MapPort() = default;
+};
+
+/// The CPU-map state machine shared by every storage (PBO-MAP-01..13,
+/// generalised). Readers share one backend mapping; a writer is exclusive;
+/// backend calls run with the lock released and are published as
+/// Mapping/Unmapping so other threads wait on the condition variable instead
+/// of on the backend (PBO-MAP-02).
+class MapState {
+public:
+  enum class Phase { Unmapped, Mapping, Exclusive, Shared, Unmapping };
+  enum class Wait { Block, NoWait };
+
+  MapState() = default;
+  MapState(const MapState &) = delete;
+  MapState &operator=(const MapState &) = delete;
+
+  /// One acquisition of `size` bytes. With Wait::NoWait a map or unmap in
+  /// flight on another thread is reported as WouldBlock instead of waited out.
+  Result<std::byte *> acquire(MapPort &port, std::size_t size, CpuAccess access, Wait wait);
+
+  /// Releases one acquisition; the last holder unmaps the backend. A release
+  /// with no matching acquisition is ignored (PBO-MAP-09).
+  void release(MapPort &port) noexcept;
+
+  /// False only when Unmapped: an in-flight map or unmap counts (PBO-MAP-11).
+  bool is_mapped() const noexcept;
+  Phase phase() const noexcept;
+  std::size_t readers() const noexcept;
+
+private:
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  Phase phase_ = Phase::Unmapped;
+  std::size_t readers_ = 0;
+  std::byte *data_ = nullptr;
+};
+
+} // namespace tensormem

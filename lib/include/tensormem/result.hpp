@@ -1,0 +1,113 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <optional>
+#include <variant>
+
+namespace tensormem {
+
+/// The error vocabulary of SHR-ERR-01 (PboMapped/PboDisconnected renamed to
+/// Mapped/Disconnected because every storage uses them).
+enum class ErrorKind : int {
+  InvalidArgument,
+  InvalidSize,
+  InvalidShape,
+  ShapeMismatch,
+  InsufficientCapacity,
+  InvalidOperation,
+  NotImplemented,
+  Mapped,
+  Disconnected,
+  WouldBlock,
+  Io,
+  Device,
+};
+
+const char *error_kind_name(ErrorKind kind) noexcept;
+
+/// A failure: its kind, a message naming the operation and the numbers, and
+/// the numbers tests match on (InvalidSize's size, InsufficientCapacity's pair,
+/// Io's errno).
+class Error {
+public:
+  Error(ErrorKind kind, std::string message) : kind_(kind), message_(std::move(message)) {}
+
+  static Error invalid_argument(std::string what) { return {ErrorKind::InvalidArgument, std::move(what)}; }
+  static Error invalid_size(std::uint64_t size, std::string what);
+  static Error invalid_shape(std::string what) { return {ErrorKind::InvalidShape, std::move(what)}; }
+  static Error shape_mismatch(std::string what) { return {ErrorKind::ShapeMismatch, std::move(what)}; }
+  static Error insufficient_capacity(std::uint64_t needed, std::uint64_t capacity, std::string what);
+  static Error invalid_operation(std::string what) { return {ErrorKind::InvalidOperation, std::move(what)}; }
+  static Error not_implemented(std::string what) { return {ErrorKind::NotImplemented, std::move(what)}; }
+  static Error mapped(std::string what) { return {ErrorKind::Mapped, std::move(what)}; }
+  static Error disconnected(std::string what) { return {ErrorKind::Disconnected, std::move(what)}; }
+  static Error would_block(std::string what) { return {ErrorKind::WouldBlock, std::move(what)}; }
+  static Error io(int os_error, std::string what);
+  static Error device(std::string what) { return {ErrorKind::Device, std::move(what)}; }
+
+  ErrorKind kind() const noexcept { return kind_; }
+  const std::string &message() const noexcept { return message_; }
+  /// InvalidSize: the size concerned.
+  std::uint64_t size() const noexcept { return size_; }
+  /// InsufficientCapacity: bytes asked for and bytes available.
+  std::uint64_t needed() const noexcept { return needed_; }
+  std::uint64_t capacity() const noexcept { return capacity_; }
+  /// Io: the errno value (0 when none).
+  int os_error() const noexcept { return os_error_; }
+
+  /// Pollers retry only on this kind (SHR-ERR-02).
+  bool would_block() const noexcept { return kind_ == ErrorKind::WouldBlock; }
+
+private:
+  ErrorKind kind_;
+  std::string message_;
+  std::uint64_t size_ = 0;
+  std::uint64_t needed_ = 0;
+  std::uint64_t capacity_ = 0;
+  int os_error_ = 0;
+};
+
+/// A value or an Error. Nothing in the public API throws; fallible
+/// constructors are factories returning a Result.
+template <typename T> class [[nodiscard]] Result {
+public:
+  Result(T value) : v_(std::in_place_index<0>, std::move(value)) {}
+  Result(Error error) : v_(std::in_place_index<1>, std::move(error)) {}
+
+  bool ok() const noexcept { return v_.index() == 0; }
+  explicit operator bool() const noexcept { return ok(); }
+
+  T &value() & { return std::get<0>(v_); }
+  const T &value() const & { return std::get<0>(v_); }
+  T &&value() && { return std::get<0>(std::move(v_)); }
+  T &operator*() & { return value(); }
+  const T &operator*() const & { return value(); }
+  T &&operator*() && { return std::move(*this).value(); }
+  T *operator->() { return &value(); }
+  const T *operator->() const { return &value(); }
+
+  const Error &error() const & { return std::get<1>(v_); }
+  Error &&error() && { return std::get<1>(std::move(v_)); }
+
+private:
+  std::variant<T, Error> v_;
+};
+
+template <> class [[nodiscard]] Result<void> {
+public:
+  Result() = default;
+  Result(Error error) : error_(std::in_place, std::move(error)) {}
+
+  bool ok() const noexcept { return !error_.has_value(); }
+  explicit operator bool() const noexcept { return ok(); }
+  const Error &error() const & { return *error_; }
+  Error &&error() && { return std::move(*error_); }
+
+private:
+  std::optional<Error> error_;
+};
+
+} // namespace tensormem

@@ -1,0 +1,78 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include <tensormem/host_pin.hpp>
+#include <tensormem/map_state.hpp>
+
+#include <cstddef>
+#include <memory>
+#include <string>
+
+namespace tensormem {
+
+/// One backend allocation: it owns the resource, its identity and its map
+/// state. Storages live in std::shared_ptr (tensors, views and pins share
+/// them); concrete storages are made by factories that return one.
+class Storage : public std::enable_shared_from_this<Storage>, protected MapPort {
+public:
+  Storage(const Storage &) = delete;
+  Storage &operator=(const Storage &) = delete;
+  virtual ~Storage() = default;
+
+  virtual StorageKind kind() const noexcept = 0;
+  virtual BufferIdentity identity() const noexcept = 0;
+  /// Bytes in the allocation.
+  std::size_t size_bytes() const noexcept { return size_; }
+
+  /// A scoped pin of the whole allocation: one MapState acquisition that is
+  /// released when the pin (and every share of it) has gone.
+  Result<HostPin> map(CpuAccess access, MapState::Wait wait = MapState::Wait::Block);
+
+  /// A long-lived host address of the whole allocation that outlives every
+  /// map (SHR-PIN-03). The default refuses: only storages with a stable host
+  /// address give one.
+  virtual Result<HostPin> pin_host(CpuAccess access);
+
+  bool is_mapped() const noexcept { return state_.is_mapped(); }
+  const MapState &map_state() const noexcept { return state_; }
+
+protected:
+  explicit Storage(std::size_t size) noexcept : size_(size) {}
+
+private:
+  friend class MapLease;
+  std::size_t size_;
+  MapState state_;
+};
+
+/// Heap storage: a 64-byte aligned allocation (SHR-PIN-02) that obeys the
+/// same reader/writer rules as the GPU storages because it maps through the
+/// same MapState.
+class MemStorage final : public Storage {
+public:
+  static constexpr std::size_t kAlignment = 64;
+
+  /// `size` bytes, zero-filled. InvalidSize(0) for an empty allocation.
+  static Result<std::shared_ptr<MemStorage>> allocate(std::size_t size);
+  ~MemStorage() override;
+
+  StorageKind kind() const noexcept override { return StorageKind::Mem; }
+  BufferIdentity identity() const noexcept override { return BufferIdentity::derived(StorageKind::Mem, serial_); }
+  Result<HostPin> pin_host(CpuAccess access) override;
+
+private:
+  struct Token {};
+
+public:
+  MemStorage(Token, std::byte *data, std::size_t size, std::uint64_t serial) noexcept
+      : Storage(size), data_(data), serial_(serial) {}
+
+private:
+  Result<BackendMapping> backend_map(std::size_t size, CpuAccess access) noexcept override;
+  Result<void> backend_unmap() noexcept override { return {}; }
+
+  std::byte *data_;
+  std::uint64_t serial_;
+};
+
+} // namespace tensormem

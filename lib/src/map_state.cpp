@@ -1,0 +1,114 @@
+// SPDX-License-Identifier: Apache-2.0
+#include <tensormem/log.hpp>
+#include <tensormem/map_state.hpp>
+
+#include <string>
+
+namespace tensormem {
+
+Result<std::byte *> MapState::acquire(MapPort &port, std::size_t size, CpuAccess access, Wait wait) {
+  if (access == CpuAccess::None)
+    return Error::invalid_argument("map: access None grants no CPU access; ask for read, write or read-write");
+  const bool writable = access_writes(access);
+
+  {
+    std::unique_lock lock(mu_);
+    // PBO-MAP-01: wait out in-flight backend calls, re-checking after every wake-up.
+    while (phase_ == Phase::Mapping || phase_ == Phase::Unmapping) {
+      if (wait == Wait::NoWait)
+        return Error::would_block(std::string("map: another thread is ") +
+                                  (phase_ == Phase::Mapping ? "mapping" : "unmapping") + " this buffer");
+      cv_.wait(lock);
+    }
+    switch (phase_) {
+    case Phase::Shared:
+      if (!writable) {
+        ++readers_;
+        return data_;
+      }
+      return Error::mapped("map for " + std::string(access_name(access)) + ": " + std::to_string(readers_) +
+                           " read map(s) are live on this buffer");
+    case Phase::Exclusive:
+      return Error::mapped(std::string("map for ") + access_name(access) + ": a writable map is live on this buffer");
+    default:
+      break;
+    }
+    phase_ = Phase::Mapping;
+  }
+
+  // PBO-MAP-02: the backend call runs without the lock.
+  Result<BackendMapping> mapped = port.backend_map(size, access);
+
+  auto publish = [&](Phase phase, std::byte *data) {
+    std::lock_guard lock(mu_);
+    phase_ = phase;
+    readers_ = phase == Phase::Shared ? 1 : 0;
+    data_ = data;
+    cv_.notify_all();
+  };
+
+  if (!mapped) {
+    publish(Phase::Unmapped, nullptr); // PBO-MAP-06: nothing to undo
+    return std::move(mapped).error();
+  }
+  // PBO-MAP-07/08: the backend considers the buffer mapped, so release it
+  // while still in Mapping; publishing Unmapped first would let a waiter start
+  // a fresh map that races this cleanup.
+  if (mapped->data == nullptr || mapped->length < size) {
+    const BackendMapping bad = *mapped;
+    (void)port.backend_unmap();
+    publish(Phase::Unmapped, nullptr);
+    if (bad.data == nullptr)
+      return Error::invalid_size(size, "map: the backend returned a null address for " + std::to_string(size) +
+                                           " bytes");
+    return Error::insufficient_capacity(size, bad.length, "map: the backend mapped fewer bytes than the allocation");
+  }
+  publish(writable ? Phase::Exclusive : Phase::Shared, mapped->data);
+  return mapped->data;
+}
+
+void MapState::release(MapPort &port) noexcept {
+  {
+    std::lock_guard lock(mu_);
+    switch (phase_) {
+    case Phase::Shared:
+      if (readers_ > 1) {
+        --readers_;
+        return;
+      }
+      break;
+    case Phase::Exclusive:
+      break;
+    default:
+      return; // a release with no acquisition behind it (PBO-MAP-09)
+    }
+    phase_ = Phase::Unmapping;
+    readers_ = 0;
+    data_ = nullptr;
+  }
+
+  Result<void> unmapped = port.backend_unmap();
+  if (!unmapped)
+    log(LogLevel::Warning, "unmap failed, the buffer is treated as unmapped: " + unmapped.error().message());
+
+  std::lock_guard lock(mu_);
+  phase_ = Phase::Unmapped;
+  cv_.notify_all();
+}
+
+bool MapState::is_mapped() const noexcept {
+  std::lock_guard lock(mu_);
+  return phase_ != Phase::Unmapped;
+}
+
+MapState::Phase MapState::phase() const noexcept {
+  std::lock_guard lock(mu_);
+  return phase_;
+}
+
+std::size_t MapState::readers() const noexcept {
+  std::lock_guard lock(mu_);
+  return readers_;
+}
+
+} // namespace tensormem

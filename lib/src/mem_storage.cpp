@@ -1,0 +1,45 @@
+// SPDX-License-Identifier: Apache-2.0
+#include <tensormem/storage.hpp>
+
+#include <atomic>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+namespace tensormem {
+namespace {
+// Heap buffers are keyed by a serial, not their address: a freed address is
+// reused by the next allocation, which would make two different buffers share
+// an identity in a consumer's import cache.
+std::atomic<std::uint64_t> g_serial{1};
+} // namespace
+
+Result<std::shared_ptr<MemStorage>> MemStorage::allocate(std::size_t size) {
+  if (size == 0)
+    return Error::invalid_size(0, "MemStorage::allocate: zero bytes");
+  std::size_t rounded;
+  if (__builtin_add_overflow(size, kAlignment - 1, &rounded))
+    return Error::invalid_size(size, "MemStorage::allocate: " + std::to_string(size) + " bytes overflows when aligned");
+  rounded &= ~(kAlignment - 1);
+  void *data = std::aligned_alloc(kAlignment, rounded);
+  if (!data)
+    return Error::io(ENOMEM, "MemStorage::allocate: " + std::to_string(size) + " bytes");
+  std::memset(data, 0, rounded);
+  auto serial = g_serial.fetch_add(1, std::memory_order_relaxed);
+  return std::make_shared<MemStorage>(Token{}, static_cast<std::byte *>(data), size, serial);
+}
+
+MemStorage::~MemStorage() { std::free(data_); }
+
+Result<BackendMapping> MemStorage::backend_map(std::size_t size, CpuAccess) noexcept {
+  return BackendMapping{data_, size};
+}
+
+Result<HostPin> MemStorage::pin_host(CpuAccess access) {
+  if (access == CpuAccess::None)
+    return Error::invalid_argument("pin_host: access None grants no CPU access");
+  return HostPin(shared_from_this(), data_, size_bytes());
+}
+
+} // namespace tensormem

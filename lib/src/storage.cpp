@@ -1,0 +1,33 @@
+// SPDX-License-Identifier: Apache-2.0
+#include <tensormem/storage.hpp>
+
+namespace tensormem {
+
+/// The keep-alive behind a scoped pin: it holds the storage and releases the
+/// one MapState acquisition when the last holder drops it, so each map
+/// releases exactly once however many pin shares exist (PBO-MAP-10).
+class MapLease {
+public:
+  explicit MapLease(std::shared_ptr<Storage> storage) noexcept : storage_(std::move(storage)) {}
+  MapLease(const MapLease &) = delete;
+  MapLease &operator=(const MapLease &) = delete;
+  ~MapLease() { storage_->state_.release(*storage_); }
+
+private:
+  std::shared_ptr<Storage> storage_;
+};
+
+Result<HostPin> Storage::map(CpuAccess access, MapState::Wait wait) {
+  Result<std::byte *> data = state_.acquire(*this, size_, access, wait);
+  if (!data)
+    return std::move(data).error();
+  auto lease = std::make_shared<MapLease>(shared_from_this());
+  return HostPin(std::move(lease), *data, size_);
+}
+
+Result<HostPin> Storage::pin_host(CpuAccess) {
+  return Error::not_implemented(std::string("pin_host: ") + storage_kind_name(kind()) +
+                                " storage has no host address that outlives a map; use map()");
+}
+
+} // namespace tensormem
