@@ -91,6 +91,8 @@ Result<std::size_t> checked_footprint(std::span<const std::size_t> shape, DType 
                                   " overflows a " + std::to_string(std::numeric_limits<std::size_t>::digits) +
                                   "-bit size");
   }
+  if (bytes == 0)
+    return Error::invalid_size(0, "shape footprint: " + shape_to_string(shape) + " holds no elements");
   return bytes;
 }
 

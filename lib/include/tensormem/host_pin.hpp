@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
+#include <tensormem/export.hpp>
+
 #include <tensormem/types.hpp>
 
 #include <cstddef>
@@ -13,7 +15,7 @@ namespace tensormem {
 /// pin whose keep-alive is the map lease: the map ends when the last holder of
 /// that lease lets go, and a pin lets go exactly once (SHR-PIN-05) — on
 /// unmap() or on destruction, whichever comes first.
-class HostPin {
+class TENSORMEM_API HostPin {
 public:
   HostPin() = default;
   HostPin(std::shared_ptr<void> keep_alive, std::byte *data, std::size_t length) noexcept

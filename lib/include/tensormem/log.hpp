@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
+#include <tensormem/export.hpp>
+
 #include <string_view>
 
 namespace tensormem {
@@ -12,7 +14,7 @@ enum class LogLevel { Error, Warning, Info, Debug };
 using LogHandler = void (*)(LogLevel level, std::string_view message, void *user_data);
 
 /// Installs `handler` (nullptr restores the default). Thread-safe.
-void set_log_handler(LogHandler handler, void *user_data) noexcept;
-void log(LogLevel level, std::string_view message) noexcept;
+TENSORMEM_API void set_log_handler(LogHandler handler, void *user_data) noexcept;
+TENSORMEM_API void log(LogLevel level, std::string_view message) noexcept;
 
 } // namespace tensormem

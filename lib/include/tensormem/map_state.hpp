@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
+#include <tensormem/export.hpp>
+
 #include <tensormem/types.hpp>
 
 #include <condition_variable>
@@ -34,7 +36,7 @@ protected:
 /// backend calls run with the lock released and are published as
 /// Mapping/Unmapping so other threads wait on the condition variable instead
 /// of on the backend (PBO-MAP-02).
-class MapState {
+class TENSORMEM_API MapState {
 public:
   enum class Phase { Unmapped, Mapping, Exclusive, Shared, Unmapping };
   enum class Wait { Block, NoWait };

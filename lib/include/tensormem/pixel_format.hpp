@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
+#include <tensormem/export.hpp>
+
 #include <tensormem/types.hpp>
 
 #include <array>
@@ -41,7 +43,7 @@ struct FormatInfo {
   std::array<PlaneGeometry, kMaxPlanes> planes;
 };
 
-const FormatInfo &format_info(PixelFormat format) noexcept;
+TENSORMEM_API const FormatInfo &format_info(PixelFormat format) noexcept;
 
 /// Strides, offsets and total size of an image with every row padded to a
 /// multiple of `stride_align` bytes (a power of two, 1 for tight rows).
@@ -58,7 +60,7 @@ struct ImageLayout {
 
 /// Checked: zero width/height → InvalidSize(0); a non-power-of-two alignment
 /// → InvalidArgument; arithmetic overflow → InvalidShape.
-Result<ImageLayout> image_layout(PixelFormat format, std::uint32_t width, std::uint32_t height,
+TENSORMEM_API Result<ImageLayout> image_layout(PixelFormat format, std::uint32_t width, std::uint32_t height,
                                  std::size_t stride_align);
 
 } // namespace tensormem

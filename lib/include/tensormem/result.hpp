@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
+#include <tensormem/export.hpp>
+
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -26,12 +28,12 @@ enum class ErrorKind : int {
   Device,
 };
 
-const char *error_kind_name(ErrorKind kind) noexcept;
+TENSORMEM_API const char *error_kind_name(ErrorKind kind) noexcept;
 
 /// A failure: its kind, a message naming the operation and the numbers, and
 /// the numbers tests match on (InvalidSize's size, InsufficientCapacity's pair,
 /// Io's errno).
-class Error {
+class TENSORMEM_API Error {
 public:
   Error(ErrorKind kind, std::string message) : kind_(kind), message_(std::move(message)) {}
 

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
+#include <tensormem/export.hpp>
+
 #include <tensormem/host_pin.hpp>
 #include <tensormem/map_state.hpp>
 
@@ -13,7 +15,7 @@ namespace tensormem {
 /// One backend allocation: it owns the resource, its identity and its map
 /// state. Storages live in std::shared_ptr (tensors, views and pins share
 /// them); concrete storages are made by factories that return one.
-class Storage : public std::enable_shared_from_this<Storage>, protected MapPort {
+class TENSORMEM_API Storage : public std::enable_shared_from_this<Storage>, protected MapPort {
 public:
   Storage(const Storage &) = delete;
   Storage &operator=(const Storage &) = delete;
@@ -48,7 +50,7 @@ private:
 /// Heap storage: a 64-byte aligned allocation (SHR-PIN-02) that obeys the
 /// same reader/writer rules as the GPU storages because it maps through the
 /// same MapState.
-class MemStorage final : public Storage {
+class TENSORMEM_API MemStorage final : public Storage {
 public:
   static constexpr std::size_t kAlignment = 64;
 

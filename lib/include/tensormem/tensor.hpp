@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
+#include <tensormem/export.hpp>
+
 #include <tensormem/host_pin.hpp>
 #include <tensormem/storage.hpp>
 
@@ -13,7 +15,7 @@ namespace tensormem {
 /// Shape, element type, name and a byte window (offset) over a shared
 /// storage. Copies and views share the storage, its identity and its map
 /// state; copying a Tensor never copies bytes (PBO-VIEW-02).
-class Tensor {
+class TENSORMEM_API Tensor {
 public:
   /// A tensor over `storage` starting at byte 0. The footprint is checked
   /// (overflow → InvalidShape, empty → InvalidSize(0)) and must fit the

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
+#include <tensormem/export.hpp>
+
 #include <tensormem/result.hpp>
 
 #include <cstddef>
@@ -15,8 +17,8 @@ namespace tensormem {
 enum class DType : std::uint8_t { U8, I8, U16, I16, U32, I32, F16, F32, F64 };
 
 /// Bytes per element (also the alignment a view offset must keep, SHR-VIEW-02).
-std::size_t dtype_size(DType dtype) noexcept;
-const char *dtype_name(DType dtype) noexcept;
+TENSORMEM_API std::size_t dtype_size(DType dtype) noexcept;
+TENSORMEM_API const char *dtype_name(DType dtype) noexcept;
 
 /// CPU access kinds (SHR-ACC-01).
 enum class CpuAccess : std::uint8_t { None, Read, Write, ReadWrite };
@@ -27,11 +29,11 @@ constexpr bool access_reads(CpuAccess a) noexcept {
 constexpr bool access_writes(CpuAccess a) noexcept {
   return a == CpuAccess::Write || a == CpuAccess::ReadWrite;
 }
-const char *access_name(CpuAccess access) noexcept;
+TENSORMEM_API const char *access_name(CpuAccess access) noexcept;
 
 /// Which backend a storage is.
 enum class StorageKind : std::uint8_t { Mem, DmaBuf, Pbo, D3d11Texture };
-const char *storage_kind_name(StorageKind kind) noexcept;
+TENSORMEM_API const char *storage_kind_name(StorageKind kind) noexcept;
 
 /// Identity of the buffer behind a storage (SHR-ID-01): derived from the kind
 /// and a backend key, so two independent wraps of one buffer compare equal.
@@ -47,15 +49,16 @@ struct BufferIdentity {
 
 using Shape = std::vector<std::size_t>;
 
-std::string shape_to_string(std::span<const std::size_t> shape);
+TENSORMEM_API std::string shape_to_string(std::span<const std::size_t> shape);
 
 /// a + b, or InvalidSize(`reported`) when the sum does not fit in size_t.
-Result<std::size_t> checked_add(std::size_t a, std::size_t b, std::uint64_t reported, const char *what);
+TENSORMEM_API Result<std::size_t> checked_add(std::size_t a, std::size_t b, std::uint64_t reported, const char *what);
 /// a * b, or InvalidShape naming `what` when the product does not fit.
-Result<std::size_t> checked_mul(std::size_t a, std::size_t b, const char *what);
+TENSORMEM_API Result<std::size_t> checked_mul(std::size_t a, std::size_t b, const char *what);
 
 /// Byte footprint of `shape` of `dtype` (SHR-SHAPE-01): overflow is
-/// InvalidShape, never a wrapped number; an empty shape is InvalidSize(0).
-Result<std::size_t> checked_footprint(std::span<const std::size_t> shape, DType dtype);
+/// InvalidShape, never a wrapped number; an empty shape or one with a zero
+/// dimension is InvalidSize(0).
+TENSORMEM_API Result<std::size_t> checked_footprint(std::span<const std::size_t> shape, DType dtype);
 
 } // namespace tensormem
