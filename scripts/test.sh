@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# Sets everything up and runs every test suite.
+#   scripts/test.sh          quick mode: one debug-optimised build, every test
+#   scripts/test.sh --full   also an ASan/UBSan build and a valgrind run of the
+#                            core and GStreamer tests (what CI runs)
+# Ends with "N passed, N failed, N skipped", counted from the tests' own
+# results; exits non-zero when anything failed.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+
+full=0
+for arg in "$@"; do
+  case "$arg" in
+    --full) full=1 ;;
+    --quick) full=0 ;;
+    *) echo "usage: $0 [--quick|--full]" >&2; exit 2 ;;
+  esac
+done
+
+scripts/deps.sh
+
+results=$root/build-results
+rm -rf "$results"
+mkdir -p "$results"
+runs=()
+
+# run_suite NAME BUILDDIR [extra meson test args...]: gtest JSON per binary
+# into $results/NAME, meson's log beside it.
+run_suite() {
+  local name=$1 dir=$2
+  shift 2
+  mkdir -p "$results/$name"
+  echo "== $name: meson test -C $dir $*"
+  GTEST_OUTPUT="json:$results/$name/" meson test -C "$dir" --no-rebuild --print-errorlogs "$@" \
+    >"$results/$name.log" 2>&1 || true
+  grep -E '^ *[0-9]+/[0-9]+ ' "$results/$name.log" || true
+  cp "$dir/meson-logs/testlog.json" "$results/$name.testlog.json" 2>/dev/null || true
+  runs+=("$name")
+}
+
+echo "== build (debugoptimized) in build/"
+scripts/build.sh build
+run_suite quick build
+
+if ((full)); then
+  echo "== build (ASan + UBSan) in build-asan/"
+  scripts/build.sh build-asan -Db_sanitize=address,undefined -Db_lundef=false -Dbuildtype=debug \
+    -Dcpp_args=-fno-sanitize-recover=all -Dc_args=-fno-sanitize-recover=all -Dbench=disabled
+  GST_REGISTRY_FORK=no G_SLICE=always-malloc G_DEBUG=gc-friendly \
+    ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:halt_on_error=1 \
+    LSAN_OPTIONS="suppressions=$root/tests/sanitizers/lsan.supp:print_suppressions=0" \
+    UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+    run_suite asan build-asan --timeout-multiplier 4
+
+  echo "== valgrind (memcheck) over the quick build"
+  GST_REGISTRY_FORK=no G_SLICE=always-malloc G_DEBUG=gc-friendly \
+    run_suite valgrind build --suite lib --suite gst --timeout-multiplier 10 \
+    --wrapper "valgrind --quiet --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite --show-leak-kinds=definite --suppressions=$root/tests/sanitizers/valgrind.supp --num-callers=30"
+fi
+
+python3 scripts/summarize.py "$results" "${runs[@]}"
