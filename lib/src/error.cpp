@@ -2,6 +2,7 @@
 #include <tensormem/result.hpp>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 
 namespace tensormem {
@@ -42,6 +43,14 @@ Error Error::io(int os_error, std::string what) {
   Error e(os_error == EAGAIN || os_error == EWOULDBLOCK ? ErrorKind::WouldBlock : ErrorKind::Io,
           what + ": " + std::strerror(os_error) + " (errno " + std::to_string(os_error) + ")");
   e.os_error_ = os_error;
+  return e;
+}
+
+Error Error::unsupported_fd(std::uint32_t fs_magic, std::string what) {
+  char hex[16];
+  std::snprintf(hex, sizeof hex, "0x%08x", fs_magic);
+  Error e(ErrorKind::InvalidArgument, what + " (filesystem magic " + hex + ")");
+  e.fs_magic_ = fs_magic;
   return e;
 }
 

@@ -49,6 +49,8 @@ public:
   static Error would_block(std::string what) { return {ErrorKind::WouldBlock, std::move(what)}; }
   static Error io(int os_error, std::string what);
   static Error device(std::string what) { return {ErrorKind::Device, std::move(what)}; }
+  /// InvalidArgument for an fd of the wrong kind, carrying its filesystem magic.
+  static Error unsupported_fd(std::uint32_t fs_magic, std::string what);
 
   ErrorKind kind() const noexcept { return kind_; }
   const std::string &message() const noexcept { return message_; }
@@ -59,6 +61,8 @@ public:
   std::uint64_t capacity() const noexcept { return capacity_; }
   /// Io: the errno value (0 when none).
   int os_error() const noexcept { return os_error_; }
+  /// unsupported_fd: the fd's filesystem magic (0 otherwise).
+  std::uint32_t fs_magic() const noexcept { return fs_magic_; }
 
   /// Pollers retry only on this kind (SHR-ERR-02).
   bool would_block() const noexcept { return kind_ == ErrorKind::WouldBlock; }
@@ -70,6 +74,7 @@ private:
   std::uint64_t needed_ = 0;
   std::uint64_t capacity_ = 0;
   int os_error_ = 0;
+  std::uint32_t fs_magic_ = 0;
 };
 
 /// A value or an Error. Nothing in the public API throws; fallible

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
+#include <tensormem/dmabuf_storage.hpp>
 #include <tensormem/host_pin.hpp>
 #include <tensormem/log.hpp>
 #include <tensormem/map_state.hpp>

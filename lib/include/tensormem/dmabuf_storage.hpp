@@ -1,0 +1,118 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include <tensormem/storage.hpp>
+#include <tensormem/unique_fd.hpp>
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace tensormem {
+
+/// Row strides of every DMA-BUF image are multiples of this (packed, planar
+/// and semi-planar alike); use with image_layout().
+inline constexpr std::size_t kDmaBufStrideAlign = 64;
+
+/// Where a new DMA-BUF storage gets its memory.
+enum class DmaBufSource : std::uint8_t {
+  Default, ///< TENSORMEM_DMABUF_SOURCE: "memfd" → Memfd; "heap" or unset → Heap
+  Heap,    ///< a DMA heap (/dev/dma_heap/…), importable by GPU drivers
+  Memfd,   ///< memfd: CPU-shareable and fd-passable, NOT importable by a GPU driver
+};
+
+/// What an fd turned out to be, by its filesystem magic (never its device).
+enum class DmaBufFdKind : std::uint8_t { DmaBuf, Memfd };
+
+/// The DMA_BUF_IOCTL_SYNC call: returns 0 or an errno value. Replaceable so
+/// tests can observe directions on memfd, where the real ioctl is ENOTTY.
+using DmaBufSyncFn = int (*)(int fd, std::uint64_t flags);
+
+struct DmaBufOptions {
+  DmaBufSource source = DmaBufSource::Default;
+  /// Heaps tried in order under /dev/dma_heap/.
+  std::vector<std::string> heaps = {"system", "linux,cma", "reserved"};
+  /// nullptr: the real ioctl.
+  DmaBufSyncFn sync = nullptr;
+};
+
+/// Counters a test or a benchmark can read.
+struct DmaBufStats {
+  std::uint64_t mmaps = 0;
+  std::uint64_t munmaps = 0;
+  std::uint64_t sync_calls = 0; ///< ioctl attempts, including retries
+};
+
+/// DMA-BUF (or memfd) storage. CPU maps go through MapState: readers share
+/// one mmap, a writer is exclusive, and each backend map/unmap brackets the
+/// access with DMA_BUF_IOCTL_SYNC START/END in the access's direction.
+class TENSORMEM_API DmaBufStorage final : public Storage {
+public:
+  /// A new buffer of `size` bytes from the source the options select.
+  static Result<std::shared_ptr<DmaBufStorage>> allocate(std::size_t size, const DmaBufOptions &options = {});
+  /// Wraps an existing fd, which stays the caller's: the storage keeps a dup.
+  /// `size` 0 means the whole buffer; a larger size than the buffer is
+  /// InsufficientCapacity. An fd that is neither DMA-BUF nor memfd/shm is
+  /// InvalidArgument carrying the filesystem magic.
+  static Result<std::shared_ptr<DmaBufStorage>> import(int fd, std::size_t size = 0,
+                                                       const DmaBufOptions &options = {});
+  /// Classifies `fd` by fstatfs magic.
+  static Result<DmaBufFdKind> classify(int fd);
+  ~DmaBufStorage() override;
+
+  StorageKind kind() const noexcept override { return StorageKind::DmaBuf; }
+  /// Derived from the fd's (device, inode): re-imports of one buffer agree.
+  BufferIdentity identity() const noexcept override { return BufferIdentity::derived(StorageKind::DmaBuf, key_); }
+  /// A long-lived address of the whole buffer: the mmap stays while the pin
+  /// lives. Pin holders order their own accesses with sync_for_cpu/device.
+  Result<HostPin> pin_host(CpuAccess access) override;
+
+  /// The storage's own fd (borrowed: valid while the storage lives).
+  int fd() const noexcept { return fd_.get(); }
+  /// A new fd of the same buffer for the caller to own.
+  Result<UniqueFd> dup_fd() const;
+  DmaBufFdKind fd_kind() const noexcept { return fd_kind_; }
+  bool writable() const noexcept { return writable_; }
+
+  /// DMA_BUF_IOCTL_SYNC START / END for pin holders.
+  Result<void> sync_for_cpu(CpuAccess access);
+  Result<void> sync_for_device(CpuAccess access);
+
+  DmaBufStats stats() const noexcept;
+
+private:
+  struct Token {};
+  struct Region;
+
+public:
+  DmaBufStorage(Token, UniqueFd fd, std::size_t size, DmaBufFdKind kind, bool writable, std::uint64_t key,
+                DmaBufSyncFn sync) noexcept;
+
+private:
+  static Result<std::shared_ptr<DmaBufStorage>> adopt(UniqueFd fd, std::size_t size, const DmaBufOptions &options,
+                                                      const char *what);
+  Result<BackendMapping> backend_map(std::size_t size, CpuAccess access) noexcept override;
+  Result<void> backend_unmap() noexcept override;
+  Result<std::shared_ptr<Region>> region();
+  Result<void> sync(std::uint64_t flags, const char *what);
+
+  UniqueFd fd_;
+  DmaBufFdKind fd_kind_;
+  bool writable_;
+  std::uint64_t key_;
+  DmaBufSyncFn sync_fn_;
+
+  std::mutex mu_;
+  std::weak_ptr<Region> region_;         // shared by maps and pins
+  std::shared_ptr<Region> mapped_;       // held while MapState is mapped
+  std::uint64_t mapped_flags_ = 0;       // direction of the live map
+  bool sync_unsupported_ = false;        // ENOTTY seen once: memfd
+  std::atomic<std::uint64_t> mmaps_{0};
+  std::atomic<std::uint64_t> munmaps_{0};
+  std::atomic<std::uint64_t> sync_calls_{0};
+};
+
+} // namespace tensormem
