@@ -7,6 +7,8 @@
 
 #include <benchmark/benchmark.h>
 
+#include <optional>
+
 using namespace tensormem;
 
 namespace {
@@ -43,6 +45,25 @@ void BM_view(benchmark::State &state) {
   }
 }
 BENCHMARK(BM_view);
+
+#ifdef __linux__
+// A memfd-backed DMA-BUF storage: the first map of a burst pays mmap plus the
+// sync ioctl attempt; later maps reuse the mapping only while one is held.
+void BM_dmabuf_map_unmap(benchmark::State &state) {
+  DmaBufOptions options;
+  options.source = DmaBufSource::Memfd;
+  auto storage = std::move(DmaBufStorage::allocate(1 << 20, options)).value();
+  Tensor t = std::move(Tensor::wrap(storage, {1 << 20}, DType::U8)).value();
+  const bool hold = state.range(0) != 0;
+  auto held = hold ? std::optional<HostView>(std::move(t.map(CpuAccess::Read)).value()) : std::nullopt;
+  for (auto _ : state) {
+    auto m = t.map(CpuAccess::Read);
+    benchmark::DoNotOptimize(m->data());
+  }
+  state.SetLabel(hold ? "joins a held mapping" : "mmap+munmap each time");
+}
+BENCHMARK(BM_dmabuf_map_unmap)->Arg(0)->Arg(1);
+#endif
 
 } // namespace
 
