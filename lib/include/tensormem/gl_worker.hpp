@@ -1,0 +1,143 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include <tensormem/export.hpp>
+
+#include <tensormem/pbo_storage.hpp>
+#include <tensormem/tensor.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+
+namespace tensormem {
+
+class GlDisplay;
+
+/// Which GL the worker's context speaks.
+enum class GlApi { DesktopCore, Gles };
+
+/// What the worker's context turned out to be.
+struct GlInfo {
+  std::string platform; ///< "surfaceless", "device" or "default"
+  std::string renderer; ///< GL_RENDERER
+  std::string version;  ///< GL_VERSION
+  GlApi api = GlApi::DesktopCore;
+  int major = 0;
+  int minor = 0;
+  bool fence_sync = false; ///< EGL_KHR_fence_sync
+  bool wait_sync = false;  ///< EGL_KHR_wait_sync (GPU-side waits)
+};
+
+/// One EGL fence sync (EGL_KHR_fence_sync), signalled when the GL commands
+/// before it have completed. Move-only; destroys the sync once. Waiting needs
+/// no GL context, so any thread may wait; the fence keeps its EGL display
+/// initialised for as long as it lives, even past the worker.
+class TENSORMEM_API EglFence {
+public:
+  EglFence() = default;
+  EglFence(EglFence &&other) noexcept;
+  EglFence &operator=(EglFence &&other) noexcept;
+  EglFence(const EglFence &) = delete;
+  EglFence &operator=(const EglFence &) = delete;
+  ~EglFence();
+
+  bool valid() const noexcept { return sync_ != nullptr; }
+  /// Blocks up to `timeout` (never unbounded). WouldBlock when it expired
+  /// (SHR-ERR-02), Device when EGL reports an error, InvalidArgument for an
+  /// empty fence.
+  Result<void> client_wait(std::chrono::nanoseconds timeout) const;
+  /// Whether the fence has signalled, without waiting.
+  Result<bool> is_signalled() const;
+
+private:
+  friend class GlWorker;
+  EglFence(std::shared_ptr<GlDisplay> display, void *sync) noexcept : display_(std::move(display)), sync_(sync) {}
+  void reset() noexcept;
+
+  std::shared_ptr<GlDisplay> display_;
+  void *sync_ = nullptr;
+};
+
+/// How a new PBO will mostly be used; a hint for the driver's memory choice.
+enum class PboUsage { Upload, Download };
+
+/// A thread that owns an EGL context made without a window and runs every GL
+/// call (PBO-OPS-02). Platforms are tried in order: EGL_MESA_platform_surfaceless,
+/// EGL_EXT_platform_device (first device), the default display; desktop GL
+/// 3.3+ core first, GLES 3 otherwise.
+///
+/// Work reaches the thread through a queue: submit() blocks until the task
+/// ran, post() does not; both run the task inline when called on the worker
+/// thread itself, so GL work that maps tensors cannot deadlock against its own
+/// thread (PBO-MAP-02). After shutdown() (or destruction) every call answers
+/// Disconnected at once; storages made here may outlive the worker, their maps
+/// then fail with Disconnected and their deletes do nothing.
+class TENSORMEM_API GlWorker {
+public:
+  /// Starts the thread and its context. Device error naming every platform
+  /// tried and why it failed when no context could be made.
+  static Result<std::shared_ptr<GlWorker>> create();
+  /// shutdown().
+  ~GlWorker();
+  GlWorker(const GlWorker &) = delete;
+  GlWorker &operator=(const GlWorker &) = delete;
+
+  const GlInfo &info() const noexcept;
+  bool on_worker_thread() const noexcept;
+  bool is_running() const noexcept;
+
+  /// Runs `task` on the worker (with its context current) and waits for it.
+  /// Disconnected when the worker has shut down or shuts down first.
+  Result<void> submit(std::function<void()> task);
+  /// Queues `task` and returns; Disconnected when the worker has shut down.
+  Result<void> post(std::function<void()> task);
+
+  /// Stops the thread: queued tasks that have not started are dropped (their
+  /// submitters get Disconnected), the context is destroyed with every GL
+  /// object in it. Idempotent.
+  void shutdown() noexcept;
+
+  /// The PboOps of this worker (PBO-OPS-01..08): map, unmap and delete run on
+  /// the worker; a buffer already mapped through any handle is refused with
+  /// Mapped (PBO-OPS-08).
+  std::shared_ptr<PboOps> ops() const noexcept;
+
+  /// A new GL buffer of `size` bytes (glBufferData) wrapped as a tensor
+  /// (from_pbo's checks run first, so a refused shape creates nothing).
+  Result<Tensor> create_pbo(std::size_t size, Shape shape, DType dtype, std::string name = {},
+                            PboUsage usage = PboUsage::Upload);
+
+  /// glMapBufferRange calls made so far (tests count shared reader maps).
+  std::uint64_t gl_map_calls() const noexcept;
+  /// GL buffers currently mapped.
+  std::size_t mapped_buffers() const noexcept;
+
+  /// A fence after every GL command queued so far (flushed, so a waiter on
+  /// another thread cannot wait on commands never sent). NotImplemented
+  /// without EGL_KHR_fence_sync.
+  Result<EglFence> insert_fence();
+  /// Makes the worker's GL queue wait for `fence` on the GPU
+  /// (EGL_KHR_wait_sync); without it, a CPU wait bounded by `cpu_timeout`.
+  Result<void> wait_fence(const EglFence &fence, std::chrono::nanoseconds cpu_timeout = std::chrono::seconds(5));
+
+  /// Test helper proving bytes went through GL: uploads `width`×`height`
+  /// RGBA8 pixels from the unpack PBO `src` into a new texture, then reads the
+  /// texture back into the pack PBO `dst` with glReadPixels. Both buffers
+  /// must be unmapped and large enough.
+  Result<void> copy_through_texture(std::uint32_t src, std::uint32_t dst, std::uint32_t width, std::uint32_t height);
+
+  struct Core;
+
+private:
+  GlWorker(std::shared_ptr<Core> core, std::thread thread) noexcept;
+
+  std::shared_ptr<Core> core_;
+  std::shared_ptr<PboOps> ops_;
+  std::thread thread_;
+};
+
+} // namespace tensormem

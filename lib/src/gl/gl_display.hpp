@@ -1,0 +1,55 @@
+// SPDX-License-Identifier: Apache-2.0
+// Private to the GL folder: an initialised EGL display and the headless
+// context a GL worker makes on it.
+#pragma once
+
+#include <tensormem/gl_worker.hpp>
+
+#include <epoxy/egl.h>
+
+#include <memory>
+
+namespace tensormem {
+
+/// One eglInitialize of a display, undone by the last holder. EGL displays
+/// are per-platform singletons without a reference count of their own, so
+/// the count of live holders per display is kept here: terminating while a
+/// second worker (or a fence) still used the display would pull its context
+/// away.
+class GlDisplay {
+public:
+  /// eglInitialize, counted. Device error with the EGL error code on failure.
+  static Result<std::shared_ptr<GlDisplay>> initialize(EGLDisplay display);
+  ~GlDisplay();
+  GlDisplay(const GlDisplay &) = delete;
+  GlDisplay &operator=(const GlDisplay &) = delete;
+
+  EGLDisplay get() const noexcept { return display_; }
+  bool has_extension(const char *name) const noexcept;
+
+  struct Token {};
+  GlDisplay(Token, EGLDisplay display) noexcept : display_(display) {}
+
+private:
+  EGLDisplay display_;
+};
+
+/// A context current on the calling thread, and what it is.
+struct HeadlessContext {
+  std::shared_ptr<GlDisplay> display;
+  EGLContext context = EGL_NO_CONTEXT;
+  EGLSurface surface = EGL_NO_SURFACE;
+  GlInfo info;
+};
+
+/// Makes a context without a window and makes it current on this thread
+/// (the platform and API ladder of GlWorker). The error names every platform
+/// tried and why each failed.
+Result<HeadlessContext> make_headless_context();
+/// Releases and destroys what make_headless_context made (on the same thread).
+void destroy_headless_context(HeadlessContext &ctx) noexcept;
+
+/// "EGL_BAD_ALLOC (0x3003)"-style text of the last EGL error.
+std::string egl_error_text();
+
+} // namespace tensormem
