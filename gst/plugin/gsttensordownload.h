@@ -1,0 +1,11 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include "gsttensortransform.h"
+
+G_BEGIN_DECLS
+
+#define GST_TYPE_TENSOR_DOWNLOAD (gst_tensor_download_get_type())
+G_DECLARE_FINAL_TYPE(GstTensorDownload, gst_tensor_download, GST, TENSOR_DOWNLOAD, GstTensorTransform)
+
+G_END_DECLS

@@ -1,0 +1,164 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "gsttensortransform.h"
+
+GST_DEBUG_CATEGORY_STATIC(gst_tensor_transform_debug);
+#define GST_CAT_DEFAULT gst_tensor_transform_debug
+
+namespace {
+
+enum { PROP_0, PROP_COPIED_BYTES, PROP_REQUIRE_ZERO_COPY };
+
+struct GstTensorTransformPrivate {
+  GstVideoInfo info;
+  guint64 copied_bytes;       // guarded by the object lock
+  gboolean require_zero_copy; // guarded by the object lock
+};
+
+} // namespace
+
+G_DEFINE_ABSTRACT_TYPE_WITH_CODE(GstTensorTransform, gst_tensor_transform, GST_TYPE_BASE_TRANSFORM,
+                                 G_ADD_PRIVATE(GstTensorTransform);
+                                 GST_DEBUG_CATEGORY_INIT(gst_tensor_transform_debug, "tensortransform", 0,
+                                                         "tensor element base class"))
+
+static GstTensorTransformPrivate *get_priv(GstTensorTransform *self) {
+  return static_cast<GstTensorTransformPrivate *>(gst_tensor_transform_get_instance_private(self));
+}
+
+static void gst_tensor_transform_set_property(GObject *object, guint prop_id, const GValue *value, GParamSpec *pspec) {
+  auto *self = GST_TENSOR_TRANSFORM(object);
+  switch (prop_id) {
+  case PROP_REQUIRE_ZERO_COPY:
+    GST_OBJECT_LOCK(self);
+    get_priv(self)->require_zero_copy = g_value_get_boolean(value);
+    GST_OBJECT_UNLOCK(self);
+    break;
+  default:
+    G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
+    break;
+  }
+}
+
+static void gst_tensor_transform_get_property(GObject *object, guint prop_id, GValue *value, GParamSpec *pspec) {
+  auto *self = GST_TENSOR_TRANSFORM(object);
+  auto *priv = get_priv(self);
+  switch (prop_id) {
+  case PROP_COPIED_BYTES:
+    GST_OBJECT_LOCK(self);
+    g_value_set_uint64(value, priv->copied_bytes);
+    GST_OBJECT_UNLOCK(self);
+    break;
+  case PROP_REQUIRE_ZERO_COPY:
+    GST_OBJECT_LOCK(self);
+    g_value_set_boolean(value, priv->require_zero_copy);
+    GST_OBJECT_UNLOCK(self);
+    break;
+  default:
+    G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
+    break;
+  }
+}
+
+static gboolean gst_tensor_transform_set_caps(GstBaseTransform *trans, GstCaps *incaps, GstCaps *outcaps) {
+  auto *self = GST_TENSOR_TRANSFORM(trans);
+  GstVideoInfo in_info, out_info;
+  if (!gst_video_info_from_caps(&in_info, incaps) || !gst_video_info_from_caps(&out_info, outcaps)) {
+    GST_WARNING_OBJECT(self, "caps %" GST_PTR_FORMAT " -> %" GST_PTR_FORMAT " are not raw video", incaps, outcaps);
+    return FALSE;
+  }
+  if (!gst_video_info_is_equal(&in_info, &out_info)) {
+    GST_WARNING_OBJECT(self, "input %" GST_PTR_FORMAT " and output %" GST_PTR_FORMAT " differ", incaps, outcaps);
+    return FALSE;
+  }
+  get_priv(self)->info = in_info;
+  return TRUE;
+}
+
+/* The copy itself; nothing to do when prepare_output_buffer passed the input
+ * buffer through. */
+static GstFlowReturn gst_tensor_transform_transform(GstBaseTransform *trans, GstBuffer *inbuf, GstBuffer *outbuf) {
+  if (inbuf == outbuf)
+    return GST_FLOW_OK;
+  auto *self = GST_TENSOR_TRANSFORM(trans);
+  auto *priv = get_priv(self);
+  GstVideoFrame in_frame, out_frame;
+  if (!gst_video_frame_map(&in_frame, &priv->info, inbuf, GST_MAP_READ)) {
+    GST_ELEMENT_ERROR(self, STREAM, FAILED, ("Cannot read the input frame."),
+                      ("gst_video_frame_map for reading failed on %" GST_PTR_FORMAT, inbuf));
+    return GST_FLOW_ERROR;
+  }
+  if (!gst_video_frame_map(&out_frame, &priv->info, outbuf, GST_MAP_WRITE)) {
+    gst_video_frame_unmap(&in_frame);
+    GST_ELEMENT_ERROR(self, STREAM, FAILED, ("Cannot write the output frame."),
+                      ("gst_video_frame_map for writing failed on %" GST_PTR_FORMAT, outbuf));
+    return GST_FLOW_ERROR;
+  }
+  const gboolean copied = gst_video_frame_copy(&out_frame, &in_frame);
+  gst_video_frame_unmap(&out_frame);
+  gst_video_frame_unmap(&in_frame);
+  if (!copied) {
+    GST_ELEMENT_ERROR(self, STREAM, FAILED, ("Cannot copy the frame."), ("gst_video_frame_copy failed"));
+    return GST_FLOW_ERROR;
+  }
+  const gsize bytes = GST_VIDEO_INFO_SIZE(&priv->info);
+  GST_OBJECT_LOCK(self);
+  priv->copied_bytes += bytes;
+  const guint64 total = priv->copied_bytes;
+  GST_OBJECT_UNLOCK(self);
+  GST_DEBUG_OBJECT(self, "copied a %" G_GSIZE_FORMAT "-byte frame, %" G_GUINT64_FORMAT " bytes so far", bytes, total);
+  return GST_FLOW_OK;
+}
+
+static void gst_tensor_transform_class_init(GstTensorTransformClass *klass) {
+  auto *gobject_class = G_OBJECT_CLASS(klass);
+  auto *trans_class = GST_BASE_TRANSFORM_CLASS(klass);
+
+  gobject_class->set_property = gst_tensor_transform_set_property;
+  gobject_class->get_property = gst_tensor_transform_get_property;
+
+  g_object_class_install_property(
+      gobject_class, PROP_COPIED_BYTES,
+      g_param_spec_uint64("copied-bytes", "Copied bytes",
+                          "Bytes of frame data this element has copied since it was created (0 while every "
+                          "buffer passed through without a copy)",
+                          0, G_MAXUINT64, 0, static_cast<GParamFlags>(G_PARAM_READABLE | G_PARAM_STATIC_STRINGS)));
+  g_object_class_install_property(
+      gobject_class, PROP_REQUIRE_ZERO_COPY,
+      g_param_spec_boolean("require-zero-copy", "Require zero copy",
+                           "Fail with a stream error instead of copying a buffer that cannot pass through as it is",
+                           FALSE,
+                           static_cast<GParamFlags>(G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
+                                                    GST_PARAM_MUTABLE_PLAYING)));
+
+  trans_class->set_caps = gst_tensor_transform_set_caps;
+  trans_class->transform = gst_tensor_transform_transform;
+
+  gst_type_mark_as_plugin_api(GST_TYPE_TENSOR_TRANSFORM, static_cast<GstPluginAPIFlags>(0));
+}
+
+static void gst_tensor_transform_init(GstTensorTransform *self) {
+  gst_video_info_init(&get_priv(self)->info);
+}
+
+const GstVideoInfo *gst_tensor_transform_get_info(GstTensorTransform *self) { return &get_priv(self)->info; }
+
+GstFlowReturn gst_tensor_transform_allow_copy(GstTensorTransform *self, GstBuffer *inbuf) {
+  GST_OBJECT_LOCK(self);
+  const gboolean strict = get_priv(self)->require_zero_copy;
+  GST_OBJECT_UNLOCK(self);
+  if (!strict)
+    return GST_FLOW_OK;
+  const GstVideoInfo *info = &get_priv(self)->info;
+  GST_ELEMENT_ERROR(self, STREAM, FAILED, ("A buffer needs a copy and require-zero-copy is set."),
+                    ("a %" G_GSIZE_FORMAT "-byte %dx%d %s frame (%" GST_PTR_FORMAT
+                     ") would need a copy; require-zero-copy=true forbids it",
+                     GST_VIDEO_INFO_SIZE(info), GST_VIDEO_INFO_WIDTH(info), GST_VIDEO_INFO_HEIGHT(info),
+                     GST_VIDEO_INFO_NAME(info), inbuf));
+  return GST_FLOW_ERROR;
+}
+
+void gst_tensor_transform_copy_metadata(GstTensorTransform *self, GstBuffer *inbuf, GstBuffer *outbuf) {
+  auto *trans_class = GST_BASE_TRANSFORM_GET_CLASS(self);
+  if (trans_class->copy_metadata)
+    trans_class->copy_metadata(GST_BASE_TRANSFORM(self), inbuf, outbuf);
+}

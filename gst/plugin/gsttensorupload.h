@@ -1,0 +1,13 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include "gsttensortransform.h"
+
+#include <gst/tensormem/gsttensormem.h>
+
+G_BEGIN_DECLS
+
+#define GST_TYPE_TENSOR_UPLOAD (gst_tensor_upload_get_type())
+G_DECLARE_FINAL_TYPE(GstTensorUpload, gst_tensor_upload, GST, TENSOR_UPLOAD, GstTensorTransform)
+
+G_END_DECLS

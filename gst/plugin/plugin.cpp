@@ -1,0 +1,15 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "gsttensordownload.h"
+#include "gsttensorupload.h"
+
+#include <gst/tensormem/gsttensormem.h>
+
+static gboolean plugin_init(GstPlugin *plugin) {
+  gst_tensormem_init();
+  return gst_element_register(plugin, "tensorupload", GST_RANK_NONE, GST_TYPE_TENSOR_UPLOAD) &&
+         gst_element_register(plugin, "tensordownload", GST_RANK_NONE, GST_TYPE_TENSOR_DOWNLOAD);
+}
+
+GST_PLUGIN_DEFINE(GST_VERSION_MAJOR, GST_VERSION_MINOR, tensormem,
+                  "Zero-copy tensor memory: upload to and download from tensor storages", plugin_init, VERSION,
+                  "Apache 2.0", GST_PACKAGE_NAME, GST_PACKAGE_ORIGIN)

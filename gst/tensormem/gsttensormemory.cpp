@@ -1,0 +1,330 @@
+// SPDX-License-Identifier: Apache-2.0
+#include <gst/tensormem/gsttensormemory.h>
+
+#include <tensormem/host_pin.hpp>
+#include <tensormem/storage.hpp>
+
+#include <algorithm>
+#include <cstring>
+#include <mutex>
+
+GST_DEBUG_CATEGORY_STATIC(gst_tensor_memory_debug);
+#define GST_CAT_DEFAULT gst_tensor_memory_debug
+
+struct _GstTensorMemoryPrivate {
+  explicit _GstTensorMemoryPrivate(const tensormem::Tensor &whole) : tensor(whole) {}
+
+  /* The whole allocation as a 1-D u8 tensor; its storage() is the one
+   * shared_ptr that keeps the allocation alive for this memory. */
+  tensormem::Tensor tensor;
+  /* GStreamer lets the holder of a write map map the same GstMemory again
+   * (gst_video_frame_map maps one memory once per plane). Those nested maps
+   * share this memory's one core write acquisition instead of asking the
+   * core for a second, which it would refuse. */
+  std::mutex mu;
+  tensormem::HostPin writer; // valid while write_maps > 0
+  guint write_maps = 0;
+};
+
+namespace {
+
+// MemStorage guarantees this alignment of its base address.
+constexpr gsize kMaxAlignMask = tensormem::MemStorage::kAlignment - 1;
+
+tensormem::CpuAccess access_from_flags(GstMapFlags flags) noexcept {
+  const bool write = (flags & GST_MAP_WRITE) != 0;
+  const bool read = (flags & GST_MAP_READ) != 0;
+  if (write && read)
+    return tensormem::CpuAccess::ReadWrite;
+  return write ? tensormem::CpuAccess::Write : tensormem::CpuAccess::Read;
+}
+
+GstTensorMemoryPrivate *priv_of(GstMemory *mem) noexcept { return reinterpret_cast<GstTensorMemory *>(mem)->priv; }
+
+/* Wraps `tensor` into a new GstTensorMemory; NULL (after a warning) when the
+ * small host allocations fail. */
+GstMemory *tensor_memory_new(GstAllocator *allocator, GstMemory *parent, const tensormem::Tensor &tensor,
+                             GstMemoryFlags flags, gsize maxsize, gsize align, gsize offset, gsize size) noexcept {
+  GstTensorMemoryPrivate *priv;
+  try {
+    priv = new GstTensorMemoryPrivate(tensor);
+  } catch (...) {
+    GST_WARNING("out of memory wrapping a %" G_GSIZE_FORMAT "-byte tensor storage", maxsize);
+    return nullptr;
+  }
+  auto *tmem = g_new0(GstTensorMemory, 1);
+  tmem->priv = priv;
+  gst_memory_init(GST_MEMORY_CAST(tmem), flags, allocator, parent, maxsize, align, offset, size);
+  return GST_MEMORY_CAST(tmem);
+}
+
+GstMemory *allocator_alloc(GstAllocator *allocator, gsize size, GstAllocationParams *params) {
+  GstAllocationParams defaults;
+  if (!params) {
+    gst_allocation_params_init(&defaults);
+    params = &defaults;
+  }
+  if (params->align > kMaxAlignMask) {
+    GST_WARNING_OBJECT(allocator, "alignment mask %" G_GSIZE_FORMAT " exceeds the %" G_GSIZE_FORMAT
+                                  "-byte alignment of tensor system memory",
+                       params->align, kMaxAlignMask + 1);
+    return nullptr;
+  }
+  gsize maxsize;
+  if (__builtin_add_overflow(params->prefix, size, &maxsize) ||
+      __builtin_add_overflow(maxsize, params->padding, &maxsize)) {
+    GST_WARNING_OBJECT(allocator, "prefix %" G_GSIZE_FORMAT " + size %" G_GSIZE_FORMAT " + padding %" G_GSIZE_FORMAT
+                                  " overflows",
+                       params->prefix, size, params->padding);
+    return nullptr;
+  }
+  try {
+    // A zero-byte GstMemory is legal, an empty core storage is not.
+    auto storage = tensormem::MemStorage::allocate(std::max<gsize>(maxsize, 1));
+    if (!storage) {
+      GST_WARNING_OBJECT(allocator, "%s", storage.error().message().c_str());
+      return nullptr;
+    }
+    const gsize storage_bytes = (*storage)->size_bytes();
+    auto tensor = tensormem::Tensor::wrap(std::move(*storage), {storage_bytes}, tensormem::DType::U8,
+                                          GST_TENSOR_SYSTEM_MEMORY_TYPE_NAME);
+    if (!tensor) {
+      GST_WARNING_OBJECT(allocator, "%s", tensor.error().message().c_str());
+      return nullptr;
+    }
+    // The storage is zero-filled, so ZERO_PREFIXED/ZERO_PADDED hold as asked.
+    return tensor_memory_new(allocator, nullptr, *tensor, params->flags, maxsize, params->align, params->prefix, size);
+  } catch (...) {
+    GST_WARNING_OBJECT(allocator, "out of memory allocating %" G_GSIZE_FORMAT " bytes", maxsize);
+    return nullptr;
+  }
+}
+
+void allocator_free(GstAllocator *, GstMemory *mem) {
+  auto *tmem = reinterpret_cast<GstTensorMemory *>(mem);
+  delete tmem->priv;
+  g_free(tmem);
+}
+
+/* A gst_memory_map is one acquisition through the core map state: readers
+ * share one backend mapping and a writer is exclusive, also against users of
+ * the storage that never see this GstMemory. While this memory holds a write
+ * acquisition, GStreamer's own lock has already vetted any further map of it,
+ * so such a map shares that acquisition (user_data[1] marks it). */
+gpointer mem_map_full(GstMemory *mem, GstMapInfo *info, gsize maxsize) {
+  const tensormem::CpuAccess access = access_from_flags(info->flags);
+  auto *priv = priv_of(mem);
+  try {
+    std::lock_guard lock(priv->mu);
+    tensormem::HostPin pin;
+    if (priv->write_maps > 0) {
+      pin = priv->writer.share();
+    } else {
+      auto pinned = priv->tensor.storage()->map(access, tensormem::MapState::Wait::Block);
+      if (!pinned) {
+        const auto &err = pinned.error();
+        if (err.kind() == tensormem::ErrorKind::Mapped)
+          GST_DEBUG("memory %p: %s map refused: %s", mem, tensormem::access_name(access), err.message().c_str());
+        else
+          GST_WARNING("memory %p: %s map failed (%s): %s", mem, tensormem::access_name(access),
+                      tensormem::error_kind_name(err.kind()), err.message().c_str());
+        return nullptr;
+      }
+      pin = std::move(*pinned);
+    }
+    if (pin.length() < maxsize) {
+      GST_WARNING("memory %p: storage mapped %" G_GSIZE_FORMAT " bytes, the memory spans %" G_GSIZE_FORMAT, mem,
+                  pin.length(), maxsize);
+      return nullptr;
+    }
+    const bool holds_writer = priv->write_maps > 0 || tensormem::access_writes(access);
+    auto *held = new tensormem::HostPin(holds_writer ? pin.share() : std::move(pin));
+    if (holds_writer) {
+      if (priv->write_maps++ == 0)
+        priv->writer = std::move(pin);
+    }
+    info->user_data[0] = held;
+    info->user_data[1] = GINT_TO_POINTER(holds_writer ? 1 : 0);
+    return held->data();
+  } catch (...) {
+    GST_WARNING("memory %p: out of memory mapping for %s", mem, tensormem::access_name(access));
+    return nullptr;
+  }
+}
+
+void mem_unmap_full(GstMemory *mem, GstMapInfo *info) {
+  delete static_cast<tensormem::HostPin *>(info->user_data[0]);
+  info->user_data[0] = nullptr;
+  if (GPOINTER_TO_INT(info->user_data[1]) == 0)
+    return;
+  auto *priv = priv_of(mem);
+  std::lock_guard lock(priv->mu);
+  if (--priv->write_maps == 0)
+    priv->writer.unmap();
+}
+
+/* Resolves a share/copy request against `mem`: `offset` is relative to the
+ * memory's offset (negative exposes the prefix, as gst_buffer_resize does) and
+ * size -1 means "the rest". FALSE when the range leaves the allocation. */
+bool resolve_range(GstMemory *mem, gssize offset, gssize size, gsize *abs_offset, gsize *abs_size) noexcept {
+  const gint64 start = static_cast<gint64>(mem->offset) + offset;
+  if (size == -1)
+    size = static_cast<gssize>(mem->size) - offset;
+  if (start < 0 || size < 0 || static_cast<guint64>(start) + static_cast<guint64>(size) > mem->maxsize) {
+    GST_WARNING("memory %p: %" G_GSSIZE_FORMAT " bytes at offset %" G_GSSIZE_FORMAT
+                " leave its %" G_GSIZE_FORMAT "-byte allocation (offset %" G_GSIZE_FORMAT ")",
+                mem, size, offset, mem->maxsize, mem->offset);
+    return false;
+  }
+  *abs_offset = static_cast<gsize>(start);
+  *abs_size = static_cast<gsize>(size);
+  return true;
+}
+
+GstMemory *mem_share(GstMemory *mem, gssize offset, gssize size) {
+  gsize abs_offset, abs_size;
+  if (!resolve_range(mem, offset, size, &abs_offset, &abs_size))
+    return nullptr;
+  GstMemory *parent = mem->parent ? mem->parent : mem;
+  // A share is read-only: writing through it would bypass the parent's lock.
+  auto flags = static_cast<GstMemoryFlags>(GST_MINI_OBJECT_FLAGS(parent) | GST_MINI_OBJECT_FLAG_LOCK_READONLY);
+  return tensor_memory_new(mem->allocator, parent, priv_of(mem)->tensor, flags, mem->maxsize, mem->align, abs_offset,
+                           abs_size);
+}
+
+GstMemory *mem_copy(GstMemory *mem, gssize offset, gssize size) {
+  gsize abs_offset, abs_size;
+  if (!resolve_range(mem, offset, size, &abs_offset, &abs_size))
+    return nullptr;
+  GstAllocationParams params;
+  gst_allocation_params_init(&params);
+  params.align = mem->align;
+  GstMemory *copy = allocator_alloc(mem->allocator, abs_size, &params);
+  if (!copy)
+    return nullptr;
+  GstMapInfo src, dst;
+  if (!gst_memory_map(mem, &src, GST_MAP_READ)) {
+    GST_WARNING("memory %p: cannot map the source of a copy for reading", mem);
+    gst_memory_unref(copy);
+    return nullptr;
+  }
+  if (!gst_memory_map(copy, &dst, GST_MAP_WRITE)) {
+    gst_memory_unmap(mem, &src);
+    gst_memory_unref(copy);
+    return nullptr;
+  }
+  if (abs_size > 0)
+    std::memcpy(dst.data, src.data - mem->offset + abs_offset, abs_size);
+  gst_memory_unmap(copy, &dst);
+  gst_memory_unmap(mem, &src);
+  return copy;
+}
+
+gboolean mem_is_span(GstMemory *mem1, GstMemory *mem2, gsize *offset) {
+  if (priv_of(mem1)->tensor.storage() != priv_of(mem2)->tensor.storage())
+    return FALSE;
+  if (offset)
+    *offset = mem1->offset - mem1->parent->offset;
+  return mem1->offset + mem1->size == mem2->offset;
+}
+
+} // namespace
+
+G_DEFINE_TYPE_WITH_CODE(GstTensorSystemAllocator, gst_tensor_system_allocator, GST_TYPE_ALLOCATOR,
+                        GST_DEBUG_CATEGORY_INIT(gst_tensor_memory_debug, "tensormemory", 0, "tensor memory"))
+
+static void gst_tensor_system_allocator_class_init(GstTensorSystemAllocatorClass *klass) {
+  auto *allocator_class = GST_ALLOCATOR_CLASS(klass);
+  allocator_class->alloc = allocator_alloc;
+  allocator_class->free = allocator_free;
+}
+
+static void gst_tensor_system_allocator_init(GstTensorSystemAllocator *self) {
+  auto *alloc = GST_ALLOCATOR_CAST(self);
+  alloc->mem_type = GST_TENSOR_SYSTEM_MEMORY_TYPE_NAME;
+  alloc->mem_map_full = mem_map_full;
+  alloc->mem_unmap_full = mem_unmap_full;
+  alloc->mem_share = mem_share;
+  alloc->mem_copy = mem_copy;
+  alloc->mem_is_span = mem_is_span;
+}
+
+/**
+ * gst_tensor_memory_init_once:
+ *
+ * Registers the tensor allocators with GStreamer under their names (see
+ * %GST_TENSOR_SYSTEM_MEMORY_TYPE_NAME). Safe to call more than once.
+ *
+ * Since: 0.1
+ */
+void gst_tensor_memory_init_once(void) {
+  static gsize done = 0;
+  if (!g_once_init_enter(&done))
+    return;
+  auto *allocator = static_cast<GstAllocator *>(g_object_new(GST_TYPE_TENSOR_SYSTEM_ALLOCATOR, nullptr));
+  gst_object_ref_sink(allocator);
+  gst_allocator_register(GST_TENSOR_SYSTEM_MEMORY_TYPE_NAME, allocator);
+  g_once_init_leave(&done, 1);
+}
+
+/**
+ * gst_tensor_system_allocator_get:
+ *
+ * Returns: (transfer full): the system tensor allocator (a new reference).
+ *
+ * Since: 0.1
+ */
+GstAllocator *gst_tensor_system_allocator_get(void) {
+  gst_tensor_memory_init_once();
+  return gst_allocator_find(GST_TENSOR_SYSTEM_MEMORY_TYPE_NAME);
+}
+
+/**
+ * gst_is_tensor_memory:
+ * @mem: a #GstMemory
+ *
+ * Returns: %TRUE when @mem was made by one of the tensor allocators.
+ *
+ * Since: 0.1
+ */
+gboolean gst_is_tensor_memory(GstMemory *mem) {
+  return mem != nullptr && mem->allocator != nullptr && GST_IS_TENSOR_SYSTEM_ALLOCATOR(mem->allocator);
+}
+
+/**
+ * gst_tensor_memory_get_storage:
+ * @mem: a tensor #GstMemory
+ *
+ * Returns: the storage kind behind @mem (never %GST_TENSOR_STORAGE_AUTO for a
+ * tensor memory).
+ *
+ * Since: 0.1
+ */
+GstTensorStorage gst_tensor_memory_get_storage(GstMemory *mem) {
+  g_return_val_if_fail(gst_is_tensor_memory(mem), GST_TENSOR_STORAGE_AUTO);
+  switch (priv_of(mem)->tensor.storage_kind()) {
+  case tensormem::StorageKind::Mem:
+    return GST_TENSOR_STORAGE_SYSTEM;
+  default:
+    break;
+  }
+  return GST_TENSOR_STORAGE_AUTO;
+}
+
+/**
+ * gst_tensor_memory_get_tensor:
+ * @mem: a #GstMemory
+ *
+ * C++ only. The tensor describing the whole allocation behind @mem (a 1-D
+ * u8 tensor; @mem's offset and size select a window of it).
+ *
+ * Returns: (transfer none) (nullable): the tensor, or %NULL when @mem is not
+ * a tensor memory. Valid while @mem is alive.
+ *
+ * Since: 0.1
+ */
+const tensormem::Tensor *gst_tensor_memory_get_tensor(GstMemory *mem) {
+  if (!gst_is_tensor_memory(mem))
+    return nullptr;
+  return &priv_of(mem)->tensor;
+}

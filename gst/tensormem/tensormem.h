@@ -1,0 +1,8 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include <gst/tensormem/tensormem-prelude.h>
+#include <gst/tensormem/gsttensormem.h>
+#include <gst/tensormem/gsttensorformat.h>
+#include <gst/tensormem/gsttensormemory.h>
+#include <gst/tensormem/gsttensorbufferpool.h>
