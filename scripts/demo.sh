@@ -22,10 +22,10 @@ echo "demo: gst-launch-1.0 $pipeline"
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 start=$(date +%s.%N)
-GST_DEBUG="tensorupload:4,tensordownload:4" GST_DEBUG_NO_COLOR=1 \
+GST_DEBUG="tensortransform:4" GST_DEBUG_NO_COLOR=1 \
   gst-launch-1.0 -e $pipeline >"$log" 2>&1 || { cat "$log"; echo "demo: the pipeline failed"; exit 1; }
 end=$(date +%s.%N)
 grep -E 'Setting pipeline|Got EOS|Execution ended' "$log" || true
 echo "demo: summary reported by the elements:"
-grep -E 'summary:' "$log" | sed -E 's/^.*(tensor(up|down)load[^ ]*) .*summary:/  \1:/' || { echo "demo: no summary from the elements"; exit 1; }
+grep -E 'summary:' "$log" | sed -E "s/^.*<([^>]+)>.*summary:/  \\1:/" || { echo "demo: no summary from the elements"; exit 1; }
 python3 -c "import sys; print(f\"demo: {sys.argv[1]} frames of {sys.argv[2]}x{sys.argv[3]} {sys.argv[4]} in {float(sys.argv[6]) - float(sys.argv[5]):.2f} s\")" "$frames" "$width" "$height" "$format" "$start" "$end"

@@ -11,6 +11,8 @@ enum { PROP_0, PROP_COPIED_BYTES, PROP_REQUIRE_ZERO_COPY };
 struct GstTensorTransformPrivate {
   GstVideoInfo info;
   guint64 copied_bytes;       // guarded by the object lock
+  guint64 buffers;            // this run, for the summary logged at stop
+  guint64 copied_buffers;     // this run
   gboolean require_zero_copy; // guarded by the object lock
 };
 
@@ -77,10 +79,13 @@ static gboolean gst_tensor_transform_set_caps(GstBaseTransform *trans, GstCaps *
 /* The copy itself; nothing to do when prepare_output_buffer passed the input
  * buffer through. */
 static GstFlowReturn gst_tensor_transform_transform(GstBaseTransform *trans, GstBuffer *inbuf, GstBuffer *outbuf) {
-  if (inbuf == outbuf)
-    return GST_FLOW_OK;
   auto *self = GST_TENSOR_TRANSFORM(trans);
   auto *priv = get_priv(self);
+  GST_OBJECT_LOCK(self);
+  priv->buffers++;
+  GST_OBJECT_UNLOCK(self);
+  if (inbuf == outbuf)
+    return GST_FLOW_OK;
   GstVideoFrame in_frame, out_frame;
   if (!gst_video_frame_map(&in_frame, &priv->info, inbuf, GST_MAP_READ)) {
     GST_ELEMENT_ERROR(self, STREAM, FAILED, ("Cannot read the input frame."),
@@ -103,10 +108,27 @@ static GstFlowReturn gst_tensor_transform_transform(GstBaseTransform *trans, Gst
   const gsize bytes = GST_VIDEO_INFO_SIZE(&priv->info);
   GST_OBJECT_LOCK(self);
   priv->copied_bytes += bytes;
+  priv->copied_buffers++;
   const guint64 total = priv->copied_bytes;
   GST_OBJECT_UNLOCK(self);
   GST_DEBUG_OBJECT(self, "copied a %" G_GSIZE_FORMAT "-byte frame, %" G_GUINT64_FORMAT " bytes so far", bytes, total);
   return GST_FLOW_OK;
+}
+
+/* One line per run saying what the element did, for gst-launch users
+ * (GST_DEBUG=tensorupload:4) and the demo script. */
+static gboolean gst_tensor_transform_stop(GstBaseTransform *trans) {
+  auto *self = GST_TENSOR_TRANSFORM(trans);
+  auto *priv = get_priv(self);
+  GST_OBJECT_LOCK(self);
+  const guint64 buffers = priv->buffers, copied = priv->copied_buffers, bytes = priv->copied_bytes;
+  priv->buffers = priv->copied_buffers = 0;
+  GST_OBJECT_UNLOCK(self);
+  GST_INFO_OBJECT(self,
+                  "summary: %" G_GUINT64_FORMAT " buffers, %" G_GUINT64_FORMAT " passed on without a copy, %" G_GUINT64_FORMAT
+                  " copied; copied-bytes=%" G_GUINT64_FORMAT,
+                  buffers, buffers - copied, copied, bytes);
+  return TRUE;
 }
 
 static void gst_tensor_transform_class_init(GstTensorTransformClass *klass) {
@@ -132,6 +154,7 @@ static void gst_tensor_transform_class_init(GstTensorTransformClass *klass) {
 
   trans_class->set_caps = gst_tensor_transform_set_caps;
   trans_class->transform = gst_tensor_transform_transform;
+  trans_class->stop = gst_tensor_transform_stop;
 
   gst_type_mark_as_plugin_api(GST_TYPE_TENSOR_TRANSFORM, static_cast<GstPluginAPIFlags>(0));
 }
