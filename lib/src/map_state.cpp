@@ -30,8 +30,7 @@ Result<std::byte *> MapState::acquire(MapPort &port, std::size_t size, CpuAccess
                            " read map(s) are live on this buffer");
     case Phase::Exclusive:
       return Error::mapped(std::string("map for ") + access_name(access) + ": a writable map is live on this buffer");
-    default:
-      break;
+    default: break;
     }
     phase_ = Phase::Mapping;
   }
@@ -59,8 +58,8 @@ Result<std::byte *> MapState::acquire(MapPort &port, std::size_t size, CpuAccess
     (void)port.backend_unmap();
     publish(Phase::Unmapped, nullptr);
     if (bad.data == nullptr)
-      return Error::invalid_size(size, "map: the backend returned a null address for " + std::to_string(size) +
-                                           " bytes");
+      return Error::invalid_size(size,
+                                 "map: the backend returned a null address for " + std::to_string(size) + " bytes");
     return Error::insufficient_capacity(size, bad.length, "map: the backend mapped fewer bytes than the allocation");
   }
   publish(writable ? Phase::Exclusive : Phase::Shared, mapped->data);
@@ -77,10 +76,8 @@ void MapState::release(MapPort &port) noexcept {
         return;
       }
       break;
-    case Phase::Exclusive:
-      break;
-    default:
-      return; // a release with no acquisition behind it (PBO-MAP-09)
+    case Phase::Exclusive: break;
+    default: return; // a release with no acquisition behind it (PBO-MAP-09)
     }
     phase_ = Phase::Unmapping;
     readers_ = 0;

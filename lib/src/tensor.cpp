@@ -45,8 +45,9 @@ Result<Tensor> Tensor::view(std::size_t offset_bytes, Shape shape) const {
   if (!end)
     return std::move(end).error();
   if (*end > storage_->size_bytes())
-    return Error::insufficient_capacity(*end, storage_->size_bytes(), "Tensor::view " + shape_to_string(shape) +
-                                                                        " at offset " + std::to_string(*start));
+    return Error::insufficient_capacity(*end, storage_->size_bytes(),
+                                        "Tensor::view " + shape_to_string(shape) + " at offset " +
+                                            std::to_string(*start));
   return Tensor(storage_, std::move(shape), dtype_, name_, *start, *bytes);
 }
 
@@ -55,9 +56,9 @@ Result<void> Tensor::reshape(Shape shape) {
   if (!bytes)
     return std::move(bytes).error();
   if (*bytes != nbytes_)
-    return Error::shape_mismatch("Tensor::reshape: " + shape_to_string(shape) + " of " + dtype_name(dtype_) +
-                                 " is " + std::to_string(*bytes) + " bytes, the tensor " + shape_to_string(shape_) +
-                                 " is " + std::to_string(nbytes_));
+    return Error::shape_mismatch("Tensor::reshape: " + shape_to_string(shape) + " of " + dtype_name(dtype_) + " is " +
+                                 std::to_string(*bytes) + " bytes, the tensor " + shape_to_string(shape_) + " is " +
+                                 std::to_string(nbytes_));
   shape_ = std::move(shape);
   return {};
 }
@@ -106,9 +107,7 @@ Result<HostView> Tensor::map_window(CpuAccess access, std::size_t byte_count, Ma
 
 Result<HostView> Tensor::map(CpuAccess access) const { return map_window(access, nbytes_, MapState::Wait::Block); }
 
-Result<HostView> Tensor::try_map(CpuAccess access) const {
-  return map_window(access, nbytes_, MapState::Wait::NoWait);
-}
+Result<HostView> Tensor::try_map(CpuAccess access) const { return map_window(access, nbytes_, MapState::Wait::NoWait); }
 
 Result<HostView> Tensor::map_bytes(CpuAccess access, std::size_t byte_count) const {
   if (byte_count == 0)

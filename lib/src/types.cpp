@@ -68,8 +68,8 @@ std::string shape_to_string(std::span<const std::size_t> shape) {
 Result<std::size_t> checked_add(std::size_t a, std::size_t b, std::uint64_t reported, const char *what) {
   std::size_t sum;
   if (__builtin_add_overflow(a, b, &sum))
-    return Error::invalid_size(reported, std::string(what) + ": " + std::to_string(a) + " + " + std::to_string(b) +
-                                             " overflows");
+    return Error::invalid_size(reported,
+                               std::string(what) + ": " + std::to_string(a) + " + " + std::to_string(b) + " overflows");
   return sum;
 }
 

@@ -29,20 +29,12 @@ Result<BackendMapping> FakeStorage::backend_map(std::size_t size, CpuAccess acce
   if (on_map)
     on_map();
   switch (mode_) {
-  case FakeMode::Counting:
-    return BackendMapping{bytes_.data(), size};
-  case FakeMode::LongMapping:
-    return BackendMapping{bytes_.data(), size + 16};
-  case FakeMode::Null:
-    return BackendMapping{nullptr, size};
-  case FakeMode::Short:
-    return BackendMapping{bytes_.data(), size / 2};
-  case FakeMode::Failing:
-    live.fetch_sub(1);
-    return Error::invalid_operation("fake: map refused");
-  case FakeMode::Disconnected:
-    live.fetch_sub(1);
-    return Error::disconnected("fake: the context is gone");
+  case FakeMode::Counting: return BackendMapping{bytes_.data(), size};
+  case FakeMode::LongMapping: return BackendMapping{bytes_.data(), size + 16};
+  case FakeMode::Null: return BackendMapping{nullptr, size};
+  case FakeMode::Short: return BackendMapping{bytes_.data(), size / 2};
+  case FakeMode::Failing: live.fetch_sub(1); return Error::invalid_operation("fake: map refused");
+  case FakeMode::Disconnected: live.fetch_sub(1); return Error::disconnected("fake: the context is gone");
   }
   return Error::invalid_operation("fake: unknown mode");
 }

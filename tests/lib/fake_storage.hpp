@@ -19,7 +19,8 @@ enum class FakeMode { Counting, Null, Short, Failing, Disconnected, LongMapping 
 
 class FakeStorage final : public tensormem::Storage {
 public:
-  FakeStorage(std::size_t size, FakeMode mode, std::uint64_t key) : Storage(size), mode_(mode), key_(key), bytes_(size) {}
+  FakeStorage(std::size_t size, FakeMode mode, std::uint64_t key)
+      : Storage(size), mode_(mode), key_(key), bytes_(size) {}
   ~FakeStorage() override;
 
   static std::shared_ptr<FakeStorage> make(std::size_t size, FakeMode mode = FakeMode::Counting, std::uint64_t key = 0);
@@ -47,7 +48,8 @@ public:
   std::atomic<int> *destroyed = nullptr;
 
 private:
-  tensormem::Result<tensormem::BackendMapping> backend_map(std::size_t size, tensormem::CpuAccess access) noexcept override;
+  tensormem::Result<tensormem::BackendMapping> backend_map(std::size_t size,
+                                                           tensormem::CpuAccess access) noexcept override;
   tensormem::Result<void> backend_unmap() noexcept override;
 
   FakeMode mode_;

@@ -57,8 +57,7 @@ public:
   /// `size` 0 means the whole buffer; a larger size than the buffer is
   /// InsufficientCapacity. An fd that is neither DMA-BUF nor memfd/shm is
   /// InvalidArgument carrying the filesystem magic.
-  static Result<std::shared_ptr<DmaBufStorage>> import(int fd, std::size_t size = 0,
-                                                       const DmaBufOptions &options = {});
+  static Result<std::shared_ptr<DmaBufStorage>> import(int fd, std::size_t size = 0, const DmaBufOptions &options = {});
   /// Classifies `fd` by fstatfs magic.
   static Result<DmaBufFdKind> classify(int fd);
   ~DmaBufStorage() override;
@@ -106,10 +105,10 @@ private:
   DmaBufSyncFn sync_fn_;
 
   std::mutex mu_;
-  std::weak_ptr<Region> region_;         // shared by maps and pins
-  std::shared_ptr<Region> mapped_;       // held while MapState is mapped
-  std::uint64_t mapped_flags_ = 0;       // direction of the live map
-  bool sync_unsupported_ = false;        // ENOTTY seen once: memfd
+  std::weak_ptr<Region> region_;   // shared by maps and pins
+  std::shared_ptr<Region> mapped_; // held while MapState is mapped
+  std::uint64_t mapped_flags_ = 0; // direction of the live map
+  bool sync_unsupported_ = false;  // ENOTTY seen once: memfd
   std::atomic<std::uint64_t> mmaps_{0};
   std::atomic<std::uint64_t> munmaps_{0};
   std::atomic<std::uint64_t> sync_calls_{0};

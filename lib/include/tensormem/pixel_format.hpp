@@ -61,6 +61,6 @@ struct ImageLayout {
 /// Checked: zero width/height → InvalidSize(0); a non-power-of-two alignment
 /// → InvalidArgument; arithmetic overflow → InvalidShape.
 TENSORMEM_API Result<ImageLayout> image_layout(PixelFormat format, std::uint32_t width, std::uint32_t height,
-                                 std::size_t stride_align);
+                                               std::size_t stride_align);
 
 } // namespace tensormem

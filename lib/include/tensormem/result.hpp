@@ -4,9 +4,9 @@
 #include <tensormem/export.hpp>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
-#include <optional>
 #include <variant>
 
 namespace tensormem {

@@ -71,8 +71,8 @@ public:
 private:
   Tensor(std::shared_ptr<Storage> storage, Shape shape, DType dtype, std::string name, std::size_t offset,
          std::size_t nbytes)
-      : storage_(std::move(storage)), shape_(std::move(shape)), dtype_(dtype), name_(std::move(name)),
-        offset_(offset), nbytes_(nbytes) {}
+      : storage_(std::move(storage)), shape_(std::move(shape)), dtype_(dtype), name_(std::move(name)), offset_(offset),
+        nbytes_(nbytes) {}
 
   Result<HostView> map_window(CpuAccess access, std::size_t byte_count, MapState::Wait wait) const;
 

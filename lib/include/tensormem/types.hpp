@@ -23,12 +23,8 @@ TENSORMEM_API const char *dtype_name(DType dtype) noexcept;
 /// CPU access kinds (SHR-ACC-01).
 enum class CpuAccess : std::uint8_t { None, Read, Write, ReadWrite };
 
-constexpr bool access_reads(CpuAccess a) noexcept {
-  return a == CpuAccess::Read || a == CpuAccess::ReadWrite;
-}
-constexpr bool access_writes(CpuAccess a) noexcept {
-  return a == CpuAccess::Write || a == CpuAccess::ReadWrite;
-}
+constexpr bool access_reads(CpuAccess a) noexcept { return a == CpuAccess::Read || a == CpuAccess::ReadWrite; }
+constexpr bool access_writes(CpuAccess a) noexcept { return a == CpuAccess::Write || a == CpuAccess::ReadWrite; }
 TENSORMEM_API const char *access_name(CpuAccess access) noexcept;
 
 /// Which backend a storage is.
@@ -41,9 +37,7 @@ struct BufferIdentity {
   StorageKind kind;
   std::uint64_t key;
 
-  static constexpr BufferIdentity derived(StorageKind kind, std::uint64_t key) noexcept {
-    return {kind, key};
-  }
+  static constexpr BufferIdentity derived(StorageKind kind, std::uint64_t key) noexcept { return {kind, key}; }
   friend constexpr bool operator==(const BufferIdentity &, const BufferIdentity &) = default;
 };
 

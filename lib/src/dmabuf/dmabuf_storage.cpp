@@ -78,7 +78,8 @@ Result<UniqueFd> alloc_from_heaps(std::size_t size, const std::vector<std::strin
     }
     tried += (tried.empty() ? "" : ", ") + path + " (" + std::strerror(err) + ")";
   }
-  return Error::io(ENODEV, "DmaBufStorage::allocate " + std::to_string(size) + " bytes: no DMA heap could allocate; tried " +
+  return Error::io(ENODEV, "DmaBufStorage::allocate " + std::to_string(size) +
+                               " bytes: no DMA heap could allocate; tried " +
                                (tried.empty() ? std::string("no heap names") : tried) +
                                "; TENSORMEM_DMABUF_SOURCE=memfd selects CPU-only memfd buffers");
 }
@@ -141,8 +142,8 @@ Result<std::shared_ptr<DmaBufStorage>> DmaBufStorage::import(int fd, std::size_t
   return adopt(std::move(own), size, options, "DmaBufStorage::import");
 }
 
-Result<std::shared_ptr<DmaBufStorage>> DmaBufStorage::adopt(UniqueFd fd, std::size_t size,
-                                                            const DmaBufOptions &options, const char *what) {
+Result<std::shared_ptr<DmaBufStorage>> DmaBufStorage::adopt(UniqueFd fd, std::size_t size, const DmaBufOptions &options,
+                                                            const char *what) {
   auto kind = classify(fd.get());
   if (!kind)
     return std::move(kind).error();
@@ -276,8 +277,6 @@ Result<void> DmaBufStorage::sync_for_device(CpuAccess access) {
   return sync(DMA_BUF_SYNC_END | direction(access), "END (pin)");
 }
 
-DmaBufStats DmaBufStorage::stats() const noexcept {
-  return {mmaps_.load(), munmaps_.load(), sync_calls_.load()};
-}
+DmaBufStats DmaBufStorage::stats() const noexcept { return {mmaps_.load(), munmaps_.load(), sync_calls_.load()}; }
 
 } // namespace tensormem

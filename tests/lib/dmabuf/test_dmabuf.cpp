@@ -377,7 +377,7 @@ TEST(DmaBufPin, pin_holders_sync_in_their_direction) {
   ASSERT_TRUE(s->sync_for_cpu(CpuAccess::Read));
   ASSERT_TRUE(s->sync_for_device(CpuAccess::Write));
   EXPECT_EQ(g_calls, (std::vector<std::uint64_t>{DMA_BUF_SYNC_START | DMA_BUF_SYNC_READ,
-                                                  DMA_BUF_SYNC_END | DMA_BUF_SYNC_WRITE}));
+                                                 DMA_BUF_SYNC_END | DMA_BUF_SYNC_WRITE}));
 }
 
 TEST(DmaBufLife, ten_thousand_allocate_free_cycles_leak_no_fd) {
@@ -395,8 +395,8 @@ TEST(DmaBufLife, ten_thousand_allocate_free_cycles_leak_no_fd) {
 }
 
 TEST(DmaBufLayout, image_strides_are_64_byte_aligned_for_every_layout) {
-  for (PixelFormat f : {PixelFormat::RGBA, PixelFormat::RGB, PixelFormat::GRAY8, PixelFormat::NV12,
-                        PixelFormat::NV16, PixelFormat::NV24, PixelFormat::I420, PixelFormat::RGBP}) {
+  for (PixelFormat f : {PixelFormat::RGBA, PixelFormat::RGB, PixelFormat::GRAY8, PixelFormat::NV12, PixelFormat::NV16,
+                        PixelFormat::NV24, PixelFormat::I420, PixelFormat::RGBP}) {
     auto l = image_layout(f, 321, 17, kDmaBufStrideAlign);
     ASSERT_TRUE(l);
     for (int p = 0; p < l->n_planes; ++p) {
