@@ -46,9 +46,7 @@ public:
   ~PboStorage() override;
 
   StorageKind kind() const noexcept override { return StorageKind::Pbo; }
-  BufferIdentity identity() const noexcept override {
-    return BufferIdentity::derived(StorageKind::Pbo, buffer_id_);
-  }
+  BufferIdentity identity() const noexcept override { return BufferIdentity::derived(StorageKind::Pbo, buffer_id_); }
   /// Always refused with TM_PBO_PIN_HOST_REFUSAL (PBO-LIFE-05).
   Result<HostPin> pin_host(CpuAccess access) override;
 
@@ -171,6 +169,5 @@ private:
   DType dtype_ = DType::U8;
   std::shared_ptr<PboStorage> owner_;
 };
-
 
 } // namespace tensormem

@@ -62,8 +62,7 @@ typedef struct tm_client_state {
 
 /* Maps the whole GL buffer `buffer_id` of `size` bytes for CPU read and
  * write; on success writes the address and the length it reports. */
-typedef int (*tm_pbo_map_fn)(const void *ctx, uint32_t buffer_id, size_t size, uint8_t **out_ptr,
-                             size_t *out_len);
+typedef int (*tm_pbo_map_fn)(const void *ctx, uint32_t buffer_id, size_t size, uint8_t **out_ptr, size_t *out_len);
 /* Ends the one live mapping of `buffer_id`. */
 typedef int (*tm_pbo_unmap_fn)(const void *ctx, uint32_t buffer_id);
 
@@ -80,8 +79,8 @@ typedef struct tm_pbo_ops {
 
 /* The one text with which PBO storage refuses a long-lived host pin
  * (PBO-LIFE-05); every path that refuses it repeats this constant. */
-#define TM_PBO_PIN_HOST_REFUSAL                                                                                      \
-  "pin_host: a PBO has no host address outside a map/unmap pair, so it cannot give one that outlives a map "       \
+#define TM_PBO_PIN_HOST_REFUSAL                                                                                        \
+  "pin_host: a PBO has no host address outside a map/unmap pair, so it cannot give one that outlives a map "           \
   "guard; use map() instead (persistent mapping, EXT_buffer_storage's persistent-map bit, is not used)"
 
 /* ---- libtensormem entry points ------------------------------------------ */
@@ -148,11 +147,16 @@ TM_API tm_status tm_tensor_wrap_pbo(const tm_pbo_ops *ops, uint32_t buffer_id, s
                                     size_t ndim, tm_dtype dtype, const char *name, tm_tensor **out, tm_error *err);
 
 /* A heap tensor of exactly the footprint, zero-filled. */
-TM_API tm_status tm_tensor_allocate(const size_t *shape, size_t ndim, tm_dtype dtype, const char *name,
-                                    tm_tensor **out, tm_error *err);
+TM_API tm_status tm_tensor_allocate(const size_t *shape, size_t ndim, tm_dtype dtype, const char *name, tm_tensor **out,
+                                    tm_error *err);
 
 /* A second handle on the same tensor (same storage, same window). */
 TM_API tm_status tm_tensor_clone(const tm_tensor *tensor, tm_tensor **out, tm_error *err);
+
+/* A zero-copy window `offset_bytes` into `tensor`'s window, of `shape`
+ * (SHR-VIEW-01/02): shares the storage and its map state. */
+TM_API tm_status tm_tensor_view(const tm_tensor *tensor, size_t offset_bytes, const size_t *shape, size_t ndim,
+                                tm_tensor **out, tm_error *err);
 
 /* Drops the caller's handle. NULL is ignored. */
 TM_API void tm_tensor_free(tm_tensor *tensor);
@@ -192,11 +196,11 @@ TM_API void tm_tensor_unmap(tm_map *map);
 typedef struct tm_pbo_client_parts {
   tm_pbo_ops ops;
   uint32_t buffer_id;
-  size_t size;          /* the whole GL allocation */
-  const size_t *shape;  /* owned by the parts */
+  size_t size;         /* the whole GL allocation */
+  const size_t *shape; /* owned by the parts */
   size_t ndim;
   tm_dtype dtype;
-  void *owner;          /* private: the parts' own reference */
+  void *owner; /* private: the parts' own reference */
 } tm_pbo_client_parts;
 
 /*

@@ -27,11 +27,25 @@ public:
   EGLDisplay get() const noexcept { return display_; }
   bool has_extension(const char *name) const noexcept;
 
+  /// The EGL_KHR_fence_sync / EGL_KHR_wait_sync entry points, resolved once
+  /// through eglGetProcAddress. libepoxy's own dispatch checks the extension
+  /// against the calling thread's current display, which a waiter on another
+  /// thread (or a fence outliving its worker) does not have. Null when absent.
+  struct SyncFns {
+    PFNEGLCREATESYNCKHRPROC create = nullptr;
+    PFNEGLDESTROYSYNCKHRPROC destroy = nullptr;
+    PFNEGLCLIENTWAITSYNCKHRPROC client_wait = nullptr;
+    PFNEGLGETSYNCATTRIBKHRPROC get_attrib = nullptr;
+    PFNEGLWAITSYNCKHRPROC server_wait = nullptr;
+  };
+  const SyncFns &sync() const noexcept { return sync_; }
+
   struct Token {};
   GlDisplay(Token, EGLDisplay display) noexcept : display_(display) {}
 
 private:
   EGLDisplay display_;
+  SyncFns sync_;
 };
 
 /// A context current on the calling thread, and what it is.

@@ -124,6 +124,21 @@ tm_status tm_tensor_clone(const tm_tensor *tensor, tm_tensor **out, tm_error *er
   }
 }
 
+tm_status tm_tensor_view(const tm_tensor *tensor, size_t offset_bytes, const size_t *shape, size_t ndim,
+                         tm_tensor **out, tm_error *err) {
+  try {
+    if (!tensor || !out)
+      return report(err, TM_ERROR_INVALID_ARGUMENT, "tm_tensor_view: NULL tensor or out");
+    *out = nullptr;
+    Result<Shape> dims = shape_from(shape, ndim);
+    if (!dims)
+      return report(err, dims.error());
+    return hand_out(tensor->tensor.view(offset_bytes, std::move(*dims)), out, err);
+  } catch (...) {
+    return report_internal(err);
+  }
+}
+
 void tm_tensor_free(tm_tensor *tensor) { delete tensor; }
 
 tm_status tm_tensor_pbo_table(const tm_tensor *tensor, const tm_pbo_ops **out, tm_error *err) {
@@ -165,8 +180,8 @@ size_t tm_tensor_shape(const tm_tensor *tensor, size_t *dims, size_t capacity) {
   return shape.size();
 }
 
-tm_status tm_tensor_map(const tm_tensor *tensor, tm_access access, tm_map **out_map, uint8_t **out_ptr,
-                        size_t *out_len, tm_error *err) {
+tm_status tm_tensor_map(const tm_tensor *tensor, tm_access access, tm_map **out_map, uint8_t **out_ptr, size_t *out_len,
+                        tm_error *err) {
   try {
     if (!tensor || !out_map || !out_ptr || !out_len)
       return report(err, TM_ERROR_INVALID_ARGUMENT, "tm_tensor_map: NULL tensor or out-parameter");

@@ -71,8 +71,9 @@ int PboChannel::map(const void *ctx, std::uint32_t buffer_id, std::size_t size, 
     // A table answers for its own buffer only; another name in the same GL
     // context is not something this channel was handed.
     if (buffer_id != storage->buffer_id()) {
-      log(LogLevel::Warning, "PBO channel: map of buffer " + std::to_string(buffer_id) + " through the table of buffer " +
-                                 std::to_string(storage->buffer_id()) + " is refused");
+      log(LogLevel::Warning, "PBO channel: map of buffer " + std::to_string(buffer_id) +
+                                 " through the table of buffer " + std::to_string(storage->buffer_id()) +
+                                 " is refused");
       return TM_PBO_FAILED;
     }
     // The table has no access argument (its layout is frozen): map for both.
@@ -190,8 +191,8 @@ Result<Tensor> from_client_pbo(const tm_client_state &state, tm_pbo_map_fn map, 
 }
 
 PboClientParts::PboClientParts(std::shared_ptr<PboStorage> owner, const Tensor &tensor)
-    : ops_(*owner->client_table()), buffer_id_(owner->buffer_id()), size_(owner->size_bytes()),
-      shape_(tensor.shape()), dtype_(tensor.dtype()), owner_(std::move(owner)) {}
+    : ops_(*owner->client_table()), buffer_id_(owner->buffer_id()), size_(owner->size_bytes()), shape_(tensor.shape()),
+      dtype_(tensor.dtype()), owner_(std::move(owner)) {}
 
 Result<PboClientParts> into_client_parts(Tensor &&tensor) {
   std::shared_ptr<PboStorage> storage = pbo_storage_of(tensor);
@@ -201,10 +202,9 @@ Result<PboClientParts> into_client_parts(Tensor &&tensor) {
   // ABI-PARTS-02, HAZ-14: the C entry point has no offset argument, so a
   // window off the buffer's origin would land at byte 0 on the far side.
   if (tensor.offset() != 0)
-    return Error::invalid_operation("into_client_parts: the tensor is a sub-view at byte " +
-                                    std::to_string(tensor.offset()) + " of GL buffer " +
-                                    std::to_string(storage->buffer_id()) +
-                                    "; export the whole buffer and take the view on the far side");
+    return Error::invalid_operation(
+        "into_client_parts: the tensor is a sub-view at byte " + std::to_string(tensor.offset()) + " of GL buffer " +
+        std::to_string(storage->buffer_id()) + "; export the whole buffer and take the view on the far side");
   PboClientParts parts(std::move(storage), tensor);
   Tensor consumed = std::move(tensor);
   (void)consumed;

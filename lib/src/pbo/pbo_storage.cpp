@@ -91,15 +91,15 @@ Result<Tensor> from_pbo(std::uint32_t buffer_id, std::size_t size, Shape shape, 
   // PBO-NEW-01, in the spec's order, before a storage exists: a refused wrap
   // must not delete the caller's buffer when the storage is dropped.
   if (size == 0)
-    return Error::invalid_size(0, "from_pbo: the GL allocation of buffer " + std::to_string(buffer_id) +
-                                      " is zero bytes");
+    return Error::invalid_size(0,
+                               "from_pbo: the GL allocation of buffer " + std::to_string(buffer_id) + " is zero bytes");
   Result<std::size_t> footprint = checked_footprint(shape, dtype);
   if (!footprint)
     return std::move(footprint).error();
   if (size < *footprint)
-    return Error::shape_mismatch("from_pbo: shape " + shape_to_string(shape) + " of " + dtype_name(dtype) +
-                                 " needs " + std::to_string(*footprint) + " bytes, GL buffer " +
-                                 std::to_string(buffer_id) + " holds " + std::to_string(size));
+    return Error::shape_mismatch("from_pbo: shape " + shape_to_string(shape) + " of " + dtype_name(dtype) + " needs " +
+                                 std::to_string(*footprint) + " bytes, GL buffer " + std::to_string(buffer_id) +
+                                 " holds " + std::to_string(size));
   Result<std::shared_ptr<PboStorage>> storage = PboStorage::create(buffer_id, size, std::move(ops));
   if (!storage)
     return std::move(storage).error();

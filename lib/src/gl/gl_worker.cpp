@@ -1,0 +1,560 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "gl_display.hpp"
+
+#include <tensormem/gl_worker.hpp>
+#include <tensormem/log.hpp>
+
+#include <epoxy/gl.h>
+
+#include <atomic>
+#include <cerrno>
+#include <condition_variable>
+#include <cstdio>
+#include <deque>
+#include <future>
+#include <limits>
+#include <mutex>
+#include <optional>
+#include <unordered_set>
+#include <utility>
+
+namespace tensormem {
+
+namespace {
+
+/// Where a blocking submitter waits for its task.
+struct Completion {
+  std::mutex mu;
+  std::condition_variable cv;
+  enum class State { Pending, Ran, Dropped } state = State::Pending;
+
+  void finish(State s) noexcept {
+    std::lock_guard lock(mu);
+    state = s;
+    cv.notify_all();
+  }
+  State wait() {
+    std::unique_lock lock(mu);
+    cv.wait(lock, [&] { return state != State::Pending; });
+    return state;
+  }
+};
+
+struct Task {
+  std::function<void()> fn;
+  std::shared_ptr<Completion> done; // null for post()
+};
+
+std::string gl_error_text(GLenum code) {
+  char hex[16];
+  std::snprintf(hex, sizeof hex, "0x%04x", code);
+  return hex;
+}
+
+void clear_gl_errors() noexcept {
+  for (int i = 0; i < 16 && glGetError() != GL_NO_ERROR; ++i) {
+  }
+}
+
+Error disconnected(const char *what) {
+  return Error::disconnected(std::string(what) + ": the GL worker has shut down");
+}
+
+} // namespace
+
+/// What the worker thread and every ops object share. Outlives the thread:
+/// ops held by storages keep it, and find `closed` set once the worker is gone.
+struct GlWorker::Core {
+  std::mutex mu;
+  std::condition_variable cv;
+  std::deque<Task> queue;
+  bool closed = false;
+
+  // Written before create() returns, read-only afterwards.
+  std::thread::id thread_id;
+  GlInfo info;
+  std::shared_ptr<GlDisplay> display;
+
+  // Whether the context is current on the worker; atomic because a later
+  // thread may be handed the exited worker's id and read it.
+  std::atomic<bool> gl_live{false};
+  // Touched on the worker thread only.
+  std::unordered_set<std::uint32_t> mapped;
+
+  std::atomic<std::uint64_t> map_calls{0};
+  std::atomic<std::size_t> mapped_count{0};
+
+  bool on_worker() const noexcept { return std::this_thread::get_id() == thread_id; }
+
+  /// Runs `fn` on the worker and waits; inline on the worker itself.
+  Result<void> run(std::function<void()> fn, const char *what) noexcept {
+    try {
+      if (on_worker()) {
+        if (!gl_live)
+          return disconnected(what);
+        fn();
+        return {};
+      }
+      auto done = std::make_shared<Completion>();
+      {
+        std::lock_guard lock(mu);
+        if (closed)
+          return disconnected(what);
+        queue.push_back(Task{std::move(fn), done});
+      }
+      cv.notify_one();
+      if (done->wait() != Completion::State::Ran)
+        return disconnected(what);
+      return {};
+    } catch (const std::bad_alloc &) {
+      return Error::io(ENOMEM, std::string(what) + ": queueing the GL task");
+    } catch (...) {
+      return Error::device(std::string(what) + ": the GL task failed unexpectedly");
+    }
+  }
+
+  Result<void> post(std::function<void()> fn, const char *what) noexcept {
+    try {
+      if (on_worker()) {
+        if (!gl_live)
+          return disconnected(what);
+        fn();
+        return {};
+      }
+      {
+        std::lock_guard lock(mu);
+        if (closed)
+          return disconnected(what);
+        queue.push_back(Task{std::move(fn), nullptr});
+      }
+      cv.notify_one();
+      return {};
+    } catch (const std::bad_alloc &) {
+      return Error::io(ENOMEM, std::string(what) + ": queueing the GL task");
+    }
+  }
+
+  /// The worker thread's loop; returns when closed.
+  void serve() {
+    for (;;) {
+      Task task;
+      {
+        std::unique_lock lock(mu);
+        cv.wait(lock, [&] { return closed || !queue.empty(); });
+        if (closed)
+          return;
+        task = std::move(queue.front());
+        queue.pop_front();
+      }
+      try {
+        task.fn();
+      } catch (...) {
+        log(LogLevel::Error, "GL worker: a task threw; the exception is dropped");
+      }
+      task.fn = nullptr;
+      if (task.done)
+        task.done->finish(Completion::State::Ran);
+    }
+  }
+
+  /// Drops tasks that never started; their submitters see Disconnected.
+  void drop_pending() {
+    std::deque<Task> left;
+    {
+      std::lock_guard lock(mu);
+      left.swap(queue);
+    }
+    for (Task &task : left) {
+      // The closure may own tensors: destroying it here, with the context
+      // still current, lets their deletes run inline.
+      task.fn = nullptr;
+      if (task.done)
+        task.done->finish(Completion::State::Dropped);
+    }
+  }
+
+  // ---- GL operations: each runs on the worker thread ---------------------
+
+  Result<BackendMapping> gl_map(std::uint32_t id, std::size_t size, CpuAccess access) {
+    // PBO-OPS-08, HAZ-18: MapState serialises one handle; two handles of one
+    // GL name (a producer and an import) only meet here.
+    if (mapped.count(id))
+      return Error::mapped("GL buffer " + std::to_string(id) + " is already mapped through another handle");
+    if (size > static_cast<std::size_t>(std::numeric_limits<GLsizeiptr>::max()))
+      return Error::invalid_size(size, "glMapBufferRange: " + std::to_string(size) + " bytes is beyond GLsizeiptr");
+    clear_gl_errors();
+    if (!glIsBuffer(id))
+      return Error::invalid_argument("glMapBufferRange: " + std::to_string(id) + " is not a GL buffer of this context");
+    glBindBuffer(GL_COPY_WRITE_BUFFER, id);
+    GLint64 actual = 0;
+    glGetBufferParameteri64v(GL_COPY_WRITE_BUFFER, GL_BUFFER_SIZE, &actual);
+    if (actual < 0 || static_cast<std::uint64_t>(actual) < size) {
+      glBindBuffer(GL_COPY_WRITE_BUFFER, 0);
+      return Error::insufficient_capacity(size, static_cast<std::uint64_t>(actual < 0 ? 0 : actual),
+                                          "glMapBufferRange of GL buffer " + std::to_string(id));
+    }
+    GLbitfield bits = 0;
+    if (access_reads(access))
+      bits |= GL_MAP_READ_BIT;
+    if (access_writes(access))
+      bits |= GL_MAP_WRITE_BIT;
+    if (bits == 0)
+      bits = GL_MAP_READ_BIT;
+    map_calls.fetch_add(1, std::memory_order_relaxed);
+    void *data = glMapBufferRange(GL_COPY_WRITE_BUFFER, 0, static_cast<GLsizeiptr>(size), bits);
+    const GLenum err = glGetError();
+    glBindBuffer(GL_COPY_WRITE_BUFFER, 0);
+    if (!data)
+      return Error::device("glMapBufferRange of GL buffer " + std::to_string(id) + " failed: GL error " +
+                           gl_error_text(err));
+    mapped.insert(id);
+    mapped_count.store(mapped.size(), std::memory_order_relaxed);
+    return BackendMapping{static_cast<std::byte *>(data), size};
+  }
+
+  Result<void> gl_unmap(std::uint32_t id) {
+    if (!mapped.erase(id))
+      return Error::invalid_operation("glUnmapBuffer: GL buffer " + std::to_string(id) + " is not mapped");
+    mapped_count.store(mapped.size(), std::memory_order_relaxed);
+    clear_gl_errors();
+    glBindBuffer(GL_COPY_WRITE_BUFFER, id);
+    const GLboolean intact = glUnmapBuffer(GL_COPY_WRITE_BUFFER);
+    glBindBuffer(GL_COPY_WRITE_BUFFER, 0);
+    if (!intact)
+      return Error::device("glUnmapBuffer of GL buffer " + std::to_string(id) +
+                           ": the driver lost the contents while mapped");
+    return {};
+  }
+
+  void gl_delete(std::uint32_t id) {
+    // Deleting a mapped buffer unmaps it; forget the mapping with it so a
+    // recycled name is not refused as "already mapped".
+    if (mapped.erase(id))
+      mapped_count.store(mapped.size(), std::memory_order_relaxed);
+    glDeleteBuffers(1, &id);
+  }
+};
+
+namespace {
+
+/// PboOps of a worker. Holds the shared core only, never the worker, so a
+/// storage that outlives the worker finds it closed and fails fast.
+class GlPboOps final : public PboOps {
+public:
+  explicit GlPboOps(std::shared_ptr<GlWorker::Core> core) noexcept : core_(std::move(core)) {}
+
+  Result<BackendMapping> map_buffer(std::uint32_t id, std::size_t size, CpuAccess access) noexcept override {
+    try {
+      std::optional<Result<BackendMapping>> out;
+      Result<void> ran = core_->run([&] { out.emplace(core_->gl_map(id, size, access)); }, "glMapBufferRange");
+      if (!ran)
+        return std::move(ran).error();
+      return std::move(*out);
+    } catch (...) {
+      return Error::device("glMapBufferRange: unexpected failure");
+    }
+  }
+
+  Result<void> unmap_buffer(std::uint32_t id) noexcept override {
+    try {
+      std::optional<Result<void>> out;
+      Result<void> ran = core_->run([&] { out.emplace(core_->gl_unmap(id)); }, "glUnmapBuffer");
+      if (!ran)
+        return std::move(ran).error();
+      return std::move(*out);
+    } catch (...) {
+      return Error::device("glUnmapBuffer: unexpected failure");
+    }
+  }
+
+  void delete_buffer(std::uint32_t id) noexcept override {
+    auto core = core_;
+    // After shutdown the context took the buffer with it: nothing to do.
+    (void)core_->post([core, id] { core->gl_delete(id); }, "glDeleteBuffers");
+  }
+
+private:
+  std::shared_ptr<GlWorker::Core> core_;
+};
+
+void worker_main(std::shared_ptr<GlWorker::Core> core, std::promise<Result<GlInfo>> ready) {
+  core->thread_id = std::this_thread::get_id();
+  Result<HeadlessContext> made = make_headless_context();
+  if (!made) {
+    ready.set_value(std::move(made).error());
+    return;
+  }
+  HeadlessContext ctx = std::move(*made);
+  core->info = ctx.info;
+  core->display = ctx.display;
+  core->gl_live = true;
+  ready.set_value(ctx.info);
+
+  core->serve();
+
+  core->drop_pending();
+  if (!core->mapped.empty())
+    log(LogLevel::Warning, "GL worker: shutting down with " + std::to_string(core->mapped.size()) +
+                               " buffer(s) still mapped; their CPU addresses die with the context");
+  core->mapped.clear();
+  core->mapped_count = 0;
+  core->gl_live = false;
+  destroy_headless_context(ctx);
+}
+
+} // namespace
+
+Result<std::shared_ptr<GlWorker>> GlWorker::create() {
+  try {
+    auto core = std::make_shared<Core>();
+    std::promise<Result<GlInfo>> ready;
+    std::future<Result<GlInfo>> started = ready.get_future();
+    std::thread thread(worker_main, core, std::move(ready));
+    Result<GlInfo> info = started.get();
+    if (!info) {
+      thread.join();
+      return std::move(info).error();
+    }
+    return std::shared_ptr<GlWorker>(new GlWorker(std::move(core), std::move(thread)));
+  } catch (const std::system_error &e) {
+    return Error::device(std::string("GL worker: starting the thread: ") + e.what());
+  } catch (const std::bad_alloc &) {
+    return Error::io(ENOMEM, "GL worker: allocating");
+  }
+}
+
+GlWorker::GlWorker(std::shared_ptr<Core> core, std::thread thread) noexcept
+    : core_(std::move(core)), ops_(std::make_shared<GlPboOps>(core_)), thread_(std::move(thread)) {}
+
+GlWorker::~GlWorker() { shutdown(); }
+
+void GlWorker::shutdown() noexcept {
+  {
+    std::lock_guard lock(core_->mu);
+    core_->closed = true;
+  }
+  core_->cv.notify_all();
+  if (!thread_.joinable())
+    return;
+  // Dropped from inside one of its own tasks: the loop ends after that task
+  // and the thread, which owns the core it needs, finishes on its own.
+  if (core_->on_worker())
+    thread_.detach();
+  else
+    thread_.join();
+}
+
+const GlInfo &GlWorker::info() const noexcept { return core_->info; }
+bool GlWorker::on_worker_thread() const noexcept { return core_->on_worker(); }
+
+bool GlWorker::is_running() const noexcept {
+  std::lock_guard lock(core_->mu);
+  return !core_->closed;
+}
+
+Result<void> GlWorker::submit(std::function<void()> task) { return core_->run(std::move(task), "GlWorker::submit"); }
+Result<void> GlWorker::post(std::function<void()> task) { return core_->post(std::move(task), "GlWorker::post"); }
+
+std::shared_ptr<PboOps> GlWorker::ops() const noexcept { return ops_; }
+
+std::uint64_t GlWorker::gl_map_calls() const noexcept { return core_->map_calls.load(); }
+std::size_t GlWorker::mapped_buffers() const noexcept { return core_->mapped_count.load(); }
+
+Result<Tensor> GlWorker::create_pbo(std::size_t size, Shape shape, DType dtype, std::string name, PboUsage usage) {
+  // from_pbo's checks first, so a refused shape never creates a GL buffer.
+  if (size == 0)
+    return Error::invalid_size(0, "GlWorker::create_pbo: zero bytes");
+  Result<std::size_t> footprint = checked_footprint(shape, dtype);
+  if (!footprint)
+    return std::move(footprint).error();
+  if (size < *footprint)
+    return Error::shape_mismatch("GlWorker::create_pbo: shape " + shape_to_string(shape) + " of " + dtype_name(dtype) +
+                                 " needs " + std::to_string(*footprint) + " bytes, the buffer would hold " +
+                                 std::to_string(size));
+  if (size > static_cast<std::size_t>(std::numeric_limits<GLsizeiptr>::max()))
+    return Error::invalid_size(size, "GlWorker::create_pbo: " + std::to_string(size) + " bytes is beyond GLsizeiptr");
+
+  GLuint id = 0;
+  GLenum err = GL_NO_ERROR;
+  Result<void> ran = core_->run(
+      [&] {
+        clear_gl_errors();
+        glGenBuffers(1, &id);
+        glBindBuffer(GL_COPY_WRITE_BUFFER, id);
+        glBufferData(GL_COPY_WRITE_BUFFER, static_cast<GLsizeiptr>(size), nullptr,
+                     usage == PboUsage::Upload ? GL_STREAM_DRAW : GL_STREAM_READ);
+        glBindBuffer(GL_COPY_WRITE_BUFFER, 0);
+        err = glGetError();
+        if (err != GL_NO_ERROR) {
+          glDeleteBuffers(1, &id);
+          id = 0;
+        }
+      },
+      "glBufferData");
+  if (!ran)
+    return std::move(ran).error();
+  if (err == GL_OUT_OF_MEMORY)
+    return Error::io(ENOMEM, "glBufferData: " + std::to_string(size) + " bytes: GL_OUT_OF_MEMORY");
+  if (err != GL_NO_ERROR || id == 0)
+    return Error::device("glBufferData: " + std::to_string(size) + " bytes: GL error " + gl_error_text(err));
+  return from_pbo(id, size, std::move(shape), dtype, std::move(name), ops_);
+}
+
+Result<EglFence> GlWorker::insert_fence() {
+  if (!core_->info.fence_sync)
+    return Error::not_implemented("GlWorker::insert_fence: EGL_KHR_fence_sync is not offered");
+  EGLSyncKHR sync = EGL_NO_SYNC_KHR;
+  std::string why;
+  Result<void> ran = core_->run(
+      [&] {
+        sync = core_->display->sync().create(core_->display->get(), EGL_SYNC_FENCE_KHR, nullptr);
+        if (sync == EGL_NO_SYNC_KHR)
+          why = egl_error_text();
+        // A waiter on another thread cannot flush this context for us.
+        glFlush();
+      },
+      "eglCreateSyncKHR");
+  if (!ran)
+    return std::move(ran).error();
+  if (sync == EGL_NO_SYNC_KHR)
+    return Error::device("eglCreateSyncKHR: " + why);
+  return EglFence(core_->display, sync);
+}
+
+Result<void> GlWorker::wait_fence(const EglFence &fence, std::chrono::nanoseconds cpu_timeout) {
+  if (!fence.valid())
+    return Error::invalid_argument("GlWorker::wait_fence: empty fence");
+  if (!core_->info.wait_sync)
+    return fence.client_wait(cpu_timeout);
+  EGLint ok = EGL_FALSE;
+  std::string why;
+  Result<void> ran = core_->run(
+      [&] {
+        ok = fence.display_->sync().server_wait(fence.display_->get(), static_cast<EGLSyncKHR>(fence.sync_), 0);
+        if (ok != EGL_TRUE)
+          why = egl_error_text();
+      },
+      "eglWaitSyncKHR");
+  if (!ran)
+    return std::move(ran).error();
+  if (ok != EGL_TRUE)
+    return Error::device("eglWaitSyncKHR: " + why);
+  return {};
+}
+
+Result<void> GlWorker::copy_through_texture(std::uint32_t src, std::uint32_t dst, std::uint32_t width,
+                                            std::uint32_t height) {
+  if (width == 0 || height == 0)
+    return Error::invalid_size(0, "copy_through_texture: empty image");
+  if (width > 16384 || height > 16384)
+    return Error::invalid_argument("copy_through_texture: " + std::to_string(width) + "x" + std::to_string(height) +
+                                   " is beyond the 16384 limit of this helper");
+  const GLint64 bytes = static_cast<GLint64>(width) * height * 4;
+  std::optional<Result<void>> out;
+  Result<void> ran = core_->run(
+      [&] {
+        for (std::uint32_t id : {src, dst}) {
+          if (core_->mapped.count(id)) {
+            out.emplace(Error::mapped("copy_through_texture: GL buffer " + std::to_string(id) + " is mapped"));
+            return;
+          }
+          if (!glIsBuffer(id)) {
+            out.emplace(Error::invalid_argument("copy_through_texture: " + std::to_string(id) + " is not a GL buffer"));
+            return;
+          }
+          GLint64 size = 0;
+          glBindBuffer(GL_COPY_WRITE_BUFFER, id);
+          glGetBufferParameteri64v(GL_COPY_WRITE_BUFFER, GL_BUFFER_SIZE, &size);
+          glBindBuffer(GL_COPY_WRITE_BUFFER, 0);
+          if (size < bytes) {
+            out.emplace(Error::insufficient_capacity(static_cast<std::uint64_t>(bytes),
+                                                     static_cast<std::uint64_t>(size),
+                                                     "copy_through_texture: GL buffer " + std::to_string(id)));
+            return;
+          }
+        }
+        clear_gl_errors();
+        GLuint tex = 0, fbo = 0;
+        glGenTextures(1, &tex);
+        glBindTexture(GL_TEXTURE_2D, tex);
+        glTexImage2D(GL_TEXTURE_2D, 0, GL_RGBA8, static_cast<GLsizei>(width), static_cast<GLsizei>(height), 0, GL_RGBA,
+                     GL_UNSIGNED_BYTE, nullptr);
+        glPixelStorei(GL_UNPACK_ALIGNMENT, 4);
+        glBindBuffer(GL_PIXEL_UNPACK_BUFFER, src);
+        glTexSubImage2D(GL_TEXTURE_2D, 0, 0, 0, static_cast<GLsizei>(width), static_cast<GLsizei>(height), GL_RGBA,
+                        GL_UNSIGNED_BYTE, nullptr);
+        glBindBuffer(GL_PIXEL_UNPACK_BUFFER, 0);
+        glGenFramebuffers(1, &fbo);
+        glBindFramebuffer(GL_FRAMEBUFFER, fbo);
+        glFramebufferTexture2D(GL_FRAMEBUFFER, GL_COLOR_ATTACHMENT0, GL_TEXTURE_2D, tex, 0);
+        const GLenum status = glCheckFramebufferStatus(GL_FRAMEBUFFER);
+        if (status == GL_FRAMEBUFFER_COMPLETE) {
+          glPixelStorei(GL_PACK_ALIGNMENT, 4);
+          glBindBuffer(GL_PIXEL_PACK_BUFFER, dst);
+          glReadPixels(0, 0, static_cast<GLsizei>(width), static_cast<GLsizei>(height), GL_RGBA, GL_UNSIGNED_BYTE,
+                       nullptr);
+          glBindBuffer(GL_PIXEL_PACK_BUFFER, 0);
+        }
+        glBindFramebuffer(GL_FRAMEBUFFER, 0);
+        glDeleteFramebuffers(1, &fbo);
+        glBindTexture(GL_TEXTURE_2D, 0);
+        glDeleteTextures(1, &tex);
+        const GLenum err = glGetError();
+        if (status != GL_FRAMEBUFFER_COMPLETE)
+          out.emplace(Error::device("copy_through_texture: framebuffer incomplete (" + gl_error_text(status) + ")"));
+        else if (err != GL_NO_ERROR)
+          out.emplace(Error::device("copy_through_texture: GL error " + gl_error_text(err)));
+        else
+          out.emplace();
+      },
+      "copy_through_texture");
+  if (!ran)
+    return std::move(ran).error();
+  return std::move(*out);
+}
+
+// ---- EglFence ---------------------------------------------------------------
+
+EglFence::EglFence(EglFence &&other) noexcept
+    : display_(std::move(other.display_)), sync_(std::exchange(other.sync_, nullptr)) {}
+
+EglFence &EglFence::operator=(EglFence &&other) noexcept {
+  if (this != &other) {
+    reset();
+    display_ = std::move(other.display_);
+    sync_ = std::exchange(other.sync_, nullptr);
+  }
+  return *this;
+}
+
+EglFence::~EglFence() { reset(); }
+
+void EglFence::reset() noexcept {
+  if (sync_ && display_)
+    display_->sync().destroy(display_->get(), static_cast<EGLSyncKHR>(sync_));
+  sync_ = nullptr;
+  display_.reset();
+}
+
+Result<void> EglFence::client_wait(std::chrono::nanoseconds timeout) const {
+  if (!valid())
+    return Error::invalid_argument("EglFence::client_wait: empty fence");
+  const auto ns = static_cast<EGLTimeKHR>(timeout.count() < 0 ? 0 : timeout.count());
+  const EGLint status = display_->sync().client_wait(display_->get(), static_cast<EGLSyncKHR>(sync_), 0, ns);
+  if (status == EGL_CONDITION_SATISFIED_KHR)
+    return {};
+  if (status == EGL_TIMEOUT_EXPIRED_KHR)
+    return Error::would_block("EglFence::client_wait: not signalled within " + std::to_string(timeout.count()) + " ns");
+  return Error::device("eglClientWaitSyncKHR: " + egl_error_text());
+}
+
+Result<bool> EglFence::is_signalled() const {
+  if (!valid())
+    return Error::invalid_argument("EglFence::is_signalled: empty fence");
+  EGLint value = 0;
+  if (!display_->sync().get_attrib(display_->get(), static_cast<EGLSyncKHR>(sync_), EGL_SYNC_STATUS_KHR, &value))
+    return Error::device("eglGetSyncAttribKHR: " + egl_error_text());
+  return value == EGL_SIGNALED_KHR;
+}
+
+} // namespace tensormem

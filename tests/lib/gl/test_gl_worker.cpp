@@ -1,0 +1,377 @@
+// SPDX-License-Identifier: Apache-2.0
+// The GL worker against real GL (Mesa llvmpipe headless here): PBOs made with
+// glBufferData, mapped with glMapBufferRange, pushed through a texture, and
+// ordered with EGL fences. Skips, with the reason, only when no EGL context
+// can be made at all.
+#include <tensormem/gl_worker.hpp>
+#include <tensormem/pbo_storage.hpp>
+
+#include <epoxy/gl.h>
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <optional>
+#include <thread>
+#include <vector>
+
+using namespace tensormem;
+using namespace std::chrono_literals;
+
+namespace {
+
+class GlWorkerTest : public ::testing::Test {
+protected:
+  void SetUp() override {
+    auto made = GlWorker::create();
+    if (!made)
+      GTEST_SKIP() << "no headless GL here: " << made.error().message();
+    worker = std::move(*made);
+  }
+
+  Tensor make_pbo(std::size_t size, Shape shape, PboUsage usage = PboUsage::Upload) {
+    auto t = worker->create_pbo(size, std::move(shape), DType::U8, {}, usage);
+    EXPECT_TRUE(t) << (t ? "" : t.error().message());
+    return std::move(t).value();
+  }
+
+  bool is_gl_buffer(std::uint32_t id) {
+    bool alive = false;
+    EXPECT_TRUE(worker->submit([&] { alive = glIsBuffer(id); }));
+    return alive;
+  }
+
+  std::shared_ptr<GlWorker> worker;
+};
+
+} // namespace
+
+TEST_F(GlWorkerTest, reports_a_headless_context_and_what_it_is) {
+  const GlInfo &info = worker->info();
+  std::printf("GL worker: platform %s, %s %d.%d, renderer \"%s\", version \"%s\", fence_sync %d, wait_sync %d\n",
+              info.platform.c_str(), info.api == GlApi::DesktopCore ? "desktop core" : "GLES", info.major, info.minor,
+              info.renderer.c_str(), info.version.c_str(), info.fence_sync, info.wait_sync);
+  EXPECT_FALSE(info.platform.empty());
+  EXPECT_FALSE(info.renderer.empty());
+  EXPECT_FALSE(info.version.empty());
+  if (info.api == GlApi::DesktopCore)
+    EXPECT_GE(info.major * 10 + info.minor, 33);
+  else
+    EXPECT_GE(info.major, 3);
+  EXPECT_TRUE(worker->is_running());
+  EXPECT_FALSE(worker->on_worker_thread());
+}
+
+TEST_F(GlWorkerTest, submit_runs_on_the_worker_and_inline_when_already_there) {
+  bool on_worker = false;
+  bool nested_ran = false;
+  ASSERT_TRUE(worker->submit([&] {
+    on_worker = worker->on_worker_thread();
+    // A blocking submit from the worker itself must not wait on its own queue.
+    nested_ran = worker->submit([&] {}).ok();
+  }));
+  EXPECT_TRUE(on_worker);
+  EXPECT_TRUE(nested_ran);
+
+  std::vector<int> order;
+  for (int i = 0; i < 5; ++i)
+    ASSERT_TRUE(worker->post([&order, i] { order.push_back(i); }));
+  ASSERT_TRUE(worker->submit([] {})); // FIFO: every post ran before this
+  EXPECT_EQ(order, (std::vector<int>{0, 1, 2, 3, 4}));
+}
+
+TEST_F(GlWorkerTest, PBO_OPS_02_allocate_write_through_a_map_and_read_back_through_another) {
+  Tensor t = make_pbo(4096, {64, 64});
+  auto pbo = pbo_storage_of(t);
+  ASSERT_TRUE(pbo);
+  EXPECT_TRUE(is_gl_buffer(pbo->buffer_id()));
+  EXPECT_EQ(t.identity(), BufferIdentity::derived(StorageKind::Pbo, pbo->buffer_id()));
+  {
+    auto w = t.map(CpuAccess::Write);
+    ASSERT_TRUE(w) << w.error().message();
+    EXPECT_EQ(worker->mapped_buffers(), 1u);
+    auto bytes = w->mutable_bytes();
+    for (std::size_t i = 0; i < bytes.size(); ++i)
+      bytes[i] = std::byte(static_cast<unsigned char>(i * 7 + 3));
+  }
+  EXPECT_EQ(worker->mapped_buffers(), 0u);
+  auto r = t.map(CpuAccess::Read);
+  ASSERT_TRUE(r) << r.error().message();
+  auto bytes = r->bytes();
+  for (std::size_t i = 0; i < bytes.size(); ++i)
+    ASSERT_EQ(bytes[i], std::byte(static_cast<unsigned char>(i * 7 + 3))) << "byte " << i;
+  EXPECT_EQ(worker->gl_map_calls(), 2u);
+}
+
+TEST_F(GlWorkerTest, PBO_MAP_05_many_readers_on_many_threads_share_one_gl_map) {
+  Tensor t = make_pbo(8 * 4096, {8 * 4096});
+  {
+    auto w = t.map(CpuAccess::Write);
+    ASSERT_TRUE(w);
+    for (std::size_t i = 0; i < w->size_bytes(); ++i)
+      w->mutable_bytes()[i] = std::byte(static_cast<unsigned char>(i / 4096));
+  }
+  const std::uint64_t before = worker->gl_map_calls();
+  auto anchor = t.map(CpuAccess::Read);
+  ASSERT_TRUE(anchor);
+  std::atomic<int> bad{0};
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 8; ++i)
+    threads.emplace_back([&, i] {
+      auto crop = t.view(static_cast<std::size_t>(i) * 4096, {4096});
+      for (int round = 0; round < 100; ++round) {
+        auto m = crop->map(CpuAccess::Read);
+        if (!m || m->bytes()[4095] != std::byte(static_cast<unsigned char>(i)))
+          bad.fetch_add(1);
+      }
+    });
+  for (auto &th : threads)
+    th.join();
+  EXPECT_EQ(bad, 0);
+  EXPECT_EQ(worker->gl_map_calls(), before + 1) << "one glMapBufferRange served every reader";
+  EXPECT_FALSE(t.map(CpuAccess::Write)) << "a writer is still excluded";
+}
+
+TEST_F(GlWorkerTest, PBO_MAP_02_gl_work_on_the_worker_may_map_tensors_itself) {
+  Tensor t = make_pbo(64, {64});
+  bool mapped = false;
+  ASSERT_TRUE(worker->submit([&] {
+    auto m = t.map(CpuAccess::ReadWrite);
+    mapped = m.ok();
+    if (m)
+      m->mutable_bytes()[0] = std::byte{0x5A};
+  }));
+  EXPECT_TRUE(mapped);
+  auto r = t.map(CpuAccess::Read);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->bytes()[0], std::byte{0x5A});
+}
+
+TEST_F(GlWorkerTest, PBO_OPS_08_a_second_handle_of_one_gl_name_cannot_map_concurrently) {
+  Tensor producer = make_pbo(256, {256});
+  auto pbo = pbo_storage_of(producer);
+  const tm_pbo_ops *table = pbo->client_table();
+  auto child = from_client_pbo(table->state, table->map, table->unmap, pbo->buffer_id(), 256, {256}, DType::U8);
+  ASSERT_TRUE(child) << child.error().message();
+  EXPECT_EQ(child->identity(), producer.identity());
+  {
+    auto held = producer.map(CpuAccess::Read);
+    ASSERT_TRUE(held);
+    // The child's MapState cannot see the producer's; the GL thread can.
+    auto second = child->map(CpuAccess::Read);
+    ASSERT_FALSE(second);
+    EXPECT_EQ(second.error().kind(), ErrorKind::NotImplemented) << "Mapped crosses the channel as a generic errno";
+    EXPECT_FALSE(child->is_mapped());
+    auto direct = worker->ops()->map_buffer(pbo->buffer_id(), 256, CpuAccess::Read);
+    ASSERT_FALSE(direct);
+    EXPECT_EQ(direct.error().kind(), ErrorKind::Mapped);
+  }
+  {
+    auto w = child->map(CpuAccess::Write);
+    ASSERT_TRUE(w) << w.error().message();
+    std::memset(w->mutable_bytes().data(), 0x3C, 256);
+    EXPECT_FALSE(producer.map(CpuAccess::Read)) << "and the other way round";
+  }
+  auto r = producer.map(CpuAccess::Read);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->bytes()[255], std::byte{0x3C});
+}
+
+TEST_F(GlWorkerTest, PBO_LIFE_01_dropping_the_last_tensor_deletes_the_gl_buffer) {
+  std::uint32_t id = 0;
+  {
+    Tensor t = make_pbo(64, {64});
+    id = pbo_storage_of(t)->buffer_id();
+    auto child = from_client_pbo(pbo_storage_of(t)->client_table()->state, pbo_storage_of(t)->client_table()->map,
+                                 pbo_storage_of(t)->client_table()->unmap, id, 64, {64}, DType::U8);
+    ASSERT_TRUE(child);
+    Tensor keep = std::move(*child);
+    t = std::move(keep);
+    EXPECT_TRUE(is_gl_buffer(id)) << "the imported channel keeps the producer's buffer";
+  }
+  EXPECT_FALSE(is_gl_buffer(id));
+}
+
+TEST_F(GlWorkerTest, shutdown_with_live_storages_answers_disconnected_promptly) {
+  Tensor t = make_pbo(1024, {1024});
+  Tensor mapped_one = make_pbo(64, {64});
+  auto held = mapped_one.map(CpuAccess::Read);
+  ASSERT_TRUE(held);
+  held->unmap();
+  auto ops = worker->ops();
+  worker->shutdown();
+  EXPECT_FALSE(worker->is_running());
+  const auto start = std::chrono::steady_clock::now();
+  auto m = t.map(CpuAccess::Read);
+  ASSERT_FALSE(m);
+  EXPECT_EQ(m.error().kind(), ErrorKind::Disconnected);
+  EXPECT_FALSE(t.is_mapped());
+  auto s = worker->submit([] {});
+  ASSERT_FALSE(s);
+  EXPECT_EQ(s.error().kind(), ErrorKind::Disconnected);
+  EXPECT_FALSE(worker->post([] {}));
+  auto fresh = worker->create_pbo(64, {64}, DType::U8);
+  ASSERT_FALSE(fresh);
+  EXPECT_EQ(fresh.error().kind(), ErrorKind::Disconnected);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 1s);
+  worker.reset(); // the worker object goes first; the storages outlive it
+  auto again = t.map(CpuAccess::ReadWrite);
+  ASSERT_FALSE(again);
+  EXPECT_EQ(again.error().kind(), ErrorKind::Disconnected);
+  // Destroying the storages now is safe: their deletes do nothing.
+}
+
+TEST_F(GlWorkerTest, a_worker_dropped_from_its_own_task_does_not_deadlock) {
+  std::shared_ptr<GlWorker> self = worker;
+  worker.reset();
+  std::atomic<bool> done{false};
+  ASSERT_TRUE(self->post([&self, &done] {
+    self.reset(); // the last reference, on the worker thread
+    done = true;
+  }));
+  const auto deadline = std::chrono::steady_clock::now() + 10s;
+  while (!done && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(1ms);
+  EXPECT_TRUE(done);
+  // The thread was detached; give it time to tear its context down so the
+  // next test does not race its eglTerminate.
+  std::this_thread::sleep_for(200ms);
+}
+
+TEST_F(GlWorkerTest, the_texture_round_trip_moves_the_bytes_through_gl) {
+  // An odd size so no row or image size happens to be a round number.
+  const std::uint32_t w = 33, h = 17;
+  const std::size_t bytes = std::size_t{w} * h * 4;
+  Tensor src = make_pbo(bytes, {h, w, 4}, PboUsage::Upload);
+  Tensor dst = make_pbo(bytes, {h, w, 4}, PboUsage::Download);
+  {
+    auto m = src.map(CpuAccess::Write);
+    ASSERT_TRUE(m);
+    for (std::size_t i = 0; i < bytes; ++i)
+      m->mutable_bytes()[i] = std::byte(static_cast<unsigned char>((i * 31 + i / 97) & 0xff));
+  }
+  {
+    auto m = dst.map(CpuAccess::Write);
+    ASSERT_TRUE(m);
+    std::memset(m->mutable_bytes().data(), 0, bytes);
+  }
+  auto src_id = pbo_storage_of(src)->buffer_id();
+  auto dst_id = pbo_storage_of(dst)->buffer_id();
+  {
+    auto held = dst.map(CpuAccess::Read);
+    auto refused = worker->copy_through_texture(src_id, dst_id, w, h);
+    ASSERT_FALSE(refused);
+    EXPECT_EQ(refused.error().kind(), ErrorKind::Mapped);
+  }
+  auto small = worker->copy_through_texture(src_id, dst_id, w + 1, h);
+  ASSERT_FALSE(small);
+  EXPECT_EQ(small.error().kind(), ErrorKind::InsufficientCapacity);
+
+  auto copied = worker->copy_through_texture(src_id, dst_id, w, h);
+  ASSERT_TRUE(copied) << copied.error().message();
+  if (worker->info().fence_sync) {
+    auto fence = worker->insert_fence();
+    ASSERT_TRUE(fence) << fence.error().message();
+    ASSERT_TRUE(fence->client_wait(5s));
+  }
+  auto in = src.map(CpuAccess::Read);
+  auto out = dst.map(CpuAccess::Read);
+  ASSERT_TRUE(in && out);
+  EXPECT_EQ(0, std::memcmp(in->data(), out->data(), bytes));
+  EXPECT_NE(out->bytes()[5], std::byte{0});
+}
+
+TEST_F(GlWorkerTest, fence_syncs_are_created_after_gpu_writes_and_waited) {
+  if (!worker->info().fence_sync)
+    GTEST_SKIP() << "EGL_KHR_fence_sync is not offered by " << worker->info().renderer;
+  Tensor a = make_pbo(1 << 20, {1 << 20});
+  Tensor b = make_pbo(1 << 20, {1 << 20}, PboUsage::Download);
+  const auto ida = pbo_storage_of(a)->buffer_id();
+  const auto idb = pbo_storage_of(b)->buffer_id();
+  ASSERT_TRUE(worker->submit([&] {
+    glBindBuffer(GL_COPY_READ_BUFFER, ida);
+    glBindBuffer(GL_COPY_WRITE_BUFFER, idb);
+    glCopyBufferSubData(GL_COPY_READ_BUFFER, GL_COPY_WRITE_BUFFER, 0, 0, 1 << 20);
+    glBindBuffer(GL_COPY_READ_BUFFER, 0);
+    glBindBuffer(GL_COPY_WRITE_BUFFER, 0);
+  }));
+  auto fence = worker->insert_fence();
+  ASSERT_TRUE(fence) << fence.error().message();
+  EXPECT_TRUE(fence->valid());
+  // Waited from a thread with no GL context, bounded.
+  Result<void> waited = Error::invalid_argument("not run");
+  std::thread([&] { waited = fence->client_wait(5s); }).join();
+  ASSERT_TRUE(waited) << waited.error().message();
+  auto signalled = fence->is_signalled();
+  ASSERT_TRUE(signalled);
+  EXPECT_TRUE(*signalled);
+  EXPECT_TRUE(worker->wait_fence(*fence)) << "GPU-side wait (or its bounded CPU fallback)";
+
+  EglFence moved = std::move(*fence);
+  EXPECT_FALSE(fence->valid());
+  EXPECT_TRUE(moved.valid());
+  EglFence empty;
+  EXPECT_FALSE(empty.client_wait(1ms));
+  EXPECT_FALSE(worker->wait_fence(empty));
+
+  // A fence may outlive its worker; it keeps the display it needs.
+  worker->shutdown();
+  EXPECT_TRUE(moved.client_wait(1s));
+}
+
+TEST_F(GlWorkerTest, create_pbo_refuses_bad_shapes_before_making_a_buffer) {
+  std::uint32_t next = 0;
+  ASSERT_TRUE(worker->submit([&] {
+    glGenBuffers(1, &next);
+    glDeleteBuffers(1, &next);
+  }));
+  auto zero = worker->create_pbo(0, {1}, DType::U8);
+  ASSERT_FALSE(zero);
+  EXPECT_EQ(zero.error().kind(), ErrorKind::InvalidSize);
+  auto overflow = worker->create_pbo(8, {std::size_t{1} << 63, 4}, DType::U8);
+  ASSERT_FALSE(overflow);
+  EXPECT_EQ(overflow.error().kind(), ErrorKind::InvalidShape);
+  auto mismatch = worker->create_pbo(8, {3, 3}, DType::U8);
+  ASSERT_FALSE(mismatch);
+  EXPECT_EQ(mismatch.error().kind(), ErrorKind::ShapeMismatch);
+  EXPECT_FALSE(is_gl_buffer(next)) << "no GL buffer was made for a refused shape";
+  auto padded = worker->create_pbo(128, {3, 3}, DType::U8);
+  ASSERT_TRUE(padded) << "a larger allocation is fine (PBO-NEW-02)";
+}
+
+TEST_F(GlWorkerTest, PBO_LIFE_05_a_gl_pbo_refuses_pin_host) {
+  Tensor t = make_pbo(64, {64});
+  auto pin = t.pin_host(CpuAccess::Read);
+  ASSERT_FALSE(pin);
+  EXPECT_EQ(pin.error().message(), kPboPinHostRefusal);
+}
+
+TEST_F(GlWorkerTest, the_ops_refuse_an_unknown_buffer_and_an_unmap_without_a_map) {
+  auto m = worker->ops()->map_buffer(987654, 16, CpuAccess::Read);
+  ASSERT_FALSE(m);
+  EXPECT_EQ(m.error().kind(), ErrorKind::InvalidArgument);
+  Tensor t = make_pbo(16, {16});
+  auto u = worker->ops()->unmap_buffer(pbo_storage_of(t)->buffer_id());
+  ASSERT_FALSE(u);
+  EXPECT_EQ(u.error().kind(), ErrorKind::InvalidOperation);
+  auto big = worker->ops()->map_buffer(pbo_storage_of(t)->buffer_id(), 32, CpuAccess::Read);
+  ASSERT_FALSE(big);
+  EXPECT_EQ(big.error().kind(), ErrorKind::InsufficientCapacity);
+}
+
+TEST(GlWorkerMany, two_workers_live_side_by_side_and_go_in_either_order) {
+  auto a = GlWorker::create();
+  if (!a)
+    GTEST_SKIP() << "no headless GL here: " << a.error().message();
+  auto b = GlWorker::create();
+  ASSERT_TRUE(b) << b.error().message();
+  auto ta = (*a)->create_pbo(16, {16}, DType::U8);
+  auto tb = (*b)->create_pbo(16, {16}, DType::U8);
+  ASSERT_TRUE(ta && tb);
+  a->reset(); // the first display holder goes; the second context must survive
+  auto m = tb->map(CpuAccess::ReadWrite);
+  ASSERT_TRUE(m) << m.error().message();
+  m->mutable_bytes()[0] = std::byte{1};
+}
