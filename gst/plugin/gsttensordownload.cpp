@@ -10,6 +10,12 @@
  * default-layout buffer and the bytes are counted in
  * #GstTensorDownload:copied-bytes.
  *
+ * DMA-BUF memory is CPU-mappable as it is, so it passes through the same
+ * way. The sink pad takes `video/x-raw(memory:DMABuf)` as well as plain
+ * caps; the source pad keeps `memory:DMABuf` when downstream takes it and
+ * drops the feature (plain system-memory caps, same buffers) when it does
+ * not.
+ *
  * ## Example launch line
  * |[
  * gst-launch-1.0 videotestsrc ! tensorupload ! tensordownload ! fakesink
@@ -19,6 +25,7 @@
  */
 #include "gsttensordownload.h"
 
+#include <gst/allocators/gstdmabuf.h>
 #include <gst/tensormem/gsttensorformat.h>
 #include <gst/tensormem/gsttensormem.h>
 
@@ -28,16 +35,33 @@ GST_DEBUG_CATEGORY_STATIC(gst_tensor_download_debug);
 struct _GstTensorDownload {
   GstTensorTransform parent;
   gboolean downstream_video_meta; // learnt in decide_allocation, streaming thread only
+  gboolean output_dmabuf;         // the source caps carry memory:DMABuf; set in set_caps
 };
 
 namespace {
 
 enum { PROP_0, PROP_STORAGE };
 
+#define DOWNLOAD_DMABUF_CAPS GST_VIDEO_CAPS_MAKE_WITH_FEATURES(GST_CAPS_FEATURE_MEMORY_DMABUF, GST_TENSOR_VIDEO_FORMATS)
+#define DOWNLOAD_PLAIN_CAPS GST_VIDEO_CAPS_MAKE(GST_TENSOR_VIDEO_FORMATS)
+
 GstStaticPadTemplate sink_template = GST_STATIC_PAD_TEMPLATE(
-    "sink", GST_PAD_SINK, GST_PAD_ALWAYS, GST_STATIC_CAPS(GST_VIDEO_CAPS_MAKE(GST_TENSOR_VIDEO_FORMATS)));
+    "sink", GST_PAD_SINK, GST_PAD_ALWAYS, GST_STATIC_CAPS(DOWNLOAD_PLAIN_CAPS "; " DOWNLOAD_DMABUF_CAPS));
 GstStaticPadTemplate src_template = GST_STATIC_PAD_TEMPLATE(
-    "src", GST_PAD_SRC, GST_PAD_ALWAYS, GST_STATIC_CAPS(GST_VIDEO_CAPS_MAKE(GST_TENSOR_VIDEO_FORMATS)));
+    "src", GST_PAD_SRC, GST_PAD_ALWAYS, GST_STATIC_CAPS(DOWNLOAD_DMABUF_CAPS "; " DOWNLOAD_PLAIN_CAPS));
+
+bool structure_has_dmabuf(GstCaps *caps, guint i) {
+  GstCapsFeatures *features = gst_caps_get_features(caps, i);
+  return features && !gst_caps_features_is_any(features) &&
+         gst_caps_features_contains(features, GST_CAPS_FEATURE_MEMORY_DMABUF);
+}
+
+/* Appends structure `i` of `caps` to `out` with `feature` as its only caps
+ * feature (NULL: system memory). */
+void append_with_feature(GstCaps *out, GstCaps *caps, guint i, const char *feature) {
+  gst_caps_append_structure_full(out, gst_structure_copy(gst_caps_get_structure(caps, i)),
+                                 feature ? gst_caps_features_new(feature, nullptr) : nullptr);
+}
 
 /* True when `buffer`'s planes sit where `info` (the default layout for the
  * caps) puts them, so a reader that ignores GstVideoMeta reads it right. */
@@ -73,6 +97,54 @@ static void gst_tensor_download_get_property(GObject *object, guint prop_id, GVa
   }
 }
 
+/* Sink caps → source caps: memory:DMABuf input may stay memory:DMABuf
+ * (first choice) or become plain caps over the same buffers; plain input
+ * stays plain. Source caps → sink caps: memory:DMABuf output needs
+ * memory:DMABuf input; plain output takes either. */
+static GstCaps *gst_tensor_download_transform_caps(GstBaseTransform *trans, GstPadDirection direction, GstCaps *caps,
+                                                   GstCaps *filter) {
+  GstCaps *result;
+  if (gst_caps_is_any(caps)) {
+    result = gst_pad_get_pad_template_caps(direction == GST_PAD_SINK ? trans->srcpad : trans->sinkpad);
+  } else {
+    GstCaps *first = gst_caps_new_empty();
+    GstCaps *second = gst_caps_new_empty();
+    for (guint i = 0; i < gst_caps_get_size(caps); ++i) {
+      const bool dmabuf = structure_has_dmabuf(caps, i);
+      if (direction == GST_PAD_SINK) {
+        if (dmabuf)
+          append_with_feature(first, caps, i, GST_CAPS_FEATURE_MEMORY_DMABUF);
+        append_with_feature(second, caps, i, nullptr);
+      } else {
+        if (dmabuf) {
+          append_with_feature(first, caps, i, GST_CAPS_FEATURE_MEMORY_DMABUF);
+        } else {
+          append_with_feature(first, caps, i, nullptr);
+          append_with_feature(second, caps, i, GST_CAPS_FEATURE_MEMORY_DMABUF);
+        }
+      }
+    }
+    result = gst_caps_merge(first, second);
+  }
+  if (filter) {
+    GstCaps *tmp = gst_caps_intersect_full(filter, result, GST_CAPS_INTERSECT_FIRST);
+    gst_caps_unref(result);
+    result = tmp;
+  }
+  GST_DEBUG_OBJECT(trans, "%s %" GST_PTR_FORMAT " -> %" GST_PTR_FORMAT,
+                   direction == GST_PAD_SINK ? "sink" : "src", caps, result);
+  return result;
+}
+
+static gboolean gst_tensor_download_set_caps(GstBaseTransform *trans, GstCaps *incaps, GstCaps *outcaps) {
+  auto *self = GST_TENSOR_DOWNLOAD(trans);
+  if (!GST_BASE_TRANSFORM_CLASS(gst_tensor_download_parent_class)->set_caps(trans, incaps, outcaps))
+    return FALSE;
+  self->output_dmabuf = structure_has_dmabuf(outcaps, 0);
+  GST_DEBUG_OBJECT(self, "output caps %s memory:DMABuf", self->output_dmabuf ? "keep" : "drop");
+  return TRUE;
+}
+
 /* Any layout is welcome upstream: a padded one is copied only if downstream
  * cannot read it. */
 static gboolean gst_tensor_download_propose_allocation(GstBaseTransform *trans, GstQuery *decide_query,
@@ -96,6 +168,23 @@ static GstFlowReturn gst_tensor_download_prepare_output_buffer(GstBaseTransform 
                                                                GstBuffer **outbuf) {
   auto *self = GST_TENSOR_DOWNLOAD(trans);
   const GstVideoInfo *info = gst_tensor_transform_get_info(GST_TENSOR_TRANSFORM(self));
+  GstFlowReturn check = gst_tensor_transform_check_layout(GST_TENSOR_TRANSFORM(self), inbuf);
+  if (check != GST_FLOW_OK)
+    return check;
+  if (self->output_dmabuf) {
+    /* memory:DMABuf downstream wants these very fds; a consumer of DMA-BUF
+     * caps reads GstVideoMeta (DMA-BUF layouts are padded as a rule). */
+    for (guint i = 0; i < gst_buffer_n_memory(inbuf); ++i) {
+      if (!gst_is_dmabuf_memory(gst_buffer_peek_memory(inbuf, i))) {
+        GST_ELEMENT_ERROR(self, STREAM, FAILED, ("memory:DMABuf caps on a buffer that is not DMA-BUF."),
+                          ("memory %u of %" GST_PTR_FORMAT " is not DMA-BUF memory", i, inbuf));
+        return GST_FLOW_ERROR;
+      }
+    }
+    GST_LOG_OBJECT(self, "passing DMA-BUF %" GST_PTR_FORMAT " through", inbuf);
+    *outbuf = inbuf;
+    return GST_FLOW_OK;
+  }
   if (self->downstream_video_meta || has_default_layout(inbuf, info)) {
     GST_LOG_OBJECT(self, "passing %" GST_PTR_FORMAT " through", inbuf);
     *outbuf = inbuf;
@@ -130,13 +219,15 @@ static void gst_tensor_download_class_init(GstTensorDownloadClass *klass) {
                         static_cast<GParamFlags>(G_PARAM_READABLE | G_PARAM_STATIC_STRINGS)));
 
   gst_element_class_set_static_metadata(element_class, "Tensor download", "Filter/Video",
-                                        "Hands tensor memory to system-memory video consumers: zero-copy when "
-                                        "downstream reads GstVideoMeta or the layout is already the default one, "
-                                        "one counted copy into the default layout otherwise",
+                                        "Hands tensor memory (system or DMA-BUF) to system-memory video consumers: "
+                                        "zero-copy when downstream reads GstVideoMeta or the layout is already the "
+                                        "default one, one counted copy into the default layout otherwise",
                                         "gst-tensormem developers");
   gst_element_class_add_static_pad_template(element_class, &sink_template);
   gst_element_class_add_static_pad_template(element_class, &src_template);
 
+  trans_class->transform_caps = gst_tensor_download_transform_caps;
+  trans_class->set_caps = gst_tensor_download_set_caps;
   trans_class->propose_allocation = gst_tensor_download_propose_allocation;
   trans_class->decide_allocation = gst_tensor_download_decide_allocation;
   trans_class->prepare_output_buffer = gst_tensor_download_prepare_output_buffer;

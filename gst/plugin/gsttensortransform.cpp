@@ -14,6 +14,7 @@ struct GstTensorTransformPrivate {
   guint64 buffers;            // this run, for the summary logged at stop
   guint64 copied_buffers;     // this run
   gboolean require_zero_copy; // guarded by the object lock
+  GstBuffer *wrapped;         // streaming thread: outbuf that needs no copy (not a reference)
 };
 
 } // namespace
@@ -86,6 +87,10 @@ static GstFlowReturn gst_tensor_transform_transform(GstBaseTransform *trans, Gst
   GST_OBJECT_UNLOCK(self);
   if (inbuf == outbuf)
     return GST_FLOW_OK;
+  if (outbuf == priv->wrapped) {
+    priv->wrapped = nullptr;
+    return GST_FLOW_OK;
+  }
   GstVideoFrame in_frame, out_frame;
   if (!gst_video_frame_map(&in_frame, &priv->info, inbuf, GST_MAP_READ)) {
     GST_ELEMENT_ERROR(self, STREAM, FAILED, ("Cannot read the input frame."),
@@ -184,4 +189,63 @@ void gst_tensor_transform_copy_metadata(GstTensorTransform *self, GstBuffer *inb
   auto *trans_class = GST_BASE_TRANSFORM_GET_CLASS(self);
   if (trans_class->copy_metadata)
     trans_class->copy_metadata(GST_BASE_TRANSFORM(self), inbuf, outbuf);
+}
+
+void gst_tensor_transform_set_wrapped(GstTensorTransform *self, GstBuffer *outbuf) { get_priv(self)->wrapped = outbuf; }
+
+GstFlowReturn gst_tensor_transform_check_layout(GstTensorTransform *self, GstBuffer *inbuf) {
+  const GstVideoInfo *info = &get_priv(self)->info;
+  const gsize buffer_size = gst_buffer_get_size(inbuf);
+  const GstVideoMeta *meta = gst_buffer_get_video_meta(inbuf);
+  if (!meta) {
+    if (buffer_size < GST_VIDEO_INFO_SIZE(info)) {
+      GST_ELEMENT_ERROR(self, STREAM, FAILED, ("The input buffer is smaller than a frame."),
+                        ("buffer size %" G_GSIZE_FORMAT " is smaller than the %" G_GSIZE_FORMAT
+                         "-byte %dx%d %s frame the caps describe (and there is no GstVideoMeta)",
+                         buffer_size, GST_VIDEO_INFO_SIZE(info), GST_VIDEO_INFO_WIDTH(info),
+                         GST_VIDEO_INFO_HEIGHT(info), GST_VIDEO_INFO_NAME(info)));
+      return GST_FLOW_ERROR;
+    }
+    return GST_FLOW_OK;
+  }
+  if (meta->format != GST_VIDEO_INFO_FORMAT(info) || meta->width != static_cast<guint>(GST_VIDEO_INFO_WIDTH(info)) ||
+      meta->height != static_cast<guint>(GST_VIDEO_INFO_HEIGHT(info)) ||
+      meta->n_planes != GST_VIDEO_INFO_N_PLANES(info)) {
+    GST_ELEMENT_ERROR(self, STREAM, FAILED, ("The input's GstVideoMeta does not match the caps."),
+                      ("GstVideoMeta format/width/height/n_planes %s/%u/%u/%u, caps %s/%d/%d/%u",
+                       gst_video_format_to_string(meta->format), meta->width, meta->height, meta->n_planes,
+                       GST_VIDEO_INFO_NAME(info), GST_VIDEO_INFO_WIDTH(info), GST_VIDEO_INFO_HEIGHT(info),
+                       GST_VIDEO_INFO_N_PLANES(info)));
+    return GST_FLOW_ERROR;
+  }
+  const GstVideoFormatInfo *finfo = info->finfo;
+  for (guint p = 0; p < meta->n_planes; ++p) {
+    gint comp[GST_VIDEO_MAX_COMPONENTS];
+    gst_video_format_info_component(finfo, p, comp);
+    const guint64 row = static_cast<guint64>(GST_VIDEO_FORMAT_INFO_SCALE_WIDTH(finfo, comp[0], meta->width)) *
+                        static_cast<guint64>(GST_VIDEO_FORMAT_INFO_PSTRIDE(finfo, comp[0]));
+    const guint64 rows = static_cast<guint64>(GST_VIDEO_FORMAT_INFO_SCALE_HEIGHT(finfo, comp[0], meta->height));
+    const gint stride = meta->stride[p];
+    if (stride < 0 || static_cast<guint64>(stride) < row) {
+      GST_ELEMENT_ERROR(self, STREAM, FAILED, ("The input's GstVideoMeta has a stride smaller than a row."),
+                        ("GstVideoMeta stride[%u] = %d is smaller than the %" G_GUINT64_FORMAT
+                         "-byte row of plane %u (%s, width %u)",
+                         p, stride, row, p, GST_VIDEO_INFO_NAME(info), meta->width));
+      return GST_FLOW_ERROR;
+    }
+    // rows >= 1 and stride < 2^31: the span below fits 64 bits; the offset may not.
+    const guint64 span = static_cast<guint64>(stride) * (rows - 1) + row;
+    guint64 end;
+    if (__builtin_add_overflow(static_cast<guint64>(meta->offset[p]), span, &end))
+      end = G_MAXUINT64;
+    if (end > buffer_size) {
+      GST_ELEMENT_ERROR(self, STREAM, FAILED, ("The input's GstVideoMeta places a plane past the end of the buffer."),
+                        ("GstVideoMeta plane %u (offset[%u] = %" G_GSIZE_FORMAT ", stride[%u] = %d, %" G_GUINT64_FORMAT
+                         " rows of %" G_GUINT64_FORMAT " bytes) ends at byte %" G_GUINT64_FORMAT
+                         ", past the end of the %" G_GSIZE_FORMAT "-byte buffer",
+                         p, p, meta->offset[p], p, stride, rows, row, end, buffer_size));
+      return GST_FLOW_ERROR;
+    }
+  }
+  return GST_FLOW_OK;
 }

@@ -3,15 +3,32 @@
  * SECTION:element-tensorupload
  * @title: tensorupload
  *
- * Moves raw video into tensor memory. It offers a #GstTensorBufferPool
- * upstream, so a producer that takes it (videotestsrc, decoders) writes
- * straight into tensor memory and the buffer passes through untouched; any
- * other buffer is copied once into the element's own pool, and the bytes
- * copied are counted in #GstTensorUpload:copied-bytes.
+ * Moves raw video into tensor memory of the storage chosen by
+ * #GstTensorUpload:storage.
  *
- * ## Example launch line
+ * It offers a #GstTensorBufferPool of that storage upstream, so a producer
+ * that takes it (videotestsrc, decoders) writes straight into tensor memory
+ * and the buffer passes through untouched. With `storage=dmabuf`, buffers
+ * whose memories are DMA-BUF already (any #GstDmaBufAllocator memory) are
+ * wrapped by fd import, also without a copy: the imported storage is cached
+ * on the upstream memory, and the upstream buffer is kept alive (a
+ * #GstParentBufferMeta) for as long as the output buffer lives. Any other
+ * buffer is copied once into the element's own pool, and the bytes copied
+ * are counted in #GstTensorTransform:copied-bytes; `require-zero-copy=true`
+ * turns such a copy into an error.
+ *
+ * With `storage=dmabuf` the source pad offers `video/x-raw(memory:DMABuf)`
+ * first and plain `video/x-raw` second (the memories are DMA-BUF either
+ * way); the sink pad takes both. `storage=auto` picks DMA-BUF when a DMA
+ * heap is usable and system memory otherwise (gst_tensor_storage_resolve()),
+ * and says which at start-up (`GST_DEBUG=tensorupload:4`).
+ *
+ * ## Example launch lines
  * |[
  * gst-launch-1.0 videotestsrc ! tensorupload ! tensordownload ! autovideosink
+ * TENSORMEM_DMABUF_SOURCE=memfd gst-launch-1.0 videotestsrc num-buffers=100 ! \
+ *     tensorupload storage=dmabuf require-zero-copy=true ! 'video/x-raw(memory:DMABuf)' ! \
+ *     tensordownload ! fakesink
  * ]|
  *
  * Since: 0.1
@@ -19,15 +36,22 @@
 #include "gsttensorupload.h"
 
 #include <gst/tensormem/gsttensorbufferpool.h>
+#include <gst/tensormem/gsttensordmabuf.h>
 #include <gst/tensormem/gsttensorformat.h>
 #include <gst/tensormem/gsttensormemory.h>
+
+#include <tensormem/dmabuf_storage.hpp>
+
+#include <memory>
+#include <string>
 
 GST_DEBUG_CATEGORY_STATIC(gst_tensor_upload_debug);
 #define GST_CAT_DEFAULT gst_tensor_upload_debug
 
 struct _GstTensorUpload {
   GstTensorTransform parent;
-  GstTensorStorage storage; // guarded by the object lock
+  GstTensorStorage storage;       // the property; guarded by the object lock
+  GstAllocator *dmabuf_allocator; // for fd imports; owned
 };
 
 namespace {
@@ -36,31 +60,75 @@ enum { PROP_0, PROP_STORAGE };
 
 constexpr guint kProposedMinBuffers = 2;
 
-GstStaticPadTemplate sink_template = GST_STATIC_PAD_TEMPLATE(
-    "sink", GST_PAD_SINK, GST_PAD_ALWAYS, GST_STATIC_CAPS(GST_VIDEO_CAPS_MAKE(GST_TENSOR_VIDEO_FORMATS)));
-GstStaticPadTemplate src_template = GST_STATIC_PAD_TEMPLATE(
-    "src", GST_PAD_SRC, GST_PAD_ALWAYS, GST_STATIC_CAPS(GST_VIDEO_CAPS_MAKE(GST_TENSOR_VIDEO_FORMATS)));
+#define UPLOAD_DMABUF_CAPS GST_VIDEO_CAPS_MAKE_WITH_FEATURES(GST_CAPS_FEATURE_MEMORY_DMABUF, GST_TENSOR_VIDEO_FORMATS)
+#define UPLOAD_PLAIN_CAPS GST_VIDEO_CAPS_MAKE(GST_TENSOR_VIDEO_FORMATS)
 
-bool all_tensor_memory(GstBuffer *buffer) {
+GstStaticPadTemplate sink_template = GST_STATIC_PAD_TEMPLATE("sink", GST_PAD_SINK, GST_PAD_ALWAYS,
+                                                             GST_STATIC_CAPS(UPLOAD_PLAIN_CAPS "; " UPLOAD_DMABUF_CAPS));
+GstStaticPadTemplate src_template = GST_STATIC_PAD_TEMPLATE("src", GST_PAD_SRC, GST_PAD_ALWAYS,
+                                                            GST_STATIC_CAPS(UPLOAD_DMABUF_CAPS "; " UPLOAD_PLAIN_CAPS));
+
+GstTensorStorage resolved_storage(GstTensorUpload *self) {
+  GST_OBJECT_LOCK(self);
+  const GstTensorStorage storage = self->storage;
+  GST_OBJECT_UNLOCK(self);
+  return gst_tensor_storage_resolve(storage);
+}
+
+const char *storage_name(GstTensorStorage storage) {
+  switch (storage) {
+  case GST_TENSOR_STORAGE_SYSTEM:
+    return "system";
+  case GST_TENSOR_STORAGE_DMABUF:
+    return "dmabuf";
+  default:
+    break;
+  }
+  return "auto";
+}
+
+bool caps_have_dmabuf(GstCaps *caps) {
+  if (!caps || gst_caps_is_empty(caps) || gst_caps_is_any(caps))
+    return false;
+  GstCapsFeatures *features = gst_caps_get_features(caps, 0);
+  return features && gst_caps_features_contains(features, GST_CAPS_FEATURE_MEMORY_DMABUF);
+}
+
+/* Every structure of `caps` again, with `feature` as its only caps feature
+ * (NULL: system memory). */
+GstCaps *with_feature(GstCaps *caps, const char *feature) {
+  GstCaps *out = gst_caps_new_empty();
+  for (guint i = 0; i < gst_caps_get_size(caps); ++i) {
+    GstStructure *s = gst_structure_copy(gst_caps_get_structure(caps, i));
+    gst_caps_append_structure_full(out, s, feature ? gst_caps_features_new(feature, nullptr) : nullptr);
+  }
+  return out;
+}
+
+template <typename Pred> bool all_memories(GstBuffer *buffer, Pred pred) {
   const guint n = gst_buffer_n_memory(buffer);
   if (n == 0)
     return false;
   for (guint i = 0; i < n; ++i) {
-    if (!gst_is_tensor_memory(gst_buffer_peek_memory(buffer, i)))
+    if (!pred(gst_buffer_peek_memory(buffer, i)))
       return false;
   }
   return true;
 }
 
-/* A tensor pool configured for `caps`; NULL after a warning when the pool
- * refuses the config. */
-GstBufferPool *make_pool(GstElement *element, GstCaps *caps, guint size, guint min_buffers, guint max_buffers,
-                         guint *aligned_size) {
-  GstBufferPool *pool = gst_tensor_buffer_pool_new();
+bool is_system_tensor_memory(GstMemory *mem) {
+  return gst_is_tensor_memory(mem) && gst_tensor_memory_get_storage(mem) == GST_TENSOR_STORAGE_SYSTEM;
+}
+
+/* A tensor pool of `storage` configured for `caps`; NULL after a warning
+ * when the pool refuses the config. */
+GstBufferPool *make_pool(GstElement *element, GstTensorStorage storage, GstCaps *caps, guint size, guint min_buffers,
+                         guint max_buffers, guint *aligned_size) {
+  GstBufferPool *pool = gst_tensor_buffer_pool_new_for_storage(storage);
   GstStructure *config = gst_buffer_pool_get_config(pool);
   gst_buffer_pool_config_set_params(config, caps, size, min_buffers, max_buffers);
   if (!gst_buffer_pool_set_config(pool, config)) {
-    GST_WARNING_OBJECT(element, "tensor buffer pool refused caps %" GST_PTR_FORMAT, caps);
+    GST_WARNING_OBJECT(element, "%s tensor buffer pool refused caps %" GST_PTR_FORMAT, storage_name(storage), caps);
     gst_object_unref(pool);
     return nullptr;
   }
@@ -70,11 +138,90 @@ GstBufferPool *make_pool(GstElement *element, GstCaps *caps, guint size, guint m
   return pool;
 }
 
+/* The storage imported from an upstream DMA-BUF memory, cached on that
+ * memory: a pooled upstream memory comes back again and again and is
+ * imported (fstatfs, dup, fstat) once. */
+struct CachedImport {
+  std::shared_ptr<tensormem::DmaBufStorage> storage;
+};
+
+GQuark import_quark() {
+  static GQuark quark = g_quark_from_static_string("GstTensorUploadImport");
+  return quark;
+}
+
+void destroy_cached_import(gpointer data) { delete static_cast<CachedImport *>(data); }
+
+/* The storage behind an upstream DMA-BUF memory, or an error message. */
+tensormem::Result<std::shared_ptr<tensormem::DmaBufStorage>> import_storage(GstMemory *mem) {
+  if (auto ours = gst_tensor_dmabuf_memory_get_storage(mem))
+    return ours;
+  auto *cached = static_cast<CachedImport *>(gst_mini_object_get_qdata(GST_MINI_OBJECT_CAST(mem), import_quark()));
+  if (cached)
+    return cached->storage;
+  const gint fd = gst_dmabuf_memory_get_fd(mem);
+  auto storage = tensormem::DmaBufStorage::import(fd, 0);
+  if (!storage)
+    return std::move(storage).error();
+  gst_mini_object_set_qdata(GST_MINI_OBJECT_CAST(mem), import_quark(), new CachedImport{*storage},
+                            destroy_cached_import);
+  return std::move(*storage);
+}
+
+/* Wraps the DMA-BUF memories of `inbuf` as DMA-BUF tensor memories of the
+ * same fds, without a copy. */
+GstFlowReturn import_dmabuf_buffer(GstTensorUpload *self, GstBuffer *inbuf, GstBuffer **outbuf) {
+  GstBuffer *out = gst_buffer_new();
+  const guint n = gst_buffer_n_memory(inbuf);
+  for (guint i = 0; i < n; ++i) {
+    GstMemory *mem = gst_buffer_peek_memory(inbuf, i);
+    auto storage = import_storage(mem);
+    if (!storage) {
+      gst_buffer_unref(out);
+      GST_ELEMENT_ERROR(self, STREAM, FAILED, ("Cannot import the input's DMA-BUF."),
+                        ("memory %u of %" GST_PTR_FORMAT " (fd %d): %s", i, inbuf, gst_dmabuf_memory_get_fd(mem),
+                         storage.error().message().c_str()));
+      return GST_FLOW_ERROR;
+    }
+    const gsize capacity = (*storage)->size_bytes();
+    if (mem->offset > capacity || mem->size > capacity - mem->offset) {
+      gst_buffer_unref(out);
+      GST_ELEMENT_ERROR(self, STREAM, FAILED, ("The input's DMA-BUF memory runs past the end of its buffer."),
+                        ("memory %u (fd %d): offset %" G_GSIZE_FORMAT " + size %" G_GSIZE_FORMAT
+                         " exceeds the %" G_GSIZE_FORMAT "-byte DMA-BUF",
+                         i, gst_dmabuf_memory_get_fd(mem), mem->offset, mem->size, capacity));
+      return GST_FLOW_ERROR;
+    }
+    GstMemory *ours = gst_tensor_dmabuf_allocator_import(self->dmabuf_allocator, std::move(*storage));
+    if (!ours) {
+      gst_buffer_unref(out);
+      GST_ELEMENT_ERROR(self, RESOURCE, FAILED, ("Cannot wrap the input's DMA-BUF."),
+                        ("memory %u of %" GST_PTR_FORMAT, i, inbuf));
+      return GST_FLOW_ERROR;
+    }
+    gst_memory_resize(ours, static_cast<gssize>(mem->offset), mem->size);
+    gst_buffer_append_memory(out, ours);
+  }
+  gst_tensor_transform_copy_metadata(GST_TENSOR_TRANSFORM(self), inbuf, out);
+  const GstVideoMeta *meta = gst_buffer_get_video_meta(inbuf);
+  if (meta && !gst_buffer_get_video_meta(out)) {
+    GstVideoMeta *copy = gst_buffer_add_video_meta_full(out, meta->flags, meta->format, meta->width, meta->height,
+                                                        meta->n_planes, const_cast<gsize *>(meta->offset),
+                                                        const_cast<gint *>(meta->stride));
+    copy->alignment = meta->alignment;
+  }
+  // The upstream buffer stays ours until `out` goes: its pool cannot recycle it under a reader.
+  gst_buffer_add_parent_buffer_meta(out, inbuf);
+  gst_tensor_transform_set_wrapped(GST_TENSOR_TRANSFORM(self), out);
+  *outbuf = out;
+  return GST_FLOW_OK;
+}
+
 } // namespace
 
 G_DEFINE_TYPE_WITH_CODE(GstTensorUpload, gst_tensor_upload, GST_TYPE_TENSOR_TRANSFORM,
                         GST_DEBUG_CATEGORY_INIT(gst_tensor_upload_debug, "tensorupload", 0,
-                                                "system memory to tensor memory"))
+                                                "system or DMA-BUF memory to tensor memory"))
 
 static void gst_tensor_upload_set_property(GObject *object, guint prop_id, const GValue *value, GParamSpec *pspec) {
   auto *self = GST_TENSOR_UPLOAD(object);
@@ -83,6 +230,7 @@ static void gst_tensor_upload_set_property(GObject *object, guint prop_id, const
     GST_OBJECT_LOCK(self);
     self->storage = static_cast<GstTensorStorage>(g_value_get_enum(value));
     GST_OBJECT_UNLOCK(self);
+    gst_base_transform_reconfigure_src(GST_BASE_TRANSFORM(self));
     break;
   default:
     G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
@@ -104,20 +252,75 @@ static void gst_tensor_upload_get_property(GObject *object, guint prop_id, GValu
   }
 }
 
+static void gst_tensor_upload_finalize(GObject *object) {
+  auto *self = GST_TENSOR_UPLOAD(object);
+  if (self->dmabuf_allocator)
+    gst_object_unref(self->dmabuf_allocator);
+  G_OBJECT_CLASS(gst_tensor_upload_parent_class)->finalize(object);
+}
+
 static gboolean gst_tensor_upload_start(GstBaseTransform *trans) {
   auto *self = GST_TENSOR_UPLOAD(trans);
   GST_OBJECT_LOCK(self);
   const GstTensorStorage storage = self->storage;
   GST_OBJECT_UNLOCK(self);
-  if (storage == GST_TENSOR_STORAGE_AUTO)
-    GST_INFO_OBJECT(self, "storage=auto resolves to system memory, the only tensor storage in this build");
+  if (storage == GST_TENSOR_STORAGE_AUTO) {
+    const GstTensorStorage resolved = gst_tensor_storage_resolve(storage);
+    GST_INFO_OBJECT(self, "storage=auto resolves to %s: %s", storage_name(resolved),
+                    resolved == GST_TENSOR_STORAGE_DMABUF ? "a DMA heap under /dev/dma_heap is usable"
+                                                          : "no usable DMA heap under /dev/dma_heap");
+  } else {
+    GST_INFO_OBJECT(self, "storage=%s", storage_name(storage));
+  }
   return TRUE;
 }
 
+/* Sink caps → source caps: the same video, as memory:DMABuf first (DMA-BUF
+ * storage only) and as plain system-memory caps. Source caps → sink caps:
+ * plain or memory:DMABuf, whatever the storage (a DMA-BUF input is copied
+ * into system storage, or imported into DMA-BUF storage). */
+static GstCaps *gst_tensor_upload_transform_caps(GstBaseTransform *trans, GstPadDirection direction, GstCaps *caps,
+                                                 GstCaps *filter) {
+  auto *self = GST_TENSOR_UPLOAD(trans);
+  GstCaps *result;
+  if (gst_caps_is_any(caps)) {
+    GstPad *other = direction == GST_PAD_SINK ? trans->srcpad : trans->sinkpad;
+    result = gst_pad_get_pad_template_caps(other);
+    if (direction == GST_PAD_SINK && resolved_storage(self) != GST_TENSOR_STORAGE_DMABUF) {
+      GstCaps *plain = with_feature(result, nullptr);
+      gst_caps_unref(result);
+      result = gst_caps_simplify(plain);
+    }
+  } else {
+    GstCaps *plain = with_feature(caps, nullptr);
+    GstCaps *dmabuf = with_feature(caps, GST_CAPS_FEATURE_MEMORY_DMABUF);
+    if (direction == GST_PAD_SINK) {
+      if (resolved_storage(self) == GST_TENSOR_STORAGE_DMABUF) {
+        result = gst_caps_merge(dmabuf, plain);
+      } else {
+        gst_caps_unref(dmabuf);
+        result = plain;
+      }
+    } else {
+      result = gst_caps_merge(plain, dmabuf);
+    }
+  }
+  if (filter) {
+    GstCaps *tmp = gst_caps_intersect_full(filter, result, GST_CAPS_INTERSECT_FIRST);
+    gst_caps_unref(result);
+    result = tmp;
+  }
+  GST_DEBUG_OBJECT(self, "%s %" GST_PTR_FORMAT " -> %" GST_PTR_FORMAT,
+                   direction == GST_PAD_SINK ? "sink" : "src", caps, result);
+  return result;
+}
+
 /* Offers a tensor pool, the tensor allocator and GstVideoMeta upstream, so
- * the producer writes straight into tensor memory. */
+ * the producer writes straight into tensor memory. An upstream that
+ * negotiated memory:DMABuf gets a DMA-BUF pool whatever the storage. */
 static gboolean gst_tensor_upload_propose_allocation(GstBaseTransform *trans, GstQuery *decide_query,
                                                      GstQuery *query) {
+  auto *self = GST_TENSOR_UPLOAD(trans);
   // Pass on the metas downstream accepts: a buffer that needs no copy keeps its metas.
   if (decide_query &&
       !GST_BASE_TRANSFORM_CLASS(gst_tensor_upload_parent_class)->propose_allocation(trans, decide_query, query))
@@ -131,15 +334,18 @@ static gboolean gst_tensor_upload_propose_allocation(GstBaseTransform *trans, Gs
     GST_DEBUG_OBJECT(trans, "allocation query without raw video caps: %" GST_PTR_FORMAT, caps);
     return FALSE;
   }
+  const GstTensorStorage storage = caps_have_dmabuf(caps) ? GST_TENSOR_STORAGE_DMABUF : resolved_storage(self);
 
-  GstAllocator *allocator = gst_tensor_system_allocator_get();
+  GstAllocator *allocator =
+      storage == GST_TENSOR_STORAGE_DMABUF ? gst_tensor_dmabuf_allocator_get() : gst_tensor_system_allocator_get();
   GstAllocationParams params;
   gst_allocation_params_init(&params);
   params.align = GST_TENSOR_BUFFER_POOL_STRIDE_ALIGN - 1;
 
   if (need_pool) {
     guint size = 0;
-    GstBufferPool *pool = make_pool(GST_ELEMENT(trans), caps, GST_VIDEO_INFO_SIZE(&info), kProposedMinBuffers, 0, &size);
+    GstBufferPool *pool =
+        make_pool(GST_ELEMENT(trans), storage, caps, GST_VIDEO_INFO_SIZE(&info), kProposedMinBuffers, 0, &size);
     if (!pool) {
       gst_object_unref(allocator);
       return FALSE;
@@ -154,9 +360,10 @@ static gboolean gst_tensor_upload_propose_allocation(GstBaseTransform *trans, Gs
   return TRUE;
 }
 
-/* The output pool is always ours; it is only activated when a buffer must
- * be copied. */
+/* The output pool is always ours, of the element's storage; it is only
+ * activated when a buffer must be copied. */
 static gboolean gst_tensor_upload_decide_allocation(GstBaseTransform *trans, GstQuery *query) {
+  auto *self = GST_TENSOR_UPLOAD(trans);
   GstCaps *caps = nullptr;
   gst_query_parse_allocation(query, &caps, nullptr);
   GstVideoInfo info;
@@ -170,7 +377,8 @@ static gboolean gst_tensor_upload_decide_allocation(GstBaseTransform *trans, Gst
     gst_query_parse_nth_allocation_pool(query, 0, nullptr, nullptr, &min_buffers, &max_buffers);
 
   guint size = 0;
-  GstBufferPool *pool = make_pool(GST_ELEMENT(trans), caps, GST_VIDEO_INFO_SIZE(&info), min_buffers, max_buffers, &size);
+  GstBufferPool *pool = make_pool(GST_ELEMENT(trans), resolved_storage(self), caps, GST_VIDEO_INFO_SIZE(&info),
+                                  min_buffers, max_buffers, &size);
   if (!pool)
     return FALSE;
   if (have_pool)
@@ -181,14 +389,9 @@ static gboolean gst_tensor_upload_decide_allocation(GstBaseTransform *trans, Gst
   return TRUE;
 }
 
-static GstFlowReturn gst_tensor_upload_prepare_output_buffer(GstBaseTransform *trans, GstBuffer *inbuf,
-                                                             GstBuffer **outbuf) {
-  auto *self = GST_TENSOR_UPLOAD(trans);
-  if (all_tensor_memory(inbuf)) {
-    GST_LOG_OBJECT(self, "%" GST_PTR_FORMAT " is tensor memory already, passing it through", inbuf);
-    *outbuf = inbuf;
-    return GST_FLOW_OK;
-  }
+static GstFlowReturn copy_into_pool(GstTensorUpload *self, GstTensorStorage storage, GstBuffer *inbuf,
+                                    GstBuffer **outbuf) {
+  auto *trans = GST_BASE_TRANSFORM(self);
   GstFlowReturn ret = gst_tensor_transform_allow_copy(GST_TENSOR_TRANSFORM(self), inbuf);
   if (ret != GST_FLOW_OK)
     return ret;
@@ -200,7 +403,16 @@ static GstFlowReturn gst_tensor_upload_prepare_output_buffer(GstBaseTransform *t
   }
   if (!gst_buffer_pool_is_active(pool) && !gst_buffer_pool_set_active(pool, TRUE)) {
     gst_object_unref(pool);
-    GST_ELEMENT_ERROR(self, RESOURCE, SETTINGS, ("Cannot activate the tensor buffer pool."), (nullptr));
+    std::string reason = "see the tensorbufferpool and tensordmabuf debug categories";
+    if (storage == GST_TENSOR_STORAGE_DMABUF) {
+      // The pool does not say why; a probe allocation does.
+      const GstVideoInfo *info = gst_tensor_transform_get_info(GST_TENSOR_TRANSFORM(self));
+      auto probe = tensormem::DmaBufStorage::allocate(MAX(GST_VIDEO_INFO_SIZE(info), 1));
+      if (!probe)
+        reason = probe.error().message();
+    }
+    GST_ELEMENT_ERROR(self, RESOURCE, SETTINGS, ("Cannot activate the %s tensor buffer pool.", storage_name(storage)),
+                      ("%s", reason.c_str()));
     return GST_FLOW_ERROR;
   }
   ret = gst_buffer_pool_acquire_buffer(pool, outbuf, nullptr);
@@ -213,6 +425,36 @@ static GstFlowReturn gst_tensor_upload_prepare_output_buffer(GstBaseTransform *t
   return GST_FLOW_OK;
 }
 
+static GstFlowReturn gst_tensor_upload_prepare_output_buffer(GstBaseTransform *trans, GstBuffer *inbuf,
+                                                             GstBuffer **outbuf) {
+  auto *self = GST_TENSOR_UPLOAD(trans);
+  try {
+    GstFlowReturn ret = gst_tensor_transform_check_layout(GST_TENSOR_TRANSFORM(self), inbuf);
+    if (ret != GST_FLOW_OK)
+      return ret;
+    const GstTensorStorage storage = resolved_storage(self);
+    if (storage == GST_TENSOR_STORAGE_DMABUF) {
+      if (all_memories(inbuf, gst_is_tensor_dmabuf_memory)) {
+        GST_LOG_OBJECT(self, "%" GST_PTR_FORMAT " is DMA-BUF tensor memory already, passing it through", inbuf);
+        *outbuf = inbuf;
+        return GST_FLOW_OK;
+      }
+      if (all_memories(inbuf, gst_is_dmabuf_memory)) {
+        GST_LOG_OBJECT(self, "%" GST_PTR_FORMAT " is DMA-BUF memory, importing it", inbuf);
+        return import_dmabuf_buffer(self, inbuf, outbuf);
+      }
+    } else if (all_memories(inbuf, is_system_tensor_memory)) {
+      GST_LOG_OBJECT(self, "%" GST_PTR_FORMAT " is system tensor memory already, passing it through", inbuf);
+      *outbuf = inbuf;
+      return GST_FLOW_OK;
+    }
+    return copy_into_pool(self, storage, inbuf, outbuf);
+  } catch (...) {
+    GST_ELEMENT_ERROR(self, RESOURCE, NO_SPACE_LEFT, ("Out of memory."), ("preparing an output for %" GST_PTR_FORMAT, inbuf));
+    return GST_FLOW_ERROR;
+  }
+}
+
 static void gst_tensor_upload_class_init(GstTensorUploadClass *klass) {
   auto *gobject_class = G_OBJECT_CLASS(klass);
   auto *element_class = GST_ELEMENT_CLASS(klass);
@@ -220,23 +462,26 @@ static void gst_tensor_upload_class_init(GstTensorUploadClass *klass) {
 
   gobject_class->set_property = gst_tensor_upload_set_property;
   gobject_class->get_property = gst_tensor_upload_get_property;
+  gobject_class->finalize = gst_tensor_upload_finalize;
 
   g_object_class_install_property(
       gobject_class, PROP_STORAGE,
       g_param_spec_enum("storage", "Storage",
-                        "Tensor storage for the output buffers (auto picks the best one available; in this build "
-                        "that is system memory)",
+                        "Tensor storage for the output buffers: system (heap) memory, DMA-BUF, or auto (DMA-BUF when "
+                        "a DMA heap is usable, else system memory)",
                         GST_TYPE_TENSOR_STORAGE, GST_TENSOR_STORAGE_AUTO,
                         static_cast<GParamFlags>(G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY)));
 
   gst_element_class_set_static_metadata(element_class, "Tensor upload", "Filter/Video",
-                                        "Moves raw video into tensor memory: zero-copy when upstream writes into the "
-                                        "offered tensor buffer pool, one counted copy otherwise",
+                                        "Moves raw video into tensor memory (system or DMA-BUF): zero-copy when "
+                                        "upstream writes into the offered tensor buffer pool or hands over DMA-BUF "
+                                        "memory, one counted copy otherwise",
                                         "gst-tensormem developers");
   gst_element_class_add_static_pad_template(element_class, &sink_template);
   gst_element_class_add_static_pad_template(element_class, &src_template);
 
   trans_class->start = gst_tensor_upload_start;
+  trans_class->transform_caps = gst_tensor_upload_transform_caps;
   trans_class->propose_allocation = gst_tensor_upload_propose_allocation;
   trans_class->decide_allocation = gst_tensor_upload_decide_allocation;
   trans_class->prepare_output_buffer = gst_tensor_upload_prepare_output_buffer;
@@ -244,4 +489,9 @@ static void gst_tensor_upload_class_init(GstTensorUploadClass *klass) {
   gst_type_mark_as_plugin_api(GST_TYPE_TENSOR_STORAGE, static_cast<GstPluginAPIFlags>(0));
 }
 
-static void gst_tensor_upload_init(GstTensorUpload *self) { self->storage = GST_TENSOR_STORAGE_AUTO; }
+static void gst_tensor_upload_init(GstTensorUpload *self) {
+  self->storage = GST_TENSOR_STORAGE_AUTO;
+  self->dmabuf_allocator = gst_tensor_dmabuf_allocator_get();
+  // Our order (memory:DMABuf first for DMA-BUF storage) over "same caps as upstream first".
+  gst_base_transform_set_prefer_passthrough(GST_BASE_TRANSFORM(self), FALSE);
+}

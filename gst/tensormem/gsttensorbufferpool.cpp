@@ -1,38 +1,65 @@
 // SPDX-License-Identifier: Apache-2.0
 #include <gst/tensormem/gsttensorbufferpool.h>
+#include <gst/tensormem/gsttensordmabuf.h>
 #include <gst/tensormem/gsttensormemory.h>
 
 GST_DEBUG_CATEGORY_STATIC(gst_tensor_buffer_pool_debug);
 #define GST_CAT_DEFAULT gst_tensor_buffer_pool_debug
 
+namespace {
+
+struct GstTensorBufferPoolPrivate {
+  GstTensorStorage storage; // SYSTEM or DMABUF, fixed at construction
+};
+
+} // namespace
+
 G_DEFINE_TYPE_WITH_CODE(GstTensorBufferPool, gst_tensor_buffer_pool, GST_TYPE_VIDEO_BUFFER_POOL,
+                        G_ADD_PRIVATE(GstTensorBufferPool);
                         GST_DEBUG_CATEGORY_INIT(gst_tensor_buffer_pool_debug, "tensorbufferpool", 0,
                                                 "tensor buffer pool"))
+
+static GstTensorStorage pool_storage(GstBufferPool *pool) {
+  return static_cast<GstTensorBufferPoolPrivate *>(
+             gst_tensor_buffer_pool_get_instance_private(GST_TENSOR_BUFFER_POOL_CAST(pool)))
+      ->storage;
+}
 
 namespace {
 
 constexpr guint kStrideAlignMask = GST_TENSOR_BUFFER_POOL_STRIDE_ALIGN - 1;
+// mmap gives DMA-BUF memory page alignment; heap tensor memory guarantees 64 bytes.
+constexpr guint kDmaBufMaxAlignMask = 4096 - 1;
 
-/* Makes the config name a tensor allocator with at least the stride
- * alignment (so the video pool need not fix it up); FALSE when the asked
- * alignment is beyond what tensor memory guarantees. */
-bool force_tensor_allocator(GstBufferPool *pool, GstStructure *config) {
+guint max_align_mask(GstTensorStorage storage) {
+  return storage == GST_TENSOR_STORAGE_DMABUF ? kDmaBufMaxAlignMask : kStrideAlignMask;
+}
+
+/* Makes the config name the tensor allocator of the pool's storage with at
+ * least the stride alignment (so the video pool need not fix it up); FALSE
+ * when the asked alignment is beyond what that memory guarantees. */
+bool force_tensor_allocator(GstBufferPool *pool, GstTensorStorage storage, GstStructure *config) {
   GstAllocator *allocator = nullptr;
   GstAllocationParams params;
   gst_buffer_pool_config_get_allocator(config, &allocator, &params);
-  if (params.align > kStrideAlignMask) {
-    GST_WARNING_OBJECT(pool, "alignment mask %" G_GSIZE_FORMAT " exceeds the %u-byte alignment of tensor memory",
-                       params.align, GST_TENSOR_BUFFER_POOL_STRIDE_ALIGN);
+  if (params.align > max_align_mask(storage)) {
+    GST_WARNING_OBJECT(pool, "alignment mask %" G_GSIZE_FORMAT " exceeds the %u-byte alignment of %s tensor memory",
+                       params.align, max_align_mask(storage) + 1,
+                       storage == GST_TENSOR_STORAGE_DMABUF ? "DMA-BUF" : "system");
     return false;
   }
   params.align |= kStrideAlignMask;
-  if (allocator && GST_IS_TENSOR_SYSTEM_ALLOCATOR(allocator)) {
+  const bool ours = allocator && (storage == GST_TENSOR_STORAGE_DMABUF ? GST_IS_TENSOR_DMABUF_ALLOCATOR(allocator)
+                                                                       : GST_IS_TENSOR_SYSTEM_ALLOCATOR(allocator));
+  if (ours) {
     gst_buffer_pool_config_set_allocator(config, allocator, &params);
     return true;
   }
+  GstAllocator *tensor_allocator = storage == GST_TENSOR_STORAGE_DMABUF ? gst_tensor_dmabuf_allocator_get()
+                                                                        : gst_tensor_system_allocator_get();
   if (allocator)
-    GST_DEBUG_OBJECT(pool, "replacing allocator %" GST_PTR_FORMAT " with the tensor system allocator", allocator);
-  GstAllocator *tensor_allocator = gst_tensor_system_allocator_get();
+    GST_DEBUG_OBJECT(pool, "replacing allocator %" GST_PTR_FORMAT " with %" GST_PTR_FORMAT, allocator,
+                     tensor_allocator);
   gst_buffer_pool_config_set_allocator(config, tensor_allocator, &params);
   gst_object_unref(tensor_allocator);
   return true;
@@ -52,10 +79,13 @@ static gboolean gst_tensor_buffer_pool_set_config(GstBufferPool *pool, GstStruct
     GST_WARNING_OBJECT(pool, "caps %" GST_PTR_FORMAT " do not describe raw video", caps);
     return FALSE;
   }
-  if (!force_tensor_allocator(pool, config))
+  const GstTensorStorage storage = pool_storage(pool);
+  if (!force_tensor_allocator(pool, storage, config))
     return FALSE;
 
-  // Merge with an alignment already asked for: its padding is kept, masks are widened to 64 bytes.
+  /* Merge with an alignment already asked for: its padding is kept, masks
+   * are widened to 64 bytes (wider masks are kept where the memory's own
+   * alignment allows them: DMA-BUF memory is page aligned). */
   GstVideoAlignment align;
   if (!gst_buffer_pool_config_has_option(config, GST_BUFFER_POOL_OPTION_VIDEO_ALIGNMENT) ||
       !gst_buffer_pool_config_get_video_alignment(config, &align))
@@ -63,9 +93,9 @@ static gboolean gst_tensor_buffer_pool_set_config(GstBufferPool *pool, GstStruct
   for (guint &mask : align.stride_align) {
     /* GstVideoBufferPool turns the largest stride mask into the allocation
      * alignment, and tensor memory guarantees 64 bytes, no more. */
-    if (mask > kStrideAlignMask) {
+    if (mask > max_align_mask(storage)) {
       GST_WARNING_OBJECT(pool, "stride alignment mask %u exceeds the %u-byte alignment of tensor memory", mask,
-                         GST_TENSOR_BUFFER_POOL_STRIDE_ALIGN);
+                         max_align_mask(storage) + 1);
       return FALSE;
     }
     mask |= kStrideAlignMask;
@@ -95,7 +125,10 @@ static void gst_tensor_buffer_pool_class_init(GstTensorBufferPoolClass *klass) {
   GST_BUFFER_POOL_CLASS(klass)->set_config = gst_tensor_buffer_pool_set_config;
 }
 
-static void gst_tensor_buffer_pool_init(GstTensorBufferPool *) {}
+static void gst_tensor_buffer_pool_init(GstTensorBufferPool *self) {
+  static_cast<GstTensorBufferPoolPrivate *>(gst_tensor_buffer_pool_get_instance_private(self))->storage =
+      GST_TENSOR_STORAGE_SYSTEM;
+}
 
 /**
  * gst_tensor_buffer_pool_new:
@@ -106,12 +139,44 @@ static void gst_tensor_buffer_pool_init(GstTensorBufferPool *) {}
  * after gst_buffer_pool_set_config() for the resulting buffer size. The
  * config's caps must be raw video.
  *
+ * Returns: (transfer full): a new #GstBufferPool of system tensor memory.
+ *
+ * Since: 0.1
+ */
+GstBufferPool *gst_tensor_buffer_pool_new(void) { return gst_tensor_buffer_pool_new_for_storage(GST_TENSOR_STORAGE_SYSTEM); }
+
+/**
+ * gst_tensor_buffer_pool_new_for_storage:
+ * @storage: the storage of the buffers; %GST_TENSOR_STORAGE_AUTO is resolved
+ *   with gst_tensor_storage_resolve()
+ *
+ * Like gst_tensor_buffer_pool_new(), for a chosen storage. With
+ * %GST_TENSOR_STORAGE_DMABUF every buffer holds one memory of the DMA-BUF
+ * tensor allocator (one fd per buffer), its #GstVideoMeta carrying the
+ * 64-byte aligned strides and plane offsets; a #GstVideoAlignment in the
+ * config is honoured (masks up to the page size).
+ *
  * Returns: (transfer full): a new #GstBufferPool.
  *
  * Since: 0.1
  */
-GstBufferPool *gst_tensor_buffer_pool_new(void) {
+GstBufferPool *gst_tensor_buffer_pool_new_for_storage(GstTensorStorage storage) {
   auto *pool = static_cast<GstBufferPool *>(g_object_new(GST_TYPE_TENSOR_BUFFER_POOL, nullptr));
   gst_object_ref_sink(pool);
+  static_cast<GstTensorBufferPoolPrivate *>(gst_tensor_buffer_pool_get_instance_private(GST_TENSOR_BUFFER_POOL_CAST(pool)))
+      ->storage = gst_tensor_storage_resolve(storage);
   return pool;
+}
+
+/**
+ * gst_tensor_buffer_pool_get_storage:
+ * @pool: a #GstTensorBufferPool
+ *
+ * Returns: the storage of @pool's buffers (never %GST_TENSOR_STORAGE_AUTO).
+ *
+ * Since: 0.1
+ */
+GstTensorStorage gst_tensor_buffer_pool_get_storage(GstBufferPool *pool) {
+  g_return_val_if_fail(GST_IS_TENSOR_BUFFER_POOL(pool), GST_TENSOR_STORAGE_AUTO);
+  return pool_storage(pool);
 }

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
+#include <gst/tensormem/gsttensormem.h>
 #include <gst/tensormem/tensormem-prelude.h>
 #include <gst/video/gstvideopool.h>
 
@@ -28,8 +29,8 @@ typedef struct _GstTensorBufferPoolClass GstTensorBufferPoolClass;
 /**
  * GstTensorBufferPool:
  *
- * A video buffer pool whose buffers are tensor memory carrying a
- * #GstVideoMeta with 64-byte aligned plane strides.
+ * A video buffer pool whose buffers are tensor memory (system or DMA-BUF)
+ * carrying a #GstVideoMeta with 64-byte aligned plane strides.
  *
  * Since: 0.1
  */
@@ -52,6 +53,12 @@ GType gst_tensor_buffer_pool_get_type(void);
 
 GST_TENSORMEM_API
 GstBufferPool *gst_tensor_buffer_pool_new(void);
+
+GST_TENSORMEM_API
+GstBufferPool *gst_tensor_buffer_pool_new_for_storage(GstTensorStorage storage);
+
+GST_TENSORMEM_API
+GstTensorStorage gst_tensor_buffer_pool_get_storage(GstBufferPool *pool);
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(GstTensorBufferPool, gst_object_unref)
 

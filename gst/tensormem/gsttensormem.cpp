@@ -2,7 +2,11 @@
 #include <gst/tensormem/gsttensormem.h>
 #include <gst/tensormem/gsttensormemory.h>
 
+#include <tensormem/dmabuf_storage.hpp>
 #include <tensormem/log.hpp>
+
+#include <string>
+#include <unistd.h>
 
 GST_DEBUG_CATEGORY_STATIC(gst_tensormem_debug);
 #define GST_CAT_DEFAULT gst_tensormem_debug
@@ -42,11 +46,45 @@ GType gst_tensor_storage_get_type(void) {
   static const GEnumValue values[] = {
       {GST_TENSOR_STORAGE_AUTO, "Pick the best storage available", "auto"},
       {GST_TENSOR_STORAGE_SYSTEM, "64-byte aligned system memory", "system"},
+      {GST_TENSOR_STORAGE_DMABUF, "DMA-BUF shared by file descriptor (DMA heap, or memfd by environment)", "dmabuf"},
       {0, nullptr, nullptr},
   };
   if (g_once_init_enter(&type))
     g_once_init_leave(&type, g_enum_register_static("GstTensorStorage", values));
   return type;
+}
+
+/**
+ * gst_tensor_storage_resolve:
+ * @storage: a storage choice
+ *
+ * Resolves %GST_TENSOR_STORAGE_AUTO: DMA-BUF when a DMA heap the process may
+ * allocate from exists (`/dev/dma_heap/system`, `linux,cma` or `reserved`,
+ * readable and writable), system memory otherwise. The heaps are looked at
+ * once per process. Other values are returned as they are.
+ *
+ * Returns: a storage other than %GST_TENSOR_STORAGE_AUTO.
+ *
+ * Since: 0.1
+ */
+GstTensorStorage gst_tensor_storage_resolve(GstTensorStorage storage) {
+  if (storage != GST_TENSOR_STORAGE_AUTO)
+    return storage;
+  static gsize resolved = 0;
+  if (g_once_init_enter(&resolved)) {
+    gsize value = GST_TENSOR_STORAGE_SYSTEM + 1;
+    try {
+      for (const std::string &heap : tensormem::DmaBufOptions{}.heaps) {
+        if (::access(("/dev/dma_heap/" + heap).c_str(), R_OK | W_OK) == 0) {
+          value = GST_TENSOR_STORAGE_DMABUF + 1;
+          break;
+        }
+      }
+    } catch (...) {
+    }
+    g_once_init_leave(&resolved, value);
+  }
+  return static_cast<GstTensorStorage>(resolved - 1);
 }
 
 /**

@@ -9,6 +9,8 @@ G_BEGIN_DECLS
  * GstTensorStorage:
  * @GST_TENSOR_STORAGE_AUTO: let the element pick the best storage available
  * @GST_TENSOR_STORAGE_SYSTEM: 64-byte aligned system (heap) memory
+ * @GST_TENSOR_STORAGE_DMABUF: DMA-BUF (a DMA heap, or a memfd when
+ *   `TENSORMEM_DMABUF_SOURCE=memfd`), shared by file descriptor
  *
  * The backend a tensor memory lives in. Elements expose it as their
  * `storage` property.
@@ -18,12 +20,16 @@ G_BEGIN_DECLS
 typedef enum {
   GST_TENSOR_STORAGE_AUTO = 0,
   GST_TENSOR_STORAGE_SYSTEM = 1,
+  GST_TENSOR_STORAGE_DMABUF = 2,
 } GstTensorStorage;
 
 #define GST_TYPE_TENSOR_STORAGE (gst_tensor_storage_get_type())
 
 GST_TENSORMEM_API
 GType gst_tensor_storage_get_type(void);
+
+GST_TENSORMEM_API
+GstTensorStorage gst_tensor_storage_resolve(GstTensorStorage storage);
 
 GST_TENSORMEM_API
 void gst_tensormem_init(void);

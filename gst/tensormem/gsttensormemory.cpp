@@ -1,43 +1,27 @@
 // SPDX-License-Identifier: Apache-2.0
 #include <gst/tensormem/gsttensormemory.h>
 
+#include <gst/tensormem/gsttensordmabuf.h>
+#include <gst/tensormem/gsttensormapping-private.h>
+
 #include <tensormem/host_pin.hpp>
 #include <tensormem/storage.hpp>
 
 #include <algorithm>
 #include <cstring>
-#include <mutex>
 
 GST_DEBUG_CATEGORY_STATIC(gst_tensor_memory_debug);
 #define GST_CAT_DEFAULT gst_tensor_memory_debug
 
 struct _GstTensorMemoryPrivate {
-  explicit _GstTensorMemoryPrivate(const tensormem::Tensor &whole) : tensor(whole) {}
-
-  /* The whole allocation as a 1-D u8 tensor; its storage() is the one
-   * shared_ptr that keeps the allocation alive for this memory. */
-  tensormem::Tensor tensor;
-  /* GStreamer lets the holder of a write map map the same GstMemory again
-   * (gst_video_frame_map maps one memory once per plane). Those nested maps
-   * share this memory's one core write acquisition instead of asking the
-   * core for a second, which it would refuse. */
-  std::mutex mu;
-  tensormem::HostPin writer; // valid while write_maps > 0
-  guint write_maps = 0;
+  explicit _GstTensorMemoryPrivate(const tensormem::Tensor &whole) : mapping(whole) {}
+  gst_tensormem::TensorMapping mapping;
 };
 
 namespace {
 
 // MemStorage guarantees this alignment of its base address.
 constexpr gsize kMaxAlignMask = tensormem::MemStorage::kAlignment - 1;
-
-tensormem::CpuAccess access_from_flags(GstMapFlags flags) noexcept {
-  const bool write = (flags & GST_MAP_WRITE) != 0;
-  const bool read = (flags & GST_MAP_READ) != 0;
-  if (write && read)
-    return tensormem::CpuAccess::ReadWrite;
-  return write ? tensormem::CpuAccess::Write : tensormem::CpuAccess::Read;
-}
 
 GstTensorMemoryPrivate *priv_of(GstMemory *mem) noexcept { return reinterpret_cast<GstTensorMemory *>(mem)->priv; }
 
@@ -106,95 +90,28 @@ void allocator_free(GstAllocator *, GstMemory *mem) {
   g_free(tmem);
 }
 
-/* A gst_memory_map is one acquisition through the core map state: readers
- * share one backend mapping and a writer is exclusive, also against users of
- * the storage that never see this GstMemory. While this memory holds a write
- * acquisition, GStreamer's own lock has already vetted any further map of it,
- * so such a map shares that acquisition (user_data[1] marks it). */
 gpointer mem_map_full(GstMemory *mem, GstMapInfo *info, gsize maxsize) {
-  const tensormem::CpuAccess access = access_from_flags(info->flags);
-  auto *priv = priv_of(mem);
-  try {
-    std::lock_guard lock(priv->mu);
-    tensormem::HostPin pin;
-    if (priv->write_maps > 0) {
-      pin = priv->writer.share();
-    } else {
-      auto pinned = priv->tensor.storage()->map(access, tensormem::MapState::Wait::Block);
-      if (!pinned) {
-        const auto &err = pinned.error();
-        if (err.kind() == tensormem::ErrorKind::Mapped)
-          GST_DEBUG("memory %p: %s map refused: %s", mem, tensormem::access_name(access), err.message().c_str());
-        else
-          GST_WARNING("memory %p: %s map failed (%s): %s", mem, tensormem::access_name(access),
-                      tensormem::error_kind_name(err.kind()), err.message().c_str());
-        return nullptr;
-      }
-      pin = std::move(*pinned);
-    }
-    if (pin.length() < maxsize) {
-      GST_WARNING("memory %p: storage mapped %" G_GSIZE_FORMAT " bytes, the memory spans %" G_GSIZE_FORMAT, mem,
-                  pin.length(), maxsize);
-      return nullptr;
-    }
-    const bool holds_writer = priv->write_maps > 0 || tensormem::access_writes(access);
-    auto *held = new tensormem::HostPin(holds_writer ? pin.share() : std::move(pin));
-    if (holds_writer) {
-      if (priv->write_maps++ == 0)
-        priv->writer = std::move(pin);
-    }
-    info->user_data[0] = held;
-    info->user_data[1] = GINT_TO_POINTER(holds_writer ? 1 : 0);
-    return held->data();
-  } catch (...) {
-    GST_WARNING("memory %p: out of memory mapping for %s", mem, tensormem::access_name(access));
-    return nullptr;
-  }
+  return gst_tensormem::tensor_mapping_map(&priv_of(mem)->mapping, mem, info, maxsize);
 }
 
 void mem_unmap_full(GstMemory *mem, GstMapInfo *info) {
-  delete static_cast<tensormem::HostPin *>(info->user_data[0]);
-  info->user_data[0] = nullptr;
-  if (GPOINTER_TO_INT(info->user_data[1]) == 0)
-    return;
-  auto *priv = priv_of(mem);
-  std::lock_guard lock(priv->mu);
-  if (--priv->write_maps == 0)
-    priv->writer.unmap();
-}
-
-/* Resolves a share/copy request against `mem`: `offset` is relative to the
- * memory's offset (negative exposes the prefix, as gst_buffer_resize does) and
- * size -1 means "the rest". FALSE when the range leaves the allocation. */
-bool resolve_range(GstMemory *mem, gssize offset, gssize size, gsize *abs_offset, gsize *abs_size) noexcept {
-  const gint64 start = static_cast<gint64>(mem->offset) + offset;
-  if (size == -1)
-    size = static_cast<gssize>(mem->size) - offset;
-  if (start < 0 || size < 0 || static_cast<guint64>(start) + static_cast<guint64>(size) > mem->maxsize) {
-    GST_WARNING("memory %p: %" G_GSSIZE_FORMAT " bytes at offset %" G_GSSIZE_FORMAT
-                " leave its %" G_GSIZE_FORMAT "-byte allocation (offset %" G_GSIZE_FORMAT ")",
-                mem, size, offset, mem->maxsize, mem->offset);
-    return false;
-  }
-  *abs_offset = static_cast<gsize>(start);
-  *abs_size = static_cast<gsize>(size);
-  return true;
+  gst_tensormem::tensor_mapping_unmap(&priv_of(mem)->mapping, info);
 }
 
 GstMemory *mem_share(GstMemory *mem, gssize offset, gssize size) {
   gsize abs_offset, abs_size;
-  if (!resolve_range(mem, offset, size, &abs_offset, &abs_size))
+  if (!gst_tensormem::resolve_memory_range(mem, offset, size, &abs_offset, &abs_size))
     return nullptr;
   GstMemory *parent = mem->parent ? mem->parent : mem;
   // A share is read-only: writing through it would bypass the parent's lock.
   auto flags = static_cast<GstMemoryFlags>(GST_MINI_OBJECT_FLAGS(parent) | GST_MINI_OBJECT_FLAG_LOCK_READONLY);
-  return tensor_memory_new(mem->allocator, parent, priv_of(mem)->tensor, flags, mem->maxsize, mem->align, abs_offset,
+  return tensor_memory_new(mem->allocator, parent, priv_of(mem)->mapping.tensor, flags, mem->maxsize, mem->align, abs_offset,
                            abs_size);
 }
 
 GstMemory *mem_copy(GstMemory *mem, gssize offset, gssize size) {
   gsize abs_offset, abs_size;
-  if (!resolve_range(mem, offset, size, &abs_offset, &abs_size))
+  if (!gst_tensormem::resolve_memory_range(mem, offset, size, &abs_offset, &abs_size))
     return nullptr;
   GstAllocationParams params;
   gst_allocation_params_init(&params);
@@ -221,7 +138,7 @@ GstMemory *mem_copy(GstMemory *mem, gssize offset, gssize size) {
 }
 
 gboolean mem_is_span(GstMemory *mem1, GstMemory *mem2, gsize *offset) {
-  if (priv_of(mem1)->tensor.storage() != priv_of(mem2)->tensor.storage())
+  if (priv_of(mem1)->mapping.tensor.storage() != priv_of(mem2)->mapping.tensor.storage())
     return FALSE;
   if (offset)
     *offset = mem1->offset - mem1->parent->offset;
@@ -253,7 +170,8 @@ static void gst_tensor_system_allocator_init(GstTensorSystemAllocator *self) {
  * gst_tensor_memory_init_once:
  *
  * Registers the tensor allocators with GStreamer under their names (see
- * %GST_TENSOR_SYSTEM_MEMORY_TYPE_NAME). Safe to call more than once.
+ * %GST_TENSOR_SYSTEM_MEMORY_TYPE_NAME and
+ * %GST_TENSOR_DMABUF_ALLOCATOR_NAME). Safe to call more than once.
  *
  * Since: 0.1
  */
@@ -264,6 +182,9 @@ void gst_tensor_memory_init_once(void) {
   auto *allocator = static_cast<GstAllocator *>(g_object_new(GST_TYPE_TENSOR_SYSTEM_ALLOCATOR, nullptr));
   gst_object_ref_sink(allocator);
   gst_allocator_register(GST_TENSOR_SYSTEM_MEMORY_TYPE_NAME, allocator);
+  auto *dmabuf = static_cast<GstAllocator *>(g_object_new(GST_TYPE_TENSOR_DMABUF_ALLOCATOR, nullptr));
+  gst_object_ref_sink(dmabuf);
+  gst_allocator_register(GST_TENSOR_DMABUF_ALLOCATOR_NAME, dmabuf);
   g_once_init_leave(&done, 1);
 }
 
@@ -283,12 +204,14 @@ GstAllocator *gst_tensor_system_allocator_get(void) {
  * gst_is_tensor_memory:
  * @mem: a #GstMemory
  *
- * Returns: %TRUE when @mem was made by one of the tensor allocators.
+ * Returns: %TRUE when @mem was made by one of the tensor allocators (system
+ * or DMA-BUF, see gst_is_tensor_dmabuf_memory()).
  *
  * Since: 0.1
  */
 gboolean gst_is_tensor_memory(GstMemory *mem) {
-  return mem != nullptr && mem->allocator != nullptr && GST_IS_TENSOR_SYSTEM_ALLOCATOR(mem->allocator);
+  return mem != nullptr && mem->allocator != nullptr &&
+         (GST_IS_TENSOR_SYSTEM_ALLOCATOR(mem->allocator) || GST_IS_TENSOR_DMABUF_ALLOCATOR(mem->allocator));
 }
 
 /**
@@ -302,9 +225,14 @@ gboolean gst_is_tensor_memory(GstMemory *mem) {
  */
 GstTensorStorage gst_tensor_memory_get_storage(GstMemory *mem) {
   g_return_val_if_fail(gst_is_tensor_memory(mem), GST_TENSOR_STORAGE_AUTO);
-  switch (priv_of(mem)->tensor.storage_kind()) {
+  const tensormem::Tensor *tensor = gst_tensor_memory_get_tensor(mem);
+  if (!tensor)
+    return GST_TENSOR_STORAGE_AUTO;
+  switch (tensor->storage_kind()) {
   case tensormem::StorageKind::Mem:
     return GST_TENSOR_STORAGE_SYSTEM;
+  case tensormem::StorageKind::DmaBuf:
+    return GST_TENSOR_STORAGE_DMABUF;
   default:
     break;
   }
@@ -316,7 +244,8 @@ GstTensorStorage gst_tensor_memory_get_storage(GstMemory *mem) {
  * @mem: a #GstMemory
  *
  * C++ only. The tensor describing the whole allocation behind @mem (a 1-D
- * u8 tensor; @mem's offset and size select a window of it).
+ * u8 tensor; @mem's offset and size select a window of it). Works for system
+ * and DMA-BUF tensor memory, shares included.
  *
  * Returns: (transfer none) (nullable): the tensor, or %NULL when @mem is not
  * a tensor memory. Valid while @mem is alive.
@@ -324,7 +253,11 @@ GstTensorStorage gst_tensor_memory_get_storage(GstMemory *mem) {
  * Since: 0.1
  */
 const tensormem::Tensor *gst_tensor_memory_get_tensor(GstMemory *mem) {
-  if (!gst_is_tensor_memory(mem))
+  if (mem == nullptr || mem->allocator == nullptr)
     return nullptr;
-  return &priv_of(mem)->tensor;
+  if (GST_IS_TENSOR_SYSTEM_ALLOCATOR(mem->allocator))
+    return &priv_of(mem)->mapping.tensor;
+  if (GST_IS_TENSOR_DMABUF_ALLOCATOR(mem->allocator))
+    return gst_tensor_dmabuf_memory_get_tensor(mem);
+  return nullptr;
 }

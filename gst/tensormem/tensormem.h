@@ -5,4 +5,5 @@
 #include <gst/tensormem/gsttensormem.h>
 #include <gst/tensormem/gsttensorformat.h>
 #include <gst/tensormem/gsttensormemory.h>
+#include <gst/tensormem/gsttensordmabuf.h>
 #include <gst/tensormem/gsttensorbufferpool.h>

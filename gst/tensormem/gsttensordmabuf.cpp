@@ -1,0 +1,310 @@
+// SPDX-License-Identifier: Apache-2.0
+#include <gst/tensormem/gsttensordmabuf.h>
+
+#include <gst/tensormem/gsttensormapping-private.h>
+#include <gst/tensormem/gsttensormemory.h>
+
+#include <algorithm>
+
+GST_DEBUG_CATEGORY_STATIC(gst_tensor_dmabuf_debug);
+#define GST_CAT_DEFAULT gst_tensor_dmabuf_debug
+
+namespace {
+
+using gst_tensormem::TensorMapping;
+
+/* mmap returns page-aligned addresses; that is the most a DMA-BUF memory can
+ * promise. */
+constexpr gsize kMaxAlignMask = 4096 - 1;
+
+GQuark mapping_quark() {
+  static GQuark quark = g_quark_from_static_string("GstTensorDmaBufMapping");
+  return quark;
+}
+
+TensorMapping *own_mapping(GstMemory *mem) noexcept {
+  return static_cast<TensorMapping *>(gst_mini_object_get_qdata(GST_MINI_OBJECT_CAST(mem), mapping_quark()));
+}
+
+/* Every memory this allocator hands out carries its own mapping; a share
+ * made behind our back (nothing in GStreamer does) falls back to its root. */
+TensorMapping *mapping_of(GstMemory *mem) noexcept {
+  TensorMapping *mapping = own_mapping(mem);
+  if (!mapping && mem->parent)
+    mapping = own_mapping(mem->parent);
+  return mapping;
+}
+
+void destroy_mapping(gpointer data) { delete static_cast<TensorMapping *>(data); }
+
+/* The qdata owns the mapping and so the storage: the storage's fd (which the
+ * GstFdMemory borrows with DONT_CLOSE) lives exactly as long as the memory. */
+bool attach_mapping(GstMemory *mem, const tensormem::Tensor &tensor) noexcept {
+  try {
+    auto *mapping = new TensorMapping(tensor);
+    gst_mini_object_set_qdata(GST_MINI_OBJECT_CAST(mem), mapping_quark(), mapping, destroy_mapping);
+    return true;
+  } catch (...) {
+    GST_WARNING("out of memory attaching a tensor mapping to memory %p", mem);
+    return false;
+  }
+}
+
+/* A root GstFdMemory of `maxsize` bytes over `storage`'s own fd. */
+GstMemory *wrap_storage(GstAllocator *allocator, std::shared_ptr<tensormem::DmaBufStorage> storage,
+                        gsize maxsize) noexcept {
+  try {
+    if (maxsize > storage->size_bytes()) {
+      GST_WARNING_OBJECT(allocator, "a %" G_GSIZE_FORMAT "-byte memory does not fit the %" G_GSIZE_FORMAT
+                                    "-byte storage",
+                         maxsize, storage->size_bytes());
+      return nullptr;
+    }
+    const bool writable = storage->writable();
+    const int fd = storage->fd();
+    const gsize storage_bytes = storage->size_bytes();
+    auto tensor = tensormem::Tensor::wrap(std::move(storage), {storage_bytes}, tensormem::DType::U8,
+                                          GST_TENSOR_DMABUF_ALLOCATOR_NAME);
+    if (!tensor) {
+      GST_WARNING_OBJECT(allocator, "%s", tensor.error().message().c_str());
+      return nullptr;
+    }
+    GstMemory *mem = gst_fd_allocator_alloc(allocator, fd, maxsize, GST_FD_MEMORY_FLAG_DONT_CLOSE);
+    if (!mem)
+      return nullptr;
+    if (!attach_mapping(mem, *tensor)) {
+      gst_memory_unref(mem);
+      return nullptr;
+    }
+    if (!writable)
+      GST_MINI_OBJECT_FLAG_SET(mem, GST_MEMORY_FLAG_READONLY);
+    return mem;
+  } catch (...) {
+    GST_WARNING_OBJECT(allocator, "out of memory wrapping a DMA-BUF storage");
+    return nullptr;
+  }
+}
+
+GstMemory *allocator_alloc(GstAllocator *allocator, gsize size, GstAllocationParams *params) {
+  GstAllocationParams defaults;
+  if (!params) {
+    gst_allocation_params_init(&defaults);
+    params = &defaults;
+  }
+  if (params->align > kMaxAlignMask) {
+    GST_WARNING_OBJECT(allocator, "alignment mask %" G_GSIZE_FORMAT " exceeds the page alignment of DMA-BUF memory",
+                       params->align);
+    return nullptr;
+  }
+  gsize maxsize;
+  if (__builtin_add_overflow(params->prefix, size, &maxsize) ||
+      __builtin_add_overflow(maxsize, params->padding, &maxsize)) {
+    GST_WARNING_OBJECT(allocator, "prefix %" G_GSIZE_FORMAT " + size %" G_GSIZE_FORMAT " + padding %" G_GSIZE_FORMAT
+                                  " overflows",
+                       params->prefix, size, params->padding);
+    return nullptr;
+  }
+  try {
+    // A zero-byte GstMemory is legal, an empty storage is not.
+    auto storage = tensormem::DmaBufStorage::allocate(std::max<gsize>(maxsize, 1));
+    if (!storage) {
+      GST_WARNING_OBJECT(allocator, "%s", storage.error().message().c_str());
+      return nullptr;
+    }
+    GstMemory *mem = wrap_storage(allocator, std::move(*storage), maxsize);
+    if (!mem)
+      return nullptr;
+    mem->align = params->align;
+    gst_memory_resize(mem, static_cast<gssize>(params->prefix), size);
+    // New DMA heap and memfd buffers are zero-filled: ZERO_PREFIXED/ZERO_PADDED hold as asked.
+    GST_MINI_OBJECT_FLAGS(mem) |= params->flags;
+    return mem;
+  } catch (...) {
+    GST_WARNING_OBJECT(allocator, "out of memory allocating %" G_GSIZE_FORMAT " bytes", maxsize);
+    return nullptr;
+  }
+}
+
+gpointer mem_map_full(GstMemory *mem, GstMapInfo *info, gsize maxsize) {
+  TensorMapping *mapping = mapping_of(mem);
+  if (!mapping) {
+    GST_WARNING("memory %p has no tensor storage attached", mem);
+    return nullptr;
+  }
+  return gst_tensormem::tensor_mapping_map(mapping, mem, info, maxsize);
+}
+
+void mem_unmap_full(GstMemory *mem, GstMapInfo *info) {
+  if (TensorMapping *mapping = mapping_of(mem))
+    gst_tensormem::tensor_mapping_unmap(mapping, info);
+}
+
+/* GstFdAllocator's share, with the range checked first (it trusts it) and
+ * "the rest" meaning the rest of this memory, plus a mapping of its own so
+ * the share follows the same reader/writer rules as system tensor memory. */
+GstMemory *mem_share(GstMemory *mem, gssize offset, gssize size) {
+  gsize abs_offset, abs_size;
+  if (!gst_tensormem::resolve_memory_range(mem, offset, size, &abs_offset, &abs_size))
+    return nullptr;
+  TensorMapping *mapping = mapping_of(mem);
+  if (!mapping)
+    return nullptr;
+  auto *self = GST_TENSOR_DMABUF_ALLOCATOR_CAST(mem->allocator);
+  GstMemory *sub = self->fd_share(mem, offset, static_cast<gssize>(abs_size));
+  if (!sub)
+    return nullptr;
+  if (!attach_mapping(sub, mapping->tensor)) {
+    gst_memory_unref(sub);
+    return nullptr;
+  }
+  return sub;
+}
+
+gboolean mem_is_span(GstMemory *mem1, GstMemory *mem2, gsize *offset) {
+  TensorMapping *m1 = mapping_of(mem1), *m2 = mapping_of(mem2);
+  if (!m1 || !m2 || m1->tensor.storage() != m2->tensor.storage())
+    return FALSE;
+  if (offset)
+    *offset = mem1->offset - mem1->parent->offset;
+  return mem1->offset + mem1->size == mem2->offset;
+}
+
+} // namespace
+
+G_DEFINE_TYPE_WITH_CODE(GstTensorDmaBufAllocator, gst_tensor_dmabuf_allocator, GST_TYPE_DMABUF_ALLOCATOR,
+                        GST_DEBUG_CATEGORY_INIT(gst_tensor_dmabuf_debug, "tensordmabuf", 0,
+                                                "DMA-BUF tensor memory"))
+
+static void gst_tensor_dmabuf_allocator_class_init(GstTensorDmaBufAllocatorClass *klass) {
+  GST_ALLOCATOR_CLASS(klass)->alloc = allocator_alloc;
+  // free stays GstFdAllocator's: the fd is DONT_CLOSE, the storage (qdata) closes it.
+}
+
+static void gst_tensor_dmabuf_allocator_init(GstTensorDmaBufAllocator *self) {
+  auto *alloc = GST_ALLOCATOR_CAST(self);
+  // mem_type stays GST_ALLOCATOR_DMABUF, set by GstDmaBufAllocator.
+  self->fd_share = alloc->mem_share;
+  alloc->mem_share = mem_share;
+  alloc->mem_map_full = mem_map_full;
+  alloc->mem_unmap_full = mem_unmap_full;
+  alloc->mem_is_span = mem_is_span;
+  // GstFdAllocator sets CUSTOM_ALLOC; this allocator implements alloc().
+  GST_OBJECT_FLAG_UNSET(alloc, GST_ALLOCATOR_FLAG_CUSTOM_ALLOC);
+}
+
+/**
+ * gst_tensor_dmabuf_allocator_get:
+ *
+ * The DMA-BUF tensor allocator. gst_allocator_alloc() on it allocates a new
+ * DMA-BUF storage: from a DMA heap, or a memfd when the environment says
+ * `TENSORMEM_DMABUF_SOURCE=memfd` (see docs/dmabuf.md). Allocation fails (with
+ * a warning naming the heaps tried) where neither is available.
+ *
+ * Returns: (transfer full): the allocator (a new reference).
+ *
+ * Since: 0.1
+ */
+GstAllocator *gst_tensor_dmabuf_allocator_get(void) {
+  gst_tensor_memory_init_once();
+  return gst_allocator_find(GST_TENSOR_DMABUF_ALLOCATOR_NAME);
+}
+
+/**
+ * gst_is_tensor_dmabuf_memory:
+ * @mem: a #GstMemory
+ *
+ * Returns: %TRUE when @mem was made by the DMA-BUF tensor allocator (such a
+ * memory is also gst_is_dmabuf_memory() and gst_is_tensor_memory()).
+ *
+ * Since: 0.1
+ */
+gboolean gst_is_tensor_dmabuf_memory(GstMemory *mem) {
+  return mem != nullptr && mem->allocator != nullptr && GST_IS_TENSOR_DMABUF_ALLOCATOR(mem->allocator);
+}
+
+/**
+ * gst_tensor_dmabuf_allocator_import:
+ * @allocator: the DMA-BUF tensor allocator
+ * @storage: a DMA-BUF storage
+ *
+ * C++ only. Wraps @storage, without a copy, in a new memory spanning the
+ * whole storage; the memory keeps the storage alive and borrows its fd.
+ *
+ * Returns: (transfer full) (nullable): the memory, or %NULL after a warning.
+ *
+ * Since: 0.1
+ */
+GstMemory *gst_tensor_dmabuf_allocator_import(GstAllocator *allocator,
+                                              std::shared_ptr<tensormem::DmaBufStorage> storage) {
+  g_return_val_if_fail(GST_IS_TENSOR_DMABUF_ALLOCATOR(allocator), nullptr);
+  g_return_val_if_fail(storage != nullptr, nullptr);
+  const gsize bytes = storage->size_bytes();
+  return wrap_storage(allocator, std::move(storage), bytes);
+}
+
+/**
+ * gst_tensor_dmabuf_memory_import_fd:
+ * @fd: a DMA-BUF (or memfd) file descriptor; it stays the caller's
+ * @size: bytes to wrap, 0 for the whole buffer
+ *
+ * Imports @fd without a copy: the memory keeps a dup of it. An fd that is
+ * neither a DMA-BUF nor a memfd/shm file is refused with a warning naming
+ * its filesystem magic.
+ *
+ * Returns: (transfer full) (nullable): a DMA-BUF tensor memory, or %NULL.
+ *
+ * Since: 0.1
+ */
+GstMemory *gst_tensor_dmabuf_memory_import_fd(gint fd, gsize size) {
+  try {
+    auto storage = tensormem::DmaBufStorage::import(fd, size);
+    if (!storage) {
+      GST_WARNING("%s", storage.error().message().c_str());
+      return nullptr;
+    }
+    const gsize bytes = size ? size : (*storage)->size_bytes();
+    GstAllocator *allocator = gst_tensor_dmabuf_allocator_get();
+    GstMemory *mem = wrap_storage(allocator, std::move(*storage), bytes);
+    gst_object_unref(allocator);
+    return mem;
+  } catch (...) {
+    GST_WARNING("out of memory importing fd %d", fd);
+    return nullptr;
+  }
+}
+
+/**
+ * gst_tensor_dmabuf_memory_get_tensor:
+ * @mem: a #GstMemory
+ *
+ * C++ only. Like gst_tensor_memory_get_tensor(), for DMA-BUF tensor memory.
+ *
+ * Returns: (transfer none) (nullable): the tensor over the whole storage, or
+ * %NULL when @mem is not DMA-BUF tensor memory. Valid while @mem is alive.
+ *
+ * Since: 0.1
+ */
+const tensormem::Tensor *gst_tensor_dmabuf_memory_get_tensor(GstMemory *mem) {
+  if (!gst_is_tensor_dmabuf_memory(mem))
+    return nullptr;
+  TensorMapping *mapping = mapping_of(mem);
+  return mapping ? &mapping->tensor : nullptr;
+}
+
+/**
+ * gst_tensor_dmabuf_memory_get_storage:
+ * @mem: a #GstMemory
+ *
+ * C++ only.
+ *
+ * Returns: the DMA-BUF storage behind @mem (a new reference), or an empty
+ * pointer when @mem is not DMA-BUF tensor memory.
+ *
+ * Since: 0.1
+ */
+std::shared_ptr<tensormem::DmaBufStorage> gst_tensor_dmabuf_memory_get_storage(GstMemory *mem) {
+  const tensormem::Tensor *tensor = gst_tensor_dmabuf_memory_get_tensor(mem);
+  if (!tensor || tensor->storage_kind() != tensormem::StorageKind::DmaBuf)
+    return {};
+  return std::static_pointer_cast<tensormem::DmaBufStorage>(tensor->storage());
+}

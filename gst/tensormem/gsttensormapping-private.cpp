@@ -1,0 +1,96 @@
+// SPDX-License-Identifier: Apache-2.0
+#include <gst/tensormem/gsttensormapping-private.h>
+
+GST_DEBUG_CATEGORY_STATIC(gst_tensor_mapping_debug);
+#define GST_CAT_DEFAULT gst_tensor_mapping_debug
+
+namespace gst_tensormem {
+
+namespace {
+
+void ensure_debug_category() noexcept {
+  static gsize done = 0;
+  if (g_once_init_enter(&done)) {
+    GST_DEBUG_CATEGORY_INIT(gst_tensor_mapping_debug, "tensormapping", 0, "CPU maps of tensor memory");
+    g_once_init_leave(&done, 1);
+  }
+}
+
+} // namespace
+
+tensormem::CpuAccess access_from_map_flags(GstMapFlags flags) noexcept {
+  const bool write = (flags & GST_MAP_WRITE) != 0;
+  const bool read = (flags & GST_MAP_READ) != 0;
+  if (write && read)
+    return tensormem::CpuAccess::ReadWrite;
+  return write ? tensormem::CpuAccess::Write : tensormem::CpuAccess::Read;
+}
+
+gpointer tensor_mapping_map(TensorMapping *mapping, GstMemory *mem, GstMapInfo *info, gsize maxsize) noexcept {
+  ensure_debug_category();
+  const tensormem::CpuAccess access = access_from_map_flags(info->flags);
+  try {
+    std::lock_guard lock(mapping->mu);
+    tensormem::HostPin pin;
+    if (mapping->write_maps > 0) {
+      pin = mapping->writer.share();
+    } else {
+      auto pinned = mapping->tensor.storage()->map(access, tensormem::MapState::Wait::Block);
+      if (!pinned) {
+        const auto &err = pinned.error();
+        if (err.kind() == tensormem::ErrorKind::Mapped)
+          GST_DEBUG("memory %p: %s map refused: %s", mem, tensormem::access_name(access), err.message().c_str());
+        else
+          GST_WARNING("memory %p: %s map failed (%s): %s", mem, tensormem::access_name(access),
+                      tensormem::error_kind_name(err.kind()), err.message().c_str());
+        return nullptr;
+      }
+      pin = std::move(*pinned);
+    }
+    if (pin.length() < maxsize) {
+      GST_WARNING("memory %p: storage mapped %" G_GSIZE_FORMAT " bytes, the memory spans %" G_GSIZE_FORMAT, mem,
+                  pin.length(), maxsize);
+      return nullptr;
+    }
+    const bool holds_writer = mapping->write_maps > 0 || tensormem::access_writes(access);
+    auto *held = new tensormem::HostPin(holds_writer ? pin.share() : std::move(pin));
+    if (holds_writer) {
+      if (mapping->write_maps++ == 0)
+        mapping->writer = std::move(pin);
+    }
+    info->user_data[0] = held;
+    info->user_data[1] = GINT_TO_POINTER(holds_writer ? 1 : 0);
+    return held->data();
+  } catch (...) {
+    GST_WARNING("memory %p: out of memory mapping for %s", mem, tensormem::access_name(access));
+    return nullptr;
+  }
+}
+
+void tensor_mapping_unmap(TensorMapping *mapping, GstMapInfo *info) noexcept {
+  delete static_cast<tensormem::HostPin *>(info->user_data[0]);
+  info->user_data[0] = nullptr;
+  if (GPOINTER_TO_INT(info->user_data[1]) == 0)
+    return;
+  std::lock_guard lock(mapping->mu);
+  if (--mapping->write_maps == 0)
+    mapping->writer.unmap();
+}
+
+bool resolve_memory_range(GstMemory *mem, gssize offset, gssize size, gsize *abs_offset, gsize *abs_size) noexcept {
+  ensure_debug_category();
+  const gint64 start = static_cast<gint64>(mem->offset) + offset;
+  if (size == -1)
+    size = static_cast<gssize>(mem->size) - offset;
+  if (start < 0 || size < 0 || static_cast<guint64>(start) + static_cast<guint64>(size) > mem->maxsize) {
+    GST_WARNING("memory %p: %" G_GSSIZE_FORMAT " bytes at offset %" G_GSSIZE_FORMAT
+                " leave its %" G_GSIZE_FORMAT "-byte allocation (offset %" G_GSIZE_FORMAT ")",
+                mem, size, offset, mem->maxsize, mem->offset);
+    return false;
+  }
+  *abs_offset = static_cast<gsize>(start);
+  *abs_size = static_cast<gsize>(size);
+  return true;
+}
+
+} // namespace gst_tensormem

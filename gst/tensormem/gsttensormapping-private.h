@@ -1,0 +1,53 @@
+// SPDX-License-Identifier: Apache-2.0
+/* Private to libgsttensormem: the CPU-map logic shared by every tensor
+ * allocator (system and DMA-BUF). Not installed. */
+#pragma once
+
+#include <gst/gst.h>
+
+#include <tensormem/host_pin.hpp>
+#include <tensormem/tensor.hpp>
+
+#include <mutex>
+
+namespace gst_tensormem {
+
+/* The map state of one GstMemory over a tensormem storage.
+ *
+ * A gst_memory_map is one acquisition through the core map state: readers
+ * share one backend mapping and a writer is exclusive, also against users of
+ * the storage that never see this GstMemory. GStreamer lets the holder of a
+ * write map map the same GstMemory again (gst_video_frame_map maps one
+ * memory once per plane); while this memory holds a write acquisition,
+ * GStreamer's own lock has already vetted any further map of it, so such a
+ * map shares that acquisition instead of asking the core for a second one,
+ * which it would refuse. */
+struct TensorMapping {
+  explicit TensorMapping(const tensormem::Tensor &whole) : tensor(whole) {}
+  TensorMapping(const TensorMapping &) = delete;
+  TensorMapping &operator=(const TensorMapping &) = delete;
+
+  /* The whole allocation as a 1-D u8 tensor; its storage() keeps the
+   * allocation alive for the memory that owns this mapping. */
+  tensormem::Tensor tensor;
+  std::mutex mu;
+  tensormem::HostPin writer; // valid while write_maps > 0
+  guint write_maps = 0;
+};
+
+tensormem::CpuAccess access_from_map_flags(GstMapFlags flags) noexcept;
+
+/* The mem_map_full body: the base address of the whole allocation (GStreamer
+ * adds mem->offset), or NULL after a log line. Never throws. */
+gpointer tensor_mapping_map(TensorMapping *mapping, GstMemory *mem, GstMapInfo *info, gsize maxsize) noexcept;
+
+/* The mem_unmap_full body for a map made by tensor_mapping_map. */
+void tensor_mapping_unmap(TensorMapping *mapping, GstMapInfo *info) noexcept;
+
+/* Resolves a share/copy request against `mem`: `offset` is relative to the
+ * memory's offset (negative exposes the prefix, as gst_buffer_resize does) and
+ * size -1 means "the rest". FALSE (after a warning) when the range leaves the
+ * allocation. */
+bool resolve_memory_range(GstMemory *mem, gssize offset, gssize size, gsize *abs_offset, gsize *abs_size) noexcept;
+
+} // namespace gst_tensormem

@@ -1,0 +1,122 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include "test_util.hpp"
+
+#include <dirent.h>
+
+#include <string>
+#include <vector>
+
+namespace tmtest {
+
+inline constexpr GstClockTime kTimeout = 20 * GST_SECOND;
+
+/* What a pipeline run produced: every sample from the appsink named "sink",
+ * the bus outcome and tensorupload's copy count (when there is one). */
+struct PipelineRun {
+  std::vector<GstSample *> samples;
+  bool eos = false;
+  std::string error_debug;
+  GQuark error_domain = 0;
+  guint64 upload_copied = 0;
+
+  PipelineRun() = default;
+  PipelineRun(const PipelineRun &) = delete;
+  PipelineRun &operator=(const PipelineRun &) = delete;
+  ~PipelineRun() {
+    for (GstSample *s : samples)
+      gst_sample_unref(s);
+  }
+};
+
+inline bool element_available(const char *name) {
+  GstElementFactory *factory = gst_element_factory_find(name);
+  if (!factory)
+    return false;
+  gst_object_unref(factory);
+  return true;
+}
+
+/* Runs `description` to EOS or error and sets it back to NULL, checking
+ * that the state change back succeeds. `late_caps`, when given, are set on
+ * the capsfilter named "cf" after parsing, so that a bad format reaches the
+ * elements at run time instead of failing the link in gst_parse_launch. */
+inline void run_pipeline(const std::string &description, PipelineRun *run, const char *late_caps = nullptr) {
+  GError *error = nullptr;
+  GstElement *pipeline = gst_parse_launch(description.c_str(), &error);
+  if (error) {
+    ADD_FAILURE() << description << ": " << error->message;
+    g_error_free(error);
+    if (pipeline)
+      gst_object_unref(pipeline);
+    return;
+  }
+  ASSERT_NE(pipeline, nullptr);
+  if (late_caps) {
+    GstElement *capsfilter = gst_bin_get_by_name(GST_BIN(pipeline), "cf");
+    GstCaps *caps = gst_caps_from_string(late_caps);
+    g_object_set(capsfilter, "caps", caps, nullptr);
+    gst_caps_unref(caps);
+    gst_object_unref(capsfilter);
+  }
+  GstElement *sink = gst_bin_get_by_name(GST_BIN(pipeline), "sink");
+  GstElement *upload = gst_bin_get_by_name(GST_BIN(pipeline), "up");
+
+  ASSERT_NE(gst_element_set_state(pipeline, GST_STATE_PLAYING), GST_STATE_CHANGE_FAILURE) << description;
+  GstBus *bus = gst_element_get_bus(pipeline);
+  if (sink) {
+    // pull-sample blocks until a sample arrives and returns NULL at EOS or on error.
+    for (;;) {
+      GstSample *sample = nullptr;
+      g_signal_emit_by_name(sink, "pull-sample", &sample);
+      if (!sample)
+        break;
+      run->samples.push_back(sample);
+    }
+  }
+  GstMessage *msg =
+      gst_bus_timed_pop_filtered(bus, kTimeout, static_cast<GstMessageType>(GST_MESSAGE_EOS | GST_MESSAGE_ERROR));
+  EXPECT_NE(msg, nullptr) << description << ": neither EOS nor an error within the timeout";
+  if (msg && GST_MESSAGE_TYPE(msg) == GST_MESSAGE_EOS) {
+    run->eos = true;
+  } else if (msg) {
+    GError *err = nullptr;
+    gchar *debug = nullptr;
+    gst_message_parse_error(msg, &err, &debug);
+    run->error_domain = err->domain;
+    run->error_debug = std::string(err->message) + " | " + (debug ? debug : "");
+    g_error_free(err);
+    g_free(debug);
+  }
+  if (msg)
+    gst_message_unref(msg);
+  if (upload)
+    run->upload_copied = tmtest::copied_bytes(upload);
+
+  EXPECT_EQ(gst_element_set_state(pipeline, GST_STATE_NULL), GST_STATE_CHANGE_SUCCESS) << description;
+  GstState state = GST_STATE_VOID_PENDING;
+  EXPECT_EQ(gst_element_get_state(pipeline, &state, nullptr, 0), GST_STATE_CHANGE_SUCCESS);
+  EXPECT_EQ(state, GST_STATE_NULL);
+  gst_object_unref(bus);
+  if (upload)
+    gst_object_unref(upload);
+  if (sink)
+    gst_object_unref(sink);
+  gst_object_unref(pipeline);
+}
+
+/* Open file descriptors of this process (entries of /proc/self/fd, less
+ * the one opendir holds while counting). */
+inline int fd_count() {
+  DIR *dir = opendir("/proc/self/fd");
+  if (!dir)
+    return -1;
+  int n = 0;
+  while (readdir(dir))
+    ++n;
+  closedir(dir);
+  return n - 3; // ".", ".." and the directory's own fd
+}
+
+} // namespace tmtest
