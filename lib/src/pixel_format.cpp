@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include <tensormem/pixel_format.hpp>
 
+#include <algorithm>
 #include <string>
 
 namespace tensormem {
@@ -45,6 +46,12 @@ Result<ImageLayout> image_layout(PixelFormat format, std::uint32_t width, std::u
                                    " is not a power of two");
 
   ImageLayout layout{format, width, height, info.n_planes};
+  // With vertically sub-sampled chroma, the luma plane is padded to a whole
+  // number of chroma rows (an odd-height NV12 has an even number of luma
+  // rows), which is where GStreamer puts the chroma plane too.
+  std::uint8_t max_y_shift = 0;
+  for (std::uint8_t p = 0; p < info.n_planes; ++p)
+    max_y_shift = std::max(max_y_shift, info.planes[p].y_shift);
   std::size_t total = 0;
   for (std::uint8_t p = 0; p < info.n_planes; ++p) {
     const PlaneGeometry &g = info.planes[p];
@@ -55,7 +62,7 @@ Result<ImageLayout> image_layout(PixelFormat format, std::uint32_t width, std::u
     if (__builtin_add_overflow(*row, stride_align - 1, &stride))
       return Error::invalid_shape("image_layout: row of " + std::to_string(*row) + " bytes overflows when aligned");
     stride &= ~(stride_align - 1);
-    const std::size_t rows = subsampled(height, g.y_shift);
+    const std::size_t rows = p == 0 ? subsampled(height, max_y_shift) << max_y_shift : subsampled(height, g.y_shift);
     auto plane = checked_mul(stride, rows, "image_layout plane bytes");
     if (!plane)
       return std::move(plane).error();

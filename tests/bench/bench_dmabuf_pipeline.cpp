@@ -159,7 +159,7 @@ void map_latency(int n) {
     const char *name;
     GstAllocator *allocator;
     bool hold;
-  } cases[] = {{"DMA-BUF tensor memory, nobody else mapped (mmap + munmap each time)", dmabuf, false},
+  } cases[] = {{"DMA-BUF tensor memory, nobody else mapped (the mapping made by the first map is kept)", dmabuf, false},
                {"DMA-BUF tensor memory while another reader holds it (joins the mapping)", dmabuf, true},
                {"system tensor memory", system, false}};
   for (const Case &c : cases) {

@@ -60,7 +60,7 @@ void BM_dmabuf_map_unmap(benchmark::State &state) {
     auto m = t.map(CpuAccess::Read);
     benchmark::DoNotOptimize(m->data());
   }
-  state.SetLabel(hold ? "joins a held mapping" : "mmap+munmap each time");
+  state.SetLabel(hold ? "joins a held mapping" : "alone: sync only, the mapping is kept");
 }
 BENCHMARK(BM_dmabuf_map_unmap)->Arg(0)->Arg(1);
 #endif

@@ -31,11 +31,15 @@ TEST(PixelFormat, odd_sizes_round_chroma_up) {
   auto nv12 = image_layout(PixelFormat::NV12, 321, 17, 64);
   EXPECT_EQ(nv12->stride[0], 384u);
   EXPECT_EQ(nv12->stride[1], 384u); // 161 pairs * 2 = 322 bytes
+  EXPECT_EQ(nv12->rows[0], 18u); // luma padded to whole chroma rows, as GStreamer does
   EXPECT_EQ(nv12->rows[1], 9u);
-  EXPECT_EQ(nv12->size, 384u * 17 + 384u * 9);
+  EXPECT_EQ(nv12->offset[1], 384u * 18);
+  EXPECT_EQ(nv12->size, 384u * 18 + 384u * 9);
   auto i420 = image_layout(PixelFormat::I420, 321, 17, 1);
   EXPECT_EQ(i420->stride[1], 161u);
-  EXPECT_EQ(i420->offset[2], 321u * 17 + 161u * 9);
+  EXPECT_EQ(i420->offset[2], 321u * 18 + 161u * 9);
+  auto nv16 = image_layout(PixelFormat::NV16, 321, 17, 1);
+  EXPECT_EQ(nv16->rows[0], 17u); // no vertical sub-sampling, no padding row
 }
 
 TEST(PixelFormat, nv16_nv24_and_planar_rgb) {

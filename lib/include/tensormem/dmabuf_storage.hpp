@@ -65,8 +65,9 @@ public:
   StorageKind kind() const noexcept override { return StorageKind::DmaBuf; }
   /// Derived from the fd's (device, inode): re-imports of one buffer agree.
   BufferIdentity identity() const noexcept override { return BufferIdentity::derived(StorageKind::DmaBuf, key_); }
-  /// A long-lived address of the whole buffer: the mmap stays while the pin
-  /// lives. Pin holders order their own accesses with sync_for_cpu/device.
+  /// A long-lived address of the whole buffer. Maps and pins share one mmap
+  /// made on first use and kept for the storage's life (the pin keeps the
+  /// storage). Pin holders order their own accesses with sync_for_cpu/device.
   Result<HostPin> pin_host(CpuAccess access) override;
 
   /// The storage's own fd (borrowed: valid while the storage lives).
@@ -84,7 +85,6 @@ public:
 
 private:
   struct Token {};
-  struct Region;
 
 public:
   DmaBufStorage(Token, UniqueFd fd, std::size_t size, DmaBufFdKind kind, bool writable, std::uint64_t key,
@@ -95,7 +95,7 @@ private:
                                                       const char *what);
   Result<BackendMapping> backend_map(std::size_t size, CpuAccess access) noexcept override;
   Result<void> backend_unmap() noexcept override;
-  Result<std::shared_ptr<Region>> region();
+  Result<std::byte *> mapping();
   Result<void> sync(std::uint64_t flags, const char *what);
 
   UniqueFd fd_;
@@ -105,8 +105,7 @@ private:
   DmaBufSyncFn sync_fn_;
 
   std::mutex mu_;
-  std::weak_ptr<Region> region_;   // shared by maps and pins
-  std::shared_ptr<Region> mapped_; // held while MapState is mapped
+  std::byte *data_ = nullptr;      // the one mmap, made on first use, unmapped at destruction
   std::uint64_t mapped_flags_ = 0; // direction of the live map
   bool sync_unsupported_ = false;  // ENOTTY seen once: memfd
   std::atomic<std::uint64_t> mmaps_{0};

@@ -46,7 +46,9 @@ struct FormatInfo {
 TENSORMEM_API const FormatInfo &format_info(PixelFormat format) noexcept;
 
 /// Strides, offsets and total size of an image with every row padded to a
-/// multiple of `stride_align` bytes (a power of two, 1 for tight rows).
+/// multiple of `stride_align` bytes (a power of two, 1 for tight rows). With
+/// vertically sub-sampled chroma (NV12, I420) the luma plane has an even
+/// number of rows, as GStreamer lays such frames out.
 struct ImageLayout {
   PixelFormat format;
   std::uint32_t width;

@@ -18,20 +18,6 @@
 
 namespace tensormem {
 
-/// One mmap of the whole buffer, shared by every map and pin of a storage.
-struct DmaBufStorage::Region {
-  std::byte *data;
-  std::size_t length;
-  std::atomic<std::uint64_t> *munmaps;
-  Region(std::byte *d, std::size_t len, std::atomic<std::uint64_t> *counter) : data(d), length(len), munmaps(counter) {}
-  Region(const Region &) = delete;
-  Region &operator=(const Region &) = delete;
-  ~Region() {
-    ::munmap(data, length);
-    munmaps->fetch_add(1);
-  }
-};
-
 namespace {
 
 constexpr int kSyncRetries = 64;
@@ -103,7 +89,12 @@ DmaBufStorage::DmaBufStorage(Token, UniqueFd fd, std::size_t size, DmaBufFdKind 
     : Storage(size), fd_(std::move(fd)), fd_kind_(kind), writable_(writable), key_(key),
       sync_fn_(sync ? sync : real_sync) {}
 
-DmaBufStorage::~DmaBufStorage() = default;
+DmaBufStorage::~DmaBufStorage() {
+  if (data_) {
+    ::munmap(data_, size_bytes());
+    munmaps_.fetch_add(1);
+  }
+}
 
 Result<DmaBufFdKind> DmaBufStorage::classify(int fd) {
   if (fd < 0)
@@ -183,18 +174,20 @@ Result<UniqueFd> DmaBufStorage::dup_fd() const {
   return fd;
 }
 
-Result<std::shared_ptr<DmaBufStorage::Region>> DmaBufStorage::region() {
-  // Caller holds mu_.
-  if (auto live = region_.lock())
-    return live;
+// One mapping serves every map and pin for the storage's whole life: a pooled
+// video buffer would otherwise pay mmap, munmap and a page fault per page on
+// every frame. Coherency comes from the sync ioctl around each access, not
+// from the mapping's lifetime. Caller holds mu_.
+Result<std::byte *> DmaBufStorage::mapping() {
+  if (data_)
+    return data_;
   const int prot = writable_ ? PROT_READ | PROT_WRITE : PROT_READ;
   void *data = ::mmap(nullptr, size_bytes(), prot, MAP_SHARED, fd_.get(), 0);
   if (data == MAP_FAILED)
     return Error::io(errno, "DmaBufStorage: mmap of " + std::to_string(size_bytes()) + " bytes");
   mmaps_.fetch_add(1);
-  auto made = std::make_shared<Region>(static_cast<std::byte *>(data), size_bytes(), &munmaps_);
-  region_ = made;
-  return made;
+  data_ = static_cast<std::byte *>(data);
+  return data_;
 }
 
 Result<void> DmaBufStorage::sync(std::uint64_t flags, const char *what) {
@@ -225,21 +218,19 @@ Result<BackendMapping> DmaBufStorage::backend_map(std::size_t size, CpuAccess ac
     return Error::invalid_operation("DmaBufStorage: map for " + std::string(access_name(access)) +
                                     " of a buffer imported read-only");
   std::lock_guard lock(mu_);
-  auto r = region();
-  if (!r)
-    return std::move(r).error();
+  auto data = mapping();
+  if (!data)
+    return std::move(data).error();
   const std::uint64_t dir = direction(access);
   if (auto s = sync(DMA_BUF_SYNC_START | dir, "START"); !s)
-    return std::move(s).error(); // the region goes with `r`
-  mapped_ = std::move(*r);
+    return std::move(s).error();
   mapped_flags_ = dir;
-  return BackendMapping{mapped_->data, size};
+  return BackendMapping{*data, size};
 }
 
 Result<void> DmaBufStorage::backend_unmap() noexcept {
   std::lock_guard lock(mu_);
   Result<void> s = sync(DMA_BUF_SYNC_END | mapped_flags_, "END");
-  mapped_.reset();
   mapped_flags_ = 0;
   return s;
 }
@@ -249,22 +240,16 @@ Result<HostPin> DmaBufStorage::pin_host(CpuAccess access) {
     return Error::invalid_argument("DmaBufStorage::pin_host: access None grants no CPU access");
   if (access_writes(access) && !writable_)
     return Error::invalid_operation("DmaBufStorage::pin_host: writable pin of a buffer imported read-only");
-  std::shared_ptr<Region> r;
+  std::byte *data;
   {
     std::lock_guard lock(mu_);
-    auto made = region();
+    auto made = mapping();
     if (!made)
       return std::move(made).error();
-    r = std::move(*made);
+    data = *made;
   }
-  // Members go in reverse order: the region (munmap) before the storage.
-  struct Keep {
-    std::shared_ptr<Storage> storage;
-    std::shared_ptr<Region> region;
-  };
-  std::byte *data = r->data;
-  auto keep = std::make_shared<Keep>(Keep{shared_from_this(), std::move(r)});
-  return HostPin(std::move(keep), data, size_bytes());
+  // The mapping lives as long as the storage, which the pin keeps.
+  return HostPin(shared_from_this(), data, size_bytes());
 }
 
 Result<void> DmaBufStorage::sync_for_cpu(CpuAccess access) {
