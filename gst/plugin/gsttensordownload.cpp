@@ -16,9 +16,17 @@
  * drops the feature (plain system-memory caps, same buffers) when it does
  * not.
  *
+ * OpenGL PBO memory (`video/x-raw(memory:TensorPBO)`, #GstTensorPboMemory)
+ * is CPU-addressable only between gst_memory_map() and gst_memory_unmap(),
+ * and the GL buffer goes back to its producer's pool, so it is always copied
+ * once into a default-layout system-memory buffer (counted in
+ * #GstTensorTransform:copied-bytes; an error under `require-zero-copy=true`).
+ * The source caps are then plain system-memory caps.
+ *
  * ## Example launch line
  * |[
  * gst-launch-1.0 videotestsrc ! tensorupload ! tensordownload ! fakesink
+ * gst-launch-1.0 videotestsrc ! tensorupload storage=pbo ! tensordownload ! autovideosink
  * ]|
  *
  * Since: 0.1
@@ -28,6 +36,7 @@
 #include <gst/allocators/gstdmabuf.h>
 #include <gst/tensormem/gsttensorformat.h>
 #include <gst/tensormem/gsttensormem.h>
+#include <gst/tensormem/gsttensorpbo.h>
 
 GST_DEBUG_CATEGORY_STATIC(gst_tensor_download_debug);
 #define GST_CAT_DEFAULT gst_tensor_download_debug
@@ -44,16 +53,30 @@ enum { PROP_0, PROP_STORAGE };
 
 #define DOWNLOAD_DMABUF_CAPS GST_VIDEO_CAPS_MAKE_WITH_FEATURES(GST_CAPS_FEATURE_MEMORY_DMABUF, GST_TENSOR_VIDEO_FORMATS)
 #define DOWNLOAD_PLAIN_CAPS GST_VIDEO_CAPS_MAKE(GST_TENSOR_VIDEO_FORMATS)
+#define DOWNLOAD_PBO_CAPS                                                                                              \
+  GST_VIDEO_CAPS_MAKE_WITH_FEATURES(GST_CAPS_FEATURE_MEMORY_TENSOR_PBO, GST_TENSOR_VIDEO_FORMATS)
 
-GstStaticPadTemplate sink_template = GST_STATIC_PAD_TEMPLATE(
-    "sink", GST_PAD_SINK, GST_PAD_ALWAYS, GST_STATIC_CAPS(DOWNLOAD_PLAIN_CAPS "; " DOWNLOAD_DMABUF_CAPS));
+GstStaticPadTemplate sink_template =
+    GST_STATIC_PAD_TEMPLATE("sink", GST_PAD_SINK, GST_PAD_ALWAYS,
+                            GST_STATIC_CAPS(DOWNLOAD_PLAIN_CAPS "; " DOWNLOAD_DMABUF_CAPS "; " DOWNLOAD_PBO_CAPS));
 GstStaticPadTemplate src_template = GST_STATIC_PAD_TEMPLATE(
     "src", GST_PAD_SRC, GST_PAD_ALWAYS, GST_STATIC_CAPS(DOWNLOAD_DMABUF_CAPS "; " DOWNLOAD_PLAIN_CAPS));
 
-bool structure_has_dmabuf(GstCaps *caps, guint i) {
+bool structure_has_feature(GstCaps *caps, guint i, const char *feature) {
   GstCapsFeatures *features = gst_caps_get_features(caps, i);
-  return features && !gst_caps_features_is_any(features) &&
-         gst_caps_features_contains(features, GST_CAPS_FEATURE_MEMORY_DMABUF);
+  return features && !gst_caps_features_is_any(features) && gst_caps_features_contains(features, feature);
+}
+
+bool structure_has_dmabuf(GstCaps *caps, guint i) {
+  return structure_has_feature(caps, i, GST_CAPS_FEATURE_MEMORY_DMABUF);
+}
+
+bool has_pbo_memory(GstBuffer *buffer) {
+  for (guint i = 0; i < gst_buffer_n_memory(buffer); ++i) {
+    if (gst_is_tensor_pbo_memory(gst_buffer_peek_memory(buffer, i)))
+      return true;
+  }
+  return false;
 }
 
 /* Appends structure `i` of `caps` to `out` with `feature` as its only caps
@@ -98,9 +121,10 @@ static void gst_tensor_download_get_property(GObject *object, guint prop_id, GVa
 }
 
 /* Sink caps → source caps: memory:DMABuf input may stay memory:DMABuf
- * (first choice) or become plain caps over the same buffers; plain input
- * stays plain. Source caps → sink caps: memory:DMABuf output needs
- * memory:DMABuf input; plain output takes either. */
+ * (first choice) or become plain caps over the same buffers; plain and
+ * memory:TensorPBO input become plain. Source caps → sink caps:
+ * memory:DMABuf output needs memory:DMABuf input; plain output takes plain,
+ * memory:DMABuf or memory:TensorPBO input. */
 static GstCaps *gst_tensor_download_transform_caps(GstBaseTransform *trans, GstPadDirection direction, GstCaps *caps,
                                                    GstCaps *filter) {
   GstCaps *result;
@@ -121,6 +145,7 @@ static GstCaps *gst_tensor_download_transform_caps(GstBaseTransform *trans, GstP
         } else {
           append_with_feature(first, caps, i, nullptr);
           append_with_feature(second, caps, i, GST_CAPS_FEATURE_MEMORY_DMABUF);
+          append_with_feature(second, caps, i, GST_CAPS_FEATURE_MEMORY_TENSOR_PBO);
         }
       }
     }
@@ -185,7 +210,20 @@ static GstFlowReturn gst_tensor_download_prepare_output_buffer(GstBaseTransform 
     *outbuf = inbuf;
     return GST_FLOW_OK;
   }
-  if (self->downstream_video_meta || has_default_layout(inbuf, info)) {
+  if (has_pbo_memory(inbuf)) {
+    /* Downstream would hold the GL buffer's CPU address past our unmap: copy
+     * it out (transform() does, and counts it). */
+    gboolean strict = FALSE;
+    g_object_get(self, "require-zero-copy", &strict, nullptr);
+    if (strict) {
+      GST_ELEMENT_ERROR(self, STREAM, FAILED, ("OpenGL PBO memory needs a copy and require-zero-copy is set."),
+                        ("%" GST_PTR_FORMAT " holds PBO memory (memory:TensorPBO), which is CPU-addressable only "
+                         "while mapped; tensordownload always copies it into system memory, and "
+                         "require-zero-copy=true forbids that copy",
+                         inbuf));
+      return GST_FLOW_ERROR;
+    }
+  } else if (self->downstream_video_meta || has_default_layout(inbuf, info)) {
     GST_LOG_OBJECT(self, "passing %" GST_PTR_FORMAT " through", inbuf);
     *outbuf = inbuf;
     return GST_FLOW_OK;
@@ -219,9 +257,10 @@ static void gst_tensor_download_class_init(GstTensorDownloadClass *klass) {
                         static_cast<GParamFlags>(G_PARAM_READABLE | G_PARAM_STATIC_STRINGS)));
 
   gst_element_class_set_static_metadata(element_class, "Tensor download", "Filter/Video",
-                                        "Hands tensor memory (system or DMA-BUF) to system-memory video consumers: "
-                                        "zero-copy when downstream reads GstVideoMeta or the layout is already the "
-                                        "default one, one counted copy into the default layout otherwise",
+                                        "Hands tensor memory (system, DMA-BUF or OpenGL PBO) to system-memory video "
+                                        "consumers: zero-copy when downstream reads GstVideoMeta or the layout is "
+                                        "already the default one (never for PBO memory), one counted copy into the "
+                                        "default layout otherwise",
                                         "gst-tensormem developers");
   gst_element_class_add_static_pad_template(element_class, &sink_template);
   gst_element_class_add_static_pad_template(element_class, &src_template);

@@ -17,6 +17,17 @@
  * are counted in #GstTensorTransform:copied-bytes; `require-zero-copy=true`
  * turns such a copy into an error.
  *
+ * With `storage=pbo` the output is OpenGL pixel buffer objects
+ * (`video/x-raw(memory:TensorPBO)`, #GstTensorPboMemory) of a headless GL
+ * worker the element shares with the rest of the pipeline through a
+ * #GstContext of type %GST_TENSOR_GL_WORKER_CONTEXT_TYPE: it asks its
+ * neighbours, then the application (need-context), and starts one itself
+ * only when nobody has one (see gst_tensor_gl_worker_ensure()). The PBO pool
+ * it offers upstream lets a producer write straight into GL buffers; other
+ * input is copied once into a PBO (counted, refused under
+ * `require-zero-copy=true`). Buffers whose memories are PBO memory already
+ * pass through.
+ *
  * With `storage=dmabuf` the source pad offers `video/x-raw(memory:DMABuf)`
  * first and plain `video/x-raw` second (the memories are DMA-BUF either
  * way); the sink pad takes both. `storage=auto` picks DMA-BUF when a DMA
@@ -29,6 +40,8 @@
  * TENSORMEM_DMABUF_SOURCE=memfd gst-launch-1.0 videotestsrc num-buffers=100 ! \
  *     tensorupload storage=dmabuf require-zero-copy=true ! 'video/x-raw(memory:DMABuf)' ! \
  *     tensordownload ! fakesink
+ * gst-launch-1.0 videotestsrc num-buffers=100 ! tensorupload storage=pbo require-zero-copy=true ! \
+ *     'video/x-raw(memory:TensorPBO)' ! tensordownload ! fakesink
  * ]|
  *
  * Since: 0.1
@@ -38,7 +51,9 @@
 #include <gst/tensormem/gsttensorbufferpool.h>
 #include <gst/tensormem/gsttensordmabuf.h>
 #include <gst/tensormem/gsttensorformat.h>
+#include <gst/tensormem/gsttensorglcontext.h>
 #include <gst/tensormem/gsttensormemory.h>
+#include <gst/tensormem/gsttensorpbo.h>
 
 #include <tensormem/dmabuf_storage.hpp>
 
@@ -52,6 +67,8 @@ struct _GstTensorUpload {
   GstTensorTransform parent;
   GstTensorStorage storage;       // the property; guarded by the object lock
   GstAllocator *dmabuf_allocator; // for fd imports; owned
+  GstTensorGlWorker *gl_worker;   // storage=pbo: shared through GstContext; guarded by the object lock
+  GstAllocator *pbo_allocator;    // storage=pbo, between start and stop; guarded by the object lock
 };
 
 namespace {
@@ -62,11 +79,13 @@ constexpr guint kProposedMinBuffers = 2;
 
 #define UPLOAD_DMABUF_CAPS GST_VIDEO_CAPS_MAKE_WITH_FEATURES(GST_CAPS_FEATURE_MEMORY_DMABUF, GST_TENSOR_VIDEO_FORMATS)
 #define UPLOAD_PLAIN_CAPS GST_VIDEO_CAPS_MAKE(GST_TENSOR_VIDEO_FORMATS)
+#define UPLOAD_PBO_CAPS GST_VIDEO_CAPS_MAKE_WITH_FEATURES(GST_CAPS_FEATURE_MEMORY_TENSOR_PBO, GST_TENSOR_VIDEO_FORMATS)
 
 GstStaticPadTemplate sink_template = GST_STATIC_PAD_TEMPLATE("sink", GST_PAD_SINK, GST_PAD_ALWAYS,
                                                              GST_STATIC_CAPS(UPLOAD_PLAIN_CAPS "; " UPLOAD_DMABUF_CAPS));
-GstStaticPadTemplate src_template = GST_STATIC_PAD_TEMPLATE("src", GST_PAD_SRC, GST_PAD_ALWAYS,
-                                                            GST_STATIC_CAPS(UPLOAD_DMABUF_CAPS "; " UPLOAD_PLAIN_CAPS));
+GstStaticPadTemplate src_template =
+    GST_STATIC_PAD_TEMPLATE("src", GST_PAD_SRC, GST_PAD_ALWAYS,
+                            GST_STATIC_CAPS(UPLOAD_DMABUF_CAPS "; " UPLOAD_PLAIN_CAPS "; " UPLOAD_PBO_CAPS));
 
 GstTensorStorage resolved_storage(GstTensorUpload *self) {
   GST_OBJECT_LOCK(self);
@@ -81,6 +100,8 @@ const char *storage_name(GstTensorStorage storage) {
     return "system";
   case GST_TENSOR_STORAGE_DMABUF:
     return "dmabuf";
+  case GST_TENSOR_STORAGE_PBO:
+    return "pbo";
   default:
     break;
   }
@@ -120,11 +141,31 @@ bool is_system_tensor_memory(GstMemory *mem) {
   return gst_is_tensor_memory(mem) && gst_tensor_memory_get_storage(mem) == GST_TENSOR_STORAGE_SYSTEM;
 }
 
+/* The element's PBO allocator (a new reference), or NULL outside start..stop. */
+GstAllocator *pbo_allocator_of(GstTensorUpload *self) {
+  GST_OBJECT_LOCK(self);
+  GstAllocator *allocator = self->pbo_allocator ? GST_ALLOCATOR_CAST(gst_object_ref(self->pbo_allocator)) : nullptr;
+  GST_OBJECT_UNLOCK(self);
+  return allocator;
+}
+
 /* A tensor pool of `storage` configured for `caps`; NULL after a warning
  * when the pool refuses the config. */
-GstBufferPool *make_pool(GstElement *element, GstTensorStorage storage, GstCaps *caps, guint size, guint min_buffers,
+GstBufferPool *make_pool(GstTensorUpload *self, GstTensorStorage storage, GstCaps *caps, guint size, guint min_buffers,
                          guint max_buffers, guint *aligned_size) {
-  GstBufferPool *pool = gst_tensor_buffer_pool_new_for_storage(storage);
+  GstElement *element = GST_ELEMENT(self);
+  GstBufferPool *pool;
+  if (storage == GST_TENSOR_STORAGE_PBO) {
+    GstAllocator *allocator = pbo_allocator_of(self);
+    if (!allocator) {
+      GST_WARNING_OBJECT(element, "no PBO allocator: the element has not started");
+      return nullptr;
+    }
+    pool = gst_tensor_buffer_pool_new_for_pbo(allocator);
+    gst_object_unref(allocator);
+  } else {
+    pool = gst_tensor_buffer_pool_new_for_storage(storage);
+  }
   GstStructure *config = gst_buffer_pool_get_config(pool);
   gst_buffer_pool_config_set_params(config, caps, size, min_buffers, max_buffers);
   if (!gst_buffer_pool_set_config(pool, config)) {
@@ -256,6 +297,8 @@ static void gst_tensor_upload_finalize(GObject *object) {
   auto *self = GST_TENSOR_UPLOAD(object);
   if (self->dmabuf_allocator)
     gst_object_unref(self->dmabuf_allocator);
+  gst_clear_object(&self->pbo_allocator);
+  gst_clear_object(&self->gl_worker);
   G_OBJECT_CLASS(gst_tensor_upload_parent_class)->finalize(object);
 }
 
@@ -272,38 +315,105 @@ static gboolean gst_tensor_upload_start(GstBaseTransform *trans) {
   } else {
     GST_INFO_OBJECT(self, "storage=%s", storage_name(storage));
   }
+  if (storage != GST_TENSOR_STORAGE_PBO)
+    return TRUE;
+
+  GError *error = nullptr;
+  if (!gst_tensor_gl_worker_ensure(GST_ELEMENT(self), &self->gl_worker, &error)) {
+    GST_ELEMENT_ERROR(self, RESOURCE, FAILED, ("storage=pbo needs a GL worker and none could be had."),
+                      ("%s", error ? error->message : "unknown reason"));
+    g_clear_error(&error);
+    return FALSE;
+  }
+  GST_OBJECT_LOCK(self);
+  GstTensorGlWorker *worker = GST_TENSOR_GL_WORKER(gst_object_ref(self->gl_worker));
+  GST_OBJECT_UNLOCK(self);
+  GstAllocator *allocator = gst_tensor_pbo_allocator_new(worker);
+  GST_INFO_OBJECT(self, "PBO memory of GL worker %" GST_PTR_FORMAT " (%s, %s)", worker,
+                  gst_tensor_gl_worker_get_renderer(worker), gst_tensor_gl_worker_get_version(worker));
+  gst_object_unref(worker);
+  GST_OBJECT_LOCK(self);
+  gst_object_replace(reinterpret_cast<GstObject **>(&self->pbo_allocator), GST_OBJECT_CAST(allocator));
+  GST_OBJECT_UNLOCK(self);
+  gst_object_unref(allocator);
   return TRUE;
 }
 
+/* PBO memory already handed out keeps its own allocator (and worker). */
+static gboolean gst_tensor_upload_stop(GstBaseTransform *trans) {
+  auto *self = GST_TENSOR_UPLOAD(trans);
+  GST_OBJECT_LOCK(self);
+  GstAllocator *allocator = self->pbo_allocator;
+  self->pbo_allocator = nullptr;
+  GST_OBJECT_UNLOCK(self);
+  if (allocator)
+    gst_object_unref(allocator);
+  return GST_BASE_TRANSFORM_CLASS(gst_tensor_upload_parent_class)->stop(trans);
+}
+
+/* Back in NULL the element lets go of its GL worker, so the next run takes
+ * whatever worker the pipeline (or the application) shares then. */
+static GstStateChangeReturn gst_tensor_upload_change_state(GstElement *element, GstStateChange transition) {
+  GstStateChangeReturn ret = GST_ELEMENT_CLASS(gst_tensor_upload_parent_class)->change_state(element, transition);
+  if (transition == GST_STATE_CHANGE_READY_TO_NULL) {
+    auto *self = GST_TENSOR_UPLOAD(element);
+    GST_OBJECT_LOCK(self);
+    GstTensorGlWorker *worker = self->gl_worker;
+    self->gl_worker = nullptr;
+    GST_OBJECT_UNLOCK(self);
+    if (worker)
+      gst_object_unref(worker);
+  }
+  return ret;
+}
+
+static void gst_tensor_upload_set_context(GstElement *element, GstContext *context) {
+  auto *self = GST_TENSOR_UPLOAD(element);
+  gst_tensor_gl_worker_handle_set_context(element, context, &self->gl_worker);
+  GST_ELEMENT_CLASS(gst_tensor_upload_parent_class)->set_context(element, context);
+}
+
+/* Neighbours asking for the GL worker get ours. */
+static gboolean gst_tensor_upload_query(GstBaseTransform *trans, GstPadDirection direction, GstQuery *query) {
+  auto *self = GST_TENSOR_UPLOAD(trans);
+  if (gst_tensor_gl_worker_handle_context_query(GST_ELEMENT(self), query, &self->gl_worker))
+    return TRUE;
+  return GST_BASE_TRANSFORM_CLASS(gst_tensor_upload_parent_class)->query(trans, direction, query);
+}
+
 /* Sink caps → source caps: the same video, as memory:DMABuf first (DMA-BUF
- * storage only) and as plain system-memory caps. Source caps → sink caps:
+ * storage only) and as plain system-memory caps, or as memory:TensorPBO only
+ * (PBO storage). Source caps → sink caps:
  * plain or memory:DMABuf, whatever the storage (a DMA-BUF input is copied
  * into system storage, or imported into DMA-BUF storage). */
 static GstCaps *gst_tensor_upload_transform_caps(GstBaseTransform *trans, GstPadDirection direction, GstCaps *caps,
                                                  GstCaps *filter) {
   auto *self = GST_TENSOR_UPLOAD(trans);
-  GstCaps *result;
+  GstCaps *plain;
   if (gst_caps_is_any(caps)) {
-    GstPad *other = direction == GST_PAD_SINK ? trans->srcpad : trans->sinkpad;
-    result = gst_pad_get_pad_template_caps(other);
-    if (direction == GST_PAD_SINK && resolved_storage(self) != GST_TENSOR_STORAGE_DMABUF) {
-      GstCaps *plain = with_feature(result, nullptr);
-      gst_caps_unref(result);
-      result = gst_caps_simplify(plain);
+    GstCaps *templ = gst_pad_get_pad_template_caps(direction == GST_PAD_SINK ? trans->srcpad : trans->sinkpad);
+    plain = gst_caps_simplify(with_feature(templ, nullptr));
+    gst_caps_unref(templ);
+  } else {
+    plain = with_feature(caps, nullptr);
+  }
+  GstCaps *result;
+  if (direction == GST_PAD_SINK) {
+    switch (resolved_storage(self)) {
+    case GST_TENSOR_STORAGE_DMABUF:
+      result = gst_caps_merge(with_feature(plain, GST_CAPS_FEATURE_MEMORY_DMABUF), plain);
+      break;
+    case GST_TENSOR_STORAGE_PBO:
+      result = with_feature(plain, GST_CAPS_FEATURE_MEMORY_TENSOR_PBO);
+      gst_caps_unref(plain);
+      break;
+    default:
+      result = plain;
+      break;
     }
   } else {
-    GstCaps *plain = with_feature(caps, nullptr);
-    GstCaps *dmabuf = with_feature(caps, GST_CAPS_FEATURE_MEMORY_DMABUF);
-    if (direction == GST_PAD_SINK) {
-      if (resolved_storage(self) == GST_TENSOR_STORAGE_DMABUF) {
-        result = gst_caps_merge(dmabuf, plain);
-      } else {
-        gst_caps_unref(dmabuf);
-        result = plain;
-      }
-    } else {
-      result = gst_caps_merge(plain, dmabuf);
-    }
+    GstCaps *dmabuf = with_feature(plain, GST_CAPS_FEATURE_MEMORY_DMABUF);
+    result = gst_caps_merge(plain, dmabuf);
   }
   if (filter) {
     GstCaps *tmp = gst_caps_intersect_full(filter, result, GST_CAPS_INTERSECT_FIRST);
@@ -336,16 +446,24 @@ static gboolean gst_tensor_upload_propose_allocation(GstBaseTransform *trans, Gs
   }
   const GstTensorStorage storage = caps_have_dmabuf(caps) ? GST_TENSOR_STORAGE_DMABUF : resolved_storage(self);
 
-  GstAllocator *allocator =
-      storage == GST_TENSOR_STORAGE_DMABUF ? gst_tensor_dmabuf_allocator_get() : gst_tensor_system_allocator_get();
+  GstAllocator *allocator = nullptr;
+  if (storage == GST_TENSOR_STORAGE_PBO)
+    allocator = pbo_allocator_of(self);
+  else if (storage == GST_TENSOR_STORAGE_DMABUF)
+    allocator = gst_tensor_dmabuf_allocator_get();
+  else
+    allocator = gst_tensor_system_allocator_get();
+  if (!allocator) {
+    GST_DEBUG_OBJECT(trans, "no PBO allocator yet: nothing to propose");
+    return FALSE;
+  }
   GstAllocationParams params;
   gst_allocation_params_init(&params);
   params.align = GST_TENSOR_BUFFER_POOL_STRIDE_ALIGN - 1;
 
   if (need_pool) {
     guint size = 0;
-    GstBufferPool *pool =
-        make_pool(GST_ELEMENT(trans), storage, caps, GST_VIDEO_INFO_SIZE(&info), kProposedMinBuffers, 0, &size);
+    GstBufferPool *pool = make_pool(self, storage, caps, GST_VIDEO_INFO_SIZE(&info), kProposedMinBuffers, 0, &size);
     if (!pool) {
       gst_object_unref(allocator);
       return FALSE;
@@ -377,8 +495,8 @@ static gboolean gst_tensor_upload_decide_allocation(GstBaseTransform *trans, Gst
     gst_query_parse_nth_allocation_pool(query, 0, nullptr, nullptr, &min_buffers, &max_buffers);
 
   guint size = 0;
-  GstBufferPool *pool = make_pool(GST_ELEMENT(trans), resolved_storage(self), caps, GST_VIDEO_INFO_SIZE(&info),
-                                  min_buffers, max_buffers, &size);
+  GstBufferPool *pool =
+      make_pool(self, resolved_storage(self), caps, GST_VIDEO_INFO_SIZE(&info), min_buffers, max_buffers, &size);
   if (!pool)
     return FALSE;
   if (have_pool)
@@ -443,6 +561,12 @@ static GstFlowReturn gst_tensor_upload_prepare_output_buffer(GstBaseTransform *t
         GST_LOG_OBJECT(self, "%" GST_PTR_FORMAT " is DMA-BUF memory, importing it", inbuf);
         return import_dmabuf_buffer(self, inbuf, outbuf);
       }
+    } else if (storage == GST_TENSOR_STORAGE_PBO) {
+      if (all_memories(inbuf, gst_is_tensor_pbo_memory)) {
+        GST_LOG_OBJECT(self, "%" GST_PTR_FORMAT " is PBO memory already, passing it through", inbuf);
+        *outbuf = inbuf;
+        return GST_FLOW_OK;
+      }
     } else if (all_memories(inbuf, is_system_tensor_memory)) {
       GST_LOG_OBJECT(self, "%" GST_PTR_FORMAT " is system tensor memory already, passing it through", inbuf);
       *outbuf = inbuf;
@@ -467,20 +591,25 @@ static void gst_tensor_upload_class_init(GstTensorUploadClass *klass) {
   g_object_class_install_property(
       gobject_class, PROP_STORAGE,
       g_param_spec_enum("storage", "Storage",
-                        "Tensor storage for the output buffers: system (heap) memory, DMA-BUF, or auto (DMA-BUF when "
-                        "a DMA heap is usable, else system memory)",
+                        "Tensor storage for the output buffers: system (heap) memory, DMA-BUF, OpenGL PBOs of a "
+                        "headless GL worker shared through GstContext, or auto (DMA-BUF when a DMA heap is usable, "
+                        "else system memory; never PBO)",
                         GST_TYPE_TENSOR_STORAGE, GST_TENSOR_STORAGE_AUTO,
                         static_cast<GParamFlags>(G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY)));
 
   gst_element_class_set_static_metadata(element_class, "Tensor upload", "Filter/Video",
-                                        "Moves raw video into tensor memory (system or DMA-BUF): zero-copy when "
-                                        "upstream writes into the offered tensor buffer pool or hands over DMA-BUF "
-                                        "memory, one counted copy otherwise",
+                                        "Moves raw video into tensor memory (system, DMA-BUF or OpenGL PBO): "
+                                        "zero-copy when upstream writes into the offered tensor buffer pool or hands "
+                                        "over DMA-BUF memory, one counted copy otherwise",
                                         "gst-tensormem developers");
   gst_element_class_add_static_pad_template(element_class, &sink_template);
   gst_element_class_add_static_pad_template(element_class, &src_template);
 
   trans_class->start = gst_tensor_upload_start;
+  trans_class->stop = gst_tensor_upload_stop;
+  trans_class->query = gst_tensor_upload_query;
+  element_class->change_state = gst_tensor_upload_change_state;
+  element_class->set_context = gst_tensor_upload_set_context;
   trans_class->transform_caps = gst_tensor_upload_transform_caps;
   trans_class->propose_allocation = gst_tensor_upload_propose_allocation;
   trans_class->decide_allocation = gst_tensor_upload_decide_allocation;

@@ -2,6 +2,7 @@
 #include <gst/tensormem/gsttensorbufferpool.h>
 #include <gst/tensormem/gsttensordmabuf.h>
 #include <gst/tensormem/gsttensormemory.h>
+#include <gst/tensormem/gsttensorpbo.h>
 
 GST_DEBUG_CATEGORY_STATIC(gst_tensor_buffer_pool_debug);
 #define GST_CAT_DEFAULT gst_tensor_buffer_pool_debug
@@ -9,7 +10,8 @@ GST_DEBUG_CATEGORY_STATIC(gst_tensor_buffer_pool_debug);
 namespace {
 
 struct GstTensorBufferPoolPrivate {
-  GstTensorStorage storage; // SYSTEM or DMABUF, fixed at construction
+  GstTensorStorage storage;    // SYSTEM, DMABUF or PBO, fixed at construction
+  GstAllocator *pbo_allocator; // PBO: the GstTensorPboAllocator to use (owned); NULL until known
 };
 
 } // namespace
@@ -19,11 +21,12 @@ G_DEFINE_TYPE_WITH_CODE(GstTensorBufferPool, gst_tensor_buffer_pool, GST_TYPE_VI
                         GST_DEBUG_CATEGORY_INIT(gst_tensor_buffer_pool_debug, "tensorbufferpool", 0,
                                                 "tensor buffer pool"))
 
-static GstTensorStorage pool_storage(GstBufferPool *pool) {
+static GstTensorBufferPoolPrivate *pool_priv(GstBufferPool *pool) {
   return static_cast<GstTensorBufferPoolPrivate *>(
-             gst_tensor_buffer_pool_get_instance_private(GST_TENSOR_BUFFER_POOL_CAST(pool)))
-      ->storage;
+      gst_tensor_buffer_pool_get_instance_private(GST_TENSOR_BUFFER_POOL_CAST(pool)));
 }
+
+static GstTensorStorage pool_storage(GstBufferPool *pool) { return pool_priv(pool)->storage; }
 
 namespace {
 
@@ -31,8 +34,43 @@ constexpr guint kStrideAlignMask = GST_TENSOR_BUFFER_POOL_STRIDE_ALIGN - 1;
 // mmap gives DMA-BUF memory page alignment; heap tensor memory guarantees 64 bytes.
 constexpr guint kDmaBufMaxAlignMask = 4096 - 1;
 
+// GL guarantees (GL_MIN_MAP_BUFFER_ALIGNMENT) 64 bytes for the address of a PBO map.
 guint max_align_mask(GstTensorStorage storage) {
   return storage == GST_TENSOR_STORAGE_DMABUF ? kDmaBufMaxAlignMask : kStrideAlignMask;
+}
+
+const char *memory_name(GstTensorStorage storage) {
+  switch (storage) {
+  case GST_TENSOR_STORAGE_DMABUF:
+    return "DMA-BUF";
+  case GST_TENSOR_STORAGE_PBO:
+    return "PBO";
+  default:
+    break;
+  }
+  return "system";
+}
+
+/* PBO memory has no process-wide allocator: each belongs to one GL worker.
+ * The config's allocator wins when it is a PBO allocator (and is kept for
+ * later configs), else the one the pool was made with. */
+bool force_pbo_allocator(GstBufferPool *pool, GstStructure *config, GstAllocator *allocator,
+                         GstAllocationParams *params) {
+  GstTensorBufferPoolPrivate *priv = pool_priv(pool);
+  if (allocator && GST_IS_TENSOR_PBO_ALLOCATOR(allocator)) {
+    if (priv->pbo_allocator != allocator)
+      gst_object_replace(reinterpret_cast<GstObject **>(&priv->pbo_allocator), GST_OBJECT_CAST(allocator));
+  } else if (!priv->pbo_allocator) {
+    GST_WARNING_OBJECT(pool, "a PBO pool needs a GstTensorPboAllocator, in its config or from "
+                             "gst_tensor_buffer_pool_new_for_pbo(); config has %" GST_PTR_FORMAT,
+                       allocator);
+    return false;
+  } else if (allocator) {
+    GST_DEBUG_OBJECT(pool, "replacing allocator %" GST_PTR_FORMAT " with %" GST_PTR_FORMAT, allocator,
+                     priv->pbo_allocator);
+  }
+  gst_buffer_pool_config_set_allocator(config, priv->pbo_allocator, params);
+  return true;
 }
 
 /* Makes the config name the tensor allocator of the pool's storage with at
@@ -44,11 +82,12 @@ bool force_tensor_allocator(GstBufferPool *pool, GstTensorStorage storage, GstSt
   gst_buffer_pool_config_get_allocator(config, &allocator, &params);
   if (params.align > max_align_mask(storage)) {
     GST_WARNING_OBJECT(pool, "alignment mask %" G_GSIZE_FORMAT " exceeds the %u-byte alignment of %s tensor memory",
-                       params.align, max_align_mask(storage) + 1,
-                       storage == GST_TENSOR_STORAGE_DMABUF ? "DMA-BUF" : "system");
+                       params.align, max_align_mask(storage) + 1, memory_name(storage));
     return false;
   }
   params.align |= kStrideAlignMask;
+  if (storage == GST_TENSOR_STORAGE_PBO)
+    return force_pbo_allocator(pool, config, allocator, &params);
   const bool ours = allocator && (storage == GST_TENSOR_STORAGE_DMABUF ? GST_IS_TENSOR_DMABUF_ALLOCATOR(allocator)
                                                                        : GST_IS_TENSOR_SYSTEM_ALLOCATOR(allocator));
   if (ours) {
@@ -121,7 +160,13 @@ static gboolean gst_tensor_buffer_pool_set_config(GstBufferPool *pool, GstStruct
   return GST_BUFFER_POOL_CLASS(gst_tensor_buffer_pool_parent_class)->set_config(pool, config);
 }
 
+static void gst_tensor_buffer_pool_dispose(GObject *object) {
+  gst_clear_object(&pool_priv(GST_BUFFER_POOL_CAST(object))->pbo_allocator);
+  G_OBJECT_CLASS(gst_tensor_buffer_pool_parent_class)->dispose(object);
+}
+
 static void gst_tensor_buffer_pool_class_init(GstTensorBufferPoolClass *klass) {
+  G_OBJECT_CLASS(klass)->dispose = gst_tensor_buffer_pool_dispose;
   GST_BUFFER_POOL_CLASS(klass)->set_config = gst_tensor_buffer_pool_set_config;
 }
 
@@ -154,7 +199,10 @@ GstBufferPool *gst_tensor_buffer_pool_new(void) { return gst_tensor_buffer_pool_
  * %GST_TENSOR_STORAGE_DMABUF every buffer holds one memory of the DMA-BUF
  * tensor allocator (one fd per buffer), its #GstVideoMeta carrying the
  * 64-byte aligned strides and plane offsets; a #GstVideoAlignment in the
- * config is honoured (masks up to the page size).
+ * config is honoured (masks up to the page size). With
+ * %GST_TENSOR_STORAGE_PBO the config must name a #GstTensorPboAllocator
+ * (gst_buffer_pool_config_set_allocator()); gst_tensor_buffer_pool_new_for_pbo()
+ * makes a pool that already has one.
  *
  * Returns: (transfer full): a new #GstBufferPool.
  *
@@ -165,6 +213,26 @@ GstBufferPool *gst_tensor_buffer_pool_new_for_storage(GstTensorStorage storage) 
   gst_object_ref_sink(pool);
   static_cast<GstTensorBufferPoolPrivate *>(gst_tensor_buffer_pool_get_instance_private(GST_TENSOR_BUFFER_POOL_CAST(pool)))
       ->storage = gst_tensor_storage_resolve(storage);
+  return pool;
+}
+
+/**
+ * gst_tensor_buffer_pool_new_for_pbo:
+ * @allocator: a #GstTensorPboAllocator (gst_tensor_pbo_allocator_new())
+ *
+ * A pool of video buffers in OpenGL PBO memory of @allocator's GL worker:
+ * one GL buffer per pool buffer, a #GstVideoMeta with every plane stride
+ * aligned to %GST_TENSOR_BUFFER_POOL_STRIDE_ALIGN bytes. A PBO allocator in
+ * a later config replaces @allocator.
+ *
+ * Returns: (transfer full): a new #GstBufferPool.
+ *
+ * Since: 0.1
+ */
+GstBufferPool *gst_tensor_buffer_pool_new_for_pbo(GstAllocator *allocator) {
+  g_return_val_if_fail(GST_IS_TENSOR_PBO_ALLOCATOR(allocator), nullptr);
+  GstBufferPool *pool = gst_tensor_buffer_pool_new_for_storage(GST_TENSOR_STORAGE_PBO);
+  pool_priv(pool)->pbo_allocator = GST_ALLOCATOR_CAST(gst_object_ref(allocator));
   return pool;
 }
 

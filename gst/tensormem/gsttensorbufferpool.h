@@ -29,8 +29,8 @@ typedef struct _GstTensorBufferPoolClass GstTensorBufferPoolClass;
 /**
  * GstTensorBufferPool:
  *
- * A video buffer pool whose buffers are tensor memory (system or DMA-BUF)
- * carrying a #GstVideoMeta with 64-byte aligned plane strides.
+ * A video buffer pool whose buffers are tensor memory (system, DMA-BUF or
+ * OpenGL PBO) carrying a #GstVideoMeta with 64-byte aligned plane strides.
  *
  * Since: 0.1
  */
@@ -56,6 +56,9 @@ GstBufferPool *gst_tensor_buffer_pool_new(void);
 
 GST_TENSORMEM_API
 GstBufferPool *gst_tensor_buffer_pool_new_for_storage(GstTensorStorage storage);
+
+GST_TENSORMEM_API
+GstBufferPool *gst_tensor_buffer_pool_new_for_pbo(GstAllocator *allocator);
 
 GST_TENSORMEM_API
 GstTensorStorage gst_tensor_buffer_pool_get_storage(GstBufferPool *pool);

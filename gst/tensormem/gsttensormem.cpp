@@ -47,6 +47,7 @@ GType gst_tensor_storage_get_type(void) {
       {GST_TENSOR_STORAGE_AUTO, "Pick the best storage available", "auto"},
       {GST_TENSOR_STORAGE_SYSTEM, "64-byte aligned system memory", "system"},
       {GST_TENSOR_STORAGE_DMABUF, "DMA-BUF shared by file descriptor (DMA heap, or memfd by environment)", "dmabuf"},
+      {GST_TENSOR_STORAGE_PBO, "OpenGL pixel buffer objects of a headless GL worker shared through GstContext", "pbo"},
       {0, nullptr, nullptr},
   };
   if (g_once_init_enter(&type))

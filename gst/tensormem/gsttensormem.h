@@ -11,6 +11,9 @@ G_BEGIN_DECLS
  * @GST_TENSOR_STORAGE_SYSTEM: 64-byte aligned system (heap) memory
  * @GST_TENSOR_STORAGE_DMABUF: DMA-BUF (a DMA heap, or a memfd when
  *   `TENSORMEM_DMABUF_SOURCE=memfd`), shared by file descriptor
+ * @GST_TENSOR_STORAGE_PBO: OpenGL pixel buffer objects of a headless GL
+ *   worker shared through a #GstContext (see #GstTensorPboAllocator);
+ *   never picked by %GST_TENSOR_STORAGE_AUTO
  *
  * The backend a tensor memory lives in. Elements expose it as their
  * `storage` property.
@@ -21,6 +24,7 @@ typedef enum {
   GST_TENSOR_STORAGE_AUTO = 0,
   GST_TENSOR_STORAGE_SYSTEM = 1,
   GST_TENSOR_STORAGE_DMABUF = 2,
+  GST_TENSOR_STORAGE_PBO = 3,
 } GstTensorStorage;
 
 #define GST_TYPE_TENSOR_STORAGE (gst_tensor_storage_get_type())

@@ -3,6 +3,7 @@
 
 #include <gst/tensormem/gsttensordmabuf.h>
 #include <gst/tensormem/gsttensormapping-private.h>
+#include <gst/tensormem/gsttensorpbo.h>
 
 #include <tensormem/host_pin.hpp>
 #include <tensormem/storage.hpp>
@@ -204,14 +205,16 @@ GstAllocator *gst_tensor_system_allocator_get(void) {
  * gst_is_tensor_memory:
  * @mem: a #GstMemory
  *
- * Returns: %TRUE when @mem was made by one of the tensor allocators (system
- * or DMA-BUF, see gst_is_tensor_dmabuf_memory()).
+ * Returns: %TRUE when @mem was made by one of the tensor allocators (system,
+ * DMA-BUF or OpenGL PBO; see gst_is_tensor_dmabuf_memory() and
+ * gst_is_tensor_pbo_memory()).
  *
  * Since: 0.1
  */
 gboolean gst_is_tensor_memory(GstMemory *mem) {
   return mem != nullptr && mem->allocator != nullptr &&
-         (GST_IS_TENSOR_SYSTEM_ALLOCATOR(mem->allocator) || GST_IS_TENSOR_DMABUF_ALLOCATOR(mem->allocator));
+         (GST_IS_TENSOR_SYSTEM_ALLOCATOR(mem->allocator) || GST_IS_TENSOR_DMABUF_ALLOCATOR(mem->allocator) ||
+          GST_IS_TENSOR_PBO_ALLOCATOR(mem->allocator));
 }
 
 /**
@@ -233,6 +236,8 @@ GstTensorStorage gst_tensor_memory_get_storage(GstMemory *mem) {
     return GST_TENSOR_STORAGE_SYSTEM;
   case tensormem::StorageKind::DmaBuf:
     return GST_TENSOR_STORAGE_DMABUF;
+  case tensormem::StorageKind::Pbo:
+    return GST_TENSOR_STORAGE_PBO;
   default:
     break;
   }
@@ -244,8 +249,8 @@ GstTensorStorage gst_tensor_memory_get_storage(GstMemory *mem) {
  * @mem: a #GstMemory
  *
  * C++ only. The tensor describing the whole allocation behind @mem (a 1-D
- * u8 tensor; @mem's offset and size select a window of it). Works for system
- * and DMA-BUF tensor memory, shares included.
+ * u8 tensor; @mem's offset and size select a window of it). Works for system,
+ * DMA-BUF and PBO tensor memory, shares included.
  *
  * Returns: (transfer none) (nullable): the tensor, or %NULL when @mem is not
  * a tensor memory. Valid while @mem is alive.
@@ -259,5 +264,7 @@ const tensormem::Tensor *gst_tensor_memory_get_tensor(GstMemory *mem) {
     return &priv_of(mem)->mapping.tensor;
   if (GST_IS_TENSOR_DMABUF_ALLOCATOR(mem->allocator))
     return gst_tensor_dmabuf_memory_get_tensor(mem);
+  if (GST_IS_TENSOR_PBO_ALLOCATOR(mem->allocator))
+    return gst_tensor_pbo_memory_get_tensor(mem);
   return nullptr;
 }

@@ -6,4 +6,6 @@
 #include <gst/tensormem/gsttensorformat.h>
 #include <gst/tensormem/gsttensormemory.h>
 #include <gst/tensormem/gsttensordmabuf.h>
+#include <gst/tensormem/gsttensorglcontext.h>
+#include <gst/tensormem/gsttensorpbo.h>
 #include <gst/tensormem/gsttensorbufferpool.h>

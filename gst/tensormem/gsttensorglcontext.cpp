@@ -1,0 +1,477 @@
+// SPDX-License-Identifier: Apache-2.0
+#include <gst/tensormem/gsttensorglcontext.h>
+
+#include <tensormem/gl_worker.hpp>
+
+#include <cstring>
+#include <memory>
+#include <string>
+
+GST_DEBUG_CATEGORY_STATIC(gst_tensor_gl_context_debug);
+#define GST_CAT_DEFAULT gst_tensor_gl_context_debug
+
+struct _GstTensorGlWorkerPrivate {
+  std::shared_ptr<tensormem::GlWorker> worker; // never empty after construction
+};
+
+G_DEFINE_TYPE_WITH_CODE(GstTensorGlWorker, gst_tensor_gl_worker, GST_TYPE_OBJECT,
+                        GST_DEBUG_CATEGORY_INIT(gst_tensor_gl_context_debug, "tensorglcontext", 0,
+                                                "the GL worker and its GstContext"))
+
+static void gst_tensor_gl_worker_finalize(GObject *object) {
+  auto *self = GST_TENSOR_GL_WORKER(object);
+  GST_DEBUG_OBJECT(self, "finalizing (the GL thread stops once no PBO memory of it is left)");
+  // Dropping the last reference joins the GL thread; nothing here throws.
+  delete self->priv;
+  self->priv = nullptr;
+  G_OBJECT_CLASS(gst_tensor_gl_worker_parent_class)->finalize(object);
+}
+
+static void gst_tensor_gl_worker_class_init(GstTensorGlWorkerClass *klass) {
+  G_OBJECT_CLASS(klass)->finalize = gst_tensor_gl_worker_finalize;
+}
+
+static void gst_tensor_gl_worker_init(GstTensorGlWorker *self) { self->priv = nullptr; }
+
+namespace {
+
+/* Without OpenGL the core library has no GlWorker code, and no worker can
+ * exist: the accessors below then answer their defaults. */
+#if defined(GST_TENSORMEM_HAVE_GL)
+const tensormem::GlInfo &info_of(GstTensorGlWorker *worker) { return worker->priv->worker->info(); }
+guint64 map_calls_of(GstTensorGlWorker *worker) { return worker->priv->worker->gl_map_calls(); }
+guint mapped_of(GstTensorGlWorker *worker) { return static_cast<guint>(worker->priv->worker->mapped_buffers()); }
+#else
+const tensormem::GlInfo &info_of(GstTensorGlWorker *) {
+  static const tensormem::GlInfo none;
+  return none;
+}
+guint64 map_calls_of(GstTensorGlWorker *) { return 0; }
+guint mapped_of(GstTensorGlWorker *) { return 0; }
+#endif
+
+bool worker_ok(GstTensorGlWorker *worker) {
+  return GST_IS_TENSOR_GL_WORKER(worker) && worker->priv != nullptr && worker->priv->worker != nullptr;
+}
+
+/* The element's current worker (a new reference) or NULL; read under the
+ * element's object lock, which guards `*slot`. */
+GstTensorGlWorker *current_worker(GstElement *element, GstTensorGlWorker **slot) {
+  GST_OBJECT_LOCK(element);
+  GstTensorGlWorker *worker = *slot ? GST_TENSOR_GL_WORKER(gst_object_ref(*slot)) : nullptr;
+  GST_OBJECT_UNLOCK(element);
+  return worker;
+}
+
+struct QueryRun {
+  GstQuery *query;
+  gboolean answered;
+};
+
+/* gst_iterator_fold callback: asks the peer of one pad; stops at the first answer. */
+gboolean query_peer(const GValue *item, GValue *result, gpointer user_data) {
+  auto *run = static_cast<QueryRun *>(user_data);
+  auto *pad = static_cast<GstPad *>(g_value_get_object(item));
+  if (gst_pad_peer_query(pad, run->query)) {
+    run->answered = TRUE;
+    g_value_set_boolean(result, TRUE);
+    return FALSE;
+  }
+  return TRUE;
+}
+
+/* Runs `query` on the peers of the element's pads of `direction` (src: the
+ * query travels downstream, sink: upstream). */
+gboolean run_query(GstElement *element, GstQuery *query, GstPadDirection direction) {
+  GstIterator *it =
+      direction == GST_PAD_SRC ? gst_element_iterate_src_pads(element) : gst_element_iterate_sink_pads(element);
+  QueryRun run{query, FALSE};
+  GValue result = G_VALUE_INIT;
+  g_value_init(&result, G_TYPE_BOOLEAN);
+  for (;;) {
+    const GstIteratorResult res = gst_iterator_fold(it, query_peer, &result, &run);
+    if (res == GST_ITERATOR_RESYNC) {
+      gst_iterator_resync(it);
+      run.answered = FALSE;
+      continue;
+    }
+    break;
+  }
+  g_value_unset(&result);
+  gst_iterator_free(it);
+  return run.answered;
+}
+
+} // namespace
+
+/**
+ * gst_tensor_gl_worker_new:
+ * @error: (out) (optional): where to put the reason on failure
+ *
+ * Starts a new headless GL worker: a thread with an EGL context made without
+ * a window (EGL_MESA_platform_surfaceless first, then the EGL device
+ * platform, then the default display).
+ *
+ * Returns: (transfer full) (nullable): the worker, or %NULL with @error set
+ * (%GST_RESOURCE_ERROR_FAILED naming every platform tried, or
+ * %GST_RESOURCE_ERROR_NOT_FOUND in a build without OpenGL).
+ *
+ * Since: 0.1
+ */
+GstTensorGlWorker *gst_tensor_gl_worker_new(GError **error) {
+#if defined(GST_TENSORMEM_HAVE_GL)
+  try {
+    auto made = tensormem::GlWorker::create();
+    if (!made) {
+      g_set_error(error, GST_RESOURCE_ERROR, GST_RESOURCE_ERROR_FAILED, "Cannot start a headless GL worker: %s",
+                  made.error().message().c_str());
+      return nullptr;
+    }
+    return gst_tensor_gl_worker_new_wrapped(std::move(*made));
+  } catch (...) {
+    g_set_error(error, GST_RESOURCE_ERROR, GST_RESOURCE_ERROR_FAILED,
+                "Cannot start a headless GL worker: out of memory");
+    return nullptr;
+  }
+#else
+  g_set_error(error, GST_RESOURCE_ERROR, GST_RESOURCE_ERROR_NOT_FOUND,
+              "gst-tensormem was built without OpenGL (-Dgl=disabled, or libepoxy/EGL missing): no PBO memory");
+  return nullptr;
+#endif
+}
+
+/**
+ * gst_tensor_gl_worker_new_wrapped:
+ * @worker: a running core GL worker
+ *
+ * C++ only. Wraps an existing core worker (for instance one the application
+ * also uses directly) so it can be handed to elements in a #GstContext.
+ *
+ * Returns: (transfer full) (nullable): the wrapper, or %NULL for an empty
+ * pointer.
+ *
+ * Since: 0.1
+ */
+GstTensorGlWorker *gst_tensor_gl_worker_new_wrapped(std::shared_ptr<tensormem::GlWorker> worker) {
+  g_return_val_if_fail(worker != nullptr, nullptr);
+  _GstTensorGlWorkerPrivate *priv;
+  try {
+    priv = new _GstTensorGlWorkerPrivate{std::move(worker)};
+  } catch (...) {
+    GST_WARNING("out of memory wrapping a GL worker");
+    return nullptr;
+  }
+  auto *self = static_cast<GstTensorGlWorker *>(g_object_new(GST_TYPE_TENSOR_GL_WORKER, nullptr));
+  gst_object_ref_sink(self);
+  self->priv = priv;
+  GST_INFO_OBJECT(self, "GL worker: %s, renderer \"%s\", version \"%s\"", gst_tensor_gl_worker_get_platform(self),
+                  gst_tensor_gl_worker_get_renderer(self), gst_tensor_gl_worker_get_version(self));
+  return self;
+}
+
+/**
+ * gst_tensor_gl_worker_get_worker:
+ * @worker: a #GstTensorGlWorker
+ *
+ * C++ only.
+ *
+ * Returns: the core worker (a new reference), or an empty pointer for an
+ * invalid argument.
+ *
+ * Since: 0.1
+ */
+std::shared_ptr<tensormem::GlWorker> gst_tensor_gl_worker_get_worker(GstTensorGlWorker *worker) {
+  g_return_val_if_fail(worker_ok(worker), nullptr);
+  return worker->priv->worker;
+}
+
+/**
+ * gst_tensor_gl_worker_get_renderer:
+ * @worker: a #GstTensorGlWorker
+ *
+ * Returns: (transfer none): GL_RENDERER of the worker's context.
+ *
+ * Since: 0.1
+ */
+const gchar *gst_tensor_gl_worker_get_renderer(GstTensorGlWorker *worker) {
+  g_return_val_if_fail(worker_ok(worker), nullptr);
+  return info_of(worker).renderer.c_str();
+}
+
+/**
+ * gst_tensor_gl_worker_get_version:
+ * @worker: a #GstTensorGlWorker
+ *
+ * Returns: (transfer none): GL_VERSION of the worker's context.
+ *
+ * Since: 0.1
+ */
+const gchar *gst_tensor_gl_worker_get_version(GstTensorGlWorker *worker) {
+  g_return_val_if_fail(worker_ok(worker), nullptr);
+  return info_of(worker).version.c_str();
+}
+
+/**
+ * gst_tensor_gl_worker_get_platform:
+ * @worker: a #GstTensorGlWorker
+ *
+ * Returns: (transfer none): the EGL platform the context was made on:
+ * "surfaceless", "device" or "default".
+ *
+ * Since: 0.1
+ */
+const gchar *gst_tensor_gl_worker_get_platform(GstTensorGlWorker *worker) {
+  g_return_val_if_fail(worker_ok(worker), nullptr);
+  return info_of(worker).platform.c_str();
+}
+
+/**
+ * gst_tensor_gl_worker_get_map_calls:
+ * @worker: a #GstTensorGlWorker
+ *
+ * Returns: the number of glMapBufferRange calls the worker made so far
+ * (readers sharing one map count once).
+ *
+ * Since: 0.1
+ */
+guint64 gst_tensor_gl_worker_get_map_calls(GstTensorGlWorker *worker) {
+  g_return_val_if_fail(worker_ok(worker), 0);
+  return map_calls_of(worker);
+}
+
+/**
+ * gst_tensor_gl_worker_get_mapped_buffers:
+ * @worker: a #GstTensorGlWorker
+ *
+ * Returns: the number of GL buffers currently mapped by the worker.
+ *
+ * Since: 0.1
+ */
+guint gst_tensor_gl_worker_get_mapped_buffers(GstTensorGlWorker *worker) {
+  g_return_val_if_fail(worker_ok(worker), 0);
+  return mapped_of(worker);
+}
+
+/**
+ * gst_context_set_tensor_gl_worker:
+ * @context: a writable #GstContext
+ * @worker: (nullable): the worker to store, or %NULL to remove it
+ *
+ * Stores @worker in @context's structure (field
+ * %GST_TENSOR_GL_WORKER_CONTEXT_FIELD).
+ *
+ * Since: 0.1
+ */
+void gst_context_set_tensor_gl_worker(GstContext *context, GstTensorGlWorker *worker) {
+  g_return_if_fail(GST_IS_CONTEXT(context));
+  g_return_if_fail(gst_context_is_writable(context));
+  g_return_if_fail(worker == nullptr || GST_IS_TENSOR_GL_WORKER(worker));
+  GstStructure *s = gst_context_writable_structure(context);
+  if (worker)
+    gst_structure_set(s, GST_TENSOR_GL_WORKER_CONTEXT_FIELD, GST_TYPE_TENSOR_GL_WORKER, worker, nullptr);
+  else
+    gst_structure_remove_field(s, GST_TENSOR_GL_WORKER_CONTEXT_FIELD);
+}
+
+/**
+ * gst_context_get_tensor_gl_worker:
+ * @context: a #GstContext
+ * @worker: (out) (transfer full) (optional): the worker it holds
+ *
+ * Returns: %TRUE when @context is of type %GST_TENSOR_GL_WORKER_CONTEXT_TYPE
+ * and holds a worker.
+ *
+ * Since: 0.1
+ */
+gboolean gst_context_get_tensor_gl_worker(GstContext *context, GstTensorGlWorker **worker) {
+  g_return_val_if_fail(GST_IS_CONTEXT(context), FALSE);
+  if (worker)
+    *worker = nullptr;
+  if (std::strcmp(gst_context_get_context_type(context), GST_TENSOR_GL_WORKER_CONTEXT_TYPE) != 0)
+    return FALSE;
+  const GstStructure *s = gst_context_get_structure(context);
+  GstTensorGlWorker *found = nullptr;
+  if (!gst_structure_get(s, GST_TENSOR_GL_WORKER_CONTEXT_FIELD, GST_TYPE_TENSOR_GL_WORKER, &found, nullptr) || !found)
+    return FALSE;
+  if (!worker_ok(found)) {
+    gst_object_unref(found);
+    return FALSE;
+  }
+  if (worker)
+    *worker = found;
+  else
+    gst_object_unref(found);
+  return TRUE;
+}
+
+/**
+ * gst_context_new_tensor_gl_worker:
+ * @worker: a #GstTensorGlWorker
+ * @persistent: whether the context survives the element's return to NULL
+ *
+ * Returns: (transfer full): a new %GST_TENSOR_GL_WORKER_CONTEXT_TYPE context
+ * holding @worker. Give it to a pipeline with gst_element_set_context(), or
+ * answer a need-context message with it, to make every tensor element of the
+ * pipeline use @worker.
+ *
+ * Since: 0.1
+ */
+GstContext *gst_context_new_tensor_gl_worker(GstTensorGlWorker *worker, gboolean persistent) {
+  g_return_val_if_fail(GST_IS_TENSOR_GL_WORKER(worker), nullptr);
+  GstContext *context = gst_context_new(GST_TENSOR_GL_WORKER_CONTEXT_TYPE, persistent);
+  gst_context_set_tensor_gl_worker(context, worker);
+  return context;
+}
+
+/**
+ * gst_tensor_gl_worker_handle_set_context:
+ * @element: the element whose set_context is running
+ * @context: the context it was given
+ * @worker: (inout) (transfer full) (nullable): the element's worker slot,
+ *   guarded by @element's object lock
+ *
+ * For an element's #GstElementClass.set_context: when @context is a
+ * %GST_TENSOR_GL_WORKER_CONTEXT_TYPE context holding a worker, it replaces
+ * *@worker. The element keeps using a worker it already built allocators
+ * with; the new one applies to what it makes from then on. Chain up to the
+ * parent class as well, so the element reports the context.
+ *
+ * Returns: %TRUE when @context carried a worker.
+ *
+ * Since: 0.1
+ */
+gboolean gst_tensor_gl_worker_handle_set_context(GstElement *element, GstContext *context, GstTensorGlWorker **worker) {
+  g_return_val_if_fail(GST_IS_ELEMENT(element), FALSE);
+  g_return_val_if_fail(worker != nullptr, FALSE);
+  if (!context)
+    return FALSE;
+  GstTensorGlWorker *given = nullptr;
+  if (!gst_context_get_tensor_gl_worker(context, &given))
+    return FALSE;
+  GST_OBJECT_LOCK(element);
+  GstTensorGlWorker *old = *worker;
+  *worker = given;
+  GST_OBJECT_UNLOCK(element);
+  if (old != given)
+    GST_DEBUG_OBJECT(element, "GL worker %" GST_PTR_FORMAT " (was %" GST_PTR_FORMAT ")", given, old);
+  if (old)
+    gst_object_unref(old);
+  return TRUE;
+}
+
+/**
+ * gst_tensor_gl_worker_handle_context_query:
+ * @element: the element the query reached
+ * @query: a query
+ * @worker: the element's worker slot, guarded by @element's object lock
+ *
+ * For an element's query handlers: answers a %GST_QUERY_CONTEXT of type
+ * %GST_TENSOR_GL_WORKER_CONTEXT_TYPE with the element's worker, when it has
+ * one.
+ *
+ * Returns: %TRUE when the query was answered.
+ *
+ * Since: 0.1
+ */
+gboolean gst_tensor_gl_worker_handle_context_query(GstElement *element, GstQuery *query, GstTensorGlWorker **worker) {
+  g_return_val_if_fail(GST_IS_ELEMENT(element), FALSE);
+  g_return_val_if_fail(GST_IS_QUERY(query), FALSE);
+  g_return_val_if_fail(worker != nullptr, FALSE);
+  if (GST_QUERY_TYPE(query) != GST_QUERY_CONTEXT)
+    return FALSE;
+  const gchar *type = nullptr;
+  if (!gst_query_parse_context_type(query, &type) || !type || std::strcmp(type, GST_TENSOR_GL_WORKER_CONTEXT_TYPE) != 0)
+    return FALSE;
+  GstTensorGlWorker *ours = current_worker(element, worker);
+  if (!ours)
+    return FALSE;
+  GstContext *old = nullptr;
+  gst_query_parse_context(query, &old);
+  GstContext *context = old ? gst_context_copy(old) : gst_context_new(GST_TENSOR_GL_WORKER_CONTEXT_TYPE, FALSE);
+  gst_context_set_tensor_gl_worker(context, ours);
+  gst_query_set_context(query, context);
+  gst_context_unref(context);
+  GST_LOG_OBJECT(element, "answered a context query with %" GST_PTR_FORMAT, ours);
+  gst_object_unref(ours);
+  return TRUE;
+}
+
+/**
+ * gst_tensor_gl_worker_ensure:
+ * @element: the element that needs a GL worker
+ * @worker: (inout) (transfer full) (nullable): the element's worker slot,
+ *   guarded by @element's object lock; filled on success
+ * @error: (out) (optional): the reason on failure
+ *
+ * Makes sure @element has a GL worker, sharing one with the rest of the
+ * pipeline the way GstGL shares its display:
+ *
+ * 1. nothing to do when *@worker is set (an application or a neighbour gave
+ *    one through gst_element_set_context());
+ * 2. a %GST_QUERY_CONTEXT is run downstream, then upstream; an answer is set
+ *    on @element with gst_element_set_context();
+ * 3. a need-context message is posted: the bin answers with a context it
+ *    knows, else the application may (from a bus sync handler) with
+ *    gst_element_set_context();
+ * 4. otherwise a new worker is started, set on @element and announced with
+ *    a have-context message, so the bin hands it to every element that asks
+ *    later. That context is not persistent: the bin forgets it when it
+ *    returns to NULL, and the GL thread stops once nothing uses it.
+ *
+ * The element's set_context must call
+ * gst_tensor_gl_worker_handle_set_context() on the same slot, and its query
+ * handlers gst_tensor_gl_worker_handle_context_query(). Do not hold the
+ * object lock when calling this.
+ *
+ * Returns: %TRUE when *@worker is set.
+ *
+ * Since: 0.1
+ */
+gboolean gst_tensor_gl_worker_ensure(GstElement *element, GstTensorGlWorker **worker, GError **error) {
+  g_return_val_if_fail(GST_IS_ELEMENT(element), FALSE);
+  g_return_val_if_fail(worker != nullptr, FALSE);
+
+  auto have = [&]() {
+    GST_OBJECT_LOCK(element);
+    const bool set = *worker != nullptr;
+    GST_OBJECT_UNLOCK(element);
+    return set;
+  };
+  if (have())
+    return TRUE;
+
+  GstQuery *query = gst_query_new_context(GST_TENSOR_GL_WORKER_CONTEXT_TYPE);
+  if (run_query(element, query, GST_PAD_SRC) || run_query(element, query, GST_PAD_SINK)) {
+    GstContext *context = nullptr;
+    gst_query_parse_context(query, &context);
+    if (context) {
+      GST_DEBUG_OBJECT(element, "a neighbour shares its GL worker");
+      gst_element_set_context(element, context);
+      // An element whose set_context does not fill the slot still gets the worker.
+      if (!have())
+        gst_tensor_gl_worker_handle_set_context(element, context, worker);
+    }
+  }
+  gst_query_unref(query);
+  if (have())
+    return TRUE;
+
+  GST_DEBUG_OBJECT(element, "posting need-context for %s", GST_TENSOR_GL_WORKER_CONTEXT_TYPE);
+  gst_element_post_message(element,
+                           gst_message_new_need_context(GST_OBJECT_CAST(element), GST_TENSOR_GL_WORKER_CONTEXT_TYPE));
+  if (have())
+    return TRUE;
+
+  GstTensorGlWorker *made = gst_tensor_gl_worker_new(error);
+  if (!made)
+    return FALSE;
+  GstContext *context = gst_context_new_tensor_gl_worker(made, FALSE);
+  gst_element_set_context(element, context);
+  if (!have())
+    gst_tensor_gl_worker_handle_set_context(element, context, worker);
+  GST_INFO_OBJECT(element, "started GL worker %" GST_PTR_FORMAT " (%s) and shares it", made,
+                  gst_tensor_gl_worker_get_renderer(made));
+  gst_object_unref(made);
+  gst_element_post_message(element, gst_message_new_have_context(GST_OBJECT_CAST(element), context));
+  return TRUE;
+}

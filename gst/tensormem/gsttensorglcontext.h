@@ -1,0 +1,122 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include <gst/tensormem/tensormem-prelude.h>
+
+#ifdef __cplusplus
+#include <memory>
+
+namespace tensormem {
+class GlWorker;
+}
+#endif
+
+G_BEGIN_DECLS
+
+/**
+ * GST_TENSOR_GL_WORKER_CONTEXT_TYPE:
+ *
+ * The #GstContext type through which the elements of a pipeline share one
+ * headless GL worker. The context's structure holds the worker in the field
+ * %GST_TENSOR_GL_WORKER_CONTEXT_FIELD (a #GstTensorGlWorker).
+ *
+ * Since: 0.1
+ */
+#define GST_TENSOR_GL_WORKER_CONTEXT_TYPE "gst.tensormem.gl.worker"
+
+/**
+ * GST_TENSOR_GL_WORKER_CONTEXT_FIELD:
+ *
+ * The field of a %GST_TENSOR_GL_WORKER_CONTEXT_TYPE context's structure that
+ * holds the #GstTensorGlWorker.
+ *
+ * Since: 0.1
+ */
+#define GST_TENSOR_GL_WORKER_CONTEXT_FIELD "worker"
+
+#define GST_TYPE_TENSOR_GL_WORKER (gst_tensor_gl_worker_get_type())
+#define GST_TENSOR_GL_WORKER(obj) (G_TYPE_CHECK_INSTANCE_CAST((obj), GST_TYPE_TENSOR_GL_WORKER, GstTensorGlWorker))
+#define GST_IS_TENSOR_GL_WORKER(obj) (G_TYPE_CHECK_INSTANCE_TYPE((obj), GST_TYPE_TENSOR_GL_WORKER))
+#define GST_TENSOR_GL_WORKER_CAST(obj) ((GstTensorGlWorker *)(obj))
+
+typedef struct _GstTensorGlWorker GstTensorGlWorker;
+typedef struct _GstTensorGlWorkerClass GstTensorGlWorkerClass;
+typedef struct _GstTensorGlWorkerPrivate GstTensorGlWorkerPrivate;
+
+/**
+ * GstTensorGlWorker:
+ *
+ * A #GstObject holding one headless GL worker of the core library: a thread
+ * that owns an EGL context made without a window and runs every GL call of
+ * the PBO memories made through it. It is what a
+ * %GST_TENSOR_GL_WORKER_CONTEXT_TYPE context carries. The GL thread stops
+ * when the last reference to the worker goes (the object and every
+ * #GstTensorPboAllocator, hence every PBO memory, made with it).
+ *
+ * Since: 0.1
+ */
+struct _GstTensorGlWorker {
+  GstObject parent;
+
+  /*< private >*/
+  GstTensorGlWorkerPrivate *priv;
+  gpointer _gst_reserved[GST_PADDING];
+};
+
+struct _GstTensorGlWorkerClass {
+  GstObjectClass parent_class;
+
+  /*< private >*/
+  gpointer _gst_reserved[GST_PADDING];
+};
+
+GST_TENSORMEM_API
+GType gst_tensor_gl_worker_get_type(void);
+
+GST_TENSORMEM_API
+GstTensorGlWorker *gst_tensor_gl_worker_new(GError **error);
+
+GST_TENSORMEM_API
+const gchar *gst_tensor_gl_worker_get_renderer(GstTensorGlWorker *worker);
+
+GST_TENSORMEM_API
+const gchar *gst_tensor_gl_worker_get_version(GstTensorGlWorker *worker);
+
+GST_TENSORMEM_API
+const gchar *gst_tensor_gl_worker_get_platform(GstTensorGlWorker *worker);
+
+GST_TENSORMEM_API
+guint64 gst_tensor_gl_worker_get_map_calls(GstTensorGlWorker *worker);
+
+GST_TENSORMEM_API
+guint gst_tensor_gl_worker_get_mapped_buffers(GstTensorGlWorker *worker);
+
+GST_TENSORMEM_API
+GstContext *gst_context_new_tensor_gl_worker(GstTensorGlWorker *worker, gboolean persistent);
+
+GST_TENSORMEM_API
+void gst_context_set_tensor_gl_worker(GstContext *context, GstTensorGlWorker *worker);
+
+GST_TENSORMEM_API
+gboolean gst_context_get_tensor_gl_worker(GstContext *context, GstTensorGlWorker **worker);
+
+GST_TENSORMEM_API
+gboolean gst_tensor_gl_worker_ensure(GstElement *element, GstTensorGlWorker **worker, GError **error);
+
+GST_TENSORMEM_API
+gboolean gst_tensor_gl_worker_handle_set_context(GstElement *element, GstContext *context, GstTensorGlWorker **worker);
+
+GST_TENSORMEM_API
+gboolean gst_tensor_gl_worker_handle_context_query(GstElement *element, GstQuery *query, GstTensorGlWorker **worker);
+
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(GstTensorGlWorker, gst_object_unref)
+
+G_END_DECLS
+
+#ifdef __cplusplus
+GST_TENSORMEM_API
+GstTensorGlWorker *gst_tensor_gl_worker_new_wrapped(std::shared_ptr<tensormem::GlWorker> worker);
+
+GST_TENSORMEM_API
+std::shared_ptr<tensormem::GlWorker> gst_tensor_gl_worker_get_worker(GstTensorGlWorker *worker);
+#endif

@@ -1,0 +1,343 @@
+// SPDX-License-Identifier: Apache-2.0
+#include <gst/tensormem/gsttensorpbo.h>
+
+#include <gst/tensormem/gsttensormapping-private.h>
+
+#include <tensormem/gl_worker.hpp>
+#include <tensormem/host_pin.hpp>
+#include <tensormem/storage.hpp>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+
+GST_DEBUG_CATEGORY_STATIC(gst_tensor_pbo_debug);
+#define GST_CAT_DEFAULT gst_tensor_pbo_debug
+
+struct _GstTensorPboMemoryPrivate {
+  explicit _GstTensorPboMemoryPrivate(const tensormem::Tensor &whole) : mapping(whole) {}
+  gst_tensormem::TensorMapping mapping;
+};
+
+namespace {
+
+/* What a GstTensorPboMemory promises about the address of a CPU map: GL
+ * guarantees GL_MIN_MAP_BUFFER_ALIGNMENT (at least 64) for maps of the whole
+ * buffer from offset 0, which is the only kind the worker makes. */
+constexpr gsize kMaxAlignMask = 64 - 1;
+
+GstTensorPboMemoryPrivate *priv_of(GstMemory *mem) noexcept {
+  return reinterpret_cast<GstTensorPboMemory *>(mem)->priv;
+}
+
+GstMemory *pbo_memory_new(GstAllocator *allocator, GstMemory *parent, const tensormem::Tensor &tensor,
+                          GstMemoryFlags flags, gsize maxsize, gsize align, gsize offset, gsize size) noexcept {
+  GstTensorPboMemoryPrivate *priv;
+  try {
+    priv = new GstTensorPboMemoryPrivate(tensor);
+  } catch (...) {
+    GST_WARNING("out of memory wrapping a %" G_GSIZE_FORMAT "-byte PBO", maxsize);
+    return nullptr;
+  }
+  auto *pmem = g_new0(GstTensorPboMemory, 1);
+  pmem->priv = priv;
+  gst_memory_init(GST_MEMORY_CAST(pmem), flags, allocator, parent, maxsize, align, offset, size);
+  return GST_MEMORY_CAST(pmem);
+}
+
+/* Zeroes the prefix and/or padding of a new buffer when the params ask for it
+ * (glBufferData with no data leaves the contents undefined). */
+bool zero_edges(GstAllocator *allocator, const tensormem::Tensor &tensor, const GstAllocationParams *params,
+                gsize size) noexcept {
+  const bool prefix = (params->flags & GST_MEMORY_FLAG_ZERO_PREFIXED) && params->prefix > 0;
+  const bool padding = (params->flags & GST_MEMORY_FLAG_ZERO_PADDED) && params->padding > 0;
+  if (!prefix && !padding)
+    return true;
+  auto pin = tensor.storage()->map(tensormem::CpuAccess::Write);
+  if (!pin) {
+    GST_WARNING_OBJECT(allocator, "cannot map a new PBO to zero its edges: %s", pin.error().message().c_str());
+    return false;
+  }
+  if (prefix)
+    std::memset(pin->data(), 0, params->prefix);
+  if (padding)
+    std::memset(pin->data() + params->prefix + size, 0, params->padding);
+  return true;
+}
+
+GstMemory *allocator_alloc(GstAllocator *allocator, gsize size, GstAllocationParams *params) {
+  auto *self = GST_TENSOR_PBO_ALLOCATOR_CAST(allocator);
+  GstAllocationParams defaults;
+  if (!params) {
+    gst_allocation_params_init(&defaults);
+    params = &defaults;
+  }
+  if (params->align > kMaxAlignMask) {
+    GST_WARNING_OBJECT(allocator,
+                       "alignment mask %" G_GSIZE_FORMAT " exceeds the %" G_GSIZE_FORMAT "-byte alignment of PBO maps",
+                       params->align, kMaxAlignMask + 1);
+    return nullptr;
+  }
+  gsize maxsize;
+  if (__builtin_add_overflow(params->prefix, size, &maxsize) ||
+      __builtin_add_overflow(maxsize, params->padding, &maxsize)) {
+    GST_WARNING_OBJECT(allocator,
+                       "prefix %" G_GSIZE_FORMAT " + size %" G_GSIZE_FORMAT " + padding %" G_GSIZE_FORMAT " overflows",
+                       params->prefix, size, params->padding);
+    return nullptr;
+  }
+  if (!self->worker) {
+    GST_WARNING_OBJECT(allocator, "no GL worker: make the allocator with gst_tensor_pbo_allocator_new()");
+    return nullptr;
+  }
+  try {
+    auto worker = gst_tensor_gl_worker_get_worker(self->worker);
+    if (!worker)
+      return nullptr;
+    // A zero-byte GstMemory is legal, an empty GL buffer is not.
+    const gsize bytes = std::max<gsize>(maxsize, 1);
+#if defined(GST_TENSORMEM_HAVE_GL)
+    auto tensor = worker->create_pbo(bytes, {bytes}, tensormem::DType::U8, GST_TENSOR_PBO_MEMORY_TYPE_NAME,
+                                     tensormem::PboUsage::Upload);
+#else
+    tensormem::Result<tensormem::Tensor> tensor =
+        tensormem::Error::not_implemented("gst-tensormem was built without OpenGL");
+#endif
+    if (!tensor) {
+      GST_WARNING_OBJECT(allocator, "%" G_GSIZE_FORMAT "-byte PBO: %s", bytes, tensor.error().message().c_str());
+      return nullptr;
+    }
+    if (!zero_edges(allocator, *tensor, params, size))
+      return nullptr;
+    GST_LOG_OBJECT(allocator, "GL buffer %u, %" G_GSIZE_FORMAT " bytes",
+                   tensormem::pbo_storage_of(*tensor)->buffer_id(), bytes);
+    return pbo_memory_new(allocator, nullptr, *tensor, params->flags, maxsize, params->align, params->prefix, size);
+  } catch (...) {
+    GST_WARNING_OBJECT(allocator, "out of memory allocating a %" G_GSIZE_FORMAT "-byte PBO", maxsize);
+    return nullptr;
+  }
+}
+
+void allocator_free(GstAllocator *, GstMemory *mem) {
+  auto *pmem = reinterpret_cast<GstTensorPboMemory *>(mem);
+  // The last reference to the storage deletes the GL buffer (on the worker).
+  delete pmem->priv;
+  g_free(pmem);
+}
+
+gpointer mem_map_full(GstMemory *mem, GstMapInfo *info, gsize maxsize) {
+  gpointer data = gst_tensormem::tensor_mapping_map(&priv_of(mem)->mapping, mem, info, maxsize);
+  if (data && (reinterpret_cast<std::uintptr_t>(data) & mem->align) != 0)
+    GST_WARNING("memory %p: GL mapped it at %p, not aligned to the %" G_GSIZE_FORMAT " bytes asked", mem, data,
+                mem->align + 1);
+  return data;
+}
+
+void mem_unmap_full(GstMemory *mem, GstMapInfo *info) {
+  gst_tensormem::tensor_mapping_unmap(&priv_of(mem)->mapping, info);
+}
+
+GstMemory *mem_share(GstMemory *mem, gssize offset, gssize size) {
+  gsize abs_offset, abs_size;
+  if (!gst_tensormem::resolve_memory_range(mem, offset, size, &abs_offset, &abs_size))
+    return nullptr;
+  GstMemory *parent = mem->parent ? mem->parent : mem;
+  // A share is read-only: writing through it would bypass the parent's lock.
+  auto flags = static_cast<GstMemoryFlags>(GST_MINI_OBJECT_FLAGS(parent) | GST_MINI_OBJECT_FLAG_LOCK_READONLY);
+  return pbo_memory_new(mem->allocator, parent, priv_of(mem)->mapping.tensor, flags, mem->maxsize, mem->align,
+                        abs_offset, abs_size);
+}
+
+/* A new PBO of the same worker holding a copy of the range. */
+GstMemory *mem_copy(GstMemory *mem, gssize offset, gssize size) {
+  gsize abs_offset, abs_size;
+  if (!gst_tensormem::resolve_memory_range(mem, offset, size, &abs_offset, &abs_size))
+    return nullptr;
+  GstAllocationParams params;
+  gst_allocation_params_init(&params);
+  params.align = mem->align;
+  GstMemory *copy = allocator_alloc(mem->allocator, abs_size, &params);
+  if (!copy)
+    return nullptr;
+  GstMapInfo src, dst;
+  if (!gst_memory_map(mem, &src, GST_MAP_READ)) {
+    GST_WARNING("memory %p: cannot map the source of a copy for reading", mem);
+    gst_memory_unref(copy);
+    return nullptr;
+  }
+  if (!gst_memory_map(copy, &dst, GST_MAP_WRITE)) {
+    gst_memory_unmap(mem, &src);
+    gst_memory_unref(copy);
+    return nullptr;
+  }
+  if (abs_size > 0)
+    std::memcpy(dst.data, src.data - mem->offset + abs_offset, abs_size);
+  gst_memory_unmap(copy, &dst);
+  gst_memory_unmap(mem, &src);
+  return copy;
+}
+
+gboolean mem_is_span(GstMemory *mem1, GstMemory *mem2, gsize *offset) {
+  if (priv_of(mem1)->mapping.tensor.storage() != priv_of(mem2)->mapping.tensor.storage())
+    return FALSE;
+  if (offset)
+    *offset = mem1->offset - mem1->parent->offset;
+  return mem1->offset + mem1->size == mem2->offset;
+}
+
+} // namespace
+
+G_DEFINE_TYPE_WITH_CODE(GstTensorPboAllocator, gst_tensor_pbo_allocator, GST_TYPE_ALLOCATOR,
+                        GST_DEBUG_CATEGORY_INIT(gst_tensor_pbo_debug, "tensorpbo", 0, "OpenGL PBO tensor memory"))
+
+static void gst_tensor_pbo_allocator_dispose(GObject *object) {
+  auto *self = GST_TENSOR_PBO_ALLOCATOR(object);
+  // Memories hold a reference to the allocator, so none is left by now.
+  gst_clear_object(&self->worker);
+  G_OBJECT_CLASS(gst_tensor_pbo_allocator_parent_class)->dispose(object);
+}
+
+static void gst_tensor_pbo_allocator_class_init(GstTensorPboAllocatorClass *klass) {
+  G_OBJECT_CLASS(klass)->dispose = gst_tensor_pbo_allocator_dispose;
+  auto *allocator_class = GST_ALLOCATOR_CLASS(klass);
+  allocator_class->alloc = allocator_alloc;
+  allocator_class->free = allocator_free;
+}
+
+static void gst_tensor_pbo_allocator_init(GstTensorPboAllocator *self) {
+  auto *alloc = GST_ALLOCATOR_CAST(self);
+  alloc->mem_type = GST_TENSOR_PBO_MEMORY_TYPE_NAME;
+  alloc->mem_map_full = mem_map_full;
+  alloc->mem_unmap_full = mem_unmap_full;
+  alloc->mem_share = mem_share;
+  alloc->mem_copy = mem_copy;
+  alloc->mem_is_span = mem_is_span;
+}
+
+/**
+ * gst_tensor_pbo_allocator_new:
+ * @worker: the GL worker whose context owns the buffers
+ *
+ * A new allocator of PBO memory on @worker. gst_allocator_alloc() on it
+ * makes a GL buffer of prefix + size + padding bytes (at least one); the
+ * alignment asked may be up to 64 bytes, which GL guarantees for the address
+ * of a map.
+ *
+ * Returns: (transfer full): the allocator.
+ *
+ * Since: 0.1
+ */
+GstAllocator *gst_tensor_pbo_allocator_new(GstTensorGlWorker *worker) {
+  g_return_val_if_fail(GST_IS_TENSOR_GL_WORKER(worker), nullptr);
+  auto *self = static_cast<GstTensorPboAllocator *>(g_object_new(GST_TYPE_TENSOR_PBO_ALLOCATOR, nullptr));
+  gst_object_ref_sink(self);
+  self->worker = GST_TENSOR_GL_WORKER(gst_object_ref(worker));
+  return GST_ALLOCATOR_CAST(self);
+}
+
+/**
+ * gst_tensor_pbo_allocator_get_gl_worker:
+ * @allocator: a #GstTensorPboAllocator
+ *
+ * Returns: (transfer none): the allocator's GL worker.
+ *
+ * Since: 0.1
+ */
+GstTensorGlWorker *gst_tensor_pbo_allocator_get_gl_worker(GstAllocator *allocator) {
+  g_return_val_if_fail(GST_IS_TENSOR_PBO_ALLOCATOR(allocator), nullptr);
+  return GST_TENSOR_PBO_ALLOCATOR_CAST(allocator)->worker;
+}
+
+/**
+ * gst_is_tensor_pbo_memory:
+ * @mem: a #GstMemory
+ *
+ * Returns: %TRUE when @mem was made by a #GstTensorPboAllocator (shares
+ * included).
+ *
+ * Since: 0.1
+ */
+gboolean gst_is_tensor_pbo_memory(GstMemory *mem) {
+  return mem != nullptr && mem->allocator != nullptr && GST_IS_TENSOR_PBO_ALLOCATOR(mem->allocator);
+}
+
+/**
+ * gst_tensor_pbo_memory_get_buffer_id:
+ * @mem: a PBO tensor #GstMemory
+ *
+ * Returns: the GL name of the buffer behind @mem, valid in the context of
+ * its GL worker; 0 when @mem is not PBO memory.
+ *
+ * Since: 0.1
+ */
+guint gst_tensor_pbo_memory_get_buffer_id(GstMemory *mem) {
+  g_return_val_if_fail(gst_is_tensor_pbo_memory(mem), 0);
+  auto storage = gst_tensor_pbo_memory_get_storage(mem);
+  return storage ? storage->buffer_id() : 0;
+}
+
+/**
+ * gst_tensor_pbo_memory_get_gl_worker:
+ * @mem: a PBO tensor #GstMemory
+ *
+ * Returns: (transfer none) (nullable): the GL worker whose context owns the
+ * buffer. Valid while @mem is alive.
+ *
+ * Since: 0.1
+ */
+GstTensorGlWorker *gst_tensor_pbo_memory_get_gl_worker(GstMemory *mem) {
+  g_return_val_if_fail(gst_is_tensor_pbo_memory(mem), nullptr);
+  return GST_TENSOR_PBO_ALLOCATOR_CAST(mem->allocator)->worker;
+}
+
+/**
+ * gst_tensor_pbo_memory_get_tensor:
+ * @mem: a #GstMemory
+ *
+ * C++ only. Like gst_tensor_memory_get_tensor(), for PBO tensor memory: a
+ * 1-D u8 tensor over the whole GL buffer.
+ *
+ * Returns: (transfer none) (nullable): the tensor, or %NULL when @mem is not
+ * PBO tensor memory. Valid while @mem is alive.
+ *
+ * Since: 0.1
+ */
+const tensormem::Tensor *gst_tensor_pbo_memory_get_tensor(GstMemory *mem) {
+  if (!gst_is_tensor_pbo_memory(mem))
+    return nullptr;
+  return &priv_of(mem)->mapping.tensor;
+}
+
+/**
+ * gst_tensor_pbo_memory_get_storage:
+ * @mem: a #GstMemory
+ *
+ * C++ only.
+ *
+ * Returns: the PBO storage behind @mem (a new reference), or an empty pointer
+ * when @mem is not PBO tensor memory.
+ *
+ * Since: 0.1
+ */
+std::shared_ptr<tensormem::PboStorage> gst_tensor_pbo_memory_get_storage(GstMemory *mem) {
+  const tensormem::Tensor *tensor = gst_tensor_pbo_memory_get_tensor(mem);
+  return tensor ? tensormem::pbo_storage_of(*tensor) : nullptr;
+}
+
+/**
+ * gst_tensor_pbo_memory_get_worker:
+ * @mem: a #GstMemory
+ *
+ * C++ only.
+ *
+ * Returns: the core GL worker that owns @mem's buffer (a new reference), or
+ * an empty pointer when @mem is not PBO tensor memory.
+ *
+ * Since: 0.1
+ */
+std::shared_ptr<tensormem::GlWorker> gst_tensor_pbo_memory_get_worker(GstMemory *mem) {
+  if (!gst_is_tensor_pbo_memory(mem))
+    return nullptr;
+  GstTensorGlWorker *worker = GST_TENSOR_PBO_ALLOCATOR_CAST(mem->allocator)->worker;
+  return worker ? gst_tensor_gl_worker_get_worker(worker) : nullptr;
+}

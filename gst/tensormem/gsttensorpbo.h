@@ -1,0 +1,125 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include <gst/tensormem/gsttensorglcontext.h>
+#include <gst/tensormem/gsttensormem.h>
+#include <gst/tensormem/tensormem-prelude.h>
+
+#ifdef __cplusplus
+#include <tensormem/pbo_storage.hpp>
+#include <tensormem/tensor.hpp>
+
+#include <memory>
+#endif
+
+G_BEGIN_DECLS
+
+/**
+ * GST_CAPS_FEATURE_MEMORY_TENSOR_PBO:
+ *
+ * The caps feature of video whose buffers hold #GstTensorPboMemory: OpenGL
+ * pixel buffer objects of a headless GL worker, CPU-mappable only between
+ * gst_memory_map() and gst_memory_unmap().
+ *
+ * Since: 0.1
+ */
+#define GST_CAPS_FEATURE_MEMORY_TENSOR_PBO "memory:TensorPBO"
+
+/**
+ * GST_TENSOR_PBO_MEMORY_TYPE_NAME:
+ *
+ * The memory type of #GstTensorPboMemory (gst_memory_is_type()).
+ *
+ * Since: 0.1
+ */
+#define GST_TENSOR_PBO_MEMORY_TYPE_NAME "TensorPboMemory"
+
+typedef struct _GstTensorPboMemory GstTensorPboMemory;
+typedef struct _GstTensorPboMemoryPrivate GstTensorPboMemoryPrivate;
+
+/**
+ * GstTensorPboMemory:
+ * @mem: the parent #GstMemory
+ *
+ * A #GstMemory whose bytes are one OpenGL pixel buffer object (a tensormem
+ * PBO storage). Every CPU map goes through the storage's map state:
+ * readers share one glMapBufferRange, a writer is exclusive, and the buffer
+ * is unmapped from GL when the last map ends. The GL buffer is deleted when
+ * the last reference to the storage goes.
+ *
+ * Since: 0.1
+ */
+struct _GstTensorPboMemory {
+  GstMemory mem;
+
+  /*< private >*/
+  GstTensorPboMemoryPrivate *priv;
+  gpointer _gst_reserved[GST_PADDING];
+};
+
+#define GST_TYPE_TENSOR_PBO_ALLOCATOR (gst_tensor_pbo_allocator_get_type())
+#define GST_TENSOR_PBO_ALLOCATOR(obj)                                                                                  \
+  (G_TYPE_CHECK_INSTANCE_CAST((obj), GST_TYPE_TENSOR_PBO_ALLOCATOR, GstTensorPboAllocator))
+#define GST_IS_TENSOR_PBO_ALLOCATOR(obj) (G_TYPE_CHECK_INSTANCE_TYPE((obj), GST_TYPE_TENSOR_PBO_ALLOCATOR))
+#define GST_TENSOR_PBO_ALLOCATOR_CAST(obj) ((GstTensorPboAllocator *)(obj))
+
+typedef struct _GstTensorPboAllocator GstTensorPboAllocator;
+typedef struct _GstTensorPboAllocatorClass GstTensorPboAllocatorClass;
+
+/**
+ * GstTensorPboAllocator:
+ *
+ * Allocates #GstTensorPboMemory: each allocation is a new GL buffer
+ * (glBufferData) of the allocator's GL worker, which it keeps running for
+ * as long as the allocator or any of its memories lives. There is one
+ * allocator per worker; it is not registered by name.
+ *
+ * Since: 0.1
+ */
+struct _GstTensorPboAllocator {
+  GstAllocator parent;
+
+  /*< private >*/
+  GstTensorGlWorker *worker;
+  gpointer _gst_reserved[GST_PADDING];
+};
+
+struct _GstTensorPboAllocatorClass {
+  GstAllocatorClass parent_class;
+
+  /*< private >*/
+  gpointer _gst_reserved[GST_PADDING];
+};
+
+GST_TENSORMEM_API
+GType gst_tensor_pbo_allocator_get_type(void);
+
+GST_TENSORMEM_API
+GstAllocator *gst_tensor_pbo_allocator_new(GstTensorGlWorker *worker);
+
+GST_TENSORMEM_API
+GstTensorGlWorker *gst_tensor_pbo_allocator_get_gl_worker(GstAllocator *allocator);
+
+GST_TENSORMEM_API
+gboolean gst_is_tensor_pbo_memory(GstMemory *mem);
+
+GST_TENSORMEM_API
+guint gst_tensor_pbo_memory_get_buffer_id(GstMemory *mem);
+
+GST_TENSORMEM_API
+GstTensorGlWorker *gst_tensor_pbo_memory_get_gl_worker(GstMemory *mem);
+
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(GstTensorPboAllocator, gst_object_unref)
+
+G_END_DECLS
+
+#ifdef __cplusplus
+GST_TENSORMEM_API
+const tensormem::Tensor *gst_tensor_pbo_memory_get_tensor(GstMemory *mem);
+
+GST_TENSORMEM_API
+std::shared_ptr<tensormem::PboStorage> gst_tensor_pbo_memory_get_storage(GstMemory *mem);
+
+GST_TENSORMEM_API
+std::shared_ptr<tensormem::GlWorker> gst_tensor_pbo_memory_get_worker(GstMemory *mem);
+#endif
