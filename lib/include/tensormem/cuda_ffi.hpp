@@ -1,0 +1,208 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+// Our own mirrors of the few CUDA runtime types the library passes across
+// the dlopen boundary. No CUDA header is needed to build; the numbers and
+// layouts follow the CUDA 13 driver_types.h, and tests/lib/cuda compares
+// them with the real header wherever one is installed (CUDA-FFI-01..09,
+// DESIGN §8).
+//
+// Layout rule: every descriptor uses the LONG form that ends in
+// `unsigned int reserved[16]`, on every platform. Older runtimes read only
+// their shorter prefix, newer ones read the tail, which must be zero. Fill
+// every instance with zero_fill() before setting the named fields.
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+
+namespace tensormem::cudaffi {
+
+/// cudaError_t travels as a C enum, i.e. an int.
+using Status = int;
+
+/// The handful of cudaError_t values the library names.
+enum : Status {
+  kSuccess = 0,
+  kErrorInvalidValue = 1,
+  kErrorMemoryAllocation = 2,
+  kErrorInsufficientDriver = 35,
+  kErrorNoDevice = 100,
+  kErrorInvalidResourceHandle = 400,
+  kErrorNotSupported = 801,
+  kErrorUnknown = 999,
+};
+
+/// cudaExternalMemoryHandleType. The seed sent 5 and called it D3D11; in
+/// NVIDIA's numbering 5 is D3D12Resource and D3D11Resource is 6 (spec §7
+/// item 1).
+enum class ExternalMemoryHandleType : int {
+  OpaqueFd = 1,
+  OpaqueWin32 = 2,
+  OpaqueWin32Kmt = 3,
+  D3D12Heap = 4,
+  D3D12Resource = 5,
+  D3D11Resource = 6,
+  D3D11ResourceKmt = 7,
+  NvSciBuf = 8,
+};
+
+/// cudaExternalSemaphoreHandleType (D3D11Fence is 5, not the seed's 4).
+enum class ExternalSemaphoreHandleType : int {
+  OpaqueFd = 1,
+  OpaqueWin32 = 2,
+  OpaqueWin32Kmt = 3,
+  D3D12Fence = 4,
+  D3D11Fence = 5,
+  NvSciSync = 6,
+  KeyedMutex = 7,
+  KeyedMutexKmt = 8,
+  TimelineSemaphoreFd = 9,
+  TimelineSemaphoreWin32 = 10,
+};
+
+/// cudaExternalMemoryDedicated.
+inline constexpr unsigned kExternalMemoryDedicated = 0x1;
+/// cudaGraphicsRegisterFlagsNone.
+inline constexpr unsigned kGraphicsRegisterFlagsNone = 0;
+
+/// cudaMemcpyKind (CUDA-PRIM-01).
+enum class MemcpyKind : int {
+  HostToHost = 0,
+  HostToDevice = 1,
+  DeviceToHost = 2,
+  DeviceToDevice = 3,
+  Default = 4,
+};
+
+/// cudaChannelFormatKind (the values the D3D11 path uses).
+enum class ChannelFormatKind : int { Signed = 0, Unsigned = 1, Float = 2, None = 3 };
+
+/// cudaExternalMemoryHandleDesc: 104 bytes, alignment 8.
+struct ExternalMemoryHandleDesc {
+  ExternalMemoryHandleType type;
+  union {
+    int fd;
+    struct {
+      void *handle;
+      const void *name;
+    } win32;
+    const void *nvSciBufObject;
+  } handle;
+  unsigned long long size;
+  unsigned int flags;
+  unsigned int reserved[16];
+};
+
+/// cudaExternalMemoryBufferDesc: 88 bytes, alignment 8.
+struct ExternalMemoryBufferDesc {
+  unsigned long long offset;
+  unsigned long long size;
+  unsigned int flags;
+  unsigned int reserved[16];
+};
+
+/// cudaChannelFormatDesc: 20 bytes, alignment 4.
+struct ChannelFormatDesc {
+  int x, y, z, w;
+  ChannelFormatKind f;
+};
+
+/// cudaExtent: 24 bytes, alignment 8.
+struct Extent {
+  std::size_t width, height, depth;
+};
+
+/// cudaExternalMemoryMipmappedArrayDesc: 128 bytes, alignment 8.
+struct ExternalMemoryMipmappedArrayDesc {
+  unsigned long long offset;
+  ChannelFormatDesc formatDesc;
+  Extent extent;
+  unsigned int flags;
+  unsigned int numLevels;
+  unsigned int reserved[16];
+};
+
+/// cudaExternalSemaphoreHandleDesc: 96 bytes, alignment 8.
+struct ExternalSemaphoreHandleDesc {
+  ExternalSemaphoreHandleType type;
+  union {
+    int fd;
+    struct {
+      void *handle;
+      const void *name;
+    } win32;
+    const void *nvSciSyncObj;
+  } handle;
+  unsigned int flags;
+  unsigned int reserved[16];
+};
+
+/// cudaExternalSemaphoreWaitParams (the _v2 layout; v1 reads the same
+/// meaning when only fence.value is set): 144 bytes, alignment 8.
+struct ExternalSemaphoreWaitParams {
+  struct {
+    struct {
+      unsigned long long value;
+    } fence;
+    union {
+      void *fence;
+      unsigned long long reserved;
+    } nvSciSync;
+    struct {
+      unsigned long long key;
+      unsigned int timeoutMs;
+    } keyedMutex;
+    unsigned int reserved[10];
+  } params;
+  unsigned int flags;
+  unsigned int reserved[16];
+};
+
+/// Sets every byte, padding included, to zero. Aggregate initialisation
+/// with `{}` does not promise zero padding; the runtime may read it.
+template <typename T> void zero_fill(T &value) noexcept {
+  static_assert(std::is_trivially_copyable_v<T>);
+  std::memset(static_cast<void *>(&value), 0, sizeof(T));
+}
+
+#if UINTPTR_MAX == 0xFFFFFFFFFFFFFFFFu
+static_assert(sizeof(ExternalMemoryHandleDesc) == 104 && alignof(ExternalMemoryHandleDesc) == 8);
+static_assert(offsetof(ExternalMemoryHandleDesc, handle) == 8 && offsetof(ExternalMemoryHandleDesc, size) == 24 &&
+              offsetof(ExternalMemoryHandleDesc, flags) == 32 && offsetof(ExternalMemoryHandleDesc, reserved) == 36);
+static_assert(sizeof(ExternalMemoryBufferDesc) == 88 && offsetof(ExternalMemoryBufferDesc, size) == 8 &&
+              offsetof(ExternalMemoryBufferDesc, flags) == 16 && offsetof(ExternalMemoryBufferDesc, reserved) == 20);
+static_assert(sizeof(ChannelFormatDesc) == 20 && alignof(ChannelFormatDesc) == 4);
+static_assert(sizeof(Extent) == 24 && alignof(Extent) == 8);
+static_assert(sizeof(ExternalMemoryMipmappedArrayDesc) == 128 &&
+              offsetof(ExternalMemoryMipmappedArrayDesc, formatDesc) == 8 &&
+              offsetof(ExternalMemoryMipmappedArrayDesc, extent) == 32 &&
+              offsetof(ExternalMemoryMipmappedArrayDesc, flags) == 56 &&
+              offsetof(ExternalMemoryMipmappedArrayDesc, numLevels) == 60);
+static_assert(sizeof(ExternalSemaphoreHandleDesc) == 96 && offsetof(ExternalSemaphoreHandleDesc, handle) == 8 &&
+              offsetof(ExternalSemaphoreHandleDesc, flags) == 24);
+static_assert(sizeof(ExternalSemaphoreWaitParams) == 144 && offsetof(ExternalSemaphoreWaitParams, flags) == 72);
+#endif
+
+// Entry points, with the CUDA runtime's C signatures (opaque handles as
+// void *; cudaStream_t, cudaExternalMemory_t and cudaGraphicsResource_t are
+// pointers).
+using GetDeviceCountFn = Status (*)(int *count);
+using GetErrorStringFn = const char *(*)(Status error);
+using GraphicsGLRegisterBufferFn = Status (*)(void **resource, unsigned int buffer, unsigned int flags);
+using GraphicsMapResourcesFn = Status (*)(int count, void **resources, void *stream);
+using GraphicsResourceGetMappedPointerFn = Status (*)(void **dev_ptr, std::size_t *size, void *resource);
+using GraphicsUnmapResourcesFn = Status (*)(int count, void **resources, void *stream);
+using GraphicsUnregisterResourceFn = Status (*)(void *resource);
+using ImportExternalMemoryFn = Status (*)(void **ext_mem, const ExternalMemoryHandleDesc *desc);
+using ExternalMemoryGetMappedBufferFn = Status (*)(void **dev_ptr, void *ext_mem, const ExternalMemoryBufferDesc *desc);
+using DestroyExternalMemoryFn = Status (*)(void *ext_mem);
+using MemcpyFn = Status (*)(void *dst, const void *src, std::size_t count, MemcpyKind kind);
+using MallocFn = Status (*)(void **dev_ptr, std::size_t size);
+using FreeFn = Status (*)(void *dev_ptr);
+using StreamCreateFn = Status (*)(void **stream);
+using StreamSynchronizeFn = Status (*)(void *stream);
+using StreamDestroyFn = Status (*)(void *stream);
+
+} // namespace tensormem::cudaffi

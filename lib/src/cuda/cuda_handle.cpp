@@ -1,0 +1,288 @@
+// SPDX-License-Identifier: Apache-2.0
+// CudaHandle: DMA-BUF import as external memory, GL registrations routed
+// through CudaGlOps, maps and destruction order.
+#include <tensormem/cuda_handle.hpp>
+
+#include <tensormem/dmabuf_storage.hpp>
+#include <tensormem/log.hpp>
+#include <tensormem/unique_fd.hpp>
+
+#include <cerrno>
+#include <cstring>
+#include <sstream>
+
+#ifndef _WIN32
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#endif
+
+namespace tensormem {
+namespace {
+
+void debug(const std::string &text) noexcept {
+  try {
+    log(LogLevel::Debug, "cuda: " + text);
+  } catch (...) {
+  }
+}
+
+void warn(const std::string &text) noexcept {
+  try {
+    log(LogLevel::Warning, "cuda: " + text);
+  } catch (...) {
+  }
+}
+
+std::shared_ptr<const CudaRuntime> resolve(std::shared_ptr<const CudaRuntime> runtime) {
+  return runtime ? std::move(runtime) : CudaRuntime::get();
+}
+
+class DirectGlOps final : public CudaGlOps {
+public:
+  explicit DirectGlOps(std::shared_ptr<const CudaRuntime> rt) : rt_(std::move(rt)) {}
+  Result<void *> register_buffer(std::uint32_t buffer_id) override { return rt_->gl_register_buffer(buffer_id); }
+  Result<CudaDeviceRange> map(void *resource) override { return rt_->gl_map_resource(resource); }
+  void unmap(void *resource) noexcept override { rt_->gl_unmap_resource(resource); }
+  void unregister(void *resource) noexcept override { rt_->gl_unregister_resource(resource); }
+
+private:
+  std::shared_ptr<const CudaRuntime> rt_;
+};
+
+#ifndef _WIN32
+// After a failed import the dup may already be closed: the CUDA reference
+// says a failed import leaves the fd alone, but discrete NVIDIA drivers have
+// been seen closing it (HAZ-43). Close it only if the number still names
+// the file we duplicated; a closed number (EBADF) is merely logged, and a
+// number another thread reused for a different file in the meantime is left
+// alone (spec §7 item 15 — the window shrinks to a reuse of the same file).
+void reclaim_after_failed_import(int dup_fd, const struct stat &before) noexcept {
+  struct stat now {};
+  if (::fstat(dup_fd, &now) != 0) {
+    int err = errno;
+    debug("fd " + std::to_string(dup_fd) + " was already closed after the failed import (" + std::strerror(err) +
+          "); nothing to reclaim");
+    return;
+  }
+  if (now.st_dev != before.st_dev || now.st_ino != before.st_ino) {
+    debug("fd " + std::to_string(dup_fd) +
+          " names another file after the failed import (closed by the runtime and reused); left alone");
+    return;
+  }
+  if (::close(dup_fd) != 0) {
+    int err = errno;
+    debug("closing fd " + std::to_string(dup_fd) + " after the failed import: " + std::strerror(err));
+  }
+}
+#endif
+
+} // namespace
+
+Result<void *> CudaGlOps::register_buffer(std::uint32_t buffer_id) {
+  return Error::not_implemented("CudaGlOps::register_buffer(" + std::to_string(buffer_id) +
+                                "): these GL operations cannot register buffers");
+}
+
+std::shared_ptr<CudaGlOps> make_direct_cuda_gl_ops(std::shared_ptr<const CudaRuntime> runtime) {
+  return std::make_shared<DirectGlOps>(resolve(std::move(runtime)));
+}
+
+const char *cuda_handle_kind_name(CudaHandleKind kind) noexcept {
+  switch (kind) {
+  case CudaHandleKind::GlBuffer: return "GlBuffer";
+  case CudaHandleKind::ExternalMemory: return "ExternalMem";
+  case CudaHandleKind::Detached: return "Detached";
+  }
+  return "Unknown";
+}
+
+Result<std::shared_ptr<CudaHandle>> CudaHandle::import_dma_fd(int fd, std::size_t size,
+                                                              std::shared_ptr<const CudaRuntime> runtime) {
+  runtime = resolve(std::move(runtime));
+  if (!runtime->available())
+    return runtime->unavailable_error("CudaHandle::import_dma_fd");
+  if (fd < 0)
+    return Error::invalid_argument("CudaHandle::import_dma_fd: fd " + std::to_string(fd) + " is not a descriptor");
+  if (size == 0)
+    return Error::invalid_size(0, "CudaHandle::import_dma_fd: zero bytes");
+#ifdef _WIN32
+  return Error::not_implemented("CudaHandle::import_dma_fd: DMA-BUF import exists on Linux only");
+#else
+  const CudaFunctions &fn = runtime->functions();
+
+  // CUDA-DMA-02: CUDA never gets the caller's fd. The dup stays owned by us
+  // until the runtime's verdict.
+  UniqueFd dup(::fcntl(fd, F_DUPFD_CLOEXEC, 0));
+  if (!dup.valid()) {
+    int err = errno;
+    return Error::io(err, "CudaHandle::import_dma_fd: duplicating fd " + std::to_string(fd));
+  }
+  struct stat identity {};
+  if (::fstat(dup.get(), &identity) != 0) {
+    int err = errno;
+    return Error::io(err, "CudaHandle::import_dma_fd: fstat of fd " + std::to_string(dup.get()));
+  }
+
+  cudaffi::ExternalMemoryHandleDesc desc;
+  cudaffi::zero_fill(desc);
+  desc.type = cudaffi::ExternalMemoryHandleType::OpaqueFd;
+  desc.handle.fd = dup.get();
+  desc.size = size;
+  desc.flags = 0;
+
+  void *ext_mem = nullptr;
+  cudaffi::Status rc = fn.import_external_memory(&ext_mem, &desc);
+  if (rc != cudaffi::kSuccess || !ext_mem) {
+    Error e = rc != cudaffi::kSuccess
+                  ? runtime->call_error(("cudaImportExternalMemory(OpaqueFd, fd " + std::to_string(fd) + ", " +
+                                         std::to_string(size) + " bytes)")
+                                            .c_str(),
+                                        rc)
+                  : Error::device("cudaImportExternalMemory returned no object");
+    debug(e.message());
+    // Take the number out of the owner first: its close must be the
+    // tolerant one (CUDA-DMA-04).
+    int raw = dup.release();
+    if (rc != cudaffi::kSuccess)
+      reclaim_after_failed_import(raw, identity);
+    // (rc == success with a null object: the runtime owns the fd; leave it.)
+    return e;
+  }
+  // CUDA-DMA-05: the runtime owns the dup now.
+  (void)dup.release();
+
+  cudaffi::ExternalMemoryBufferDesc buffer;
+  cudaffi::zero_fill(buffer);
+  buffer.offset = 0;
+  buffer.size = size;
+  buffer.flags = 0;
+  void *device_ptr = nullptr;
+  rc = fn.external_memory_get_mapped_buffer(&device_ptr, ext_mem, &buffer);
+  if (rc != cudaffi::kSuccess || !device_ptr) {
+    Error e = rc != cudaffi::kSuccess
+                  ? runtime->call_error(
+                        ("cudaExternalMemoryGetMappedBuffer(" + std::to_string(size) + " bytes)").c_str(), rc)
+                  : Error::device("cudaExternalMemoryGetMappedBuffer returned a null pointer");
+    debug(e.message());
+    if (device_ptr) {
+      cudaffi::Status frc = fn.free(device_ptr);
+      if (frc != cudaffi::kSuccess)
+        debug("cudaFree after a failed buffer mapping: " + runtime->error_text(frc));
+    }
+    cudaffi::Status drc = fn.destroy_external_memory(ext_mem);
+    if (drc != cudaffi::kSuccess)
+      warn("cudaDestroyExternalMemory after a failed buffer mapping: " + runtime->error_text(drc));
+    return e;
+  }
+  return adopt_external(std::move(runtime), ext_mem, device_ptr, size);
+#endif
+}
+
+Result<std::shared_ptr<CudaHandle>> CudaHandle::import_dmabuf(const DmaBufStorage &storage,
+                                                              std::shared_ptr<const CudaRuntime> runtime) {
+  return import_dma_fd(storage.fd(), storage.size_bytes(), std::move(runtime));
+}
+
+Result<std::shared_ptr<CudaHandle>> CudaHandle::register_gl_buffer(std::shared_ptr<CudaGlOps> ops,
+                                                                   std::uint32_t buffer_id, std::size_t size) {
+  if (!ops)
+    return Error::invalid_argument("CudaHandle::register_gl_buffer: no GL operations");
+  if (buffer_id == 0)
+    return Error::invalid_argument("CudaHandle::register_gl_buffer: GL buffer name 0");
+  Result<void *> resource = ops->register_buffer(buffer_id);
+  if (!resource)
+    return std::move(resource).error();
+  return from_gl(*resource, size, std::move(ops));
+}
+
+std::shared_ptr<CudaHandle> CudaHandle::from_gl(void *resource, std::size_t size, std::shared_ptr<CudaGlOps> ops) {
+  Backing b;
+  b.kind = CudaHandleKind::GlBuffer;
+  b.resource = resource;
+  b.ops = std::move(ops);
+  return std::make_shared<CudaHandle>(Token{}, std::move(b), size);
+}
+
+Result<std::shared_ptr<CudaHandle>> CudaHandle::from_client(const tm_cuda_gl_client_parts &parts) {
+  if (!parts.resource)
+    return Error::invalid_argument("CudaHandle::from_client: the parts carry no resource");
+  Result<std::shared_ptr<CudaGlOps>> ops = cuda_gl_ops_from_client(parts.ops);
+  if (!ops)
+    return std::move(ops).error();
+  return from_gl(parts.resource, parts.size, std::move(*ops));
+}
+
+std::shared_ptr<CudaHandle> CudaHandle::adopt_external(std::shared_ptr<const CudaRuntime> runtime, void *ext_mem,
+                                                       void *device_ptr, std::size_t size) {
+  Backing b;
+  b.kind = CudaHandleKind::ExternalMemory;
+  b.runtime = std::move(runtime);
+  b.ext_mem = ext_mem;
+  b.device_ptr = device_ptr;
+  return std::make_shared<CudaHandle>(Token{}, std::move(b), size);
+}
+
+CudaHandle::~CudaHandle() {
+  const Backing &b = backing_;
+  if (b.kind == CudaHandleKind::GlBuffer) {
+    if (b.ops)
+      b.ops->unregister(b.resource);
+  } else if (b.kind == CudaHandleKind::ExternalMemory) {
+    if (!b.runtime || !b.runtime->loaded())
+      return;
+    const CudaFunctions &fn = b.runtime->functions();
+    // NVIDIA's reference: a buffer mapped from external memory is freed with
+    // cudaFree, and that must happen before the memory is destroyed.
+    if (b.device_ptr) {
+      cudaffi::Status rc = fn.free(b.device_ptr);
+      if (rc != cudaffi::kSuccess)
+        warn("cudaFree of the external-memory mapping failed: " + b.runtime->error_text(rc));
+    }
+    if (b.ext_mem) {
+      cudaffi::Status rc = fn.destroy_external_memory(b.ext_mem);
+      if (rc != cudaffi::kSuccess)
+        warn("cudaDestroyExternalMemory failed: " + b.runtime->error_text(rc));
+    }
+  }
+}
+
+CudaHandleKind CudaHandle::kind() const noexcept {
+  std::lock_guard lock(mu_);
+  return backing_.kind;
+}
+
+std::string CudaHandle::describe() const {
+  std::ostringstream os;
+  os << "CudaHandle { kind: " << cuda_handle_kind_name(kind()) << ", size: " << size_ << " }";
+  return os.str();
+}
+
+Result<CudaMap> CudaHandle::map_impl(bool writable) const {
+  Backing b;
+  {
+    std::lock_guard lock(mu_);
+    b = backing_;
+  }
+  std::shared_ptr<const void> keep = shared_from_this();
+  if (b.kind == CudaHandleKind::GlBuffer) {
+    if (!b.ops)
+      return Error::invalid_operation("CudaHandle::map: GL buffer handle without GL operations");
+    // The GL thread round trip runs without the handle's lock held.
+    Result<CudaDeviceRange> range = b.ops->map(b.resource);
+    if (!range)
+      return std::move(range).error();
+    if (!range->ptr && range->length != 0) {
+      b.ops->unmap(b.resource);
+      return Error::device("CudaHandle::map: the GL mapping reported " + std::to_string(range->length) +
+                           " bytes at a null address");
+    }
+    return CudaMap(std::move(keep), range->ptr, range->length, writable, b.ops, b.resource);
+  }
+  if (b.kind == CudaHandleKind::ExternalMemory)
+    return CudaMap(std::move(keep), b.device_ptr, size_, writable, nullptr, nullptr);
+  return Error::invalid_operation("CudaHandle::map: the handle is detached (its GL registration was handed across "
+                                  "the C ABI)");
+}
+
+} // namespace tensormem

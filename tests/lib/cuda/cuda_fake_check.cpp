@@ -1,0 +1,45 @@
+// SPDX-License-Identifier: Apache-2.0
+// Checks of the fake runtime's own environment switches, run as separate
+// processes because they are about process exit and first-use parsing:
+//   leak     leaks an imported handle on purpose; with
+//            FAKE_CUDART_CHECK_BALANCE=1 the process must end with status 97
+//   envfail  FAKE_CUDART_FAIL makes cudaImportExternalMemory fail (closing
+//            the fd anyway); the import must fail cleanly, exit 0
+//   nodevice FAKE_CUDART_DEVICE_COUNT=0: the process runtime is unavailable
+#include <tensormem/cuda_handle.hpp>
+#include <tensormem/dmabuf_storage.hpp>
+
+#include <cstdio>
+#include <cstring>
+#include <fcntl.h>
+
+using namespace tensormem;
+
+int main(int argc, char **argv) {
+  if (argc != 2)
+    return 2;
+  const char *mode = argv[1];
+  DmaBufOptions o;
+  o.source = DmaBufSource::Memfd;
+  auto storage = DmaBufStorage::allocate(4096, o);
+  if (!storage)
+    return 3;
+  if (std::strcmp(mode, "nodevice") == 0) {
+    auto rt = CudaRuntime::get();
+    return rt->loaded() && !rt->available() ? 0 : 4;
+  }
+  auto h = CudaHandle::import_dmabuf(**storage);
+  if (std::strcmp(mode, "leak") == 0) {
+    if (!h)
+      return 5;
+    new std::shared_ptr<CudaHandle>(std::move(*h)); // never destroyed
+    return 0;
+  }
+  if (std::strcmp(mode, "envfail") == 0) {
+    if (h || h.error().kind() != ErrorKind::Device)
+      return 6;
+    std::printf("refused as expected: %s\n", h.error().message().c_str());
+    return ::fcntl((*storage)->fd(), F_GETFD) == -1 ? 7 : 0;
+  }
+  return 2;
+}

@@ -1,0 +1,93 @@
+// SPDX-License-Identifier: Apache-2.0
+// Helpers shared by the CUDA tests: the fake runtime's paths and control
+// functions, an fd counter, and a counting CudaGlOps.
+#pragma once
+
+#include <tensormem/cuda_handle.hpp>
+#include <tensormem/cuda_runtime.hpp>
+
+#include "fake_cudart.h"
+
+#include <atomic>
+#include <cstdlib>
+#include <dirent.h>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace cudatest {
+
+inline std::string fake_path() { return FAKE_CUDART_PATH; }
+inline std::string partial_path() { return FAKE_CUDART_PARTIAL_PATH; }
+
+inline int count_open_fds() {
+  int n = 0;
+  DIR *dir = ::opendir("/proc/self/fd");
+  while (dirent *e = ::readdir(dir))
+    if (e->d_name[0] != '.')
+      ++n;
+  ::closedir(dir);
+  return n - 1; // the directory stream's own fd
+}
+
+inline std::string call_log() {
+  std::size_t n = fake_cudart_call_log(nullptr, 0);
+  std::string out(n + 1, '\0');
+  fake_cudart_call_log(out.data(), out.size());
+  out.resize(n);
+  return out;
+}
+
+/// Puts the fake back to a clean slate between tests.
+inline void reset_fake() {
+  (void)tensormem::CudaRuntime::get(); // the process runtime's probe is not part of any test's log
+  fake_cudart_clear_faults();
+  fake_cudart_set_device_count(1);
+  fake_cudart_reset_counters();
+}
+
+/// GL operations that map every resource to a fixed range (or fail) and
+/// count each call; the seed tests' MockOps, with the calling thread kept.
+class CountingGlOps final : public tensormem::CudaGlOps {
+public:
+  explicit CountingGlOps(bool map_ok = true, void *ptr = reinterpret_cast<void *>(0x1000), std::size_t len = 4096)
+      : map_ok_(map_ok), ptr_(ptr), len_(len) {}
+
+  tensormem::Result<void *> register_buffer(std::uint32_t buffer_id) override {
+    ++registers;
+    if (!register_ok)
+      return tensormem::Error::device("fake register refused buffer " + std::to_string(buffer_id));
+    return reinterpret_cast<void *>(static_cast<std::uintptr_t>(0x100 + buffer_id));
+  }
+  tensormem::Result<tensormem::CudaDeviceRange> map(void *) override {
+    ++maps;
+    if (!map_ok_)
+      return tensormem::Error::device("fake map yields nothing");
+    return tensormem::CudaDeviceRange{ptr_, len_};
+  }
+  void unmap(void *resource) noexcept override {
+    ++unmaps;
+    std::lock_guard lock(mu);
+    unmap_threads.push_back(std::this_thread::get_id());
+    last_unmapped = resource;
+  }
+  void unregister(void *resource) noexcept override {
+    ++unregisters;
+    last_unregistered = resource;
+  }
+
+  bool register_ok = true;
+  std::atomic<int> registers{0}, maps{0}, unmaps{0}, unregisters{0};
+  std::mutex mu;
+  std::vector<std::thread::id> unmap_threads;
+  void *last_unmapped = nullptr;
+  void *last_unregistered = nullptr;
+
+private:
+  bool map_ok_;
+  void *ptr_;
+  std::size_t len_;
+};
+
+} // namespace cudatest

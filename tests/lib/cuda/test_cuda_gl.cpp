@@ -1,0 +1,104 @@
+// SPDX-License-Identifier: Apache-2.0
+// A GL-buffer registration end to end on real GL (the headless GL worker,
+// Mesa llvmpipe here) and the fake runtime, whose GL interop maps the buffer
+// with glMapBufferRange on the worker thread. The CudaGlOps below posts
+// each call to the worker, as the GL worker's own implementation must.
+#include <tensormem/cuda_handle.hpp>
+#include <tensormem/gl_worker.hpp>
+#include <tensormem/pbo_storage.hpp>
+#include <tensormem/tensor.hpp>
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <dlfcn.h>
+#include <optional>
+
+using namespace tensormem;
+
+namespace {
+
+// This program does not link the fake (so its run path stays the plain
+// one); the control functions are looked up in the copy the loader opened.
+template <typename F> F fake_fn(const char *name) {
+  void *lib = ::dlopen(FAKE_CUDART_PATH, RTLD_NOW | RTLD_NOLOAD);
+  void *sym = lib ? ::dlsym(lib, name) : nullptr;
+  if (lib)
+    ::dlclose(lib);
+  return reinterpret_cast<F>(sym);
+}
+unsigned long fake_calls(const char *fn) { return fake_fn<unsigned long (*)(const char *)>("fake_cudart_calls")(fn); }
+std::size_t fake_live() { return fake_fn<std::size_t (*)(const char *)>("fake_cudart_live")(nullptr); }
+unsigned long fake_violations() { return fake_fn<unsigned long (*)()>("fake_cudart_violations")(); }
+
+class WorkerGlOps final : public CudaGlOps {
+public:
+  WorkerGlOps(std::shared_ptr<GlWorker> worker, std::shared_ptr<const CudaRuntime> rt)
+      : worker_(std::move(worker)), rt_(std::move(rt)) {}
+
+  Result<void *> register_buffer(std::uint32_t buffer_id) override {
+    std::optional<Result<void *>> out;
+    Result<void> ran = worker_->submit([&] { out.emplace(rt_->gl_register_buffer(buffer_id)); });
+    if (!ran)
+      return std::move(ran).error();
+    return std::move(*out);
+  }
+  Result<CudaDeviceRange> map(void *resource) override {
+    std::optional<Result<CudaDeviceRange>> out;
+    Result<void> ran = worker_->submit([&] { out.emplace(rt_->gl_map_resource(resource)); });
+    if (!ran)
+      return std::move(ran).error();
+    return std::move(*out);
+  }
+  void unmap(void *resource) noexcept override {
+    (void)worker_->submit([&] { rt_->gl_unmap_resource(resource); });
+  }
+  void unregister(void *resource) noexcept override {
+    (void)worker_->submit([&] { rt_->gl_unregister_resource(resource); });
+  }
+
+private:
+  std::shared_ptr<GlWorker> worker_;
+  std::shared_ptr<const CudaRuntime> rt_;
+};
+
+} // namespace
+
+TEST(CudaGl, CUDA_GL_01_02_a_pbo_registered_mapped_written_and_read_back_through_gl) {
+  auto rt = CudaRuntime::get();
+  ASSERT_TRUE(rt->available()) << rt->reason();
+  Result<std::shared_ptr<GlWorker>> worker = GlWorker::create();
+  if (!worker)
+    GTEST_SKIP() << "no GL context can be made here: " << worker.error().message();
+  Tensor pbo = std::move((*worker)->create_pbo(4096, {4096}, DType::U8)).value();
+  auto *storage = dynamic_cast<PboStorage *>(pbo.storage().get());
+  ASSERT_NE(storage, nullptr);
+
+  auto ops = std::make_shared<WorkerGlOps>(*worker, rt);
+  Result<std::shared_ptr<CudaHandle>> h = CudaHandle::register_gl_buffer(ops, storage->buffer_id(), 4096);
+  ASSERT_TRUE(h) << h.error().message();
+  ASSERT_TRUE(pbo.attach_cuda(*h));
+  {
+    std::optional<CudaMap> m = pbo.cuda_map_mut();
+    ASSERT_TRUE(m);
+    EXPECT_EQ(m->length(), 4096u);
+    std::vector<unsigned char> pattern(4096);
+    for (std::size_t i = 0; i < pattern.size(); ++i)
+      pattern[i] = static_cast<unsigned char>(i * 13 + 1);
+    ASSERT_TRUE(rt->memcpy_host_to_device(m->device_ptr(), pattern.data(), pattern.size()));
+  } // GL unmap on the worker: the PBO is free for CPU maps again
+  {
+    Result<HostView> v = pbo.map(CpuAccess::Read);
+    ASSERT_TRUE(v) << v.error().message();
+    for (std::size_t i = 0; i < 4096; ++i)
+      ASSERT_EQ(static_cast<unsigned char>(v->bytes()[i]), static_cast<unsigned char>(i * 13 + 1)) << i;
+  }
+  pbo.detach_cuda();
+  h->reset();
+  EXPECT_EQ(fake_calls("cudaGraphicsGLRegisterBuffer"), 1u);
+  EXPECT_EQ(fake_calls("cudaGraphicsMapResources"), 1u);
+  EXPECT_EQ(fake_calls("cudaGraphicsUnmapResources"), 1u);
+  EXPECT_EQ(fake_calls("cudaGraphicsUnregisterResource"), 1u);
+  EXPECT_EQ(fake_live(), 0u);
+  EXPECT_EQ(fake_violations(), 0u);
+}

@@ -1,0 +1,127 @@
+// SPDX-License-Identifier: Apache-2.0
+// Against the CUDA toolkit installed on this machine, where there is one:
+// the FFI mirrors compared field by field with the real driver_types.h, and
+// the real runtime loaded through the ordinary ladder (without a driver it
+// must load and count as unavailable; with a GPU it must find a device).
+#include <tensormem/cuda_ffi.hpp>
+#include <tensormem/cuda_runtime.hpp>
+
+#if defined(TM_HAVE_DRIVER_TYPES_H)
+#include <driver_types.h>
+#endif
+
+#include <gtest/gtest.h>
+
+#include <cstddef>
+#include <cstdlib>
+#include <dlfcn.h>
+
+using namespace tensormem;
+
+#if defined(TM_HAVE_DRIVER_TYPES_H)
+namespace ffi = tensormem::cudaffi;
+
+#define SAME_LAYOUT(ours, theirs) static_assert(sizeof(ours) == sizeof(theirs) && alignof(ours) == alignof(theirs))
+#define SAME_OFFSET(ours, theirs, field) static_assert(offsetof(ours, field) == offsetof(theirs, field))
+
+SAME_LAYOUT(ffi::ExternalMemoryHandleDesc, cudaExternalMemoryHandleDesc);
+SAME_OFFSET(ffi::ExternalMemoryHandleDesc, cudaExternalMemoryHandleDesc, type);
+SAME_OFFSET(ffi::ExternalMemoryHandleDesc, cudaExternalMemoryHandleDesc, handle);
+SAME_OFFSET(ffi::ExternalMemoryHandleDesc, cudaExternalMemoryHandleDesc, size);
+SAME_OFFSET(ffi::ExternalMemoryHandleDesc, cudaExternalMemoryHandleDesc, flags);
+SAME_OFFSET(ffi::ExternalMemoryHandleDesc, cudaExternalMemoryHandleDesc, reserved);
+SAME_OFFSET(ffi::ExternalMemoryHandleDesc, cudaExternalMemoryHandleDesc, handle.fd);
+SAME_OFFSET(ffi::ExternalMemoryHandleDesc, cudaExternalMemoryHandleDesc, handle.win32.handle);
+SAME_OFFSET(ffi::ExternalMemoryHandleDesc, cudaExternalMemoryHandleDesc, handle.win32.name);
+SAME_LAYOUT(ffi::ExternalMemoryBufferDesc, cudaExternalMemoryBufferDesc);
+SAME_OFFSET(ffi::ExternalMemoryBufferDesc, cudaExternalMemoryBufferDesc, offset);
+SAME_OFFSET(ffi::ExternalMemoryBufferDesc, cudaExternalMemoryBufferDesc, size);
+SAME_OFFSET(ffi::ExternalMemoryBufferDesc, cudaExternalMemoryBufferDesc, flags);
+SAME_OFFSET(ffi::ExternalMemoryBufferDesc, cudaExternalMemoryBufferDesc, reserved);
+SAME_LAYOUT(ffi::ChannelFormatDesc, cudaChannelFormatDesc);
+SAME_OFFSET(ffi::ChannelFormatDesc, cudaChannelFormatDesc, f);
+SAME_LAYOUT(ffi::Extent, cudaExtent);
+SAME_LAYOUT(ffi::ExternalMemoryMipmappedArrayDesc, cudaExternalMemoryMipmappedArrayDesc);
+SAME_OFFSET(ffi::ExternalMemoryMipmappedArrayDesc, cudaExternalMemoryMipmappedArrayDesc, formatDesc);
+SAME_OFFSET(ffi::ExternalMemoryMipmappedArrayDesc, cudaExternalMemoryMipmappedArrayDesc, extent);
+SAME_OFFSET(ffi::ExternalMemoryMipmappedArrayDesc, cudaExternalMemoryMipmappedArrayDesc, flags);
+SAME_OFFSET(ffi::ExternalMemoryMipmappedArrayDesc, cudaExternalMemoryMipmappedArrayDesc, numLevels);
+SAME_OFFSET(ffi::ExternalMemoryMipmappedArrayDesc, cudaExternalMemoryMipmappedArrayDesc, reserved);
+SAME_LAYOUT(ffi::ExternalSemaphoreHandleDesc, cudaExternalSemaphoreHandleDesc);
+SAME_OFFSET(ffi::ExternalSemaphoreHandleDesc, cudaExternalSemaphoreHandleDesc, handle);
+SAME_OFFSET(ffi::ExternalSemaphoreHandleDesc, cudaExternalSemaphoreHandleDesc, flags);
+SAME_OFFSET(ffi::ExternalSemaphoreHandleDesc, cudaExternalSemaphoreHandleDesc, reserved);
+SAME_LAYOUT(ffi::ExternalSemaphoreWaitParams, cudaExternalSemaphoreWaitParams);
+SAME_OFFSET(ffi::ExternalSemaphoreWaitParams, cudaExternalSemaphoreWaitParams, params.fence.value);
+SAME_OFFSET(ffi::ExternalSemaphoreWaitParams, cudaExternalSemaphoreWaitParams, params.keyedMutex.key);
+SAME_OFFSET(ffi::ExternalSemaphoreWaitParams, cudaExternalSemaphoreWaitParams, params.keyedMutex.timeoutMs);
+SAME_OFFSET(ffi::ExternalSemaphoreWaitParams, cudaExternalSemaphoreWaitParams, params.reserved);
+SAME_OFFSET(ffi::ExternalSemaphoreWaitParams, cudaExternalSemaphoreWaitParams, flags);
+SAME_OFFSET(ffi::ExternalSemaphoreWaitParams, cudaExternalSemaphoreWaitParams, reserved);
+
+static_assert(int(ffi::ExternalMemoryHandleType::OpaqueFd) == cudaExternalMemoryHandleTypeOpaqueFd);
+static_assert(int(ffi::ExternalMemoryHandleType::D3D12Resource) == cudaExternalMemoryHandleTypeD3D12Resource);
+static_assert(int(ffi::ExternalMemoryHandleType::D3D11Resource) == cudaExternalMemoryHandleTypeD3D11Resource);
+static_assert(int(ffi::ExternalMemoryHandleType::D3D11ResourceKmt) == cudaExternalMemoryHandleTypeD3D11ResourceKmt);
+static_assert(int(ffi::ExternalMemoryHandleType::NvSciBuf) == cudaExternalMemoryHandleTypeNvSciBuf);
+static_assert(int(ffi::ExternalSemaphoreHandleType::D3D12Fence) == cudaExternalSemaphoreHandleTypeD3D12Fence);
+static_assert(int(ffi::ExternalSemaphoreHandleType::D3D11Fence) == cudaExternalSemaphoreHandleTypeD3D11Fence);
+static_assert(int(ffi::ExternalSemaphoreHandleType::TimelineSemaphoreWin32) ==
+              cudaExternalSemaphoreHandleTypeTimelineSemaphoreWin32);
+static_assert(ffi::kExternalMemoryDedicated == cudaExternalMemoryDedicated);
+static_assert(ffi::kGraphicsRegisterFlagsNone == cudaGraphicsRegisterFlagsNone);
+static_assert(int(ffi::MemcpyKind::HostToDevice) == cudaMemcpyHostToDevice);
+static_assert(int(ffi::MemcpyKind::DeviceToHost) == cudaMemcpyDeviceToHost);
+static_assert(int(ffi::MemcpyKind::DeviceToDevice) == cudaMemcpyDeviceToDevice);
+static_assert(int(ffi::ChannelFormatKind::Unsigned) == cudaChannelFormatKindUnsigned);
+static_assert(int(ffi::ChannelFormatKind::Float) == cudaChannelFormatKindFloat);
+static_assert(ffi::kErrorInvalidValue == int(cudaErrorInvalidValue));
+static_assert(ffi::kErrorInsufficientDriver == int(cudaErrorInsufficientDriver));
+static_assert(ffi::kErrorNoDevice == int(cudaErrorNoDevice));
+static_assert(ffi::kErrorNotSupported == int(cudaErrorNotSupported));
+#endif
+
+// CUDA-FFI-09: a port that can compile against real CUDA headers checks its
+// numbers against them. The checks above are static_asserts; this test only
+// reports whether they were compiled in.
+TEST(CudaReal, CUDA_FFI_09_mirrors_match_the_installed_driver_types_h) {
+#if defined(TM_HAVE_DRIVER_TYPES_H)
+  SUCCEED() << "compared with " TM_DRIVER_TYPES_DIR "/driver_types.h";
+#else
+  GTEST_SKIP() << "no CUDA toolkit (driver_types.h) was found at configure time; the layouts are checked only "
+                  "against the numbers in cuda_ffi.hpp";
+#endif
+}
+
+TEST(CudaReal, the_installed_runtime_loads_through_the_ladder_and_degrades_without_a_driver) {
+  void *probe = ::dlopen("libcudart.so", RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
+  void *present = probe ? probe : ::dlopen("libcudart.so.13", RTLD_LAZY | RTLD_LOCAL | RTLD_NOLOAD);
+  (void)present;
+  std::vector<std::string> ladder{"libcudart.so", "libcudart.so.13", "libcudart.so.12", "libcudart.so.11.0"};
+  auto rt = CudaRuntime::load(ladder);
+  if (!rt->loaded())
+    GTEST_SKIP() << "no CUDA runtime is installed here (" << rt->reason() << ")";
+  EXPECT_FALSE(rt->runtime_path().empty());
+  EXPECT_EQ(rt->runtime_path().front(), '/') << "dladdr gives the file the linker opened: " << rt->runtime_path();
+  if (rt->available()) {
+    EXPECT_GE(rt->device_count(), 1);
+    std::printf("[ info ] CUDA runtime %s with %d device(s)\n", rt->runtime_path().c_str(), rt->device_count());
+    return;
+  }
+  // No driver (this machine kind): cudaGetDeviceCount answers an error such
+  // as 35 (insufficient driver) or 100 (no device) and nothing crashes.
+  std::printf("[ info ] %s\n", rt->reason().c_str());
+  EXPECT_NE(rt->reason().find("cudaGetDeviceCount"), std::string::npos) << rt->reason();
+  EXPECT_FALSE(rt->stream_create());
+  EXPECT_FALSE(rt->memcpy_device_to_host(nullptr, nullptr, 0));
+}
+
+TEST(CudaReal, the_process_runtime_without_TENSORMEM_CUDART_is_the_installed_one_or_none) {
+  ASSERT_EQ(std::getenv("TENSORMEM_CUDART"), nullptr) << "this test runs without the override";
+  auto rt = CudaRuntime::get();
+  EXPECT_EQ(rt.get(), CudaRuntime::get().get());
+  if (!rt->loaded()) {
+    EXPECT_TRUE(rt->runtime_path().empty());
+  }
+  EXPECT_EQ(cuda_available(), rt->available());
+}
