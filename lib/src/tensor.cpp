@@ -3,6 +3,7 @@
 
 #include <tensormem/log.hpp>
 
+#include <cctype>
 #include <sstream>
 
 namespace tensormem {
@@ -17,8 +18,13 @@ Result<Tensor> Tensor::wrap(std::shared_ptr<Storage> storage, Shape shape, DType
     return Error::shape_mismatch("Tensor::wrap: shape " + shape_to_string(shape) + " of " + dtype_name(dtype) +
                                  " needs " + std::to_string(*bytes) + " bytes, the allocation holds " +
                                  std::to_string(storage->size_bytes()));
-  if (name.empty())
-    name = std::string(storage_kind_name(storage->kind())) + "_tensor";
+  if (name.empty()) {
+    // "mem_tensor", "dmabuf_tensor", "pbo_tensor": the seed's default for PBOs (PBO-NEW-03), generalised.
+    name = storage_kind_name(storage->kind());
+    for (char &c : name)
+      c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    name += "_tensor";
+  }
   return Tensor(std::move(storage), std::move(shape), dtype, std::move(name), 0, *bytes);
 }
 

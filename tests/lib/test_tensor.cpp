@@ -82,7 +82,7 @@ TEST(TensorNew, PBO_NEW_03_test_pbo_tensor_create_and_metadata) {
   EXPECT_EQ(t->offset(), 0u);
   EXPECT_FALSE(t->is_mapped());
   auto unnamed = Tensor::wrap(s, {4}, DType::U8);
-  EXPECT_EQ(unnamed->name(), "Pbo_tensor");
+  EXPECT_EQ(unnamed->name(), "pbo_tensor"); // PBO-NEW-03 default name
 }
 
 TEST(TensorNew, PBO_NEW_07_test_pbo_via_tensor_enum) {
