@@ -55,9 +55,9 @@ GstMemory *wrap_storage(GstAllocator *allocator, std::shared_ptr<tensormem::DmaB
                         gsize maxsize) noexcept {
   try {
     if (maxsize > storage->size_bytes()) {
-      GST_WARNING_OBJECT(allocator, "a %" G_GSIZE_FORMAT "-byte memory does not fit the %" G_GSIZE_FORMAT
-                                    "-byte storage",
-                         maxsize, storage->size_bytes());
+      GST_WARNING_OBJECT(allocator,
+                         "a %" G_GSIZE_FORMAT "-byte memory does not fit the %" G_GSIZE_FORMAT "-byte storage", maxsize,
+                         storage->size_bytes());
       return nullptr;
     }
     const bool writable = storage->writable();
@@ -99,8 +99,8 @@ GstMemory *allocator_alloc(GstAllocator *allocator, gsize size, GstAllocationPar
   gsize maxsize;
   if (__builtin_add_overflow(params->prefix, size, &maxsize) ||
       __builtin_add_overflow(maxsize, params->padding, &maxsize)) {
-    GST_WARNING_OBJECT(allocator, "prefix %" G_GSIZE_FORMAT " + size %" G_GSIZE_FORMAT " + padding %" G_GSIZE_FORMAT
-                                  " overflows",
+    GST_WARNING_OBJECT(allocator,
+                       "prefix %" G_GSIZE_FORMAT " + size %" G_GSIZE_FORMAT " + padding %" G_GSIZE_FORMAT " overflows",
                        params->prefix, size, params->padding);
     return nullptr;
   }
@@ -160,20 +160,10 @@ GstMemory *mem_share(GstMemory *mem, gssize offset, gssize size) {
   return sub;
 }
 
-gboolean mem_is_span(GstMemory *mem1, GstMemory *mem2, gsize *offset) {
-  TensorMapping *m1 = mapping_of(mem1), *m2 = mapping_of(mem2);
-  if (!m1 || !m2 || m1->tensor.storage() != m2->tensor.storage())
-    return FALSE;
-  if (offset)
-    *offset = mem1->offset - mem1->parent->offset;
-  return mem1->offset + mem1->size == mem2->offset;
-}
-
 } // namespace
 
 G_DEFINE_TYPE_WITH_CODE(GstTensorDmaBufAllocator, gst_tensor_dmabuf_allocator, GST_TYPE_DMABUF_ALLOCATOR,
-                        GST_DEBUG_CATEGORY_INIT(gst_tensor_dmabuf_debug, "tensordmabuf", 0,
-                                                "DMA-BUF tensor memory"))
+                        GST_DEBUG_CATEGORY_INIT(gst_tensor_dmabuf_debug, "tensordmabuf", 0, "DMA-BUF tensor memory"))
 
 static void gst_tensor_dmabuf_allocator_class_init(GstTensorDmaBufAllocatorClass *klass) {
   GST_ALLOCATOR_CLASS(klass)->alloc = allocator_alloc;
@@ -187,7 +177,7 @@ static void gst_tensor_dmabuf_allocator_init(GstTensorDmaBufAllocator *self) {
   alloc->mem_share = mem_share;
   alloc->mem_map_full = mem_map_full;
   alloc->mem_unmap_full = mem_unmap_full;
-  alloc->mem_is_span = mem_is_span;
+  alloc->mem_is_span = gst_tensormem::tensor_memory_is_span;
   // GstFdAllocator sets CUSTOM_ALLOC; this allocator implements alloc().
   GST_OBJECT_FLAG_UNSET(alloc, GST_ALLOCATOR_FLAG_CUSTOM_ALLOC);
 }

@@ -1,5 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include <gst/tensormem/gsttensormapping-private.h>
+#include <gst/tensormem/gsttensormemory.h>
+
+#include <cstring>
 
 GST_DEBUG_CATEGORY_STATIC(gst_tensor_mapping_debug);
 #define GST_CAT_DEFAULT gst_tensor_mapping_debug
@@ -83,14 +86,53 @@ bool resolve_memory_range(GstMemory *mem, gssize offset, gssize size, gsize *abs
   if (size == -1)
     size = static_cast<gssize>(mem->size) - offset;
   if (start < 0 || size < 0 || static_cast<guint64>(start) + static_cast<guint64>(size) > mem->maxsize) {
-    GST_WARNING("memory %p: %" G_GSSIZE_FORMAT " bytes at offset %" G_GSSIZE_FORMAT
-                " leave its %" G_GSIZE_FORMAT "-byte allocation (offset %" G_GSIZE_FORMAT ")",
+    GST_WARNING("memory %p: %" G_GSSIZE_FORMAT " bytes at offset %" G_GSSIZE_FORMAT " leave its %" G_GSIZE_FORMAT
+                "-byte allocation (offset %" G_GSIZE_FORMAT ")",
                 mem, size, offset, mem->maxsize, mem->offset);
     return false;
   }
   *abs_offset = static_cast<gsize>(start);
   *abs_size = static_cast<gsize>(size);
   return true;
+}
+
+GstMemory *copy_memory_range(GstMemory *mem, gssize offset, gssize size) noexcept {
+  gsize abs_offset, abs_size;
+  if (!resolve_memory_range(mem, offset, size, &abs_offset, &abs_size))
+    return nullptr;
+  GstAllocationParams params;
+  gst_allocation_params_init(&params);
+  params.align = mem->align;
+  GstMemory *copy = gst_allocator_alloc(mem->allocator, abs_size, &params);
+  if (!copy)
+    return nullptr;
+  GstMapInfo src, dst;
+  if (!gst_memory_map(mem, &src, GST_MAP_READ)) {
+    GST_WARNING("memory %p: cannot map the source of a copy for reading", mem);
+    gst_memory_unref(copy);
+    return nullptr;
+  }
+  if (!gst_memory_map(copy, &dst, GST_MAP_WRITE)) {
+    GST_WARNING("memory %p: cannot map the new copy for writing", copy);
+    gst_memory_unmap(mem, &src);
+    gst_memory_unref(copy);
+    return nullptr;
+  }
+  if (abs_size > 0)
+    std::memcpy(dst.data, src.data - mem->offset + abs_offset, abs_size);
+  gst_memory_unmap(copy, &dst);
+  gst_memory_unmap(mem, &src);
+  return copy;
+}
+
+gboolean tensor_memory_is_span(GstMemory *mem1, GstMemory *mem2, gsize *offset) noexcept {
+  const tensormem::Tensor *t1 = gst_tensor_memory_get_tensor(mem1);
+  const tensormem::Tensor *t2 = gst_tensor_memory_get_tensor(mem2);
+  if (!t1 || !t2 || t1->storage() != t2->storage())
+    return FALSE;
+  if (offset)
+    *offset = mem1->offset - mem1->parent->offset;
+  return mem1->offset + mem1->size == mem2->offset;
 }
 
 } // namespace gst_tensormem

@@ -50,4 +50,11 @@ void tensor_mapping_unmap(TensorMapping *mapping, GstMapInfo *info) noexcept;
  * allocation. */
 bool resolve_memory_range(GstMemory *mem, gssize offset, gssize size, gsize *abs_offset, gsize *abs_size) noexcept;
 
+/* The mem_copy body of every tensor allocator: a new memory from `mem`'s own
+ * allocator holding a copy of the range; NULL (after a warning) on failure. */
+GstMemory *copy_memory_range(GstMemory *mem, gssize offset, gssize size) noexcept;
+
+/* The mem_is_span body: both memories window one storage, back to back. */
+gboolean tensor_memory_is_span(GstMemory *mem1, GstMemory *mem2, gsize *offset) noexcept;
+
 } // namespace gst_tensormem

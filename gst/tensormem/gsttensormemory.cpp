@@ -50,16 +50,17 @@ GstMemory *allocator_alloc(GstAllocator *allocator, gsize size, GstAllocationPar
     params = &defaults;
   }
   if (params->align > kMaxAlignMask) {
-    GST_WARNING_OBJECT(allocator, "alignment mask %" G_GSIZE_FORMAT " exceeds the %" G_GSIZE_FORMAT
-                                  "-byte alignment of tensor system memory",
+    GST_WARNING_OBJECT(allocator,
+                       "alignment mask %" G_GSIZE_FORMAT " exceeds the %" G_GSIZE_FORMAT
+                       "-byte alignment of tensor system memory",
                        params->align, kMaxAlignMask + 1);
     return nullptr;
   }
   gsize maxsize;
   if (__builtin_add_overflow(params->prefix, size, &maxsize) ||
       __builtin_add_overflow(maxsize, params->padding, &maxsize)) {
-    GST_WARNING_OBJECT(allocator, "prefix %" G_GSIZE_FORMAT " + size %" G_GSIZE_FORMAT " + padding %" G_GSIZE_FORMAT
-                                  " overflows",
+    GST_WARNING_OBJECT(allocator,
+                       "prefix %" G_GSIZE_FORMAT " + size %" G_GSIZE_FORMAT " + padding %" G_GSIZE_FORMAT " overflows",
                        params->prefix, size, params->padding);
     return nullptr;
   }
@@ -106,44 +107,8 @@ GstMemory *mem_share(GstMemory *mem, gssize offset, gssize size) {
   GstMemory *parent = mem->parent ? mem->parent : mem;
   // A share is read-only: writing through it would bypass the parent's lock.
   auto flags = static_cast<GstMemoryFlags>(GST_MINI_OBJECT_FLAGS(parent) | GST_MINI_OBJECT_FLAG_LOCK_READONLY);
-  return tensor_memory_new(mem->allocator, parent, priv_of(mem)->mapping.tensor, flags, mem->maxsize, mem->align, abs_offset,
-                           abs_size);
-}
-
-GstMemory *mem_copy(GstMemory *mem, gssize offset, gssize size) {
-  gsize abs_offset, abs_size;
-  if (!gst_tensormem::resolve_memory_range(mem, offset, size, &abs_offset, &abs_size))
-    return nullptr;
-  GstAllocationParams params;
-  gst_allocation_params_init(&params);
-  params.align = mem->align;
-  GstMemory *copy = allocator_alloc(mem->allocator, abs_size, &params);
-  if (!copy)
-    return nullptr;
-  GstMapInfo src, dst;
-  if (!gst_memory_map(mem, &src, GST_MAP_READ)) {
-    GST_WARNING("memory %p: cannot map the source of a copy for reading", mem);
-    gst_memory_unref(copy);
-    return nullptr;
-  }
-  if (!gst_memory_map(copy, &dst, GST_MAP_WRITE)) {
-    gst_memory_unmap(mem, &src);
-    gst_memory_unref(copy);
-    return nullptr;
-  }
-  if (abs_size > 0)
-    std::memcpy(dst.data, src.data - mem->offset + abs_offset, abs_size);
-  gst_memory_unmap(copy, &dst);
-  gst_memory_unmap(mem, &src);
-  return copy;
-}
-
-gboolean mem_is_span(GstMemory *mem1, GstMemory *mem2, gsize *offset) {
-  if (priv_of(mem1)->mapping.tensor.storage() != priv_of(mem2)->mapping.tensor.storage())
-    return FALSE;
-  if (offset)
-    *offset = mem1->offset - mem1->parent->offset;
-  return mem1->offset + mem1->size == mem2->offset;
+  return tensor_memory_new(mem->allocator, parent, priv_of(mem)->mapping.tensor, flags, mem->maxsize, mem->align,
+                           abs_offset, abs_size);
 }
 
 } // namespace
@@ -163,8 +128,8 @@ static void gst_tensor_system_allocator_init(GstTensorSystemAllocator *self) {
   alloc->mem_map_full = mem_map_full;
   alloc->mem_unmap_full = mem_unmap_full;
   alloc->mem_share = mem_share;
-  alloc->mem_copy = mem_copy;
-  alloc->mem_is_span = mem_is_span;
+  alloc->mem_copy = gst_tensormem::copy_memory_range;
+  alloc->mem_is_span = gst_tensormem::tensor_memory_is_span;
 }
 
 /**
@@ -232,14 +197,10 @@ GstTensorStorage gst_tensor_memory_get_storage(GstMemory *mem) {
   if (!tensor)
     return GST_TENSOR_STORAGE_AUTO;
   switch (tensor->storage_kind()) {
-  case tensormem::StorageKind::Mem:
-    return GST_TENSOR_STORAGE_SYSTEM;
-  case tensormem::StorageKind::DmaBuf:
-    return GST_TENSOR_STORAGE_DMABUF;
-  case tensormem::StorageKind::Pbo:
-    return GST_TENSOR_STORAGE_PBO;
-  default:
-    break;
+  case tensormem::StorageKind::Mem: return GST_TENSOR_STORAGE_SYSTEM;
+  case tensormem::StorageKind::DmaBuf: return GST_TENSOR_STORAGE_DMABUF;
+  case tensormem::StorageKind::Pbo: return GST_TENSOR_STORAGE_PBO;
+  default: break;
   }
   return GST_TENSOR_STORAGE_AUTO;
 }

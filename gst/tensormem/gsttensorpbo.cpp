@@ -148,43 +148,6 @@ GstMemory *mem_share(GstMemory *mem, gssize offset, gssize size) {
                         abs_offset, abs_size);
 }
 
-/* A new PBO of the same worker holding a copy of the range. */
-GstMemory *mem_copy(GstMemory *mem, gssize offset, gssize size) {
-  gsize abs_offset, abs_size;
-  if (!gst_tensormem::resolve_memory_range(mem, offset, size, &abs_offset, &abs_size))
-    return nullptr;
-  GstAllocationParams params;
-  gst_allocation_params_init(&params);
-  params.align = mem->align;
-  GstMemory *copy = allocator_alloc(mem->allocator, abs_size, &params);
-  if (!copy)
-    return nullptr;
-  GstMapInfo src, dst;
-  if (!gst_memory_map(mem, &src, GST_MAP_READ)) {
-    GST_WARNING("memory %p: cannot map the source of a copy for reading", mem);
-    gst_memory_unref(copy);
-    return nullptr;
-  }
-  if (!gst_memory_map(copy, &dst, GST_MAP_WRITE)) {
-    gst_memory_unmap(mem, &src);
-    gst_memory_unref(copy);
-    return nullptr;
-  }
-  if (abs_size > 0)
-    std::memcpy(dst.data, src.data - mem->offset + abs_offset, abs_size);
-  gst_memory_unmap(copy, &dst);
-  gst_memory_unmap(mem, &src);
-  return copy;
-}
-
-gboolean mem_is_span(GstMemory *mem1, GstMemory *mem2, gsize *offset) {
-  if (priv_of(mem1)->mapping.tensor.storage() != priv_of(mem2)->mapping.tensor.storage())
-    return FALSE;
-  if (offset)
-    *offset = mem1->offset - mem1->parent->offset;
-  return mem1->offset + mem1->size == mem2->offset;
-}
-
 } // namespace
 
 G_DEFINE_TYPE_WITH_CODE(GstTensorPboAllocator, gst_tensor_pbo_allocator, GST_TYPE_ALLOCATOR,
@@ -210,8 +173,8 @@ static void gst_tensor_pbo_allocator_init(GstTensorPboAllocator *self) {
   alloc->mem_map_full = mem_map_full;
   alloc->mem_unmap_full = mem_unmap_full;
   alloc->mem_share = mem_share;
-  alloc->mem_copy = mem_copy;
-  alloc->mem_is_span = mem_is_span;
+  alloc->mem_copy = gst_tensormem::copy_memory_range;
+  alloc->mem_is_span = gst_tensormem::tensor_memory_is_span;
 }
 
 /**
