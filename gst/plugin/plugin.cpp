@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
+#include "gsttensorcudaimport.h"
 #include "gsttensordownload.h"
+#include "gsttensorinspect.h"
 #include "gsttensorupload.h"
 
 #include <gst/tensormem/gsttensormem.h>
@@ -7,7 +9,9 @@
 static gboolean plugin_init(GstPlugin *plugin) {
   gst_tensormem_init();
   return gst_element_register(plugin, "tensorupload", GST_RANK_NONE, GST_TYPE_TENSOR_UPLOAD) &&
-         gst_element_register(plugin, "tensordownload", GST_RANK_NONE, GST_TYPE_TENSOR_DOWNLOAD);
+         gst_element_register(plugin, "tensordownload", GST_RANK_NONE, GST_TYPE_TENSOR_DOWNLOAD) &&
+         gst_element_register(plugin, "tensorcudaimport", GST_RANK_NONE, GST_TYPE_TENSOR_CUDA_IMPORT) &&
+         gst_element_register(plugin, "tensorinspect", GST_RANK_NONE, GST_TYPE_TENSOR_INSPECT);
 }
 
 GST_PLUGIN_DEFINE(GST_VERSION_MAJOR, GST_VERSION_MINOR, tensormem,

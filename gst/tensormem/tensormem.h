@@ -9,3 +9,4 @@
 #include <gst/tensormem/gsttensorglcontext.h>
 #include <gst/tensormem/gsttensorpbo.h>
 #include <gst/tensormem/gsttensorbufferpool.h>
+#include <gst/tensormem/gsttensorcudameta.h>

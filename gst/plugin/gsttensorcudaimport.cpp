@@ -1,0 +1,245 @@
+// SPDX-License-Identifier: Apache-2.0
+/**
+ * SECTION:element-tensorcudaimport
+ * @title: tensorcudaimport
+ *
+ * Gives CUDA access to tensor memory: for each buffer whose single memory is
+ * DMA-BUF tensor memory (imported as CUDA external memory) or OpenGL PBO
+ * tensor memory (registered with CUDA on the memory's GL worker), it attaches
+ * a #GstTensorCudaMeta. The CUDA handle is cached on the memory, so a pooled
+ * buffer is imported once, not once per frame (#GstTensorCudaImport:imports
+ * counts the imports made).
+ *
+ * The bytes are never touched or copied. When CUDA is unavailable (no
+ * runtime, no device, no driver) buffers pass through without a meta after
+ * ONE element warning, and #GstTensorCudaImport:cuda-available is %FALSE.
+ * An import that fails also degrades to passing the buffer through without a
+ * meta (one warning per cause). With #GstTensorCudaImport:require-cuda set,
+ * either case is an element error instead.
+ *
+ * ## Example launch line
+ * |[
+ * gst-launch-1.0 videotestsrc ! tensorupload storage=dmabuf ! tensorcudaimport ! tensorinspect ! fakesink
+ * ]|
+ *
+ * Since: 0.1
+ */
+#include "gsttensorcudaimport.h"
+
+#include <gst/tensormem/gsttensorcudameta.h>
+#include <gst/tensormem/gsttensordmabuf.h>
+#include <gst/tensormem/gsttensorpbo.h>
+
+#include <tensormem/cuda_runtime.hpp>
+
+#include <new>
+#include <set>
+#include <string>
+
+GST_DEBUG_CATEGORY_STATIC(gst_tensor_cuda_import_debug);
+#define GST_CAT_DEFAULT gst_tensor_cuda_import_debug
+
+struct _GstTensorCudaImport {
+  GstBaseTransform parent;
+  gboolean require_cuda; // object lock
+  guint64 imports;       // object lock
+  // Streaming thread only (reset in start()).
+  std::set<std::string> *warned;
+};
+
+namespace {
+
+enum { PROP_0, PROP_CUDA_AVAILABLE, PROP_REQUIRE_CUDA, PROP_IMPORTS };
+
+GstStaticPadTemplate sink_template =
+    GST_STATIC_PAD_TEMPLATE("sink", GST_PAD_SINK, GST_PAD_ALWAYS, GST_STATIC_CAPS("video/x-raw(ANY)"));
+GstStaticPadTemplate src_template =
+    GST_STATIC_PAD_TEMPLATE("src", GST_PAD_SRC, GST_PAD_ALWAYS, GST_STATIC_CAPS("video/x-raw(ANY)"));
+
+/* The cause of a failure without the varying parts (fd numbers, sizes): the
+ * error kind and the message up to its first '(' or ':'. */
+std::string cause_of(const tensormem::Error &e) {
+  const std::string &m = e.message();
+  std::string head = m.substr(0, m.find_first_of("(:"));
+  return std::string(tensormem::error_kind_name(e.kind())) + ": " + head;
+}
+
+/* Without CUDA for `buffer`: an element error under require-cuda, otherwise
+ * one warning per cause and the buffer passes without a meta. */
+GstFlowReturn no_cuda(GstTensorCudaImport *self, GstBuffer *buffer, const std::string &cause,
+                      const std::string &detail) {
+  GST_OBJECT_LOCK(self);
+  const gboolean strict = self->require_cuda;
+  GST_OBJECT_UNLOCK(self);
+  if (strict) {
+    GST_ELEMENT_ERROR(self, RESOURCE, FAILED, ("No CUDA access for the buffer (require-cuda=true)"),
+                      ("buffer %" GST_TIME_FORMAT ": %s", GST_TIME_ARGS(GST_BUFFER_PTS(buffer)), detail.c_str()));
+    return GST_FLOW_ERROR;
+  }
+  if (!self->warned || self->warned->insert(cause).second) {
+    GST_ELEMENT_WARNING(self, RESOURCE, FAILED, ("Buffers pass through without CUDA access"),
+                        ("%s", detail.c_str()));
+  } else {
+    GST_LOG_OBJECT(self, "no CUDA access again: %s", detail.c_str());
+  }
+  return GST_FLOW_OK;
+}
+
+GstFlowReturn import_ip(GstTensorCudaImport *self, GstBuffer *buffer) {
+  if (gst_buffer_get_tensor_cuda_meta(buffer))
+    return GST_FLOW_OK; // imported upstream already
+  std::shared_ptr<const tensormem::CudaRuntime> rt = tensormem::CudaRuntime::get();
+  if (!rt->available())
+    return no_cuda(self, buffer, "unavailable", "CUDA is unavailable: " + rt->reason());
+  if (gst_buffer_n_memory(buffer) != 1)
+    return no_cuda(self, buffer, "memories",
+                   "a buffer of " + std::to_string(gst_buffer_n_memory(buffer)) +
+                       " memories (CUDA import takes buffers of one tensor memory)");
+  GstMemory *mem = gst_buffer_peek_memory(buffer, 0);
+  if (!gst_is_tensor_dmabuf_memory(mem) && !gst_is_tensor_pbo_memory(mem))
+    return no_cuda(self, buffer, "memory-kind",
+                   std::string("memory from allocator ") + (mem->allocator ? mem->allocator->mem_type : "(none)") +
+                       " is neither DMA-BUF nor PBO tensor memory");
+  gboolean imported = FALSE;
+  tensormem::Result<std::shared_ptr<tensormem::CudaHandle>> handle = gst_tensor_memory_import_cuda(mem, &imported);
+  if (!handle)
+    return no_cuda(self, buffer, cause_of(handle.error()), "CUDA import failed: " + handle.error().message());
+  if (imported) {
+    GST_OBJECT_LOCK(self);
+    ++self->imports;
+    GST_OBJECT_UNLOCK(self);
+    GST_DEBUG_OBJECT(self, "imported %s", (*handle)->describe().c_str());
+  }
+  if (!gst_buffer_add_tensor_cuda_meta(buffer, *handle, mem->offset, mem->size))
+    return no_cuda(self, buffer, "meta",
+                   "the CUDA handle (" + (*handle)->describe() + ") does not cover the memory's range");
+  return GST_FLOW_OK;
+}
+
+} // namespace
+
+G_DEFINE_TYPE(GstTensorCudaImport, gst_tensor_cuda_import, GST_TYPE_BASE_TRANSFORM)
+
+static void gst_tensor_cuda_import_finalize(GObject *object) {
+  auto *self = GST_TENSOR_CUDA_IMPORT(object);
+  delete self->warned;
+  G_OBJECT_CLASS(gst_tensor_cuda_import_parent_class)->finalize(object);
+}
+
+static void gst_tensor_cuda_import_set_property(GObject *object, guint prop_id, const GValue *value,
+                                                GParamSpec *pspec) {
+  auto *self = GST_TENSOR_CUDA_IMPORT(object);
+  switch (prop_id) {
+  case PROP_REQUIRE_CUDA:
+    GST_OBJECT_LOCK(self);
+    self->require_cuda = g_value_get_boolean(value);
+    GST_OBJECT_UNLOCK(self);
+    break;
+  default:
+    G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
+  }
+}
+
+static void gst_tensor_cuda_import_get_property(GObject *object, guint prop_id, GValue *value, GParamSpec *pspec) {
+  auto *self = GST_TENSOR_CUDA_IMPORT(object);
+  switch (prop_id) {
+  case PROP_CUDA_AVAILABLE: {
+    gboolean available = FALSE;
+    try {
+      available = tensormem::cuda_available();
+    } catch (...) {
+    }
+    g_value_set_boolean(value, available);
+    break;
+  }
+  case PROP_REQUIRE_CUDA:
+    GST_OBJECT_LOCK(self);
+    g_value_set_boolean(value, self->require_cuda);
+    GST_OBJECT_UNLOCK(self);
+    break;
+  case PROP_IMPORTS:
+    GST_OBJECT_LOCK(self);
+    g_value_set_uint64(value, self->imports);
+    GST_OBJECT_UNLOCK(self);
+    break;
+  default:
+    G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
+  }
+}
+
+static gboolean gst_tensor_cuda_import_start(GstBaseTransform *trans) {
+  auto *self = GST_TENSOR_CUDA_IMPORT(trans);
+  if (self->warned)
+    self->warned->clear();
+  try {
+    std::shared_ptr<const tensormem::CudaRuntime> rt = tensormem::CudaRuntime::get();
+    if (rt->available())
+      GST_INFO_OBJECT(self, "CUDA runtime %s, %d device(s)", rt->runtime_path().c_str(), rt->device_count());
+    else
+      GST_INFO_OBJECT(self, "CUDA unavailable: %s", rt->reason().c_str());
+  } catch (...) {
+    GST_WARNING_OBJECT(self, "probing the CUDA runtime failed");
+  }
+  return TRUE;
+}
+
+static GstFlowReturn gst_tensor_cuda_import_transform_ip(GstBaseTransform *trans, GstBuffer *buffer) {
+  auto *self = GST_TENSOR_CUDA_IMPORT(trans);
+  try {
+    return import_ip(self, buffer);
+  } catch (const std::exception &e) {
+    GST_ELEMENT_ERROR(self, CORE, FAILED, ("CUDA import failed"), ("%s", e.what()));
+  } catch (...) {
+    GST_ELEMENT_ERROR(self, CORE, FAILED, ("CUDA import failed"), ("unknown exception"));
+  }
+  return GST_FLOW_ERROR;
+}
+
+static void gst_tensor_cuda_import_class_init(GstTensorCudaImportClass *klass) {
+  GObjectClass *gobject_class = G_OBJECT_CLASS(klass);
+  GstElementClass *element_class = GST_ELEMENT_CLASS(klass);
+  GstBaseTransformClass *trans_class = GST_BASE_TRANSFORM_CLASS(klass);
+
+  gobject_class->finalize = gst_tensor_cuda_import_finalize;
+  gobject_class->set_property = gst_tensor_cuda_import_set_property;
+  gobject_class->get_property = gst_tensor_cuda_import_get_property;
+
+  g_object_class_install_property(
+      gobject_class, PROP_CUDA_AVAILABLE,
+      g_param_spec_boolean("cuda-available", "CUDA available",
+                           "Whether a CUDA runtime with at least one device was found (FALSE: buffers pass "
+                           "through without a CUDA meta)",
+                           FALSE, static_cast<GParamFlags>(G_PARAM_READABLE | G_PARAM_STATIC_STRINGS)));
+  g_object_class_install_property(
+      gobject_class, PROP_REQUIRE_CUDA,
+      g_param_spec_boolean("require-cuda", "Require CUDA",
+                           "Post an element error instead of passing a buffer through without CUDA access", FALSE,
+                           static_cast<GParamFlags>(G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
+                                                    GST_PARAM_MUTABLE_READY)));
+  g_object_class_install_property(
+      gobject_class, PROP_IMPORTS,
+      g_param_spec_uint64("imports", "Imports", "CUDA imports made (one per distinct memory; pooled memories reuse theirs)",
+                          0, G_MAXUINT64, 0, static_cast<GParamFlags>(G_PARAM_READABLE | G_PARAM_STATIC_STRINGS)));
+
+  gst_element_class_add_static_pad_template(element_class, &sink_template);
+  gst_element_class_add_static_pad_template(element_class, &src_template);
+  gst_element_class_set_static_metadata(element_class, "Tensor CUDA import", "Filter/Video/Hardware",
+                                        "Attaches CUDA device access (GstTensorCudaMeta) to DMA-BUF and PBO tensor "
+                                        "memory, importing each memory once",
+                                        "gst-tensormem developers");
+
+  trans_class->start = GST_DEBUG_FUNCPTR(gst_tensor_cuda_import_start);
+  trans_class->transform_ip = GST_DEBUG_FUNCPTR(gst_tensor_cuda_import_transform_ip);
+  trans_class->passthrough_on_same_caps = FALSE;
+  trans_class->transform_ip_on_passthrough = FALSE;
+
+  GST_DEBUG_CATEGORY_INIT(gst_tensor_cuda_import_debug, "tensorcudaimport", 0, "Tensor CUDA import");
+}
+
+static void gst_tensor_cuda_import_init(GstTensorCudaImport *self) {
+  self->require_cuda = FALSE;
+  self->imports = 0;
+  self->warned = new (std::nothrow) std::set<std::string>(); // never throws out of instance_init
+  gst_base_transform_set_in_place(GST_BASE_TRANSFORM(self), TRUE);
+  gst_base_transform_set_passthrough(GST_BASE_TRANSFORM(self), FALSE);
+}

@@ -1,0 +1,338 @@
+// SPDX-License-Identifier: Apache-2.0
+/**
+ * SECTION:element-tensorinspect
+ * @title: tensorinspect
+ *
+ * Reads each video frame through the best path and reports what it saw. A
+ * buffer with a #GstTensorCudaMeta is read through CUDA (the device bytes
+ * are copied to the host with cudaMemcpy DeviceToHost); any other buffer,
+ * or one whose CUDA read fails, through a host map (gst_video_frame_map()).
+ *
+ * Per buffer it posts an element message (unless #GstTensorInspect:silent)
+ * whose structure is named `tensorinspect`:
+ *
+ * - `frame` (guint64): index since start
+ * - `checksum` (string): 16 hex digits of a 64-bit FNV-1a over the visible
+ *   bytes of every plane, row by row, padding excluded (both paths honour
+ *   the #GstVideoMeta offsets and strides)
+ * - `path` (string): "cuda" or "host"
+ * - `min`, `max` (guint), `mean` (gdouble): over the first plane's visible
+ *   bytes
+ *
+ * At EOS it posts `tensorinspect-summary` with `frames`, `cuda-frames` and
+ * `host-frames` (guint64). Buffers pass through untouched.
+ *
+ * ## Example launch line
+ * |[
+ * gst-launch-1.0 -m videotestsrc num-buffers=3 ! tensorupload storage=pbo ! tensorcudaimport ! tensorinspect ! fakesink
+ * ]|
+ *
+ * Since: 0.1
+ */
+#include "gsttensorinspect.h"
+
+#include <gst/tensormem/gsttensorcudameta.h>
+#include <gst/video/video.h>
+
+#include <tensormem/cuda_runtime.hpp>
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+GST_DEBUG_CATEGORY_STATIC(gst_tensor_inspect_debug);
+#define GST_CAT_DEFAULT gst_tensor_inspect_debug
+
+struct _GstTensorInspect {
+  GstBaseTransform parent;
+  gboolean silent;      // object lock
+  gchar *last_checksum; // object lock
+  // Streaming thread.
+  GstVideoInfo info;
+  gboolean have_info;
+  guint64 frames;
+  guint64 cuda_frames;
+  guint64 host_frames;
+};
+
+namespace {
+
+enum { PROP_0, PROP_SILENT, PROP_LAST_CHECKSUM };
+
+GstStaticPadTemplate sink_template =
+    GST_STATIC_PAD_TEMPLATE("sink", GST_PAD_SINK, GST_PAD_ALWAYS, GST_STATIC_CAPS("video/x-raw(ANY)"));
+GstStaticPadTemplate src_template =
+    GST_STATIC_PAD_TEMPLATE("src", GST_PAD_SRC, GST_PAD_ALWAYS, GST_STATIC_CAPS("video/x-raw(ANY)"));
+
+constexpr guint64 kFnvOffset = 14695981039346656037ull;
+constexpr guint64 kFnvPrime = 1099511628211ull;
+
+struct Stats {
+  guint64 hash = kFnvOffset;
+  guint min = 255;
+  guint max = 0;
+  guint64 sum = 0;
+  guint64 count = 0;
+
+  void rows(const guint8 *base, gsize stride, gsize row_bytes, guint rows, bool first_plane) {
+    for (guint y = 0; y < rows; ++y) {
+      const guint8 *row = base + static_cast<gsize>(y) * stride;
+      for (gsize x = 0; x < row_bytes; ++x) {
+        hash = (hash ^ row[x]) * kFnvPrime;
+        if (first_plane) {
+          min = MIN(min, row[x]);
+          max = MAX(max, row[x]);
+          sum += row[x];
+          ++count;
+        }
+      }
+    }
+  }
+};
+
+/* Visible bytes per row and visible rows of `plane`. */
+void plane_extent(const GstVideoInfo *info, guint plane, gsize *row_bytes, guint *rows) {
+  gint comp[GST_VIDEO_MAX_COMPONENTS];
+  gst_video_format_info_component(info->finfo, plane, comp);
+  *row_bytes = static_cast<gsize>(GST_VIDEO_INFO_COMP_WIDTH(info, comp[0])) *
+               static_cast<gsize>(GST_VIDEO_INFO_COMP_PSTRIDE(info, comp[0]));
+  *rows = static_cast<guint>(GST_VIDEO_INFO_COMP_HEIGHT(info, comp[0]));
+}
+
+bool read_host(GstTensorInspect *self, GstBuffer *buffer, Stats *stats) {
+  GstVideoFrame frame;
+  if (!gst_video_frame_map(&frame, &self->info, buffer, GST_MAP_READ))
+    return false;
+  for (guint p = 0; p < GST_VIDEO_FRAME_N_PLANES(&frame); ++p) {
+    gsize row_bytes;
+    guint rows;
+    plane_extent(&frame.info, p, &row_bytes, &rows);
+    stats->rows(static_cast<const guint8 *>(GST_VIDEO_FRAME_PLANE_DATA(&frame, p)),
+                static_cast<gsize>(GST_VIDEO_FRAME_PLANE_STRIDE(&frame, p)), row_bytes, rows, p == 0);
+  }
+  gst_video_frame_unmap(&frame);
+  return true;
+}
+
+/* The CUDA path: map through the meta, copy the device bytes to the host,
+ * unmap (before any CPU map of a GL buffer), then walk the planes with the
+ * GstVideoMeta's (or the caps') offsets and strides. False (with the reason
+ * logged) when any step fails: the caller then reads through the host. */
+bool read_cuda(GstTensorInspect *self, GstBuffer *buffer, GstTensorCudaMeta *meta, Stats *stats) {
+  std::shared_ptr<const tensormem::CudaRuntime> rt = tensormem::CudaRuntime::get();
+  gpointer device = nullptr;
+  gsize size = 0;
+  GError *error = nullptr;
+  if (!gst_tensor_cuda_meta_map(meta, &device, &size, &error)) {
+    GST_INFO_OBJECT(self, "CUDA map failed, reading through the host: %s", error ? error->message : "?");
+    g_clear_error(&error);
+    return false;
+  }
+  std::vector<guint8> host(size);
+  tensormem::Result<void> copied = rt->memcpy_device_to_host(host.data(), device, size);
+  gst_tensor_cuda_meta_unmap(meta);
+  if (!copied) {
+    GST_INFO_OBJECT(self, "cudaMemcpy failed, reading through the host: %s", copied.error().message().c_str());
+    return false;
+  }
+
+  const GstVideoInfo *info = &self->info;
+  GstVideoMeta *vmeta = gst_buffer_get_video_meta(buffer);
+  const guint n_planes = GST_VIDEO_INFO_N_PLANES(info);
+  if (vmeta && vmeta->n_planes != n_planes)
+    return false;
+  Stats out;
+  for (guint p = 0; p < n_planes; ++p) {
+    const gsize offset = vmeta ? vmeta->offset[p] : GST_VIDEO_INFO_PLANE_OFFSET(info, p);
+    const gint stride = vmeta ? vmeta->stride[p] : GST_VIDEO_INFO_PLANE_STRIDE(info, p);
+    gsize row_bytes;
+    guint rows;
+    plane_extent(info, p, &row_bytes, &rows);
+    if (stride <= 0 || static_cast<gsize>(stride) < row_bytes || rows == 0)
+      return false;
+    const gsize end = offset + static_cast<gsize>(rows - 1) * static_cast<gsize>(stride) + row_bytes;
+    if (offset > size || end > size) {
+      GST_INFO_OBJECT(self, "plane %u ends at %" G_GSIZE_FORMAT " past the %" G_GSIZE_FORMAT " CUDA bytes", p, end,
+                      size);
+      return false;
+    }
+    out.rows(host.data() + offset, static_cast<gsize>(stride), row_bytes, rows, p == 0);
+  }
+  *stats = out;
+  return true;
+}
+
+GstFlowReturn inspect_ip(GstTensorInspect *self, GstBuffer *buffer) {
+  if (!self->have_info) {
+    GST_ELEMENT_ERROR(self, CORE, NEGOTIATION, ("No video caps before the first buffer"), (nullptr));
+    return GST_FLOW_NOT_NEGOTIATED;
+  }
+  Stats stats;
+  const char *path = nullptr;
+  if (GstTensorCudaMeta *meta = gst_buffer_get_tensor_cuda_meta(buffer)) {
+    if (read_cuda(self, buffer, meta, &stats))
+      path = "cuda";
+  }
+  if (!path) {
+    stats = Stats();
+    if (!read_host(self, buffer, &stats)) {
+      GST_ELEMENT_ERROR(self, RESOURCE, READ, ("Cannot read frame %" G_GUINT64_FORMAT, self->frames),
+                        ("gst_video_frame_map failed"));
+      return GST_FLOW_ERROR;
+    }
+    path = "host";
+  }
+  const guint64 index = self->frames++;
+  if (path[0] == 'c')
+    ++self->cuda_frames;
+  else
+    ++self->host_frames;
+
+  gchar checksum[17];
+  g_snprintf(checksum, sizeof checksum, "%016" G_GINT64_MODIFIER "x", stats.hash);
+  const gdouble mean = stats.count ? static_cast<gdouble>(stats.sum) / static_cast<gdouble>(stats.count) : 0.0;
+  GST_OBJECT_LOCK(self);
+  g_free(self->last_checksum);
+  self->last_checksum = g_strdup(checksum);
+  const gboolean silent = self->silent;
+  GST_OBJECT_UNLOCK(self);
+  GST_LOG_OBJECT(self, "frame %" G_GUINT64_FORMAT " via %s: %s", index, path, checksum);
+  if (!silent) {
+    GstStructure *s = gst_structure_new("tensorinspect", "frame", G_TYPE_UINT64, index, "checksum", G_TYPE_STRING,
+                                        checksum, "path", G_TYPE_STRING, path, "min", G_TYPE_UINT,
+                                        stats.count ? stats.min : 0u, "max", G_TYPE_UINT, stats.max, "mean",
+                                        G_TYPE_DOUBLE, mean, nullptr);
+    gst_element_post_message(GST_ELEMENT(self), gst_message_new_element(GST_OBJECT(self), s));
+  }
+  return GST_FLOW_OK;
+}
+
+} // namespace
+
+G_DEFINE_TYPE(GstTensorInspect, gst_tensor_inspect, GST_TYPE_BASE_TRANSFORM)
+
+static void gst_tensor_inspect_finalize(GObject *object) {
+  auto *self = GST_TENSOR_INSPECT(object);
+  g_free(self->last_checksum);
+  G_OBJECT_CLASS(gst_tensor_inspect_parent_class)->finalize(object);
+}
+
+static void gst_tensor_inspect_set_property(GObject *object, guint prop_id, const GValue *value, GParamSpec *pspec) {
+  auto *self = GST_TENSOR_INSPECT(object);
+  switch (prop_id) {
+  case PROP_SILENT:
+    GST_OBJECT_LOCK(self);
+    self->silent = g_value_get_boolean(value);
+    GST_OBJECT_UNLOCK(self);
+    break;
+  default:
+    G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
+  }
+}
+
+static void gst_tensor_inspect_get_property(GObject *object, guint prop_id, GValue *value, GParamSpec *pspec) {
+  auto *self = GST_TENSOR_INSPECT(object);
+  switch (prop_id) {
+  case PROP_SILENT:
+    GST_OBJECT_LOCK(self);
+    g_value_set_boolean(value, self->silent);
+    GST_OBJECT_UNLOCK(self);
+    break;
+  case PROP_LAST_CHECKSUM:
+    GST_OBJECT_LOCK(self);
+    g_value_set_string(value, self->last_checksum);
+    GST_OBJECT_UNLOCK(self);
+    break;
+  default:
+    G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
+  }
+}
+
+static gboolean gst_tensor_inspect_start(GstBaseTransform *trans) {
+  auto *self = GST_TENSOR_INSPECT(trans);
+  self->frames = self->cuda_frames = self->host_frames = 0;
+  self->have_info = FALSE;
+  GST_OBJECT_LOCK(self);
+  g_clear_pointer(&self->last_checksum, g_free);
+  GST_OBJECT_UNLOCK(self);
+  return TRUE;
+}
+
+static gboolean gst_tensor_inspect_set_caps(GstBaseTransform *trans, GstCaps *incaps, GstCaps *) {
+  auto *self = GST_TENSOR_INSPECT(trans);
+  GstVideoInfo info;
+  if (!gst_video_info_from_caps(&info, incaps)) {
+    GST_WARNING_OBJECT(self, "not video caps: %" GST_PTR_FORMAT, incaps);
+    return FALSE;
+  }
+  self->info = info;
+  self->have_info = TRUE;
+  return TRUE;
+}
+
+static GstFlowReturn gst_tensor_inspect_transform_ip(GstBaseTransform *trans, GstBuffer *buffer) {
+  auto *self = GST_TENSOR_INSPECT(trans);
+  try {
+    return inspect_ip(self, buffer);
+  } catch (const std::exception &e) {
+    GST_ELEMENT_ERROR(self, CORE, FAILED, ("Inspecting a frame failed"), ("%s", e.what()));
+  } catch (...) {
+    GST_ELEMENT_ERROR(self, CORE, FAILED, ("Inspecting a frame failed"), ("unknown exception"));
+  }
+  return GST_FLOW_ERROR;
+}
+
+static gboolean gst_tensor_inspect_sink_event(GstBaseTransform *trans, GstEvent *event) {
+  auto *self = GST_TENSOR_INSPECT(trans);
+  if (GST_EVENT_TYPE(event) == GST_EVENT_EOS) {
+    GstStructure *s = gst_structure_new("tensorinspect-summary", "frames", G_TYPE_UINT64, self->frames, "cuda-frames",
+                                        G_TYPE_UINT64, self->cuda_frames, "host-frames", G_TYPE_UINT64,
+                                        self->host_frames, nullptr);
+    gst_element_post_message(GST_ELEMENT(self), gst_message_new_element(GST_OBJECT(self), s));
+  }
+  return GST_BASE_TRANSFORM_CLASS(gst_tensor_inspect_parent_class)->sink_event(trans, event);
+}
+
+static void gst_tensor_inspect_class_init(GstTensorInspectClass *klass) {
+  GObjectClass *gobject_class = G_OBJECT_CLASS(klass);
+  GstElementClass *element_class = GST_ELEMENT_CLASS(klass);
+  GstBaseTransformClass *trans_class = GST_BASE_TRANSFORM_CLASS(klass);
+
+  gobject_class->finalize = gst_tensor_inspect_finalize;
+  gobject_class->set_property = gst_tensor_inspect_set_property;
+  gobject_class->get_property = gst_tensor_inspect_get_property;
+
+  g_object_class_install_property(
+      gobject_class, PROP_SILENT,
+      g_param_spec_boolean("silent", "Silent", "Post no per-buffer element messages (the EOS summary still goes)",
+                           FALSE, static_cast<GParamFlags>(G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS)));
+  g_object_class_install_property(
+      gobject_class, PROP_LAST_CHECKSUM,
+      g_param_spec_string("last-checksum", "Last checksum",
+                          "FNV-1a 64 (hex) of the last frame's visible bytes, padding excluded", nullptr,
+                          static_cast<GParamFlags>(G_PARAM_READABLE | G_PARAM_STATIC_STRINGS)));
+
+  gst_element_class_add_static_pad_template(element_class, &sink_template);
+  gst_element_class_add_static_pad_template(element_class, &src_template);
+  gst_element_class_set_static_metadata(element_class, "Tensor inspect", "Filter/Analyzer/Video",
+                                        "Reads each frame through CUDA when a CUDA meta is present (else through "
+                                        "the host) and posts a checksum and byte statistics",
+                                        "gst-tensormem developers");
+
+  trans_class->start = GST_DEBUG_FUNCPTR(gst_tensor_inspect_start);
+  trans_class->set_caps = GST_DEBUG_FUNCPTR(gst_tensor_inspect_set_caps);
+  trans_class->transform_ip = GST_DEBUG_FUNCPTR(gst_tensor_inspect_transform_ip);
+  trans_class->sink_event = GST_DEBUG_FUNCPTR(gst_tensor_inspect_sink_event);
+  trans_class->passthrough_on_same_caps = TRUE;
+  trans_class->transform_ip_on_passthrough = TRUE;
+
+  GST_DEBUG_CATEGORY_INIT(gst_tensor_inspect_debug, "tensorinspect", 0, "Tensor inspect");
+}
+
+static void gst_tensor_inspect_init(GstTensorInspect *self) {
+  self->silent = FALSE;
+  self->last_checksum = nullptr;
+  self->have_info = FALSE;
+  gst_video_info_init(&self->info);
+  gst_base_transform_set_passthrough(GST_BASE_TRANSFORM(self), TRUE);
+}

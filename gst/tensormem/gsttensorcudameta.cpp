@@ -1,0 +1,404 @@
+// SPDX-License-Identifier: Apache-2.0
+/**
+ * SECTION:gsttensorcudameta
+ * @title: GstTensorCudaMeta
+ * @short_description: CUDA device pointer for tensor memory
+ *
+ * A #GstTensorCudaMeta gives CUDA access to a buffer whose single memory is
+ * PBO or DMA-BUF tensor memory. `tensorcudaimport` attaches it; consumers
+ * call gst_tensor_cuda_meta_map() (or _map_mut()) and exactly one
+ * gst_tensor_cuda_meta_unmap() per successful map. The meta keeps the CUDA
+ * handle alive; an outstanding map is released when the meta is freed.
+ *
+ * The meta is never copied: a copied buffer loses it (see
+ * #GstTensorCudaMeta). For a GL buffer, unmap before CPU-mapping the memory.
+ *
+ * Since: 0.1
+ */
+#include "gsttensorcudameta.h"
+
+#include "gsttensordmabuf.h"
+#include "gsttensorpbo.h"
+
+#include <tensormem/cuda_runtime.hpp>
+#include <tensormem/gl_worker.hpp>
+
+#include <mutex>
+#include <optional>
+#include <string>
+
+GST_DEBUG_CATEGORY_STATIC(gst_tensor_cuda_meta_debug);
+#define GST_CAT_DEFAULT gst_tensor_cuda_meta_debug
+
+struct _GstTensorCudaMetaPrivate {
+  std::shared_ptr<tensormem::CudaHandle> handle;
+  std::optional<tensormem::CudaMap> map;
+  gsize offset = 0;
+  std::mutex mu;
+};
+
+namespace {
+
+gboolean cuda_meta_init(GstMeta *meta, gpointer, GstBuffer *) {
+  auto *m = reinterpret_cast<GstTensorCudaMeta *>(meta);
+  m->kind = GST_TENSOR_CUDA_KIND_EXTERNAL_MEMORY;
+  m->size = 0;
+  try {
+    m->priv = new _GstTensorCudaMetaPrivate();
+  } catch (...) {
+    m->priv = nullptr;
+    return FALSE;
+  }
+  return TRUE;
+}
+
+void cuda_meta_free(GstMeta *meta, GstBuffer *) {
+  auto *m = reinterpret_cast<GstTensorCudaMeta *>(meta);
+  // An outstanding map is released here (CudaMap's destructor), then the
+  // handle reference goes; the memory's cache may still hold the handle.
+  delete m->priv;
+  m->priv = nullptr;
+}
+
+/* Copies never share a mapping: the meta is dropped (returning FALSE from a
+ * transform function leaves it off the destination). */
+gboolean cuda_meta_transform(GstBuffer *, GstMeta *, GstBuffer *, GQuark, gpointer) { return FALSE; }
+
+GQuark handle_quark() {
+  static GQuark quark = g_quark_from_static_string("GstTensorCudaHandle");
+  return quark;
+}
+
+struct CachedHandle {
+  std::shared_ptr<tensormem::CudaHandle> handle;
+};
+
+void destroy_cached(gpointer data) {
+  // The handle's destructor unregisters (GL, on the worker) or frees and
+  // destroys the external memory; it never throws.
+  delete static_cast<CachedHandle *>(data);
+}
+
+std::mutex &cache_mutex() {
+  static std::mutex mu;
+  return mu;
+}
+
+GstMemory *root_memory(GstMemory *mem) {
+  while (mem->parent)
+    mem = mem->parent;
+  return mem;
+}
+
+void ensure_debug() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    GST_DEBUG_CATEGORY_INIT(gst_tensor_cuda_meta_debug, "tensorcudameta", 0, "Tensor CUDA meta and import cache");
+  });
+}
+
+class WorkerCudaGlOps final : public tensormem::CudaGlOps {
+public:
+  WorkerCudaGlOps(std::shared_ptr<tensormem::GlWorker> worker, std::shared_ptr<const tensormem::CudaRuntime> rt)
+      : worker_(std::move(worker)), rt_(std::move(rt)) {}
+
+  tensormem::Result<void *> register_buffer(std::uint32_t buffer_id) override {
+    std::optional<tensormem::Result<void *>> out;
+    tensormem::Result<void> ran = worker_->submit([&] { out.emplace(rt_->gl_register_buffer(buffer_id)); });
+    if (!ran)
+      return std::move(ran).error();
+    return std::move(*out);
+  }
+  tensormem::Result<tensormem::CudaDeviceRange> map(void *resource) override {
+    std::optional<tensormem::Result<tensormem::CudaDeviceRange>> out;
+    tensormem::Result<void> ran = worker_->submit([&] { out.emplace(rt_->gl_map_resource(resource)); });
+    if (!ran)
+      return std::move(ran).error();
+    return std::move(*out);
+  }
+  void unmap(void *resource) noexcept override {
+    try {
+      (void)worker_->submit([&] { rt_->gl_unmap_resource(resource); });
+    } catch (...) {
+      GST_WARNING("CUDA GL unmap could not be posted to the GL worker");
+    }
+  }
+  void unregister(void *resource) noexcept override {
+    try {
+      (void)worker_->submit([&] { rt_->gl_unregister_resource(resource); });
+    } catch (...) {
+      GST_WARNING("CUDA GL unregister could not be posted to the GL worker");
+    }
+  }
+
+private:
+  std::shared_ptr<tensormem::GlWorker> worker_;
+  std::shared_ptr<const tensormem::CudaRuntime> rt_;
+};
+
+gboolean map_impl(GstTensorCudaMeta *meta, bool writable, gpointer *device_ptr, gsize *size, GError **error) {
+  g_return_val_if_fail(meta != nullptr && meta->priv != nullptr, FALSE);
+  try {
+    _GstTensorCudaMetaPrivate *p = meta->priv;
+    std::lock_guard lock(p->mu);
+    if (p->map) {
+      g_set_error(error, GST_RESOURCE_ERROR, GST_RESOURCE_ERROR_BUSY, "the CUDA meta is already mapped");
+      return FALSE;
+    }
+    tensormem::Result<tensormem::CudaMap> m = writable ? p->handle->map_mut() : p->handle->map();
+    if (!m) {
+      g_set_error(error, GST_RESOURCE_ERROR, GST_RESOURCE_ERROR_FAILED, "CUDA map failed: %s",
+                  m.error().message().c_str());
+      return FALSE;
+    }
+    tensormem::CudaMap map = std::move(m).value();
+    if (!map.narrow(p->offset, meta->size)) {
+      g_set_error(error, GST_RESOURCE_ERROR, GST_RESOURCE_ERROR_FAILED,
+                  "CUDA mapping of %" G_GSIZE_FORMAT " bytes cannot hold [%" G_GSIZE_FORMAT ", +%" G_GSIZE_FORMAT ")",
+                  map.length(), p->offset, meta->size);
+      return FALSE; // map released by its destructor
+    }
+    if (device_ptr)
+      *device_ptr = map.device_ptr();
+    if (size)
+      *size = map.length();
+    p->map.emplace(std::move(map));
+    return TRUE;
+  } catch (const std::exception &e) {
+    g_set_error(error, GST_RESOURCE_ERROR, GST_RESOURCE_ERROR_FAILED, "CUDA map failed: %s", e.what());
+    return FALSE;
+  } catch (...) {
+    g_set_error(error, GST_RESOURCE_ERROR, GST_RESOURCE_ERROR_FAILED, "CUDA map failed");
+    return FALSE;
+  }
+}
+
+} // namespace
+
+/**
+ * gst_tensor_cuda_meta_api_get_type:
+ *
+ * Returns: the #GType of the "GstTensorCudaMetaAPI" meta API (tags: memory).
+ *
+ * Since: 0.1
+ */
+GType gst_tensor_cuda_meta_api_get_type(void) {
+  static GType type = 0;
+  static const gchar *tags[] = {GST_META_TAG_MEMORY_STR, nullptr};
+  if (g_once_init_enter(&type)) {
+    GType t = gst_meta_api_type_register("GstTensorCudaMetaAPI", tags);
+    g_once_init_leave(&type, t);
+  }
+  return type;
+}
+
+/**
+ * gst_tensor_cuda_meta_get_info:
+ *
+ * Returns: the #GstMetaInfo of #GstTensorCudaMeta.
+ *
+ * Since: 0.1
+ */
+const GstMetaInfo *gst_tensor_cuda_meta_get_info(void) {
+  static const GstMetaInfo *info = nullptr;
+  if (g_once_init_enter(&info)) {
+    ensure_debug();
+    const GstMetaInfo *i = gst_meta_register(GST_TENSOR_CUDA_META_API_TYPE, "GstTensorCudaMeta",
+                                             sizeof(GstTensorCudaMeta), cuda_meta_init, cuda_meta_free,
+                                             cuda_meta_transform);
+    g_once_init_leave(&info, i);
+  }
+  return info;
+}
+
+/**
+ * gst_buffer_get_tensor_cuda_meta:
+ * @buffer: a #GstBuffer
+ *
+ * Returns: (transfer none) (nullable): the buffer's #GstTensorCudaMeta.
+ *
+ * Since: 0.1
+ */
+GstTensorCudaMeta *gst_buffer_get_tensor_cuda_meta(GstBuffer *buffer) {
+  g_return_val_if_fail(GST_IS_BUFFER(buffer), nullptr);
+  return reinterpret_cast<GstTensorCudaMeta *>(gst_buffer_get_meta(buffer, GST_TENSOR_CUDA_META_API_TYPE));
+}
+
+/**
+ * gst_tensor_cuda_meta_map:
+ * @meta: a #GstTensorCudaMeta
+ * @device_ptr: (out): the device address of the memory's first byte
+ * @size: (out) (optional): bytes it covers
+ * @error: a #GError, or %NULL
+ *
+ * Maps the memory for CUDA reads. A map is outstanding until
+ * gst_tensor_cuda_meta_unmap(); a second map before that fails. For GL
+ * buffers this is a round trip to the GL worker.
+ *
+ * Returns: %TRUE on success.
+ *
+ * Since: 0.1
+ */
+gboolean gst_tensor_cuda_meta_map(GstTensorCudaMeta *meta, gpointer *device_ptr, gsize *size, GError **error) {
+  return map_impl(meta, false, device_ptr, size, error);
+}
+
+/**
+ * gst_tensor_cuda_meta_map_mut:
+ * @meta: a #GstTensorCudaMeta
+ * @device_ptr: (out): the device address of the memory's first byte
+ * @size: (out) (optional): bytes it covers
+ * @error: a #GError, or %NULL
+ *
+ * Like gst_tensor_cuda_meta_map(), for CUDA writes.
+ *
+ * Returns: %TRUE on success.
+ *
+ * Since: 0.1
+ */
+gboolean gst_tensor_cuda_meta_map_mut(GstTensorCudaMeta *meta, gpointer *device_ptr, gsize *size, GError **error) {
+  return map_impl(meta, true, device_ptr, size, error);
+}
+
+/**
+ * gst_tensor_cuda_meta_unmap:
+ * @meta: a #GstTensorCudaMeta
+ *
+ * Ends the outstanding map (a GL unmap on the worker for GL buffers). Does
+ * nothing when none is outstanding.
+ *
+ * Since: 0.1
+ */
+void gst_tensor_cuda_meta_unmap(GstTensorCudaMeta *meta) {
+  g_return_if_fail(meta != nullptr && meta->priv != nullptr);
+  std::optional<tensormem::CudaMap> map;
+  {
+    std::lock_guard lock(meta->priv->mu);
+    map.swap(meta->priv->map);
+  }
+  if (map)
+    map->release();
+}
+
+/**
+ * gst_tensor_cuda_meta_is_mapped:
+ * @meta: a #GstTensorCudaMeta
+ *
+ * Returns: whether a map is outstanding.
+ *
+ * Since: 0.1
+ */
+gboolean gst_tensor_cuda_meta_is_mapped(GstTensorCudaMeta *meta) {
+  g_return_val_if_fail(meta != nullptr && meta->priv != nullptr, FALSE);
+  std::lock_guard lock(meta->priv->mu);
+  return meta->priv->map.has_value();
+}
+
+/**
+ * gst_tensor_cuda_kind_to_string:
+ * @kind: a #GstTensorCudaKind
+ *
+ * Returns: "external-memory" or "gl-buffer".
+ *
+ * Since: 0.1
+ */
+const gchar *gst_tensor_cuda_kind_to_string(GstTensorCudaKind kind) {
+  switch (kind) {
+  case GST_TENSOR_CUDA_KIND_EXTERNAL_MEMORY:
+    return "external-memory";
+  case GST_TENSOR_CUDA_KIND_GL_BUFFER:
+    return "gl-buffer";
+  }
+  return "unknown";
+}
+
+GstTensorCudaMeta *gst_buffer_add_tensor_cuda_meta(GstBuffer *buffer, std::shared_ptr<tensormem::CudaHandle> handle,
+                                                   gsize offset, gsize size) {
+  g_return_val_if_fail(GST_IS_BUFFER(buffer), nullptr);
+  if (!handle)
+    return nullptr;
+  GstTensorCudaKind kind;
+  switch (handle->kind()) {
+  case tensormem::CudaHandleKind::ExternalMemory:
+    kind = GST_TENSOR_CUDA_KIND_EXTERNAL_MEMORY;
+    break;
+  case tensormem::CudaHandleKind::GlBuffer:
+    kind = GST_TENSOR_CUDA_KIND_GL_BUFFER;
+    break;
+  default:
+    return nullptr;
+  }
+  if (offset > handle->size() || size > handle->size() - offset)
+    return nullptr;
+  auto *meta =
+      reinterpret_cast<GstTensorCudaMeta *>(gst_buffer_add_meta(buffer, GST_TENSOR_CUDA_META_INFO, nullptr));
+  if (!meta)
+    return nullptr;
+  meta->kind = kind;
+  meta->size = size;
+  meta->priv->handle = std::move(handle);
+  meta->priv->offset = offset;
+  return meta;
+}
+
+std::shared_ptr<tensormem::CudaHandle> gst_tensor_cuda_meta_get_handle(GstTensorCudaMeta *meta) {
+  g_return_val_if_fail(meta != nullptr && meta->priv != nullptr, nullptr);
+  return meta->priv->handle;
+}
+
+std::shared_ptr<tensormem::CudaGlOps> gst_tensor_make_worker_cuda_gl_ops(
+    std::shared_ptr<tensormem::GlWorker> worker, std::shared_ptr<const tensormem::CudaRuntime> runtime) {
+  if (!worker || !runtime)
+    return nullptr;
+  return std::make_shared<WorkerCudaGlOps>(std::move(worker), std::move(runtime));
+}
+
+std::shared_ptr<tensormem::CudaHandle> gst_tensor_memory_peek_cuda(GstMemory *mem) {
+  g_return_val_if_fail(mem != nullptr, nullptr);
+  std::lock_guard lock(cache_mutex());
+  auto *cached = static_cast<CachedHandle *>(
+      gst_mini_object_get_qdata(GST_MINI_OBJECT_CAST(root_memory(mem)), handle_quark()));
+  return cached ? cached->handle : nullptr;
+}
+
+tensormem::Result<std::shared_ptr<tensormem::CudaHandle>> gst_tensor_memory_import_cuda(GstMemory *mem,
+                                                                                        gboolean *imported) {
+  ensure_debug();
+  if (imported)
+    *imported = FALSE;
+  if (!mem)
+    return tensormem::Error::invalid_argument("no memory");
+  GstMemory *root = root_memory(mem);
+  // One import per memory even with two importers racing (a tee): the lock
+  // covers the import, which is rare (once per pooled memory).
+  std::lock_guard lock(cache_mutex());
+  if (auto *cached = static_cast<CachedHandle *>(gst_mini_object_get_qdata(GST_MINI_OBJECT_CAST(root), handle_quark())))
+    return cached->handle;
+
+  std::shared_ptr<const tensormem::CudaRuntime> rt = tensormem::CudaRuntime::get();
+  if (!rt->available())
+    return rt->unavailable_error("tensor memory import");
+
+  tensormem::Result<std::shared_ptr<tensormem::CudaHandle>> result =
+      tensormem::Error::not_implemented("memory is neither DMA-BUF nor PBO tensor memory");
+  if (gst_is_tensor_dmabuf_memory(root)) {
+    std::shared_ptr<tensormem::DmaBufStorage> storage = gst_tensor_dmabuf_memory_get_storage(root);
+    if (!storage)
+      return tensormem::Error::invalid_argument("DMA-BUF tensor memory without a storage");
+    result = tensormem::CudaHandle::import_dmabuf(*storage, rt);
+  } else if (gst_is_tensor_pbo_memory(root)) {
+    std::shared_ptr<tensormem::PboStorage> storage = gst_tensor_pbo_memory_get_storage(root);
+    std::shared_ptr<tensormem::GlWorker> worker = gst_tensor_pbo_memory_get_worker(root);
+    if (!storage || !worker)
+      return tensormem::Error::invalid_argument("PBO tensor memory without a storage or GL worker");
+    result = tensormem::CudaHandle::register_gl_buffer(gst_tensor_make_worker_cuda_gl_ops(worker, rt),
+                                                       storage->buffer_id(), storage->size_bytes());
+  }
+  if (!result)
+    return result;
+  gst_mini_object_set_qdata(GST_MINI_OBJECT_CAST(root), handle_quark(), new CachedHandle{*result}, destroy_cached);
+  if (imported)
+    *imported = TRUE;
+  GST_DEBUG("imported memory %p into CUDA: %s", static_cast<void *>(root), (*result)->describe().c_str());
+  return result;
+}

@@ -1,0 +1,117 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include <gst/tensormem/tensormem-prelude.h>
+
+#ifdef __cplusplus
+#include <tensormem/cuda_handle.hpp>
+#include <tensormem/result.hpp>
+
+#include <memory>
+
+namespace tensormem {
+class GlWorker;
+}
+#endif
+
+G_BEGIN_DECLS
+
+/**
+ * GstTensorCudaKind:
+ * @GST_TENSOR_CUDA_KIND_EXTERNAL_MEMORY: CUDA external memory imported from
+ *   a DMA-BUF fd (persistent device pointer; maps are free)
+ * @GST_TENSOR_CUDA_KIND_GL_BUFFER: a GL buffer (PBO) registered with CUDA
+ *   (each map/unmap is a round trip to the GL worker thread)
+ */
+typedef enum {
+  GST_TENSOR_CUDA_KIND_EXTERNAL_MEMORY = 0,
+  GST_TENSOR_CUDA_KIND_GL_BUFFER = 1,
+} GstTensorCudaKind;
+
+#define GST_TENSOR_CUDA_META_API_TYPE (gst_tensor_cuda_meta_api_get_type())
+#define GST_TENSOR_CUDA_META_INFO (gst_tensor_cuda_meta_get_info())
+
+typedef struct _GstTensorCudaMeta GstTensorCudaMeta;
+typedef struct _GstTensorCudaMetaPrivate GstTensorCudaMetaPrivate;
+
+/**
+ * GstTensorCudaMeta:
+ * @meta: parent #GstMeta
+ * @kind: how the buffer's memory is reached from CUDA
+ * @size: bytes the device pointer covers (the memory's size)
+ *
+ * CUDA access to the single memory of a buffer, attached by
+ * `tensorcudaimport`. The meta holds the CUDA handle (cached on the memory,
+ * so a pooled buffer imports once) and at most one live mapping.
+ *
+ * Copies: the meta's transform function never shares a mapping between two
+ * buffers: gst_buffer_copy() and gst_buffer_copy_deep() DROP the meta. A copy
+ * gets CUDA access again when it passes `tensorcudaimport`.
+ */
+struct _GstTensorCudaMeta {
+  GstMeta meta;
+
+  GstTensorCudaKind kind;
+  gsize size;
+
+  /*< private >*/
+  GstTensorCudaMetaPrivate *priv;
+  gpointer _gst_reserved[GST_PADDING];
+};
+
+GST_TENSORMEM_API
+GType gst_tensor_cuda_meta_api_get_type(void);
+
+GST_TENSORMEM_API
+const GstMetaInfo *gst_tensor_cuda_meta_get_info(void);
+
+GST_TENSORMEM_API
+GstTensorCudaMeta *gst_buffer_get_tensor_cuda_meta(GstBuffer *buffer);
+
+GST_TENSORMEM_API
+gboolean gst_tensor_cuda_meta_map(GstTensorCudaMeta *meta, gpointer *device_ptr, gsize *size, GError **error);
+
+GST_TENSORMEM_API
+gboolean gst_tensor_cuda_meta_map_mut(GstTensorCudaMeta *meta, gpointer *device_ptr, gsize *size, GError **error);
+
+GST_TENSORMEM_API
+void gst_tensor_cuda_meta_unmap(GstTensorCudaMeta *meta);
+
+GST_TENSORMEM_API
+gboolean gst_tensor_cuda_meta_is_mapped(GstTensorCudaMeta *meta);
+
+GST_TENSORMEM_API
+const gchar *gst_tensor_cuda_kind_to_string(GstTensorCudaKind kind);
+
+G_END_DECLS
+
+#ifdef __cplusplus
+/* Attaches CUDA access to @buffer: @handle covers the whole storage, the
+ * meta's device pointer starts @offset bytes into it and covers @size bytes.
+ * NULL for an empty handle, a detached handle or a range outside it. */
+GST_TENSORMEM_API
+GstTensorCudaMeta *gst_buffer_add_tensor_cuda_meta(GstBuffer *buffer, std::shared_ptr<tensormem::CudaHandle> handle,
+                                                   gsize offset, gsize size);
+
+GST_TENSORMEM_API
+std::shared_ptr<tensormem::CudaHandle> gst_tensor_cuda_meta_get_handle(GstTensorCudaMeta *meta);
+
+/* The CUDA handle for tensor @mem (PBO or DMA-BUF memory), cached on the
+ * memory's root (qdata) so later calls return the same handle. *@imported is
+ * set to TRUE when this call made the import. PBO registration runs on the
+ * memory's GL worker. Errors: NotImplemented (no CUDA, or memory of another
+ * kind), or the runtime's error. */
+GST_TENSORMEM_API
+tensormem::Result<std::shared_ptr<tensormem::CudaHandle>> gst_tensor_memory_import_cuda(GstMemory *mem,
+                                                                                        gboolean *imported);
+
+/* The cached handle of @mem, or empty. */
+GST_TENSORMEM_API
+std::shared_ptr<tensormem::CudaHandle> gst_tensor_memory_peek_cuda(GstMemory *mem);
+
+/* A CudaGlOps that runs every call on @worker's thread (where the PBO's GL
+ * context is current) using @runtime's GL primitives. */
+GST_TENSORMEM_API
+std::shared_ptr<tensormem::CudaGlOps> gst_tensor_make_worker_cuda_gl_ops(
+    std::shared_ptr<tensormem::GlWorker> worker, std::shared_ptr<const tensormem::CudaRuntime> runtime);
+#endif
