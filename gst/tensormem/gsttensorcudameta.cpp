@@ -22,6 +22,9 @@
 
 #include <tensormem/cuda_runtime.hpp>
 #include <tensormem/gl_worker.hpp>
+#if defined(GST_TENSORMEM_HAVE_GL) && defined(GST_TENSORMEM_HAVE_CUDA)
+#include <tensormem/gl_cuda.hpp>
+#endif
 
 #include <mutex>
 #include <optional>
@@ -97,45 +100,6 @@ void ensure_debug() {
   });
 }
 
-class WorkerCudaGlOps final : public tensormem::CudaGlOps {
-public:
-  WorkerCudaGlOps(std::shared_ptr<tensormem::GlWorker> worker, std::shared_ptr<const tensormem::CudaRuntime> rt)
-      : worker_(std::move(worker)), rt_(std::move(rt)) {}
-
-  tensormem::Result<void *> register_buffer(std::uint32_t buffer_id) override {
-    std::optional<tensormem::Result<void *>> out;
-    tensormem::Result<void> ran = worker_->submit([&] { out.emplace(rt_->gl_register_buffer(buffer_id)); });
-    if (!ran)
-      return std::move(ran).error();
-    return std::move(*out);
-  }
-  tensormem::Result<tensormem::CudaDeviceRange> map(void *resource) override {
-    std::optional<tensormem::Result<tensormem::CudaDeviceRange>> out;
-    tensormem::Result<void> ran = worker_->submit([&] { out.emplace(rt_->gl_map_resource(resource)); });
-    if (!ran)
-      return std::move(ran).error();
-    return std::move(*out);
-  }
-  void unmap(void *resource) noexcept override {
-    try {
-      (void)worker_->submit([&] { rt_->gl_unmap_resource(resource); });
-    } catch (...) {
-      GST_WARNING("CUDA GL unmap could not be posted to the GL worker");
-    }
-  }
-  void unregister(void *resource) noexcept override {
-    try {
-      (void)worker_->submit([&] { rt_->gl_unregister_resource(resource); });
-    } catch (...) {
-      GST_WARNING("CUDA GL unregister could not be posted to the GL worker");
-    }
-  }
-
-private:
-  std::shared_ptr<tensormem::GlWorker> worker_;
-  std::shared_ptr<const tensormem::CudaRuntime> rt_;
-};
-
 gboolean map_impl(GstTensorCudaMeta *meta, bool writable, gpointer *device_ptr, gsize *size, GError **error) {
   g_return_val_if_fail(meta != nullptr && meta->priv != nullptr, FALSE);
   try {
@@ -203,9 +167,9 @@ const GstMetaInfo *gst_tensor_cuda_meta_get_info(void) {
   static const GstMetaInfo *info = nullptr;
   if (g_once_init_enter(&info)) {
     ensure_debug();
-    const GstMetaInfo *i = gst_meta_register(GST_TENSOR_CUDA_META_API_TYPE, "GstTensorCudaMeta",
-                                             sizeof(GstTensorCudaMeta), cuda_meta_init, cuda_meta_free,
-                                             cuda_meta_transform);
+    const GstMetaInfo *i =
+        gst_meta_register(GST_TENSOR_CUDA_META_API_TYPE, "GstTensorCudaMeta", sizeof(GstTensorCudaMeta), cuda_meta_init,
+                          cuda_meta_free, cuda_meta_transform);
     g_once_init_leave(&info, i);
   }
   return info;
@@ -304,10 +268,8 @@ gboolean gst_tensor_cuda_meta_is_mapped(GstTensorCudaMeta *meta) {
  */
 const gchar *gst_tensor_cuda_kind_to_string(GstTensorCudaKind kind) {
   switch (kind) {
-  case GST_TENSOR_CUDA_KIND_EXTERNAL_MEMORY:
-    return "external-memory";
-  case GST_TENSOR_CUDA_KIND_GL_BUFFER:
-    return "gl-buffer";
+  case GST_TENSOR_CUDA_KIND_EXTERNAL_MEMORY: return "external-memory";
+  case GST_TENSOR_CUDA_KIND_GL_BUFFER: return "gl-buffer";
   }
   return "unknown";
 }
@@ -319,19 +281,13 @@ GstTensorCudaMeta *gst_buffer_add_tensor_cuda_meta(GstBuffer *buffer, std::share
     return nullptr;
   GstTensorCudaKind kind;
   switch (handle->kind()) {
-  case tensormem::CudaHandleKind::ExternalMemory:
-    kind = GST_TENSOR_CUDA_KIND_EXTERNAL_MEMORY;
-    break;
-  case tensormem::CudaHandleKind::GlBuffer:
-    kind = GST_TENSOR_CUDA_KIND_GL_BUFFER;
-    break;
-  default:
-    return nullptr;
+  case tensormem::CudaHandleKind::ExternalMemory: kind = GST_TENSOR_CUDA_KIND_EXTERNAL_MEMORY; break;
+  case tensormem::CudaHandleKind::GlBuffer: kind = GST_TENSOR_CUDA_KIND_GL_BUFFER; break;
+  default: return nullptr;
   }
   if (offset > handle->size() || size > handle->size() - offset)
     return nullptr;
-  auto *meta =
-      reinterpret_cast<GstTensorCudaMeta *>(gst_buffer_add_meta(buffer, GST_TENSOR_CUDA_META_INFO, nullptr));
+  auto *meta = reinterpret_cast<GstTensorCudaMeta *>(gst_buffer_add_meta(buffer, GST_TENSOR_CUDA_META_INFO, nullptr));
   if (!meta)
     return nullptr;
   meta->kind = kind;
@@ -346,18 +302,23 @@ std::shared_ptr<tensormem::CudaHandle> gst_tensor_cuda_meta_get_handle(GstTensor
   return meta->priv->handle;
 }
 
-std::shared_ptr<tensormem::CudaGlOps> gst_tensor_make_worker_cuda_gl_ops(
-    std::shared_ptr<tensormem::GlWorker> worker, std::shared_ptr<const tensormem::CudaRuntime> runtime) {
-  if (!worker || !runtime)
-    return nullptr;
-  return std::make_shared<WorkerCudaGlOps>(std::move(worker), std::move(runtime));
+std::shared_ptr<tensormem::CudaGlOps>
+gst_tensor_make_worker_cuda_gl_ops(std::shared_ptr<tensormem::GlWorker> worker,
+                                   std::shared_ptr<const tensormem::CudaRuntime> runtime) {
+#if defined(GST_TENSORMEM_HAVE_GL) && defined(GST_TENSORMEM_HAVE_CUDA)
+  return tensormem::make_gl_worker_cuda_gl_ops(std::move(worker), std::move(runtime));
+#else
+  (void)worker;
+  (void)runtime;
+  return nullptr; // built without GL or CUDA: no PBO can be registered
+#endif
 }
 
 std::shared_ptr<tensormem::CudaHandle> gst_tensor_memory_peek_cuda(GstMemory *mem) {
   g_return_val_if_fail(mem != nullptr, nullptr);
   std::lock_guard lock(cache_mutex());
-  auto *cached = static_cast<CachedHandle *>(
-      gst_mini_object_get_qdata(GST_MINI_OBJECT_CAST(root_memory(mem)), handle_quark()));
+  auto *cached =
+      static_cast<CachedHandle *>(gst_mini_object_get_qdata(GST_MINI_OBJECT_CAST(root_memory(mem)), handle_quark()));
   return cached ? cached->handle : nullptr;
 }
 

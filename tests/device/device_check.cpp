@@ -18,6 +18,7 @@
 #include <tensormem/cuda_handle.hpp>
 #include <tensormem/cuda_runtime.hpp>
 #include <tensormem/dmabuf_storage.hpp>
+#include <tensormem/gl_cuda.hpp>
 #include <tensormem/gl_worker.hpp>
 #include <tensormem/pbo_storage.hpp>
 #include <tensormem/tensor.hpp>
@@ -52,32 +53,6 @@ std::uint64_t fnv1a(const std::byte *p, std::size_t n) {
   return h;
 }
 
-/* Runs every CUDA GL call on the worker thread, where the context is current. */
-class WorkerOps final : public CudaGlOps {
-public:
-  WorkerOps(std::shared_ptr<GlWorker> w, std::shared_ptr<const CudaRuntime> rt) : w_(std::move(w)), rt_(std::move(rt)) {}
-  Result<void *> register_buffer(std::uint32_t id) override {
-    std::optional<Result<void *>> out;
-    Result<void> ran = w_->submit([&] { out.emplace(rt_->gl_register_buffer(id)); });
-    if (!ran)
-      return std::move(ran).error();
-    return std::move(*out);
-  }
-  Result<CudaDeviceRange> map(void *r) override {
-    std::optional<Result<CudaDeviceRange>> out;
-    Result<void> ran = w_->submit([&] { out.emplace(rt_->gl_map_resource(r)); });
-    if (!ran)
-      return std::move(ran).error();
-    return std::move(*out);
-  }
-  void unmap(void *r) noexcept override { (void)w_->submit([&] { rt_->gl_unmap_resource(r); }); }
-  void unregister(void *r) noexcept override { (void)w_->submit([&] { rt_->gl_unregister_resource(r); }); }
-
-private:
-  std::shared_ptr<GlWorker> w_;
-  std::shared_ptr<const CudaRuntime> rt_;
-};
-
 void check_pbo(const std::shared_ptr<const CudaRuntime> &rt, const std::shared_ptr<GlWorker> &worker) {
   constexpr std::size_t kSize = 1 << 20;
   Result<Tensor> t = worker->create_pbo(kSize, {kSize}, DType::U8);
@@ -99,7 +74,7 @@ void check_pbo(const std::shared_ptr<const CudaRuntime> &rt, const std::shared_p
       return report(false, "pbo", "CPU read map: " + v.error().message());
     cpu_sum = fnv1a(v->bytes().data(), v->bytes().size());
   }
-  auto ops = std::make_shared<WorkerOps>(worker, rt);
+  auto ops = make_gl_worker_cuda_gl_ops(worker, rt);
   Result<std::shared_ptr<CudaHandle>> h = CudaHandle::register_gl_buffer(ops, storage->buffer_id(), kSize);
   if (!h)
     return report(false, "pbo", "cudaGraphicsGLRegisterBuffer: " + h.error().message());
@@ -146,7 +121,7 @@ void check_latency(const std::shared_ptr<const CudaRuntime> &rt, const std::shar
     return report(false, "latency", "create_pbo: " + t.error().message());
   auto *storage = dynamic_cast<PboStorage *>(t->storage().get());
   Result<std::shared_ptr<CudaHandle>> h =
-      CudaHandle::register_gl_buffer(std::make_shared<WorkerOps>(worker, rt), storage->buffer_id(), kSize);
+      CudaHandle::register_gl_buffer(make_gl_worker_cuda_gl_ops(worker, rt), storage->buffer_id(), kSize);
   if (!h)
     return report(false, "latency", "register: " + h.error().message());
   std::vector<double> us;
@@ -184,8 +159,8 @@ void check_memfd() {
   Result<HostView> v = t->map(CpuAccess::Read);
   const bool host_ok = static_cast<bool>(v);
   report(fd_open && no_cuda && host_ok, "memfd",
-         "import refused (" + h.error().message() + "); fd " + (fd_open ? "still open" : "CLOSED") +
-             "; cuda_map " + (no_cuda ? "none" : "SOME") + "; host map " + (host_ok ? "works" : "FAILS"));
+         "import refused (" + h.error().message() + "); fd " + (fd_open ? "still open" : "CLOSED") + "; cuda_map " +
+             (no_cuda ? "none" : "SOME") + "; host map " + (host_ok ? "works" : "FAILS"));
 }
 
 } // namespace

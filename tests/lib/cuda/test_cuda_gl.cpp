@@ -4,6 +4,7 @@
 // with glMapBufferRange on the worker thread. The CudaGlOps below posts
 // each call to the worker, as the GL worker's own implementation must.
 #include <tensormem/cuda_handle.hpp>
+#include <tensormem/gl_cuda.hpp>
 #include <tensormem/gl_worker.hpp>
 #include <tensormem/pbo_storage.hpp>
 #include <tensormem/tensor.hpp>
@@ -31,37 +32,6 @@ unsigned long fake_calls(const char *fn) { return fake_fn<unsigned long (*)(cons
 std::size_t fake_live() { return fake_fn<std::size_t (*)(const char *)>("fake_cudart_live")(nullptr); }
 unsigned long fake_violations() { return fake_fn<unsigned long (*)()>("fake_cudart_violations")(); }
 
-class WorkerGlOps final : public CudaGlOps {
-public:
-  WorkerGlOps(std::shared_ptr<GlWorker> worker, std::shared_ptr<const CudaRuntime> rt)
-      : worker_(std::move(worker)), rt_(std::move(rt)) {}
-
-  Result<void *> register_buffer(std::uint32_t buffer_id) override {
-    std::optional<Result<void *>> out;
-    Result<void> ran = worker_->submit([&] { out.emplace(rt_->gl_register_buffer(buffer_id)); });
-    if (!ran)
-      return std::move(ran).error();
-    return std::move(*out);
-  }
-  Result<CudaDeviceRange> map(void *resource) override {
-    std::optional<Result<CudaDeviceRange>> out;
-    Result<void> ran = worker_->submit([&] { out.emplace(rt_->gl_map_resource(resource)); });
-    if (!ran)
-      return std::move(ran).error();
-    return std::move(*out);
-  }
-  void unmap(void *resource) noexcept override {
-    (void)worker_->submit([&] { rt_->gl_unmap_resource(resource); });
-  }
-  void unregister(void *resource) noexcept override {
-    (void)worker_->submit([&] { rt_->gl_unregister_resource(resource); });
-  }
-
-private:
-  std::shared_ptr<GlWorker> worker_;
-  std::shared_ptr<const CudaRuntime> rt_;
-};
-
 } // namespace
 
 TEST(CudaGl, CUDA_GL_01_02_a_pbo_registered_mapped_written_and_read_back_through_gl) {
@@ -74,7 +44,7 @@ TEST(CudaGl, CUDA_GL_01_02_a_pbo_registered_mapped_written_and_read_back_through
   auto *storage = dynamic_cast<PboStorage *>(pbo.storage().get());
   ASSERT_NE(storage, nullptr);
 
-  auto ops = std::make_shared<WorkerGlOps>(*worker, rt);
+  auto ops = make_gl_worker_cuda_gl_ops(*worker, rt);
   Result<std::shared_ptr<CudaHandle>> h = CudaHandle::register_gl_buffer(ops, storage->buffer_id(), 4096);
   ASSERT_TRUE(h) << h.error().message();
   ASSERT_TRUE(pbo.attach_cuda(*h));

@@ -1,0 +1,59 @@
+// SPDX-License-Identifier: Apache-2.0
+#include <tensormem/gl_cuda.hpp>
+#include <tensormem/log.hpp>
+
+#include <optional>
+
+namespace tensormem {
+namespace {
+
+class GlWorkerCudaGlOps final : public CudaGlOps {
+public:
+  GlWorkerCudaGlOps(std::shared_ptr<GlWorker> worker, std::shared_ptr<const CudaRuntime> runtime) noexcept
+      : worker_(std::move(worker)), rt_(std::move(runtime)) {}
+
+  Result<void *> register_buffer(std::uint32_t buffer_id) override {
+    return on_worker<void *>([&] { return rt_->gl_register_buffer(buffer_id); });
+  }
+  Result<CudaDeviceRange> map(void *resource) override {
+    return on_worker<CudaDeviceRange>([&] { return rt_->gl_map_resource(resource); });
+  }
+  void unmap(void *resource) noexcept override {
+    run_quietly("unmap", [&] { rt_->gl_unmap_resource(resource); });
+  }
+  void unregister(void *resource) noexcept override {
+    run_quietly("unregister", [&] { rt_->gl_unregister_resource(resource); });
+  }
+
+private:
+  template <typename T, typename Fn> Result<T> on_worker(Fn &&fn) {
+    std::optional<Result<T>> out;
+    Result<void> ran = worker_->submit([&] { out.emplace(fn()); });
+    if (!ran)
+      return std::move(ran).error();
+    return std::move(*out);
+  }
+
+  template <typename Fn> void run_quietly(const char *what, Fn &&fn) noexcept {
+    try {
+      if (Result<void> ran = worker_->submit(fn); !ran)
+        log(LogLevel::Debug, std::string("CUDA GL ") + what + " skipped: " + ran.error().message());
+    } catch (...) {
+      log(LogLevel::Warning, std::string("CUDA GL ") + what + " could not be run on the GL worker");
+    }
+  }
+
+  std::shared_ptr<GlWorker> worker_;
+  std::shared_ptr<const CudaRuntime> rt_;
+};
+
+} // namespace
+
+std::shared_ptr<CudaGlOps> make_gl_worker_cuda_gl_ops(std::shared_ptr<GlWorker> worker,
+                                                      std::shared_ptr<const CudaRuntime> runtime) {
+  if (!worker || !runtime)
+    return nullptr;
+  return std::make_shared<GlWorkerCudaGlOps>(std::move(worker), std::move(runtime));
+}
+
+} // namespace tensormem
