@@ -22,7 +22,7 @@
 
 #include <tensormem/cuda_runtime.hpp>
 #include <tensormem/gl_worker.hpp>
-#if defined(GST_TENSORMEM_HAVE_GL) && defined(GST_TENSORMEM_HAVE_CUDA)
+#if defined(GST_TENSORMEM_HAVE_GL)
 #include <tensormem/gl_cuda.hpp>
 #endif
 
@@ -305,12 +305,12 @@ std::shared_ptr<tensormem::CudaHandle> gst_tensor_cuda_meta_get_handle(GstTensor
 std::shared_ptr<tensormem::CudaGlOps>
 gst_tensor_make_worker_cuda_gl_ops(std::shared_ptr<tensormem::GlWorker> worker,
                                    std::shared_ptr<const tensormem::CudaRuntime> runtime) {
-#if defined(GST_TENSORMEM_HAVE_GL) && defined(GST_TENSORMEM_HAVE_CUDA)
+#if defined(GST_TENSORMEM_HAVE_GL)
   return tensormem::make_gl_worker_cuda_gl_ops(std::move(worker), std::move(runtime));
 #else
   (void)worker;
   (void)runtime;
-  return nullptr; // built without GL or CUDA: no PBO can be registered
+  return nullptr; // built without GL: there is no PBO to register
 #endif
 }
 

@@ -248,8 +248,16 @@ std::shared_ptr<const CudaRuntime> CudaRuntime::get() {
   // Built once, never destroyed: the library stays loaded for the life of
   // the process and its function pointers stay callable (CUDA-LOAD-05).
   static const std::shared_ptr<const CudaRuntime> *process = [] {
+#if defined(TENSORMEM_CUDA_DISABLED)
+    // Built with -Dcuda=disabled: the code is there (it needs nothing of CUDA
+    // to build), but no runtime is ever loaded.
+    auto rt = std::shared_ptr<CudaRuntime>(new CudaRuntime());
+    rt->reason_ = "CUDA support was disabled at build time (-Dcuda=disabled)";
+    return new std::shared_ptr<const CudaRuntime>(std::move(rt));
+#else
     std::vector<std::string> candidates = default_candidates();
     return new std::shared_ptr<const CudaRuntime>(load(candidates));
+#endif
   }();
   return *process;
 }
