@@ -6,10 +6,12 @@
 #include <epoxy/gl.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <mutex>
 #include <string>
+#include <string_view>
 
 namespace tensormem {
 namespace {
@@ -125,19 +127,52 @@ Result<HeadlessContext> context_on(std::shared_ptr<GlDisplay> display, const cha
   return made;
 }
 
+/* TENSORMEM_GL_PLATFORMS (a comma list of surfaceless, device, default) and
+ * TENSORMEM_GL_API (desktop or gles) narrow the search: to force a GPU's EGL
+ * device on a machine with several EGL vendors, and to exercise every fallback
+ * in tests. Unset, everything is tried in order. */
+bool platform_allowed(const char *platform) {
+  const char *list = std::getenv("TENSORMEM_GL_PLATFORMS");
+  if (!list || !*list)
+    return true;
+  std::string_view rest(list);
+  while (!rest.empty()) {
+    const std::size_t comma = rest.find(',');
+    if (rest.substr(0, comma) == platform)
+      return true;
+    if (comma == std::string_view::npos)
+      break;
+    rest.remove_prefix(comma + 1);
+  }
+  return false;
+}
+
+bool api_allowed(bool desktop) {
+  const char *api = std::getenv("TENSORMEM_GL_API");
+  if (!api || !*api)
+    return true;
+  return std::string_view(api) == (desktop ? "desktop" : "gles");
+}
+
 Result<HeadlessContext> context_on(EGLDisplay raw, const char *platform) {
   if (raw == EGL_NO_DISPLAY)
     return Error::device("no display: " + egl_error_text());
   Result<std::shared_ptr<GlDisplay>> display = GlDisplay::initialize(raw);
   if (!display)
     return std::move(display).error();
-  Result<HeadlessContext> desktop = context_on(*display, platform, true);
-  if (desktop)
-    return desktop;
-  Result<HeadlessContext> gles = context_on(std::move(*display), platform, false);
-  if (gles)
-    return gles;
-  return Error::device(desktop.error().message() + "; " + gles.error().message());
+  std::string failures;
+  for (bool desktop : {true, false}) {
+    if (!api_allowed(desktop)) {
+      failures += std::string(failures.empty() ? "" : "; ") + (desktop ? "desktop GL" : "GLES") +
+                  " skipped by TENSORMEM_GL_API";
+      continue;
+    }
+    Result<HeadlessContext> ctx = context_on(*display, platform, desktop);
+    if (ctx)
+      return ctx;
+    failures += std::string(failures.empty() ? "" : "; ") + ctx.error().message();
+  }
+  return Error::device(failures);
 }
 
 } // namespace
@@ -210,7 +245,10 @@ Result<HeadlessContext> make_headless_context() {
   const char *client = client_extensions();
   const bool platform_base = has_token(client, "EGL_EXT_platform_base");
 
-  if (platform_base && has_token(client, "EGL_MESA_platform_surfaceless")) {
+  const Error skipped = Error::device("skipped by TENSORMEM_GL_PLATFORMS");
+  if (!platform_allowed("surfaceless")) {
+    note("EGL_MESA_platform_surfaceless", skipped);
+  } else if (platform_base && has_token(client, "EGL_MESA_platform_surfaceless")) {
     Result<HeadlessContext> ctx = context_on(
         eglGetPlatformDisplayEXT(EGL_PLATFORM_SURFACELESS_MESA, EGL_DEFAULT_DISPLAY, nullptr), "surfaceless");
     if (ctx)
@@ -220,8 +258,10 @@ Result<HeadlessContext> make_headless_context() {
     note("EGL_MESA_platform_surfaceless", Error::device("not offered by this EGL"));
   }
 
-  if (platform_base && has_token(client, "EGL_EXT_platform_device") &&
-      (has_token(client, "EGL_EXT_device_enumeration") || has_token(client, "EGL_EXT_device_base"))) {
+  if (!platform_allowed("device")) {
+    note("EGL_EXT_platform_device", skipped);
+  } else if (platform_base && has_token(client, "EGL_EXT_platform_device") &&
+             (has_token(client, "EGL_EXT_device_enumeration") || has_token(client, "EGL_EXT_device_base"))) {
     EGLDeviceEXT device = nullptr;
     EGLint count = 0;
     if (eglQueryDevicesEXT(1, &device, &count) && count > 0) {
@@ -237,10 +277,14 @@ Result<HeadlessContext> make_headless_context() {
     note("EGL_EXT_platform_device", Error::device("not offered by this EGL"));
   }
 
-  Result<HeadlessContext> ctx = context_on(eglGetDisplay(EGL_DEFAULT_DISPLAY), "default");
-  if (ctx)
-    return ctx;
-  note("eglGetDisplay(EGL_DEFAULT_DISPLAY)", ctx.error());
+  if (!platform_allowed("default")) {
+    note("eglGetDisplay(EGL_DEFAULT_DISPLAY)", skipped);
+  } else {
+    Result<HeadlessContext> ctx = context_on(eglGetDisplay(EGL_DEFAULT_DISPLAY), "default");
+    if (ctx)
+      return ctx;
+    note("eglGetDisplay(EGL_DEFAULT_DISPLAY)", ctx.error());
+  }
   return Error::device("GL worker: no headless EGL context could be made (" + tried + ")");
 }
 

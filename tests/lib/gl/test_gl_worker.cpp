@@ -375,3 +375,79 @@ TEST(GlWorkerMany, two_workers_live_side_by_side_and_go_in_either_order) {
   ASSERT_TRUE(m) << m.error().message();
   m->mutable_bytes()[0] = std::byte{1};
 }
+
+namespace {
+
+// Sets an environment variable for one scope (the GL search reads it at
+// worker creation).
+class ScopedGlEnv {
+public:
+  ScopedGlEnv(const char *name, const char *value) : name_(name) { ::setenv(name, value, 1); }
+  ~ScopedGlEnv() { ::unsetenv(name_); }
+  ScopedGlEnv(const ScopedGlEnv &) = delete;
+  ScopedGlEnv &operator=(const ScopedGlEnv &) = delete;
+
+private:
+  const char *name_;
+};
+
+// Every PBO path needs a working worker whichever platform it landed on.
+void expect_a_working_pbo(GlWorker &worker) {
+  auto t = worker.create_pbo(256, {256}, DType::U8);
+  ASSERT_TRUE(t) << t.error().message();
+  {
+    auto w = t->map(CpuAccess::Write);
+    ASSERT_TRUE(w) << w.error().message();
+    w->mutable_bytes()[7] = std::byte{0x42};
+  }
+  auto r = t->map(CpuAccess::Read);
+  ASSERT_TRUE(r) << r.error().message();
+  EXPECT_EQ(r->bytes()[7], std::byte{0x42});
+}
+
+} // namespace
+
+TEST(GlWorkerPlatforms, the_egl_device_platform_is_the_first_fallback) {
+  ScopedGlEnv only("TENSORMEM_GL_PLATFORMS", "device");
+  auto worker = GlWorker::create();
+  if (!worker)
+    GTEST_SKIP() << "this EGL offers no usable EGL device: " << worker.error().message();
+  EXPECT_EQ((*worker)->info().platform, "device");
+  expect_a_working_pbo(**worker);
+}
+
+TEST(GlWorkerPlatforms, the_default_display_is_the_last_fallback) {
+  ScopedGlEnv only("TENSORMEM_GL_PLATFORMS", "default");
+  auto worker = GlWorker::create();
+  if (!worker) {
+    // Without a window system the default display may not initialise; the
+    // error must then say what was tried and skipped.
+    const std::string &m = worker.error().message();
+    EXPECT_NE(m.find("EGL_MESA_platform_surfaceless: skipped"), std::string::npos) << m;
+    EXPECT_NE(m.find("EGL_EXT_platform_device: skipped"), std::string::npos) << m;
+    EXPECT_NE(m.find("eglGetDisplay(EGL_DEFAULT_DISPLAY)"), std::string::npos) << m;
+    GTEST_SKIP() << "the default EGL display needs a window system here: " << m;
+  }
+  EXPECT_EQ((*worker)->info().platform, "default");
+  expect_a_working_pbo(**worker);
+}
+
+TEST(GlWorkerPlatforms, gles3_is_used_when_desktop_gl_is_not_available) {
+  ScopedGlEnv api("TENSORMEM_GL_API", "gles");
+  auto worker = GlWorker::create();
+  ASSERT_TRUE(worker) << worker.error().message();
+  EXPECT_EQ((*worker)->info().api, GlApi::Gles);
+  EXPECT_GE((*worker)->info().major, 3);
+  expect_a_working_pbo(**worker);
+}
+
+TEST(GlWorkerPlatforms, when_nothing_is_allowed_the_error_names_every_platform_tried) {
+  ScopedGlEnv none("TENSORMEM_GL_PLATFORMS", "none");
+  auto worker = GlWorker::create();
+  ASSERT_FALSE(worker);
+  EXPECT_EQ(worker.error().kind(), ErrorKind::Device);
+  const std::string &m = worker.error().message();
+  EXPECT_NE(m.find("surfaceless"), std::string::npos) << m;
+  EXPECT_NE(m.find("device"), std::string::npos) << m;
+  EXPECT_NE(m.find("EGL_DEFAULT_DISPLAY"), std::string::npos) << m;
+}
