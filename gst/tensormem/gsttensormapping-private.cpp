@@ -96,6 +96,16 @@ bool resolve_memory_range(GstMemory *mem, gssize offset, gssize size, gsize *abs
   return true;
 }
 
+bool allocation_size(GstAllocator *allocator, gsize size, const GstAllocationParams *params, gsize *total) noexcept {
+  if (__builtin_add_overflow(params->prefix, size, total) || __builtin_add_overflow(*total, params->padding, total)) {
+    GST_WARNING_OBJECT(allocator,
+                       "prefix %" G_GSIZE_FORMAT " + size %" G_GSIZE_FORMAT " + padding %" G_GSIZE_FORMAT " overflows",
+                       params->prefix, size, params->padding);
+    return false;
+  }
+  return true;
+}
+
 GstMemory *copy_memory_range(GstMemory *mem, gssize offset, gssize size) noexcept {
   gsize abs_offset, abs_size;
   if (!resolve_memory_range(mem, offset, size, &abs_offset, &abs_size))

@@ -50,6 +50,10 @@ void tensor_mapping_unmap(TensorMapping *mapping, GstMapInfo *info) noexcept;
  * allocation. */
 bool resolve_memory_range(GstMemory *mem, gssize offset, gssize size, gsize *abs_offset, gsize *abs_size) noexcept;
 
+/* prefix + size + padding of an allocation request; FALSE (after a warning
+ * naming the three numbers) when the sum overflows. */
+bool allocation_size(GstAllocator *allocator, gsize size, const GstAllocationParams *params, gsize *total) noexcept;
+
 /* The mem_copy body of every tensor allocator: a new memory from `mem`'s own
  * allocator holding a copy of the range; NULL (after a warning) on failure. */
 GstMemory *copy_memory_range(GstMemory *mem, gssize offset, gssize size) noexcept;

@@ -57,13 +57,8 @@ GstMemory *allocator_alloc(GstAllocator *allocator, gsize size, GstAllocationPar
     return nullptr;
   }
   gsize maxsize;
-  if (__builtin_add_overflow(params->prefix, size, &maxsize) ||
-      __builtin_add_overflow(maxsize, params->padding, &maxsize)) {
-    GST_WARNING_OBJECT(allocator,
-                       "prefix %" G_GSIZE_FORMAT " + size %" G_GSIZE_FORMAT " + padding %" G_GSIZE_FORMAT " overflows",
-                       params->prefix, size, params->padding);
+  if (!gst_tensormem::allocation_size(allocator, size, params, &maxsize))
     return nullptr;
-  }
   try {
     // A zero-byte GstMemory is legal, an empty core storage is not.
     auto storage = tensormem::MemStorage::allocate(std::max<gsize>(maxsize, 1));
