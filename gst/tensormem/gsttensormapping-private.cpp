@@ -96,6 +96,17 @@ bool resolve_memory_range(GstMemory *mem, gssize offset, gssize size, gsize *abs
   return true;
 }
 
+GstMemory *share_memory_range(GstMemory *mem, gssize offset, gssize size, const tensormem::Tensor &tensor,
+                              TensorMemoryNew make) noexcept {
+  gsize abs_offset, abs_size;
+  if (!resolve_memory_range(mem, offset, size, &abs_offset, &abs_size))
+    return nullptr;
+  GstMemory *parent = mem->parent ? mem->parent : mem;
+  // A share is read-only: writing through it would bypass the parent's lock.
+  auto flags = static_cast<GstMemoryFlags>(GST_MINI_OBJECT_FLAGS(parent) | GST_MINI_OBJECT_FLAG_LOCK_READONLY);
+  return make(mem->allocator, parent, tensor, flags, mem->maxsize, mem->align, abs_offset, abs_size);
+}
+
 bool allocation_size(GstAllocator *allocator, gsize size, const GstAllocationParams *params, gsize *total) noexcept {
   if (__builtin_add_overflow(params->prefix, size, total) || __builtin_add_overflow(*total, params->padding, total)) {
     GST_WARNING_OBJECT(allocator,

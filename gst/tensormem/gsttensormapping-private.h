@@ -50,6 +50,17 @@ void tensor_mapping_unmap(TensorMapping *mapping, GstMapInfo *info) noexcept;
  * allocation. */
 bool resolve_memory_range(GstMemory *mem, gssize offset, gssize size, gsize *abs_offset, gsize *abs_size) noexcept;
 
+/* How an allocator makes a GstTensorMemory-like memory over `tensor`. */
+using TensorMemoryNew = GstMemory *(*)(GstAllocator *allocator, GstMemory *parent, const tensormem::Tensor &tensor,
+                                       GstMemoryFlags flags, gsize maxsize, gsize align, gsize offset,
+                                       gsize size) noexcept;
+
+/* The mem_share body: a read-only memory over the same storage (`tensor`),
+ * made with `make`, whose parent is `mem`'s root; NULL after a warning when
+ * the range leaves the allocation. */
+GstMemory *share_memory_range(GstMemory *mem, gssize offset, gssize size, const tensormem::Tensor &tensor,
+                              TensorMemoryNew make) noexcept;
+
 /* prefix + size + padding of an allocation request; FALSE (after a warning
  * naming the three numbers) when the sum overflows. */
 bool allocation_size(GstAllocator *allocator, gsize size, const GstAllocationParams *params, gsize *total) noexcept;

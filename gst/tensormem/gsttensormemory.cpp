@@ -96,14 +96,7 @@ void mem_unmap_full(GstMemory *mem, GstMapInfo *info) {
 }
 
 GstMemory *mem_share(GstMemory *mem, gssize offset, gssize size) {
-  gsize abs_offset, abs_size;
-  if (!gst_tensormem::resolve_memory_range(mem, offset, size, &abs_offset, &abs_size))
-    return nullptr;
-  GstMemory *parent = mem->parent ? mem->parent : mem;
-  // A share is read-only: writing through it would bypass the parent's lock.
-  auto flags = static_cast<GstMemoryFlags>(GST_MINI_OBJECT_FLAGS(parent) | GST_MINI_OBJECT_FLAG_LOCK_READONLY);
-  return tensor_memory_new(mem->allocator, parent, priv_of(mem)->mapping.tensor, flags, mem->maxsize, mem->align,
-                           abs_offset, abs_size);
+  return gst_tensormem::share_memory_range(mem, offset, size, priv_of(mem)->mapping.tensor, tensor_memory_new);
 }
 
 } // namespace
