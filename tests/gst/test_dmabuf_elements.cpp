@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // tensorupload storage=dmabuf and tensordownload with DMA-BUF memory, in a
 // GstHarness: the three input paths, negotiation and bad input.
+#include "element_fixture.hpp"
 #include "pipeline_util.hpp"
 
 #include <gst/allocators/gstdmabuf.h>
@@ -21,55 +22,19 @@ constexpr const char *kOddRgbaDmaBuf = "video/x-raw(memory:DMABuf),format=RGBA,w
 constexpr const char *kNv12 = "video/x-raw,format=NV12,width=64,height=48,framerate=30/1";
 constexpr int kFrames = 3;
 
-class DmaBufElement : public ::testing::Test {
+class DmaBufElement : public tmtest::ElementFixture {
 protected:
   void start(const char *factory, const char *caps, bool dmabuf_storage = true) {
-    h_ = gst_harness_new(factory);
-    ASSERT_NE(h_, nullptr) << factory;
+    ASSERT_NO_FATAL_FAILURE(ElementFixture::start(factory, caps));
     if (dmabuf_storage)
       g_object_set(h_->element, "storage", GST_TENSOR_STORAGE_DMABUF, nullptr);
-    bus_ = gst_bus_new();
-    gst_element_set_bus(h_->element, bus_);
-    info_ = tmtest::info_from_string(caps);
   }
   void TearDown() override {
-    if (h_) {
-      gst_element_set_bus(h_->element, nullptr);
-      gst_harness_teardown(h_);
-    }
-    if (pool_) {
-      gst_buffer_pool_set_active(pool_, FALSE);
-      gst_object_unref(pool_);
-    }
-    if (bus_)
-      gst_object_unref(bus_);
+    ElementFixture::TearDown();
     if (plain_allocator_)
       gst_object_unref(plain_allocator_);
   }
-
-  GstBuffer *plain_buffer(guint seed) {
-    GstBuffer *buffer = gst_buffer_new_allocate(nullptr, GST_VIDEO_INFO_SIZE(&info_), nullptr);
-    tmtest::fill_frame(buffer, &info_, seed);
-    return buffer;
-  }
-
-  /* A buffer from our DMA-BUF pool, filled. */
-  GstBuffer *pool_buffer(const char *caps_str, guint seed) {
-    if (!pool_) {
-      pool_ = gst_tensor_buffer_pool_new_for_storage(GST_TENSOR_STORAGE_DMABUF);
-      GstStructure *config = gst_buffer_pool_get_config(pool_);
-      GstCaps *caps = gst_caps_from_string(caps_str);
-      gst_buffer_pool_config_set_params(config, caps, GST_VIDEO_INFO_SIZE(&info_), 0, 0);
-      gst_caps_unref(caps);
-      EXPECT_TRUE(gst_buffer_pool_set_config(pool_, config));
-      EXPECT_TRUE(gst_buffer_pool_set_active(pool_, TRUE));
-    }
-    GstBuffer *buffer = nullptr;
-    EXPECT_EQ(gst_buffer_pool_acquire_buffer(pool_, &buffer, nullptr), GST_FLOW_OK);
-    if (buffer)
-      tmtest::fill_frame(buffer, &info_, seed);
-    return buffer;
-  }
+  GstBufferPool *new_pool() override { return gst_tensor_buffer_pool_new_for_storage(GST_TENSOR_STORAGE_DMABUF); }
 
   /* A buffer of one plain GstDmaBufAllocator memory over `fd` (someone
    * else's DMA-BUF), with a GstVideoMeta of 64-byte aligned strides. */
@@ -118,11 +83,7 @@ protected:
     return text;
   }
 
-  GstHarness *h_ = nullptr;
-  GstBus *bus_ = nullptr;
-  GstBufferPool *pool_ = nullptr;
   GstAllocator *plain_allocator_ = nullptr;
-  GstVideoInfo info_;
 };
 
 TEST_F(DmaBufElement, UploadCopiesSystemBuffersIntoDmaBufOnceAndCountsThem) {
@@ -327,7 +288,8 @@ TEST_F(DmaBufElement, UploadSourceCapsOfferDmaBufFirstOnlyForDmaBufStorage) {
     gst_harness_set_src_caps(h, sink_caps);
     GstCaps *caps = gst_pad_query_caps(src, nullptr);
     ASSERT_GE(gst_caps_get_size(caps), 1u);
-    const bool first_dmabuf = gst_caps_features_contains(gst_caps_get_features(caps, 0), GST_CAPS_FEATURE_MEMORY_DMABUF);
+    const bool first_dmabuf =
+        gst_caps_features_contains(gst_caps_get_features(caps, 0), GST_CAPS_FEATURE_MEMORY_DMABUF);
     EXPECT_EQ(first_dmabuf, storage == GST_TENSOR_STORAGE_DMABUF) << storage;
     bool any_plain = false;
     for (guint i = 0; i < gst_caps_get_size(caps); ++i)

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "test_util.hpp"
+#include "element_fixture.hpp"
 
 #include <gst/check/gstharness.h>
 #include <gst/tensormem/tensormem.h>
@@ -13,52 +13,8 @@ constexpr const char *kAlignedRgba = "video/x-raw,format=RGBA,width=320,height=2
 constexpr int kFrames = 3;
 
 /* A harness around `factory` with a bus, so element errors can be read. */
-class ElementTest : public ::testing::Test {
+class ElementTest : public tmtest::ElementFixture {
 protected:
-  void start(const char *factory, const char *caps) {
-    h_ = gst_harness_new(factory);
-    ASSERT_NE(h_, nullptr) << factory;
-    bus_ = gst_bus_new();
-    gst_element_set_bus(h_->element, bus_);
-    info_ = tmtest::info_from_string(caps);
-  }
-  void TearDown() override {
-    if (h_) {
-      gst_element_set_bus(h_->element, nullptr);
-      gst_harness_teardown(h_);
-    }
-    if (pool_) {
-      gst_buffer_pool_set_active(pool_, FALSE);
-      gst_object_unref(pool_);
-    }
-    if (bus_)
-      gst_object_unref(bus_);
-  }
-
-  GstBuffer *plain_buffer(guint seed) {
-    GstBuffer *buffer = gst_buffer_new_allocate(nullptr, GST_VIDEO_INFO_SIZE(&info_), nullptr);
-    tmtest::fill_frame(buffer, &info_, seed);
-    return buffer;
-  }
-
-  /* A buffer from an active tensor pool for `caps`, filled with a pattern. */
-  GstBuffer *tensor_buffer(const char *caps_str, guint seed) {
-    if (!pool_) {
-      pool_ = gst_tensor_buffer_pool_new();
-      GstStructure *config = gst_buffer_pool_get_config(pool_);
-      GstCaps *caps = gst_caps_from_string(caps_str);
-      gst_buffer_pool_config_set_params(config, caps, GST_VIDEO_INFO_SIZE(&info_), 0, 0);
-      gst_caps_unref(caps);
-      EXPECT_TRUE(gst_buffer_pool_set_config(pool_, config));
-      EXPECT_TRUE(gst_buffer_pool_set_active(pool_, TRUE));
-    }
-    GstBuffer *buffer = nullptr;
-    EXPECT_EQ(gst_buffer_pool_acquire_buffer(pool_, &buffer, nullptr), GST_FLOW_OK);
-    if (buffer)
-      tmtest::fill_frame(buffer, &info_, seed);
-    return buffer;
-  }
-
   /* The first error on the element's bus: its debug text, or "" if none. */
   std::string error_debug() {
     GstMessage *msg = gst_bus_pop_filtered(bus_, GST_MESSAGE_ERROR);
@@ -74,11 +30,6 @@ protected:
     gst_message_unref(msg);
     return text;
   }
-
-  GstHarness *h_ = nullptr;
-  GstBus *bus_ = nullptr;
-  GstBufferPool *pool_ = nullptr;
-  GstVideoInfo info_;
 };
 
 TEST_F(ElementTest, UploadCopiesPlainSystemBuffersOnceAndCountsThem) {
@@ -146,7 +97,7 @@ TEST_F(ElementTest, UploadPassesTensorPoolBuffersThroughWithoutCopy) {
   g_object_set(h_->element, "require-zero-copy", TRUE, nullptr);
   gst_harness_set_caps_str(h_, kOddRgba, kOddRgba);
   for (int i = 0; i < kFrames; ++i) {
-    GstBuffer *in = tensor_buffer(kOddRgba, i);
+    GstBuffer *in = pool_buffer(kOddRgba, i);
     ASSERT_NE(in, nullptr);
     GstMemory *in_mem = gst_buffer_peek_memory(in, 0);
     gst_buffer_ref(in);
@@ -170,7 +121,7 @@ TEST_F(ElementTest, DownloadCopiesPaddedBufferIntoDefaultLayoutWithoutDownstream
   start("tensordownload", kOddRgba);
   gst_harness_set_caps_str(h_, kOddRgba, kOddRgba);
   for (int i = 0; i < kFrames; ++i) {
-    GstBuffer *in = tensor_buffer(kOddRgba, i);
+    GstBuffer *in = pool_buffer(kOddRgba, i);
     ASSERT_NE(in, nullptr);
     gst_buffer_ref(in);
     ASSERT_EQ(gst_harness_push(h_, in), GST_FLOW_OK);
@@ -192,7 +143,7 @@ TEST_F(ElementTest, DownloadPassesPaddedBufferWhenDownstreamReadsVideoMeta) {
   gst_harness_add_propose_allocation_meta(h_, GST_VIDEO_META_API_TYPE, nullptr);
   gst_harness_set_caps_str(h_, kOddRgba, kOddRgba);
   for (int i = 0; i < kFrames; ++i) {
-    GstBuffer *in = tensor_buffer(kOddRgba, i);
+    GstBuffer *in = pool_buffer(kOddRgba, i);
     ASSERT_NE(in, nullptr);
     gst_buffer_ref(in);
     ASSERT_EQ(gst_harness_push(h_, in), GST_FLOW_OK);
@@ -208,7 +159,7 @@ TEST_F(ElementTest, DownloadPassesDefaultLayoutBufferWithoutDownstreamMeta) {
   start("tensordownload", kAlignedRgba);
   g_object_set(h_->element, "require-zero-copy", TRUE, nullptr);
   gst_harness_set_caps_str(h_, kAlignedRgba, kAlignedRgba);
-  GstBuffer *in = tensor_buffer(kAlignedRgba, 1);
+  GstBuffer *in = pool_buffer(kAlignedRgba, 1);
   ASSERT_NE(in, nullptr);
   gst_buffer_ref(in);
   ASSERT_EQ(gst_harness_push(h_, in), GST_FLOW_OK);
@@ -223,7 +174,7 @@ TEST_F(ElementTest, DownloadRequireZeroCopyRefusesPaddedBufferWithoutDownstreamM
   start("tensordownload", kOddRgba);
   g_object_set(h_->element, "require-zero-copy", TRUE, nullptr);
   gst_harness_set_caps_str(h_, kOddRgba, kOddRgba);
-  GstBuffer *in = tensor_buffer(kOddRgba, 0);
+  GstBuffer *in = pool_buffer(kOddRgba, 0);
   ASSERT_NE(in, nullptr);
   EXPECT_EQ(gst_harness_push(h_, in), GST_FLOW_ERROR);
   const std::string debug = error_debug();
@@ -262,8 +213,9 @@ void expect_properties(const char *factory_name, bool storage_writable) {
     EXPECT_EQ(pspec->flags & e.forbidden, 0) << e.name;
     EXPECT_NE(g_param_spec_get_blurb(pspec), nullptr) << e.name;
   }
-  if (storage_writable)
+  if (storage_writable) {
     EXPECT_TRUE(g_object_class_find_property(klass, "storage")->flags & G_PARAM_WRITABLE);
+  }
   auto *require = G_PARAM_SPEC_BOOLEAN(g_object_class_find_property(klass, "require-zero-copy"));
   EXPECT_FALSE(require->default_value);
 
@@ -272,9 +224,7 @@ void expect_properties(const char *factory_name, bool storage_writable) {
   gst_object_unref(factory);
 }
 
-TEST(ElementMetadata, TensorUploadHasTheTensorProperties) {
-  expect_properties("tensorupload", true);
-}
+TEST(ElementMetadata, TensorUploadHasTheTensorProperties) { expect_properties("tensorupload", true); }
 
 TEST(ElementMetadata, TensorDownloadHasTheTensorPropertiesWithReadOnlyStorage) {
   expect_properties("tensordownload", false);

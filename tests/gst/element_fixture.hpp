@@ -1,0 +1,70 @@
+// SPDX-License-Identifier: Apache-2.0
+// A GstHarness around one of our elements, with a bus for its errors, plain
+// system-memory input buffers and buffers from one of our pools. The element
+// test files derive from it and add what is particular to them.
+#pragma once
+
+#include "test_util.hpp"
+
+#include <gst/check/gstharness.h>
+#include <gst/tensormem/tensormem.h>
+
+namespace tmtest {
+
+class ElementFixture : public ::testing::Test {
+protected:
+  void start(const char *factory, const char *caps) {
+    h_ = gst_harness_new(factory);
+    ASSERT_NE(h_, nullptr) << factory;
+    bus_ = gst_bus_new();
+    gst_element_set_bus(h_->element, bus_);
+    info_ = info_from_string(caps);
+  }
+
+  void TearDown() override {
+    if (h_) {
+      gst_element_set_bus(h_->element, nullptr);
+      gst_harness_teardown(h_);
+    }
+    if (pool_) {
+      gst_buffer_pool_set_active(pool_, FALSE);
+      gst_object_unref(pool_);
+    }
+    if (bus_)
+      gst_object_unref(bus_);
+  }
+
+  /* The pool pool_buffer() draws from; system tensor memory unless overridden. */
+  virtual GstBufferPool *new_pool() { return gst_tensor_buffer_pool_new(); }
+
+  GstBuffer *plain_buffer(guint seed) {
+    GstBuffer *buffer = gst_buffer_new_allocate(nullptr, GST_VIDEO_INFO_SIZE(&info_), nullptr);
+    fill_frame(buffer, &info_, seed);
+    return buffer;
+  }
+
+  /* A buffer from an active pool of ours for `caps_str`, filled with a pattern. */
+  GstBuffer *pool_buffer(const char *caps_str, guint seed) {
+    if (!pool_) {
+      pool_ = new_pool();
+      GstStructure *config = gst_buffer_pool_get_config(pool_);
+      GstCaps *caps = gst_caps_from_string(caps_str);
+      gst_buffer_pool_config_set_params(config, caps, GST_VIDEO_INFO_SIZE(&info_), 0, 0);
+      gst_caps_unref(caps);
+      EXPECT_TRUE(gst_buffer_pool_set_config(pool_, config));
+      EXPECT_TRUE(gst_buffer_pool_set_active(pool_, TRUE));
+    }
+    GstBuffer *buffer = nullptr;
+    EXPECT_EQ(gst_buffer_pool_acquire_buffer(pool_, &buffer, nullptr), GST_FLOW_OK);
+    if (buffer)
+      fill_frame(buffer, &info_, seed);
+    return buffer;
+  }
+
+  GstHarness *h_ = nullptr;
+  GstBus *bus_ = nullptr;
+  GstBufferPool *pool_ = nullptr;
+  GstVideoInfo info_;
+};
+
+} // namespace tmtest
