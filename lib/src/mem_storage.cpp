@@ -7,12 +7,34 @@
 #include <cstring>
 #include <new>
 
+#ifdef _WIN32
+#include <malloc.h>
+#endif
+
 namespace tensormem {
 namespace {
 // Heap buffers are keyed by a serial, not their address: a freed address is
 // reused by the next allocation, which would make two different buffers share
 // an identity in a consumer's import cache.
 std::atomic<std::uint64_t> g_serial{1};
+
+// C++17 aligned_alloc is missing from the Microsoft C runtime that MinGW
+// links against; its own pair must be used there (and never mixed with free).
+void *aligned_bytes(std::size_t alignment, std::size_t size) noexcept {
+#ifdef _WIN32
+  return _aligned_malloc(size, alignment);
+#else
+  return std::aligned_alloc(alignment, size);
+#endif
+}
+
+void free_aligned_bytes(void *data) noexcept {
+#ifdef _WIN32
+  _aligned_free(data);
+#else
+  std::free(data);
+#endif
+}
 } // namespace
 
 Result<std::shared_ptr<MemStorage>> MemStorage::allocate(std::size_t size) {
@@ -22,7 +44,7 @@ Result<std::shared_ptr<MemStorage>> MemStorage::allocate(std::size_t size) {
   if (__builtin_add_overflow(size, kAlignment - 1, &rounded))
     return Error::invalid_size(size, "MemStorage::allocate: " + std::to_string(size) + " bytes overflows when aligned");
   rounded &= ~(kAlignment - 1);
-  void *data = std::aligned_alloc(kAlignment, rounded);
+  void *data = aligned_bytes(kAlignment, rounded);
   if (!data)
     return Error::io(ENOMEM, "MemStorage::allocate: " + std::to_string(size) + " bytes");
   std::memset(data, 0, rounded);
@@ -30,7 +52,7 @@ Result<std::shared_ptr<MemStorage>> MemStorage::allocate(std::size_t size) {
   return std::make_shared<MemStorage>(Token{}, static_cast<std::byte *>(data), size, serial);
 }
 
-MemStorage::~MemStorage() { std::free(data_); }
+MemStorage::~MemStorage() { free_aligned_bytes(data_); }
 
 Result<BackendMapping> MemStorage::backend_map(std::size_t size, CpuAccess) noexcept {
   return BackendMapping{data_, size};

@@ -132,12 +132,6 @@ TENSORMEM_API Result<Tensor> from_client_pbo(const tm_client_state &state, tm_pb
 
 class PboClientParts;
 
-/// Exports a PBO tensor as client parts, consuming it. A window that does not
-/// start at byte 0 is refused with InvalidOperation (ABI-PARTS-02, HAZ-14):
-/// the C entry point cannot carry an offset. A shape smaller than the
-/// allocation is fine. A tensor that is not PBO-backed → InvalidArgument.
-TENSORMEM_API Result<PboClientParts> into_client_parts(Tensor &&tensor);
-
 /// A whole PBO handed to a C entry point on this thread (ABI-PARTS-01..04).
 /// The client state borrows the parts' own reference to the storage, so the
 /// buffer stays alive until the callee has retained it and the parts are
@@ -169,5 +163,14 @@ private:
   DType dtype_ = DType::U8;
   std::shared_ptr<PboStorage> owner_;
 };
+
+// Declared after the class (whose friend it is) so that the export attribute
+// sits on a declaration MinGW accepts: a friend redeclaration cannot carry
+// dllimport.
+/// Exports a PBO tensor as client parts, consuming it. A window that does not
+/// start at byte 0 is refused with InvalidOperation (ABI-PARTS-02, HAZ-14):
+/// the C entry point cannot carry an offset. A shape smaller than the
+/// allocation is fine. A tensor that is not PBO-backed → InvalidArgument.
+TENSORMEM_API Result<PboClientParts> into_client_parts(Tensor &&tensor);
 
 } // namespace tensormem

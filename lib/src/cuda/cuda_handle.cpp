@@ -20,7 +20,8 @@
 namespace tensormem {
 namespace {
 
-void debug(const std::string &text) noexcept {
+// Unused on Windows, where the fd reclaim path below does not exist.
+[[maybe_unused]] void debug(const std::string &text) noexcept {
   try {
     log(LogLevel::Debug, "cuda: " + text);
   } catch (...) {
