@@ -10,6 +10,7 @@ packages=(
   libgtest-dev libbenchmark-dev
   libepoxy-dev libegl-dev libegl-mesa0 libgl1-mesa-dri
   valgrind
+  g++-mingw-w64-x86-64-posix wine64 xvfb xauth
 )
 
 missing=()

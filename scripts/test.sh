@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Sets everything up and runs every test suite.
-#   scripts/test.sh          quick mode: one debug-optimised build, every test
+#   scripts/test.sh          quick mode: one debug-optimised build, every test,
+#                            and the MinGW-w64 cross-build's tests under Wine
 #   scripts/test.sh --full   also an ASan/UBSan build and a valgrind run of the
 #                            core and GStreamer tests (what CI runs)
 # Ends with "N passed, N failed, N skipped", counted from the tests' own
@@ -26,13 +27,14 @@ mkdir -p "$results"
 runs=()
 
 # run_suite NAME BUILDDIR [extra meson test args...]: gtest JSON per binary
-# into $results/NAME, meson's log beside it.
+# into $results/NAME, meson's log beside it. $RUN_PREFIX (a command) wraps
+# meson test when set.
 run_suite() {
   local name=$1 dir=$2
   shift 2
   mkdir -p "$results/$name"
   echo "== $name: meson test -C $dir $*"
-  GTEST_OUTPUT="json:$results/$name/" meson test -C "$dir" --no-rebuild --print-errorlogs "$@" \
+  GTEST_OUTPUT="json:$results/$name/" ${RUN_PREFIX:-} meson test -C "$dir" --no-rebuild --print-errorlogs "$@" \
     >"$results/$name.log" 2>&1 || true
   grep -E '^ *[0-9]+/[0-9]+ ' "$results/$name.log" || true
   cp "$dir/meson-logs/testlog.json" "$results/$name.testlog.json" 2>/dev/null || true
@@ -42,6 +44,13 @@ run_suite() {
 echo "== build (debugoptimized) in build/"
 scripts/build.sh build
 run_suite quick build
+
+# Windows: libtensormem and its portable tests cross-built with MinGW-w64, run
+# under Wine (tests/windows/wine-run.sh) inside a virtual X server.
+echo "== cross-build (MinGW-w64, Windows x86_64) in build-win/"
+scripts/build.sh build-win --cross-file tests/windows/mingw-w64-x86_64.ini \
+  -Dgst=disabled -Dgl=disabled -Dbench=disabled
+RUN_PREFIX="xvfb-run -a" run_suite windows build-win
 
 if ((full)); then
   echo "== build (ASan + UBSan) in build-asan/"

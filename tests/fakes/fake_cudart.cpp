@@ -10,21 +10,30 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <fcntl.h>
 #include <map>
 #include <mutex>
 #include <string>
+#include <vector>
+
+#ifdef _WIN32
+#include <malloc.h>
+#else
+#include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <vector>
+#endif
 
 #if defined(FAKE_CUDART_HAVE_GL)
 #include <epoxy/egl.h>
 #include <epoxy/gl.h>
 #endif
 
+#ifdef _WIN32
+#define FAKE_EXPORT extern "C" __declspec(dllexport)
+#else
 #define FAKE_EXPORT extern "C" __attribute__((visibility("default")))
+#endif
 
 namespace {
 
@@ -111,7 +120,7 @@ static_assert(sizeof(MemHandleDesc) == 104 && sizeof(BufferDesc) == 88);
 struct Fault {
   int error = 0;
   int remaining = 0; // -1: until cleared
-  int close_fd = 0; // 1: close the fd anyway; 2: and put another file on its number
+  int close_fd = 0;  // 1: close the fd anyway; 2: and put another file on its number
 };
 
 struct ExtMem {
@@ -266,12 +275,33 @@ bool is_device(const State &s, const void *ptr, std::size_t count) {
   return false;
 }
 
+// "Device" memory: 256-byte aligned host memory, like cudaMalloc's
+// guarantee. The Microsoft C runtime (MinGW) has no aligned_alloc.
+void *device_alloc(std::size_t size) {
+  std::size_t rounded = ((size ? size : 1) + 255) / 256 * 256;
+#ifdef _WIN32
+  return _aligned_malloc(rounded, 256);
+#else
+  return std::aligned_alloc(256, rounded);
+#endif
+}
+
+void device_free(void *ptr) {
+#ifdef _WIN32
+  _aligned_free(ptr);
+#else
+  std::free(ptr);
+#endif
+}
+
 bool all_zero(const unsigned int *words, std::size_t n) {
   return std::all_of(words, words + n, [](unsigned int w) { return w == 0; });
 }
 
 void free_mapped(MappedBuffer &buf) {
+#ifndef _WIN32
   ::munmap(buf.map_base, buf.map_len);
+#endif
   if (buf.owner->live_buffers > 0)
     --buf.owner->live_buffers;
 }
@@ -302,12 +332,14 @@ void release_all_locked(State &s) {
     free_mapped(buf);
   s.mapped.clear();
   for (auto &[k, ext] : s.ext_mems) {
+#ifndef _WIN32
     ::close(ext->fd);
+#endif
     delete ext;
   }
   s.ext_mems.clear();
   for (auto &[ptr, size] : s.mallocs)
-    std::free(ptr);
+    device_free(ptr);
   s.mallocs.clear();
   for (auto &[k, v] : s.streams)
     std::free(k);
@@ -380,7 +412,7 @@ FAKE_EXPORT int cudaMalloc(void **ptr, std::size_t size) {
     return rc;
   if (!ptr)
     return kInvalidValue;
-  void *p = std::aligned_alloc(256, ((size ? size : 1) + 255) / 256 * 256);
+  void *p = device_alloc(size);
   if (!p)
     return kMemoryAllocation;
   std::memset(p, 0, size);
@@ -397,7 +429,7 @@ FAKE_EXPORT int cudaFree(void *ptr) {
   if (!ptr)
     return kSuccess;
   if (auto it = s.mallocs.find(ptr); it != s.mallocs.end()) {
-    std::free(ptr);
+    device_free(ptr);
     s.mallocs.erase(it);
     return kSuccess;
   }
@@ -476,6 +508,15 @@ FAKE_EXPORT int cudaImportExternalMemory(void **ext_mem, const MemHandleDesc *de
   State &s = state();
   std::lock_guard lock(s.mu);
   int close_fd = 0;
+#ifdef _WIN32
+  // An OpaqueFd means nothing to the Windows runtime (it imports Win32
+  // handles there), so on Windows every fd import is refused.
+  (void)ext_mem;
+  (void)desc;
+  if (int rc = enter(s, ImportExternalMemory, &close_fd))
+    return rc;
+  return kNotSupported;
+#else
   if (int rc = enter(s, ImportExternalMemory, &close_fd)) {
     if (close_fd && desc) {
       ::close(desc->handle.fd);
@@ -505,6 +546,7 @@ FAKE_EXPORT int cudaImportExternalMemory(void **ext_mem, const MemHandleDesc *de
   s.last_import_fd = desc->handle.fd;
   *ext_mem = ext;
   return kSuccess;
+#endif
 }
 
 FAKE_EXPORT int cudaExternalMemoryGetMappedBuffer(void **dev_ptr, void *ext_mem, const BufferDesc *desc) {
@@ -521,6 +563,9 @@ FAKE_EXPORT int cudaExternalMemoryGetMappedBuffer(void **dev_ptr, void *ext_mem,
   if (desc->size == 0 || desc->flags != 0 || !all_zero(desc->reserved, 16) || desc->offset > ext->size ||
       desc->size > ext->size - desc->offset)
     return kInvalidValue;
+#ifdef _WIN32
+  return kNotSupported; // unreachable: no import ever succeeds on Windows
+#else
   // Every mapping is its own shared mmap of the fd: a distinct address that
   // sees exactly the bytes the CPU map of the same buffer sees.
   long page = ::sysconf(_SC_PAGESIZE);
@@ -534,6 +579,7 @@ FAKE_EXPORT int cudaExternalMemoryGetMappedBuffer(void **dev_ptr, void *ext_mem,
   ++ext->live_buffers;
   *dev_ptr = ptr;
   return kSuccess;
+#endif
 }
 
 FAKE_EXPORT int cudaDestroyExternalMemory(void *ext_mem) {
@@ -557,7 +603,9 @@ FAKE_EXPORT int cudaDestroyExternalMemory(void *ext_mem) {
       }
     }
   }
+#ifndef _WIN32
   ::close(ext->fd);
+#endif
   delete ext;
   s.ext_mems.erase(it);
   return kSuccess;
@@ -610,8 +658,8 @@ FAKE_EXPORT int cudaGraphicsMapResources(int count, void **resources, void *stre
     glBindBuffer(GL_COPY_WRITE_BUFFER, r->buffer);
     GLint64 size = 0;
     glGetBufferParameteri64v(GL_COPY_WRITE_BUFFER, GL_BUFFER_SIZE, &size);
-    void *ptr = size > 0 ? glMapBufferRange(GL_COPY_WRITE_BUFFER, 0, size, GL_MAP_READ_BIT | GL_MAP_WRITE_BIT)
-                         : nullptr;
+    void *ptr =
+        size > 0 ? glMapBufferRange(GL_COPY_WRITE_BUFFER, 0, size, GL_MAP_READ_BIT | GL_MAP_WRITE_BIT) : nullptr;
     glBindBuffer(GL_COPY_WRITE_BUFFER, static_cast<GLuint>(previous));
     if (!ptr)
       return kUnknown;

@@ -4,10 +4,16 @@
 // and try the next candidate (CUDA-LOAD-04).
 #include <cstddef>
 
-extern "C" __attribute__((visibility("default"))) int cudaGetDeviceCount(int *count) {
+#ifdef _WIN32
+#define PARTIAL_EXPORT extern "C" __declspec(dllexport)
+#else
+#define PARTIAL_EXPORT extern "C" __attribute__((visibility("default")))
+#endif
+
+PARTIAL_EXPORT int cudaGetDeviceCount(int *count) {
   if (count)
     *count = 1;
   return 0;
 }
 
-extern "C" __attribute__((visibility("default"))) int cudaFree(void *) { return 0; }
+PARTIAL_EXPORT int cudaFree(void *) { return 0; }
