@@ -104,8 +104,8 @@ inline void run(const std::string &description, Run *run) {
         gst_message_parse_error(msg, &err, &debug);
       else
         gst_message_parse_warning(msg, &err, &debug);
-      std::string text = std::string(GST_OBJECT_NAME(GST_MESSAGE_SRC(msg))) + ": " + err->message + " | " +
-                         (debug ? debug : "");
+      std::string text =
+          std::string(GST_OBJECT_NAME(GST_MESSAGE_SRC(msg))) + ": " + err->message + " | " + (debug ? debug : "");
       if (GST_MESSAGE_TYPE(msg) == GST_MESSAGE_ERROR) {
         run->error = text;
         done = true;
@@ -138,8 +138,7 @@ inline void run(const std::string &description, Run *run) {
       }
       break;
     }
-    default:
-      break;
+    default: break;
     }
     gst_message_unref(msg);
     if (done)
@@ -159,7 +158,7 @@ inline void run(const std::string &description, Run *run) {
     gst_object_unref(imp);
   if (ins)
     gst_object_unref(ins);
-  gst_object_unref(pipeline);
+  tmtest::release_pipeline(pipeline);
 }
 
 } // namespace cudatest

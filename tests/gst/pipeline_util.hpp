@@ -103,7 +103,7 @@ inline void run_pipeline(const std::string &description, PipelineRun *run, const
     gst_object_unref(upload);
   if (sink)
     gst_object_unref(sink);
-  gst_object_unref(pipeline);
+  release_pipeline(pipeline);
 }
 
 /* Open file descriptors of this process (entries of /proc/self/fd, less

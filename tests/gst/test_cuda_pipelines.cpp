@@ -20,20 +20,6 @@
 
 namespace {
 
-/* CUDA objects still alive in the fake runtime once a pipeline is gone. A
- * handle dies with the last reference to its pooled memory, which a thread
- * winding down may drop a moment after set_state(NULL) returns; a bounded
- * wait lets that happen, and an object that is really kept alive still
- * fails the test. */
-std::size_t live_cuda_objects_after_teardown() {
-  std::size_t live = fake_cudart_live(nullptr);
-  for (int i = 0; live != 0 && i < 50; ++i) {
-    g_usleep(100 * 1000);
-    live = fake_cudart_live(nullptr);
-  }
-  return live;
-}
-
 constexpr int kFrames = 6;
 
 struct Case {
@@ -79,7 +65,9 @@ protected:
   }
   void TearDown() override {
     fake_cudart_clear_faults();
-    EXPECT_EQ(live_cuda_objects_after_teardown(), 0u) << "CUDA objects outlived the pipeline";
+    // Every pipeline was released with tmtest::release_pipeline (waited for
+    // until finalized), so whatever is still alive now is kept alive.
+    EXPECT_EQ(fake_cudart_live(nullptr), 0u) << "CUDA objects outlived the pipeline";
     EXPECT_EQ(fake_cudart_violations(), 0u);
   }
 
@@ -171,7 +159,7 @@ TEST_P(CudaPipeline, a_failing_cuda_call_leaves_the_pipeline_on_the_host_path) {
       EXPECT_EQ(run.imports, run.memories.size());
       EXPECT_TRUE(run.warnings.empty());
     }
-    EXPECT_EQ(live_cuda_objects_after_teardown(), 0u);
+    EXPECT_EQ(fake_cudart_live(nullptr), 0u);
     EXPECT_EQ(fake_cudart_violations(), 0u);
   }
 }
@@ -211,7 +199,7 @@ TEST_P(CudaDmaBufPipeline, a_driver_closing_the_fd_on_a_failed_import_does_not_h
     EXPECT_EQ(run.on_path("host"), static_cast<size_t>(kFrames));
     EXPECT_EQ(run.checksums(), ref.checksums());
     EXPECT_EQ(run.warnings.size(), 1u);
-    EXPECT_EQ(live_cuda_objects_after_teardown(), 0u);
+    EXPECT_EQ(fake_cudart_live(nullptr), 0u);
   }
 }
 
@@ -352,8 +340,8 @@ TEST(CudaMeta, copies_drop_the_meta_and_maps_pair_exactly_once) {
   gst_message_unref(msg);
   gst_element_set_state(pipeline, GST_STATE_NULL);
   gst_object_unref(sink);
-  gst_object_unref(pipeline);
-  EXPECT_EQ(live_cuda_objects_after_teardown(), 0u);
+  tmtest::release_pipeline(pipeline);
+  EXPECT_EQ(fake_cudart_live(nullptr), 0u);
 }
 
 TEST(CudaMeta, api_is_registered) {

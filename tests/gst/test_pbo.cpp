@@ -565,7 +565,7 @@ protected:
     GstBus *bus = gst_element_get_bus(pipeline);
     gst_bus_set_sync_handler(bus, nullptr, nullptr, nullptr);
     gst_object_unref(bus);
-    gst_object_unref(pipeline);
+    tmtest::release_pipeline(pipeline);
   }
 };
 

@@ -162,7 +162,7 @@ void run(const std::string &description, PboRun *out, GstContext *context = null
     gst_object_unref(sink);
   if (up)
     gst_object_unref(up);
-  gst_object_unref(pipeline);
+  tmtest::release_pipeline(pipeline);
 }
 
 class PboPipelineBase : public ::testing::Test {
@@ -183,15 +183,10 @@ protected:
       gst_context_unref(context);
     if (worker) {
       EXPECT_EQ(gst_tensor_gl_worker_get_mapped_buffers(worker), 0u);
-      // glDeleteBuffers is posted to the GL thread by whichever thread drops
-      // the last reference, so give late releases a bounded moment; a buffer
-      // that is really kept alive still fails here.
-      int live = live_gl_buffers(worker);
-      for (int i = 0; live != 0 && i < 50; ++i) {
-        g_usleep(100 * 1000);
-        live = live_gl_buffers(worker);
-      }
-      EXPECT_EQ(live, 0) << "a GL buffer outlived its pipeline by more than 5 s";
+      // Every pipeline was waited for until finalized (release_pipeline), and
+      // glDeleteBuffers, posted to the GL thread when the last reference
+      // went, ran before the worker's count below (its tasks run in order).
+      EXPECT_EQ(live_gl_buffers(worker), 0) << "a GL buffer outlived its pipeline";
     }
   }
 
@@ -306,7 +301,7 @@ TEST_F(PboPipeline, TwoUploadsShareOneWorkerTheyStartThemselvesAndDropItInNull) 
     gst_object_unref(sink);
 
     EXPECT_EQ(gst_element_set_state(pipeline, GST_STATE_NULL), GST_STATE_CHANGE_SUCCESS);
-    gst_object_unref(pipeline);
+    tmtest::release_pipeline(pipeline);
   }
   gst_object_unref(a);
   gst_object_unref(b);
@@ -359,7 +354,7 @@ TEST_F(PboPipeline, AnApplicationAnsweringNeedContextProvidesTheWorker) {
   EXPECT_EQ(gst_element_set_state(pipeline, GST_STATE_NULL), GST_STATE_CHANGE_SUCCESS);
   gst_bus_set_sync_handler(bus, nullptr, nullptr, nullptr);
   gst_object_unref(bus);
-  gst_object_unref(pipeline);
+  tmtest::release_pipeline(pipeline);
 }
 
 TEST_F(PboPipeline, PlainCapsAfterAPboUploadFailToNegotiate) {
@@ -386,7 +381,7 @@ TEST_F(PboPipeline, RepeatedNullPlayingCyclesLeaveNoGlBufferOrMapBehind) {
     EXPECT_EQ(gst_tensor_gl_worker_get_mapped_buffers(worker), 0u) << "cycle " << cycle;
     EXPECT_EQ(live_gl_buffers(worker), 0) << "cycle " << cycle;
   }
-  gst_object_unref(pipeline);
+  tmtest::release_pipeline(pipeline);
 }
 
 // ---- tensorupload storage=pbo in a harness ---------------------------------

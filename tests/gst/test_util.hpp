@@ -11,6 +11,49 @@
 
 namespace tmtest {
 
+/* Drops the caller's reference to a pipeline that has run and waits (at most
+ * 10 s, then fails) until it is finalized. GstBin finishes asynchronous
+ * state changes through gst_element_call_async, whose closure holds its own
+ * reference to the pipeline on a GLib pool thread; that thread can drop the
+ * last reference, and with it every element, pool and pooled memory, a
+ * moment after this unref. Counting leftovers before then would blame us for
+ * objects that are merely not yet released. */
+inline void release_pipeline(GstElement *pipeline) {
+  struct Gone {
+    GMutex lock;
+    GCond cond;
+    bool done = false;
+  };
+  // On the heap: if the wait times out, the notify may still come later.
+  auto *gone = new Gone;
+  g_mutex_init(&gone->lock);
+  g_cond_init(&gone->cond);
+  g_object_weak_ref(
+      G_OBJECT(pipeline),
+      [](gpointer data, GObject *) {
+        auto *g = static_cast<Gone *>(data);
+        g_mutex_lock(&g->lock);
+        g->done = true;
+        g_cond_signal(&g->cond);
+        g_mutex_unlock(&g->lock);
+      },
+      gone);
+  gst_object_unref(pipeline);
+  const gint64 deadline = g_get_monotonic_time() + 10 * G_TIME_SPAN_SECOND;
+  g_mutex_lock(&gone->lock);
+  while (!gone->done && g_cond_wait_until(&gone->cond, &gone->lock, deadline)) {
+  }
+  const bool done = gone->done;
+  g_mutex_unlock(&gone->lock);
+  if (!done) {
+    ADD_FAILURE() << "the pipeline was not finalized within 10 s of the last unref";
+    return; // `gone` stays allocated for the notify that may still come
+  }
+  g_cond_clear(&gone->cond);
+  g_mutex_clear(&gone->lock);
+  delete gone;
+}
+
 inline GstVideoInfo info_from_string(const char *caps_str) {
   GstCaps *caps = gst_caps_from_string(caps_str);
   GstVideoInfo info;
