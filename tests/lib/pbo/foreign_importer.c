@@ -11,7 +11,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#ifdef _WIN32
+#define FOREIGN_API __declspec(dllexport)
+#else
 #define FOREIGN_API __attribute__((visibility("default")))
+#endif
 
 typedef struct foreign_pbo {
   tm_client_state state;

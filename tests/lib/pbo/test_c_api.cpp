@@ -1,14 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 // The tm_* C entry points, and a separately built shared object that knows
 // only tensormem.h (the library "loaded twice in spirit").
+#include "dynlib.hpp"
 #include "fake_pbo_ops.hpp"
 
 #include <tensormem/pbo_storage.hpp>
 #include <tensormem/tensormem.h>
 
 #include <gtest/gtest.h>
-
-#include <dlfcn.h>
 
 #include <cstring>
 #include <optional>
@@ -218,35 +217,22 @@ TEST(PboCApi, ABI_PARTS_02_tm_tensor_into_client_parts_refuses_a_sub_view_and_ke
 namespace {
 
 struct ForeignLibrary {
-  void *handle = nullptr;
-  void *(*import)(const tm_pbo_ops *, uint32_t, size_t) = nullptr;
-  int (*read)(const void *, uint8_t *, size_t) = nullptr;
-  int (*write)(const void *, const uint8_t *, size_t) = nullptr;
-  void (*drop)(void *) = nullptr;
+  tmtest::DynLib lib{TM_FOREIGN_IMPORTER};
+  void *(*import)(const tm_pbo_ops *, uint32_t, size_t) = lib.function<decltype(import)>("foreign_import");
+  int (*read)(const void *, uint8_t *, size_t) = lib.function<decltype(read)>("foreign_read");
+  int (*write)(const void *, const uint8_t *, size_t) = lib.function<decltype(write)>("foreign_write");
+  void (*drop)(void *) = lib.function<decltype(drop)>("foreign_drop");
 
-  ForeignLibrary() {
-    handle = dlopen(TM_FOREIGN_IMPORTER, RTLD_NOW | RTLD_LOCAL);
-    if (!handle)
-      return;
-    import = reinterpret_cast<decltype(import)>(dlsym(handle, "foreign_import"));
-    read = reinterpret_cast<decltype(read)>(dlsym(handle, "foreign_read"));
-    write = reinterpret_cast<decltype(write)>(dlsym(handle, "foreign_write"));
-    drop = reinterpret_cast<decltype(drop)>(dlsym(handle, "foreign_drop"));
-  }
-  ~ForeignLibrary() {
-    if (handle)
-      dlclose(handle);
-  }
-  bool ok() const { return handle && import && read && write && drop; }
+  bool ok() const { return lib.loaded() && import && read && write && drop; }
 };
 
 } // namespace
 
 TEST(PboForeignCopy, a_library_built_only_against_the_c_header_reads_real_bytes_through_the_table) {
   ForeignLibrary foreign;
-  ASSERT_TRUE(foreign.ok()) << dlerror();
+  ASSERT_TRUE(foreign.ok()) << foreign.lib.error();
   // It carries no copy of libtensormem's entry points: the channel is all it has.
-  EXPECT_EQ(dlsym(foreign.handle, "tm_tensor_wrap_pbo"), nullptr);
+  EXPECT_EQ(foreign.lib.function<void (*)()>("tm_tensor_wrap_pbo"), nullptr);
 
   auto ops = FakePboOps::make(64);
   ops->fill_ramp();
@@ -272,7 +258,7 @@ TEST(PboForeignCopy, a_library_built_only_against_the_c_header_reads_real_bytes_
 
 TEST(PboForeignCopy, a_disconnected_producer_reaches_the_foreign_copy_as_minus_one) {
   ForeignLibrary foreign;
-  ASSERT_TRUE(foreign.ok()) << dlerror();
+  ASSERT_TRUE(foreign.ok()) << foreign.lib.error();
   auto ops = FakePboOps::make(8, PboFake::Disconnected);
   Tensor producer = producer_of(61, 8, ops);
   void *imported = foreign.import(table_of(producer), 61, 8);
@@ -285,7 +271,7 @@ TEST(PboForeignCopy, a_disconnected_producer_reaches_the_foreign_copy_as_minus_o
 
 TEST(PboForeignCopy, the_foreign_copy_refuses_an_incomplete_table_without_retaining) {
   ForeignLibrary foreign;
-  ASSERT_TRUE(foreign.ok()) << dlerror();
+  ASSERT_TRUE(foreign.ok()) << foreign.lib.error();
   Tensor producer = producer_of(62, 8, FakePboOps::make(8));
   tm_pbo_ops table = *table_of(producer);
   table.state.release = nullptr;
