@@ -61,6 +61,42 @@ protected:
     return buffer;
   }
 
+  /* "message | debug" of the next error on the element's bus, or "". With a
+   * domain, the error is also expected to be (domain, code). */
+  std::string posted_error(GQuark domain = 0, gint code = 0) {
+    GstMessage *msg = gst_bus_pop_filtered(bus_, GST_MESSAGE_ERROR);
+    if (!msg)
+      return {};
+    GError *err = nullptr;
+    gchar *debug = nullptr;
+    gst_message_parse_error(msg, &err, &debug);
+    if (domain != 0) {
+      EXPECT_TRUE(g_error_matches(err, domain, code)) << err->message;
+    }
+    std::string text = std::string(err->message) + " | " + (debug ? debug : "");
+    g_error_free(err);
+    g_free(debug);
+    gst_message_unref(msg);
+    return text;
+  }
+
+  /* Pushes `in` and checks that the element handed on that very buffer (a
+   * zero-copy pass-through). */
+  void expect_passed_through(GstBuffer *in) {
+    ASSERT_NE(in, nullptr);
+    gst_buffer_ref(in);
+    const GstFlowReturn pushed = gst_harness_push(h_, in);
+    if (pushed != GST_FLOW_OK) {
+      gst_buffer_unref(in);
+      FAIL() << "push returned " << gst_flow_get_name(pushed) << ": " << posted_error();
+    }
+    GstBuffer *out = gst_harness_pull(h_);
+    EXPECT_EQ(out, in);
+    if (out)
+      gst_buffer_unref(out);
+    gst_buffer_unref(in);
+  }
+
   GstHarness *h_ = nullptr;
   GstBus *bus_ = nullptr;
   GstBufferPool *pool_ = nullptr;

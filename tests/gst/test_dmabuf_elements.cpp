@@ -69,19 +69,6 @@ protected:
   }
 
   /* The first error on the element's bus: its debug text, or "" if none. */
-  std::string error_debug() {
-    GstMessage *msg = gst_bus_pop_filtered(bus_, GST_MESSAGE_ERROR);
-    if (!msg)
-      return {};
-    GError *err = nullptr;
-    gchar *debug = nullptr;
-    gst_message_parse_error(msg, &err, &debug);
-    std::string text = std::string(err->message) + " | " + (debug ? debug : "");
-    g_error_free(err);
-    g_free(debug);
-    gst_message_unref(msg);
-    return text;
-  }
 
   GstAllocator *plain_allocator_ = nullptr;
 };
@@ -114,7 +101,7 @@ TEST_F(DmaBufElement, UploadRequireZeroCopyRefusesSystemBuffersClearly) {
   g_object_set(h_->element, "require-zero-copy", TRUE, nullptr);
   gst_harness_set_caps_str(h_, kOddRgba, kOddRgba);
   EXPECT_EQ(gst_harness_push(h_, plain_buffer(0)), GST_FLOW_ERROR);
-  const std::string debug = error_debug();
+  const std::string debug = posted_error();
   EXPECT_NE(debug.find("require-zero-copy"), std::string::npos) << debug;
   EXPECT_NE(debug.find("321x17"), std::string::npos) << debug;
   EXPECT_EQ(tmtest::copied_bytes(h_->element), 0u);
@@ -125,14 +112,7 @@ TEST_F(DmaBufElement, UploadPassesItsOwnDmaBufPoolBuffersThrough) {
   g_object_set(h_->element, "require-zero-copy", TRUE, nullptr);
   gst_harness_set_caps_str(h_, kOddRgba, kOddRgbaDmaBuf);
   for (int i = 0; i < kFrames; ++i) {
-    GstBuffer *in = pool_buffer(kOddRgba, i);
-    ASSERT_NE(in, nullptr);
-    gst_buffer_ref(in);
-    ASSERT_EQ(gst_harness_push(h_, in), GST_FLOW_OK);
-    GstBuffer *out = gst_harness_pull(h_);
-    EXPECT_EQ(out, in);
-    gst_buffer_unref(out);
-    gst_buffer_unref(in);
+    expect_passed_through(pool_buffer(kOddRgba, i));
   }
   EXPECT_EQ(tmtest::copied_bytes(h_->element), 0u);
 }
@@ -146,7 +126,7 @@ TEST_F(DmaBufElement, UploadImportsForeignDmaBufWithoutACopyAndImportsEachMemory
   std::shared_ptr<tensormem::Storage> first;
   for (int i = 0; i < 2; ++i) { // the same upstream memory twice, as a pool would hand it back
     gst_buffer_ref(in);
-    ASSERT_EQ(gst_harness_push(h_, in), GST_FLOW_OK) << error_debug();
+    ASSERT_EQ(gst_harness_push(h_, in), GST_FLOW_OK) << posted_error();
     GstBuffer *out = gst_harness_pull(h_);
     ASSERT_NE(out, nullptr);
     EXPECT_NE(out, in);
@@ -180,7 +160,7 @@ TEST_F(DmaBufElement, UpstreamClosingItsFdLeavesOurDupReadable) {
   int fd = -1;
   GstBuffer *in = foreign_frame(3, &fd, GST_FD_MEMORY_FLAG_DONT_CLOSE);
   GstBuffer *reference = plain_buffer(3);
-  ASSERT_EQ(gst_harness_push(h_, in), GST_FLOW_OK) << error_debug();
+  ASSERT_EQ(gst_harness_push(h_, in), GST_FLOW_OK) << posted_error();
   GstBuffer *out = gst_harness_pull(h_);
   ASSERT_NE(out, nullptr);
   ASSERT_EQ(close(fd), 0); // upstream closes its fd while we hold the buffer
@@ -196,7 +176,7 @@ TEST_F(DmaBufElement, APipeOfferedAsDmaBufIsAnErrorNamingItsFilesystemMagic) {
   ASSERT_EQ(pipe(fds), 0);
   GstBuffer *in = foreign_dmabuf_buffer(fds[0], GST_VIDEO_INFO_SIZE(&info_), GST_FD_MEMORY_FLAG_DONT_CLOSE);
   EXPECT_EQ(gst_harness_push(h_, in), GST_FLOW_ERROR);
-  const std::string debug = error_debug();
+  const std::string debug = posted_error();
   EXPECT_NE(debug.find("filesystem magic 0x50495045"), std::string::npos) << debug; // PIPEFS_MAGIC
   EXPECT_NE(debug.find("Cannot import"), std::string::npos) << debug;
   close(fds[0]);
@@ -211,7 +191,7 @@ TEST_F(DmaBufElement, AStrideSmallerThanARowIsAnErrorNamingTheField) {
   gint stride[GST_VIDEO_MAX_PLANES] = {100};
   gst_buffer_add_video_meta_full(in, GST_VIDEO_FRAME_FLAG_NONE, GST_VIDEO_FORMAT_RGBA, 321, 17, 1, offset, stride);
   EXPECT_EQ(gst_harness_push(h_, in), GST_FLOW_ERROR);
-  const std::string debug = error_debug();
+  const std::string debug = posted_error();
   EXPECT_NE(debug.find("stride[0] = 100"), std::string::npos) << debug;
   EXPECT_NE(debug.find("1284-byte row"), std::string::npos) << debug;
 }
@@ -227,7 +207,7 @@ TEST_F(DmaBufElement, APlanePastTheEndOfTheMemoryIsAnErrorNamingTheNumbers) {
   gint stride[GST_VIDEO_MAX_PLANES] = {64, 64};
   gst_buffer_add_video_meta_full(in, GST_VIDEO_FRAME_FLAG_NONE, GST_VIDEO_FORMAT_NV12, 64, 48, 2, offset, stride);
   EXPECT_EQ(gst_harness_push(h_, in), GST_FLOW_ERROR);
-  const std::string debug = error_debug();
+  const std::string debug = posted_error();
   EXPECT_NE(debug.find("plane 1"), std::string::npos) << debug;
   EXPECT_NE(debug.find("offset[1] = 3072"), std::string::npos) << debug;
   EXPECT_NE(debug.find("past the end of the 3172-byte buffer"), std::string::npos) << debug;
@@ -241,7 +221,7 @@ TEST_F(DmaBufElement, AMemoryLargerThanItsDmaBufIsAnError) {
   // The memory claims a whole frame; the fd holds 4096 bytes.
   GstBuffer *in = foreign_dmabuf_buffer(fd, GST_VIDEO_INFO_SIZE(&info_), GST_FD_MEMORY_FLAG_NONE);
   EXPECT_EQ(gst_harness_push(h_, in), GST_FLOW_ERROR);
-  const std::string debug = error_debug();
+  const std::string debug = posted_error();
   EXPECT_NE(debug.find("exceeds the 4096-byte DMA-BUF"), std::string::npos) << debug;
 }
 
@@ -307,27 +287,14 @@ TEST_F(DmaBufElement, DownloadDropsTheDmaBufFeatureAndPassesTheBufferThrough) {
   g_object_set(h_->element, "require-zero-copy", TRUE, nullptr);
   gst_harness_add_propose_allocation_meta(h_, GST_VIDEO_META_API_TYPE, nullptr);
   gst_harness_set_caps_str(h_, kOddRgbaDmaBuf, kOddRgba);
-  GstBuffer *in = pool_buffer(kOddRgba, 1);
-  ASSERT_NE(in, nullptr);
-  gst_buffer_ref(in);
-  ASSERT_EQ(gst_harness_push(h_, in), GST_FLOW_OK) << error_debug();
-  GstBuffer *out = gst_harness_pull(h_);
-  EXPECT_EQ(out, in);
-  gst_buffer_unref(out);
-  gst_buffer_unref(in);
+  expect_passed_through(pool_buffer(kOddRgba, 1));
   EXPECT_EQ(tmtest::copied_bytes(h_->element), 0u);
 }
 
 TEST_F(DmaBufElement, DownloadKeepsDmaBufCapsForADownstreamThatTakesThem) {
   start("tensordownload", kOddRgba, false);
   gst_harness_set_caps_str(h_, kOddRgbaDmaBuf, kOddRgbaDmaBuf);
-  GstBuffer *in = pool_buffer(kOddRgba, 2);
-  gst_buffer_ref(in);
-  ASSERT_EQ(gst_harness_push(h_, in), GST_FLOW_OK) << error_debug();
-  GstBuffer *out = gst_harness_pull(h_);
-  EXPECT_EQ(out, in);
-  gst_buffer_unref(out);
-  gst_buffer_unref(in);
+  expect_passed_through(pool_buffer(kOddRgba, 2));
   EXPECT_EQ(tmtest::copied_bytes(h_->element), 0u);
 }
 
@@ -336,7 +303,7 @@ TEST_F(DmaBufElement, DownloadCopiesAPaddedDmaBufForADownstreamWithoutVideoMeta)
   gst_harness_set_caps_str(h_, kOddRgbaDmaBuf, kOddRgba);
   GstBuffer *in = pool_buffer(kOddRgba, 4);
   gst_buffer_ref(in);
-  ASSERT_EQ(gst_harness_push(h_, in), GST_FLOW_OK) << error_debug();
+  ASSERT_EQ(gst_harness_push(h_, in), GST_FLOW_OK) << posted_error();
   GstBuffer *out = gst_harness_pull(h_);
   EXPECT_NE(out, in);
   EXPECT_EQ(gst_buffer_get_video_meta(out), nullptr);

@@ -15,21 +15,8 @@ constexpr int kFrames = 3;
 /* A harness around `factory` with a bus, so element errors can be read. */
 class ElementTest : public tmtest::ElementFixture {
 protected:
-  /* The first error on the element's bus: its debug text, or "" if none. */
-  std::string error_debug() {
-    GstMessage *msg = gst_bus_pop_filtered(bus_, GST_MESSAGE_ERROR);
-    if (!msg)
-      return {};
-    GError *err = nullptr;
-    gchar *debug = nullptr;
-    gst_message_parse_error(msg, &err, &debug);
-    EXPECT_TRUE(g_error_matches(err, GST_STREAM_ERROR, GST_STREAM_ERROR_FAILED)) << err->message;
-    std::string text = debug ? debug : "";
-    g_error_free(err);
-    g_free(debug);
-    gst_message_unref(msg);
-    return text;
-  }
+  /* The first error on the element's bus ("message | debug"), or "" if none. */
+  std::string error_debug() { return posted_error(GST_STREAM_ERROR, GST_STREAM_ERROR_FAILED); }
 };
 
 TEST_F(ElementTest, UploadCopiesPlainSystemBuffersOnceAndCountsThem) {
@@ -143,14 +130,7 @@ TEST_F(ElementTest, DownloadPassesPaddedBufferWhenDownstreamReadsVideoMeta) {
   gst_harness_add_propose_allocation_meta(h_, GST_VIDEO_META_API_TYPE, nullptr);
   gst_harness_set_caps_str(h_, kOddRgba, kOddRgba);
   for (int i = 0; i < kFrames; ++i) {
-    GstBuffer *in = pool_buffer(kOddRgba, i);
-    ASSERT_NE(in, nullptr);
-    gst_buffer_ref(in);
-    ASSERT_EQ(gst_harness_push(h_, in), GST_FLOW_OK);
-    GstBuffer *out = gst_harness_pull(h_);
-    EXPECT_EQ(out, in);
-    gst_buffer_unref(out);
-    gst_buffer_unref(in);
+    expect_passed_through(pool_buffer(kOddRgba, i));
   }
   EXPECT_EQ(tmtest::copied_bytes(h_->element), 0u);
 }
@@ -159,14 +139,7 @@ TEST_F(ElementTest, DownloadPassesDefaultLayoutBufferWithoutDownstreamMeta) {
   start("tensordownload", kAlignedRgba);
   g_object_set(h_->element, "require-zero-copy", TRUE, nullptr);
   gst_harness_set_caps_str(h_, kAlignedRgba, kAlignedRgba);
-  GstBuffer *in = pool_buffer(kAlignedRgba, 1);
-  ASSERT_NE(in, nullptr);
-  gst_buffer_ref(in);
-  ASSERT_EQ(gst_harness_push(h_, in), GST_FLOW_OK);
-  GstBuffer *out = gst_harness_pull(h_);
-  EXPECT_EQ(out, in);
-  gst_buffer_unref(out);
-  gst_buffer_unref(in);
+  expect_passed_through(pool_buffer(kAlignedRgba, 1));
   EXPECT_EQ(tmtest::copied_bytes(h_->element), 0u);
 }
 
