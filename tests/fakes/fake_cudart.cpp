@@ -372,17 +372,25 @@ __attribute__((destructor)) void report_at_exit() {
 
 } // namespace
 
+// Every entry point: under the state lock, counted, and failing first if a
+// fault is armed for it; only then its own body.
+template <typename Body> int guarded(Fn fn, Body &&body) {
+  State &s = state();
+  std::lock_guard lock(s.mu);
+  if (int rc = enter(s, fn))
+    return rc;
+  return body(s);
+}
+
 // ---- Runtime entry points -------------------------------------------------
 
 FAKE_EXPORT int cudaGetDeviceCount(int *count) {
-  State &s = state();
-  std::lock_guard lock(s.mu);
-  if (int rc = enter(s, GetDeviceCount))
-    return rc;
-  if (!count)
-    return kInvalidValue;
-  *count = s.device_count > 0 ? s.device_count : 0;
-  return s.device_count > 0 ? kSuccess : kNoDevice;
+  return guarded(GetDeviceCount, [&](State &s) {
+    if (!count)
+      return kInvalidValue;
+    *count = s.device_count > 0 ? s.device_count : 0;
+    return s.device_count > 0 ? kSuccess : kNoDevice;
+  });
 }
 
 FAKE_EXPORT const char *cudaGetErrorString(int error) {
@@ -406,102 +414,90 @@ FAKE_EXPORT const char *cudaGetErrorString(int error) {
 }
 
 FAKE_EXPORT int cudaMalloc(void **ptr, std::size_t size) {
-  State &s = state();
-  std::lock_guard lock(s.mu);
-  if (int rc = enter(s, Malloc))
-    return rc;
-  if (!ptr)
-    return kInvalidValue;
-  void *p = device_alloc(size);
-  if (!p)
-    return kMemoryAllocation;
-  std::memset(p, 0, size);
-  s.mallocs[p] = size;
-  *ptr = p;
-  return kSuccess;
+  return guarded(Malloc, [&](State &s) {
+    if (!ptr)
+      return kInvalidValue;
+    void *p = device_alloc(size);
+    if (!p)
+      return kMemoryAllocation;
+    std::memset(p, 0, size);
+    s.mallocs[p] = size;
+    *ptr = p;
+    return kSuccess;
+  });
 }
 
 FAKE_EXPORT int cudaFree(void *ptr) {
-  State &s = state();
-  std::lock_guard lock(s.mu);
-  if (int rc = enter(s, Free))
-    return rc;
-  if (!ptr)
-    return kSuccess;
-  if (auto it = s.mallocs.find(ptr); it != s.mallocs.end()) {
-    device_free(ptr);
-    s.mallocs.erase(it);
-    return kSuccess;
-  }
-  if (auto it = s.mapped.find(ptr); it != s.mapped.end()) {
-    free_mapped(it->second);
-    s.mapped.erase(it);
-    return kSuccess;
-  }
-  return kInvalidValue;
+  return guarded(Free, [&](State &s) {
+    if (!ptr)
+      return kSuccess;
+    if (auto it = s.mallocs.find(ptr); it != s.mallocs.end()) {
+      device_free(ptr);
+      s.mallocs.erase(it);
+      return kSuccess;
+    }
+    if (auto it = s.mapped.find(ptr); it != s.mapped.end()) {
+      free_mapped(it->second);
+      s.mapped.erase(it);
+      return kSuccess;
+    }
+    return kInvalidValue;
+  });
 }
 
 FAKE_EXPORT int cudaMemcpy(void *dst, const void *src, std::size_t count, int kind) {
-  State &s = state();
-  std::lock_guard lock(s.mu);
-  if (int rc = enter(s, Memcpy))
-    return rc;
-  if (count == 0)
+  return guarded(Memcpy, [&](State &s) {
+    if (count == 0)
+      return kSuccess;
+    if (!dst || !src)
+      return kInvalidValue;
+    bool dst_dev = is_device(s, dst, count);
+    bool src_dev = is_device(s, src, count);
+    bool ok = false;
+    switch (kind) {
+    case 0: ok = !dst_dev && !src_dev; break;
+    case 1: ok = dst_dev && !src_dev; break;
+    case 2: ok = !dst_dev && src_dev; break;
+    case 3: ok = dst_dev && src_dev; break;
+    case 4: ok = true; break;
+    default: return kInvalidValue;
+    }
+    if (!ok)
+      return kInvalidValue;
+    std::memmove(dst, src, count);
     return kSuccess;
-  if (!dst || !src)
-    return kInvalidValue;
-  bool dst_dev = is_device(s, dst, count);
-  bool src_dev = is_device(s, src, count);
-  bool ok = false;
-  switch (kind) {
-  case 0: ok = !dst_dev && !src_dev; break;
-  case 1: ok = dst_dev && !src_dev; break;
-  case 2: ok = !dst_dev && src_dev; break;
-  case 3: ok = dst_dev && src_dev; break;
-  case 4: ok = true; break;
-  default: return kInvalidValue;
-  }
-  if (!ok)
-    return kInvalidValue;
-  std::memmove(dst, src, count);
-  return kSuccess;
+  });
 }
 
 FAKE_EXPORT int cudaStreamCreate(void **stream) {
-  State &s = state();
-  std::lock_guard lock(s.mu);
-  if (int rc = enter(s, StreamCreate))
-    return rc;
-  if (!stream)
-    return kInvalidValue;
-  void *token = std::malloc(1);
-  s.streams[token] = 1;
-  *stream = token;
-  return kSuccess;
+  return guarded(StreamCreate, [&](State &s) {
+    if (!stream)
+      return kInvalidValue;
+    void *token = std::malloc(1);
+    s.streams[token] = 1;
+    *stream = token;
+    return kSuccess;
+  });
 }
 
 FAKE_EXPORT int cudaStreamSynchronize(void *stream) {
-  State &s = state();
-  std::lock_guard lock(s.mu);
-  if (int rc = enter(s, StreamSynchronize))
-    return rc;
-  // The fake runs everything synchronously: nothing is ever pending.
-  if (stream && !s.streams.count(stream))
-    return kInvalidResourceHandle;
-  return kSuccess;
+  return guarded(StreamSynchronize, [&](State &s) {
+    // The fake runs everything synchronously: nothing is ever pending.
+    if (stream && !s.streams.count(stream))
+      return kInvalidResourceHandle;
+    return kSuccess;
+  });
 }
 
 FAKE_EXPORT int cudaStreamDestroy(void *stream) {
-  State &s = state();
-  std::lock_guard lock(s.mu);
-  if (int rc = enter(s, StreamDestroy))
-    return rc;
-  auto it = s.streams.find(stream);
-  if (it == s.streams.end())
-    return kInvalidResourceHandle;
-  std::free(stream);
-  s.streams.erase(it);
-  return kSuccess;
+  return guarded(StreamDestroy, [&](State &s) {
+    auto it = s.streams.find(stream);
+    if (it == s.streams.end())
+      return kInvalidResourceHandle;
+    std::free(stream);
+    s.streams.erase(it);
+    return kSuccess;
+  });
 }
 
 FAKE_EXPORT int cudaImportExternalMemory(void **ext_mem, const MemHandleDesc *desc) {
@@ -674,18 +670,16 @@ FAKE_EXPORT int cudaGraphicsMapResources(int count, void **resources, void *stre
 }
 
 FAKE_EXPORT int cudaGraphicsResourceGetMappedPointer(void **dev_ptr, std::size_t *size, void *resource) {
-  State &s = state();
-  std::lock_guard lock(s.mu);
-  if (int rc = enter(s, GraphicsResourceGetMappedPointer))
-    return rc;
-  auto it = s.resources.find(resource);
-  if (!dev_ptr || !size || it == s.resources.end())
-    return kInvalidValue;
-  if (!it->second->mapped)
-    return kInvalidResourceHandle;
-  *dev_ptr = it->second->ptr;
-  *size = it->second->size;
-  return kSuccess;
+  return guarded(GraphicsResourceGetMappedPointer, [&](State &s) {
+    auto it = s.resources.find(resource);
+    if (!dev_ptr || !size || it == s.resources.end())
+      return kInvalidValue;
+    if (!it->second->mapped)
+      return kInvalidResourceHandle;
+    *dev_ptr = it->second->ptr;
+    *size = it->second->size;
+    return kSuccess;
+  });
 }
 
 FAKE_EXPORT int cudaGraphicsUnmapResources(int count, void **resources, void *stream) {
@@ -718,18 +712,16 @@ FAKE_EXPORT int cudaGraphicsUnmapResources(int count, void **resources, void *st
 }
 
 FAKE_EXPORT int cudaGraphicsUnregisterResource(void *resource) {
-  State &s = state();
-  std::lock_guard lock(s.mu);
-  if (int rc = enter(s, GraphicsUnregisterResource))
-    return rc;
-  auto it = s.resources.find(resource);
-  if (it == s.resources.end())
-    return kInvalidResourceHandle;
-  if (it->second->mapped)
-    violation(s, "cudaGraphicsUnregisterResource of a mapped resource");
-  delete it->second;
-  s.resources.erase(it);
-  return kSuccess;
+  return guarded(GraphicsUnregisterResource, [&](State &s) {
+    auto it = s.resources.find(resource);
+    if (it == s.resources.end())
+      return kInvalidResourceHandle;
+    if (it->second->mapped)
+      violation(s, "cudaGraphicsUnregisterResource of a mapped resource");
+    delete it->second;
+    s.resources.erase(it);
+    return kSuccess;
+  });
 }
 
 // ---- Control surface ------------------------------------------------------
