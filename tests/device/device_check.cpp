@@ -18,8 +18,10 @@
 #include <tensormem/cuda_handle.hpp>
 #include <tensormem/cuda_runtime.hpp>
 #include <tensormem/dmabuf_storage.hpp>
+#if !defined(TM_DEVICE_NO_GL)
 #include <tensormem/gl_cuda.hpp>
 #include <tensormem/gl_worker.hpp>
+#endif
 #include <tensormem/pbo_storage.hpp>
 #include <tensormem/tensor.hpp>
 
@@ -46,13 +48,14 @@ void report(bool ok, const char *name, const std::string &detail) {
     ++g_failures;
 }
 
-std::uint64_t fnv1a(const std::byte *p, std::size_t n) {
+[[maybe_unused]] std::uint64_t fnv1a(const std::byte *p, std::size_t n) {
   std::uint64_t h = 14695981039346656037ull;
   for (std::size_t i = 0; i < n; ++i)
     h = (h ^ static_cast<std::uint8_t>(p[i])) * 1099511628211ull;
   return h;
 }
 
+#if !defined(TM_DEVICE_NO_GL)
 void check_pbo(const std::shared_ptr<const CudaRuntime> &rt, const std::shared_ptr<GlWorker> &worker) {
   constexpr std::size_t kSize = 1 << 20;
   Result<Tensor> t = worker->create_pbo(kSize, {kSize}, DType::U8);
@@ -141,6 +144,8 @@ void check_latency(const std::shared_ptr<const CudaRuntime> &rt, const std::shar
   report(true, "latency", buf);
 }
 
+#endif
+
 void check_memfd() {
   DmaBufOptions opts;
   opts.source = DmaBufSource::Memfd;
@@ -172,6 +177,9 @@ int main() {
                          : "unavailable: " + rt->reason());
   if (!rt->available())
     return 1;
+#if defined(TM_DEVICE_NO_GL)
+  report(false, "pbo", "NOT RUN: libtensormem was built without GL (no libepoxy where it was built)");
+#else
   Result<std::shared_ptr<GlWorker>> worker = GlWorker::create();
   if (!worker) {
     report(false, "pbo", "no GL context: " + worker.error().message());
@@ -181,6 +189,7 @@ int main() {
     check_pbo(rt, *worker);
     check_latency(rt, *worker);
   }
+#endif
   check_memfd();
   return g_failures == 0 ? 0 : 1;
 }
