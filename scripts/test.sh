@@ -65,7 +65,7 @@ if ((full)); then
     ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:halt_on_error=1:fast_unwind_on_malloc=0 \
     LSAN_OPTIONS="suppressions=$root/tests/sanitizers/lsan.supp:print_suppressions=0" \
     UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-    run_suite asan build-asan --timeout-multiplier 4
+    run_suite asan build-asan --timeout-multiplier 4 --no-suite device
 
   echo "== valgrind (memcheck) over the quick build"
   GST_REGISTRY_FORK=no G_SLICE=always-malloc G_DEBUG=gc-friendly \

@@ -13,12 +13,12 @@
 #   build/    a release build of the whole project plus device-check, made
 #             here; run.sh falls back to building on the device when these
 #             binaries cannot start there
-# Run it on this machine, then pass `carry: [".device-kit"]` to the device
+# DEVICE_KIT names another kit directory. Run it on this machine, then pass `carry: [".device-kit"]` to the device
 # run with `tests/device/run.sh` as the command.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
-KIT=$ROOT/.device-kit
+KIT=${DEVICE_KIT:-$ROOT/.device-kit}
 
 gl_debs=(libegl1 libglvnd0 libopengl0 libgl1 libglx0 libgles2)
 debs=(

@@ -24,6 +24,7 @@
 #
 # Usage: tests/device/run.sh [--build-only | --dry-run]
 #   BUILD_DIR     where to build on the device (default build-device)
+#   DEVICE_KIT    the kit (default .device-kit)
 #   KIT_PREFIX    where the kit's libraries are unpacked (default /tmp/tm-kit)
 #   --build-only  build device-check (no kit, no GPU needed) and stop
 #   --dry-run     everything but the GPU detection and the unpacking into /
@@ -32,7 +33,7 @@
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
-KIT=$ROOT/.device-kit
+KIT=${DEVICE_KIT:-$ROOT/.device-kit}
 KIT_PREFIX=${KIT_PREFIX:-/tmp/tm-kit}
 MODE=${1:-run}
 
