@@ -87,17 +87,9 @@ GstMemory *wrap_storage(GstAllocator *allocator, std::shared_ptr<tensormem::DmaB
 
 GstMemory *allocator_alloc(GstAllocator *allocator, gsize size, GstAllocationParams *params) {
   GstAllocationParams defaults;
-  if (!params) {
-    gst_allocation_params_init(&defaults);
-    params = &defaults;
-  }
-  if (params->align > kMaxAlignMask) {
-    GST_WARNING_OBJECT(allocator, "alignment mask %" G_GSIZE_FORMAT " exceeds the page alignment of DMA-BUF memory",
-                       params->align);
-    return nullptr;
-  }
   gsize maxsize;
-  if (!gst_tensormem::allocation_size(allocator, size, params, &maxsize))
+  if (!gst_tensormem::prepare_allocation(allocator, size, &params, &defaults, kMaxAlignMask, "DMA-BUF memory",
+                                         &maxsize))
     return nullptr;
   try {
     // A zero-byte GstMemory is legal, an empty storage is not.

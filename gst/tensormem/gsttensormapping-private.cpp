@@ -107,11 +107,23 @@ GstMemory *share_memory_range(GstMemory *mem, gssize offset, gssize size, const 
   return make(mem->allocator, parent, tensor, flags, mem->maxsize, mem->align, abs_offset, abs_size);
 }
 
-bool allocation_size(GstAllocator *allocator, gsize size, const GstAllocationParams *params, gsize *total) noexcept {
-  if (__builtin_add_overflow(params->prefix, size, total) || __builtin_add_overflow(*total, params->padding, total)) {
+bool prepare_allocation(GstAllocator *allocator, gsize size, GstAllocationParams **params,
+                        GstAllocationParams *defaults, gsize max_align_mask, const char *kind, gsize *total) noexcept {
+  if (!*params) {
+    gst_allocation_params_init(defaults);
+    *params = defaults;
+  }
+  const GstAllocationParams *p = *params;
+  if (p->align > max_align_mask) {
+    GST_WARNING_OBJECT(allocator,
+                       "alignment mask %" G_GSIZE_FORMAT " exceeds the %" G_GSIZE_FORMAT "-byte alignment of %s",
+                       p->align, max_align_mask + 1, kind);
+    return false;
+  }
+  if (__builtin_add_overflow(p->prefix, size, total) || __builtin_add_overflow(*total, p->padding, total)) {
     GST_WARNING_OBJECT(allocator,
                        "prefix %" G_GSIZE_FORMAT " + size %" G_GSIZE_FORMAT " + padding %" G_GSIZE_FORMAT " overflows",
-                       params->prefix, size, params->padding);
+                       p->prefix, size, p->padding);
     return false;
   }
   return true;

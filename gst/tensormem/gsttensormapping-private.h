@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-/* Private to libgsttensormem: the CPU-map logic shared by every tensor
- * allocator (system and DMA-BUF). Not installed. */
+/* Private to libgsttensormem: the CPU-map logic and allocation checks shared
+ * by every tensor allocator (system, DMA-BUF, PBO). Not installed. */
 #pragma once
 
 #include <gst/gst.h>
@@ -9,6 +9,7 @@
 #include <tensormem/tensor.hpp>
 
 #include <mutex>
+#include <type_traits>
 
 namespace gst_tensormem {
 
@@ -61,9 +62,13 @@ using TensorMemoryNew = GstMemory *(*)(GstAllocator *allocator, GstMemory *paren
 GstMemory *share_memory_range(GstMemory *mem, gssize offset, gssize size, const tensormem::Tensor &tensor,
                               TensorMemoryNew make) noexcept;
 
-/* prefix + size + padding of an allocation request; FALSE (after a warning
- * naming the three numbers) when the sum overflows. */
-bool allocation_size(GstAllocator *allocator, gsize size, const GstAllocationParams *params, gsize *total) noexcept;
+/* The checks every tensor allocator's alloc starts with. A NULL `*params` is
+ * pointed at `defaults` (initialised here); an alignment mask above
+ * `max_align_mask`, what `kind` memory guarantees, is refused; prefix + size
+ * + padding goes into `*total`. FALSE, after a warning naming the numbers,
+ * when the alignment cannot be met or the sum overflows. */
+bool prepare_allocation(GstAllocator *allocator, gsize size, GstAllocationParams **params,
+                        GstAllocationParams *defaults, gsize max_align_mask, const char *kind, gsize *total) noexcept;
 
 /* The mem_copy body of every tensor allocator: a new memory from `mem`'s own
  * allocator holding a copy of the range; NULL (after a warning) on failure. */
@@ -71,5 +76,48 @@ GstMemory *copy_memory_range(GstMemory *mem, gssize offset, gssize size) noexcep
 
 /* The mem_is_span body: both memories window one storage, back to back. */
 gboolean tensor_memory_is_span(GstMemory *mem1, GstMemory *mem2, gsize *offset) noexcept;
+
+/* The GstMemory subclasses whose private part is just a TensorMapping
+ * (system and PBO memory): `Memory` is the public struct, with a GstMemory
+ * first and a `priv` pointer to a private type constructible from the whole
+ * tensor that has a `mapping` member. */
+template <typename Memory> TensorMapping *memory_mapping(GstMemory *mem) noexcept {
+  return &reinterpret_cast<Memory *>(mem)->priv->mapping;
+}
+
+/* A new `Memory` over `tensor` (the TensorMemoryNew shape); NULL after a
+ * warning when the small host allocation fails. */
+template <typename Memory>
+GstMemory *new_tensor_memory(GstAllocator *allocator, GstMemory *parent, const tensormem::Tensor &tensor,
+                             GstMemoryFlags flags, gsize maxsize, gsize align, gsize offset, gsize size) noexcept {
+  using Private = std::remove_pointer_t<decltype(Memory::priv)>;
+  Private *priv;
+  try {
+    priv = new Private(tensor);
+  } catch (...) {
+    GST_WARNING_OBJECT(allocator, "out of memory wrapping a %" G_GSIZE_FORMAT "-byte tensor storage", maxsize);
+    return nullptr;
+  }
+  auto *memory = g_new0(Memory, 1);
+  memory->priv = priv;
+  gst_memory_init(GST_MEMORY_CAST(memory), flags, allocator, parent, maxsize, align, offset, size);
+  return GST_MEMORY_CAST(memory);
+}
+
+/* GstAllocator vfuncs for such memories. Dropping the private part drops
+ * the memory's reference to the storage. */
+template <typename Memory> void free_tensor_memory(GstAllocator *, GstMemory *mem) {
+  auto *memory = reinterpret_cast<Memory *>(mem);
+  delete memory->priv;
+  g_free(memory);
+}
+
+template <typename Memory> void unmap_tensor_memory(GstMemory *mem, GstMapInfo *info) {
+  tensor_mapping_unmap(memory_mapping<Memory>(mem), info);
+}
+
+template <typename Memory> GstMemory *share_tensor_memory(GstMemory *mem, gssize offset, gssize size) {
+  return share_memory_range(mem, offset, size, memory_mapping<Memory>(mem)->tensor, new_tensor_memory<Memory>);
+}
 
 } // namespace gst_tensormem

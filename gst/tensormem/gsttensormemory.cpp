@@ -24,40 +24,11 @@ namespace {
 // MemStorage guarantees this alignment of its base address.
 constexpr gsize kMaxAlignMask = tensormem::MemStorage::kAlignment - 1;
 
-GstTensorMemoryPrivate *priv_of(GstMemory *mem) noexcept { return reinterpret_cast<GstTensorMemory *>(mem)->priv; }
-
-/* Wraps `tensor` into a new GstTensorMemory; NULL (after a warning) when the
- * small host allocations fail. */
-GstMemory *tensor_memory_new(GstAllocator *allocator, GstMemory *parent, const tensormem::Tensor &tensor,
-                             GstMemoryFlags flags, gsize maxsize, gsize align, gsize offset, gsize size) noexcept {
-  GstTensorMemoryPrivate *priv;
-  try {
-    priv = new GstTensorMemoryPrivate(tensor);
-  } catch (...) {
-    GST_WARNING("out of memory wrapping a %" G_GSIZE_FORMAT "-byte tensor storage", maxsize);
-    return nullptr;
-  }
-  auto *tmem = g_new0(GstTensorMemory, 1);
-  tmem->priv = priv;
-  gst_memory_init(GST_MEMORY_CAST(tmem), flags, allocator, parent, maxsize, align, offset, size);
-  return GST_MEMORY_CAST(tmem);
-}
-
 GstMemory *allocator_alloc(GstAllocator *allocator, gsize size, GstAllocationParams *params) {
   GstAllocationParams defaults;
-  if (!params) {
-    gst_allocation_params_init(&defaults);
-    params = &defaults;
-  }
-  if (params->align > kMaxAlignMask) {
-    GST_WARNING_OBJECT(allocator,
-                       "alignment mask %" G_GSIZE_FORMAT " exceeds the %" G_GSIZE_FORMAT
-                       "-byte alignment of tensor system memory",
-                       params->align, kMaxAlignMask + 1);
-    return nullptr;
-  }
   gsize maxsize;
-  if (!gst_tensormem::allocation_size(allocator, size, params, &maxsize))
+  if (!gst_tensormem::prepare_allocation(allocator, size, &params, &defaults, kMaxAlignMask, "tensor system memory",
+                                         &maxsize))
     return nullptr;
   try {
     // A zero-byte GstMemory is legal, an empty core storage is not.
@@ -74,29 +45,16 @@ GstMemory *allocator_alloc(GstAllocator *allocator, gsize size, GstAllocationPar
       return nullptr;
     }
     // The storage is zero-filled, so ZERO_PREFIXED/ZERO_PADDED hold as asked.
-    return tensor_memory_new(allocator, nullptr, *tensor, params->flags, maxsize, params->align, params->prefix, size);
+    return gst_tensormem::new_tensor_memory<GstTensorMemory>(allocator, nullptr, *tensor, params->flags, maxsize,
+                                                             params->align, params->prefix, size);
   } catch (...) {
     GST_WARNING_OBJECT(allocator, "out of memory allocating %" G_GSIZE_FORMAT " bytes", maxsize);
     return nullptr;
   }
 }
 
-void allocator_free(GstAllocator *, GstMemory *mem) {
-  auto *tmem = reinterpret_cast<GstTensorMemory *>(mem);
-  delete tmem->priv;
-  g_free(tmem);
-}
-
 gpointer mem_map_full(GstMemory *mem, GstMapInfo *info, gsize maxsize) {
-  return gst_tensormem::tensor_mapping_map(&priv_of(mem)->mapping, mem, info, maxsize);
-}
-
-void mem_unmap_full(GstMemory *mem, GstMapInfo *info) {
-  gst_tensormem::tensor_mapping_unmap(&priv_of(mem)->mapping, info);
-}
-
-GstMemory *mem_share(GstMemory *mem, gssize offset, gssize size) {
-  return gst_tensormem::share_memory_range(mem, offset, size, priv_of(mem)->mapping.tensor, tensor_memory_new);
+  return gst_tensormem::tensor_mapping_map(gst_tensormem::memory_mapping<GstTensorMemory>(mem), mem, info, maxsize);
 }
 
 } // namespace
@@ -107,15 +65,15 @@ G_DEFINE_TYPE_WITH_CODE(GstTensorSystemAllocator, gst_tensor_system_allocator, G
 static void gst_tensor_system_allocator_class_init(GstTensorSystemAllocatorClass *klass) {
   auto *allocator_class = GST_ALLOCATOR_CLASS(klass);
   allocator_class->alloc = allocator_alloc;
-  allocator_class->free = allocator_free;
+  allocator_class->free = gst_tensormem::free_tensor_memory<GstTensorMemory>;
 }
 
 static void gst_tensor_system_allocator_init(GstTensorSystemAllocator *self) {
   auto *alloc = GST_ALLOCATOR_CAST(self);
   alloc->mem_type = GST_TENSOR_SYSTEM_MEMORY_TYPE_NAME;
   alloc->mem_map_full = mem_map_full;
-  alloc->mem_unmap_full = mem_unmap_full;
-  alloc->mem_share = mem_share;
+  alloc->mem_unmap_full = gst_tensormem::unmap_tensor_memory<GstTensorMemory>;
+  alloc->mem_share = gst_tensormem::share_tensor_memory<GstTensorMemory>;
   alloc->mem_copy = gst_tensormem::copy_memory_range;
   alloc->mem_is_span = gst_tensormem::tensor_memory_is_span;
 }
@@ -210,7 +168,7 @@ const tensormem::Tensor *gst_tensor_memory_get_tensor(GstMemory *mem) {
   if (mem == nullptr || mem->allocator == nullptr)
     return nullptr;
   if (GST_IS_TENSOR_SYSTEM_ALLOCATOR(mem->allocator))
-    return &priv_of(mem)->mapping.tensor;
+    return &gst_tensormem::memory_mapping<GstTensorMemory>(mem)->tensor;
   if (GST_IS_TENSOR_DMABUF_ALLOCATOR(mem->allocator))
     return gst_tensor_dmabuf_memory_get_tensor(mem);
   if (GST_IS_TENSOR_PBO_ALLOCATOR(mem->allocator))

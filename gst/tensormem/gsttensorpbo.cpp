@@ -26,25 +26,6 @@ namespace {
  * buffer from offset 0, which is the only kind the worker makes. */
 constexpr gsize kMaxAlignMask = 64 - 1;
 
-GstTensorPboMemoryPrivate *priv_of(GstMemory *mem) noexcept {
-  return reinterpret_cast<GstTensorPboMemory *>(mem)->priv;
-}
-
-GstMemory *pbo_memory_new(GstAllocator *allocator, GstMemory *parent, const tensormem::Tensor &tensor,
-                          GstMemoryFlags flags, gsize maxsize, gsize align, gsize offset, gsize size) noexcept {
-  GstTensorPboMemoryPrivate *priv;
-  try {
-    priv = new GstTensorPboMemoryPrivate(tensor);
-  } catch (...) {
-    GST_WARNING("out of memory wrapping a %" G_GSIZE_FORMAT "-byte PBO", maxsize);
-    return nullptr;
-  }
-  auto *pmem = g_new0(GstTensorPboMemory, 1);
-  pmem->priv = priv;
-  gst_memory_init(GST_MEMORY_CAST(pmem), flags, allocator, parent, maxsize, align, offset, size);
-  return GST_MEMORY_CAST(pmem);
-}
-
 /* Zeroes the prefix and/or padding of a new buffer when the params ask for it
  * (glBufferData with no data leaves the contents undefined). */
 bool zero_edges(GstAllocator *allocator, const tensormem::Tensor &tensor, const GstAllocationParams *params,
@@ -68,18 +49,8 @@ bool zero_edges(GstAllocator *allocator, const tensormem::Tensor &tensor, const 
 GstMemory *allocator_alloc(GstAllocator *allocator, gsize size, GstAllocationParams *params) {
   auto *self = GST_TENSOR_PBO_ALLOCATOR_CAST(allocator);
   GstAllocationParams defaults;
-  if (!params) {
-    gst_allocation_params_init(&defaults);
-    params = &defaults;
-  }
-  if (params->align > kMaxAlignMask) {
-    GST_WARNING_OBJECT(allocator,
-                       "alignment mask %" G_GSIZE_FORMAT " exceeds the %" G_GSIZE_FORMAT "-byte alignment of PBO maps",
-                       params->align, kMaxAlignMask + 1);
-    return nullptr;
-  }
   gsize maxsize;
-  if (!gst_tensormem::allocation_size(allocator, size, params, &maxsize))
+  if (!gst_tensormem::prepare_allocation(allocator, size, &params, &defaults, kMaxAlignMask, "PBO maps", &maxsize))
     return nullptr;
   if (!self->worker) {
     GST_WARNING_OBJECT(allocator, "no GL worker: make the allocator with gst_tensor_pbo_allocator_new()");
@@ -106,34 +77,21 @@ GstMemory *allocator_alloc(GstAllocator *allocator, gsize size, GstAllocationPar
       return nullptr;
     GST_LOG_OBJECT(allocator, "GL buffer %u, %" G_GSIZE_FORMAT " bytes",
                    tensormem::pbo_storage_of(*tensor)->buffer_id(), bytes);
-    return pbo_memory_new(allocator, nullptr, *tensor, params->flags, maxsize, params->align, params->prefix, size);
+    return gst_tensormem::new_tensor_memory<GstTensorPboMemory>(allocator, nullptr, *tensor, params->flags, maxsize,
+                                                                params->align, params->prefix, size);
   } catch (...) {
     GST_WARNING_OBJECT(allocator, "out of memory allocating a %" G_GSIZE_FORMAT "-byte PBO", maxsize);
     return nullptr;
   }
 }
 
-void allocator_free(GstAllocator *, GstMemory *mem) {
-  auto *pmem = reinterpret_cast<GstTensorPboMemory *>(mem);
-  // The last reference to the storage deletes the GL buffer (on the worker).
-  delete pmem->priv;
-  g_free(pmem);
-}
-
 gpointer mem_map_full(GstMemory *mem, GstMapInfo *info, gsize maxsize) {
-  gpointer data = gst_tensormem::tensor_mapping_map(&priv_of(mem)->mapping, mem, info, maxsize);
+  gpointer data =
+      gst_tensormem::tensor_mapping_map(gst_tensormem::memory_mapping<GstTensorPboMemory>(mem), mem, info, maxsize);
   if (data && (reinterpret_cast<std::uintptr_t>(data) & mem->align) != 0)
     GST_WARNING("memory %p: GL mapped it at %p, not aligned to the %" G_GSIZE_FORMAT " bytes asked", mem, data,
                 mem->align + 1);
   return data;
-}
-
-void mem_unmap_full(GstMemory *mem, GstMapInfo *info) {
-  gst_tensormem::tensor_mapping_unmap(&priv_of(mem)->mapping, info);
-}
-
-GstMemory *mem_share(GstMemory *mem, gssize offset, gssize size) {
-  return gst_tensormem::share_memory_range(mem, offset, size, priv_of(mem)->mapping.tensor, pbo_memory_new);
 }
 
 } // namespace
@@ -152,15 +110,17 @@ static void gst_tensor_pbo_allocator_class_init(GstTensorPboAllocatorClass *klas
   G_OBJECT_CLASS(klass)->dispose = gst_tensor_pbo_allocator_dispose;
   auto *allocator_class = GST_ALLOCATOR_CLASS(klass);
   allocator_class->alloc = allocator_alloc;
-  allocator_class->free = allocator_free;
+  // Freeing drops the storage reference; the last one deletes the GL buffer
+  // (on the worker).
+  allocator_class->free = gst_tensormem::free_tensor_memory<GstTensorPboMemory>;
 }
 
 static void gst_tensor_pbo_allocator_init(GstTensorPboAllocator *self) {
   auto *alloc = GST_ALLOCATOR_CAST(self);
   alloc->mem_type = GST_TENSOR_PBO_MEMORY_TYPE_NAME;
   alloc->mem_map_full = mem_map_full;
-  alloc->mem_unmap_full = mem_unmap_full;
-  alloc->mem_share = mem_share;
+  alloc->mem_unmap_full = gst_tensormem::unmap_tensor_memory<GstTensorPboMemory>;
+  alloc->mem_share = gst_tensormem::share_tensor_memory<GstTensorPboMemory>;
   alloc->mem_copy = gst_tensormem::copy_memory_range;
   alloc->mem_is_span = gst_tensormem::tensor_memory_is_span;
 }
@@ -256,7 +216,7 @@ GstTensorGlWorker *gst_tensor_pbo_memory_get_gl_worker(GstMemory *mem) {
 const tensormem::Tensor *gst_tensor_pbo_memory_get_tensor(GstMemory *mem) {
   if (!gst_is_tensor_pbo_memory(mem))
     return nullptr;
-  return &priv_of(mem)->mapping.tensor;
+  return &gst_tensormem::memory_mapping<GstTensorPboMemory>(mem)->tensor;
 }
 
 /**
