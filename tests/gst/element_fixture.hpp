@@ -97,6 +97,31 @@ protected:
     gst_buffer_unref(in);
   }
 
+  /* Pushes `frames` plain system-memory buffers into tensorupload and checks
+   * each comes out as one new memory that `is_ours` accepts, in a 64-byte
+   * stride layout with the same timestamp and picture, and that every byte
+   * was counted as copied. */
+  void expect_plain_frames_copied(gboolean (*is_ours)(GstMemory *), int frames) {
+    for (int i = 0; i < frames; ++i) {
+      GstBuffer *in = plain_buffer(i);
+      gst_buffer_ref(in);
+      ASSERT_EQ(gst_harness_push(h_, in), GST_FLOW_OK);
+      GstBuffer *out = gst_harness_pull(h_);
+      ASSERT_NE(out, nullptr);
+      EXPECT_NE(out, in);
+      ASSERT_EQ(gst_buffer_n_memory(out), 1u);
+      EXPECT_TRUE(is_ours(gst_buffer_peek_memory(out, 0)));
+      GstVideoMeta *meta = gst_buffer_get_video_meta(out);
+      ASSERT_NE(meta, nullptr);
+      EXPECT_EQ(meta->stride[0] % 64, 0);
+      EXPECT_EQ(GST_BUFFER_PTS(out), GST_BUFFER_PTS(in));
+      EXPECT_TRUE(frames_equal(in, out, &info_));
+      gst_buffer_unref(out);
+      gst_buffer_unref(in);
+    }
+    EXPECT_EQ(copied_bytes(h_->element), frames * GST_VIDEO_INFO_SIZE(&info_));
+  }
+
   GstHarness *h_ = nullptr;
   GstBus *bus_ = nullptr;
   GstBufferPool *pool_ = nullptr;

@@ -22,23 +22,7 @@ protected:
 TEST_F(ElementTest, UploadCopiesPlainSystemBuffersOnceAndCountsThem) {
   start("tensorupload", kOddRgba);
   gst_harness_set_caps_str(h_, kOddRgba, kOddRgba);
-  for (int i = 0; i < kFrames; ++i) {
-    GstBuffer *in = plain_buffer(i);
-    gst_buffer_ref(in);
-    ASSERT_EQ(gst_harness_push(h_, in), GST_FLOW_OK);
-    GstBuffer *out = gst_harness_pull(h_);
-    ASSERT_NE(out, nullptr);
-    EXPECT_NE(out, in);
-    EXPECT_TRUE(gst_is_tensor_memory(gst_buffer_peek_memory(out, 0)));
-    GstVideoMeta *meta = gst_buffer_get_video_meta(out);
-    ASSERT_NE(meta, nullptr);
-    EXPECT_EQ(meta->stride[0] % 64, 0);
-    EXPECT_EQ(GST_BUFFER_PTS(out), GST_BUFFER_PTS(in));
-    EXPECT_TRUE(tmtest::frames_equal(in, out, &info_));
-    gst_buffer_unref(out);
-    gst_buffer_unref(in);
-  }
-  EXPECT_EQ(tmtest::copied_bytes(h_->element), kFrames * GST_VIDEO_INFO_SIZE(&info_));
+  expect_plain_frames_copied(gst_is_tensor_memory, kFrames);
 }
 
 TEST_F(ElementTest, UploadRequireZeroCopyRefusesPlainBuffers) {
