@@ -88,8 +88,8 @@ GstMemory *wrap_storage(GstAllocator *allocator, std::shared_ptr<tensormem::DmaB
 GstMemory *allocator_alloc(GstAllocator *allocator, gsize size, GstAllocationParams *params) {
   GstAllocationParams defaults;
   gsize maxsize;
-  if (!gst_tensormem::prepare_allocation(allocator, size, &params, &defaults, kMaxAlignMask, "DMA-BUF memory",
-                                         &maxsize))
+  if (!gst_tensormem::prepare_allocation(GST_CAT_DEFAULT, allocator, size, &params, &defaults, kMaxAlignMask,
+                                         "DMA-BUF memory", &maxsize))
     return nullptr;
   try {
     // A zero-byte GstMemory is legal, an empty storage is not.

@@ -107,7 +107,7 @@ GstMemory *share_memory_range(GstMemory *mem, gssize offset, gssize size, const 
   return make(mem->allocator, parent, tensor, flags, mem->maxsize, mem->align, abs_offset, abs_size);
 }
 
-bool prepare_allocation(GstAllocator *allocator, gsize size, GstAllocationParams **params,
+bool prepare_allocation(GstDebugCategory *cat, GstAllocator *allocator, gsize size, GstAllocationParams **params,
                         GstAllocationParams *defaults, gsize max_align_mask, const char *kind, gsize *total) noexcept {
   if (!*params) {
     gst_allocation_params_init(defaults);
@@ -115,15 +115,15 @@ bool prepare_allocation(GstAllocator *allocator, gsize size, GstAllocationParams
   }
   const GstAllocationParams *p = *params;
   if (p->align > max_align_mask) {
-    GST_WARNING_OBJECT(allocator,
-                       "alignment mask %" G_GSIZE_FORMAT " exceeds the %" G_GSIZE_FORMAT "-byte alignment of %s",
-                       p->align, max_align_mask + 1, kind);
+    GST_CAT_WARNING_OBJECT(cat, allocator,
+                           "alignment mask %" G_GSIZE_FORMAT " exceeds the %" G_GSIZE_FORMAT "-byte alignment of %s",
+                           p->align, max_align_mask + 1, kind);
     return false;
   }
   if (__builtin_add_overflow(p->prefix, size, total) || __builtin_add_overflow(*total, p->padding, total)) {
-    GST_WARNING_OBJECT(allocator,
-                       "prefix %" G_GSIZE_FORMAT " + size %" G_GSIZE_FORMAT " + padding %" G_GSIZE_FORMAT " overflows",
-                       p->prefix, size, p->padding);
+    GST_CAT_WARNING_OBJECT(
+        cat, allocator, "prefix %" G_GSIZE_FORMAT " + size %" G_GSIZE_FORMAT " + padding %" G_GSIZE_FORMAT " overflows",
+        p->prefix, size, p->padding);
     return false;
   }
   return true;

@@ -65,9 +65,10 @@ GstMemory *share_memory_range(GstMemory *mem, gssize offset, gssize size, const 
 /* The checks every tensor allocator's alloc starts with. A NULL `*params` is
  * pointed at `defaults` (initialised here); an alignment mask above
  * `max_align_mask`, what `kind` memory guarantees, is refused; prefix + size
- * + padding goes into `*total`. FALSE, after a warning naming the numbers,
- * when the alignment cannot be met or the sum overflows. */
-bool prepare_allocation(GstAllocator *allocator, gsize size, GstAllocationParams **params,
+ * + padding goes into `*total`. FALSE, after a warning in the allocator's
+ * debug category `cat` naming the numbers, when the alignment cannot be met
+ * or the sum overflows. */
+bool prepare_allocation(GstDebugCategory *cat, GstAllocator *allocator, gsize size, GstAllocationParams **params,
                         GstAllocationParams *defaults, gsize max_align_mask, const char *kind, gsize *total) noexcept;
 
 /* The mem_copy body of every tensor allocator: a new memory from `mem`'s own
@@ -80,14 +81,15 @@ gboolean tensor_memory_is_span(GstMemory *mem1, GstMemory *mem2, gsize *offset) 
 /* The GstMemory subclasses whose private part is just a TensorMapping
  * (system and PBO memory): `Memory` is the public struct, with a GstMemory
  * first and a `priv` pointer to a private type constructible from the whole
- * tensor that has a `mapping` member. */
+ * tensor that has a `mapping` member; `Category` is the allocator's debug
+ * category. */
 template <typename Memory> TensorMapping *memory_mapping(GstMemory *mem) noexcept {
   return &reinterpret_cast<Memory *>(mem)->priv->mapping;
 }
 
 /* A new `Memory` over `tensor` (the TensorMemoryNew shape); NULL after a
  * warning when the small host allocation fails. */
-template <typename Memory>
+template <typename Memory, GstDebugCategory **Category>
 GstMemory *new_tensor_memory(GstAllocator *allocator, GstMemory *parent, const tensormem::Tensor &tensor,
                              GstMemoryFlags flags, gsize maxsize, gsize align, gsize offset, gsize size) noexcept {
   using Private = std::remove_pointer_t<decltype(Memory::priv)>;
@@ -95,7 +97,8 @@ GstMemory *new_tensor_memory(GstAllocator *allocator, GstMemory *parent, const t
   try {
     priv = new Private(tensor);
   } catch (...) {
-    GST_WARNING_OBJECT(allocator, "out of memory wrapping a %" G_GSIZE_FORMAT "-byte tensor storage", maxsize);
+    GST_CAT_WARNING_OBJECT(*Category, allocator, "out of memory wrapping a %" G_GSIZE_FORMAT "-byte tensor storage",
+                           maxsize);
     return nullptr;
   }
   auto *memory = g_new0(Memory, 1);
@@ -116,8 +119,10 @@ template <typename Memory> void unmap_tensor_memory(GstMemory *mem, GstMapInfo *
   tensor_mapping_unmap(memory_mapping<Memory>(mem), info);
 }
 
-template <typename Memory> GstMemory *share_tensor_memory(GstMemory *mem, gssize offset, gssize size) {
-  return share_memory_range(mem, offset, size, memory_mapping<Memory>(mem)->tensor, new_tensor_memory<Memory>);
+template <typename Memory, GstDebugCategory **Category>
+GstMemory *share_tensor_memory(GstMemory *mem, gssize offset, gssize size) {
+  return share_memory_range(mem, offset, size, memory_mapping<Memory>(mem)->tensor,
+                            new_tensor_memory<Memory, Category>);
 }
 
 } // namespace gst_tensormem

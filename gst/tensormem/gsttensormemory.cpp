@@ -27,8 +27,8 @@ constexpr gsize kMaxAlignMask = tensormem::MemStorage::kAlignment - 1;
 GstMemory *allocator_alloc(GstAllocator *allocator, gsize size, GstAllocationParams *params) {
   GstAllocationParams defaults;
   gsize maxsize;
-  if (!gst_tensormem::prepare_allocation(allocator, size, &params, &defaults, kMaxAlignMask, "tensor system memory",
-                                         &maxsize))
+  if (!gst_tensormem::prepare_allocation(GST_CAT_DEFAULT, allocator, size, &params, &defaults, kMaxAlignMask,
+                                         "tensor system memory", &maxsize))
     return nullptr;
   try {
     // A zero-byte GstMemory is legal, an empty core storage is not.
@@ -45,8 +45,8 @@ GstMemory *allocator_alloc(GstAllocator *allocator, gsize size, GstAllocationPar
       return nullptr;
     }
     // The storage is zero-filled, so ZERO_PREFIXED/ZERO_PADDED hold as asked.
-    return gst_tensormem::new_tensor_memory<GstTensorMemory>(allocator, nullptr, *tensor, params->flags, maxsize,
-                                                             params->align, params->prefix, size);
+    return gst_tensormem::new_tensor_memory<GstTensorMemory, &gst_tensor_memory_debug>(
+        allocator, nullptr, *tensor, params->flags, maxsize, params->align, params->prefix, size);
   } catch (...) {
     GST_WARNING_OBJECT(allocator, "out of memory allocating %" G_GSIZE_FORMAT " bytes", maxsize);
     return nullptr;
@@ -73,7 +73,7 @@ static void gst_tensor_system_allocator_init(GstTensorSystemAllocator *self) {
   alloc->mem_type = GST_TENSOR_SYSTEM_MEMORY_TYPE_NAME;
   alloc->mem_map_full = mem_map_full;
   alloc->mem_unmap_full = gst_tensormem::unmap_tensor_memory<GstTensorMemory>;
-  alloc->mem_share = gst_tensormem::share_tensor_memory<GstTensorMemory>;
+  alloc->mem_share = gst_tensormem::share_tensor_memory<GstTensorMemory, &gst_tensor_memory_debug>;
   alloc->mem_copy = gst_tensormem::copy_memory_range;
   alloc->mem_is_span = gst_tensormem::tensor_memory_is_span;
 }

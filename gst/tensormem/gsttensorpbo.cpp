@@ -50,7 +50,8 @@ GstMemory *allocator_alloc(GstAllocator *allocator, gsize size, GstAllocationPar
   auto *self = GST_TENSOR_PBO_ALLOCATOR_CAST(allocator);
   GstAllocationParams defaults;
   gsize maxsize;
-  if (!gst_tensormem::prepare_allocation(allocator, size, &params, &defaults, kMaxAlignMask, "PBO maps", &maxsize))
+  if (!gst_tensormem::prepare_allocation(GST_CAT_DEFAULT, allocator, size, &params, &defaults, kMaxAlignMask,
+                                         "PBO maps", &maxsize))
     return nullptr;
   if (!self->worker) {
     GST_WARNING_OBJECT(allocator, "no GL worker: make the allocator with gst_tensor_pbo_allocator_new()");
@@ -77,8 +78,8 @@ GstMemory *allocator_alloc(GstAllocator *allocator, gsize size, GstAllocationPar
       return nullptr;
     GST_LOG_OBJECT(allocator, "GL buffer %u, %" G_GSIZE_FORMAT " bytes",
                    tensormem::pbo_storage_of(*tensor)->buffer_id(), bytes);
-    return gst_tensormem::new_tensor_memory<GstTensorPboMemory>(allocator, nullptr, *tensor, params->flags, maxsize,
-                                                                params->align, params->prefix, size);
+    return gst_tensormem::new_tensor_memory<GstTensorPboMemory, &gst_tensor_pbo_debug>(
+        allocator, nullptr, *tensor, params->flags, maxsize, params->align, params->prefix, size);
   } catch (...) {
     GST_WARNING_OBJECT(allocator, "out of memory allocating a %" G_GSIZE_FORMAT "-byte PBO", maxsize);
     return nullptr;
@@ -120,7 +121,7 @@ static void gst_tensor_pbo_allocator_init(GstTensorPboAllocator *self) {
   alloc->mem_type = GST_TENSOR_PBO_MEMORY_TYPE_NAME;
   alloc->mem_map_full = mem_map_full;
   alloc->mem_unmap_full = gst_tensormem::unmap_tensor_memory<GstTensorPboMemory>;
-  alloc->mem_share = gst_tensormem::share_tensor_memory<GstTensorPboMemory>;
+  alloc->mem_share = gst_tensormem::share_tensor_memory<GstTensorPboMemory, &gst_tensor_pbo_debug>;
   alloc->mem_copy = gst_tensormem::copy_memory_range;
   alloc->mem_is_span = gst_tensormem::tensor_memory_is_span;
 }
