@@ -2,7 +2,7 @@
 #include <tensormem/gl_cuda.hpp>
 #include <tensormem/log.hpp>
 
-#include <optional>
+#include "gl_task.hpp"
 
 namespace tensormem {
 namespace {
@@ -13,10 +13,10 @@ public:
       : worker_(std::move(worker)), rt_(std::move(runtime)) {}
 
   Result<void *> register_buffer(std::uint32_t buffer_id) override {
-    return on_worker<void *>([&] { return rt_->gl_register_buffer(buffer_id); });
+    return on_worker<void *>([&] { return rt_->gl_register_buffer(buffer_id); }, "cudaGraphicsGLRegisterBuffer");
   }
   Result<CudaDeviceRange> map(void *resource) override {
-    return on_worker<CudaDeviceRange>([&] { return rt_->gl_map_resource(resource); });
+    return on_worker<CudaDeviceRange>([&] { return rt_->gl_map_resource(resource); }, "cudaGraphicsMapResources");
   }
   void unmap(void *resource) noexcept override {
     run_quietly("unmap", [&] { rt_->gl_unmap_resource(resource); });
@@ -26,12 +26,9 @@ public:
   }
 
 private:
-  template <typename T, typename Fn> Result<T> on_worker(Fn &&fn) {
-    std::optional<Result<T>> out;
-    Result<void> ran = worker_->submit([&] { out.emplace(fn()); });
-    if (!ran)
-      return std::move(ran).error();
-    return std::move(*out);
+  template <typename T, typename Fn> Result<T> on_worker(Fn &&fn, const char *what) {
+    return result_from_worker<T>([&](std::function<void()> task) { return worker_->submit(std::move(task)); },
+                                 std::forward<Fn>(fn), what);
   }
 
   template <typename Fn> void run_quietly(const char *what, Fn &&fn) noexcept {

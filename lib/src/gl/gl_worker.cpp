@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "gl_display.hpp"
+#include "gl_task.hpp"
 
 #include <tensormem/gl_worker.hpp>
 #include <tensormem/log.hpp>
@@ -111,6 +112,12 @@ struct GlWorker::Core {
     } catch (...) {
       return Error::device(std::string(what) + ": the GL task failed unexpectedly");
     }
+  }
+
+  /// Runs `fn` (returning Result<T>) on the worker and hands its result back.
+  template <typename T, typename Fn> Result<T> call(Fn &&fn, const char *what) noexcept {
+    return result_from_worker<T>([&](std::function<void()> task) { return run(std::move(task), what); },
+                                 std::forward<Fn>(fn), what);
   }
 
   Result<void> post(std::function<void()> fn, const char *what) noexcept {
@@ -244,27 +251,11 @@ public:
   explicit GlPboOps(std::shared_ptr<GlWorker::Core> core) noexcept : core_(std::move(core)) {}
 
   Result<BackendMapping> map_buffer(std::uint32_t id, std::size_t size, CpuAccess access) noexcept override {
-    try {
-      std::optional<Result<BackendMapping>> out;
-      Result<void> ran = core_->run([&] { out.emplace(core_->gl_map(id, size, access)); }, "glMapBufferRange");
-      if (!ran)
-        return std::move(ran).error();
-      return std::move(*out);
-    } catch (...) {
-      return Error::device("glMapBufferRange: unexpected failure");
-    }
+    return core_->call<BackendMapping>([&] { return core_->gl_map(id, size, access); }, "glMapBufferRange");
   }
 
   Result<void> unmap_buffer(std::uint32_t id) noexcept override {
-    try {
-      std::optional<Result<void>> out;
-      Result<void> ran = core_->run([&] { out.emplace(core_->gl_unmap(id)); }, "glUnmapBuffer");
-      if (!ran)
-        return std::move(ran).error();
-      return std::move(*out);
-    } catch (...) {
-      return Error::device("glUnmapBuffer: unexpected failure");
-    }
+    return core_->call<void>([&] { return core_->gl_unmap(id); }, "glUnmapBuffer");
   }
 
   void delete_buffer(std::uint32_t id) noexcept override {
@@ -450,27 +441,22 @@ Result<void> GlWorker::copy_through_texture(std::uint32_t src, std::uint32_t dst
     return Error::invalid_argument("copy_through_texture: " + std::to_string(width) + "x" + std::to_string(height) +
                                    " is beyond the 16384 limit of this helper");
   const GLint64 bytes = static_cast<GLint64>(width) * height * 4;
-  std::optional<Result<void>> out;
-  Result<void> ran = core_->run(
-      [&] {
+  return core_->call<void>(
+      [&]() -> Result<void> {
         for (std::uint32_t id : {src, dst}) {
           if (core_->mapped.count(id)) {
-            out.emplace(Error::mapped("copy_through_texture: GL buffer " + std::to_string(id) + " is mapped"));
-            return;
+            return Error::mapped("copy_through_texture: GL buffer " + std::to_string(id) + " is mapped");
           }
           if (!glIsBuffer(id)) {
-            out.emplace(Error::invalid_argument("copy_through_texture: " + std::to_string(id) + " is not a GL buffer"));
-            return;
+            return Error::invalid_argument("copy_through_texture: " + std::to_string(id) + " is not a GL buffer");
           }
           GLint64 size = 0;
           glBindBuffer(GL_COPY_WRITE_BUFFER, id);
           glGetBufferParameteri64v(GL_COPY_WRITE_BUFFER, GL_BUFFER_SIZE, &size);
           glBindBuffer(GL_COPY_WRITE_BUFFER, 0);
           if (size < bytes) {
-            out.emplace(Error::insufficient_capacity(static_cast<std::uint64_t>(bytes),
-                                                     static_cast<std::uint64_t>(size),
-                                                     "copy_through_texture: GL buffer " + std::to_string(id)));
-            return;
+            return Error::insufficient_capacity(static_cast<std::uint64_t>(bytes), static_cast<std::uint64_t>(size),
+                                                "copy_through_texture: GL buffer " + std::to_string(id));
           }
         }
         clear_gl_errors();
@@ -501,16 +487,12 @@ Result<void> GlWorker::copy_through_texture(std::uint32_t src, std::uint32_t dst
         glDeleteTextures(1, &tex);
         const GLenum err = glGetError();
         if (status != GL_FRAMEBUFFER_COMPLETE)
-          out.emplace(Error::device("copy_through_texture: framebuffer incomplete (" + gl_error_text(status) + ")"));
-        else if (err != GL_NO_ERROR)
-          out.emplace(Error::device("copy_through_texture: GL error " + gl_error_text(err)));
-        else
-          out.emplace();
+          return Error::device("copy_through_texture: framebuffer incomplete (" + gl_error_text(status) + ")");
+        if (err != GL_NO_ERROR)
+          return Error::device("copy_through_texture: GL error " + gl_error_text(err));
+        return {};
       },
       "copy_through_texture");
-  if (!ran)
-    return std::move(ran).error();
-  return std::move(*out);
 }
 
 // ---- EglFence ---------------------------------------------------------------
