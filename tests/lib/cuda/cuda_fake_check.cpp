@@ -6,12 +6,19 @@
 //   envfail  FAKE_CUDART_FAIL makes cudaImportExternalMemory fail (closing
 //            the fd anyway); the import must fail cleanly, exit 0
 //   nodevice FAKE_CUDART_DEVICE_COUNT=0: the process runtime is unavailable
+//   concurrent  eight threads make the very first CudaRuntime::get() call at
+//            once: one runtime for all, one device probe (CUDA-LOAD-01)
 #include <tensormem/cuda_handle.hpp>
 #include <tensormem/dmabuf_storage.hpp>
+
+#include "fake_cudart.h"
 
 #include <cstdio>
 #include <cstring>
 #include <fcntl.h>
+#include <latch>
+#include <thread>
+#include <vector>
 
 using namespace tensormem;
 
@@ -19,6 +26,26 @@ int main(int argc, char **argv) {
   if (argc != 2)
     return 2;
   const char *mode = argv[1];
+  if (std::strcmp(mode, "concurrent") == 0) {
+    // Nothing has touched the runtime yet in this process.
+    constexpr int kThreads = 8;
+    std::latch start(kThreads);
+    std::vector<const CudaRuntime *> seen(kThreads);
+    std::vector<std::thread> threads;
+    for (int i = 0; i < kThreads; ++i)
+      threads.emplace_back([&, i] {
+        start.arrive_and_wait();
+        seen[i] = CudaRuntime::get().get();
+      });
+    for (auto &t : threads)
+      t.join();
+    for (const CudaRuntime *p : seen)
+      if (p != seen[0])
+        return 8;
+    const unsigned long probes = fake_cudart_calls("cudaGetDeviceCount");
+    std::printf("%d threads, one runtime, %lu device probe(s)\n", kThreads, probes);
+    return seen[0]->available() && probes == 1 ? 0 : 9;
+  }
   DmaBufOptions o;
   o.source = DmaBufSource::Memfd;
   auto storage = DmaBufStorage::allocate(4096, o);

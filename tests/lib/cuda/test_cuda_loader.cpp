@@ -13,7 +13,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <dlfcn.h>
-#include <thread>
 
 using namespace tensormem;
 using namespace cudatest;
@@ -66,23 +65,15 @@ TEST_F(CudaLoader, CUDA_LOAD_01_process_runtime_comes_from_TENSORMEM_CUDART_and_
   EXPECT_EQ(fake_cudart_calls("cudaGetDeviceCount"), 0u);
 }
 
-TEST_F(CudaLoader, CUDA_LOAD_01_concurrent_first_use_yields_one_runtime) {
-  std::vector<const CudaRuntime *> seen(8);
-  std::vector<std::thread> threads;
-  for (int i = 0; i < 8; ++i)
-    threads.emplace_back([&, i] { seen[i] = CudaRuntime::get().get(); });
-  for (auto &t : threads)
-    t.join();
-  for (const CudaRuntime *p : seen)
-    EXPECT_EQ(p, seen[0]);
-}
+// CUDA-LOAD-01 under a concurrent first use needs a process where nothing
+// has called get() yet: cuda_fake_check's "concurrent" mode (meson.build).
 
 TEST_F(CudaLoader, CUDA_LOAD_02_default_candidates_are_the_soname_ladder_or_only_the_override) {
   EnvGuard guard("TENSORMEM_CUDART");
   ::unsetenv("TENSORMEM_CUDART");
   std::vector<std::string> ladder = CudaRuntime::default_candidates();
-  EXPECT_EQ(ladder, (std::vector<std::string>{"libcudart.so", "libcudart.so.13", "libcudart.so.12",
-                                              "libcudart.so.11.0"}));
+  EXPECT_EQ(ladder,
+            (std::vector<std::string>{"libcudart.so", "libcudart.so.13", "libcudart.so.12", "libcudart.so.11.0"}));
   ::setenv("TENSORMEM_CUDART", "", 1);
   EXPECT_EQ(CudaRuntime::default_candidates(), ladder) << "an empty override counts as unset";
   ::setenv("TENSORMEM_CUDART", "/opt/x/libcudart.so.99", 1);

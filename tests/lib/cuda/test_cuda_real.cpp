@@ -14,7 +14,6 @@
 
 #include <cstddef>
 #include <cstdlib>
-#include <dlfcn.h>
 
 using namespace tensormem;
 
@@ -94,9 +93,6 @@ TEST(CudaReal, CUDA_FFI_09_mirrors_match_the_installed_driver_types_h) {
 }
 
 TEST(CudaReal, the_installed_runtime_loads_through_the_ladder_and_degrades_without_a_driver) {
-  void *probe = ::dlopen("libcudart.so", RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
-  void *present = probe ? probe : ::dlopen("libcudart.so.13", RTLD_LAZY | RTLD_LOCAL | RTLD_NOLOAD);
-  (void)present;
   std::vector<std::string> ladder{"libcudart.so", "libcudart.so.13", "libcudart.so.12", "libcudart.so.11.0"};
   auto rt = CudaRuntime::load(ladder);
   if (!rt->loaded())
@@ -120,8 +116,13 @@ TEST(CudaReal, the_process_runtime_without_TENSORMEM_CUDART_is_the_installed_one
   ASSERT_EQ(std::getenv("TENSORMEM_CUDART"), nullptr) << "this test runs without the override";
   auto rt = CudaRuntime::get();
   EXPECT_EQ(rt.get(), CudaRuntime::get().get());
-  if (!rt->loaded()) {
-    EXPECT_TRUE(rt->runtime_path().empty());
-  }
+  // The process runtime is what a fresh load of the default ladder finds:
+  // the same file (or none), the same verdict.
+  auto fresh = CudaRuntime::load(CudaRuntime::default_candidates());
+  EXPECT_EQ(rt->loaded(), fresh->loaded()) << rt->reason() << " / " << fresh->reason();
+  EXPECT_EQ(rt->runtime_path(), fresh->runtime_path());
+  EXPECT_EQ(rt->available(), fresh->available());
+  EXPECT_EQ(rt->loaded(), !rt->runtime_path().empty());
+  EXPECT_EQ(rt->available(), rt->reason().empty()) << rt->reason();
   EXPECT_EQ(cuda_available(), rt->available());
 }
