@@ -3,8 +3,10 @@
 // copy-path throughput against memcpy, GstMemory map/unmap latency and pool
 // churn with fd and memory counts. Prints tables; asserts nothing.
 //
-//   TENSORMEM_DMABUF_SOURCE=memfd GST_PLUGIN_PATH=build/gst/plugin \
-//       build/tests/bench/bench-dmabuf-pipeline [buffers]
+//   TENSORMEM_DMABUF_SOURCE=memfd GST_PLUGIN_PATH=build/gst/plugin
+//       build/tests/bench/bench-dmabuf-pipeline [buffers]   (one command line)
+#include "../proc_util.hpp"
+
 #include <gst/check/gstharness.h>
 #include <gst/gst.h>
 #include <gst/tensormem/tensormem.h>
@@ -15,7 +17,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <dirent.h>
 #include <string>
 #include <vector>
 
@@ -25,34 +26,7 @@ using Clock = std::chrono::steady_clock;
 
 constexpr const char *kCaps1080 = "video/x-raw,format=RGBA,width=1920,height=1080,framerate=30/1";
 
-double seconds_since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
-
-int fd_count() {
-  DIR *dir = opendir("/proc/self/fd");
-  if (!dir)
-    return -1;
-  int n = 0;
-  while (readdir(dir))
-    ++n;
-  closedir(dir);
-  return n - 3;
-}
-
-long rss_kib() {
-  FILE *f = std::fopen("/proc/self/status", "r");
-  if (!f)
-    return -1;
-  char line[256];
-  long kib = -1;
-  while (std::fgets(line, sizeof line, f)) {
-    if (std::strncmp(line, "VmRSS:", 6) == 0)
-      kib = std::strtol(line + 6, nullptr, 10);
-  }
-  std::fclose(f);
-  return kib;
-}
+double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
 GstBufferPool *dmabuf_pool(const char *caps_str, guint max_buffers) {
   GstBufferPool *pool = gst_tensor_buffer_pool_new_for_storage(GST_TENSOR_STORAGE_DMABUF);
@@ -188,8 +162,8 @@ void churn(int n) {
   std::printf("| what | time per buffer | fds before → after | RSS before → after |\n|---|---|---|---|\n");
   {
     GstBufferPool *pool = dmabuf_pool(caps, 4);
-    const int fds = fd_count();
-    const long rss = rss_kib();
+    const int fds = tmtest::open_fd_count();
+    const long rss = tmtest::rss_kib();
     const auto start = Clock::now();
     for (int i = 0; i < n; ++i) {
       GstBuffer *b = nullptr;
@@ -203,26 +177,26 @@ void churn(int n) {
     const double us = seconds_since(start) * 1e6 / n;
     gst_buffer_pool_set_active(pool, FALSE);
     gst_object_unref(pool);
-    std::printf("| pool acquire + write map + release | %.2f µs | %d → %d | %ld → %ld KiB |\n", us, fds, fd_count(),
-                rss, rss_kib());
+    std::printf("| pool acquire + write map + release | %.2f µs | %d → %d | %ld → %ld KiB |\n", us, fds,
+                tmtest::open_fd_count(), rss, tmtest::rss_kib());
   }
   {
     GstAllocator *allocator = gst_tensor_dmabuf_allocator_get();
-    const int fds = fd_count();
-    const long rss = rss_kib();
+    const int fds = tmtest::open_fd_count();
+    const long rss = tmtest::rss_kib();
     const auto start = Clock::now();
     for (int i = 0; i < n; ++i) {
       GstMemory *mem = gst_allocator_alloc(allocator, 640 * 480 * 3 / 2, nullptr);
       gst_memory_unref(mem);
     }
     const double us = seconds_since(start) * 1e6 / n;
-    std::printf("| DMA-BUF allocate + free | %.2f µs | %d → %d | %ld → %ld KiB |\n", us, fds, fd_count(), rss,
-                rss_kib());
+    std::printf("| DMA-BUF allocate + free | %.2f µs | %d → %d | %ld → %ld KiB |\n", us, fds, tmtest::open_fd_count(),
+                rss, tmtest::rss_kib());
     gst_object_unref(allocator);
   }
   {
-    const int fds = fd_count();
-    const long rss = rss_kib();
+    const int fds = tmtest::open_fd_count();
+    const long rss = tmtest::rss_kib();
     const auto start = Clock::now();
     for (int i = 0; i < n / 4; ++i) {
       GstBufferPool *pool = dmabuf_pool(caps, 4);
@@ -236,7 +210,7 @@ void churn(int n) {
     }
     const double us = seconds_since(start) * 1e6 / n;
     std::printf("| new pool of 4 per 4 buffers (create, fill, destroy) | %.2f µs | %d → %d | %ld → %ld KiB |\n", us,
-                fds, fd_count(), rss, rss_kib());
+                fds, tmtest::open_fd_count(), rss, tmtest::rss_kib());
   }
 }
 

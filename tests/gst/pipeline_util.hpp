@@ -1,9 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
+#include "../proc_util.hpp"
 #include "test_util.hpp"
-
-#include <dirent.h>
 
 #include <string>
 #include <vector>
@@ -106,17 +105,7 @@ inline void run_pipeline(const std::string &description, PipelineRun *run, const
   release_pipeline(pipeline);
 }
 
-/* Open file descriptors of this process (entries of /proc/self/fd, less
- * the one opendir holds while counting). */
-inline int fd_count() {
-  DIR *dir = opendir("/proc/self/fd");
-  if (!dir)
-    return -1;
-  int n = 0;
-  while (readdir(dir))
-    ++n;
-  closedir(dir);
-  return n - 3; // ".", ".." and the directory's own fd
-}
+/* Open file descriptors of this process. */
+inline int fd_count() { return open_fd_count(); }
 
 } // namespace tmtest

@@ -6,11 +6,11 @@
 #include <tensormem/cuda_handle.hpp>
 #include <tensormem/cuda_runtime.hpp>
 
+#include "../../proc_util.hpp"
 #include "fake_cudart.h"
 
 #include <atomic>
 #include <cstdlib>
-#include <dirent.h>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -21,15 +21,7 @@ namespace cudatest {
 inline std::string fake_path() { return FAKE_CUDART_PATH; }
 inline std::string partial_path() { return FAKE_CUDART_PARTIAL_PATH; }
 
-inline int count_open_fds() {
-  int n = 0;
-  DIR *dir = ::opendir("/proc/self/fd");
-  while (dirent *e = ::readdir(dir))
-    if (e->d_name[0] != '.')
-      ++n;
-  ::closedir(dir);
-  return n - 1; // the directory stream's own fd
-}
+inline int count_open_fds() { return tmtest::open_fd_count(); }
 
 inline std::string call_log() {
   std::size_t n = fake_cudart_call_log(nullptr, 0);

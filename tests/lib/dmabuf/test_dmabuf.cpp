@@ -2,13 +2,14 @@
 // DmaBufStorage on real memfd buffers (and DMA heaps where the machine has
 // them): allocation, import classification, shared mmap, sync directions, fd
 // ownership, pins, identity.
+#include "../../proc_util.hpp"
+
 #include <tensormem/tensormem.hpp>
 
 #include <gtest/gtest.h>
 
 #include <cstdlib>
 #include <cstring>
-#include <dirent.h>
 #include <fcntl.h>
 #include <linux/dma-buf.h>
 #include <linux/magic.h>
@@ -32,16 +33,6 @@ std::shared_ptr<DmaBufStorage> memfd_storage(std::size_t size) {
   auto s = DmaBufStorage::allocate(size, memfd_options());
   EXPECT_TRUE(s) << (s ? "" : s.error().message());
   return std::move(s).value();
-}
-
-int count_open_fds() {
-  int n = 0;
-  DIR *dir = ::opendir("/proc/self/fd");
-  while (dirent *e = ::readdir(dir))
-    if (e->d_name[0] != '.')
-      ++n;
-  ::closedir(dir);
-  return n;
 }
 
 bool have_dma_heap() { return ::access("/dev/dma_heap", F_OK) == 0; }
@@ -386,7 +377,7 @@ TEST(DmaBufPin, pin_holders_sync_in_their_direction) {
 }
 
 TEST(DmaBufLife, ten_thousand_allocate_free_cycles_leak_no_fd) {
-  const int before = count_open_fds();
+  const int before = tmtest::open_fd_count();
   for (int i = 0; i < 10000; ++i) {
     auto s = memfd_storage(4096);
     auto t = Tensor::wrap(s, {4096}, DType::U8);
@@ -396,7 +387,7 @@ TEST(DmaBufLife, ten_thousand_allocate_free_cycles_leak_no_fd) {
       ASSERT_TRUE(re);
     }
   }
-  EXPECT_EQ(count_open_fds(), before);
+  EXPECT_EQ(tmtest::open_fd_count(), before);
 }
 
 TEST(DmaBufLayout, image_strides_are_64_byte_aligned_for_every_layout) {
