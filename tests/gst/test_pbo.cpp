@@ -2,6 +2,7 @@
 // PBO tensor memory against real GL (Mesa llvmpipe, headless): the allocator
 // and its maps, the GL worker shared through GstContext. Every test skips,
 // printing the reason, only when no headless GL context can be made.
+#include "gl_test_util.hpp"
 #include "test_util.hpp"
 
 #include <gst/tensormem/tensormem.h>
@@ -20,46 +21,8 @@
 
 namespace {
 
-/* One GL worker for the whole program: llvmpipe contexts are slow to make
- * under valgrind. Tests that need a fresh one make their own. */
-GstTensorGlWorker *shared_worker(std::string *why) {
-  static GstTensorGlWorker *worker = nullptr;
-  static std::string reason;
-  static bool tried = false;
-  if (!tried) {
-    tried = true;
-    GError *error = nullptr;
-    worker = gst_tensor_gl_worker_new(&error);
-    if (!worker) {
-      reason = error ? error->message : "unknown";
-      g_clear_error(&error);
-    } else {
-      std::printf("GL worker: %s, \"%s\", %s\n", gst_tensor_gl_worker_get_platform(worker),
-                  gst_tensor_gl_worker_get_renderer(worker), gst_tensor_gl_worker_get_version(worker));
-    }
-  }
-  *why = reason;
-  return worker;
-}
-
-/* Releases the program-wide worker before gst_deinit, so leak checkers see
- * the GL thread stopped. */
-class WorkerRelease : public ::testing::Environment {
-public:
-  void TearDown() override {
-    std::string why;
-    if (GstTensorGlWorker *worker = shared_worker(&why))
-      gst_object_unref(worker);
-  }
-};
-const auto *const g_release = ::testing::AddGlobalTestEnvironment(new WorkerRelease);
-
-/* Whether GL name `id` is a live buffer of the worker's context. */
-bool is_gl_buffer(GstTensorGlWorker *worker, guint id) {
-  bool alive = false;
-  EXPECT_TRUE(gst_tensor_gl_worker_get_worker(worker)->submit([&] { alive = glIsBuffer(id); }));
-  return alive;
-}
+using tmtest::is_gl_buffer;
+using tmtest::shared_worker;
 
 class PboTest : public ::testing::Test {
 protected:

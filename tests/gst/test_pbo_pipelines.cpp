@@ -4,6 +4,7 @@
 // worker shared through GstContext, renegotiation, bad caps, and no GL
 // buffer left behind. Frames are small: llvmpipe is slow under valgrind.
 // Skips, printing the reason, only when no headless GL context can be made.
+#include "gl_test_util.hpp"
 #include "pipeline_util.hpp"
 
 #include <gst/check/gstharness.h>
@@ -26,45 +27,7 @@ using tmtest::element_available;
 
 constexpr guint kFrames = 4;
 
-/* One application-side GL worker for the program (making an llvmpipe
- * context is slow under valgrind); released before gst_deinit. */
-GstTensorGlWorker *app_worker(std::string *why) {
-  static GstTensorGlWorker *worker = nullptr;
-  static std::string reason;
-  static bool tried = false;
-  if (!tried) {
-    tried = true;
-    GError *error = nullptr;
-    worker = gst_tensor_gl_worker_new(&error);
-    if (!worker) {
-      reason = error ? error->message : "unknown";
-      g_clear_error(&error);
-    }
-  }
-  *why = reason;
-  return worker;
-}
-
-class WorkerRelease : public ::testing::Environment {
-public:
-  void TearDown() override {
-    std::string why;
-    if (GstTensorGlWorker *worker = app_worker(&why))
-      gst_object_unref(worker);
-  }
-};
-const auto *const g_release = ::testing::AddGlobalTestEnvironment(new WorkerRelease);
-
-/* GL buffers alive in the worker's context among names 1..limit (names are
- * handed out from 1 upwards and the tests make few). */
-int live_gl_buffers(GstTensorGlWorker *worker, guint limit = 4096) {
-  int live = 0;
-  EXPECT_TRUE(gst_tensor_gl_worker_get_worker(worker)->submit([&] {
-    for (guint id = 1; id <= limit; ++id)
-      live += glIsBuffer(id) ? 1 : 0;
-  }));
-  return live;
-}
+using tmtest::live_gl_buffers;
 
 /* What one run produced. */
 struct PboRun {
@@ -173,7 +136,7 @@ protected:
         GTEST_SKIP() << element << " is not installed (gstreamer1.0-plugins-base)";
     }
     std::string why;
-    worker = app_worker(&why);
+    worker = tmtest::shared_worker(&why);
     if (!worker)
       GTEST_SKIP() << "no headless GL here: " << why;
     context = gst_context_new_tensor_gl_worker(worker, TRUE);
