@@ -12,6 +12,8 @@
 //   meson test -C build --benchmark cuda   (sets the environment), or
 //   TENSORMEM_CUDART=build/tests/fakes/libfakecudart.so GST_PLUGIN_PATH=build/gst/plugin
 //     TENSORMEM_DMABUF_SOURCE=memfd build/tests/bench/bench-cuda [N [BATCHES]]
+#include "bench_util.hpp"
+
 #include <gst/gst.h>
 #include <gst/tensormem/tensormem.h>
 #include <gst/video/video.h>
@@ -28,55 +30,18 @@
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
 constexpr gsize kFrameBytes = 1920 * 1080 * 4;
 
-double us_since(Clock::time_point start) {
-  return std::chrono::duration<double, std::micro>(Clock::now() - start).count();
-}
-
-struct Stats {
-  double median = 0, p99 = 0;
-};
-
-Stats stats_of(std::vector<double> v) {
-  Stats s;
-  if (v.empty())
-    return s;
-  std::sort(v.begin(), v.end());
-  s.median = v[v.size() / 2];
-  s.p99 = v[std::min(v.size() - 1, v.size() * 99 / 100)];
-  return s;
-}
-
-int g_batches = 3;
-
-template <typename Fn> Stats time_each(int n, Fn fn) {
-  Stats best;
-  for (int b = 0; b < g_batches; ++b) {
-    for (int i = 0; i < std::max(n / 20, 5); ++i)
-      fn();
-    std::vector<double> samples;
-    samples.reserve(static_cast<size_t>(n));
-    for (int i = 0; i < n; ++i) {
-      const auto start = Clock::now();
-      fn();
-      samples.push_back(us_since(start));
-    }
-    const Stats s = stats_of(std::move(samples));
-    if (b == 0 || s.median < best.median)
-      best = s;
-  }
-  return best;
-}
+using tmbench::Clock;
+using tmbench::g_batches;
+using tmbench::Stats;
+using tmbench::stats_of;
+using tmbench::time_each;
+using tmbench::us_since;
 
 void row(const char *what, const Stats &s) { std::printf("| %-58s | %10.2f | %10.2f |\n", what, s.median, s.p99); }
 
-[[noreturn]] void die(const std::string &what) {
-  std::fprintf(stderr, "bench-cuda: %s\n", what.c_str());
-  std::exit(1);
-}
+[[noreturn]] void die(const std::string &what) { tmbench::die("bench-cuda", what); }
 
 /* A buffer holding `mem` with a CUDA meta (the handle from the cache). */
 GstBuffer *buffer_with_meta(GstMemory *mem) {
@@ -152,10 +117,10 @@ void bench_import(const char *label, GstAllocator *alloc, int n) {
 
 /* Per-frame wall time of a 1080p pipeline, and tensorcudaimport's imports. */
 void bench_pipeline(const char *storage, bool with_import, int frames) {
-  std::string desc = "videotestsrc num-buffers=" + std::to_string(frames) +
-                     " ! video/x-raw,format=RGBA,width=1920,height=1080,framerate=30/1 ! tensorupload storage=" +
-                     storage + (with_import ? " ! tensorcudaimport name=imp" : "") +
-                     " ! tensorinspect silent=true ! fakesink sync=false";
+  std::string desc =
+      "videotestsrc num-buffers=" + std::to_string(frames) +
+      " ! video/x-raw,format=RGBA,width=1920,height=1080,framerate=30/1 ! tensorupload storage=" + storage +
+      (with_import ? " ! tensorcudaimport name=imp" : "") + " ! tensorinspect silent=true ! fakesink sync=false";
   GError *error = nullptr;
   GstElement *p = gst_parse_launch(desc.c_str(), &error);
   if (!p)

@@ -9,6 +9,8 @@
 // Usage (N scales every loop, default 200; every figure is the best of
 // BATCHES runs, default 3):
 //   GST_PLUGIN_PATH=build/gst/plugin build/tests/bench/bench-pbo [N [BATCHES]]
+#include "bench_util.hpp"
+
 #include <gst/check/gstharness.h>
 #include <gst/gst.h>
 #include <gst/tensormem/tensormem.h>
@@ -33,73 +35,24 @@ using namespace tensormem;
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using tmbench::Clock;
+using tmbench::g_batches;
+using tmbench::Stats;
+using tmbench::stats_of;
+using tmbench::time_each;
+using tmbench::us_since;
 
 constexpr std::size_t kWidth = 1920, kHeight = 1080, kChannels = 4;
 constexpr std::size_t kFrameBytes = kWidth * kHeight * kChannels; // 8 294 400
 constexpr const char *kCaps1080 = "video/x-raw,format=RGBA,width=1920,height=1080,framerate=30/1";
 constexpr const char *kPboCaps1080 = "video/x-raw(memory:TensorPBO),format=RGBA,width=1920,height=1080,framerate=30/1";
 
-double us_since(Clock::time_point start) {
-  return std::chrono::duration<double, std::micro>(Clock::now() - start).count();
-}
-
-[[noreturn]] void die(const std::string &what) {
-  std::fprintf(stderr, "bench-pbo: %s\n", what.c_str());
-  std::exit(1);
-}
+[[noreturn]] void die(const std::string &what) { tmbench::die("bench-pbo", what); }
 
 template <typename T> T take(Result<T> r, const char *what) {
   if (!r)
     die(std::string(what) + ": " + r.error().message());
   return std::move(*r);
-}
-
-/* Median and 99th percentile of per-iteration times. */
-struct Stats {
-  double median = 0, p99 = 0, mean = 0;
-};
-Stats stats_of(std::vector<double> v) {
-  Stats s;
-  if (v.empty())
-    return s;
-  std::sort(v.begin(), v.end());
-  s.median = v[v.size() / 2];
-  s.p99 = v[std::min(v.size() - 1, v.size() * 99 / 100)];
-  double sum = 0;
-  for (double x : v)
-    sum += x;
-  s.mean = sum / static_cast<double>(v.size());
-  return s;
-}
-
-/* Every measurement is taken this many times and the best batch is printed:
- * the development machine is shared, and a batch that another process
- * interrupted says nothing about the code. */
-int g_batches = 3;
-
-template <typename Fn> Stats time_each_once(int n, Fn fn) {
-  for (int i = 0; i < std::max(n / 20, 5); ++i) // warm-up
-    fn();
-  std::vector<double> samples;
-  samples.reserve(static_cast<std::size_t>(n));
-  for (int i = 0; i < n; ++i) {
-    const auto start = Clock::now();
-    fn();
-    samples.push_back(us_since(start));
-  }
-  return stats_of(std::move(samples));
-}
-
-/* The batch with the smallest median. */
-template <typename Fn> Stats time_each(int n, Fn fn) {
-  Stats best = time_each_once(n, fn);
-  for (int b = 1; b < g_batches; ++b) {
-    const Stats s = time_each_once(n, fn);
-    if (s.median < best.median)
-      best = s;
-  }
-  return best;
 }
 
 void keep(const void *p) { asm volatile("" : : "r"(p) : "memory"); }
