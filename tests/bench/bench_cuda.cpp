@@ -32,12 +32,7 @@ namespace {
 
 constexpr gsize kFrameBytes = 1920 * 1080 * 4;
 
-using tmbench::Clock;
-using tmbench::g_batches;
-using tmbench::Stats;
-using tmbench::stats_of;
-using tmbench::time_each;
-using tmbench::us_since;
+using namespace tmbench; // Clock, Stats, time_each, ...
 
 void row(const char *what, const Stats &s) { std::printf("| %-58s | %10.2f | %10.2f |\n", what, s.median, s.p99); }
 

@@ -35,12 +35,7 @@ using namespace tensormem;
 
 namespace {
 
-using tmbench::Clock;
-using tmbench::g_batches;
-using tmbench::Stats;
-using tmbench::stats_of;
-using tmbench::time_each;
-using tmbench::us_since;
+using namespace tmbench; // Clock, Stats, time_each, ...
 
 constexpr std::size_t kWidth = 1920, kHeight = 1080, kChannels = 4;
 constexpr std::size_t kFrameBytes = kWidth * kHeight * kChannels; // 8 294 400
