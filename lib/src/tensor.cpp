@@ -153,7 +153,6 @@ Result<void> Tensor::attach_cuda(std::shared_ptr<CudaHandle> handle) {
 std::optional<CudaMap> Tensor::cuda_map_window(bool writable) const {
   if (!cuda_)
     return std::nullopt;
-#if defined(TENSORMEM_HAVE_CUDA)
   Result<CudaMap> map = writable ? cuda_->map_mut() : cuda_->map();
   if (!map) {
     log(LogLevel::Debug, "Tensor::cuda_map: " + map.error().message() + "; use the host map");
@@ -166,10 +165,6 @@ std::optional<CudaMap> Tensor::cuda_map_window(bool writable) const {
     return std::nullopt;
   }
   return std::optional<CudaMap>(std::move(*map));
-#else
-  (void)writable;
-  return std::nullopt;
-#endif
 }
 
 std::optional<CudaMap> Tensor::cuda_map() const { return cuda_map_window(false); }

@@ -10,7 +10,9 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
+#include <string_view>
 
 namespace tensormem {
 
@@ -96,6 +98,14 @@ inline constexpr const char *kPboPinHostRefusal = TM_PBO_PIN_HOST_REFUSAL;
 
 /// Default tensor name of a wrapped PBO (PBO-NEW-03).
 inline constexpr const char *kPboDefaultName = "pbo_tensor";
+
+/// The checks from_pbo makes before anything exists (PBO-NEW-01), in order:
+/// size 0 → InvalidSize(0), overflowing footprint → InvalidShape, `size`
+/// smaller than the footprint → ShapeMismatch naming both numbers and the
+/// type. Messages start with `prefix`; `buffer_id` names the GL buffer, or
+/// is nullopt for one not created yet.
+TENSORMEM_API Result<void> check_pbo_fit(std::string_view prefix, std::optional<std::uint32_t> buffer_id,
+                                         std::size_t size, const Shape &shape, DType dtype);
 
 /// Wraps GL buffer `buffer_id` of `size` bytes as a tensor of `shape`
 /// (PBO-NEW-01): checks, in order, size 0 → InvalidSize(0), overflowing

@@ -78,8 +78,8 @@ public:
   void detach_cuda() noexcept { cuda_.reset(); }
   const std::shared_ptr<CudaHandle> &cuda_handle() const noexcept { return cuda_; }
   /// A device pointer to this tensor's window, or nullopt — at once when no
-  /// handle is attached (or CUDA support is not built), otherwise when the
-  /// handle cannot map (logged at debug level). On nullopt use map().
+  /// handle is attached, otherwise when the handle cannot map (logged at
+  /// debug level). On nullopt use map().
   std::optional<CudaMap> cuda_map() const;
   std::optional<CudaMap> cuda_map_mut() const;
 

@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 // CudaHandle: DMA-BUF import as external memory, GL registrations routed
 // through CudaGlOps, maps and destruction order.
+#include "cuda_log.hpp"
+
 #include <tensormem/cuda_handle.hpp>
 
 #include <tensormem/dmabuf_storage.hpp>
-#include <tensormem/log.hpp>
 #include <tensormem/unique_fd.hpp>
 
 #include <cerrno>
@@ -20,20 +21,9 @@
 namespace tensormem {
 namespace {
 
-// Unused on Windows, where the fd reclaim path below does not exist.
-[[maybe_unused]] void debug(const std::string &text) noexcept {
-  try {
-    log(LogLevel::Debug, "cuda: " + text);
-  } catch (...) {
-  }
-}
-
-void warn(const std::string &text) noexcept {
-  try {
-    log(LogLevel::Warning, "cuda: " + text);
-  } catch (...) {
-  }
-}
+using cuda_log::debug;
+using cuda_log::quietly;
+using cuda_log::warn;
 
 std::shared_ptr<const CudaRuntime> resolve(std::shared_ptr<const CudaRuntime> runtime) {
   return runtime ? std::move(runtime) : CudaRuntime::get();
@@ -62,18 +52,22 @@ void reclaim_after_failed_import(int dup_fd, const struct stat &before) noexcept
   struct stat now {};
   if (::fstat(dup_fd, &now) != 0) {
     int err = errno;
-    debug("fd " + std::to_string(dup_fd) + " was already closed after the failed import (" + std::strerror(err) +
-          "); nothing to reclaim");
+    quietly([&] {
+      debug("fd " + std::to_string(dup_fd) + " was already closed after the failed import (" + std::strerror(err) +
+            "); nothing to reclaim");
+    });
     return;
   }
   if (now.st_dev != before.st_dev || now.st_ino != before.st_ino) {
-    debug("fd " + std::to_string(dup_fd) +
-          " names another file after the failed import (closed by the runtime and reused); left alone");
+    quietly([&] {
+      debug("fd " + std::to_string(dup_fd) +
+            " names another file after the failed import (closed by the runtime and reused); left alone");
+    });
     return;
   }
   if (::close(dup_fd) != 0) {
     int err = errno;
-    debug("closing fd " + std::to_string(dup_fd) + " after the failed import: " + std::strerror(err));
+    quietly([&] { debug("closing fd " + std::to_string(dup_fd) + " after the failed import: " + std::strerror(err)); });
   }
 }
 #endif
@@ -161,10 +155,10 @@ Result<std::shared_ptr<CudaHandle>> CudaHandle::import_dma_fd(int fd, std::size_
   void *device_ptr = nullptr;
   rc = fn.external_memory_get_mapped_buffer(&device_ptr, ext_mem, &buffer);
   if (rc != cudaffi::kSuccess || !device_ptr) {
-    Error e = rc != cudaffi::kSuccess
-                  ? runtime->call_error(
-                        ("cudaExternalMemoryGetMappedBuffer(" + std::to_string(size) + " bytes)").c_str(), rc)
-                  : Error::device("cudaExternalMemoryGetMappedBuffer returned a null pointer");
+    Error e =
+        rc != cudaffi::kSuccess
+            ? runtime->call_error(("cudaExternalMemoryGetMappedBuffer(" + std::to_string(size) + " bytes)").c_str(), rc)
+            : Error::device("cudaExternalMemoryGetMappedBuffer returned a null pointer");
     debug(e.message());
     if (device_ptr) {
       cudaffi::Status frc = fn.free(device_ptr);
@@ -238,12 +232,12 @@ CudaHandle::~CudaHandle() {
     if (b.device_ptr) {
       cudaffi::Status rc = fn.free(b.device_ptr);
       if (rc != cudaffi::kSuccess)
-        warn("cudaFree of the external-memory mapping failed: " + b.runtime->error_text(rc));
+        quietly([&] { warn("cudaFree of the external-memory mapping failed: " + b.runtime->error_text(rc)); });
     }
     if (b.ext_mem) {
       cudaffi::Status rc = fn.destroy_external_memory(b.ext_mem);
       if (rc != cudaffi::kSuccess)
-        warn("cudaDestroyExternalMemory failed: " + b.runtime->error_text(rc));
+        quietly([&] { warn("cudaDestroyExternalMemory failed: " + b.runtime->error_text(rc)); });
     }
   }
 }

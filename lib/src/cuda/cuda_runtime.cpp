@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // Loading libcudart with dlopen/LoadLibraryW: the candidate ladder, symbol
 // resolution, the device probe, and the generic primitives.
-#include <tensormem/cuda_runtime.hpp>
+#include "cuda_log.hpp"
 
-#include <tensormem/log.hpp>
+#include <tensormem/cuda_runtime.hpp>
 
 #include <cstdlib>
 #include <cstring>
@@ -22,21 +22,8 @@
 namespace tensormem {
 namespace {
 
-void debug(const std::string &text) noexcept {
-  try {
-    log(LogLevel::Debug, "cuda: " + text);
-  } catch (...) {
-  }
-}
-
-// Runs diagnostics from a noexcept function: a failed allocation while
-// building a log line loses the line, nothing else.
-template <typename F> void quietly(F &&f) noexcept {
-  try {
-    f();
-  } catch (...) {
-  }
-}
+using cuda_log::debug;
+using cuda_log::quietly;
 
 // One row per entry point: its exported name, where it lands in the table,
 // and whether a candidate without it is rejected.
@@ -46,7 +33,8 @@ struct Symbol {
   bool required;
 };
 
-#define TM_CUDA_SYMBOL(field, name, required) Symbol{name, offsetof(CudaFunctions, field), required}
+#define TM_CUDA_SYMBOL(field, name, required)                                                                          \
+  Symbol { name, offsetof(CudaFunctions, field), required }
 constexpr Symbol kSymbols[] = {
     TM_CUDA_SYMBOL(get_device_count, "cudaGetDeviceCount", true),
     TM_CUDA_SYMBOL(graphics_gl_register_buffer, "cudaGraphicsGLRegisterBuffer", true),
@@ -336,8 +324,7 @@ Result<void *> CudaRuntime::gl_register_buffer(std::uint32_t buffer_id) const {
     return e;
   }
   if (!resource)
-    return Error::device("cudaGraphicsGLRegisterBuffer(buffer " + std::to_string(buffer_id) +
-                         ") returned no resource");
+    return Error::device("cudaGraphicsGLRegisterBuffer(buffer " + std::to_string(buffer_id) + ") returned no resource");
   return resource;
 }
 

@@ -90,20 +90,10 @@ struct GlWorker::Core {
   /// Runs `fn` on the worker and waits; inline on the worker itself.
   Result<void> run(std::function<void()> fn, const char *what) noexcept {
     try {
-      if (on_worker()) {
-        if (!gl_live)
-          return disconnected(what);
-        fn();
-        return {};
-      }
       auto done = std::make_shared<Completion>();
-      {
-        std::lock_guard lock(mu);
-        if (closed)
-          return disconnected(what);
-        queue.push_back(Task{std::move(fn), done});
-      }
-      cv.notify_one();
+      Result<void> queued = enqueue(std::move(fn), done, what);
+      if (!queued)
+        return queued;
       if (done->wait() != Completion::State::Ran)
         return disconnected(what);
       return {};
@@ -120,25 +110,9 @@ struct GlWorker::Core {
                                  std::forward<Fn>(fn), what);
   }
 
+  /// Queues `fn` without waiting; inline on the worker itself.
   Result<void> post(std::function<void()> fn, const char *what) noexcept {
-    try {
-      if (on_worker()) {
-        if (!gl_live)
-          return disconnected(what);
-        fn();
-        return {};
-      }
-      {
-        std::lock_guard lock(mu);
-        if (closed)
-          return disconnected(what);
-        queue.push_back(Task{std::move(fn), nullptr});
-      }
-      cv.notify_one();
-      return {};
-    } catch (const std::bad_alloc &) {
-      return Error::io(ENOMEM, std::string(what) + ": queueing the GL task");
-    }
+    return enqueue(std::move(fn), nullptr, what);
   }
 
   /// The worker thread's loop; returns when closed.
@@ -239,6 +213,36 @@ struct GlWorker::Core {
     if (mapped.erase(id))
       mapped_count.store(mapped.size(), std::memory_order_relaxed);
     glDeleteBuffers(1, &id);
+  }
+
+private:
+  /// What run and post share: on the worker, `fn` runs inline (and `done`,
+  /// if any, is finished); elsewhere it is queued for the worker, unless the
+  /// worker has shut down. Never throws: a failure to queue is ENOMEM, a
+  /// task that threw inline a Device error.
+  Result<void> enqueue(std::function<void()> fn, std::shared_ptr<Completion> done, const char *what) noexcept {
+    try {
+      if (on_worker()) {
+        if (!gl_live)
+          return disconnected(what);
+        fn();
+        if (done)
+          done->finish(Completion::State::Ran);
+        return {};
+      }
+      {
+        std::lock_guard lock(mu);
+        if (closed)
+          return disconnected(what);
+        queue.push_back(Task{std::move(fn), std::move(done)});
+      }
+      cv.notify_one();
+      return {};
+    } catch (const std::bad_alloc &) {
+      return Error::io(ENOMEM, std::string(what) + ": queueing the GL task");
+    } catch (...) {
+      return Error::device(std::string(what) + ": the GL task failed unexpectedly");
+    }
   }
 };
 
@@ -353,15 +357,9 @@ std::size_t GlWorker::mapped_buffers() const noexcept { return core_->mapped_cou
 
 Result<Tensor> GlWorker::create_pbo(std::size_t size, Shape shape, DType dtype, std::string name, PboUsage usage) {
   // from_pbo's checks first, so a refused shape never creates a GL buffer.
-  if (size == 0)
-    return Error::invalid_size(0, "GlWorker::create_pbo: zero bytes");
-  Result<std::size_t> footprint = checked_footprint(shape, dtype);
-  if (!footprint)
-    return std::move(footprint).error();
-  if (size < *footprint)
-    return Error::shape_mismatch("GlWorker::create_pbo: shape " + shape_to_string(shape) + " of " + dtype_name(dtype) +
-                                 " needs " + std::to_string(*footprint) + " bytes, the buffer would hold " +
-                                 std::to_string(size));
+  Result<void> fits = check_pbo_fit("GlWorker::create_pbo", std::nullopt, size, shape, dtype);
+  if (!fits)
+    return std::move(fits).error();
   if (size > static_cast<std::size_t>(std::numeric_limits<GLsizeiptr>::max()))
     return Error::invalid_size(size, "GlWorker::create_pbo: " + std::to_string(size) + " bytes is beyond GLsizeiptr");
 

@@ -86,25 +86,38 @@ std::string PboStorage::describe() const {
   return os.str();
 }
 
+Result<void> check_pbo_fit(std::string_view prefix, std::optional<std::uint32_t> buffer_id, std::size_t size,
+                           const Shape &shape, DType dtype) {
+  const std::string head(prefix);
+  if (size == 0) {
+    if (buffer_id)
+      return Error::invalid_size(0, head + ": the GL allocation of buffer " + std::to_string(*buffer_id) +
+                                        " is zero bytes");
+    return Error::invalid_size(0, head + ": zero bytes");
+  }
+  Result<std::size_t> footprint = checked_footprint(shape, dtype);
+  if (!footprint)
+    return std::move(footprint).error();
+  if (size < *footprint) {
+    const std::string holder =
+        buffer_id ? "GL buffer " + std::to_string(*buffer_id) + " holds" : std::string("the buffer would hold");
+    return Error::shape_mismatch(head + ": shape " + shape_to_string(shape) + " of " + dtype_name(dtype) + " needs " +
+                                 std::to_string(*footprint) + " bytes, " + holder + " " + std::to_string(size));
+  }
+  return {};
+}
+
 Result<Tensor> from_pbo(std::uint32_t buffer_id, std::size_t size, Shape shape, DType dtype, std::string name,
                         std::shared_ptr<PboOps> ops) {
   // PBO-NEW-01, in the spec's order, before a storage exists: a refused wrap
   // must not delete the caller's buffer when the storage is dropped.
-  if (size == 0)
-    return Error::invalid_size(0,
-                               "from_pbo: the GL allocation of buffer " + std::to_string(buffer_id) + " is zero bytes");
-  Result<std::size_t> footprint = checked_footprint(shape, dtype);
-  if (!footprint)
-    return std::move(footprint).error();
-  if (size < *footprint)
-    return Error::shape_mismatch("from_pbo: shape " + shape_to_string(shape) + " of " + dtype_name(dtype) + " needs " +
-                                 std::to_string(*footprint) + " bytes, GL buffer " + std::to_string(buffer_id) +
-                                 " holds " + std::to_string(size));
+  Result<void> fits = check_pbo_fit("from_pbo", buffer_id, size, shape, dtype);
+  if (!fits)
+    return std::move(fits).error();
   Result<std::shared_ptr<PboStorage>> storage = PboStorage::create(buffer_id, size, std::move(ops));
   if (!storage)
     return std::move(storage).error();
-  if (name.empty())
-    name = kPboDefaultName;
+  // An empty name becomes "pbo_tensor" (kPboDefaultName) in Tensor::wrap.
   return Tensor::wrap(std::move(*storage), std::move(shape), dtype, std::move(name));
 }
 
