@@ -62,29 +62,15 @@ GstStaticPadTemplate sink_template =
 GstStaticPadTemplate src_template = GST_STATIC_PAD_TEMPLATE(
     "src", GST_PAD_SRC, GST_PAD_ALWAYS, GST_STATIC_CAPS(DOWNLOAD_DMABUF_CAPS "; " DOWNLOAD_PLAIN_CAPS));
 
-bool structure_has_feature(GstCaps *caps, guint i, const char *feature) {
-  GstCapsFeatures *features = gst_caps_get_features(caps, i);
-  return features && !gst_caps_features_is_any(features) && gst_caps_features_contains(features, feature);
-}
-
 bool structure_has_dmabuf(GstCaps *caps, guint i) {
-  return structure_has_feature(caps, i, GST_CAPS_FEATURE_MEMORY_DMABUF);
+  return gst_tensor_transform_caps_has_feature(caps, i, GST_CAPS_FEATURE_MEMORY_DMABUF);
 }
 
-bool has_pbo_memory(GstBuffer *buffer) {
-  for (guint i = 0; i < gst_buffer_n_memory(buffer); ++i) {
-    if (gst_is_tensor_pbo_memory(gst_buffer_peek_memory(buffer, i)))
-      return true;
-  }
-  return false;
-}
-
-/* Appends structure `i` of `caps` to `out` with `feature` as its only caps
- * feature (NULL: system memory). */
-void append_with_feature(GstCaps *out, GstCaps *caps, guint i, const char *feature) {
-  gst_caps_append_structure_full(out, gst_structure_copy(gst_caps_get_structure(caps, i)),
-                                 feature ? gst_caps_features_new(feature, nullptr) : nullptr);
-}
+/* The require-zero-copy error for a buffer of PBO memory. */
+constexpr const char *kPboCopyMessage = "OpenGL PBO memory needs a copy and require-zero-copy is set.";
+constexpr const char *kPboCopyDetail = "holds PBO memory (memory:TensorPBO), which is CPU-addressable only while "
+                                       "mapped; tensordownload always copies it into system memory, and "
+                                       "require-zero-copy=true forbids that copy";
 
 /* True when `buffer`'s planes sit where `info` (the default layout for the
  * caps) puts them, so a reader that ignores GstVideoMeta reads it right. */
@@ -137,15 +123,15 @@ static GstCaps *gst_tensor_download_transform_caps(GstBaseTransform *trans, GstP
       const bool dmabuf = structure_has_dmabuf(caps, i);
       if (direction == GST_PAD_SINK) {
         if (dmabuf)
-          append_with_feature(first, caps, i, GST_CAPS_FEATURE_MEMORY_DMABUF);
-        append_with_feature(second, caps, i, nullptr);
+          gst_tensor_transform_caps_append_with_feature(first, caps, i, GST_CAPS_FEATURE_MEMORY_DMABUF);
+        gst_tensor_transform_caps_append_with_feature(second, caps, i, nullptr);
       } else {
         if (dmabuf) {
-          append_with_feature(first, caps, i, GST_CAPS_FEATURE_MEMORY_DMABUF);
+          gst_tensor_transform_caps_append_with_feature(first, caps, i, GST_CAPS_FEATURE_MEMORY_DMABUF);
         } else {
-          append_with_feature(first, caps, i, nullptr);
-          append_with_feature(second, caps, i, GST_CAPS_FEATURE_MEMORY_DMABUF);
-          append_with_feature(second, caps, i, GST_CAPS_FEATURE_MEMORY_TENSOR_PBO);
+          gst_tensor_transform_caps_append_with_feature(first, caps, i, nullptr);
+          gst_tensor_transform_caps_append_with_feature(second, caps, i, GST_CAPS_FEATURE_MEMORY_DMABUF);
+          gst_tensor_transform_caps_append_with_feature(second, caps, i, GST_CAPS_FEATURE_MEMORY_TENSOR_PBO);
         }
       }
     }
@@ -210,25 +196,16 @@ static GstFlowReturn gst_tensor_download_prepare_output_buffer(GstBaseTransform 
     *outbuf = inbuf;
     return GST_FLOW_OK;
   }
-  if (has_pbo_memory(inbuf)) {
-    /* Downstream would hold the GL buffer's CPU address past our unmap: copy
-     * it out (transform() does, and counts it). */
-    gboolean strict = FALSE;
-    g_object_get(self, "require-zero-copy", &strict, nullptr);
-    if (strict) {
-      GST_ELEMENT_ERROR(self, STREAM, FAILED, ("OpenGL PBO memory needs a copy and require-zero-copy is set."),
-                        ("%" GST_PTR_FORMAT " holds PBO memory (memory:TensorPBO), which is CPU-addressable only "
-                         "while mapped; tensordownload always copies it into system memory, and "
-                         "require-zero-copy=true forbids that copy",
-                         inbuf));
-      return GST_FLOW_ERROR;
-    }
-  } else if (self->downstream_video_meta || has_default_layout(inbuf, info)) {
+  /* PBO memory is always copied: downstream would hold the GL buffer's CPU
+   * address past our unmap (transform() copies it out, and counts it). */
+  const bool pbo = gst_tensor_transform_any_memory(inbuf, gst_is_tensor_pbo_memory);
+  if (!pbo && (self->downstream_video_meta || has_default_layout(inbuf, info))) {
     GST_LOG_OBJECT(self, "passing %" GST_PTR_FORMAT " through", inbuf);
     *outbuf = inbuf;
     return GST_FLOW_OK;
   }
-  const GstFlowReturn ret = gst_tensor_transform_allow_copy(GST_TENSOR_TRANSFORM(self), inbuf);
+  const GstFlowReturn ret = gst_tensor_transform_allow_copy(
+      GST_TENSOR_TRANSFORM(self), inbuf, pbo ? kPboCopyMessage : nullptr, pbo ? kPboCopyDetail : nullptr);
   if (ret != GST_FLOW_OK)
     return ret;
   *outbuf = gst_buffer_new_allocate(nullptr, GST_VIDEO_INFO_SIZE(info), nullptr);

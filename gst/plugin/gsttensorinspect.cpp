@@ -38,7 +38,6 @@
 
 #include <cstdio>
 #include <string>
-#include <vector>
 
 GST_DEBUG_CATEGORY_STATIC(gst_tensor_inspect_debug);
 #define GST_CAT_DEFAULT gst_tensor_inspect_debug
@@ -53,6 +52,8 @@ struct _GstTensorInspect {
   guint64 frames;
   guint64 cuda_frames;
   guint64 host_frames;
+  guint8 *scratch;    // host copy of the CUDA bytes, reused frame to frame; freed at stop
+  gsize scratch_size; // bytes at `scratch`
 };
 
 namespace {
@@ -114,6 +115,12 @@ bool read_host(GstTensorInspect *self, GstBuffer *buffer, Stats *stats) {
   return true;
 }
 
+void free_scratch(GstTensorInspect *self) {
+  delete[] self->scratch;
+  self->scratch = nullptr;
+  self->scratch_size = 0;
+}
+
 /* The CUDA path: map through the meta, copy the device bytes to the host,
  * unmap (before any CPU map of a GL buffer), then walk the planes with the
  * GstVideoMeta's (or the caps') offsets and strides. False (with the reason
@@ -128,8 +135,13 @@ bool read_cuda(GstTensorInspect *self, GstBuffer *buffer, GstTensorCudaMeta *met
     g_clear_error(&error);
     return false;
   }
-  std::vector<guint8> host(size);
-  tensormem::Result<void> copied = rt->memcpy_device_to_host(host.data(), device, size);
+  if (!self->scratch || self->scratch_size != size) {
+    free_scratch(self);
+    self->scratch = new guint8[size]; // not zero-filled: the copy below overwrites every byte
+    self->scratch_size = size;
+  }
+  guint8 *host = self->scratch;
+  tensormem::Result<void> copied = rt->memcpy_device_to_host(host, device, size);
   gst_tensor_cuda_meta_unmap(meta);
   if (!copied) {
     GST_INFO_OBJECT(self, "cudaMemcpy failed, reading through the host: %s", copied.error().message().c_str());
@@ -156,7 +168,7 @@ bool read_cuda(GstTensorInspect *self, GstBuffer *buffer, GstTensorCudaMeta *met
                       size);
       return false;
     }
-    out.rows(host.data() + offset, static_cast<gsize>(stride), row_bytes, rows, p == 0);
+    out.rows(host + offset, static_cast<gsize>(stride), row_bytes, rows, p == 0);
   }
   *stats = out;
   return true;
@@ -214,6 +226,7 @@ G_DEFINE_TYPE(GstTensorInspect, gst_tensor_inspect, GST_TYPE_BASE_TRANSFORM)
 static void gst_tensor_inspect_finalize(GObject *object) {
   auto *self = GST_TENSOR_INSPECT(object);
   g_free(self->last_checksum);
+  free_scratch(self);
   G_OBJECT_CLASS(gst_tensor_inspect_parent_class)->finalize(object);
 }
 
@@ -255,6 +268,11 @@ static gboolean gst_tensor_inspect_start(GstBaseTransform *trans) {
   GST_OBJECT_LOCK(self);
   g_clear_pointer(&self->last_checksum, g_free);
   GST_OBJECT_UNLOCK(self);
+  return TRUE;
+}
+
+static gboolean gst_tensor_inspect_stop(GstBaseTransform *trans) {
+  free_scratch(GST_TENSOR_INSPECT(trans));
   return TRUE;
 }
 
@@ -320,6 +338,7 @@ static void gst_tensor_inspect_class_init(GstTensorInspectClass *klass) {
                                         "gst-tensormem developers");
 
   trans_class->start = GST_DEBUG_FUNCPTR(gst_tensor_inspect_start);
+  trans_class->stop = GST_DEBUG_FUNCPTR(gst_tensor_inspect_stop);
   trans_class->set_caps = GST_DEBUG_FUNCPTR(gst_tensor_inspect_set_caps);
   trans_class->transform_ip = GST_DEBUG_FUNCPTR(gst_tensor_inspect_transform_ip);
   trans_class->sink_event = GST_DEBUG_FUNCPTR(gst_tensor_inspect_sink_event);
@@ -333,6 +352,8 @@ static void gst_tensor_inspect_init(GstTensorInspect *self) {
   self->silent = FALSE;
   self->last_checksum = nullptr;
   self->have_info = FALSE;
+  self->scratch = nullptr;
+  self->scratch_size = 0;
   gst_video_info_init(&self->info);
   gst_base_transform_set_passthrough(GST_BASE_TRANSFORM(self), TRUE);
 }

@@ -170,14 +170,21 @@ static void gst_tensor_transform_init(GstTensorTransform *self) {
 
 const GstVideoInfo *gst_tensor_transform_get_info(GstTensorTransform *self) { return &get_priv(self)->info; }
 
-GstFlowReturn gst_tensor_transform_allow_copy(GstTensorTransform *self, GstBuffer *inbuf) {
+GstFlowReturn gst_tensor_transform_allow_copy(GstTensorTransform *self, GstBuffer *inbuf, const char *message,
+                                              const char *detail) {
   GST_OBJECT_LOCK(self);
   const gboolean strict = get_priv(self)->require_zero_copy;
   GST_OBJECT_UNLOCK(self);
   if (!strict)
     return GST_FLOW_OK;
+  if (!message)
+    message = "A buffer needs a copy and require-zero-copy is set.";
+  if (detail) {
+    GST_ELEMENT_ERROR(self, STREAM, FAILED, ("%s", message), ("%" GST_PTR_FORMAT " %s", inbuf, detail));
+    return GST_FLOW_ERROR;
+  }
   const GstVideoInfo *info = &get_priv(self)->info;
-  GST_ELEMENT_ERROR(self, STREAM, FAILED, ("A buffer needs a copy and require-zero-copy is set."),
+  GST_ELEMENT_ERROR(self, STREAM, FAILED, ("%s", message),
                     ("a %" G_GSIZE_FORMAT "-byte %dx%d %s frame (%" GST_PTR_FORMAT
                      ") would need a copy; require-zero-copy=true forbids it",
                      GST_VIDEO_INFO_SIZE(info), GST_VIDEO_INFO_WIDTH(info), GST_VIDEO_INFO_HEIGHT(info),
@@ -248,4 +255,42 @@ GstFlowReturn gst_tensor_transform_check_layout(GstTensorTransform *self, GstBuf
     }
   }
   return GST_FLOW_OK;
+}
+
+gboolean gst_tensor_transform_caps_has_feature(GstCaps *caps, guint i, const char *feature) {
+  if (!caps || gst_caps_is_any(caps) || i >= gst_caps_get_size(caps))
+    return FALSE;
+  GstCapsFeatures *features = gst_caps_get_features(caps, i);
+  return features && !gst_caps_features_is_any(features) && gst_caps_features_contains(features, feature);
+}
+
+void gst_tensor_transform_caps_append_with_feature(GstCaps *out, GstCaps *caps, guint i, const char *feature) {
+  gst_caps_append_structure_full(out, gst_structure_copy(gst_caps_get_structure(caps, i)),
+                                 feature ? gst_caps_features_new(feature, nullptr) : nullptr);
+}
+
+GstCaps *gst_tensor_transform_caps_with_feature(GstCaps *caps, const char *feature) {
+  GstCaps *out = gst_caps_new_empty();
+  for (guint i = 0; i < gst_caps_get_size(caps); ++i)
+    gst_tensor_transform_caps_append_with_feature(out, caps, i, feature);
+  return out;
+}
+
+gboolean gst_tensor_transform_all_memories(GstBuffer *buffer, gboolean (*is_kind)(GstMemory *mem)) {
+  const guint n = gst_buffer_n_memory(buffer);
+  if (n == 0)
+    return FALSE;
+  for (guint i = 0; i < n; ++i) {
+    if (!is_kind(gst_buffer_peek_memory(buffer, i)))
+      return FALSE;
+  }
+  return TRUE;
+}
+
+gboolean gst_tensor_transform_any_memory(GstBuffer *buffer, gboolean (*is_kind)(GstMemory *mem)) {
+  for (guint i = 0; i < gst_buffer_n_memory(buffer); ++i) {
+    if (is_kind(gst_buffer_peek_memory(buffer, i)))
+      return TRUE;
+  }
+  return FALSE;
 }

@@ -19,9 +19,12 @@ struct _GstTensorTransformClass {
 const GstVideoInfo *gst_tensor_transform_get_info(GstTensorTransform *self);
 
 /* Allocates nothing: decides whether a copy of `inbuf` may happen. Under
- * require-zero-copy it posts an element error naming the frame and returns
- * GST_FLOW_ERROR. */
-GstFlowReturn gst_tensor_transform_allow_copy(GstTensorTransform *self, GstBuffer *inbuf);
+ * require-zero-copy it posts an element error and returns GST_FLOW_ERROR.
+ * The error's text is `message`, or with NULL a generic one; its debug
+ * detail is `inbuf` followed by a space and `detail`, or with NULL a generic
+ * one naming the frame. */
+GstFlowReturn gst_tensor_transform_allow_copy(GstTensorTransform *self, GstBuffer *inbuf, const char *message,
+                                              const char *detail);
 
 /* Copies buffer metadata (timestamps, flags, memory-independent metas) the
  * way GstBaseTransform would for a buffer it allocated itself. */
@@ -37,5 +40,25 @@ void gst_tensor_transform_set_wrapped(GstTensorTransform *self, GstBuffer *outbu
  * buffer holds the default layout. Posts an element error naming the field
  * and the numbers and returns GST_FLOW_ERROR otherwise. */
 GstFlowReturn gst_tensor_transform_check_layout(GstTensorTransform *self, GstBuffer *inbuf);
+
+/* Whether structure `i` of `caps` lists `feature` among its caps features;
+ * FALSE for NULL, empty or ANY caps, past the last structure and for ANY
+ * caps features. */
+gboolean gst_tensor_transform_caps_has_feature(GstCaps *caps, guint i, const char *feature);
+
+/* Appends structure `i` of `caps` to `out` with `feature` as its only caps
+ * feature (NULL: system memory). */
+void gst_tensor_transform_caps_append_with_feature(GstCaps *out, GstCaps *caps, guint i, const char *feature);
+
+/* Every structure of `caps` again, with `feature` as its only caps feature
+ * (NULL: system memory). */
+GstCaps *gst_tensor_transform_caps_with_feature(GstCaps *caps, const char *feature);
+
+/* TRUE when `buffer` has at least one memory and `is_kind` holds for every
+ * one of them. */
+gboolean gst_tensor_transform_all_memories(GstBuffer *buffer, gboolean (*is_kind)(GstMemory *mem));
+
+/* TRUE when `is_kind` holds for at least one memory of `buffer`. */
+gboolean gst_tensor_transform_any_memory(GstBuffer *buffer, gboolean (*is_kind)(GstMemory *mem));
 
 G_END_DECLS

@@ -94,50 +94,14 @@ GstTensorStorage resolved_storage(GstTensorUpload *self) {
   return gst_tensor_storage_resolve(storage);
 }
 
+/* The property's nick: "auto", "system", "dmabuf" or "pbo". */
 const char *storage_name(GstTensorStorage storage) {
-  switch (storage) {
-  case GST_TENSOR_STORAGE_SYSTEM:
-    return "system";
-  case GST_TENSOR_STORAGE_DMABUF:
-    return "dmabuf";
-  case GST_TENSOR_STORAGE_PBO:
-    return "pbo";
-  default:
-    break;
-  }
-  return "auto";
+  // The storage property's GParamSpec holds a reference to the enum class.
+  GEnumValue *value = g_enum_get_value(static_cast<GEnumClass *>(g_type_class_peek(GST_TYPE_TENSOR_STORAGE)), storage);
+  return value ? value->value_nick : "auto";
 }
 
-bool caps_have_dmabuf(GstCaps *caps) {
-  if (!caps || gst_caps_is_empty(caps) || gst_caps_is_any(caps))
-    return false;
-  GstCapsFeatures *features = gst_caps_get_features(caps, 0);
-  return features && gst_caps_features_contains(features, GST_CAPS_FEATURE_MEMORY_DMABUF);
-}
-
-/* Every structure of `caps` again, with `feature` as its only caps feature
- * (NULL: system memory). */
-GstCaps *with_feature(GstCaps *caps, const char *feature) {
-  GstCaps *out = gst_caps_new_empty();
-  for (guint i = 0; i < gst_caps_get_size(caps); ++i) {
-    GstStructure *s = gst_structure_copy(gst_caps_get_structure(caps, i));
-    gst_caps_append_structure_full(out, s, feature ? gst_caps_features_new(feature, nullptr) : nullptr);
-  }
-  return out;
-}
-
-template <typename Pred> bool all_memories(GstBuffer *buffer, Pred pred) {
-  const guint n = gst_buffer_n_memory(buffer);
-  if (n == 0)
-    return false;
-  for (guint i = 0; i < n; ++i) {
-    if (!pred(gst_buffer_peek_memory(buffer, i)))
-      return false;
-  }
-  return true;
-}
-
-bool is_system_tensor_memory(GstMemory *mem) {
+gboolean is_system_tensor_memory(GstMemory *mem) {
   return gst_is_tensor_memory(mem) && gst_tensor_memory_get_storage(mem) == GST_TENSOR_STORAGE_SYSTEM;
 }
 
@@ -392,19 +356,19 @@ static GstCaps *gst_tensor_upload_transform_caps(GstBaseTransform *trans, GstPad
   GstCaps *plain;
   if (gst_caps_is_any(caps)) {
     GstCaps *templ = gst_pad_get_pad_template_caps(direction == GST_PAD_SINK ? trans->srcpad : trans->sinkpad);
-    plain = gst_caps_simplify(with_feature(templ, nullptr));
+    plain = gst_caps_simplify(gst_tensor_transform_caps_with_feature(templ, nullptr));
     gst_caps_unref(templ);
   } else {
-    plain = with_feature(caps, nullptr);
+    plain = gst_tensor_transform_caps_with_feature(caps, nullptr);
   }
   GstCaps *result;
   if (direction == GST_PAD_SINK) {
     switch (resolved_storage(self)) {
     case GST_TENSOR_STORAGE_DMABUF:
-      result = gst_caps_merge(with_feature(plain, GST_CAPS_FEATURE_MEMORY_DMABUF), plain);
+      result = gst_caps_merge(gst_tensor_transform_caps_with_feature(plain, GST_CAPS_FEATURE_MEMORY_DMABUF), plain);
       break;
     case GST_TENSOR_STORAGE_PBO:
-      result = with_feature(plain, GST_CAPS_FEATURE_MEMORY_TENSOR_PBO);
+      result = gst_tensor_transform_caps_with_feature(plain, GST_CAPS_FEATURE_MEMORY_TENSOR_PBO);
       gst_caps_unref(plain);
       break;
     default:
@@ -412,7 +376,7 @@ static GstCaps *gst_tensor_upload_transform_caps(GstBaseTransform *trans, GstPad
       break;
     }
   } else {
-    GstCaps *dmabuf = with_feature(plain, GST_CAPS_FEATURE_MEMORY_DMABUF);
+    GstCaps *dmabuf = gst_tensor_transform_caps_with_feature(plain, GST_CAPS_FEATURE_MEMORY_DMABUF);
     result = gst_caps_merge(plain, dmabuf);
   }
   if (filter) {
@@ -444,7 +408,9 @@ static gboolean gst_tensor_upload_propose_allocation(GstBaseTransform *trans, Gs
     GST_DEBUG_OBJECT(trans, "allocation query without raw video caps: %" GST_PTR_FORMAT, caps);
     return FALSE;
   }
-  const GstTensorStorage storage = caps_have_dmabuf(caps) ? GST_TENSOR_STORAGE_DMABUF : resolved_storage(self);
+  const GstTensorStorage storage = gst_tensor_transform_caps_has_feature(caps, 0, GST_CAPS_FEATURE_MEMORY_DMABUF)
+                                       ? GST_TENSOR_STORAGE_DMABUF
+                                       : resolved_storage(self);
 
   GstAllocator *allocator = nullptr;
   if (storage == GST_TENSOR_STORAGE_PBO)
@@ -510,7 +476,7 @@ static gboolean gst_tensor_upload_decide_allocation(GstBaseTransform *trans, Gst
 static GstFlowReturn copy_into_pool(GstTensorUpload *self, GstTensorStorage storage, GstBuffer *inbuf,
                                     GstBuffer **outbuf) {
   auto *trans = GST_BASE_TRANSFORM(self);
-  GstFlowReturn ret = gst_tensor_transform_allow_copy(GST_TENSOR_TRANSFORM(self), inbuf);
+  GstFlowReturn ret = gst_tensor_transform_allow_copy(GST_TENSOR_TRANSFORM(self), inbuf, nullptr, nullptr);
   if (ret != GST_FLOW_OK)
     return ret;
 
@@ -552,22 +518,22 @@ static GstFlowReturn gst_tensor_upload_prepare_output_buffer(GstBaseTransform *t
       return ret;
     const GstTensorStorage storage = resolved_storage(self);
     if (storage == GST_TENSOR_STORAGE_DMABUF) {
-      if (all_memories(inbuf, gst_is_tensor_dmabuf_memory)) {
+      if (gst_tensor_transform_all_memories(inbuf, gst_is_tensor_dmabuf_memory)) {
         GST_LOG_OBJECT(self, "%" GST_PTR_FORMAT " is DMA-BUF tensor memory already, passing it through", inbuf);
         *outbuf = inbuf;
         return GST_FLOW_OK;
       }
-      if (all_memories(inbuf, gst_is_dmabuf_memory)) {
+      if (gst_tensor_transform_all_memories(inbuf, gst_is_dmabuf_memory)) {
         GST_LOG_OBJECT(self, "%" GST_PTR_FORMAT " is DMA-BUF memory, importing it", inbuf);
         return import_dmabuf_buffer(self, inbuf, outbuf);
       }
     } else if (storage == GST_TENSOR_STORAGE_PBO) {
-      if (all_memories(inbuf, gst_is_tensor_pbo_memory)) {
+      if (gst_tensor_transform_all_memories(inbuf, gst_is_tensor_pbo_memory)) {
         GST_LOG_OBJECT(self, "%" GST_PTR_FORMAT " is PBO memory already, passing it through", inbuf);
         *outbuf = inbuf;
         return GST_FLOW_OK;
       }
-    } else if (all_memories(inbuf, is_system_tensor_memory)) {
+    } else if (gst_tensor_transform_all_memories(inbuf, is_system_tensor_memory)) {
       GST_LOG_OBJECT(self, "%" GST_PTR_FORMAT " is system tensor memory already, passing it through", inbuf);
       *outbuf = inbuf;
       return GST_FLOW_OK;

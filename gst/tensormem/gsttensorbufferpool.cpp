@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include <gst/tensormem/gsttensorbufferpool.h>
 #include <gst/tensormem/gsttensordmabuf.h>
+#include <gst/tensormem/gsttensormapping-private.h>
 #include <gst/tensormem/gsttensormemory.h>
 #include <gst/tensormem/gsttensorpbo.h>
 
@@ -30,14 +31,9 @@ static GstTensorStorage pool_storage(GstBufferPool *pool) { return pool_priv(poo
 
 namespace {
 
-constexpr guint kStrideAlignMask = GST_TENSOR_BUFFER_POOL_STRIDE_ALIGN - 1;
-// mmap gives DMA-BUF memory page alignment; heap tensor memory guarantees 64 bytes.
-constexpr guint kDmaBufMaxAlignMask = 4096 - 1;
+using gst_tensormem::max_align_mask;
 
-// GL guarantees (GL_MIN_MAP_BUFFER_ALIGNMENT) 64 bytes for the address of a PBO map.
-guint max_align_mask(GstTensorStorage storage) {
-  return storage == GST_TENSOR_STORAGE_DMABUF ? kDmaBufMaxAlignMask : kStrideAlignMask;
-}
+constexpr guint kStrideAlignMask = GST_TENSOR_BUFFER_POOL_STRIDE_ALIGN - 1;
 
 const char *memory_name(GstTensorStorage storage) {
   switch (storage) {
@@ -81,8 +77,9 @@ bool force_tensor_allocator(GstBufferPool *pool, GstTensorStorage storage, GstSt
   GstAllocationParams params;
   gst_buffer_pool_config_get_allocator(config, &allocator, &params);
   if (params.align > max_align_mask(storage)) {
-    GST_WARNING_OBJECT(pool, "alignment mask %" G_GSIZE_FORMAT " exceeds the %u-byte alignment of %s tensor memory",
-                       params.align, max_align_mask(storage) + 1, memory_name(storage));
+    GST_WARNING_OBJECT(
+        pool, "alignment mask %" G_GSIZE_FORMAT " exceeds the %" G_GSIZE_FORMAT "-byte alignment of %s tensor memory",
+        params.align, max_align_mask(storage) + 1, memory_name(storage));
     return false;
   }
   params.align |= kStrideAlignMask;
@@ -133,8 +130,9 @@ static gboolean gst_tensor_buffer_pool_set_config(GstBufferPool *pool, GstStruct
     /* GstVideoBufferPool turns the largest stride mask into the allocation
      * alignment, and tensor memory guarantees 64 bytes, no more. */
     if (mask > max_align_mask(storage)) {
-      GST_WARNING_OBJECT(pool, "stride alignment mask %u exceeds the %u-byte alignment of tensor memory", mask,
-                         max_align_mask(storage) + 1);
+      GST_WARNING_OBJECT(pool,
+                         "stride alignment mask %u exceeds the %" G_GSIZE_FORMAT "-byte alignment of tensor memory",
+                         mask, max_align_mask(storage) + 1);
       return FALSE;
     }
     mask |= kStrideAlignMask;

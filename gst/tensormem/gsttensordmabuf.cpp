@@ -13,10 +13,6 @@ namespace {
 
 using gst_tensormem::TensorMapping;
 
-/* mmap returns page-aligned addresses; that is the most a DMA-BUF memory can
- * promise. */
-constexpr gsize kMaxAlignMask = 4096 - 1;
-
 GQuark mapping_quark() {
   static GQuark quark = g_quark_from_static_string("GstTensorDmaBufMapping");
   return quark;
@@ -88,8 +84,9 @@ GstMemory *wrap_storage(GstAllocator *allocator, std::shared_ptr<tensormem::DmaB
 GstMemory *allocator_alloc(GstAllocator *allocator, gsize size, GstAllocationParams *params) {
   GstAllocationParams defaults;
   gsize maxsize;
-  if (!gst_tensormem::prepare_allocation(GST_CAT_DEFAULT, allocator, size, &params, &defaults, kMaxAlignMask,
-                                         "DMA-BUF memory", &maxsize))
+  if (!gst_tensormem::prepare_allocation(GST_CAT_DEFAULT, allocator, size, &params, &defaults,
+                                         gst_tensormem::max_align_mask(GST_TENSOR_STORAGE_DMABUF), "DMA-BUF memory",
+                                         &maxsize))
     return nullptr;
   try {
     // A zero-byte GstMemory is legal, an empty storage is not.

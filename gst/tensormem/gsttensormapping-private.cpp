@@ -2,6 +2,8 @@
 #include <gst/tensormem/gsttensormapping-private.h>
 #include <gst/tensormem/gsttensormemory.h>
 
+#include <tensormem/storage.hpp>
+
 #include <cstring>
 
 GST_DEBUG_CATEGORY_STATIC(gst_tensor_mapping_debug);
@@ -19,14 +21,31 @@ void ensure_debug_category() noexcept {
   }
 }
 
-} // namespace
-
 tensormem::CpuAccess access_from_map_flags(GstMapFlags flags) noexcept {
   const bool write = (flags & GST_MAP_WRITE) != 0;
   const bool read = (flags & GST_MAP_READ) != 0;
   if (write && read)
     return tensormem::CpuAccess::ReadWrite;
   return write ? tensormem::CpuAccess::Write : tensormem::CpuAccess::Read;
+}
+
+} // namespace
+
+gsize max_align_mask(GstTensorStorage storage) noexcept {
+  switch (storage) {
+  case GST_TENSOR_STORAGE_DMABUF:
+    /* mmap returns page-aligned addresses; that is the most a DMA-BUF memory
+     * can promise. */
+    return 4096 - 1;
+  case GST_TENSOR_STORAGE_PBO:
+    /* What a GstTensorPboMemory promises about the address of a CPU map: GL
+     * guarantees GL_MIN_MAP_BUFFER_ALIGNMENT (at least 64) for maps of the
+     * whole buffer from offset 0, which is the only kind the worker makes. */
+    return 64 - 1;
+  default:
+    // MemStorage guarantees this alignment of its base address.
+    return tensormem::MemStorage::kAlignment - 1;
+  }
 }
 
 gpointer tensor_mapping_map(TensorMapping *mapping, GstMemory *mem, GstMapInfo *info, gsize maxsize) noexcept {

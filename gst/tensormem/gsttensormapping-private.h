@@ -4,6 +4,7 @@
 #pragma once
 
 #include <gst/gst.h>
+#include <gst/tensormem/gsttensormem.h>
 
 #include <tensormem/host_pin.hpp>
 #include <tensormem/tensor.hpp>
@@ -36,8 +37,6 @@ struct TensorMapping {
   guint write_maps = 0;
 };
 
-tensormem::CpuAccess access_from_map_flags(GstMapFlags flags) noexcept;
-
 /* The mem_map_full body: the base address of the whole allocation (GStreamer
  * adds mem->offset), or NULL after a log line. Never throws. */
 gpointer tensor_mapping_map(TensorMapping *mapping, GstMemory *mem, GstMapInfo *info, gsize maxsize) noexcept;
@@ -61,6 +60,11 @@ using TensorMemoryNew = GstMemory *(*)(GstAllocator *allocator, GstMemory *paren
  * the range leaves the allocation. */
 GstMemory *share_memory_range(GstMemory *mem, gssize offset, gssize size, const tensormem::Tensor &tensor,
                               TensorMemoryNew make) noexcept;
+
+/* The largest alignment mask the base address of `storage`'s memory is
+ * guaranteed to meet: what its allocator accepts in GstAllocationParams and
+ * what a tensor buffer pool of that storage may ask for. */
+gsize max_align_mask(GstTensorStorage storage) noexcept;
 
 /* The checks every tensor allocator's alloc starts with. A NULL `*params` is
  * pointed at `defaults` (initialised here); an alignment mask above

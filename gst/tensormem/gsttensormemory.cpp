@@ -21,13 +21,11 @@ struct _GstTensorMemoryPrivate {
 
 namespace {
 
-// MemStorage guarantees this alignment of its base address.
-constexpr gsize kMaxAlignMask = tensormem::MemStorage::kAlignment - 1;
-
 GstMemory *allocator_alloc(GstAllocator *allocator, gsize size, GstAllocationParams *params) {
   GstAllocationParams defaults;
   gsize maxsize;
-  if (!gst_tensormem::prepare_allocation(GST_CAT_DEFAULT, allocator, size, &params, &defaults, kMaxAlignMask,
+  if (!gst_tensormem::prepare_allocation(GST_CAT_DEFAULT, allocator, size, &params, &defaults,
+                                         gst_tensormem::max_align_mask(GST_TENSOR_STORAGE_SYSTEM),
                                          "tensor system memory", &maxsize))
     return nullptr;
   try {

@@ -21,11 +21,6 @@ struct _GstTensorPboMemoryPrivate {
 
 namespace {
 
-/* What a GstTensorPboMemory promises about the address of a CPU map: GL
- * guarantees GL_MIN_MAP_BUFFER_ALIGNMENT (at least 64) for maps of the whole
- * buffer from offset 0, which is the only kind the worker makes. */
-constexpr gsize kMaxAlignMask = 64 - 1;
-
 /* Zeroes the prefix and/or padding of a new buffer when the params ask for it
  * (glBufferData with no data leaves the contents undefined). */
 bool zero_edges(GstAllocator *allocator, const tensormem::Tensor &tensor, const GstAllocationParams *params,
@@ -50,8 +45,8 @@ GstMemory *allocator_alloc(GstAllocator *allocator, gsize size, GstAllocationPar
   auto *self = GST_TENSOR_PBO_ALLOCATOR_CAST(allocator);
   GstAllocationParams defaults;
   gsize maxsize;
-  if (!gst_tensormem::prepare_allocation(GST_CAT_DEFAULT, allocator, size, &params, &defaults, kMaxAlignMask,
-                                         "PBO maps", &maxsize))
+  if (!gst_tensormem::prepare_allocation(GST_CAT_DEFAULT, allocator, size, &params, &defaults,
+                                         gst_tensormem::max_align_mask(GST_TENSOR_STORAGE_PBO), "PBO maps", &maxsize))
     return nullptr;
   if (!self->worker) {
     GST_WARNING_OBJECT(allocator, "no GL worker: make the allocator with gst_tensor_pbo_allocator_new()");
