@@ -547,7 +547,8 @@ FAKE_EXPORT int cudaImportExternalMemory(void **ext_mem, const MemHandleDesc *de
   // or memfd. The runtime documents that fd as "a valid file descriptor
   // referencing a memory object", so another kind of fd is a parameter out
   // of range, cudaErrorInvalidValue (cudaErrorOperatingSystem means an OS
-  // call failed). The fd stays the caller's: ownership moves on success only.
+  // call failed). The fd stays the caller's: ownership moves on success only
+  // (drivers seen closing it anyway, HAZ-43, are FAKE_CUDART_FAIL's closefd).
   if (!s.accept_dmabuf)
     return kInvalidValue;
   auto *ext = new ExtMem{desc->handle.fd, static_cast<std::size_t>(desc->size)};
