@@ -36,6 +36,7 @@
 #include <gst/allocators/gstdmabuf.h>
 #include <gst/tensormem/gsttensorformat.h>
 #include <gst/tensormem/gsttensormem.h>
+#include <gst/tensormem/gsttensormemvalidate.h>
 #include <gst/tensormem/gsttensorpbo.h>
 
 GST_DEBUG_CATEGORY_STATIC(gst_tensor_download_debug);
@@ -179,7 +180,7 @@ static GstFlowReturn gst_tensor_download_prepare_output_buffer(GstBaseTransform 
                                                                GstBuffer **outbuf) {
   auto *self = GST_TENSOR_DOWNLOAD(trans);
   const GstVideoInfo *info = gst_tensor_transform_get_info(GST_TENSOR_TRANSFORM(self));
-  GstFlowReturn check = gst_tensor_transform_check_layout(GST_TENSOR_TRANSFORM(self), inbuf);
+  GstFlowReturn check = gst_tensor_mem_element_validate_buffer(GST_ELEMENT(self), inbuf, info);
   if (check != GST_FLOW_OK)
     return check;
   if (self->output_dmabuf) {
