@@ -156,7 +156,7 @@ gboolean check_meta_matches_caps(const GstVideoMeta *meta, const GstVideoInfo *i
   }
   if (meta->n_planes != GST_VIDEO_INFO_N_PLANES(info)) {
     g_set_error(error, GST_STREAM_ERROR, GST_STREAM_ERROR_FORMAT,
-                "GstVideoMeta n_planes = %u, but the caps' format %s has %u planes.", meta->n_planes, caps_format,
+                "GstVideoMeta n_planes = %u, but the caps' format %s has %u plane(s).", meta->n_planes, caps_format,
                 GST_VIDEO_INFO_N_PLANES(info));
     return FALSE;
   }
