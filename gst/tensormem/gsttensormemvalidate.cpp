@@ -45,26 +45,44 @@
 
 namespace {
 
-/* Bytes of one row of `plane` (picture only, no padding) for a frame
- * `width` pixels wide, or FALSE when the product does not fit a gsize.
- * Packed formats whose pixels do not fill whole bytes (v210, IYU1, …) have a
- * pixel stride of 0: their row is `fallback`, the default layout's stride. */
-gboolean plane_row_bytes(const GstVideoFormatInfo *finfo, guint plane, guint width, gsize fallback, gsize *row) {
-  gint comp[GST_VIDEO_MAX_COMPONENTS];
-  gst_video_format_info_component(finfo, plane, comp);
-  const gint pstride = GST_VIDEO_FORMAT_INFO_PSTRIDE(finfo, comp[0]);
-  if (pstride <= 0) {
-    *row = fallback;
-    return TRUE;
-  }
-  const guint pixels = GST_VIDEO_FORMAT_INFO_SCALE_WIDTH(finfo, comp[0], width);
-  return g_size_checked_mul(row, pixels, static_cast<gsize>(pstride));
-}
+/* The bytes a plane's rows cover: `rows` rows of which each but the last
+ * is one stride long and the last `row` bytes (picture only, no padding). */
+struct PlaneShape {
+  gsize row = 0;
+  guint rows = 0;
+};
 
-guint plane_rows(const GstVideoFormatInfo *finfo, guint plane, guint height) {
+/* The shape of `plane` of a width × height frame, or FALSE when a row does
+ * not fit a gsize. Planes that GStreamer lays out by rules of its own — a
+ * palette (no component in the plane) or packed pixels that do not fill
+ * whole bytes (v210, IYU1, …: a pixel stride of 0) — take their row and row
+ * count from `defaults`, the caps' default layout, and are empty without it. */
+gboolean plane_shape(const GstVideoFormatInfo *finfo, guint plane, guint width, guint height,
+                     const GstVideoInfo *defaults, PlaneShape *shape) {
   gint comp[GST_VIDEO_MAX_COMPONENTS];
   gst_video_format_info_component(finfo, plane, comp);
-  return GST_VIDEO_FORMAT_INFO_SCALE_HEIGHT(finfo, comp[0], height);
+  // A palette (plane 1 of RGB8P) reports a component, yet holds 256 entries, not rows of pixels.
+  const bool palette = GST_VIDEO_FORMAT_INFO_HAS_PALETTE(finfo) && plane == 1;
+  if (palette)
+    comp[0] = -1;
+  const gint pstride = comp[0] >= 0 ? GST_VIDEO_FORMAT_INFO_PSTRIDE(finfo, comp[0]) : 0;
+  if (pstride > 0) {
+    shape->rows = GST_VIDEO_FORMAT_INFO_SCALE_HEIGHT(finfo, comp[0], height);
+    const guint pixels = GST_VIDEO_FORMAT_INFO_SCALE_WIDTH(finfo, comp[0], width);
+    return g_size_checked_mul(&shape->row, pixels, static_cast<gsize>(pstride));
+  }
+  *shape = PlaneShape{};
+  if (!defaults || GST_VIDEO_INFO_PLANE_STRIDE(defaults, plane) <= 0)
+    return TRUE;
+  shape->row = static_cast<gsize>(GST_VIDEO_INFO_PLANE_STRIDE(defaults, plane));
+  if (comp[0] >= 0) {
+    shape->rows = GST_VIDEO_FORMAT_INFO_SCALE_HEIGHT(finfo, comp[0], height);
+  } else {
+    const guint n = GST_VIDEO_INFO_N_PLANES(defaults);
+    const gsize end = plane + 1 < n ? GST_VIDEO_INFO_PLANE_OFFSET(defaults, plane + 1) : GST_VIDEO_INFO_SIZE(defaults);
+    shape->rows = static_cast<guint>((end - GST_VIDEO_INFO_PLANE_OFFSET(defaults, plane)) / shape->row);
+  }
+  return TRUE;
 }
 
 /* The real size of the file behind `fd`: st_size for a regular file (memfd)
@@ -176,14 +194,15 @@ gboolean check_meta_plane(GstBuffer *buffer, const GstVideoMeta *meta, const Gst
   const gsize buffer_size = gst_buffer_get_size(buffer);
   const gint stride = meta->stride[p];
   const gsize offset = meta->offset[p];
-  gsize row = 0;
-  if (!plane_row_bytes(info->finfo, p, meta->width, static_cast<gsize>(GST_VIDEO_INFO_PLANE_STRIDE(info, p)), &row)) {
+  PlaneShape shape;
+  if (!plane_shape(info->finfo, p, meta->width, GST_VIDEO_INFO_FIELD_HEIGHT(info), info, &shape)) {
     g_set_error(error, GST_STREAM_ERROR, GST_STREAM_ERROR_FORMAT,
                 "GstVideoMeta width = %u: a row of plane %u of %s overflows a %u-bit size.", meta->width, p, format,
                 static_cast<guint>(8 * sizeof(gsize)));
     return FALSE;
   }
-  const guint rows = plane_rows(info->finfo, p, GST_VIDEO_INFO_FIELD_HEIGHT(info));
+  const gsize row = shape.row;
+  const guint rows = shape.rows;
   if (stride < 0) {
     g_set_error(error, GST_STREAM_ERROR, GST_STREAM_ERROR_FORMAT,
                 "GstVideoMeta stride[%u] = %d is negative (plane %u of %s, width %u).", p, stride, p, format,
@@ -252,14 +271,15 @@ gboolean check_meta_layout(GstBuffer *buffer, const GstVideoMeta *meta, const Gs
 
 /* A frame of `finfo` at width × height in the tightest layout, in bytes;
  * FALSE when it overflows a gsize or a row overflows a gint (GstVideoMeta's
- * stride type). Planes of packed sub-byte formats count as 0 here: GStreamer
- * lays those out itself. */
+ * stride type). Planes GStreamer lays out by its own rules (palettes, packed
+ * sub-byte pixels) count as 0 here. */
 gboolean tight_frame_size(const GstVideoFormatInfo *finfo, guint width, guint height, gsize *size) {
   *size = 0;
   for (guint p = 0; p < GST_VIDEO_FORMAT_INFO_N_PLANES(finfo); ++p) {
-    gsize row = 0, bytes = 0;
-    if (!plane_row_bytes(finfo, p, width, 0, &row) || row > static_cast<gsize>(G_MAXINT) ||
-        !g_size_checked_mul(&bytes, row, plane_rows(finfo, p, height)) || !g_size_checked_add(size, *size, bytes))
+    PlaneShape shape;
+    gsize bytes = 0;
+    if (!plane_shape(finfo, p, width, height, nullptr, &shape) || shape.row > static_cast<gsize>(G_MAXINT) ||
+        !g_size_checked_mul(&bytes, shape.row, shape.rows) || !g_size_checked_add(size, *size, bytes))
       return FALSE;
   }
   return TRUE;
