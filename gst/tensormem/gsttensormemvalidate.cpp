@@ -13,6 +13,7 @@
  * - caps: raw video (`video/x-raw`) of a known format, positive width and
  *   height, and a frame whose size fits GStreamer's sizes (checked
  *   arithmetic; a wrapped width × height is refused, never used);
+ * - a buffer of at least one byte;
  * - every file-descriptor memory (DMA-BUF, memfd): its maxsize against the
  *   real size of its fd (fstat(), or lseek(SEEK_END) for a DMA-BUF), since a
  *   CPU read past the end of a shorter file raises SIGBUS;
@@ -21,7 +22,9 @@
  *   caps', and for every plane the stride is not negative, covers a row, and
  *   offset + (rows - 1) × stride + row does not overflow and ends inside the
  *   one memory that holds the plane's first byte (gst_video_frame_map() maps
- *   only that memory).
+ *   only that memory); tiled formats are refused (their strides count tiles).
+ *   Palette planes and packed sub-byte formats (v210, …) take their row from
+ *   the caps' default layout.
  *
  * Each error is a #GError naming the field and the numbers (for buffers
  * %GST_STREAM_ERROR_FORMAT, %GST_RESOURCE_ERROR_READ when an fd cannot be
@@ -38,7 +41,6 @@
 
 #include <cerrno>
 #include <cstdarg>
-#include <cstring>
 
 #include <sys/stat.h>
 #include <unistd.h>
