@@ -34,13 +34,6 @@ void gst_tensor_transform_copy_metadata(GstTensorTransform *self, GstBuffer *inb
  * bytes already, without a copy: transform() then leaves it alone. */
 void gst_tensor_transform_set_wrapped(GstTensorTransform *self, GstBuffer *outbuf);
 
-/* Checks that `inbuf` holds the frame the caps describe: with a GstVideoMeta,
- * that the meta matches the caps' format and size, that every plane stride
- * covers a row and every plane ends inside the buffer; without one, that the
- * buffer holds the default layout. Posts an element error naming the field
- * and the numbers and returns GST_FLOW_ERROR otherwise. */
-GstFlowReturn gst_tensor_transform_check_layout(GstTensorTransform *self, GstBuffer *inbuf);
-
 /* Whether structure `i` of `caps` lists `feature` among its caps features;
  * FALSE for NULL, empty or ANY caps, past the last structure and for ANY
  * caps features. */

@@ -53,6 +53,7 @@
 #include <gst/tensormem/gsttensorformat.h>
 #include <gst/tensormem/gsttensorglcontext.h>
 #include <gst/tensormem/gsttensormemory.h>
+#include <gst/tensormem/gsttensormemvalidate.h>
 #include <gst/tensormem/gsttensorpbo.h>
 
 #include <tensormem/dmabuf_storage.hpp>
@@ -513,7 +514,8 @@ static GstFlowReturn gst_tensor_upload_prepare_output_buffer(GstBaseTransform *t
                                                              GstBuffer **outbuf) {
   auto *self = GST_TENSOR_UPLOAD(trans);
   try {
-    GstFlowReturn ret = gst_tensor_transform_check_layout(GST_TENSOR_TRANSFORM(self), inbuf);
+    const GstVideoInfo *info = gst_tensor_transform_get_info(GST_TENSOR_TRANSFORM(self));
+    GstFlowReturn ret = gst_tensor_mem_element_validate_buffer(GST_ELEMENT(self), inbuf, info);
     if (ret != GST_FLOW_OK)
       return ret;
     const GstTensorStorage storage = resolved_storage(self);

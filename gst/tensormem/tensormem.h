@@ -10,3 +10,4 @@
 #include <gst/tensormem/gsttensorpbo.h>
 #include <gst/tensormem/gsttensorbufferpool.h>
 #include <gst/tensormem/gsttensorcudameta.h>
+#include <gst/tensormem/gsttensormemvalidate.h>
