@@ -49,8 +49,11 @@ run_suite() {
 
 # Every run has a virtual X server: GL prefers the surfaceless EGL platform
 # and never needs one, but the test of the last fallback (the default EGL
-# display) can only pass where a window system exists.
-export RUN_PREFIX="xvfb-run -a"
+# display) can only pass where a window system exists. The search for a free
+# display starts at a number of this run's own: two xvfb-run -a started side
+# by side both begin at :99 and race for it, and the loser's clients then fail
+# xcb_connect (seen with test runs in parallel on one machine).
+export RUN_PREFIX="xvfb-run -a -n $((100 + $$ % 800))"
 
 echo "== build (debugoptimized) in build/"
 scripts/build.sh build
