@@ -34,17 +34,6 @@ std::shared_ptr<MemStorage> make_storage() {
 
 bool contains(const std::string &text, const std::string &part) { return text.find(part) != std::string::npos; }
 
-/// Waits (bounded) until `storage`'s map is in flight on another thread.
-bool wait_for_phase(const Storage &storage, MapState::Phase phase) {
-  const auto deadline = std::chrono::steady_clock::now() + kHangBound;
-  while (storage.map_state().phase() != phase) {
-    if (std::chrono::steady_clock::now() > deadline)
-      return false;
-    std::this_thread::sleep_for(1ms);
-  }
-  return true;
-}
-
 } // namespace
 
 TEST(SoftwareTimeline, issues_increasing_values_from_one_and_zero_is_always_reached) {
@@ -177,7 +166,11 @@ TEST(MapOrdering, a_cpu_map_waits_for_an_unsignalled_write_until_another_thread_
   });
   // The map is published as in flight while it waits, with no lock held:
   // state queries answer meanwhile.
-  ASSERT_TRUE(wait_for_phase(*storage, MapState::Phase::Mapping));
+  const auto deadline = std::chrono::steady_clock::now() + kHangBound;
+  while (storage->map_state().phase() != MapState::Phase::Mapping) {
+    ASSERT_EQ(mapper.wait_for(1ms), std::future_status::timeout) << "the map did not wait for the recorded write";
+    ASSERT_LT(std::chrono::steady_clock::now(), deadline) << "the map never started";
+  }
   EXPECT_TRUE(storage->is_mapped());
   std::this_thread::sleep_for(20ms);
   EXPECT_EQ(mapper.wait_for(0s), std::future_status::timeout) << "the map did not wait for the recorded write";
@@ -314,6 +307,21 @@ TEST(SyncFileTimeline, an_invalid_fd_is_refused_and_issues_nothing) {
   auto t = SyncFileTimeline::create("cam");
   EXPECT_EQ(t->adopt(UniqueFd()).error().kind(), ErrorKind::InvalidArgument);
   EXPECT_EQ(t->last_issued(), 0u);
+}
+
+TEST(SyncFileTimeline, an_fd_that_reports_an_error_fails_the_wait_instead_of_passing_it) {
+  // The write end of a pipe whose reader has gone polls POLLERR.
+  int ends[2];
+  ASSERT_EQ(::pipe(ends), 0);
+  ::close(ends[0]);
+  auto t = SyncFileTimeline::create("broken");
+  ASSERT_TRUE(t->adopt(UniqueFd(ends[1])));
+  Result<bool> query = t->signalled(1);
+  ASSERT_FALSE(query);
+  EXPECT_EQ(query.error().kind(), ErrorKind::Io);
+  Result<void> waited = t->wait_cpu(1, kHangBound);
+  ASSERT_FALSE(waited);
+  EXPECT_EQ(waited.error().kind(), ErrorKind::Io);
 }
 
 TEST(SyncFileTimeline, a_map_waits_for_a_recorded_fd_write) {

@@ -45,7 +45,12 @@ private:
       return false;
     if (p.revents & POLLNVAL)
       return Error::io(EBADF, "poll on sync_file: fd " + std::to_string(fd_.get()) + " is not open");
-    return (p.revents & (POLLIN | POLLERR)) != 0;
+    // A sync_file never reports an error this way; an fd that does cannot
+    // say whether the work is done, and guessing "done" would let a CPU read
+    // race the write.
+    if (p.revents & POLLERR)
+      return Error::io(EIO, "poll on sync_file: fd " + std::to_string(fd_.get()) + " reports an error");
+    return (p.revents & POLLIN) != 0;
   }
 
   UniqueFd fd_;
