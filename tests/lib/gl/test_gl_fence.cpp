@@ -4,6 +4,8 @@
 // CPU maps order themselves behind them, and the unreachable-value rule
 // (HAZ-23) holds for the EGL kind too. Skips, with the reason, only when no
 // EGL context or no EGL_KHR_fence_sync is available.
+#include "gl_worker_fixture.hpp"
+
 #include <tensormem/gl_worker.hpp>
 #include <tensormem/pbo_storage.hpp>
 
@@ -22,25 +24,19 @@ constexpr std::uint32_t kWidth = 64;
 constexpr std::uint32_t kHeight = 32;
 constexpr std::size_t kBytes = std::size_t{kWidth} * kHeight * 4;
 
-class GlFenceTest : public ::testing::Test {
+class GlFenceTest : public tmtest::GlWorkerTest {
 protected:
   void SetUp() override {
-    auto made = GlWorker::create();
-    if (!made)
-      GTEST_SKIP() << "no headless GL here: " << made.error().message();
-    worker = std::move(*made);
+    GlWorkerTest::SetUp();
+    if (IsSkipped())
+      return;
     if (!worker->info().fence_sync)
       GTEST_SKIP() << "EGL_KHR_fence_sync is not offered by " << worker->info().renderer;
     timeline = worker->timeline();
   }
 
-  Tensor make_pbo(PboUsage usage) {
-    auto t = worker->create_pbo(kBytes, Shape{kHeight, kWidth, 4}, DType::U8, {}, usage);
-    EXPECT_TRUE(t) << (t ? "" : t.error().message());
-    return std::move(t).value();
-  }
+  Tensor make_pbo(PboUsage usage) { return GlWorkerTest::make_pbo(kBytes, Shape{kHeight, kWidth, 4}, usage); }
 
-  std::shared_ptr<GlWorker> worker;
   std::shared_ptr<EglTimeline> timeline;
 };
 
