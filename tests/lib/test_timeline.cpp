@@ -12,6 +12,7 @@
 #include <chrono>
 #include <future>
 #include <thread>
+#include <vector>
 
 #ifndef _WIN32
 #include <sys/eventfd.h>
@@ -289,6 +290,28 @@ TEST(SyncFileTimeline, a_value_is_reached_only_when_every_earlier_fd_has_signall
   fire(first);
   EXPECT_TRUE(*t->signalled(2));
   EXPECT_TRUE(t->wait_cpu(2, kHangBound));
+}
+
+TEST(SyncFileTimeline, waiters_on_many_threads_pass_as_the_points_signal_while_more_are_issued) {
+  auto t = SyncFileTimeline::create("many");
+  constexpr std::uint64_t kPoints = 32;
+  std::vector<UniqueFd> triggers;
+  for (std::uint64_t v = 1; v <= kPoints / 2; ++v)
+    triggers.push_back(adopt_eventfd(*t, v));
+  std::vector<std::future<Result<void>>> waiters;
+  for (std::uint64_t v = 1; v <= kPoints / 2; ++v)
+    waiters.push_back(std::async(std::launch::async, [&, v] { return t->wait_cpu(v, kHangBound); }));
+  // Issuing more points while the waiters block proves no lock is held
+  // across a wait.
+  for (std::uint64_t v = kPoints / 2 + 1; v <= kPoints; ++v)
+    triggers.push_back(adopt_eventfd(*t, v));
+  for (std::uint64_t v = kPoints; v >= 1; --v)
+    fire(triggers[v - 1]);
+  for (auto &w : waiters) {
+    Result<void> r = w.get();
+    EXPECT_TRUE(r) << r.error().message();
+  }
+  EXPECT_TRUE(*t->signalled(kPoints));
 }
 
 TEST(SyncFileTimeline, an_unissued_value_is_refused_at_record_and_wait_time_HAZ_23) {
