@@ -35,9 +35,6 @@ Result<std::byte *> MapState::acquire(MapPort &port, std::size_t size, CpuAccess
     phase_ = Phase::Mapping;
   }
 
-  // PBO-MAP-02: the backend call runs without the lock.
-  Result<BackendMapping> mapped = port.backend_map(size, access);
-
   auto publish = [&](Phase phase, std::byte *data) {
     std::lock_guard lock(mu_);
     phase_ = phase;
@@ -45,6 +42,17 @@ Result<std::byte *> MapState::acquire(MapPort &port, std::size_t size, CpuAccess
     data_ = data;
     cv_.notify_all();
   };
+
+  // Fences: the wait for a recorded GPU write runs without the lock like any
+  // backend call; nothing is mapped yet, so a failure has nothing to undo.
+  Result<void> ordered = port.order_before_map(access, wait == Wait::Block);
+  if (!ordered) {
+    publish(Phase::Unmapped, nullptr);
+    return std::move(ordered).error();
+  }
+
+  // PBO-MAP-02: the backend call runs without the lock.
+  Result<BackendMapping> mapped = port.backend_map(size, access);
 
   if (!mapped) {
     publish(Phase::Unmapped, nullptr); // PBO-MAP-06: nothing to undo

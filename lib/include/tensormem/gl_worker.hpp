@@ -5,6 +5,7 @@
 
 #include <tensormem/pbo_storage.hpp>
 #include <tensormem/tensor.hpp>
+#include <tensormem/timeline.hpp>
 
 #include <chrono>
 #include <cstdint>
@@ -60,6 +61,28 @@ private:
 
   std::shared_ptr<GlDisplay> display_;
   void *sync_ = nullptr;
+};
+
+/// The EGL fences of one GL worker as a timeline: each value is a fence the
+/// worker inserted after a GPU-side write. Fences of one context complete in
+/// order. Only the worker issues values; waits work from any thread.
+class TENSORMEM_API EglTimeline final : public PointTimeline {
+public:
+  /// Makes `gl`'s context wait for `value` on the GPU (eglWaitSyncKHR); a
+  /// CPU wait bounded by GlWorker::wait_fence's default where
+  /// EGL_KHR_wait_sync is absent.
+  Result<void> wait_gpu(std::uint64_t value, GlWorker &gl) override;
+
+private:
+  friend class GlWorker;
+  struct Token {};
+
+public:
+  EglTimeline(Token, std::string name) : PointTimeline(TimelineKind::EglSync, std::move(name)) {}
+
+private:
+  /// Issues the next value for `fence`.
+  std::uint64_t adopt(EglFence fence);
 };
 
 /// How a new PBO will mostly be used; a hint for the driver's memory choice.
@@ -124,6 +147,19 @@ public:
   /// (EGL_KHR_wait_sync); without it, a CPU wait bounded by `cpu_timeout`.
   Result<void> wait_fence(const EglFence &fence, std::chrono::nanoseconds cpu_timeout = std::chrono::seconds(5));
 
+  /// This worker's EGL timeline; null without EGL_KHR_fence_sync.
+  std::shared_ptr<EglTimeline> timeline() const noexcept;
+
+  /// After a GPU-side write into `storage` queued on this worker: inserts a
+  /// fence, issues it on timeline() and records it on the storage, so its
+  /// next CPU map waits for the write. Returns the value (0, recording
+  /// nothing, without EGL_KHR_fence_sync).
+  Result<std::uint64_t> fence_write(Storage &storage);
+
+  /// copy_through_texture between two PBO tensors; the write into `dst` is
+  /// fenced and recorded on its storage (fence_write).
+  Result<void> copy_through_texture(const Tensor &src, const Tensor &dst, std::uint32_t width, std::uint32_t height);
+
   /// Test helper proving bytes went through GL: uploads `width`×`height`
   /// RGBA8 pixels from the unpack PBO `src` into a new texture, then reads the
   /// texture back into the pack PBO `dst` with glReadPixels. Both buffers
@@ -137,6 +173,7 @@ private:
 
   std::shared_ptr<Core> core_;
   std::shared_ptr<PboOps> ops_;
+  std::shared_ptr<EglTimeline> timeline_;
   std::thread thread_;
 };
 

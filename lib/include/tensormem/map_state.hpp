@@ -26,6 +26,15 @@ public:
   virtual Result<BackendMapping> backend_map(std::size_t size, CpuAccess access) noexcept = 0;
   /// Undo the one live backend mapping.
   virtual Result<void> backend_unmap() noexcept = 0;
+  /// Runs before backend_map, with the map published as Mapping and no lock
+  /// held: the place to wait for GPU writes the CPU must see. `may_block` is
+  /// false for a Wait::NoWait map, which must answer WouldBlock instead of
+  /// waiting. A failure fails the map and leaves the state Unmapped.
+  virtual Result<void> order_before_map(CpuAccess access, bool may_block) noexcept {
+    (void)access;
+    (void)may_block;
+    return {};
+  }
 
 protected:
   ~MapPort() = default;

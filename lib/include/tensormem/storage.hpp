@@ -5,10 +5,15 @@
 
 #include <tensormem/host_pin.hpp>
 #include <tensormem/map_state.hpp>
+#include <tensormem/timeline.hpp>
 
+#include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <vector>
 
 namespace tensormem {
 
@@ -38,13 +43,30 @@ public:
   bool is_mapped() const noexcept { return state_.is_mapped(); }
   const MapState &map_state() const noexcept { return state_; }
 
+  /// How long a CPU map waits for the recorded GPU writes unless told otherwise.
+  static constexpr std::chrono::seconds kDefaultFenceTimeout{5};
+
+  /// Records that the GPU writes this storage until `timeline` reaches `value`.
+  Result<void> record_write(std::shared_ptr<Timeline> timeline, std::uint64_t value);
+  /// The newest recorded write per timeline; empty when none was recorded.
+  std::vector<GpuCompletion> gpu_completion() const;
+  /// The bound on the CPU wait a map makes for the recorded writes.
+  void set_fence_timeout(std::chrono::nanoseconds timeout) noexcept;
+  std::chrono::nanoseconds fence_timeout() const noexcept;
+
 protected:
   explicit Storage(std::size_t size) noexcept : size_(size) {}
 
 private:
   friend class MapLease;
+
+  Result<void> order_before_map(CpuAccess access, bool may_block) noexcept final;
+
   std::size_t size_;
   MapState state_;
+  mutable std::mutex writes_mu_;
+  std::vector<GpuCompletion> writes_;
+  std::atomic<std::int64_t> fence_timeout_ns_{std::chrono::nanoseconds(kDefaultFenceTimeout).count()};
 };
 
 /// Heap storage: a 64-byte aligned allocation (SHR-PIN-02) that obeys the

@@ -319,7 +319,11 @@ Result<std::shared_ptr<GlWorker>> GlWorker::create() {
 }
 
 GlWorker::GlWorker(std::shared_ptr<Core> core, std::thread thread) noexcept
-    : core_(std::move(core)), ops_(std::make_shared<GlPboOps>(core_)), thread_(std::move(thread)) {}
+    : core_(std::move(core)), ops_(std::make_shared<GlPboOps>(core_)),
+      timeline_(core_->info.fence_sync
+                    ? std::make_shared<EglTimeline>(EglTimeline::Token{}, "gl worker (" + core_->info.platform + ")")
+                    : nullptr),
+      thread_(std::move(thread)) {}
 
 GlWorker::~GlWorker() { shutdown(); }
 
@@ -431,6 +435,52 @@ Result<void> GlWorker::wait_fence(const EglFence &fence, std::chrono::nanosecond
   return {};
 }
 
+/// \brief This worker's EGL fences as a timeline, or null without
+/// EGL_KHR_fence_sync (nothing is recorded then and maps behave as before).
+std::shared_ptr<EglTimeline> GlWorker::timeline() const noexcept { return timeline_; }
+
+/// \brief Fences the GPU-side write just queued into `storage` and records it
+/// there, so the storage's next CPU map orders itself behind the write.
+/// \return The value issued on timeline(); 0 without EGL_KHR_fence_sync.
+Result<std::uint64_t> GlWorker::fence_write(Storage &storage) {
+  if (!timeline_)
+    return std::uint64_t{0};
+  // Inserting and issuing in one worker task keeps values in fence order
+  // even when several threads fence writes at once.
+  Result<std::uint64_t> issued = core_->call<std::uint64_t>(
+      [&]() -> Result<std::uint64_t> {
+        Result<EglFence> fence = insert_fence();
+        if (!fence)
+          return std::move(fence).error();
+        return timeline_->adopt(std::move(*fence));
+      },
+      "fence_write");
+  if (!issued)
+    return issued;
+  Result<void> recorded = storage.record_write(timeline_, *issued);
+  if (!recorded)
+    return std::move(recorded).error();
+  return issued;
+}
+
+/// \brief The texture round trip between two PBO tensors, with the write
+/// into `dst` fenced and recorded on its storage.
+/// \return InvalidArgument when either tensor is not PBO-backed.
+Result<void> GlWorker::copy_through_texture(const Tensor &src, const Tensor &dst, std::uint32_t width,
+                                            std::uint32_t height) {
+  const std::shared_ptr<PboStorage> from = pbo_storage_of(src);
+  const std::shared_ptr<PboStorage> to = pbo_storage_of(dst);
+  if (!from || !to)
+    return Error::invalid_argument("copy_through_texture: both tensors must be PBO-backed");
+  Result<void> copied = copy_through_texture(from->buffer_id(), to->buffer_id(), width, height);
+  if (!copied)
+    return copied;
+  Result<std::uint64_t> fenced = fence_write(*to);
+  if (!fenced)
+    return std::move(fenced).error();
+  return {};
+}
+
 Result<void> GlWorker::copy_through_texture(std::uint32_t src, std::uint32_t dst, std::uint32_t width,
                                             std::uint32_t height) {
   if (width == 0 || height == 0)
@@ -535,6 +585,44 @@ Result<bool> EglFence::is_signalled() const {
   if (!display_->sync().get_attrib(display_->get(), static_cast<EGLSyncKHR>(sync_), EGL_SYNC_STATUS_KHR, &value))
     return Error::device("eglGetSyncAttribKHR: " + egl_error_text());
   return value == EGL_SIGNALED_KHR;
+}
+
+// ---- EglTimeline -------------------------------------------------------------
+
+namespace {
+
+/// One EGL fence as a timeline point.
+class EglFencePoint final : public SyncPoint {
+public:
+  explicit EglFencePoint(EglFence fence) noexcept : fence_(std::move(fence)) {}
+
+  Result<bool> is_signalled() const override { return fence_.is_signalled(); }
+  Result<void> wait(std::chrono::nanoseconds timeout) const override { return fence_.client_wait(timeout); }
+  const EglFence &fence() const noexcept { return fence_; }
+
+private:
+  EglFence fence_;
+};
+
+} // namespace
+
+std::uint64_t EglTimeline::adopt(EglFence fence) {
+  return add_point(std::make_shared<EglFencePoint>(std::move(fence)));
+}
+
+/// \brief Queues a wait for `value` on `gl`'s context: later GL commands there
+/// run after the fence, and the calling thread does not block on the GPU.
+/// \return InvalidArgument for a value never issued; nothing to do for a
+/// value already reached.
+Result<void> EglTimeline::wait_gpu(std::uint64_t value, GlWorker &gl) {
+  Result<void> issued = check_issued(value, "wait_gpu");
+  if (!issued)
+    return issued;
+  // Every point here is an EglFencePoint: only adopt() adds points.
+  const std::shared_ptr<const SyncPoint> point = point_of(value);
+  if (!point)
+    return {};
+  return gl.wait_fence(static_cast<const EglFencePoint &>(*point).fence());
 }
 
 } // namespace tensormem

@@ -3,6 +3,8 @@
 // glBufferData, mapped with glMapBufferRange, pushed through a texture, and
 // ordered with EGL fences. Skips, with the reason, only when no EGL context
 // can be made at all.
+#include "gl_worker_fixture.hpp"
+
 #include <tensormem/gl_worker.hpp>
 #include <tensormem/pbo_storage.hpp>
 
@@ -21,33 +23,7 @@
 using namespace tensormem;
 using namespace std::chrono_literals;
 
-namespace {
-
-class GlWorkerTest : public ::testing::Test {
-protected:
-  void SetUp() override {
-    auto made = GlWorker::create();
-    if (!made)
-      GTEST_SKIP() << "no headless GL here: " << made.error().message();
-    worker = std::move(*made);
-  }
-
-  Tensor make_pbo(std::size_t size, Shape shape, PboUsage usage = PboUsage::Upload) {
-    auto t = worker->create_pbo(size, std::move(shape), DType::U8, {}, usage);
-    EXPECT_TRUE(t) << (t ? "" : t.error().message());
-    return std::move(t).value();
-  }
-
-  bool is_gl_buffer(std::uint32_t id) {
-    bool alive = false;
-    EXPECT_TRUE(worker->submit([&] { alive = glIsBuffer(id); }));
-    return alive;
-  }
-
-  std::shared_ptr<GlWorker> worker;
-};
-
-} // namespace
+using tmtest::GlWorkerTest;
 
 TEST_F(GlWorkerTest, reports_a_headless_context_and_what_it_is) {
   const GlInfo &info = worker->info();
