@@ -8,7 +8,7 @@ namespace {
 
 enum { PROP_0, PROP_COPIED_BYTES, PROP_REQUIRE_ZERO_COPY };
 
-struct GstTensorTransformPrivate {
+struct GstTensorMemTransformPrivate {
   GstVideoInfo info;
   guint64 copied_bytes;       // guarded by the object lock
   guint64 buffers;            // this run, for the summary logged at stop
@@ -19,13 +19,13 @@ struct GstTensorTransformPrivate {
 
 } // namespace
 
-G_DEFINE_ABSTRACT_TYPE_WITH_CODE(GstTensorTransform, gst_tensor_transform, GST_TYPE_BASE_TRANSFORM,
-                                 G_ADD_PRIVATE(GstTensorTransform);
-                                 GST_DEBUG_CATEGORY_INIT(gst_tensor_transform_debug, "tensortransform", 0,
+G_DEFINE_ABSTRACT_TYPE_WITH_CODE(GstTensorMemTransform, gst_tensor_transform, GST_TYPE_BASE_TRANSFORM,
+                                 G_ADD_PRIVATE(GstTensorMemTransform);
+                                 GST_DEBUG_CATEGORY_INIT(gst_tensor_transform_debug, "tensormemtransform", 0,
                                                          "tensor element base class"))
 
-static GstTensorTransformPrivate *get_priv(GstTensorTransform *self) {
-  return static_cast<GstTensorTransformPrivate *>(gst_tensor_transform_get_instance_private(self));
+static GstTensorMemTransformPrivate *get_priv(GstTensorMemTransform *self) {
+  return static_cast<GstTensorMemTransformPrivate *>(gst_tensor_transform_get_instance_private(self));
 }
 
 static void gst_tensor_transform_set_property(GObject *object, guint prop_id, const GValue *value, GParamSpec *pspec) {
@@ -36,9 +36,7 @@ static void gst_tensor_transform_set_property(GObject *object, guint prop_id, co
     get_priv(self)->require_zero_copy = g_value_get_boolean(value);
     GST_OBJECT_UNLOCK(self);
     break;
-  default:
-    G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
-    break;
+  default: G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec); break;
   }
 }
 
@@ -56,9 +54,7 @@ static void gst_tensor_transform_get_property(GObject *object, guint prop_id, GV
     g_value_set_boolean(value, priv->require_zero_copy);
     GST_OBJECT_UNLOCK(self);
     break;
-  default:
-    G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
-    break;
+  default: G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec); break;
   }
 }
 
@@ -130,13 +126,13 @@ static gboolean gst_tensor_transform_stop(GstBaseTransform *trans) {
   priv->buffers = priv->copied_buffers = 0;
   GST_OBJECT_UNLOCK(self);
   GST_INFO_OBJECT(self,
-                  "summary: %" G_GUINT64_FORMAT " buffers, %" G_GUINT64_FORMAT " passed on without a copy, %" G_GUINT64_FORMAT
-                  " copied; copied-bytes=%" G_GUINT64_FORMAT,
+                  "summary: %" G_GUINT64_FORMAT " buffers, %" G_GUINT64_FORMAT
+                  " passed on without a copy, %" G_GUINT64_FORMAT " copied; copied-bytes=%" G_GUINT64_FORMAT,
                   buffers, buffers - copied, copied, bytes);
   return TRUE;
 }
 
-static void gst_tensor_transform_class_init(GstTensorTransformClass *klass) {
+static void gst_tensor_transform_class_init(GstTensorMemTransformClass *klass) {
   auto *gobject_class = G_OBJECT_CLASS(klass);
   auto *trans_class = GST_BASE_TRANSFORM_CLASS(klass);
 
@@ -151,11 +147,10 @@ static void gst_tensor_transform_class_init(GstTensorTransformClass *klass) {
                           0, G_MAXUINT64, 0, static_cast<GParamFlags>(G_PARAM_READABLE | G_PARAM_STATIC_STRINGS)));
   g_object_class_install_property(
       gobject_class, PROP_REQUIRE_ZERO_COPY,
-      g_param_spec_boolean("require-zero-copy", "Require zero copy",
-                           "Fail with a stream error instead of copying a buffer that cannot pass through as it is",
-                           FALSE,
-                           static_cast<GParamFlags>(G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
-                                                    GST_PARAM_MUTABLE_PLAYING)));
+      g_param_spec_boolean(
+          "require-zero-copy", "Require zero copy",
+          "Fail with a stream error instead of copying a buffer that cannot pass through as it is", FALSE,
+          static_cast<GParamFlags>(G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_PLAYING)));
 
   trans_class->set_caps = gst_tensor_transform_set_caps;
   trans_class->transform = gst_tensor_transform_transform;
@@ -164,13 +159,11 @@ static void gst_tensor_transform_class_init(GstTensorTransformClass *klass) {
   gst_type_mark_as_plugin_api(GST_TYPE_TENSOR_TRANSFORM, static_cast<GstPluginAPIFlags>(0));
 }
 
-static void gst_tensor_transform_init(GstTensorTransform *self) {
-  gst_video_info_init(&get_priv(self)->info);
-}
+static void gst_tensor_transform_init(GstTensorMemTransform *self) { gst_video_info_init(&get_priv(self)->info); }
 
-const GstVideoInfo *gst_tensor_transform_get_info(GstTensorTransform *self) { return &get_priv(self)->info; }
+const GstVideoInfo *gst_tensor_transform_get_info(GstTensorMemTransform *self) { return &get_priv(self)->info; }
 
-GstFlowReturn gst_tensor_transform_allow_copy(GstTensorTransform *self, GstBuffer *inbuf, const char *message,
+GstFlowReturn gst_tensor_transform_allow_copy(GstTensorMemTransform *self, GstBuffer *inbuf, const char *message,
                                               const char *detail) {
   GST_OBJECT_LOCK(self);
   const gboolean strict = get_priv(self)->require_zero_copy;
@@ -192,15 +185,17 @@ GstFlowReturn gst_tensor_transform_allow_copy(GstTensorTransform *self, GstBuffe
   return GST_FLOW_ERROR;
 }
 
-void gst_tensor_transform_copy_metadata(GstTensorTransform *self, GstBuffer *inbuf, GstBuffer *outbuf) {
+void gst_tensor_transform_copy_metadata(GstTensorMemTransform *self, GstBuffer *inbuf, GstBuffer *outbuf) {
   auto *trans_class = GST_BASE_TRANSFORM_GET_CLASS(self);
   if (trans_class->copy_metadata)
     trans_class->copy_metadata(GST_BASE_TRANSFORM(self), inbuf, outbuf);
 }
 
-void gst_tensor_transform_set_wrapped(GstTensorTransform *self, GstBuffer *outbuf) { get_priv(self)->wrapped = outbuf; }
+void gst_tensor_transform_set_wrapped(GstTensorMemTransform *self, GstBuffer *outbuf) {
+  get_priv(self)->wrapped = outbuf;
+}
 
-GstFlowReturn gst_tensor_transform_check_layout(GstTensorTransform *self, GstBuffer *inbuf) {
+GstFlowReturn gst_tensor_transform_check_layout(GstTensorMemTransform *self, GstBuffer *inbuf) {
   const GstVideoInfo *info = &get_priv(self)->info;
   const gsize buffer_size = gst_buffer_get_size(inbuf);
   const GstVideoMeta *meta = gst_buffer_get_video_meta(inbuf);

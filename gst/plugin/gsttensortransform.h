@@ -8,38 +8,38 @@
 G_BEGIN_DECLS
 
 #define GST_TYPE_TENSOR_TRANSFORM (gst_tensor_transform_get_type())
-G_DECLARE_DERIVABLE_TYPE(GstTensorTransform, gst_tensor_transform, GST, TENSOR_TRANSFORM, GstBaseTransform)
+G_DECLARE_DERIVABLE_TYPE(GstTensorMemTransform, gst_tensor_transform, GST, TENSOR_TRANSFORM, GstBaseTransform)
 
 /* The common part of the tensor elements: negotiated video info, the
  * copied-bytes counter and the require-zero-copy switch. */
-struct _GstTensorTransformClass {
+struct _GstTensorMemTransformClass {
   GstBaseTransformClass parent_class;
 };
 
-const GstVideoInfo *gst_tensor_transform_get_info(GstTensorTransform *self);
+const GstVideoInfo *gst_tensor_transform_get_info(GstTensorMemTransform *self);
 
 /* Allocates nothing: decides whether a copy of `inbuf` may happen. Under
  * require-zero-copy it posts an element error and returns GST_FLOW_ERROR.
  * The error's text is `message`, or with NULL a generic one; its debug
  * detail is `inbuf` followed by a space and `detail`, or with NULL a generic
  * one naming the frame. */
-GstFlowReturn gst_tensor_transform_allow_copy(GstTensorTransform *self, GstBuffer *inbuf, const char *message,
+GstFlowReturn gst_tensor_transform_allow_copy(GstTensorMemTransform *self, GstBuffer *inbuf, const char *message,
                                               const char *detail);
 
 /* Copies buffer metadata (timestamps, flags, memory-independent metas) the
  * way GstBaseTransform would for a buffer it allocated itself. */
-void gst_tensor_transform_copy_metadata(GstTensorTransform *self, GstBuffer *inbuf, GstBuffer *outbuf);
+void gst_tensor_transform_copy_metadata(GstTensorMemTransform *self, GstBuffer *inbuf, GstBuffer *outbuf);
 
 /* Marks `outbuf` (made by prepare_output_buffer) as carrying the input's
  * bytes already, without a copy: transform() then leaves it alone. */
-void gst_tensor_transform_set_wrapped(GstTensorTransform *self, GstBuffer *outbuf);
+void gst_tensor_transform_set_wrapped(GstTensorMemTransform *self, GstBuffer *outbuf);
 
 /* Checks that `inbuf` holds the frame the caps describe: with a GstVideoMeta,
  * that the meta matches the caps' format and size, that every plane stride
  * covers a row and every plane ends inside the buffer; without one, that the
  * buffer holds the default layout. Posts an element error naming the field
  * and the numbers and returns GST_FLOW_ERROR otherwise. */
-GstFlowReturn gst_tensor_transform_check_layout(GstTensorTransform *self, GstBuffer *inbuf);
+GstFlowReturn gst_tensor_transform_check_layout(GstTensorMemTransform *self, GstBuffer *inbuf);
 
 /* Whether structure `i` of `caps` lists `feature` among its caps features;
  * FALSE for NULL, empty or ANY caps, past the last structure and for ANY

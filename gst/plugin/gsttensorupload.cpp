@@ -4,9 +4,9 @@
  * @title: tensorupload
  *
  * Moves raw video into tensor memory of the storage chosen by
- * #GstTensorUpload:storage.
+ * #GstTensorMemUpload:storage.
  *
- * It offers a #GstTensorBufferPool of that storage upstream, so a producer
+ * It offers a #GstTensorMemBufferPool of that storage upstream, so a producer
  * that takes it (videotestsrc, decoders) writes straight into tensor memory
  * and the buffer passes through untouched. With `storage=dmabuf`, buffers
  * whose memories are DMA-BUF already (any #GstDmaBufAllocator memory) are
@@ -14,7 +14,7 @@
  * on the upstream memory, and the upstream buffer is kept alive (a
  * #GstParentBufferMeta) for as long as the output buffer lives. Any other
  * buffer is copied once into the element's own pool, and the bytes copied
- * are counted in #GstTensorTransform:copied-bytes; `require-zero-copy=true`
+ * are counted in #GstTensorMemTransform:copied-bytes; `require-zero-copy=true`
  * turns such a copy into an error.
  *
  * With `storage=pbo` the output is OpenGL pixel buffer objects
@@ -63,12 +63,12 @@
 GST_DEBUG_CATEGORY_STATIC(gst_tensor_upload_debug);
 #define GST_CAT_DEFAULT gst_tensor_upload_debug
 
-struct _GstTensorUpload {
-  GstTensorTransform parent;
-  GstTensorStorage storage;       // the property; guarded by the object lock
-  GstAllocator *dmabuf_allocator; // for fd imports; owned
-  GstTensorGlWorker *gl_worker;   // storage=pbo: shared through GstContext; guarded by the object lock
-  GstAllocator *pbo_allocator;    // storage=pbo, between start and stop; guarded by the object lock
+struct _GstTensorMemUpload {
+  GstTensorMemTransform parent;
+  GstTensorMemStorage storage;     // the property; guarded by the object lock
+  GstAllocator *dmabuf_allocator;  // for fd imports; owned
+  GstTensorMemGlWorker *gl_worker; // storage=pbo: shared through GstContext; guarded by the object lock
+  GstAllocator *pbo_allocator;     // storage=pbo, between start and stop; guarded by the object lock
 };
 
 namespace {
@@ -81,21 +81,21 @@ constexpr guint kProposedMinBuffers = 2;
 #define UPLOAD_PLAIN_CAPS GST_VIDEO_CAPS_MAKE(GST_TENSOR_VIDEO_FORMATS)
 #define UPLOAD_PBO_CAPS GST_VIDEO_CAPS_MAKE_WITH_FEATURES(GST_CAPS_FEATURE_MEMORY_TENSOR_PBO, GST_TENSOR_VIDEO_FORMATS)
 
-GstStaticPadTemplate sink_template = GST_STATIC_PAD_TEMPLATE("sink", GST_PAD_SINK, GST_PAD_ALWAYS,
-                                                             GST_STATIC_CAPS(UPLOAD_PLAIN_CAPS "; " UPLOAD_DMABUF_CAPS));
+GstStaticPadTemplate sink_template = GST_STATIC_PAD_TEMPLATE(
+    "sink", GST_PAD_SINK, GST_PAD_ALWAYS, GST_STATIC_CAPS(UPLOAD_PLAIN_CAPS "; " UPLOAD_DMABUF_CAPS));
 GstStaticPadTemplate src_template =
     GST_STATIC_PAD_TEMPLATE("src", GST_PAD_SRC, GST_PAD_ALWAYS,
                             GST_STATIC_CAPS(UPLOAD_DMABUF_CAPS "; " UPLOAD_PLAIN_CAPS "; " UPLOAD_PBO_CAPS));
 
-GstTensorStorage resolved_storage(GstTensorUpload *self) {
+GstTensorMemStorage resolved_storage(GstTensorMemUpload *self) {
   GST_OBJECT_LOCK(self);
-  const GstTensorStorage storage = self->storage;
+  const GstTensorMemStorage storage = self->storage;
   GST_OBJECT_UNLOCK(self);
   return gst_tensor_storage_resolve(storage);
 }
 
 /* The property's nick: "auto", "system", "dmabuf" or "pbo". */
-const char *storage_name(GstTensorStorage storage) {
+const char *storage_name(GstTensorMemStorage storage) {
   // The storage property's GParamSpec holds a reference to the enum class.
   GEnumValue *value = g_enum_get_value(static_cast<GEnumClass *>(g_type_class_peek(GST_TYPE_TENSOR_STORAGE)), storage);
   return value ? value->value_nick : "auto";
@@ -106,7 +106,7 @@ gboolean is_system_tensor_memory(GstMemory *mem) {
 }
 
 /* The element's PBO allocator (a new reference), or NULL outside start..stop. */
-GstAllocator *pbo_allocator_of(GstTensorUpload *self) {
+GstAllocator *pbo_allocator_of(GstTensorMemUpload *self) {
   GST_OBJECT_LOCK(self);
   GstAllocator *allocator = self->pbo_allocator ? GST_ALLOCATOR_CAST(gst_object_ref(self->pbo_allocator)) : nullptr;
   GST_OBJECT_UNLOCK(self);
@@ -115,8 +115,8 @@ GstAllocator *pbo_allocator_of(GstTensorUpload *self) {
 
 /* A tensor pool of `storage` configured for `caps`; NULL after a warning
  * when the pool refuses the config. */
-GstBufferPool *make_pool(GstTensorUpload *self, GstTensorStorage storage, GstCaps *caps, guint size, guint min_buffers,
-                         guint max_buffers, guint *aligned_size) {
+GstBufferPool *make_pool(GstTensorMemUpload *self, GstTensorMemStorage storage, GstCaps *caps, guint size,
+                         guint min_buffers, guint max_buffers, guint *aligned_size) {
   GstElement *element = GST_ELEMENT(self);
   GstBufferPool *pool;
   if (storage == GST_TENSOR_STORAGE_PBO) {
@@ -175,7 +175,7 @@ tensormem::Result<std::shared_ptr<tensormem::DmaBufStorage>> import_storage(GstM
 
 /* Wraps the DMA-BUF memories of `inbuf` as DMA-BUF tensor memories of the
  * same fds, without a copy. */
-GstFlowReturn import_dmabuf_buffer(GstTensorUpload *self, GstBuffer *inbuf, GstBuffer **outbuf) {
+GstFlowReturn import_dmabuf_buffer(GstTensorMemUpload *self, GstBuffer *inbuf, GstBuffer **outbuf) {
   GstBuffer *out = gst_buffer_new();
   const guint n = gst_buffer_n_memory(inbuf);
   for (guint i = 0; i < n; ++i) {
@@ -210,9 +210,9 @@ GstFlowReturn import_dmabuf_buffer(GstTensorUpload *self, GstBuffer *inbuf, GstB
   gst_tensor_transform_copy_metadata(GST_TENSOR_TRANSFORM(self), inbuf, out);
   const GstVideoMeta *meta = gst_buffer_get_video_meta(inbuf);
   if (meta && !gst_buffer_get_video_meta(out)) {
-    GstVideoMeta *copy = gst_buffer_add_video_meta_full(out, meta->flags, meta->format, meta->width, meta->height,
-                                                        meta->n_planes, const_cast<gsize *>(meta->offset),
-                                                        const_cast<gint *>(meta->stride));
+    GstVideoMeta *copy =
+        gst_buffer_add_video_meta_full(out, meta->flags, meta->format, meta->width, meta->height, meta->n_planes,
+                                       const_cast<gsize *>(meta->offset), const_cast<gint *>(meta->stride));
     copy->alignment = meta->alignment;
   }
   // The upstream buffer stays ours until `out` goes: its pool cannot recycle it under a reader.
@@ -224,7 +224,7 @@ GstFlowReturn import_dmabuf_buffer(GstTensorUpload *self, GstBuffer *inbuf, GstB
 
 } // namespace
 
-G_DEFINE_TYPE_WITH_CODE(GstTensorUpload, gst_tensor_upload, GST_TYPE_TENSOR_TRANSFORM,
+G_DEFINE_TYPE_WITH_CODE(GstTensorMemUpload, gst_tensor_upload, GST_TYPE_TENSOR_TRANSFORM,
                         GST_DEBUG_CATEGORY_INIT(gst_tensor_upload_debug, "tensorupload", 0,
                                                 "system or DMA-BUF memory to tensor memory"))
 
@@ -233,13 +233,11 @@ static void gst_tensor_upload_set_property(GObject *object, guint prop_id, const
   switch (prop_id) {
   case PROP_STORAGE:
     GST_OBJECT_LOCK(self);
-    self->storage = static_cast<GstTensorStorage>(g_value_get_enum(value));
+    self->storage = static_cast<GstTensorMemStorage>(g_value_get_enum(value));
     GST_OBJECT_UNLOCK(self);
     gst_base_transform_reconfigure_src(GST_BASE_TRANSFORM(self));
     break;
-  default:
-    G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
-    break;
+  default: G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec); break;
   }
 }
 
@@ -251,9 +249,7 @@ static void gst_tensor_upload_get_property(GObject *object, guint prop_id, GValu
     g_value_set_enum(value, self->storage);
     GST_OBJECT_UNLOCK(self);
     break;
-  default:
-    G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
-    break;
+  default: G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec); break;
   }
 }
 
@@ -269,10 +265,10 @@ static void gst_tensor_upload_finalize(GObject *object) {
 static gboolean gst_tensor_upload_start(GstBaseTransform *trans) {
   auto *self = GST_TENSOR_UPLOAD(trans);
   GST_OBJECT_LOCK(self);
-  const GstTensorStorage storage = self->storage;
+  const GstTensorMemStorage storage = self->storage;
   GST_OBJECT_UNLOCK(self);
   if (storage == GST_TENSOR_STORAGE_AUTO) {
-    const GstTensorStorage resolved = gst_tensor_storage_resolve(storage);
+    const GstTensorMemStorage resolved = gst_tensor_storage_resolve(storage);
     GST_INFO_OBJECT(self, "storage=auto resolves to %s: %s", storage_name(resolved),
                     resolved == GST_TENSOR_STORAGE_DMABUF ? "a DMA heap under /dev/dma_heap is usable"
                                                           : "no usable DMA heap under /dev/dma_heap");
@@ -290,7 +286,7 @@ static gboolean gst_tensor_upload_start(GstBaseTransform *trans) {
     return FALSE;
   }
   GST_OBJECT_LOCK(self);
-  GstTensorGlWorker *worker = GST_TENSOR_GL_WORKER(gst_object_ref(self->gl_worker));
+  GstTensorMemGlWorker *worker = GST_TENSOR_GL_WORKER(gst_object_ref(self->gl_worker));
   GST_OBJECT_UNLOCK(self);
   GstAllocator *allocator = gst_tensor_pbo_allocator_new(worker);
   GST_INFO_OBJECT(self, "PBO memory of GL worker %" GST_PTR_FORMAT " (%s, %s)", worker,
@@ -322,7 +318,7 @@ static GstStateChangeReturn gst_tensor_upload_change_state(GstElement *element, 
   if (transition == GST_STATE_CHANGE_READY_TO_NULL) {
     auto *self = GST_TENSOR_UPLOAD(element);
     GST_OBJECT_LOCK(self);
-    GstTensorGlWorker *worker = self->gl_worker;
+    GstTensorMemGlWorker *worker = self->gl_worker;
     self->gl_worker = nullptr;
     GST_OBJECT_UNLOCK(self);
     if (worker)
@@ -371,9 +367,7 @@ static GstCaps *gst_tensor_upload_transform_caps(GstBaseTransform *trans, GstPad
       result = gst_tensor_transform_caps_with_feature(plain, GST_CAPS_FEATURE_MEMORY_TENSOR_PBO);
       gst_caps_unref(plain);
       break;
-    default:
-      result = plain;
-      break;
+    default: result = plain; break;
     }
   } else {
     GstCaps *dmabuf = gst_tensor_transform_caps_with_feature(plain, GST_CAPS_FEATURE_MEMORY_DMABUF);
@@ -384,16 +378,15 @@ static GstCaps *gst_tensor_upload_transform_caps(GstBaseTransform *trans, GstPad
     gst_caps_unref(result);
     result = tmp;
   }
-  GST_DEBUG_OBJECT(self, "%s %" GST_PTR_FORMAT " -> %" GST_PTR_FORMAT,
-                   direction == GST_PAD_SINK ? "sink" : "src", caps, result);
+  GST_DEBUG_OBJECT(self, "%s %" GST_PTR_FORMAT " -> %" GST_PTR_FORMAT, direction == GST_PAD_SINK ? "sink" : "src", caps,
+                   result);
   return result;
 }
 
 /* Offers a tensor pool, the tensor allocator and GstVideoMeta upstream, so
  * the producer writes straight into tensor memory. An upstream that
  * negotiated memory:DMABuf gets a DMA-BUF pool whatever the storage. */
-static gboolean gst_tensor_upload_propose_allocation(GstBaseTransform *trans, GstQuery *decide_query,
-                                                     GstQuery *query) {
+static gboolean gst_tensor_upload_propose_allocation(GstBaseTransform *trans, GstQuery *decide_query, GstQuery *query) {
   auto *self = GST_TENSOR_UPLOAD(trans);
   // Pass on the metas downstream accepts: a buffer that needs no copy keeps its metas.
   if (decide_query &&
@@ -408,9 +401,9 @@ static gboolean gst_tensor_upload_propose_allocation(GstBaseTransform *trans, Gs
     GST_DEBUG_OBJECT(trans, "allocation query without raw video caps: %" GST_PTR_FORMAT, caps);
     return FALSE;
   }
-  const GstTensorStorage storage = gst_tensor_transform_caps_has_feature(caps, 0, GST_CAPS_FEATURE_MEMORY_DMABUF)
-                                       ? GST_TENSOR_STORAGE_DMABUF
-                                       : resolved_storage(self);
+  const GstTensorMemStorage storage = gst_tensor_transform_caps_has_feature(caps, 0, GST_CAPS_FEATURE_MEMORY_DMABUF)
+                                          ? GST_TENSOR_STORAGE_DMABUF
+                                          : resolved_storage(self);
 
   GstAllocator *allocator = nullptr;
   if (storage == GST_TENSOR_STORAGE_PBO)
@@ -473,7 +466,7 @@ static gboolean gst_tensor_upload_decide_allocation(GstBaseTransform *trans, Gst
   return TRUE;
 }
 
-static GstFlowReturn copy_into_pool(GstTensorUpload *self, GstTensorStorage storage, GstBuffer *inbuf,
+static GstFlowReturn copy_into_pool(GstTensorMemUpload *self, GstTensorMemStorage storage, GstBuffer *inbuf,
                                     GstBuffer **outbuf) {
   auto *trans = GST_BASE_TRANSFORM(self);
   GstFlowReturn ret = gst_tensor_transform_allow_copy(GST_TENSOR_TRANSFORM(self), inbuf, nullptr, nullptr);
@@ -487,7 +480,7 @@ static GstFlowReturn copy_into_pool(GstTensorUpload *self, GstTensorStorage stor
   }
   if (!gst_buffer_pool_is_active(pool) && !gst_buffer_pool_set_active(pool, TRUE)) {
     gst_object_unref(pool);
-    std::string reason = "see the tensorbufferpool and tensordmabuf debug categories";
+    std::string reason = "see the tensormempool and tensormemdmabuf debug categories";
     if (storage == GST_TENSOR_STORAGE_DMABUF) {
       // The pool does not say why; a probe allocation does.
       const GstVideoInfo *info = gst_tensor_transform_get_info(GST_TENSOR_TRANSFORM(self));
@@ -516,7 +509,7 @@ static GstFlowReturn gst_tensor_upload_prepare_output_buffer(GstBaseTransform *t
     GstFlowReturn ret = gst_tensor_transform_check_layout(GST_TENSOR_TRANSFORM(self), inbuf);
     if (ret != GST_FLOW_OK)
       return ret;
-    const GstTensorStorage storage = resolved_storage(self);
+    const GstTensorMemStorage storage = resolved_storage(self);
     if (storage == GST_TENSOR_STORAGE_DMABUF) {
       if (gst_tensor_transform_all_memories(inbuf, gst_is_tensor_dmabuf_memory)) {
         GST_LOG_OBJECT(self, "%" GST_PTR_FORMAT " is DMA-BUF tensor memory already, passing it through", inbuf);
@@ -540,12 +533,13 @@ static GstFlowReturn gst_tensor_upload_prepare_output_buffer(GstBaseTransform *t
     }
     return copy_into_pool(self, storage, inbuf, outbuf);
   } catch (...) {
-    GST_ELEMENT_ERROR(self, RESOURCE, NO_SPACE_LEFT, ("Out of memory."), ("preparing an output for %" GST_PTR_FORMAT, inbuf));
+    GST_ELEMENT_ERROR(self, RESOURCE, NO_SPACE_LEFT, ("Out of memory."),
+                      ("preparing an output for %" GST_PTR_FORMAT, inbuf));
     return GST_FLOW_ERROR;
   }
 }
 
-static void gst_tensor_upload_class_init(GstTensorUploadClass *klass) {
+static void gst_tensor_upload_class_init(GstTensorMemUploadClass *klass) {
   auto *gobject_class = G_OBJECT_CLASS(klass);
   auto *element_class = GST_ELEMENT_CLASS(klass);
   auto *trans_class = GST_BASE_TRANSFORM_CLASS(klass);
@@ -556,12 +550,13 @@ static void gst_tensor_upload_class_init(GstTensorUploadClass *klass) {
 
   g_object_class_install_property(
       gobject_class, PROP_STORAGE,
-      g_param_spec_enum("storage", "Storage",
-                        "Tensor storage for the output buffers: system (heap) memory, DMA-BUF, OpenGL PBOs of a "
-                        "headless GL worker shared through GstContext, or auto (DMA-BUF when a DMA heap is usable, "
-                        "else system memory; never PBO)",
-                        GST_TYPE_TENSOR_STORAGE, GST_TENSOR_STORAGE_AUTO,
-                        static_cast<GParamFlags>(G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY)));
+      g_param_spec_enum(
+          "storage", "Storage",
+          "Tensor storage for the output buffers: system (heap) memory, DMA-BUF, OpenGL PBOs of a "
+          "headless GL worker shared through GstContext, or auto (DMA-BUF when a DMA heap is usable, "
+          "else system memory; never PBO)",
+          GST_TYPE_TENSOR_STORAGE, GST_TENSOR_STORAGE_AUTO,
+          static_cast<GParamFlags>(G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY)));
 
   gst_element_class_set_static_metadata(element_class, "Tensor upload", "Filter/Video",
                                         "Moves raw video into tensor memory (system, DMA-BUF or OpenGL PBO): "
@@ -584,7 +579,7 @@ static void gst_tensor_upload_class_init(GstTensorUploadClass *klass) {
   gst_type_mark_as_plugin_api(GST_TYPE_TENSOR_STORAGE, static_cast<GstPluginAPIFlags>(0));
 }
 
-static void gst_tensor_upload_init(GstTensorUpload *self) {
+static void gst_tensor_upload_init(GstTensorMemUpload *self) {
   self->storage = GST_TENSOR_STORAGE_AUTO;
   self->dmabuf_allocator = gst_tensor_dmabuf_allocator_get();
   // Our order (memory:DMABuf first for DMA-BUF storage) over "same caps as upstream first".

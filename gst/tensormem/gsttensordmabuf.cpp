@@ -146,15 +146,15 @@ GstMemory *mem_share(GstMemory *mem, gssize offset, gssize size) {
 
 } // namespace
 
-G_DEFINE_TYPE_WITH_CODE(GstTensorDmaBufAllocator, gst_tensor_dmabuf_allocator, GST_TYPE_DMABUF_ALLOCATOR,
-                        GST_DEBUG_CATEGORY_INIT(gst_tensor_dmabuf_debug, "tensordmabuf", 0, "DMA-BUF tensor memory"))
+G_DEFINE_TYPE_WITH_CODE(GstTensorMemDmaBufAllocator, gst_tensor_dmabuf_allocator, GST_TYPE_DMABUF_ALLOCATOR,
+                        GST_DEBUG_CATEGORY_INIT(gst_tensor_dmabuf_debug, "tensormemdmabuf", 0, "DMA-BUF tensor memory"))
 
-static void gst_tensor_dmabuf_allocator_class_init(GstTensorDmaBufAllocatorClass *klass) {
+static void gst_tensor_dmabuf_allocator_class_init(GstTensorMemDmaBufAllocatorClass *klass) {
   GST_ALLOCATOR_CLASS(klass)->alloc = allocator_alloc;
   // free stays GstFdAllocator's: the fd is DONT_CLOSE, the storage (qdata) closes it.
 }
 
-static void gst_tensor_dmabuf_allocator_init(GstTensorDmaBufAllocator *self) {
+static void gst_tensor_dmabuf_allocator_init(GstTensorMemDmaBufAllocator *self) {
   auto *alloc = GST_ALLOCATOR_CAST(self);
   // mem_type stays GST_ALLOCATOR_DMABUF, set by GstDmaBufAllocator.
   self->fd_share = alloc->mem_share;

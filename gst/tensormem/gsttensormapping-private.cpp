@@ -16,7 +16,7 @@ namespace {
 void ensure_debug_category() noexcept {
   static gsize done = 0;
   if (g_once_init_enter(&done)) {
-    GST_DEBUG_CATEGORY_INIT(gst_tensor_mapping_debug, "tensormapping", 0, "CPU maps of tensor memory");
+    GST_DEBUG_CATEGORY_INIT(gst_tensor_mapping_debug, "tensormemmapping", 0, "CPU maps of tensor memory");
     g_once_init_leave(&done, 1);
   }
 }
@@ -31,7 +31,7 @@ tensormem::CpuAccess access_from_map_flags(GstMapFlags flags) noexcept {
 
 } // namespace
 
-gsize max_align_mask(GstTensorStorage storage) noexcept {
+gsize max_align_mask(GstTensorMemStorage storage) noexcept {
   switch (storage) {
   case GST_TENSOR_STORAGE_DMABUF:
     /* mmap returns page-aligned addresses; that is the most a DMA-BUF memory

@@ -64,7 +64,7 @@ GstMemory *share_memory_range(GstMemory *mem, gssize offset, gssize size, const 
 /* The largest alignment mask the base address of `storage`'s memory is
  * guaranteed to meet: what its allocator accepts in GstAllocationParams and
  * what a tensor buffer pool of that storage may ask for. */
-gsize max_align_mask(GstTensorStorage storage) noexcept;
+gsize max_align_mask(GstTensorMemStorage storage) noexcept;
 
 /* The checks every tensor allocator's alloc starts with. A NULL `*params` is
  * pointed at `defaults` (initialised here); an alignment mask above

@@ -1,6 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 #include <gst/tensormem/gsttensormem.h>
+
+#include <gst/tensormem/gsttensorbufferpool.h>
+#include <gst/tensormem/gsttensorcudameta.h>
+#include <gst/tensormem/gsttensordmabuf.h>
+#include <gst/tensormem/gsttensorglcontext.h>
 #include <gst/tensormem/gsttensormemory.h>
+#include <gst/tensormem/gsttensorpbo.h>
 
 #include <tensormem/dmabuf_storage.hpp>
 #include <tensormem/log.hpp>
@@ -15,14 +21,10 @@ namespace {
 
 GstDebugLevel to_gst_level(tensormem::LogLevel level) noexcept {
   switch (level) {
-  case tensormem::LogLevel::Error:
-    return GST_LEVEL_ERROR;
-  case tensormem::LogLevel::Warning:
-    return GST_LEVEL_WARNING;
-  case tensormem::LogLevel::Info:
-    return GST_LEVEL_INFO;
-  case tensormem::LogLevel::Debug:
-    break;
+  case tensormem::LogLevel::Error: return GST_LEVEL_ERROR;
+  case tensormem::LogLevel::Warning: return GST_LEVEL_WARNING;
+  case tensormem::LogLevel::Info: return GST_LEVEL_INFO;
+  case tensormem::LogLevel::Debug: break;
   }
   return GST_LEVEL_DEBUG;
 }
@@ -37,7 +39,7 @@ void route_core_log(tensormem::LogLevel level, std::string_view message, void *)
 /**
  * gst_tensor_storage_get_type:
  *
- * Returns: the #GType of #GstTensorStorage.
+ * Returns: the #GType of #GstTensorMemStorage.
  *
  * Since: 0.1
  */
@@ -51,7 +53,7 @@ GType gst_tensor_storage_get_type(void) {
       {0, nullptr, nullptr},
   };
   if (g_once_init_enter(&type))
-    g_once_init_leave(&type, g_enum_register_static("GstTensorStorage", values));
+    g_once_init_leave(&type, g_enum_register_static("GstTensorMemStorage", values));
   return type;
 }
 
@@ -68,7 +70,7 @@ GType gst_tensor_storage_get_type(void) {
  *
  * Since: 0.1
  */
-GstTensorStorage gst_tensor_storage_resolve(GstTensorStorage storage) {
+GstTensorMemStorage gst_tensor_storage_resolve(GstTensorMemStorage storage) {
   if (storage != GST_TENSOR_STORAGE_AUTO)
     return storage;
   static gsize resolved = 0;
@@ -85,15 +87,17 @@ GstTensorStorage gst_tensor_storage_resolve(GstTensorStorage storage) {
     }
     g_once_init_leave(&resolved, value);
   }
-  return static_cast<GstTensorStorage>(resolved - 1);
+  return static_cast<GstTensorMemStorage>(resolved - 1);
 }
 
 /**
  * gst_tensormem_init:
  *
- * Initialises the library: registers its debug categories and routes the
- * diagnostics of the core tensormem library into the `tensormem` GStreamer
- * debug category. Call it after gst_init(); calling it again does nothing.
+ * Initialises the library: registers every type it defines (allocators,
+ * buffer pool, GL worker, storage enum, CUDA meta) and its debug categories,
+ * and routes the diagnostics of the core tensormem library into the
+ * `tensormem` GStreamer debug category. Call it after gst_init(); calling it
+ * again does nothing.
  *
  * Since: 0.1
  */
@@ -105,5 +109,9 @@ void gst_tensormem_init(void) {
   tensormem::set_log_handler(route_core_log, nullptr);
   gst_tensor_memory_init_once();
   g_type_ensure(GST_TYPE_TENSOR_STORAGE);
+  g_type_ensure(GST_TYPE_TENSOR_PBO_ALLOCATOR);
+  g_type_ensure(GST_TYPE_TENSOR_GL_WORKER);
+  g_type_ensure(GST_TYPE_TENSOR_BUFFER_POOL);
+  gst_tensor_cuda_meta_get_info();
   g_once_init_leave(&done, 1);
 }

@@ -57,16 +57,16 @@ gpointer mem_map_full(GstMemory *mem, GstMapInfo *info, gsize maxsize) {
 
 } // namespace
 
-G_DEFINE_TYPE_WITH_CODE(GstTensorSystemAllocator, gst_tensor_system_allocator, GST_TYPE_ALLOCATOR,
-                        GST_DEBUG_CATEGORY_INIT(gst_tensor_memory_debug, "tensormemory", 0, "tensor memory"))
+G_DEFINE_TYPE_WITH_CODE(GstTensorMemSystemAllocator, gst_tensor_system_allocator, GST_TYPE_ALLOCATOR,
+                        GST_DEBUG_CATEGORY_INIT(gst_tensor_memory_debug, "tensormemsystem", 0, "system tensor memory"))
 
-static void gst_tensor_system_allocator_class_init(GstTensorSystemAllocatorClass *klass) {
+static void gst_tensor_system_allocator_class_init(GstTensorMemSystemAllocatorClass *klass) {
   auto *allocator_class = GST_ALLOCATOR_CLASS(klass);
   allocator_class->alloc = allocator_alloc;
   allocator_class->free = gst_tensormem::free_tensor_memory<GstTensorMemory>;
 }
 
-static void gst_tensor_system_allocator_init(GstTensorSystemAllocator *self) {
+static void gst_tensor_system_allocator_init(GstTensorMemSystemAllocator *self) {
   auto *alloc = GST_ALLOCATOR_CAST(self);
   alloc->mem_type = GST_TENSOR_SYSTEM_MEMORY_TYPE_NAME;
   alloc->mem_map_full = mem_map_full;
@@ -135,7 +135,7 @@ gboolean gst_is_tensor_memory(GstMemory *mem) {
  *
  * Since: 0.1
  */
-GstTensorStorage gst_tensor_memory_get_storage(GstMemory *mem) {
+GstTensorMemStorage gst_tensor_memory_get_storage(GstMemory *mem) {
   g_return_val_if_fail(gst_is_tensor_memory(mem), GST_TENSOR_STORAGE_AUTO);
   const tensormem::Tensor *tensor = gst_tensor_memory_get_tensor(mem);
   if (!tensor)

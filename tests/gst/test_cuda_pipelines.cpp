@@ -34,7 +34,7 @@ bool gl_usable(std::string *why) {
   static std::string reason;
   if (state < 0) {
     GError *error = nullptr;
-    GstTensorGlWorker *worker = gst_tensor_gl_worker_new(&error);
+    GstTensorMemGlWorker *worker = gst_tensor_gl_worker_new(&error);
     state = worker != nullptr;
     if (!worker)
       reason = error ? error->message : "unknown";
@@ -293,7 +293,7 @@ TEST(CudaMeta, copies_drop_the_meta_and_maps_pair_exactly_once) {
   g_signal_emit_by_name(sink, "pull-sample", &sample);
   ASSERT_NE(sample, nullptr);
   GstBuffer *buffer = gst_sample_get_buffer(sample);
-  GstTensorCudaMeta *meta = gst_buffer_get_tensor_cuda_meta(buffer);
+  GstTensorMemCudaMeta *meta = gst_buffer_get_tensor_cuda_meta(buffer);
   ASSERT_NE(meta, nullptr);
   EXPECT_EQ(meta->kind, GST_TENSOR_CUDA_KIND_EXTERNAL_MEMORY);
   EXPECT_EQ(meta->size, gst_buffer_get_size(buffer));
@@ -345,7 +345,7 @@ TEST(CudaMeta, copies_drop_the_meta_and_maps_pair_exactly_once) {
 }
 
 TEST(CudaMeta, api_is_registered) {
-  EXPECT_STREQ(g_type_name(gst_tensor_cuda_meta_api_get_type()), "GstTensorCudaMetaAPI");
+  EXPECT_STREQ(g_type_name(gst_tensor_cuda_meta_api_get_type()), "GstTensorMemCudaMetaAPI");
   const GstMetaInfo *info = gst_tensor_cuda_meta_get_info();
   ASSERT_NE(info, nullptr);
   EXPECT_EQ(info->api, gst_tensor_cuda_meta_api_get_type());

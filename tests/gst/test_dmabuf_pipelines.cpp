@@ -123,7 +123,7 @@ TEST(DmaBufPipeline, JpegDecoderWritesIntoOurPoolWithZeroCopies) {
     ASSERT_TRUE(run.eos) << caps << ": " << run.error_debug;
     ASSERT_EQ(run.samples.size(), kFrames) << caps;
     /* jpegdec is a GstVideoDecoder: it takes the pool tensorupload proposes
-     * (a DMA-BUF GstTensorBufferPool with GstVideoMeta) in decide_allocation
+     * (a DMA-BUF GstTensorMemBufferPool with GstVideoMeta) in decide_allocation
      * and allocates every output frame from it, so nothing is copied. */
     EXPECT_EQ(run.upload_copied, 0u) << caps;
     for (GstSample *sample : run.samples)
@@ -160,7 +160,7 @@ TEST(DmaBufPipeline, SystemMemoryInputIsCopiedOnceOrRefusedInStrictMode) {
 TEST(DmaBufPipeline, StorageAutoPicksWhatTheMachineHas) {
   if (!element_available("videotestsrc") || !element_available("appsink"))
     GTEST_SKIP() << "videotestsrc/appsink not installed";
-  const GstTensorStorage expected = gst_tensor_storage_resolve(GST_TENSOR_STORAGE_AUTO);
+  const GstTensorMemStorage expected = gst_tensor_storage_resolve(GST_TENSOR_STORAGE_AUTO);
   EXPECT_EQ(expected,
             g_file_test("/dev/dma_heap", G_FILE_TEST_IS_DIR) && access("/dev/dma_heap/system", R_OK | W_OK) == 0
                 ? GST_TENSOR_STORAGE_DMABUF
