@@ -143,36 +143,6 @@ GstBufferPool *make_pool(GstTensorMemUpload *self, GstTensorMemStorage storage, 
   return pool;
 }
 
-/* The storage imported from an upstream DMA-BUF memory, cached on that
- * memory: a pooled upstream memory comes back again and again and is
- * imported (fstatfs, dup, fstat) once. */
-struct CachedImport {
-  std::shared_ptr<tensormem::DmaBufStorage> storage;
-};
-
-GQuark import_quark() {
-  static GQuark quark = g_quark_from_static_string("GstTensorUploadImport");
-  return quark;
-}
-
-void destroy_cached_import(gpointer data) { delete static_cast<CachedImport *>(data); }
-
-/* The storage behind an upstream DMA-BUF memory, or an error message. */
-tensormem::Result<std::shared_ptr<tensormem::DmaBufStorage>> import_storage(GstMemory *mem) {
-  if (auto ours = gst_tensor_dmabuf_memory_get_storage(mem))
-    return ours;
-  auto *cached = static_cast<CachedImport *>(gst_mini_object_get_qdata(GST_MINI_OBJECT_CAST(mem), import_quark()));
-  if (cached)
-    return cached->storage;
-  const gint fd = gst_dmabuf_memory_get_fd(mem);
-  auto storage = tensormem::DmaBufStorage::import(fd, 0);
-  if (!storage)
-    return std::move(storage).error();
-  gst_mini_object_set_qdata(GST_MINI_OBJECT_CAST(mem), import_quark(), new CachedImport{*storage},
-                            destroy_cached_import);
-  return std::move(*storage);
-}
-
 /* Wraps the DMA-BUF memories of `inbuf` as DMA-BUF tensor memories of the
  * same fds, without a copy. */
 GstFlowReturn import_dmabuf_buffer(GstTensorMemUpload *self, GstBuffer *inbuf, GstBuffer **outbuf) {
@@ -180,7 +150,7 @@ GstFlowReturn import_dmabuf_buffer(GstTensorMemUpload *self, GstBuffer *inbuf, G
   const guint n = gst_buffer_n_memory(inbuf);
   for (guint i = 0; i < n; ++i) {
     GstMemory *mem = gst_buffer_peek_memory(inbuf, i);
-    auto storage = import_storage(mem);
+    auto storage = gst_tensor_dmabuf_memory_import_storage(mem);
     if (!storage) {
       gst_buffer_unref(out);
       GST_ELEMENT_ERROR(self, STREAM, FAILED, ("Cannot import the input's DMA-BUF."),

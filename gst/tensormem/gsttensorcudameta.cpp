@@ -18,7 +18,9 @@
 #include "gsttensorcudameta.h"
 
 #include "gsttensordmabuf.h"
+#include "gsttensormemory.h"
 #include "gsttensorpbo.h"
+#include "gsttensorsidecache-private.h"
 
 #include <tensormem/cuda_runtime.hpp>
 #include <tensormem/gl_worker.hpp>
@@ -67,30 +69,14 @@ void cuda_meta_free(GstMeta *meta, GstBuffer *) {
  * transform function leaves it off the destination). */
 gboolean cuda_meta_transform(GstBuffer *, GstMeta *, GstBuffer *, GQuark, gpointer) { return FALSE; }
 
-GQuark handle_quark() {
-  static GQuark quark = g_quark_from_static_string("GstTensorCudaHandle");
-  return quark;
-}
-
-struct CachedHandle {
-  std::shared_ptr<tensormem::CudaHandle> handle;
-};
-
-void destroy_cached(gpointer data) {
-  // The handle's destructor unregisters (GL, on the worker) or frees and
-  // destroys the external memory; it never throws.
-  delete static_cast<CachedHandle *>(data);
-}
-
-std::mutex &cache_mutex() {
-  static std::mutex mu;
-  return mu;
-}
-
-GstMemory *root_memory(GstMemory *mem) {
-  while (mem->parent)
-    mem = mem->parent;
-  return mem;
+/* The CUDA handle of each storage, keyed on its identity: every GstMemory
+ * over one storage (a pooled memory, or a new wrapper per frame of one
+ * imported DMA-BUF) shares one import, dropped when the storage dies. The
+ * handle's destructor unregisters (GL, on the worker) or frees and destroys
+ * the external memory; the cache never runs it under its lock. */
+gst_tensormem::SideCache<tensormem::CudaHandle> &cuda_handles() {
+  static auto *cache = new gst_tensormem::SideCache<tensormem::CudaHandle>();
+  return *cache;
 }
 
 void ensure_debug() {
@@ -317,10 +303,8 @@ gst_tensor_make_worker_cuda_gl_ops(std::shared_ptr<tensormem::GlWorker> worker,
 
 std::shared_ptr<tensormem::CudaHandle> gst_tensor_memory_peek_cuda(GstMemory *mem) {
   g_return_val_if_fail(mem != nullptr, nullptr);
-  std::lock_guard lock(cache_mutex());
-  auto *cached =
-      static_cast<CachedHandle *>(gst_mini_object_get_qdata(GST_MINI_OBJECT_CAST(root_memory(mem)), handle_quark()));
-  return cached ? cached->handle : nullptr;
+  const tensormem::Tensor *tensor = gst_tensor_memory_get_tensor(mem);
+  return tensor ? cuda_handles().find(tensor->identity()) : nullptr;
 }
 
 tensormem::Result<std::shared_ptr<tensormem::CudaHandle>> gst_tensor_memory_import_cuda(GstMemory *mem,
@@ -330,12 +314,15 @@ tensormem::Result<std::shared_ptr<tensormem::CudaHandle>> gst_tensor_memory_impo
     *imported = FALSE;
   if (!mem)
     return tensormem::Error::invalid_argument("no memory");
-  GstMemory *root = root_memory(mem);
-  // One import per memory even with two importers racing (a tee): the lock
-  // covers the import, which is rare (once per pooled memory).
-  std::lock_guard lock(cache_mutex());
-  if (auto *cached = static_cast<CachedHandle *>(gst_mini_object_get_qdata(GST_MINI_OBJECT_CAST(root), handle_quark())))
-    return cached->handle;
+  GstMemory *root = mem;
+  while (root->parent)
+    root = root->parent;
+  const tensormem::Tensor *tensor = gst_tensor_memory_get_tensor(root);
+  if (!tensor)
+    return tensormem::Error::not_implemented("memory is not tensor memory");
+  std::shared_ptr<tensormem::Storage> storage_of_mem = tensor->storage();
+  if (auto cached = cuda_handles().find(storage_of_mem->identity()))
+    return cached;
 
   std::shared_ptr<const tensormem::CudaRuntime> rt = tensormem::CudaRuntime::get();
   if (!rt->available())
@@ -358,9 +345,14 @@ tensormem::Result<std::shared_ptr<tensormem::CudaHandle>> gst_tensor_memory_impo
   }
   if (!result)
     return result;
-  gst_mini_object_set_qdata(GST_MINI_OBJECT_CAST(root), handle_quark(), new CachedHandle{*result}, destroy_cached);
+  /* Two importers racing (a tee) may both have imported, without a lock
+   * held across the CUDA call: the first handle cached wins, the other is
+   * released here. */
+  std::shared_ptr<tensormem::CudaHandle> cached = cuda_handles().insert_for_storage(*storage_of_mem, *result);
+  if (cached != *result)
+    return cached;
   if (imported)
     *imported = TRUE;
-  GST_DEBUG("imported memory %p into CUDA: %s", static_cast<void *>(root), (*result)->describe().c_str());
-  return result;
+  GST_DEBUG("imported memory %p into CUDA: %s", static_cast<void *>(root), cached->describe().c_str());
+  return cached;
 }

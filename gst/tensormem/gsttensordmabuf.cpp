@@ -3,6 +3,7 @@
 
 #include <gst/tensormem/gsttensormapping-private.h>
 #include <gst/tensormem/gsttensormemory.h>
+#include <gst/tensormem/gsttensorsidecache-private.h>
 
 #include <algorithm>
 
@@ -44,6 +45,17 @@ bool attach_mapping(GstMemory *mem, const tensormem::Tensor &tensor) noexcept {
     GST_WARNING("out of memory attaching a tensor mapping to memory %p", mem);
     return false;
   }
+}
+
+/* Storages imported from DMA-BUF memories that are not ours, keyed on the
+ * buffer's identity (device, inode): a pooled upstream memory comes back
+ * again and again and is imported (fstatfs, dup, fstat) once, and its
+ * storage stays one object, so everything cached per storage (the CUDA
+ * handle) is made once too. An entry lives as long as the foreign memory it
+ * was imported from. */
+gst_tensormem::SideCache<tensormem::DmaBufStorage> &foreign_imports() {
+  static auto *cache = new gst_tensormem::SideCache<tensormem::DmaBufStorage>();
+  return *cache;
 }
 
 /* A root GstFdMemory of `maxsize` bytes over `storage`'s own fd. */
@@ -281,4 +293,33 @@ std::shared_ptr<tensormem::DmaBufStorage> gst_tensor_dmabuf_memory_get_storage(G
   if (!tensor || tensor->storage_kind() != tensormem::StorageKind::DmaBuf)
     return {};
   return std::static_pointer_cast<tensormem::DmaBufStorage>(tensor->storage());
+}
+
+/**
+ * gst_tensor_dmabuf_memory_import_storage:
+ * @mem: a DMA-BUF #GstMemory (gst_is_dmabuf_memory())
+ *
+ * C++ only. The storage behind @mem: its own for DMA-BUF tensor memory,
+ * otherwise an import of its fd, made once per buffer and reused for as long
+ * as @mem lives.
+ *
+ * Returns: the storage, or the error of the import.
+ *
+ * Since: 0.1
+ */
+tensormem::Result<std::shared_ptr<tensormem::DmaBufStorage>> gst_tensor_dmabuf_memory_import_storage(GstMemory *mem) {
+  if (!mem || !gst_is_dmabuf_memory(mem))
+    return tensormem::Error::invalid_argument("gst_tensor_dmabuf_memory_import_storage: not DMA-BUF memory");
+  if (auto ours = gst_tensor_dmabuf_memory_get_storage(mem))
+    return ours;
+  const gint fd = gst_dmabuf_memory_get_fd(mem);
+  auto id = tensormem::DmaBufStorage::identity_of(fd);
+  if (!id)
+    return std::move(id).error();
+  if (auto cached = foreign_imports().find(*id))
+    return cached;
+  auto storage = tensormem::DmaBufStorage::import(fd, 0);
+  if (!storage)
+    return std::move(storage).error();
+  return foreign_imports().insert_for_object(GST_MINI_OBJECT_CAST(mem), *id, std::move(*storage));
 }

@@ -87,4 +87,7 @@ const tensormem::Tensor *gst_tensor_dmabuf_memory_get_tensor(GstMemory *mem);
 
 GST_TENSORMEM_API
 std::shared_ptr<tensormem::DmaBufStorage> gst_tensor_dmabuf_memory_get_storage(GstMemory *mem);
+
+GST_TENSORMEM_API
+tensormem::Result<std::shared_ptr<tensormem::DmaBufStorage>> gst_tensor_dmabuf_memory_import_storage(GstMemory *mem);
 #endif

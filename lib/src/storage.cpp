@@ -25,6 +25,17 @@ Result<HostPin> Storage::map(CpuAccess access, MapState::Wait wait) {
   return HostPin(std::move(lease), *data, size_);
 }
 
+Storage::~Storage() {
+  // No lock: nobody else holds a reference to a storage being destroyed.
+  for (auto &hook : destroy_hooks_)
+    hook();
+}
+
+void Storage::on_destroy(std::function<void()> hook) {
+  std::lock_guard lock(hooks_mu_);
+  destroy_hooks_.push_back(std::move(hook));
+}
+
 Result<HostPin> Storage::pin_host(CpuAccess) {
   return Error::not_implemented(std::string("pin_host: ") + storage_kind_name(kind()) +
                                 " storage has no host address that outlives a map; use map()");

@@ -60,6 +60,9 @@ public:
   static Result<std::shared_ptr<DmaBufStorage>> import(int fd, std::size_t size = 0, const DmaBufOptions &options = {});
   /// Classifies `fd` by fstatfs magic.
   static Result<DmaBufFdKind> classify(int fd);
+  /// The identity a storage imported from `fd` would have (its device and
+  /// inode), without importing it: what caches of imports are keyed on.
+  static Result<BufferIdentity> identity_of(int fd);
   ~DmaBufStorage() override;
 
   StorageKind kind() const noexcept override { return StorageKind::DmaBuf; }

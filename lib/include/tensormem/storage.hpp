@@ -7,8 +7,11 @@
 #include <tensormem/map_state.hpp>
 
 #include <cstddef>
+#include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <vector>
 
 namespace tensormem {
 
@@ -19,7 +22,7 @@ class TENSORMEM_API Storage : public std::enable_shared_from_this<Storage>, prot
 public:
   Storage(const Storage &) = delete;
   Storage &operator=(const Storage &) = delete;
-  virtual ~Storage() = default;
+  virtual ~Storage();
 
   virtual StorageKind kind() const noexcept = 0;
   virtual BufferIdentity identity() const noexcept = 0;
@@ -38,6 +41,12 @@ public:
   bool is_mapped() const noexcept { return state_.is_mapped(); }
   const MapState &map_state() const noexcept { return state_; }
 
+  /// Runs `hook` once when the storage is destroyed, after the backend
+  /// resource is released: side data kept elsewhere for this storage (a CUDA
+  /// handle, an imported copy's bookkeeping) goes with it. Hooks must not
+  /// throw; they run in the order they were added.
+  void on_destroy(std::function<void()> hook);
+
 protected:
   explicit Storage(std::size_t size) noexcept : size_(size) {}
 
@@ -45,6 +54,8 @@ private:
   friend class MapLease;
   std::size_t size_;
   MapState state_;
+  std::mutex hooks_mu_;
+  std::vector<std::function<void()>> destroy_hooks_;
 };
 
 /// Heap storage: a 64-byte aligned allocation (SHR-PIN-02) that obeys the

@@ -160,11 +160,18 @@ Result<std::shared_ptr<DmaBufStorage>> DmaBufStorage::adopt(UniqueFd fd, std::si
   if (mode < 0)
     return Error::io(errno, std::string(what) + ": F_GETFL");
   const bool writable = (mode & O_ACCMODE) == O_RDWR;
+  auto id = identity_of(fd.get());
+  if (!id)
+    return std::move(id).error();
+  return std::make_shared<DmaBufStorage>(Token{}, std::move(fd), size, *kind, writable, id->key, options.sync);
+}
+
+Result<BufferIdentity> DmaBufStorage::identity_of(int fd) {
   struct stat st {};
-  if (::fstat(fd.get(), &st) != 0)
-    return Error::io(errno, std::string(what) + ": fstat");
+  if (::fstat(fd, &st) != 0)
+    return Error::io(errno, "DmaBufStorage: fstat of fd " + std::to_string(fd));
   const std::uint64_t key = (static_cast<std::uint64_t>(st.st_dev) << 40) ^ static_cast<std::uint64_t>(st.st_ino);
-  return std::make_shared<DmaBufStorage>(Token{}, std::move(fd), size, *kind, writable, key, options.sync);
+  return BufferIdentity::derived(StorageKind::DmaBuf, key);
 }
 
 Result<UniqueFd> DmaBufStorage::dup_fd() const {
