@@ -245,13 +245,26 @@ static gboolean gst_tensor_upload_start(GstBaseTransform *trans) {
   } else {
     GST_INFO_OBJECT(self, "storage=%s", storage_name(storage));
   }
+  /* A storage this machine cannot give fails here, once, with the reason
+   * and the fix, instead of as "not-negotiated" from upstream when the pool
+   * it was offered cannot be activated. */
+  if (storage == GST_TENSOR_STORAGE_DMABUF) {
+    auto usable = tensormem::DmaBufStorage::check_source();
+    if (!usable) {
+      GST_ELEMENT_ERROR(self, RESOURCE, OPEN_READ_WRITE, ("storage=dmabuf: %s", usable.error().message().c_str()),
+                        (nullptr));
+      return FALSE;
+    }
+  }
   if (storage != GST_TENSOR_STORAGE_PBO)
     return TRUE;
 
   GError *error = nullptr;
   if (!gst_tensor_gl_worker_ensure(GST_ELEMENT(self), &self->gl_worker, &error)) {
-    GST_ELEMENT_ERROR(self, RESOURCE, FAILED, ("storage=pbo needs a GL worker and none could be had."),
-                      ("%s", error ? error->message : "unknown reason"));
+    GST_ELEMENT_ERROR(self, RESOURCE, FAILED,
+                      ("storage=pbo: %s; use storage=system or storage=dmabuf on a machine without a usable EGL",
+                       error ? error->message : "no GL worker could be had"),
+                      (nullptr));
     g_clear_error(&error);
     return FALSE;
   }
@@ -439,7 +452,12 @@ static gboolean gst_tensor_upload_decide_allocation(GstBaseTransform *trans, Gst
 static GstFlowReturn copy_into_pool(GstTensorMemUpload *self, GstTensorMemStorage storage, GstBuffer *inbuf,
                                     GstBuffer **outbuf) {
   auto *trans = GST_BASE_TRANSFORM(self);
-  GstFlowReturn ret = gst_tensor_transform_allow_copy(GST_TENSOR_TRANSFORM(self), inbuf, nullptr, nullptr);
+  GstFlowReturn ret = gst_tensor_transform_allow_copy(
+      GST_TENSOR_TRANSFORM(self), inbuf,
+      "require-zero-copy=true refuses a copy: the input is neither memory of the offered tensor buffer pool nor "
+      "memory this storage can import; let upstream take the pool (it must not drop the allocation query), or set "
+      "require-zero-copy=false to allow one counted copy per frame",
+      nullptr);
   if (ret != GST_FLOW_OK)
     return ret;
 

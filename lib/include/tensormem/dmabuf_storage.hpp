@@ -58,6 +58,11 @@ public:
   /// InsufficientCapacity. An fd that is neither DMA-BUF nor memfd/shm is
   /// InvalidArgument carrying the filesystem magic.
   static Result<std::shared_ptr<DmaBufStorage>> import(int fd, std::size_t size = 0, const DmaBufOptions &options = {});
+  /// Whether allocate() with `options` can work here, without allocating:
+  /// the source the environment selects is valid, and for DMA heaps one of
+  /// the heap nodes opens. The error names every heap tried and the switch
+  /// to memfd-backed buffers.
+  static Result<void> check_source(const DmaBufOptions &options = {});
   /// Classifies `fd` by fstatfs magic.
   static Result<DmaBufFdKind> classify(int fd);
   /// The identity a storage imported from `fd` would have (its device and

@@ -48,6 +48,9 @@ Result<DmaBufSource> resolve_source(DmaBufSource source) {
                                  " is not a DMA-BUF source; use \"heap\" or \"memfd\"");
 }
 
+/* "/dev/dma_heap/system (No such file or directory), …" for an error. */
+std::string heap_attempt(const std::string &path, int err) { return path + " (" + std::strerror(err) + ")"; }
+
 Result<UniqueFd> alloc_from_heaps(std::size_t size, const std::vector<std::string> &heaps) {
   std::string tried;
   for (const std::string &name : heaps) {
@@ -62,7 +65,7 @@ Result<UniqueFd> alloc_from_heaps(std::size_t size, const std::vector<std::strin
         return UniqueFd(static_cast<int>(data.fd));
       err = errno;
     }
-    tried += (tried.empty() ? "" : ", ") + path + " (" + std::strerror(err) + ")";
+    tried += (tried.empty() ? "" : ", ") + heap_attempt(path, err);
   }
   return Error::io(ENODEV, "DmaBufStorage::allocate " + std::to_string(size) +
                                " bytes: no DMA heap could allocate; tried " +
@@ -164,6 +167,25 @@ Result<std::shared_ptr<DmaBufStorage>> DmaBufStorage::adopt(UniqueFd fd, std::si
   if (!id)
     return std::move(id).error();
   return std::make_shared<DmaBufStorage>(Token{}, std::move(fd), size, *kind, writable, id->key, options.sync);
+}
+
+Result<void> DmaBufStorage::check_source(const DmaBufOptions &options) {
+  auto source = resolve_source(options.source);
+  if (!source)
+    return std::move(source).error();
+  if (*source == DmaBufSource::Memfd)
+    return {};
+  std::string tried;
+  for (const std::string &name : options.heaps) {
+    const std::string path = "/dev/dma_heap/" + name;
+    UniqueFd heap(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+    if (heap.valid())
+      return {};
+    tried += (tried.empty() ? "" : ", ") + heap_attempt(path, errno);
+  }
+  return Error::io(ENODEV, "no DMA heap could allocate (tried " +
+                               (tried.empty() ? std::string("no heap names") : tried) +
+                               "); set TENSORMEM_DMABUF_SOURCE=memfd to use memfd-backed buffers");
 }
 
 Result<BufferIdentity> DmaBufStorage::identity_of(int fd) {
