@@ -95,10 +95,10 @@ GstFlowReturn import_ip(GstTensorMemCudaImport *self, GstBuffer *buffer) {
                    "a buffer of " + std::to_string(gst_buffer_n_memory(buffer)) +
                        " memories (CUDA import takes buffers of one tensor memory)");
   GstMemory *mem = gst_buffer_peek_memory(buffer, 0);
-  if (!gst_is_tensor_dmabuf_memory(mem) && !gst_is_tensor_pbo_memory(mem))
+  if (!gst_is_tensor_memory(mem))
     return no_cuda(self, buffer, "memory-kind",
                    std::string("memory from allocator ") + (mem->allocator ? mem->allocator->mem_type : "(none)") +
-                       " is neither DMA-BUF nor PBO tensor memory");
+                       " is not tensor memory");
   gboolean imported = FALSE;
   tensormem::Result<std::shared_ptr<tensormem::CudaHandle>> handle = gst_tensor_memory_import_cuda(mem, &imported);
   if (!handle)

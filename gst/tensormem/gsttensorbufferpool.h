@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
-#include <gst/tensormem/gsttensormem.h>
+#include <gst/tensormem/gsttensorstorage.h>
 #include <gst/tensormem/tensormem-prelude.h>
 #include <gst/video/gstvideopool.h>
 

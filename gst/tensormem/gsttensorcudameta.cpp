@@ -17,16 +17,10 @@
  */
 #include "gsttensorcudameta.h"
 
-#include "gsttensordmabuf.h"
-#include "gsttensormemory.h"
-#include "gsttensorpbo.h"
+#include "gsttensormemallocator.h"
 #include "gsttensorsidecache-private.h"
 
 #include <tensormem/cuda_runtime.hpp>
-#include <tensormem/gl_worker.hpp>
-#if defined(GST_TENSORMEM_HAVE_GL)
-#include <tensormem/gl_cuda.hpp>
-#endif
 
 #include <mutex>
 #include <optional>
@@ -289,22 +283,10 @@ std::shared_ptr<tensormem::CudaHandle> gst_tensor_cuda_meta_get_handle(GstTensor
   return meta->priv->handle;
 }
 
-std::shared_ptr<tensormem::CudaGlOps>
-gst_tensor_make_worker_cuda_gl_ops(std::shared_ptr<tensormem::GlWorker> worker,
-                                   std::shared_ptr<const tensormem::CudaRuntime> runtime) {
-#if defined(GST_TENSORMEM_HAVE_GL)
-  return tensormem::make_gl_worker_cuda_gl_ops(std::move(worker), std::move(runtime));
-#else
-  (void)worker;
-  (void)runtime;
-  return nullptr; // built without GL: there is no PBO to register
-#endif
-}
-
 std::shared_ptr<tensormem::CudaHandle> gst_tensor_memory_peek_cuda(GstMemory *mem) {
   g_return_val_if_fail(mem != nullptr, nullptr);
   const tensormem::Tensor *tensor = gst_tensor_memory_get_tensor(mem);
-  return tensor ? cuda_handles().find(tensor->identity()) : nullptr;
+  return tensor ? cuda_handles().find(gst_tensormem::SideKey::of(*tensor->storage())) : nullptr;
 }
 
 tensormem::Result<std::shared_ptr<tensormem::CudaHandle>> gst_tensor_memory_import_cuda(GstMemory *mem,
@@ -321,28 +303,15 @@ tensormem::Result<std::shared_ptr<tensormem::CudaHandle>> gst_tensor_memory_impo
   if (!tensor)
     return tensormem::Error::not_implemented("memory is not tensor memory");
   std::shared_ptr<tensormem::Storage> storage_of_mem = tensor->storage();
-  if (auto cached = cuda_handles().find(storage_of_mem->identity()))
+  if (auto cached = cuda_handles().find(gst_tensormem::SideKey::of(*storage_of_mem)))
     return cached;
 
   std::shared_ptr<const tensormem::CudaRuntime> rt = tensormem::CudaRuntime::get();
   if (!rt->available())
     return rt->unavailable_error("tensor memory import");
 
-  tensormem::Result<std::shared_ptr<tensormem::CudaHandle>> result =
-      tensormem::Error::not_implemented("memory is neither DMA-BUF nor PBO tensor memory");
-  if (gst_is_tensor_dmabuf_memory(root)) {
-    std::shared_ptr<tensormem::DmaBufStorage> storage = gst_tensor_dmabuf_memory_get_storage(root);
-    if (!storage)
-      return tensormem::Error::invalid_argument("DMA-BUF tensor memory without a storage");
-    result = tensormem::CudaHandle::import_dmabuf(*storage, rt);
-  } else if (gst_is_tensor_pbo_memory(root)) {
-    std::shared_ptr<tensormem::PboStorage> storage = gst_tensor_pbo_memory_get_storage(root);
-    std::shared_ptr<tensormem::GlWorker> worker = gst_tensor_pbo_memory_get_core_gl_worker(root);
-    if (!storage || !worker)
-      return tensormem::Error::invalid_argument("PBO tensor memory without a storage or GL worker");
-    result = tensormem::CudaHandle::register_gl_buffer(gst_tensor_make_worker_cuda_gl_ops(worker, rt),
-                                                       storage->buffer_id(), storage->size_bytes());
-  }
+  // The storage knows how CUDA reaches it (fd import, GL registration).
+  tensormem::Result<std::shared_ptr<tensormem::CudaHandle>> result = storage_of_mem->import_cuda(rt);
   if (!result)
     return result;
   /* Two importers racing (a tee) may both have imported, without a lock

@@ -108,11 +108,4 @@ tensormem::Result<std::shared_ptr<tensormem::CudaHandle>> gst_tensor_memory_impo
 /* The cached handle of @mem, or empty. */
 GST_TENSORMEM_API
 std::shared_ptr<tensormem::CudaHandle> gst_tensor_memory_peek_cuda(GstMemory *mem);
-
-/* A CudaGlOps that runs every call on @worker's thread (where the PBO's GL
- * context is current) using @runtime's GL primitives. */
-GST_TENSORMEM_API
-std::shared_ptr<tensormem::CudaGlOps>
-gst_tensor_make_worker_cuda_gl_ops(std::shared_ptr<tensormem::GlWorker> worker,
-                                   std::shared_ptr<const tensormem::CudaRuntime> runtime);
 #endif

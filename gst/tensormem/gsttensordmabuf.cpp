@@ -2,7 +2,6 @@
 #include <gst/tensormem/gsttensordmabuf.h>
 
 #include <gst/tensormem/gsttensormapping-private.h>
-#include <gst/tensormem/gsttensormemory.h>
 #include <gst/tensormem/gsttensorsidecache-private.h>
 
 #include <algorithm>
@@ -156,9 +155,19 @@ GstMemory *mem_share(GstMemory *mem, gssize offset, gssize size) {
   return sub;
 }
 
+gconstpointer get_tensor(GstTensorMemAllocator *, GstMemory *mem) {
+  TensorMapping *mapping = mapping_of(mem);
+  return mapping ? &mapping->tensor : nullptr;
+}
+
+void tensor_allocator_init(GstTensorMemAllocatorInterface *iface) { iface->get_tensor = get_tensor; }
+
 } // namespace
 
+/* Joins the tensor allocators through the interface: the parent class must
+ * stay GstDmaBufAllocator for gst_is_dmabuf_memory(). */
 G_DEFINE_TYPE_WITH_CODE(GstTensorMemDmaBufAllocator, gst_tensor_dmabuf_allocator, GST_TYPE_DMABUF_ALLOCATOR,
+                        G_IMPLEMENT_INTERFACE(GST_TYPE_TENSOR_MEM_ALLOCATOR, tensor_allocator_init);
                         GST_DEBUG_CATEGORY_INIT(gst_tensor_dmabuf_debug, "tensormemdmabuf", 0, "DMA-BUF tensor memory"))
 
 static void gst_tensor_dmabuf_allocator_class_init(GstTensorMemDmaBufAllocatorClass *klass) {
@@ -191,8 +200,9 @@ static void gst_tensor_dmabuf_allocator_init(GstTensorMemDmaBufAllocator *self) 
  * Since: 0.1
  */
 GstAllocator *gst_tensor_dmabuf_allocator_get(void) {
-  gst_tensor_memory_init_once();
-  return gst_allocator_find(GST_TENSOR_DMABUF_ALLOCATOR_NAME);
+  static gsize registered = 0;
+  return gst_tensormem::registered_allocator(&registered, GST_TYPE_TENSOR_DMABUF_ALLOCATOR,
+                                             GST_TENSOR_DMABUF_ALLOCATOR_NAME);
 }
 
 /**
@@ -271,10 +281,7 @@ GstMemory *gst_tensor_dmabuf_memory_import_fd(gint fd, gsize size) {
  * Since: 0.1
  */
 const tensormem::Tensor *gst_tensor_dmabuf_memory_get_tensor(GstMemory *mem) {
-  if (!gst_is_tensor_dmabuf_memory(mem))
-    return nullptr;
-  TensorMapping *mapping = mapping_of(mem);
-  return mapping ? &mapping->tensor : nullptr;
+  return gst_is_tensor_dmabuf_memory(mem) ? gst_tensor_memory_get_tensor(mem) : nullptr;
 }
 
 /**
@@ -316,10 +323,11 @@ tensormem::Result<std::shared_ptr<tensormem::DmaBufStorage>> gst_tensor_dmabuf_m
   auto id = tensormem::DmaBufStorage::identity_of(fd);
   if (!id)
     return std::move(id).error();
-  if (auto cached = foreign_imports().find(*id))
+  const gst_tensormem::SideKey key{*id, nullptr};
+  if (auto cached = foreign_imports().find(key))
     return cached;
   auto storage = tensormem::DmaBufStorage::import(fd, 0);
   if (!storage)
     return std::move(storage).error();
-  return foreign_imports().insert_for_object(GST_MINI_OBJECT_CAST(mem), *id, std::move(*storage));
+  return foreign_imports().insert_for_object(GST_MINI_OBJECT_CAST(mem), key, std::move(*storage));
 }

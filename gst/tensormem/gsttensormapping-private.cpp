@@ -1,6 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
 #include <gst/tensormem/gsttensormapping-private.h>
-#include <gst/tensormem/gsttensormemory.h>
 
 #include <tensormem/storage.hpp>
 
@@ -146,6 +145,16 @@ bool prepare_allocation(GstDebugCategory *cat, GstAllocator *allocator, gsize si
     return false;
   }
   return true;
+}
+
+GstAllocator *registered_allocator(gsize *once, GType type, const char *name) noexcept {
+  if (g_once_init_enter(once)) {
+    auto *allocator = static_cast<GstAllocator *>(g_object_new(type, nullptr));
+    gst_object_ref_sink(allocator);
+    gst_allocator_register(name, allocator);
+    g_once_init_leave(once, 1);
+  }
+  return gst_allocator_find(name);
 }
 
 GstMemory *copy_memory_range(GstMemory *mem, gssize offset, gssize size) noexcept {

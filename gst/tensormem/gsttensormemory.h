@@ -1,12 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
-#include <gst/tensormem/gsttensormem.h>
+#include <gst/tensormem/gsttensormemallocator.h>
 #include <gst/tensormem/tensormem-prelude.h>
-
-#ifdef __cplusplus
-#include <tensormem/tensor.hpp>
-#endif
 
 G_BEGIN_DECLS
 
@@ -74,22 +70,8 @@ GST_TENSORMEM_API
 GType gst_tensor_system_allocator_get_type(void);
 
 GST_TENSORMEM_API
-void gst_tensor_memory_init_once(void);
-
-GST_TENSORMEM_API
 GstAllocator *gst_tensor_system_allocator_get(void);
-
-GST_TENSORMEM_API
-gboolean gst_is_tensor_memory(GstMemory *mem);
-
-GST_TENSORMEM_API
-GstTensorMemStorage gst_tensor_memory_get_storage(GstMemory *mem);
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(GstTensorMemSystemAllocator, gst_object_unref)
 
 G_END_DECLS
-
-#ifdef __cplusplus
-GST_TENSORMEM_API
-const tensormem::Tensor *gst_tensor_memory_get_tensor(GstMemory *mem);
-#endif

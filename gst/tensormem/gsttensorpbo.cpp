@@ -90,9 +90,16 @@ gpointer mem_map_full(GstMemory *mem, GstMapInfo *info, gsize maxsize) {
   return data;
 }
 
+gconstpointer get_tensor(GstTensorMemAllocator *, GstMemory *mem) {
+  return &gst_tensormem::memory_mapping<GstTensorPboMemory>(mem)->tensor;
+}
+
+void tensor_allocator_init(GstTensorMemAllocatorInterface *iface) { iface->get_tensor = get_tensor; }
+
 } // namespace
 
 G_DEFINE_TYPE_WITH_CODE(GstTensorMemPboAllocator, gst_tensor_pbo_allocator, GST_TYPE_ALLOCATOR,
+                        G_IMPLEMENT_INTERFACE(GST_TYPE_TENSOR_MEM_ALLOCATOR, tensor_allocator_init);
                         GST_DEBUG_CATEGORY_INIT(gst_tensor_pbo_debug, "tensormempbo", 0, "OpenGL PBO tensor memory"))
 
 static void gst_tensor_pbo_allocator_dispose(GObject *object) {
@@ -210,9 +217,7 @@ GstTensorMemGlWorker *gst_tensor_pbo_memory_get_gl_worker(GstMemory *mem) {
  * Since: 0.1
  */
 const tensormem::Tensor *gst_tensor_pbo_memory_get_tensor(GstMemory *mem) {
-  if (!gst_is_tensor_pbo_memory(mem))
-    return nullptr;
-  return &gst_tensormem::memory_mapping<GstTensorPboMemory>(mem)->tensor;
+  return gst_is_tensor_pbo_memory(mem) ? gst_tensor_memory_get_tensor(mem) : nullptr;
 }
 
 /**

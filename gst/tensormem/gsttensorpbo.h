@@ -2,7 +2,7 @@
 #pragma once
 
 #include <gst/tensormem/gsttensorglcontext.h>
-#include <gst/tensormem/gsttensormem.h>
+#include <gst/tensormem/gsttensormemallocator.h>
 #include <gst/tensormem/tensormem-prelude.h>
 
 #ifdef __cplusplus

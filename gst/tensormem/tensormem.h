@@ -1,12 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
-#include <gst/tensormem/tensormem-prelude.h>
-#include <gst/tensormem/gsttensormem.h>
-#include <gst/tensormem/gsttensorformat.h>
-#include <gst/tensormem/gsttensormemory.h>
-#include <gst/tensormem/gsttensordmabuf.h>
-#include <gst/tensormem/gsttensorglcontext.h>
-#include <gst/tensormem/gsttensorpbo.h>
 #include <gst/tensormem/gsttensorbufferpool.h>
 #include <gst/tensormem/gsttensorcudameta.h>
+#include <gst/tensormem/gsttensordmabuf.h>
+#include <gst/tensormem/gsttensorformat.h>
+#include <gst/tensormem/gsttensorglcontext.h>
+#include <gst/tensormem/gsttensormem.h>
+#include <gst/tensormem/gsttensormemallocator.h>
+#include <gst/tensormem/gsttensormemory.h>
+#include <gst/tensormem/gsttensorpbo.h>
+#include <gst/tensormem/gsttensorstorage.h>
+#include <gst/tensormem/tensormem-prelude.h>

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include <tensormem/storage.hpp>
 
+#include <tensormem/cuda_handle.hpp>
+
 namespace tensormem {
 
 /// The keep-alive behind a scoped pin: it holds the storage and releases the
@@ -34,6 +36,11 @@ Storage::~Storage() {
 void Storage::on_destroy(std::function<void()> hook) {
   std::lock_guard lock(hooks_mu_);
   destroy_hooks_.push_back(std::move(hook));
+}
+
+Result<std::shared_ptr<CudaHandle>> Storage::import_cuda(std::shared_ptr<const CudaRuntime>) {
+  return Error::not_implemented(std::string("import_cuda: ") + storage_kind_name(kind()) +
+                                " storage has no CUDA import (only DMA-BUF and PBO storages have one)");
 }
 
 Result<HostPin> Storage::pin_host(CpuAccess) {

@@ -176,7 +176,7 @@ TEST(Names, LoadingThePluginRegistersOurTypes) {
        {"GstTensorMemUpload", "GstTensorMemDownload", "GstTensorMemCudaImport", "GstTensorMemInspect",
         "GstTensorMemTransform", "GstTensorMemStorage", "GstTensorMemSystemAllocator", "GstTensorMemDmaBufAllocator",
         "GstTensorMemPboAllocator", "GstTensorMemBufferPool", "GstTensorMemGlWorker", "GstTensorMemCudaMetaAPI",
-        "GstTensorMemCudaMeta"})
+        "GstTensorMemCudaMeta", "GstTensorMemAllocator"})
     EXPECT_EQ(g_registered->types.count(expected), 1u) << expected << " was not registered";
 }
 

@@ -15,6 +15,9 @@
 
 namespace tensormem {
 
+class CudaHandle;
+class CudaRuntime;
+
 /// One backend allocation: it owns the resource, its identity and its map
 /// state. Storages live in std::shared_ptr (tensors, views and pins share
 /// them); concrete storages are made by factories that return one.
@@ -40,6 +43,17 @@ public:
 
   bool is_mapped() const noexcept { return state_.is_mapped(); }
   const MapState &map_state() const noexcept { return state_; }
+
+  /// The scope in which identity() is unique: null where it is unique in the
+  /// process (heap serials, DMA-BUF device/inode); the GL port for a PBO,
+  /// whose GL names repeat from one context to the next. Caches keyed on
+  /// identity key on (identity, scope).
+  virtual const void *identity_scope() const noexcept { return nullptr; }
+
+  /// CUDA's view of this storage, made by the storage because only it knows
+  /// how (DMA-BUF: external memory from its fd; PBO: a GL registration on its
+  /// GL thread). The default refuses with NotImplemented naming the kind.
+  virtual Result<std::shared_ptr<CudaHandle>> import_cuda(std::shared_ptr<const CudaRuntime> runtime);
 
   /// Runs `hook` once when the storage is destroyed, after the backend
   /// resource is released: side data kept elsewhere for this storage (a CUDA

@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include <tensormem/dmabuf_storage.hpp>
+
+#include <tensormem/cuda_handle.hpp>
 #include <tensormem/log.hpp>
 
 #include <cerrno>
@@ -183,9 +185,12 @@ Result<void> DmaBufStorage::check_source(const DmaBufOptions &options) {
       return {};
     tried += (tried.empty() ? "" : ", ") + heap_attempt(path, errno);
   }
-  return Error::io(ENODEV, "no DMA heap could allocate (tried " +
-                               (tried.empty() ? std::string("no heap names") : tried) +
-                               "); set TENSORMEM_DMABUF_SOURCE=memfd to use memfd-backed buffers");
+  return Error::device("no DMA heap could allocate (tried " + (tried.empty() ? std::string("no heap names") : tried) +
+                       "); set TENSORMEM_DMABUF_SOURCE=memfd to use memfd-backed buffers");
+}
+
+Result<std::shared_ptr<CudaHandle>> DmaBufStorage::import_cuda(std::shared_ptr<const CudaRuntime> runtime) {
+  return CudaHandle::import_dmabuf(*this, std::move(runtime));
 }
 
 Result<BufferIdentity> DmaBufStorage::identity_of(int fd) {

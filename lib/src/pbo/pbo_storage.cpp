@@ -4,6 +4,8 @@
 #include <tensormem/log.hpp>
 #include <tensormem/pbo_storage.hpp>
 
+#include <tensormem/cuda_handle.hpp>
+
 #include <sstream>
 
 namespace tensormem {
@@ -137,6 +139,16 @@ std::string describe_pbo(const Tensor &tensor) {
     os << ", storage: " << storage_kind_name(tensor.storage_kind());
   os << " }";
   return os.str();
+}
+
+std::shared_ptr<CudaGlOps> PboOps::cuda_gl_ops(std::shared_ptr<const CudaRuntime>) noexcept { return nullptr; }
+
+Result<std::shared_ptr<CudaHandle>> PboStorage::import_cuda(std::shared_ptr<const CudaRuntime> runtime) {
+  std::shared_ptr<CudaGlOps> gl = ops_->cuda_gl_ops(std::move(runtime));
+  if (!gl)
+    return Error::not_implemented("PboStorage::import_cuda: the GL port of buffer " + std::to_string(buffer_id_) +
+                                  " offers no CUDA interop (its GL worker is gone, or it is a client's port)");
+  return CudaHandle::register_gl_buffer(std::move(gl), buffer_id_, size_bytes());
 }
 
 } // namespace tensormem
