@@ -14,7 +14,6 @@ struct GstTensorMemTransformPrivate {
   guint64 buffers;            // this run, for the summary logged at stop
   guint64 copied_buffers;     // this run
   gboolean require_zero_copy; // guarded by the object lock
-  GstBuffer *wrapped;         // streaming thread: outbuf that needs no copy (not a reference)
 };
 
 } // namespace
@@ -78,13 +77,8 @@ static gboolean gst_tensor_transform_set_caps(GstBaseTransform *trans, GstCaps *
 static GstFlowReturn gst_tensor_transform_transform(GstBaseTransform *trans, GstBuffer *inbuf, GstBuffer *outbuf) {
   auto *self = GST_TENSOR_TRANSFORM(trans);
   auto *priv = get_priv(self);
-  GST_OBJECT_LOCK(self);
-  priv->buffers++;
-  GST_OBJECT_UNLOCK(self);
-  if (inbuf == outbuf)
-    return GST_FLOW_OK;
-  if (outbuf == priv->wrapped) {
-    priv->wrapped = nullptr;
+  if (inbuf == outbuf) {
+    gst_tensor_transform_count_buffer(self, 0);
     return GST_FLOW_OK;
   }
   GstVideoFrame in_frame, out_frame;
@@ -106,13 +100,7 @@ static GstFlowReturn gst_tensor_transform_transform(GstBaseTransform *trans, Gst
     GST_ELEMENT_ERROR(self, STREAM, FAILED, ("Cannot copy the frame."), ("gst_video_frame_copy failed"));
     return GST_FLOW_ERROR;
   }
-  const gsize bytes = GST_VIDEO_INFO_SIZE(&priv->info);
-  GST_OBJECT_LOCK(self);
-  priv->copied_bytes += bytes;
-  priv->copied_buffers++;
-  const guint64 total = priv->copied_bytes;
-  GST_OBJECT_UNLOCK(self);
-  GST_DEBUG_OBJECT(self, "copied a %" G_GSIZE_FORMAT "-byte frame, %" G_GUINT64_FORMAT " bytes so far", bytes, total);
+  gst_tensor_transform_count_buffer(self, GST_VIDEO_INFO_SIZE(&priv->info));
   return GST_FLOW_OK;
 }
 
@@ -191,8 +179,19 @@ void gst_tensor_transform_copy_metadata(GstTensorMemTransform *self, GstBuffer *
     trans_class->copy_metadata(GST_BASE_TRANSFORM(self), inbuf, outbuf);
 }
 
-void gst_tensor_transform_set_wrapped(GstTensorMemTransform *self, GstBuffer *outbuf) {
-  get_priv(self)->wrapped = outbuf;
+void gst_tensor_transform_count_buffer(GstTensorMemTransform *self, gsize copied_bytes) {
+  auto *priv = get_priv(self);
+  GST_OBJECT_LOCK(self);
+  priv->buffers++;
+  if (copied_bytes > 0) {
+    priv->copied_bytes += copied_bytes;
+    priv->copied_buffers++;
+  }
+  const guint64 total = priv->copied_bytes;
+  GST_OBJECT_UNLOCK(self);
+  if (copied_bytes > 0)
+    GST_DEBUG_OBJECT(self, "copied a %" G_GSIZE_FORMAT "-byte frame, %" G_GUINT64_FORMAT " bytes so far", copied_bytes,
+                     total);
 }
 
 GstFlowReturn gst_tensor_transform_check_layout(GstTensorMemTransform *self, GstBuffer *inbuf) {

@@ -30,9 +30,11 @@ GstFlowReturn gst_tensor_transform_allow_copy(GstTensorMemTransform *self, GstBu
  * way GstBaseTransform would for a buffer it allocated itself. */
 void gst_tensor_transform_copy_metadata(GstTensorMemTransform *self, GstBuffer *inbuf, GstBuffer *outbuf);
 
-/* Marks `outbuf` (made by prepare_output_buffer) as carrying the input's
- * bytes already, without a copy: transform() then leaves it alone. */
-void gst_tensor_transform_set_wrapped(GstTensorMemTransform *self, GstBuffer *outbuf);
+/* Counts one buffer handled and the bytes copied for it (0: none), for
+ * copied-bytes and the summary logged at stop. transform() counts the
+ * buffers it handles itself; a subclass that makes its output elsewhere
+ * counts there. */
+void gst_tensor_transform_count_buffer(GstTensorMemTransform *self, gsize copied_bytes);
 
 /* Checks that `inbuf` holds the frame the caps describe: with a GstVideoMeta,
  * that the meta matches the caps' format and size, that every plane stride

@@ -54,6 +54,7 @@
 #include <gst/tensormem/gsttensorglcontext.h>
 #include <gst/tensormem/gsttensormemory.h>
 #include <gst/tensormem/gsttensorpbo.h>
+#include <gst/tensormem/gsttensoruploader.h>
 
 #include <tensormem/dmabuf_storage.hpp>
 
@@ -66,7 +67,6 @@ GST_DEBUG_CATEGORY_STATIC(gst_tensor_upload_debug);
 struct _GstTensorMemUpload {
   GstTensorMemTransform parent;
   GstTensorMemStorage storage;     // the property; guarded by the object lock
-  GstAllocator *dmabuf_allocator;  // for fd imports; owned
   GstTensorMemGlWorker *gl_worker; // storage=pbo: shared through GstContext; guarded by the object lock
   GstAllocator *pbo_allocator;     // storage=pbo, between start and stop; guarded by the object lock
 };
@@ -74,8 +74,6 @@ struct _GstTensorMemUpload {
 namespace {
 
 enum { PROP_0, PROP_STORAGE };
-
-constexpr guint kProposedMinBuffers = 2;
 
 #define UPLOAD_DMABUF_CAPS GST_VIDEO_CAPS_MAKE_WITH_FEATURES(GST_CAPS_FEATURE_MEMORY_DMABUF, GST_TENSOR_VIDEO_FORMATS)
 #define UPLOAD_PLAIN_CAPS GST_VIDEO_CAPS_MAKE(GST_TENSOR_VIDEO_FORMATS)
@@ -101,10 +99,6 @@ const char *storage_name(GstTensorMemStorage storage) {
   return value ? value->value_nick : "auto";
 }
 
-gboolean is_system_tensor_memory(GstMemory *mem) {
-  return gst_is_tensor_memory(mem) && gst_tensor_memory_get_storage(mem) == GST_TENSOR_STORAGE_SYSTEM;
-}
-
 /* The element's PBO allocator (a new reference), or NULL outside start..stop. */
 GstAllocator *pbo_allocator_of(GstTensorMemUpload *self) {
   GST_OBJECT_LOCK(self);
@@ -113,83 +107,27 @@ GstAllocator *pbo_allocator_of(GstTensorMemUpload *self) {
   return allocator;
 }
 
-/* A tensor pool of `storage` configured for `caps`; NULL after a warning
- * when the pool refuses the config. */
-GstBufferPool *make_pool(GstTensorMemUpload *self, GstTensorMemStorage storage, GstCaps *caps, guint size,
-                         guint min_buffers, guint max_buffers, guint *aligned_size) {
-  GstElement *element = GST_ELEMENT(self);
-  GstBufferPool *pool;
-  if (storage == GST_TENSOR_STORAGE_PBO) {
-    GstAllocator *allocator = pbo_allocator_of(self);
-    if (!allocator) {
-      GST_WARNING_OBJECT(element, "no PBO allocator: the element has not started");
-      return nullptr;
-    }
-    pool = gst_tensor_buffer_pool_new_for_pbo(allocator);
-    gst_object_unref(allocator);
-  } else {
-    pool = gst_tensor_buffer_pool_new_for_storage(storage);
-  }
-  GstStructure *config = gst_buffer_pool_get_config(pool);
-  gst_buffer_pool_config_set_params(config, caps, size, min_buffers, max_buffers);
-  if (!gst_buffer_pool_set_config(pool, config)) {
-    GST_WARNING_OBJECT(element, "%s tensor buffer pool refused caps %" GST_PTR_FORMAT, storage_name(storage), caps);
-    gst_object_unref(pool);
-    return nullptr;
-  }
-  config = gst_buffer_pool_get_config(pool);
-  gst_buffer_pool_config_get_params(config, nullptr, aligned_size, nullptr, nullptr);
-  gst_structure_free(config);
-  return pool;
+void copy_metadata(GstElement *element, GstBuffer *in, GstBuffer *out) {
+  gst_tensor_transform_copy_metadata(GST_TENSOR_TRANSFORM(element), in, out);
 }
 
-/* Wraps the DMA-BUF memories of `inbuf` as DMA-BUF tensor memories of the
- * same fds, without a copy. */
-GstFlowReturn import_dmabuf_buffer(GstTensorMemUpload *self, GstBuffer *inbuf, GstBuffer **outbuf) {
-  GstBuffer *out = gst_buffer_new();
-  const guint n = gst_buffer_n_memory(inbuf);
-  for (guint i = 0; i < n; ++i) {
-    GstMemory *mem = gst_buffer_peek_memory(inbuf, i);
-    auto storage = gst_tensor_dmabuf_memory_import_storage(mem);
-    if (!storage) {
-      gst_buffer_unref(out);
-      GST_ELEMENT_ERROR(self, STREAM, FAILED, ("Cannot import the input's DMA-BUF."),
-                        ("memory %u of %" GST_PTR_FORMAT " (fd %d): %s", i, inbuf, gst_dmabuf_memory_get_fd(mem),
-                         storage.error().message().c_str()));
-      return GST_FLOW_ERROR;
-    }
-    const gsize capacity = (*storage)->size_bytes();
-    if (mem->offset > capacity || mem->size > capacity - mem->offset) {
-      gst_buffer_unref(out);
-      GST_ELEMENT_ERROR(self, STREAM, FAILED, ("The input's DMA-BUF memory runs past the end of its buffer."),
-                        ("memory %u (fd %d): offset %" G_GSIZE_FORMAT " + size %" G_GSIZE_FORMAT
-                         " exceeds the %" G_GSIZE_FORMAT "-byte DMA-BUF",
-                         i, gst_dmabuf_memory_get_fd(mem), mem->offset, mem->size, capacity));
-      return GST_FLOW_ERROR;
-    }
-    GstMemory *ours = gst_tensor_dmabuf_allocator_import(self->dmabuf_allocator, std::move(*storage));
-    if (!ours) {
-      gst_buffer_unref(out);
-      GST_ELEMENT_ERROR(self, RESOURCE, FAILED, ("Cannot wrap the input's DMA-BUF."),
-                        ("memory %u of %" GST_PTR_FORMAT, i, inbuf));
-      return GST_FLOW_ERROR;
-    }
-    gst_memory_resize(ours, static_cast<gssize>(mem->offset), mem->size);
-    gst_buffer_append_memory(out, ours);
-  }
-  gst_tensor_transform_copy_metadata(GST_TENSOR_TRANSFORM(self), inbuf, out);
-  const GstVideoMeta *meta = gst_buffer_get_video_meta(inbuf);
-  if (meta && !gst_buffer_get_video_meta(out)) {
-    GstVideoMeta *copy =
-        gst_buffer_add_video_meta_full(out, meta->flags, meta->format, meta->width, meta->height, meta->n_planes,
-                                       const_cast<gsize *>(meta->offset), const_cast<gint *>(meta->stride));
-    copy->alignment = meta->alignment;
-  }
-  // The upstream buffer stays ours until `out` goes: its pool cannot recycle it under a reader.
-  gst_buffer_add_parent_buffer_meta(out, inbuf);
-  gst_tensor_transform_set_wrapped(GST_TENSOR_TRANSFORM(self), out);
-  *outbuf = out;
-  return GST_FLOW_OK;
+/* What the upload paths need from this element. `pbo_allocator` is a new
+ * reference (or NULL), released by release_context(). */
+gst_tensormem::UploadContext upload_context(GstTensorMemUpload *self) {
+  gst_tensormem::UploadContext ctx{};
+  ctx.element = GST_ELEMENT(self);
+  ctx.storage = resolved_storage(self);
+  ctx.pbo_allocator = pbo_allocator_of(self);
+  ctx.info = gst_tensor_transform_get_info(GST_TENSOR_TRANSFORM(self));
+  ctx.copy_metadata = copy_metadata;
+  return ctx;
+}
+
+void release_context(gst_tensormem::UploadContext &ctx) {
+  if (ctx.pbo_allocator)
+    gst_object_unref(ctx.pbo_allocator);
+  if (ctx.output_pool)
+    gst_object_unref(ctx.output_pool);
 }
 
 } // namespace
@@ -225,8 +163,6 @@ static void gst_tensor_upload_get_property(GObject *object, guint prop_id, GValu
 
 static void gst_tensor_upload_finalize(GObject *object) {
   auto *self = GST_TENSOR_UPLOAD(object);
-  if (self->dmabuf_allocator)
-    gst_object_unref(self->dmabuf_allocator);
   gst_clear_object(&self->pbo_allocator);
   gst_clear_object(&self->gl_worker);
   G_OBJECT_CLASS(gst_tensor_upload_parent_class)->finalize(object);
@@ -366,9 +302,8 @@ static GstCaps *gst_tensor_upload_transform_caps(GstBaseTransform *trans, GstPad
   return result;
 }
 
-/* Offers a tensor pool, the tensor allocator and GstVideoMeta upstream, so
- * the producer writes straight into tensor memory. An upstream that
- * negotiated memory:DMABuf gets a DMA-BUF pool whatever the storage. */
+/* Each upload path says what it wants from upstream (the pass-through path
+ * offers our pool, so the producer writes straight into tensor memory). */
 static gboolean gst_tensor_upload_propose_allocation(GstBaseTransform *trans, GstQuery *decide_query, GstQuery *query) {
   auto *self = GST_TENSOR_UPLOAD(trans);
   // Pass on the metas downstream accepts: a buffer that needs no copy keeps its metas.
@@ -376,48 +311,10 @@ static gboolean gst_tensor_upload_propose_allocation(GstBaseTransform *trans, Gs
       !GST_BASE_TRANSFORM_CLASS(gst_tensor_upload_parent_class)->propose_allocation(trans, decide_query, query))
     return FALSE;
 
-  GstCaps *caps = nullptr;
-  gboolean need_pool = FALSE;
-  gst_query_parse_allocation(query, &caps, &need_pool);
-  GstVideoInfo info;
-  if (!caps || !gst_video_info_from_caps(&info, caps)) {
-    GST_DEBUG_OBJECT(trans, "allocation query without raw video caps: %" GST_PTR_FORMAT, caps);
-    return FALSE;
-  }
-  const GstTensorMemStorage storage = gst_tensor_transform_caps_has_feature(caps, 0, GST_CAPS_FEATURE_MEMORY_DMABUF)
-                                          ? GST_TENSOR_STORAGE_DMABUF
-                                          : resolved_storage(self);
-
-  GstAllocator *allocator = nullptr;
-  if (storage == GST_TENSOR_STORAGE_PBO)
-    allocator = pbo_allocator_of(self);
-  else if (storage == GST_TENSOR_STORAGE_DMABUF)
-    allocator = gst_tensor_dmabuf_allocator_get();
-  else
-    allocator = gst_tensor_system_allocator_get();
-  if (!allocator) {
-    GST_DEBUG_OBJECT(trans, "no PBO allocator yet: nothing to propose");
-    return FALSE;
-  }
-  GstAllocationParams params;
-  gst_allocation_params_init(&params);
-  params.align = GST_TENSOR_BUFFER_POOL_STRIDE_ALIGN - 1;
-
-  if (need_pool) {
-    guint size = 0;
-    GstBufferPool *pool = make_pool(self, storage, caps, GST_VIDEO_INFO_SIZE(&info), kProposedMinBuffers, 0, &size);
-    if (!pool) {
-      gst_object_unref(allocator);
-      return FALSE;
-    }
-    gst_query_add_allocation_pool(query, pool, size, kProposedMinBuffers, 0);
-    gst_object_unref(pool);
-  }
-  gst_query_add_allocation_param(query, allocator, &params);
-  gst_object_unref(allocator);
-  if (!gst_query_find_allocation_meta(query, GST_VIDEO_META_API_TYPE, nullptr))
-    gst_query_add_allocation_meta(query, GST_VIDEO_META_API_TYPE, nullptr);
-  return TRUE;
+  gst_tensormem::UploadContext ctx = upload_context(self);
+  const gboolean proposed = gst_tensormem::upload_propose_allocation(ctx, query);
+  release_context(ctx);
+  return proposed;
 }
 
 /* The output pool is always ours, of the element's storage; it is only
@@ -437,8 +334,10 @@ static gboolean gst_tensor_upload_decide_allocation(GstBaseTransform *trans, Gst
     gst_query_parse_nth_allocation_pool(query, 0, nullptr, nullptr, &min_buffers, &max_buffers);
 
   guint size = 0;
-  GstBufferPool *pool =
-      make_pool(self, resolved_storage(self), caps, GST_VIDEO_INFO_SIZE(&info), min_buffers, max_buffers, &size);
+  gst_tensormem::UploadContext ctx = upload_context(self);
+  GstBufferPool *pool = gst_tensormem::upload_make_pool(ctx, ctx.storage, caps, GST_VIDEO_INFO_SIZE(&info), min_buffers,
+                                                        max_buffers, &size);
+  release_context(ctx);
   if (!pool)
     return FALSE;
   if (have_pool)
@@ -449,83 +348,43 @@ static gboolean gst_tensor_upload_decide_allocation(GstBaseTransform *trans, Gst
   return TRUE;
 }
 
-static GstFlowReturn copy_into_pool(GstTensorMemUpload *self, GstTensorMemStorage storage, GstBuffer *inbuf,
-                                    GstBuffer **outbuf) {
-  auto *trans = GST_BASE_TRANSFORM(self);
-  GstFlowReturn ret = gst_tensor_transform_allow_copy(
-      GST_TENSOR_TRANSFORM(self), inbuf,
-      "require-zero-copy=true refuses a copy: the input is neither memory of the offered tensor buffer pool nor "
-      "memory this storage can import; let upstream take the pool (it must not drop the allocation query), or set "
-      "require-zero-copy=false to allow one counted copy per frame",
-      nullptr);
-  if (ret != GST_FLOW_OK)
-    return ret;
-
-  GstBufferPool *pool = gst_base_transform_get_buffer_pool(trans);
-  if (!pool) {
-    GST_ELEMENT_ERROR(self, CORE, NEGOTIATION, ("No output buffer pool."), ("decide_allocation did not run"));
-    return GST_FLOW_NOT_NEGOTIATED;
-  }
-  if (!gst_buffer_pool_is_active(pool) && !gst_buffer_pool_set_active(pool, TRUE)) {
-    gst_object_unref(pool);
-    std::string reason = "see the tensormempool and tensormemdmabuf debug categories";
-    if (storage == GST_TENSOR_STORAGE_DMABUF) {
-      // The pool does not say why; a probe allocation does.
-      const GstVideoInfo *info = gst_tensor_transform_get_info(GST_TENSOR_TRANSFORM(self));
-      auto probe = tensormem::DmaBufStorage::allocate(MAX(GST_VIDEO_INFO_SIZE(info), 1));
-      if (!probe)
-        reason = probe.error().message();
-    }
-    GST_ELEMENT_ERROR(self, RESOURCE, SETTINGS, ("Cannot activate the %s tensor buffer pool.", storage_name(storage)),
-                      ("%s", reason.c_str()));
-    return GST_FLOW_ERROR;
-  }
-  ret = gst_buffer_pool_acquire_buffer(pool, outbuf, nullptr);
-  gst_object_unref(pool);
-  if (ret != GST_FLOW_OK) {
-    GST_DEBUG_OBJECT(self, "no buffer from the tensor pool: %s", gst_flow_get_name(ret));
-    return ret;
-  }
-  gst_tensor_transform_copy_metadata(GST_TENSOR_TRANSFORM(self), inbuf, *outbuf);
-  return GST_FLOW_OK;
-}
-
+/* The path is chosen and taken here, copy included: transform() has nothing
+ * left to do. */
 static GstFlowReturn gst_tensor_upload_prepare_output_buffer(GstBaseTransform *trans, GstBuffer *inbuf,
                                                              GstBuffer **outbuf) {
   auto *self = GST_TENSOR_UPLOAD(trans);
-  try {
-    GstFlowReturn ret = gst_tensor_transform_check_layout(GST_TENSOR_TRANSFORM(self), inbuf);
-    if (ret != GST_FLOW_OK)
-      return ret;
-    const GstTensorMemStorage storage = resolved_storage(self);
-    if (storage == GST_TENSOR_STORAGE_DMABUF) {
-      if (gst_tensor_transform_all_memories(inbuf, gst_is_tensor_dmabuf_memory)) {
-        GST_LOG_OBJECT(self, "%" GST_PTR_FORMAT " is DMA-BUF tensor memory already, passing it through", inbuf);
-        *outbuf = inbuf;
-        return GST_FLOW_OK;
-      }
-      if (gst_tensor_transform_all_memories(inbuf, gst_is_dmabuf_memory)) {
-        GST_LOG_OBJECT(self, "%" GST_PTR_FORMAT " is DMA-BUF memory, importing it", inbuf);
-        return import_dmabuf_buffer(self, inbuf, outbuf);
-      }
-    } else if (storage == GST_TENSOR_STORAGE_PBO) {
-      if (gst_tensor_transform_all_memories(inbuf, gst_is_tensor_pbo_memory)) {
-        GST_LOG_OBJECT(self, "%" GST_PTR_FORMAT " is PBO memory already, passing it through", inbuf);
-        *outbuf = inbuf;
-        return GST_FLOW_OK;
-      }
-    } else if (gst_tensor_transform_all_memories(inbuf, is_system_tensor_memory)) {
-      GST_LOG_OBJECT(self, "%" GST_PTR_FORMAT " is system tensor memory already, passing it through", inbuf);
-      *outbuf = inbuf;
-      return GST_FLOW_OK;
+  GstFlowReturn ret = gst_tensor_transform_check_layout(GST_TENSOR_TRANSFORM(self), inbuf);
+  if (ret != GST_FLOW_OK)
+    return ret;
+  gst_tensormem::UploadContext ctx = upload_context(self);
+  const gst_tensormem::UploadMethod &method = gst_tensormem::upload_method_for(ctx, inbuf);
+  if (method.copies)
+    ret = gst_tensor_transform_allow_copy(
+        GST_TENSOR_TRANSFORM(self), inbuf,
+        "require-zero-copy=true refuses a copy: the input is neither memory of the offered tensor buffer pool nor "
+        "memory this storage can import; let upstream take the pool (it must not drop the allocation query), or set "
+        "require-zero-copy=false to allow one counted copy per frame",
+        nullptr);
+  if (ret == GST_FLOW_OK) {
+    ctx.output_pool = gst_base_transform_get_buffer_pool(trans);
+    gsize copied = 0;
+    try {
+      ret = method.perform(ctx, inbuf, outbuf, &copied);
+    } catch (...) {
+      GST_ELEMENT_ERROR(self, RESOURCE, NO_SPACE_LEFT, ("Out of memory."),
+                        ("taking the %s path for %" GST_PTR_FORMAT, method.name, inbuf));
+      ret = GST_FLOW_ERROR;
     }
-    return copy_into_pool(self, storage, inbuf, outbuf);
-  } catch (...) {
-    GST_ELEMENT_ERROR(self, RESOURCE, NO_SPACE_LEFT, ("Out of memory."),
-                      ("preparing an output for %" GST_PTR_FORMAT, inbuf));
-    return GST_FLOW_ERROR;
+    if (ret == GST_FLOW_OK) {
+      GST_LOG_OBJECT(self, "%" GST_PTR_FORMAT " took the %s path", inbuf, method.name);
+      gst_tensor_transform_count_buffer(GST_TENSOR_TRANSFORM(self), copied);
+    }
   }
+  release_context(ctx);
+  return ret;
 }
+
+static GstFlowReturn gst_tensor_upload_transform(GstBaseTransform *, GstBuffer *, GstBuffer *) { return GST_FLOW_OK; }
 
 static void gst_tensor_upload_class_init(GstTensorMemUploadClass *klass) {
   auto *gobject_class = G_OBJECT_CLASS(klass);
@@ -563,13 +422,13 @@ static void gst_tensor_upload_class_init(GstTensorMemUploadClass *klass) {
   trans_class->propose_allocation = gst_tensor_upload_propose_allocation;
   trans_class->decide_allocation = gst_tensor_upload_decide_allocation;
   trans_class->prepare_output_buffer = gst_tensor_upload_prepare_output_buffer;
+  trans_class->transform = gst_tensor_upload_transform;
 
   gst_type_mark_as_plugin_api(GST_TYPE_TENSOR_STORAGE, static_cast<GstPluginAPIFlags>(0));
 }
 
 static void gst_tensor_upload_init(GstTensorMemUpload *self) {
   self->storage = GST_TENSOR_STORAGE_AUTO;
-  self->dmabuf_allocator = gst_tensor_dmabuf_allocator_get();
   // Our order (memory:DMABuf first for DMA-BUF storage) over "same caps as upstream first".
   gst_base_transform_set_prefer_passthrough(GST_BASE_TRANSFORM(self), FALSE);
 }
