@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include <gst/tensormem/gsttensorglcontext.h>
+#include <gst/tensormem/gsttensormemconfig.h>
 
 #include <tensormem/gl_worker.hpp>
 
@@ -37,7 +38,7 @@ namespace {
 
 /* Without OpenGL the core library has no GlWorker code, and no worker can
  * exist: the accessors below then answer their defaults. */
-#if defined(GST_TENSORMEM_HAVE_GL)
+#if GST_TENSORMEM_HAVE_GL
 const tensormem::GlInfo &info_of(GstTensorMemGlWorker *worker) { return worker->priv->worker->info(); }
 guint64 map_calls_of(GstTensorMemGlWorker *worker) { return worker->priv->worker->gl_map_calls(); }
 guint mapped_of(GstTensorMemGlWorker *worker) { return static_cast<guint>(worker->priv->worker->mapped_buffers()); }
@@ -119,7 +120,7 @@ gboolean run_query(GstElement *element, GstQuery *query, GstPadDirection directi
  * Since: 0.1
  */
 GstTensorMemGlWorker *gst_tensor_gl_worker_new(GError **error) {
-#if defined(GST_TENSORMEM_HAVE_GL)
+#if GST_TENSORMEM_HAVE_GL
   try {
     auto made = tensormem::GlWorker::create();
     if (!made) {

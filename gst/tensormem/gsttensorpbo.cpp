@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
+#include <gst/tensormem/gsttensormemconfig.h>
 #include <gst/tensormem/gsttensorpbo.h>
 
 #include <gst/tensormem/gsttensormapping-private.h>
@@ -58,7 +59,7 @@ GstMemory *allocator_alloc(GstAllocator *allocator, gsize size, GstAllocationPar
       return nullptr;
     // A zero-byte GstMemory is legal, an empty GL buffer is not.
     const gsize bytes = std::max<gsize>(maxsize, 1);
-#if defined(GST_TENSORMEM_HAVE_GL)
+#if GST_TENSORMEM_HAVE_GL
     auto tensor = worker->create_pbo(bytes, {bytes}, tensormem::DType::U8, GST_TENSOR_PBO_MEMORY_TYPE_NAME,
                                      tensormem::PboUsage::Upload);
 #else
