@@ -27,9 +27,13 @@ Result<HostPin> Storage::map(CpuAccess access, MapState::Wait wait) {
   return HostPin(std::move(lease), *data, size_);
 }
 
-Storage::~Storage() {
+Storage::~Storage() { run_destroy_hooks(); }
+
+void Storage::run_destroy_hooks() noexcept {
   // No lock: nobody else holds a reference to a storage being destroyed.
-  for (auto &hook : destroy_hooks_)
+  std::vector<std::function<void()>> hooks;
+  hooks.swap(destroy_hooks_);
+  for (auto &hook : hooks)
     hook();
 }
 

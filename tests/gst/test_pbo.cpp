@@ -102,6 +102,25 @@ TEST_F(PboTest, allocates_a_gl_buffer_and_round_trips_real_bytes) {
   EXPECT_FALSE(is_gl_buffer(worker, id));
 }
 
+/* Side data of a storage (a CUDA registration of its GL buffer) is released
+ * by the storage's destroy hooks; they must run while the GL buffer still
+ * exists, before the storage deletes it. */
+TEST_F(PboTest, destroy_hooks_run_before_the_gl_buffer_is_deleted) {
+  GstMemory *mem = alloc(256);
+  ASSERT_NE(mem, nullptr);
+  const guint id = gst_tensor_pbo_memory_get_buffer_id(mem);
+  int hook_runs = 0;
+  bool alive_in_hook = false;
+  gst_tensor_pbo_memory_get_storage(mem)->on_destroy([&] {
+    ++hook_runs;
+    alive_in_hook = is_gl_buffer(worker, id);
+  });
+  gst_memory_unref(mem);
+  EXPECT_EQ(hook_runs, 1);
+  EXPECT_TRUE(alive_in_hook) << "the GL buffer was deleted before the storage's destroy hook ran";
+  EXPECT_FALSE(is_gl_buffer(worker, id));
+}
+
 TEST_F(PboTest, readers_share_one_gl_map_and_the_last_one_unmaps) {
   GstMemory *mem = alloc(1024);
   ASSERT_NE(mem, nullptr);

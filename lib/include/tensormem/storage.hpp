@@ -55,14 +55,20 @@ public:
   /// GL thread). The default refuses with NotImplemented naming the kind.
   virtual Result<std::shared_ptr<CudaHandle>> import_cuda(std::shared_ptr<const CudaRuntime> runtime);
 
-  /// Runs `hook` once when the storage is destroyed, after the backend
+  /// Runs `hook` once when the storage is destroyed, before its backend
   /// resource is released: side data kept elsewhere for this storage (a CUDA
-  /// handle, an imported copy's bookkeeping) goes with it. Hooks must not
+  /// registration of its GL buffer, an imported copy's bookkeeping) goes
+  /// first, while the resource it refers to still exists. Hooks must not
   /// throw; they run in the order they were added.
   void on_destroy(std::function<void()> hook);
 
 protected:
   explicit Storage(std::size_t size) noexcept : size_(size) {}
+
+  /// Runs the on_destroy hooks (once). Concrete storages call it first in
+  /// their destructor, before they release the resource; the base destructor
+  /// runs it for any that do not.
+  void run_destroy_hooks() noexcept;
 
 private:
   friend class MapLease;

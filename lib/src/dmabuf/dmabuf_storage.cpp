@@ -95,6 +95,7 @@ DmaBufStorage::DmaBufStorage(Token, UniqueFd fd, std::size_t size, DmaBufFdKind 
       sync_fn_(sync ? sync : real_sync) {}
 
 DmaBufStorage::~DmaBufStorage() {
+  run_destroy_hooks();
   if (data_) {
     ::munmap(data_, size_bytes());
     munmaps_.fetch_add(1);

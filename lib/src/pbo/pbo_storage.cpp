@@ -28,7 +28,11 @@ PboStorage::PboStorage(Token, std::uint32_t buffer_id, std::size_t size, std::sh
 
 // PBO-LIFE-01: the storage is the one owner of the GL buffer; copies, views,
 // maps, parts and imported channels all hold the storage, so this runs once.
-PboStorage::~PboStorage() { ops_->delete_buffer(buffer_id_); }
+PboStorage::~PboStorage() {
+  // A CUDA registration of the buffer is released before the buffer goes.
+  run_destroy_hooks();
+  ops_->delete_buffer(buffer_id_);
+}
 
 Result<HostPin> PboStorage::pin_host(CpuAccess) { return Error::not_implemented(kPboPinHostRefusal); }
 
