@@ -1,17 +1,64 @@
 #!/usr/bin/env bash
-# Installs the Debian packages that the build, the tests and the demo need.
-# Idempotent: when every package is present it changes nothing.
+# Installs the Debian packages that the build, the tests, the benchmarks and
+# the demo need, and brings them (and the graphics and GStreamer libraries
+# they load at run time) to Debian's current versions, so that a developer's
+# machine and a fresh CI machine run the same code. Idempotent: when every
+# package is present at its candidate version it changes nothing. The package
+# lists are refreshed when they are older than a day
+# (TENSORMEM_DEPS_REFRESH=always|never overrides).
 set -euo pipefail
 
 packages=(
   meson ninja-build pkg-config g++ python3
   libgstreamer1.0-dev libgstreamer-plugins-base1.0-dev
   gstreamer1.0-tools gstreamer1.0-plugins-base gstreamer1.0-plugins-good
+  # checksumsink, openh264, h264parse for tests and benchmarks; GstGL for the
+  # benchmarks that compare against glupload/gldownload.
+  gstreamer1.0-plugins-bad gstreamer1.0-gl
   libgtest-dev libbenchmark-dev
-  libepoxy-dev libegl-dev libegl-mesa0 libgl1-mesa-dri
+  libepoxy-dev libegl-dev libegl-mesa0 libgl1-mesa-dri libglx-mesa0 libgbm1 libglapi-mesa
   valgrind
   g++-mingw-w64-x86-64-posix wine64 xvfb xauth
 )
+# Run-time libraries that the packages above pull in: not installed by name,
+# but kept at the current version because the tests load them (Mesa's EGL
+# driver, GLib, GStreamer's own libraries).
+runtime=(
+  libglib2.0-0 libgstreamer1.0-0 libgstreamer-plugins-base1.0-0 libgstreamer-plugins-bad1.0-0
+  libgstreamer-gl1.0-0 libdrm2 libegl1 libgl1
+)
+
+sudo=""
+[[ $(id -u) -eq 0 ]] || sudo="sudo"
+export DEBIAN_FRONTEND=noninteractive
+
+refresh=${TENSORMEM_DEPS_REFRESH:-auto}
+lists=/var/lib/apt/lists
+if [[ $refresh == always ]] ||
+  { [[ $refresh == auto ]] && [[ -z $(find "$lists" -maxdepth 1 -name '*Packages*' -mmin -1440 2>/dev/null | head -n1) ]]; }; then
+  echo "deps: refreshing the package lists"
+  $sudo apt-get update -qq || echo "deps: apt-get update failed; using the lists this machine has" >&2
+fi
+
+# installed version vs candidate, one line per package: name installed candidate
+outdated() {
+  LC_ALL=C apt-cache policy "$@" 2>/dev/null | awk '
+    /^[^ ]/ { name = $1; sub(":$", "", name) }
+    /Installed:/ { inst[name] = $2 }
+    /Candidate:/ { cand[name] = $2 }
+    END { for (n in cand) print n, inst[n], cand[n] }'
+}
+
+todo=()
+while read -r name installed candidate; do
+  [[ $candidate == "(none)" ]] && continue
+  if [[ -z $installed || $installed == "(none)" ]]; then
+    # a run-time library that nothing here needs is not installed
+    for p in "${packages[@]}"; do [[ $p == "$name" ]] && todo+=("$name"); done
+  elif [[ $installed != "$candidate" ]]; then
+    todo+=("$name")
+  fi
+done < <(outdated "${packages[@]}" "${runtime[@]}")
 
 missing=()
 for p in "${packages[@]}"; do
@@ -19,13 +66,9 @@ for p in "${packages[@]}"; do
   [[ "$status" == "install ok installed" ]] || missing+=("$p")
 done
 
-if ((${#missing[@]} == 0)); then
+mapfile -t todo < <(printf '%s\n' "${todo[@]}" "${missing[@]}" | sed '/^$/d' | sort -u)
+if ((${#todo[@]} == 0)); then
   exit 0
 fi
-
-echo "deps: installing ${missing[*]}"
-sudo=""
-[[ $(id -u) -eq 0 ]] || sudo="sudo"
-export DEBIAN_FRONTEND=noninteractive
-$sudo apt-get update -qq
-$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+echo "deps: installing or upgrading ${todo[*]}"
+$sudo apt-get install -y -qq --no-install-recommends "${todo[@]}"

@@ -28,6 +28,7 @@
 
 #include <gst/tensormem/gsttensorcudameta.h>
 #include <gst/tensormem/gsttensordmabuf.h>
+#include <gst/tensormem/gsttensormemvalidate.h>
 #include <gst/tensormem/gsttensorpbo.h>
 
 #include <tensormem/cuda_runtime.hpp>
@@ -45,6 +46,7 @@ struct _GstTensorMemCudaImport {
   guint64 imports;       // object lock
   // Streaming thread only (reset in start()).
   std::set<std::string> *warned;
+  GstVideoInfo info; // from set_caps: what every buffer is validated against
 };
 
 namespace {
@@ -85,6 +87,10 @@ GstFlowReturn no_cuda(GstTensorMemCudaImport *self, GstBuffer *buffer, const std
 }
 
 GstFlowReturn import_ip(GstTensorMemCudaImport *self, GstBuffer *buffer) {
+  // CUDA maps the memory's fd: a memory longer than its fd must not get there.
+  const GstFlowReturn valid = gst_tensor_mem_element_validate_buffer(GST_ELEMENT(self), buffer, &self->info);
+  if (valid != GST_FLOW_OK)
+    return valid;
   if (gst_buffer_get_tensor_cuda_meta(buffer))
     return GST_FLOW_OK; // imported upstream already
   std::shared_ptr<const tensormem::CudaRuntime> rt = tensormem::CudaRuntime::get();
@@ -180,6 +186,11 @@ static gboolean gst_tensor_cuda_import_start(GstBaseTransform *trans) {
   return TRUE;
 }
 
+static gboolean gst_tensor_cuda_import_set_caps(GstBaseTransform *trans, GstCaps *incaps, GstCaps *) {
+  auto *self = GST_TENSOR_CUDA_IMPORT(trans);
+  return gst_tensor_mem_element_video_info_from_caps(GST_ELEMENT(self), &self->info, incaps);
+}
+
 static GstFlowReturn gst_tensor_cuda_import_transform_ip(GstBaseTransform *trans, GstBuffer *buffer) {
   auto *self = GST_TENSOR_CUDA_IMPORT(trans);
   try {
@@ -227,6 +238,7 @@ static void gst_tensor_cuda_import_class_init(GstTensorMemCudaImportClass *klass
                                         "gst-tensormem developers");
 
   trans_class->start = GST_DEBUG_FUNCPTR(gst_tensor_cuda_import_start);
+  trans_class->set_caps = GST_DEBUG_FUNCPTR(gst_tensor_cuda_import_set_caps);
   trans_class->transform_ip = GST_DEBUG_FUNCPTR(gst_tensor_cuda_import_transform_ip);
   trans_class->passthrough_on_same_caps = FALSE;
   trans_class->transform_ip_on_passthrough = FALSE;
@@ -238,6 +250,7 @@ static void gst_tensor_cuda_import_init(GstTensorMemCudaImport *self) {
   self->require_cuda = FALSE;
   self->imports = 0;
   self->warned = new (std::nothrow) std::set<std::string>(); // never throws out of instance_init
+  gst_video_info_init(&self->info);
   gst_base_transform_set_in_place(GST_BASE_TRANSFORM(self), TRUE);
   gst_base_transform_set_passthrough(GST_BASE_TRANSFORM(self), FALSE);
 }

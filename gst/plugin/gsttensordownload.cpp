@@ -5,16 +5,18 @@
  *
  * Hands tensor memory (or any system memory) to elements that expect plain
  * system-memory video. A buffer passes through untouched when downstream
- * reads #GstVideoMeta or when its planes already sit where the default
- * layout for the caps puts them; otherwise it is copied once into a
- * default-layout buffer and the bytes are counted in
- * #GstTensorMemDownload:copied-bytes.
+ * has shown it reads #GstVideoMeta (its allocation answer carries
+ * %GST_VIDEO_META_API_TYPE and its caps are not ANY) or when its planes
+ * already sit where the default layout for the caps puts them; otherwise it
+ * is copied once into a default-layout buffer and the bytes are counted in
+ * #GstTensorMemDownload:copied-bytes. A consumer such as `filesink` therefore
+ * receives the same bytes as without tensor elements.
  *
  * DMA-BUF memory is CPU-mappable as it is, so it passes through the same
  * way. The sink pad takes `video/x-raw(memory:DMABuf)` as well as plain
- * caps; the source pad keeps `memory:DMABuf` when downstream takes it and
- * drops the feature (plain system-memory caps, same buffers) when it does
- * not.
+ * caps; the source pad keeps `memory:DMABuf` when downstream's own caps list
+ * it and drops the feature (plain system-memory caps) otherwise, ANY caps
+ * included.
  *
  * OpenGL PBO memory (`video/x-raw(memory:TensorPBO)`, #GstTensorPboMemory)
  * is CPU-addressable only between gst_memory_map() and gst_memory_unmap(),
@@ -36,6 +38,7 @@
 #include <gst/allocators/gstdmabuf.h>
 #include <gst/tensormem/gsttensorformat.h>
 #include <gst/tensormem/gsttensormem.h>
+#include <gst/tensormem/gsttensormemvalidate.h>
 #include <gst/tensormem/gsttensorpbo.h>
 
 GST_DEBUG_CATEGORY_STATIC(gst_tensor_download_debug);
@@ -70,6 +73,12 @@ constexpr const char *kPboCopyDetail = "holds PBO memory (memory:TensorPBO), whi
                                        "mapped; tensordownload always copies it into system memory, and "
                                        "require-zero-copy=true forbids that copy";
 
+/* The require-zero-copy error for a padded buffer whose consumer has not
+ * shown it reads GstVideoMeta. */
+constexpr const char *kLayoutCopyMessage =
+    "The frame is padded, downstream has not shown it reads GstVideoMeta (no video meta in its allocation answer, or "
+    "ANY caps), so it needs a copy into the default layout, and require-zero-copy is set.";
+
 /* True when `buffer`'s planes sit where `info` (the default layout for the
  * caps) puts them, so a reader that ignores GstVideoMeta reads it right. */
 bool has_default_layout(GstBuffer *buffer, const GstVideoInfo *info) {
@@ -86,6 +95,29 @@ bool has_default_layout(GstBuffer *buffer, const GstVideoInfo *info) {
       return false;
   }
   return true;
+}
+
+/* Whether the peer of the source pad answers a caps query with ANY: it has
+ * not said it reads video at all, so it has not proven it reads GstVideoMeta
+ * either, whatever its allocation answer holds. */
+bool downstream_caps_any(GstBaseTransform *trans) {
+  GstCaps *peer = gst_pad_peer_query_caps(trans->srcpad, nullptr);
+  const bool any = !peer || gst_caps_is_any(peer);
+  if (peer)
+    gst_caps_unref(peer);
+  return any;
+}
+
+/* Whether the peer of the source pad lists memory:DMABuf itself (ANY caps
+ * and ANY caps features do not count). */
+bool downstream_names_dmabuf(GstBaseTransform *trans) {
+  GstCaps *peer = gst_pad_peer_query_caps(trans->srcpad, nullptr);
+  bool names = false;
+  for (guint i = 0; peer && i < gst_caps_get_size(peer) && !names; ++i)
+    names = structure_has_dmabuf(peer, i);
+  if (peer)
+    gst_caps_unref(peer);
+  return names;
 }
 
 } // namespace
@@ -135,6 +167,29 @@ static GstCaps *gst_tensor_download_transform_caps(GstBaseTransform *trans, GstP
   return result;
 }
 
+/* Sink caps → source caps: memory:DMABuf only for a downstream whose own
+ * caps name it. A downstream with ANY caps (filesink, a bare appsink) takes
+ * memory:DMABuf by intersection yet reads plain bytes: it gets plain caps. */
+static GstCaps *gst_tensor_download_fixate_caps(GstBaseTransform *trans, GstPadDirection direction, GstCaps *caps,
+                                                GstCaps *othercaps) {
+  if (direction == GST_PAD_SINK && !downstream_names_dmabuf(trans)) {
+    GstCaps *plain = gst_caps_new_empty();
+    for (guint i = 0; i < gst_caps_get_size(othercaps); ++i) {
+      if (!structure_has_dmabuf(othercaps, i))
+        gst_caps_append_structure_full(plain, gst_structure_copy(gst_caps_get_structure(othercaps, i)),
+                                       gst_caps_features_copy(gst_caps_get_features(othercaps, i)));
+    }
+    if (gst_caps_is_empty(plain)) {
+      gst_caps_unref(plain);
+    } else {
+      GST_DEBUG_OBJECT(trans, "downstream does not name memory:DMABuf: plain caps only");
+      gst_caps_unref(othercaps);
+      othercaps = plain;
+    }
+  }
+  return GST_BASE_TRANSFORM_CLASS(gst_tensor_download_parent_class)->fixate_caps(trans, direction, caps, othercaps);
+}
+
 static gboolean gst_tensor_download_set_caps(GstBaseTransform *trans, GstCaps *incaps, GstCaps *outcaps) {
   auto *self = GST_TENSOR_DOWNLOAD(trans);
   if (!GST_BASE_TRANSFORM_CLASS(gst_tensor_download_parent_class)->set_caps(trans, incaps, outcaps))
@@ -158,7 +213,8 @@ static gboolean gst_tensor_download_propose_allocation(GstBaseTransform *trans, 
 
 static gboolean gst_tensor_download_decide_allocation(GstBaseTransform *trans, GstQuery *query) {
   auto *self = GST_TENSOR_DOWNLOAD(trans);
-  self->downstream_video_meta = gst_query_find_allocation_meta(query, GST_VIDEO_META_API_TYPE, nullptr);
+  self->downstream_video_meta =
+      gst_query_find_allocation_meta(query, GST_VIDEO_META_API_TYPE, nullptr) && !downstream_caps_any(trans);
   GST_DEBUG_OBJECT(self, "downstream %s GstVideoMeta", self->downstream_video_meta ? "reads" : "does not read");
   return TRUE;
 }
@@ -167,7 +223,7 @@ static GstFlowReturn gst_tensor_download_prepare_output_buffer(GstBaseTransform 
                                                                GstBuffer **outbuf) {
   auto *self = GST_TENSOR_DOWNLOAD(trans);
   const GstVideoInfo *info = gst_tensor_transform_get_info(GST_TENSOR_TRANSFORM(self));
-  GstFlowReturn check = gst_tensor_transform_check_layout(GST_TENSOR_TRANSFORM(self), inbuf);
+  GstFlowReturn check = gst_tensor_mem_element_validate_buffer(GST_ELEMENT(self), inbuf, info);
   if (check != GST_FLOW_OK)
     return check;
   if (self->output_dmabuf) {
@@ -193,7 +249,7 @@ static GstFlowReturn gst_tensor_download_prepare_output_buffer(GstBaseTransform 
     return GST_FLOW_OK;
   }
   const GstFlowReturn ret = gst_tensor_transform_allow_copy(
-      GST_TENSOR_TRANSFORM(self), inbuf, pbo ? kPboCopyMessage : nullptr, pbo ? kPboCopyDetail : nullptr);
+      GST_TENSOR_TRANSFORM(self), inbuf, pbo ? kPboCopyMessage : kLayoutCopyMessage, pbo ? kPboCopyDetail : nullptr);
   if (ret != GST_FLOW_OK)
     return ret;
   *outbuf = gst_buffer_new_allocate(nullptr, GST_VIDEO_INFO_SIZE(info), nullptr);
@@ -220,6 +276,7 @@ static void gst_tensor_download_class_init(GstTensorMemDownloadClass *klass) {
   gst_element_class_add_static_pad_template(element_class, &src_template);
 
   trans_class->transform_caps = gst_tensor_download_transform_caps;
+  trans_class->fixate_caps = gst_tensor_download_fixate_caps;
   trans_class->set_caps = gst_tensor_download_set_caps;
   trans_class->propose_allocation = gst_tensor_download_propose_allocation;
   trans_class->decide_allocation = gst_tensor_download_decide_allocation;

@@ -32,6 +32,7 @@
 #include "gsttensorinspect.h"
 
 #include <gst/tensormem/gsttensorcudameta.h>
+#include <gst/tensormem/gsttensormemvalidate.h>
 #include <gst/video/video.h>
 
 #include <tensormem/cuda_runtime.hpp>
@@ -148,11 +149,10 @@ bool read_cuda(GstTensorMemInspect *self, GstBuffer *buffer, GstTensorMemCudaMet
     return false;
   }
 
+  // inspect_ip validated the buffer: the planes fit it, with strides that cover a row.
   const GstVideoInfo *info = &self->info;
   GstVideoMeta *vmeta = gst_buffer_get_video_meta(buffer);
   const guint n_planes = GST_VIDEO_INFO_N_PLANES(info);
-  if (vmeta && vmeta->n_planes != n_planes)
-    return false;
   Stats out;
   for (guint p = 0; p < n_planes; ++p) {
     const gsize offset = vmeta ? vmeta->offset[p] : GST_VIDEO_INFO_PLANE_OFFSET(info, p);
@@ -160,8 +160,6 @@ bool read_cuda(GstTensorMemInspect *self, GstBuffer *buffer, GstTensorMemCudaMet
     gsize row_bytes;
     guint rows;
     plane_extent(info, p, &row_bytes, &rows);
-    if (stride <= 0 || static_cast<gsize>(stride) < row_bytes || rows == 0)
-      return false;
     const gsize end = offset + static_cast<gsize>(rows - 1) * static_cast<gsize>(stride) + row_bytes;
     if (offset > size || end > size) {
       GST_INFO_OBJECT(self, "plane %u ends at %" G_GSIZE_FORMAT " past the %" G_GSIZE_FORMAT " CUDA bytes", p, end,
@@ -179,6 +177,9 @@ GstFlowReturn inspect_ip(GstTensorMemInspect *self, GstBuffer *buffer) {
     GST_ELEMENT_ERROR(self, CORE, NEGOTIATION, ("No video caps before the first buffer"), (nullptr));
     return GST_FLOW_NOT_NEGOTIATED;
   }
+  const GstFlowReturn valid = gst_tensor_mem_element_validate_buffer(GST_ELEMENT(self), buffer, &self->info);
+  if (valid != GST_FLOW_OK)
+    return valid;
   Stats stats;
   const char *path = nullptr;
   if (GstTensorMemCudaMeta *meta = gst_buffer_get_tensor_cuda_meta(buffer)) {
@@ -277,10 +278,8 @@ static gboolean gst_tensor_inspect_stop(GstBaseTransform *trans) {
 static gboolean gst_tensor_inspect_set_caps(GstBaseTransform *trans, GstCaps *incaps, GstCaps *) {
   auto *self = GST_TENSOR_INSPECT(trans);
   GstVideoInfo info;
-  if (!gst_video_info_from_caps(&info, incaps)) {
-    GST_WARNING_OBJECT(self, "not video caps: %" GST_PTR_FORMAT, incaps);
+  if (!gst_tensor_mem_element_video_info_from_caps(GST_ELEMENT(self), &info, incaps))
     return FALSE;
-  }
   self->info = info;
   self->have_info = TRUE;
   return TRUE;

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "gsttensortransform.h"
 
+#include <gst/tensormem/gsttensormemvalidate.h>
+
 GST_DEBUG_CATEGORY_STATIC(gst_tensor_transform_debug);
 #define GST_CAT_DEFAULT gst_tensor_transform_debug
 
@@ -60,10 +62,9 @@ static void gst_tensor_transform_get_property(GObject *object, guint prop_id, GV
 static gboolean gst_tensor_transform_set_caps(GstBaseTransform *trans, GstCaps *incaps, GstCaps *outcaps) {
   auto *self = GST_TENSOR_TRANSFORM(trans);
   GstVideoInfo in_info, out_info;
-  if (!gst_video_info_from_caps(&in_info, incaps) || !gst_video_info_from_caps(&out_info, outcaps)) {
-    GST_WARNING_OBJECT(self, "caps %" GST_PTR_FORMAT " -> %" GST_PTR_FORMAT " are not raw video", incaps, outcaps);
+  if (!gst_tensor_mem_element_video_info_from_caps(GST_ELEMENT(self), &in_info, incaps) ||
+      !gst_tensor_mem_element_video_info_from_caps(GST_ELEMENT(self), &out_info, outcaps))
     return FALSE;
-  }
   if (!gst_video_info_is_equal(&in_info, &out_info)) {
     GST_WARNING_OBJECT(self, "input %" GST_PTR_FORMAT " and output %" GST_PTR_FORMAT " differ", incaps, outcaps);
     return FALSE;
@@ -192,63 +193,6 @@ void gst_tensor_transform_count_buffer(GstTensorMemTransform *self, gsize copied
   if (copied_bytes > 0)
     GST_DEBUG_OBJECT(self, "copied a %" G_GSIZE_FORMAT "-byte frame, %" G_GUINT64_FORMAT " bytes so far", copied_bytes,
                      total);
-}
-
-GstFlowReturn gst_tensor_transform_check_layout(GstTensorMemTransform *self, GstBuffer *inbuf) {
-  const GstVideoInfo *info = &get_priv(self)->info;
-  const gsize buffer_size = gst_buffer_get_size(inbuf);
-  const GstVideoMeta *meta = gst_buffer_get_video_meta(inbuf);
-  if (!meta) {
-    if (buffer_size < GST_VIDEO_INFO_SIZE(info)) {
-      GST_ELEMENT_ERROR(self, STREAM, FAILED, ("The input buffer is smaller than a frame."),
-                        ("buffer size %" G_GSIZE_FORMAT " is smaller than the %" G_GSIZE_FORMAT
-                         "-byte %dx%d %s frame the caps describe (and there is no GstVideoMeta)",
-                         buffer_size, GST_VIDEO_INFO_SIZE(info), GST_VIDEO_INFO_WIDTH(info),
-                         GST_VIDEO_INFO_HEIGHT(info), GST_VIDEO_INFO_NAME(info)));
-      return GST_FLOW_ERROR;
-    }
-    return GST_FLOW_OK;
-  }
-  if (meta->format != GST_VIDEO_INFO_FORMAT(info) || meta->width != static_cast<guint>(GST_VIDEO_INFO_WIDTH(info)) ||
-      meta->height != static_cast<guint>(GST_VIDEO_INFO_HEIGHT(info)) ||
-      meta->n_planes != GST_VIDEO_INFO_N_PLANES(info)) {
-    GST_ELEMENT_ERROR(self, STREAM, FAILED, ("The input's GstVideoMeta does not match the caps."),
-                      ("GstVideoMeta format/width/height/n_planes %s/%u/%u/%u, caps %s/%d/%d/%u",
-                       gst_video_format_to_string(meta->format), meta->width, meta->height, meta->n_planes,
-                       GST_VIDEO_INFO_NAME(info), GST_VIDEO_INFO_WIDTH(info), GST_VIDEO_INFO_HEIGHT(info),
-                       GST_VIDEO_INFO_N_PLANES(info)));
-    return GST_FLOW_ERROR;
-  }
-  const GstVideoFormatInfo *finfo = info->finfo;
-  for (guint p = 0; p < meta->n_planes; ++p) {
-    gint comp[GST_VIDEO_MAX_COMPONENTS];
-    gst_video_format_info_component(finfo, p, comp);
-    const guint64 row = static_cast<guint64>(GST_VIDEO_FORMAT_INFO_SCALE_WIDTH(finfo, comp[0], meta->width)) *
-                        static_cast<guint64>(GST_VIDEO_FORMAT_INFO_PSTRIDE(finfo, comp[0]));
-    const guint64 rows = static_cast<guint64>(GST_VIDEO_FORMAT_INFO_SCALE_HEIGHT(finfo, comp[0], meta->height));
-    const gint stride = meta->stride[p];
-    if (stride < 0 || static_cast<guint64>(stride) < row) {
-      GST_ELEMENT_ERROR(self, STREAM, FAILED, ("The input's GstVideoMeta has a stride smaller than a row."),
-                        ("GstVideoMeta stride[%u] = %d is smaller than the %" G_GUINT64_FORMAT
-                         "-byte row of plane %u (%s, width %u)",
-                         p, stride, row, p, GST_VIDEO_INFO_NAME(info), meta->width));
-      return GST_FLOW_ERROR;
-    }
-    // rows >= 1 and stride < 2^31: the span below fits 64 bits; the offset may not.
-    const guint64 span = static_cast<guint64>(stride) * (rows - 1) + row;
-    guint64 end;
-    if (__builtin_add_overflow(static_cast<guint64>(meta->offset[p]), span, &end))
-      end = G_MAXUINT64;
-    if (end > buffer_size) {
-      GST_ELEMENT_ERROR(self, STREAM, FAILED, ("The input's GstVideoMeta places a plane past the end of the buffer."),
-                        ("GstVideoMeta plane %u (offset[%u] = %" G_GSIZE_FORMAT ", stride[%u] = %d, %" G_GUINT64_FORMAT
-                         " rows of %" G_GUINT64_FORMAT " bytes) ends at byte %" G_GUINT64_FORMAT
-                         ", past the end of the %" G_GSIZE_FORMAT "-byte buffer",
-                         p, p, meta->offset[p], p, stride, rows, row, end, buffer_size));
-      return GST_FLOW_ERROR;
-    }
-  }
-  return GST_FLOW_OK;
 }
 
 gboolean gst_tensor_transform_caps_has_feature(GstCaps *caps, guint i, const char *feature) {

@@ -36,13 +36,6 @@ void gst_tensor_transform_copy_metadata(GstTensorMemTransform *self, GstBuffer *
  * counts there. */
 void gst_tensor_transform_count_buffer(GstTensorMemTransform *self, gsize copied_bytes);
 
-/* Checks that `inbuf` holds the frame the caps describe: with a GstVideoMeta,
- * that the meta matches the caps' format and size, that every plane stride
- * covers a row and every plane ends inside the buffer; without one, that the
- * buffer holds the default layout. Posts an element error naming the field
- * and the numbers and returns GST_FLOW_ERROR otherwise. */
-GstFlowReturn gst_tensor_transform_check_layout(GstTensorMemTransform *self, GstBuffer *inbuf);
-
 /* Whether structure `i` of `caps` lists `feature` among its caps features;
  * FALSE for NULL, empty or ANY caps, past the last structure and for ANY
  * caps features. */

@@ -53,6 +53,7 @@
 #include <gst/tensormem/gsttensorformat.h>
 #include <gst/tensormem/gsttensorglcontext.h>
 #include <gst/tensormem/gsttensormemory.h>
+#include <gst/tensormem/gsttensormemvalidate.h>
 #include <gst/tensormem/gsttensorpbo.h>
 #include <gst/tensormem/gsttensoruploader.h>
 
@@ -353,10 +354,12 @@ static gboolean gst_tensor_upload_decide_allocation(GstBaseTransform *trans, Gst
 static GstFlowReturn gst_tensor_upload_prepare_output_buffer(GstBaseTransform *trans, GstBuffer *inbuf,
                                                              GstBuffer **outbuf) {
   auto *self = GST_TENSOR_UPLOAD(trans);
-  GstFlowReturn ret = gst_tensor_transform_check_layout(GST_TENSOR_TRANSFORM(self), inbuf);
-  if (ret != GST_FLOW_OK)
-    return ret;
   gst_tensormem::UploadContext ctx = upload_context(self);
+  GstFlowReturn ret = gst_tensor_mem_element_validate_buffer(GST_ELEMENT(self), inbuf, ctx.info);
+  if (ret != GST_FLOW_OK) {
+    release_context(ctx);
+    return ret;
+  }
   const gst_tensormem::UploadMethod &method = gst_tensormem::upload_method_for(ctx, inbuf);
   if (method.copies)
     ret = gst_tensor_transform_allow_copy(

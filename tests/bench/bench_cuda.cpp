@@ -10,7 +10,7 @@
 //
 // Usage (N scales every loop, default 500; best of BATCHES, default 3):
 //   meson test -C build --benchmark cuda   (sets the environment), or
-//   TENSORMEM_CUDART=build/tests/fakes/libfakecudart.so GST_PLUGIN_PATH=build/gst/plugin
+//   TENSORMEM_CUDART=build/tests/fakes/libfakecudart.so FAKE_CUDART_ACCEPT_DMABUF=1 GST_PLUGIN_PATH=build/gst/plugin
 //     TENSORMEM_DMABUF_SOURCE=memfd build/tests/bench/bench-cuda [N [BATCHES]]
 #include "bench_util.hpp"
 

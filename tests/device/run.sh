@@ -86,7 +86,7 @@ fi
 
 # The real runtime, not a fake: the loader searches its default names, so
 # the toolkit's library directory must be on the search path.
-unset TENSORMEM_CUDART FAKE_CUDART_FAIL FAKE_CUDART_DEVICE_COUNT
+unset TENSORMEM_CUDART FAKE_CUDART_FAIL FAKE_CUDART_DEVICE_COUNT FAKE_CUDART_ACCEPT_DMABUF
 if ! ldconfig -p | grep -q 'libcudart.so'; then
   for d in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib /usr/local/cuda-*/lib64; do
     if compgen -G "$d/libcudart.so*" >/dev/null; then

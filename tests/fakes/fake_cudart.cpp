@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // A fake CUDA runtime for tests: the entry points libtensormem resolves, with
 // host memory as device memory, every call counted and logged, object
-// balance checked, and any call made to fail on request. See fake_cudart.h.
+// balance checked, and any call made to fail on request. Like a desktop
+// driver it refuses a DMA-BUF or memfd as OpaqueFd external memory unless
+// told to accept one, as Jetson-class drivers do. See fake_cudart.h.
 #include "fake_cudart.h"
 
 #include <algorithm>
@@ -152,6 +154,7 @@ struct State {
   int device_count = 1;
   bool trace = false;
   bool check_balance = false;
+  bool accept_dmabuf = false; // false: a desktop driver (the default)
   int last_import_fd = -1;
   unsigned long violations = 0;
   std::vector<std::string> violation_text;
@@ -226,6 +229,8 @@ void init_locked(State &s) {
     s.trace = v[0] == '1';
   if (const char *v = std::getenv("FAKE_CUDART_CHECK_BALANCE"))
     s.check_balance = v[0] == '1';
+  if (const char *v = std::getenv("FAKE_CUDART_ACCEPT_DMABUF"))
+    s.accept_dmabuf = v[0] == '1';
 }
 
 // Counts and logs the call; returns the injected error (0: run normally).
@@ -537,6 +542,15 @@ FAKE_EXPORT int cudaImportExternalMemory(void **ext_mem, const MemHandleDesc *de
     return kInvalidValue;
   if (static_cast<unsigned long long>(st.st_size) < desc->size)
     return kInvalidValue;
+  // A desktop driver takes as OpaqueFd only memory its own CUDA, Vulkan or
+  // OpenGL exported, and the fake exports none: every fd here is a DMA-BUF
+  // or memfd. The runtime documents that fd as "a valid file descriptor
+  // referencing a memory object", so another kind of fd is a parameter out
+  // of range, cudaErrorInvalidValue (cudaErrorOperatingSystem means an OS
+  // call failed). The fd stays the caller's: ownership moves on success only
+  // (drivers seen closing it anyway, HAZ-43, are FAKE_CUDART_FAIL's closefd).
+  if (!s.accept_dmabuf)
+    return kInvalidValue;
   auto *ext = new ExtMem{desc->handle.fd, static_cast<std::size_t>(desc->size)};
   s.ext_mems[ext] = ext; // the fd is ours now; closed by cudaDestroyExternalMemory
   s.last_import_fd = desc->handle.fd;
@@ -789,6 +803,20 @@ FAKE_EXPORT unsigned long fake_cudart_violations(void) {
   State &s = state();
   std::lock_guard lock(s.mu);
   return s.violations;
+}
+
+FAKE_EXPORT void fake_cudart_set_accept_dmabuf(int accept) {
+  State &s = state();
+  std::lock_guard lock(s.mu);
+  init_locked(s);
+  s.accept_dmabuf = accept != 0;
+}
+
+FAKE_EXPORT int fake_cudart_accepts_dmabuf(void) {
+  State &s = state();
+  std::lock_guard lock(s.mu);
+  init_locked(s);
+  return s.accept_dmabuf ? 1 : 0;
 }
 
 FAKE_EXPORT void fake_cudart_set_device_count(int count) {

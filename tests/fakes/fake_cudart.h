@@ -19,6 +19,13 @@
  *                                an ordering violation ends the process with
  *                                status 97 (a report is printed either way)
  *   FAKE_CUDART_TRACE=1          every call printed to stderr
+ *   FAKE_CUDART_ACCEPT_DMABUF=1  cudaImportExternalMemory(OpaqueFd) takes a
+ *                                DMA-BUF or memfd, as Jetson-class drivers do;
+ *                                unset or 0 (the default): it answers
+ *                                cudaErrorInvalidValue and leaves the fd to the
+ *                                caller, as a desktop driver does. Every test
+ *                                that uses the fake says which one it emulates.
+ *                                (The Windows build refuses every fd import.)
  */
 #ifndef TENSORMEM_TESTS_FAKE_CUDART_H
 #define TENSORMEM_TESTS_FAKE_CUDART_H
@@ -51,6 +58,10 @@ size_t fake_cudart_call_log(char *buf, size_t capacity);
  * was never freed, unregistering a mapped resource, ...). */
 unsigned long fake_cudart_violations(void);
 void fake_cudart_set_device_count(int count);
+/* 1: DMA-BUF/memfd imports succeed (a Jetson-class driver); 0: they are
+ * refused (a desktop driver). Overrides FAKE_CUDART_ACCEPT_DMABUF. */
+void fake_cudart_set_accept_dmabuf(int accept);
+int fake_cudart_accepts_dmabuf(void);
 /* The fd the last successful cudaImportExternalMemory took over (-1 none). */
 int fake_cudart_last_import_fd(void);
 /* Frees every live object without counting it (for tests that leak on

@@ -4,6 +4,7 @@
 #include "../proc_util.hpp"
 #include "test_util.hpp"
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -12,13 +13,15 @@ namespace tmtest {
 inline constexpr GstClockTime kTimeout = 20 * GST_SECOND;
 
 /* What a pipeline run produced: every sample from the appsink named "sink",
- * the bus outcome and tensorupload's copy count (when there is one). */
+ * the bus outcome and the copy counts of the tensorupload named "up" and the
+ * tensordownload named "down" (when there are such elements). */
 struct PipelineRun {
   std::vector<GstSample *> samples;
   bool eos = false;
   std::string error_debug;
   GQuark error_domain = 0;
   guint64 upload_copied = 0;
+  guint64 download_copied = 0;
 
   PipelineRun() = default;
   PipelineRun(const PipelineRun &) = delete;
@@ -40,8 +43,11 @@ inline bool element_available(const char *name) {
 /* Runs `description` to EOS or error and sets it back to NULL, checking
  * that the state change back succeeds. `late_caps`, when given, are set on
  * the capsfilter named "cf" after parsing, so that a bad format reaches the
- * elements at run time instead of failing the link in gst_parse_launch. */
-inline void run_pipeline(const std::string &description, PipelineRun *run, const char *late_caps = nullptr) {
+ * elements at run time instead of failing the link in gst_parse_launch.
+ * `prepare`, when given, sees the parsed pipeline before it starts (to set a
+ * context, or to make an element answer queries). */
+inline void run_pipeline(const std::string &description, PipelineRun *run, const char *late_caps = nullptr,
+                         const std::function<void(GstElement *pipeline)> &prepare = {}) {
   GError *error = nullptr;
   GstElement *pipeline = gst_parse_launch(description.c_str(), &error);
   if (error) {
@@ -61,6 +67,9 @@ inline void run_pipeline(const std::string &description, PipelineRun *run, const
   }
   GstElement *sink = gst_bin_get_by_name(GST_BIN(pipeline), "sink");
   GstElement *upload = gst_bin_get_by_name(GST_BIN(pipeline), "up");
+  GstElement *download = gst_bin_get_by_name(GST_BIN(pipeline), "down");
+  if (prepare)
+    prepare(pipeline);
 
   ASSERT_NE(gst_element_set_state(pipeline, GST_STATE_PLAYING), GST_STATE_CHANGE_FAILURE) << description;
   GstBus *bus = gst_element_get_bus(pipeline);
@@ -92,6 +101,8 @@ inline void run_pipeline(const std::string &description, PipelineRun *run, const
     gst_message_unref(msg);
   if (upload)
     run->upload_copied = tmtest::copied_bytes(upload);
+  if (download)
+    run->download_copied = tmtest::copied_bytes(download);
 
   EXPECT_EQ(gst_element_set_state(pipeline, GST_STATE_NULL), GST_STATE_CHANGE_SUCCESS) << description;
   GstState state = GST_STATE_VOID_PENDING;
@@ -100,6 +111,8 @@ inline void run_pipeline(const std::string &description, PipelineRun *run, const
   gst_object_unref(bus);
   if (upload)
     gst_object_unref(upload);
+  if (download)
+    gst_object_unref(download);
   if (sink)
     gst_object_unref(sink);
   release_pipeline(pipeline);

@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 // tensorcudaimport and tensorinspect in real pipelines against the fake CUDA
 // runtime (TENSORMEM_CUDART points at it; it is also linked here so its
-// control functions are at hand): DMA-BUF (memfd) and PBO (headless GL)
-// memory read through CUDA with the same checksums as the host path, one
-// import per pooled memory, failure injection at every CUDA call on these
-// paths falling back to the host path, and no CUDA object left at the end
-// (FAKE_CUDART_CHECK_BALANCE=1 ends the program with 97 otherwise).
+// control functions are at hand), emulating a Jetson-class driver that
+// imports DMA-BUF (FAKE_CUDART_ACCEPT_DMABUF=1): DMA-BUF (memfd) and PBO
+// (headless GL) memory read through CUDA with the same checksums as the host
+// path, one import per pooled memory, failure injection at every CUDA call on
+// these paths falling back to the host path, and no CUDA object left at the
+// end (FAKE_CUDART_CHECK_BALANCE=1 ends the program with 97 otherwise).
 #include "cuda_pipeline_util.hpp"
 
 #include "fake_cudart.h"
@@ -56,6 +57,10 @@ class CudaPipeline : public ::testing::TestWithParam<Case> {
 protected:
   void SetUp() override {
     ASSERT_TRUE(tensormem::cuda_available()) << tensormem::CudaRuntime::get()->reason();
+    // The DMA-BUF cases need the import to succeed; gst-cuda-desktop-driver
+    // covers the desktop default that refuses it.
+    ASSERT_EQ(fake_cudart_accepts_dmabuf(), 1) << "gst-cuda-pipelines emulates a driver that imports DMA-BUF "
+                                                  "(FAKE_CUDART_ACCEPT_DMABUF=1)";
     if (std::string(GetParam().storage) == "pbo") {
       std::string why;
       if (!gl_usable(&why))

@@ -3,6 +3,7 @@
 // with TENSORMEM_DMABUF_SOURCE=memfd (tests/gst/meson.build), so these work
 // on machines without a DMA heap; the storage code above the source is the
 // same.
+#include "../dma_heap_probe.hpp"
 #include "pipeline_util.hpp"
 
 #include <gst/allocators/gstdmabuf.h>
@@ -364,12 +365,11 @@ TEST(DmaBufPoolAlignment, VideoAlignmentIsHonoured) {
 
 TEST(DmaBufPoolStorage, AutoResolvesToTheStorageTheMachineHas) {
   GstBufferPool *pool = gst_tensor_buffer_pool_new_for_storage(GST_TENSOR_STORAGE_AUTO);
-  const bool heap = g_file_test("/dev/dma_heap/system", G_FILE_TEST_EXISTS) ||
-                    g_file_test("/dev/dma_heap/linux,cma", G_FILE_TEST_EXISTS) ||
-                    g_file_test("/dev/dma_heap/reserved", G_FILE_TEST_EXISTS);
-  if (heap && access("/dev/dma_heap/system", R_OK | W_OK) != 0)
-    GTEST_SKIP() << "a DMA heap exists but this process may not use /dev/dma_heap/system";
-  EXPECT_EQ(gst_tensor_buffer_pool_get_storage(pool), heap ? GST_TENSOR_STORAGE_DMABUF : GST_TENSOR_STORAGE_SYSTEM);
+  // A heap this process may not open is no heap for auto: system memory.
+  const tmtest::DmaHeapProbe heap = tmtest::probe_dma_heap();
+  EXPECT_EQ(gst_tensor_buffer_pool_get_storage(pool),
+            heap.present() ? GST_TENSOR_STORAGE_DMABUF : GST_TENSOR_STORAGE_SYSTEM)
+      << (heap.present() ? heap.node : heap.why);
   gst_object_unref(pool);
   GstBufferPool *plain = gst_tensor_buffer_pool_new();
   EXPECT_EQ(gst_tensor_buffer_pool_get_storage(plain), GST_TENSOR_STORAGE_SYSTEM);
@@ -377,13 +377,14 @@ TEST(DmaBufPoolStorage, AutoResolvesToTheStorageTheMachineHas) {
 }
 
 TEST(DmaBufHeap, AllocatesFromARealHeapWhereOneExists) {
-  if (!g_file_test("/dev/dma_heap", G_FILE_TEST_IS_DIR))
-    GTEST_SKIP() << "no /dev/dma_heap on this machine: the DMA heap source is covered by the lib suite where one exists";
+  // Where a heap node opens, a failed allocation is a failure, not a skip.
+  const tmtest::DmaHeapProbe heap = tmtest::probe_dma_heap();
+  if (!heap.present())
+    GTEST_SKIP() << heap.why;
   tensormem::DmaBufOptions options;
   options.source = tensormem::DmaBufSource::Heap;
   auto storage = DmaBufStorage::allocate(4096, options);
-  if (!storage)
-    GTEST_SKIP() << "no usable DMA heap: " << storage.error().message();
+  ASSERT_TRUE(storage) << heap.node << " opened but: " << storage.error().message();
   GstAllocator *allocator = gst_tensor_dmabuf_allocator_get();
   GstMemory *mem = gst_tensor_dmabuf_allocator_import(allocator, *storage);
   ASSERT_NE(mem, nullptr);

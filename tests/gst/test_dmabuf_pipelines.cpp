@@ -2,6 +2,7 @@
 // Real pipelines through tensorupload storage=dmabuf (memfd-backed here, see
 // tests/gst/meson.build): bytes, copy counts, memory:DMABuf negotiation,
 // storage=auto, strict mode and fd hygiene.
+#include "../dma_heap_probe.hpp"
 #include "pipeline_util.hpp"
 
 #include <gst/allocators/gstdmabuf.h>
@@ -161,11 +162,9 @@ TEST(DmaBufPipeline, StorageAutoPicksWhatTheMachineHas) {
   if (!element_available("videotestsrc") || !element_available("appsink"))
     GTEST_SKIP() << "videotestsrc/appsink not installed";
   const GstTensorMemStorage expected = gst_tensor_storage_resolve(GST_TENSOR_STORAGE_AUTO);
-  EXPECT_EQ(expected,
-            g_file_test("/dev/dma_heap", G_FILE_TEST_IS_DIR) && access("/dev/dma_heap/system", R_OK | W_OK) == 0
-                ? GST_TENSOR_STORAGE_DMABUF
-                : GST_TENSOR_STORAGE_SYSTEM)
-      << "this test assumes /dev/dma_heap/system is the heap when one is usable";
+  const tmtest::DmaHeapProbe heap = tmtest::probe_dma_heap();
+  EXPECT_EQ(expected, heap.present() ? GST_TENSOR_STORAGE_DMABUF : GST_TENSOR_STORAGE_SYSTEM)
+      << (heap.present() ? heap.node : heap.why);
   PipelineRun run;
   ASSERT_NO_FATAL_FAILURE(run_pipeline("videotestsrc " + frames() +
                                            " ! video/x-raw,format=RGBA,width=64,height=48"

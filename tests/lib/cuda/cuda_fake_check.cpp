@@ -3,6 +3,7 @@
 // processes because they are about process exit and first-use parsing:
 //   leak     leaks an imported handle on purpose; with
 //            FAKE_CUDART_CHECK_BALANCE=1 the process must end with status 97
+//            (exactly: meson runs it through tests/expect-status.sh)
 //   envfail  FAKE_CUDART_FAIL makes cudaImportExternalMemory fail (closing
 //            the fd anyway); the import must fail cleanly, exit 0
 //   nodevice FAKE_CUDART_DEVICE_COUNT=0: the process runtime is unavailable
@@ -59,7 +60,10 @@ int main(int argc, char **argv) {
   if (std::strcmp(mode, "leak") == 0) {
     if (!h)
       return 5;
-    new std::shared_ptr<CudaHandle>(std::move(*h)); // never destroyed
+    // Never destroyed, but reachable from a static: a leak checker (LSan in
+    // the ASan run) must not end the process first with its own status.
+    static auto *kept = new std::shared_ptr<CudaHandle>(std::move(*h));
+    (void)kept;
     return 0;
   }
   if (std::strcmp(mode, "envfail") == 0) {

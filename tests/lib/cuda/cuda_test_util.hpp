@@ -31,6 +31,12 @@ inline std::string call_log() {
   return out;
 }
 
+/// Why the DMA-BUF tests of lib-cuda need the fake to import: meson runs
+/// them as on a Jetson-class driver (FAKE_CUDART_ACCEPT_DMABUF=1); the
+/// desktop default is lib-cuda-desktop-driver's.
+inline constexpr const char *kJetsonClassDriver =
+    "lib-cuda emulates a driver that imports DMA-BUF (FAKE_CUDART_ACCEPT_DMABUF=1)";
+
 /// Puts the fake back to a clean slate between tests.
 inline void reset_fake() {
   (void)tensormem::CudaRuntime::get(); // the process runtime's probe is not part of any test's log

@@ -24,7 +24,10 @@ namespace {
 
 class CudaHandleTest : public ::testing::Test {
 protected:
-  void SetUp() override { reset_fake(); }
+  void SetUp() override {
+    reset_fake();
+    ASSERT_EQ(fake_cudart_accepts_dmabuf(), 1) << kJetsonClassDriver;
+  }
   void TearDown() override {
     EXPECT_EQ(fake_cudart_live(nullptr), 0u) << "a CUDA object leaked";
     reset_fake();

@@ -18,7 +18,10 @@ namespace {
 
 class CudaTensor : public ::testing::Test {
 protected:
-  void SetUp() override { reset_fake(); }
+  void SetUp() override {
+    reset_fake();
+    ASSERT_EQ(fake_cudart_accepts_dmabuf(), 1) << kJetsonClassDriver;
+  }
   void TearDown() override {
     EXPECT_EQ(fake_cudart_live(nullptr), 0u);
     reset_fake();

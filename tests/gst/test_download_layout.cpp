@@ -1,0 +1,183 @@
+// SPDX-License-Identifier: Apache-2.0
+// tensordownload hands a consumer that has not shown it reads GstVideoMeta
+// (ANY caps like filesink, or no video meta in its allocation answer) only
+// the default GstVideoInfo layout: the bytes it receives are those of the
+// same pipeline without our elements, although tensorupload storage=dmabuf
+// pads every row to 64 bytes. A consumer that announces the meta still gets
+// the padded buffers without a copy.
+#include "pipeline_util.hpp"
+
+#include <glib/gstdio.h>
+#include <gst/tensormem/tensormem.h>
+
+#include <string>
+#include <vector>
+
+namespace {
+
+using tmtest::PipelineRun;
+using tmtest::run_pipeline;
+
+constexpr guint kFrames = 5;
+// Odd widths: the pool's strides (64-byte aligned) differ from the default
+// ones. RGBA rows have no default padding, so the whole file is defined;
+// RGB rows of 99 bytes are padded to 100 by default, and that padding byte
+// is whatever the producer's memory held (videotestsrc leaves it unset).
+constexpr const char *kRgba33 = "video/x-raw,format=RGBA,width=33,height=17";
+constexpr const char *kRgb33 = "video/x-raw,format=RGB,width=33,height=17";
+
+std::string source(const char *caps) {
+  return "videotestsrc num-buffers=" + std::to_string(kFrames) + " pattern=smpte ! " + caps;
+}
+
+std::string ours(const char *caps, const char *download_props = "") {
+  return source(caps) + " ! tensorupload name=up storage=dmabuf ! tensordownload name=down " + download_props;
+}
+
+std::string read_file(const std::string &path) {
+  gchar *contents = nullptr;
+  gsize length = 0;
+  GError *error = nullptr;
+  if (!g_file_get_contents(path.c_str(), &contents, &length, &error)) {
+    ADD_FAILURE() << path << ": " << error->message;
+    g_error_free(error);
+    return {};
+  }
+  std::string bytes(contents, length);
+  g_free(contents);
+  return bytes;
+}
+
+/* A scratch directory removed with its files at the end of the test. */
+class ScratchDir {
+public:
+  ScratchDir() {
+    GError *error = nullptr;
+    gchar *dir = g_dir_make_tmp("tensormem-layout-XXXXXX", &error);
+    EXPECT_NE(dir, nullptr) << (error ? error->message : "");
+    g_clear_error(&error);
+    path_ = dir ? dir : "";
+    g_free(dir);
+  }
+  ~ScratchDir() {
+    for (const std::string &file : files_)
+      g_unlink(file.c_str());
+    g_rmdir(path_.c_str());
+  }
+  std::string file(const char *name) {
+    files_.push_back(path_ + "/" + name);
+    return files_.back();
+  }
+
+private:
+  std::string path_;
+  std::vector<std::string> files_;
+};
+
+/* The plain bytes a reader that ignores GstVideoMeta sees in `buffer`. */
+std::string buffer_bytes(GstBuffer *buffer) {
+  GstMapInfo map;
+  if (!gst_buffer_map(buffer, &map, GST_MAP_READ)) {
+    ADD_FAILURE() << "cannot map the buffer";
+    return {};
+  }
+  std::string bytes(reinterpret_cast<const char *>(map.data), map.size);
+  gst_buffer_unmap(buffer, &map);
+  return bytes;
+}
+
+TEST(DownloadLayout, FilesinkWritesTheBytesOfThePipelineWithoutOurElements) {
+  ScratchDir dir;
+  const std::string plain_file = dir.file("plain.raw"), ours_file = dir.file("ours.raw");
+  PipelineRun plain, run;
+  ASSERT_NO_FATAL_FAILURE(run_pipeline(source(kRgba33) + " ! filesink location=" + plain_file, &plain));
+  ASSERT_NO_FATAL_FAILURE(run_pipeline(ours(kRgba33) + " ! filesink location=" + ours_file, &run));
+  ASSERT_TRUE(plain.eos) << plain.error_debug;
+  ASSERT_TRUE(run.eos) << run.error_debug;
+  const GstVideoInfo info = tmtest::info_from_string(kRgba33);
+  const std::string expected = read_file(plain_file), got = read_file(ours_file);
+  ASSERT_EQ(expected.size(), kFrames * GST_VIDEO_INFO_SIZE(&info));
+  ASSERT_EQ(got.size(), expected.size()) << "filesink received padded rows";
+  EXPECT_TRUE(got == expected) << "the bytes differ from the pipeline without tensorupload/tensordownload";
+  EXPECT_EQ(run.upload_copied, 0u) << "videotestsrc writes into the DMA-BUF pool";
+  EXPECT_EQ(run.download_copied, kFrames * GST_VIDEO_INFO_SIZE(&info)) << "each padded frame copied once, counted";
+}
+
+TEST(DownloadLayout, AppsinkWithAnyCapsGetsTheDefaultLayout) {
+  PipelineRun plain, run;
+  ASSERT_NO_FATAL_FAILURE(run_pipeline(source(kRgb33) + " ! appsink name=sink sync=false", &plain));
+  ASSERT_NO_FATAL_FAILURE(run_pipeline(ours(kRgb33) + " ! appsink name=sink sync=false", &run));
+  ASSERT_TRUE(plain.eos) << plain.error_debug;
+  ASSERT_TRUE(run.eos) << run.error_debug;
+  ASSERT_EQ(plain.samples.size(), kFrames);
+  ASSERT_EQ(run.samples.size(), kFrames);
+  const GstVideoInfo info = tmtest::info_from_string(kRgb33);
+  const gsize stride = GST_VIDEO_INFO_PLANE_STRIDE(&info, 0), row = 33 * 3;
+  for (guint i = 0; i < kFrames; ++i) {
+    GstBuffer *buffer = gst_sample_get_buffer(run.samples[i]);
+    const std::string expected = buffer_bytes(gst_sample_get_buffer(plain.samples[i]));
+    const std::string got = buffer_bytes(buffer);
+    ASSERT_EQ(got.size(), expected.size()) << "frame " << i;
+    // Every picture byte where the default layout puts it; the padding byte
+    // after each row is undefined in both pipelines.
+    for (guint y = 0; y < GST_VIDEO_INFO_HEIGHT(&info); ++y)
+      ASSERT_EQ(got.compare(y * stride, row, expected, y * stride, row), 0) << "frame " << i << " row " << y;
+    const GstVideoMeta *meta = gst_buffer_get_video_meta(buffer);
+    if (meta)
+      EXPECT_EQ(meta->stride[0], static_cast<gint>(stride)) << "a meta, if any, must describe the default layout";
+  }
+  EXPECT_EQ(run.download_copied, kFrames * GST_VIDEO_INFO_SIZE(&info));
+}
+
+/* Makes the appsink named "sink" answer allocation queries with the video
+ * meta, as a consumer that reads GstVideoMeta does. */
+void announce_video_meta(GstElement *pipeline) {
+  GstElement *sink = gst_bin_get_by_name(GST_BIN(pipeline), "sink");
+  GstPad *pad = gst_element_get_static_pad(sink, "sink");
+  gst_pad_add_probe(
+      pad, GST_PAD_PROBE_TYPE_QUERY_DOWNSTREAM,
+      [](GstPad *, GstPadProbeInfo *info, gpointer) {
+        GstQuery *query = GST_PAD_PROBE_INFO_QUERY(info);
+        if (GST_QUERY_TYPE(query) != GST_QUERY_ALLOCATION)
+          return GST_PAD_PROBE_OK;
+        gst_query_add_allocation_meta(query, GST_VIDEO_META_API_TYPE, nullptr);
+        GST_PAD_PROBE_INFO_DATA(info) = query;
+        return GST_PAD_PROBE_HANDLED;
+      },
+      nullptr, nullptr);
+  gst_object_unref(pad);
+  gst_object_unref(sink);
+}
+
+TEST(DownloadLayout, AConsumerThatAnnouncesVideoMetaGetsThePaddedBuffersWithoutACopy) {
+  PipelineRun plain, run;
+  ASSERT_NO_FATAL_FAILURE(run_pipeline(source(kRgb33) + " ! appsink name=sink sync=false", &plain));
+  ASSERT_NO_FATAL_FAILURE(
+      run_pipeline(ours(kRgb33, "require-zero-copy=true") + " ! appsink name=sink sync=false caps=video/x-raw", &run,
+                   nullptr, announce_video_meta));
+  ASSERT_TRUE(plain.eos) << plain.error_debug;
+  ASSERT_TRUE(run.eos) << run.error_debug;
+  ASSERT_EQ(run.samples.size(), kFrames);
+  EXPECT_EQ(run.download_copied, 0u);
+  const GstVideoInfo info = tmtest::info_from_string(kRgb33);
+  for (guint i = 0; i < kFrames; ++i) {
+    GstBuffer *buffer = gst_sample_get_buffer(run.samples[i]);
+    const GstVideoMeta *meta = gst_buffer_get_video_meta(buffer);
+    ASSERT_NE(meta, nullptr);
+    EXPECT_EQ(meta->stride[0] % GST_TENSOR_BUFFER_POOL_STRIDE_ALIGN, 0) << "the pool's padded layout, not a copy";
+    EXPECT_TRUE(tmtest::frames_equal(gst_sample_get_buffer(plain.samples[i]), buffer, &info)) << "frame " << i;
+  }
+}
+
+TEST(DownloadLayout, RequireZeroCopyRefusesTheCopyForAConsumerWithAnyCaps) {
+  PipelineRun run;
+  ASSERT_NO_FATAL_FAILURE(
+      run_pipeline(ours(kRgb33, "require-zero-copy=true") + " ! appsink name=sink sync=false", &run));
+  EXPECT_FALSE(run.eos);
+  EXPECT_EQ(run.error_domain, GST_STREAM_ERROR);
+  EXPECT_NE(run.error_debug.find("has not shown it reads GstVideoMeta"), std::string::npos) << run.error_debug;
+  EXPECT_NE(run.error_debug.find("require-zero-copy"), std::string::npos) << run.error_debug;
+  EXPECT_EQ(run.download_copied, 0u);
+}
+
+} // namespace
