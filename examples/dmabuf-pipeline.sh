@@ -53,5 +53,5 @@ fi
 pipeline="$source ! tensorupload storage=dmabuf require-zero-copy=true ! video/x-raw(memory:DMABuf) ! tensordownload ! fakesink"
 echo "gst-launch-1.0 $pipeline"
 # shellcheck disable=SC2086
-GST_DEBUG_NO_COLOR=1 GST_DEBUG=${GST_DEBUG:-tensortransform:4,tensorupload:4} gst-launch-1.0 -q $pipeline 2>&1 |
+GST_DEBUG_NO_COLOR=1 GST_DEBUG=${GST_DEBUG:-tensormemtransform:4,tensorupload:4} gst-launch-1.0 -q $pipeline 2>&1 |
   grep -E 'summary|storage=|ERROR|error' | sed -E 's/^.*<([a-z]+)[0-9]*> */\1: /'

@@ -52,7 +52,7 @@ static guint32 checksum(const guint8 *data, gsize len) {
  * that asks, before gst_tensor_gl_worker_ensure() goes on to start a worker of
  * its own. */
 static GstBusSyncReply on_bus_sync(GstBus *bus, GstMessage *msg, gpointer user_data) {
-  GstTensorGlWorker *worker = user_data;
+  GstTensorMemGlWorker *worker = user_data;
   const gchar *type = NULL;
   (void)bus;
   if (GST_MESSAGE_TYPE(msg) == GST_MESSAGE_NEED_CONTEXT && gst_message_parse_context_type(msg, &type) &&
@@ -66,7 +66,7 @@ static GstBusSyncReply on_bus_sync(GstBus *bus, GstMessage *msg, gpointer user_d
 }
 
 /* Looks at one pulled sample. Returns FALSE after printing why. */
-static gboolean check_sample(GstSample *sample, guint index, GstTensorGlWorker *expected_worker) {
+static gboolean check_sample(GstSample *sample, guint index, GstTensorMemGlWorker *expected_worker) {
   GstBuffer *buffer = gst_sample_get_buffer(sample);
   GstCaps *caps = gst_sample_get_caps(sample);
   GstVideoInfo vinfo;
@@ -89,7 +89,7 @@ static gboolean check_sample(GstSample *sample, guint index, GstTensorGlWorker *
             mem->allocator ? GST_OBJECT_NAME(mem->allocator) : "(none)");
     return FALSE;
   }
-  GstTensorGlWorker *worker = gst_tensor_pbo_memory_get_gl_worker(mem);
+  GstTensorMemGlWorker *worker = gst_tensor_pbo_memory_get_gl_worker(mem);
   if (expected_worker && worker != expected_worker) {
     fprintf(stderr, "sample %u: the PBO belongs to another GL worker than the application's\n", index);
     return FALSE;
@@ -126,7 +126,7 @@ static gboolean check_sample(GstSample *sample, guint index, GstTensorGlWorker *
 
 static int run(WorkerMode mode, guint num_buffers, guint width, guint height) {
   GError *error = NULL;
-  GstTensorGlWorker *worker = NULL;
+  GstTensorMemGlWorker *worker = NULL;
   if (mode != WORKER_AUTO) {
     worker = gst_tensor_gl_worker_new(&error);
     if (!worker) {

@@ -35,7 +35,7 @@ run() {
   echo "demo: gst-launch-1.0 $pipeline"
   local start end
   start=$(date +%s.%N)
-  if ! GST_DEBUG="tensortransform:4,tensorupload:4" GST_DEBUG_NO_COLOR=1 gst-launch-1.0 -e $pipeline >"$log" 2>&1; then
+  if ! GST_DEBUG="tensormemtransform:4,tensorupload:4" GST_DEBUG_NO_COLOR=1 gst-launch-1.0 -e $pipeline >"$log" 2>&1; then
     cat "$log"
     echo "demo: the storage=$storage pipeline failed"
     return 1

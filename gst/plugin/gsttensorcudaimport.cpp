@@ -6,15 +6,15 @@
  * Gives CUDA access to tensor memory: for each buffer whose single memory is
  * DMA-BUF tensor memory (imported as CUDA external memory) or OpenGL PBO
  * tensor memory (registered with CUDA on the memory's GL worker), it attaches
- * a #GstTensorCudaMeta. The CUDA handle is cached on the memory, so a pooled
- * buffer is imported once, not once per frame (#GstTensorCudaImport:imports
+ * a #GstTensorMemCudaMeta. The CUDA handle is cached on the memory, so a pooled
+ * buffer is imported once, not once per frame (#GstTensorMemCudaImport:imports
  * counts the imports made).
  *
  * The bytes are never touched or copied. When CUDA is unavailable (no
  * runtime, no device, no driver) buffers pass through without a meta after
- * ONE element warning, and #GstTensorCudaImport:cuda-available is %FALSE.
+ * ONE element warning, and #GstTensorMemCudaImport:cuda-available is %FALSE.
  * An import that fails also degrades to passing the buffer through without a
- * meta (one warning per cause). With #GstTensorCudaImport:require-cuda set,
+ * meta (one warning per cause). With #GstTensorMemCudaImport:require-cuda set,
  * either case is an element error instead.
  *
  * ## Example launch line
@@ -40,7 +40,7 @@
 GST_DEBUG_CATEGORY_STATIC(gst_tensor_cuda_import_debug);
 #define GST_CAT_DEFAULT gst_tensor_cuda_import_debug
 
-struct _GstTensorCudaImport {
+struct _GstTensorMemCudaImport {
   GstBaseTransform parent;
   gboolean require_cuda; // object lock
   guint64 imports;       // object lock
@@ -68,7 +68,7 @@ std::string cause_of(const tensormem::Error &e) {
 
 /* Without CUDA for `buffer`: an element error under require-cuda, otherwise
  * one warning per cause and the buffer passes without a meta. */
-GstFlowReturn no_cuda(GstTensorCudaImport *self, GstBuffer *buffer, const std::string &cause,
+GstFlowReturn no_cuda(GstTensorMemCudaImport *self, GstBuffer *buffer, const std::string &cause,
                       const std::string &detail) {
   GST_OBJECT_LOCK(self);
   const gboolean strict = self->require_cuda;
@@ -79,15 +79,14 @@ GstFlowReturn no_cuda(GstTensorCudaImport *self, GstBuffer *buffer, const std::s
     return GST_FLOW_ERROR;
   }
   if (!self->warned || self->warned->insert(cause).second) {
-    GST_ELEMENT_WARNING(self, RESOURCE, FAILED, ("Buffers pass through without CUDA access"),
-                        ("%s", detail.c_str()));
+    GST_ELEMENT_WARNING(self, RESOURCE, FAILED, ("Buffers pass through without CUDA access"), ("%s", detail.c_str()));
   } else {
     GST_LOG_OBJECT(self, "no CUDA access again: %s", detail.c_str());
   }
   return GST_FLOW_OK;
 }
 
-GstFlowReturn import_ip(GstTensorCudaImport *self, GstBuffer *buffer) {
+GstFlowReturn import_ip(GstTensorMemCudaImport *self, GstBuffer *buffer) {
   // CUDA maps the memory's fd: a memory longer than its fd must not get there.
   const GstFlowReturn valid = gst_tensor_mem_element_validate_buffer(GST_ELEMENT(self), buffer, &self->info);
   if (valid != GST_FLOW_OK)
@@ -102,10 +101,10 @@ GstFlowReturn import_ip(GstTensorCudaImport *self, GstBuffer *buffer) {
                    "a buffer of " + std::to_string(gst_buffer_n_memory(buffer)) +
                        " memories (CUDA import takes buffers of one tensor memory)");
   GstMemory *mem = gst_buffer_peek_memory(buffer, 0);
-  if (!gst_is_tensor_dmabuf_memory(mem) && !gst_is_tensor_pbo_memory(mem))
+  if (!gst_is_tensor_memory(mem))
     return no_cuda(self, buffer, "memory-kind",
                    std::string("memory from allocator ") + (mem->allocator ? mem->allocator->mem_type : "(none)") +
-                       " is neither DMA-BUF nor PBO tensor memory");
+                       " is not tensor memory");
   gboolean imported = FALSE;
   tensormem::Result<std::shared_ptr<tensormem::CudaHandle>> handle = gst_tensor_memory_import_cuda(mem, &imported);
   if (!handle)
@@ -124,7 +123,7 @@ GstFlowReturn import_ip(GstTensorCudaImport *self, GstBuffer *buffer) {
 
 } // namespace
 
-G_DEFINE_TYPE(GstTensorCudaImport, gst_tensor_cuda_import, GST_TYPE_BASE_TRANSFORM)
+G_DEFINE_TYPE(GstTensorMemCudaImport, gst_tensor_cuda_import, GST_TYPE_BASE_TRANSFORM)
 
 static void gst_tensor_cuda_import_finalize(GObject *object) {
   auto *self = GST_TENSOR_CUDA_IMPORT(object);
@@ -141,8 +140,7 @@ static void gst_tensor_cuda_import_set_property(GObject *object, guint prop_id, 
     self->require_cuda = g_value_get_boolean(value);
     GST_OBJECT_UNLOCK(self);
     break;
-  default:
-    G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
+  default: G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
   }
 }
 
@@ -168,8 +166,7 @@ static void gst_tensor_cuda_import_get_property(GObject *object, guint prop_id, 
     g_value_set_uint64(value, self->imports);
     GST_OBJECT_UNLOCK(self);
     break;
-  default:
-    G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
+  default: G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
   }
 }
 
@@ -206,7 +203,7 @@ static GstFlowReturn gst_tensor_cuda_import_transform_ip(GstBaseTransform *trans
   return GST_FLOW_ERROR;
 }
 
-static void gst_tensor_cuda_import_class_init(GstTensorCudaImportClass *klass) {
+static void gst_tensor_cuda_import_class_init(GstTensorMemCudaImportClass *klass) {
   GObjectClass *gobject_class = G_OBJECT_CLASS(klass);
   GstElementClass *element_class = GST_ELEMENT_CLASS(klass);
   GstBaseTransformClass *trans_class = GST_BASE_TRANSFORM_CLASS(klass);
@@ -223,19 +220,20 @@ static void gst_tensor_cuda_import_class_init(GstTensorCudaImportClass *klass) {
                            FALSE, static_cast<GParamFlags>(G_PARAM_READABLE | G_PARAM_STATIC_STRINGS)));
   g_object_class_install_property(
       gobject_class, PROP_REQUIRE_CUDA,
-      g_param_spec_boolean("require-cuda", "Require CUDA",
-                           "Post an element error instead of passing a buffer through without CUDA access", FALSE,
-                           static_cast<GParamFlags>(G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
-                                                    GST_PARAM_MUTABLE_READY)));
+      g_param_spec_boolean(
+          "require-cuda", "Require CUDA",
+          "Post an element error instead of passing a buffer through without CUDA access", FALSE,
+          static_cast<GParamFlags>(G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY)));
   g_object_class_install_property(
       gobject_class, PROP_IMPORTS,
-      g_param_spec_uint64("imports", "Imports", "CUDA imports made (one per distinct memory; pooled memories reuse theirs)",
-                          0, G_MAXUINT64, 0, static_cast<GParamFlags>(G_PARAM_READABLE | G_PARAM_STATIC_STRINGS)));
+      g_param_spec_uint64("imports", "Imports",
+                          "CUDA imports made (one per distinct memory; pooled memories reuse theirs)", 0, G_MAXUINT64,
+                          0, static_cast<GParamFlags>(G_PARAM_READABLE | G_PARAM_STATIC_STRINGS)));
 
   gst_element_class_add_static_pad_template(element_class, &sink_template);
   gst_element_class_add_static_pad_template(element_class, &src_template);
   gst_element_class_set_static_metadata(element_class, "Tensor CUDA import", "Filter/Video/Hardware",
-                                        "Attaches CUDA device access (GstTensorCudaMeta) to DMA-BUF and PBO tensor "
+                                        "Attaches CUDA device access (GstTensorMemCudaMeta) to DMA-BUF and PBO tensor "
                                         "memory, importing each memory once",
                                         "gst-tensormem developers");
 
@@ -248,7 +246,7 @@ static void gst_tensor_cuda_import_class_init(GstTensorCudaImportClass *klass) {
   GST_DEBUG_CATEGORY_INIT(gst_tensor_cuda_import_debug, "tensorcudaimport", 0, "Tensor CUDA import");
 }
 
-static void gst_tensor_cuda_import_init(GstTensorCudaImport *self) {
+static void gst_tensor_cuda_import_init(GstTensorMemCudaImport *self) {
   self->require_cuda = FALSE;
   self->imports = 0;
   self->warned = new (std::nothrow) std::set<std::string>(); // never throws out of instance_init

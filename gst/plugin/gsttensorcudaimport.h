@@ -7,6 +7,6 @@
 G_BEGIN_DECLS
 
 #define GST_TYPE_TENSOR_CUDA_IMPORT (gst_tensor_cuda_import_get_type())
-G_DECLARE_FINAL_TYPE(GstTensorCudaImport, gst_tensor_cuda_import, GST, TENSOR_CUDA_IMPORT, GstBaseTransform)
+G_DECLARE_FINAL_TYPE(GstTensorMemCudaImport, gst_tensor_cuda_import, GST, TENSOR_CUDA_IMPORT, GstBaseTransform)
 
 G_END_DECLS

@@ -9,7 +9,7 @@
  * %GST_VIDEO_META_API_TYPE and its caps are not ANY) or when its planes
  * already sit where the default layout for the caps puts them; otherwise it
  * is copied once into a default-layout buffer and the bytes are counted in
- * #GstTensorDownload:copied-bytes. A consumer such as `filesink` therefore
+ * #GstTensorMemDownload:copied-bytes. A consumer such as `filesink` therefore
  * receives the same bytes as without tensor elements.
  *
  * DMA-BUF memory is CPU-mappable as it is, so it passes through the same
@@ -22,7 +22,7 @@
  * is CPU-addressable only between gst_memory_map() and gst_memory_unmap(),
  * and the GL buffer goes back to its producer's pool, so it is always copied
  * once into a default-layout system-memory buffer (counted in
- * #GstTensorTransform:copied-bytes; an error under `require-zero-copy=true`).
+ * #GstTensorMemTransform:copied-bytes; an error under `require-zero-copy=true`).
  * The source caps are then plain system-memory caps.
  *
  * ## Example launch line
@@ -44,15 +44,13 @@
 GST_DEBUG_CATEGORY_STATIC(gst_tensor_download_debug);
 #define GST_CAT_DEFAULT gst_tensor_download_debug
 
-struct _GstTensorDownload {
-  GstTensorTransform parent;
+struct _GstTensorMemDownload {
+  GstTensorMemTransform parent;
   gboolean downstream_video_meta; // learnt in decide_allocation, streaming thread only
   gboolean output_dmabuf;         // the source caps carry memory:DMABuf; set in set_caps
 };
 
 namespace {
-
-enum { PROP_0, PROP_STORAGE };
 
 #define DOWNLOAD_DMABUF_CAPS GST_VIDEO_CAPS_MAKE_WITH_FEATURES(GST_CAPS_FEATURE_MEMORY_DMABUF, GST_TENSOR_VIDEO_FORMATS)
 #define DOWNLOAD_PLAIN_CAPS GST_VIDEO_CAPS_MAKE(GST_TENSOR_VIDEO_FORMATS)
@@ -92,7 +90,8 @@ bool has_default_layout(GstBuffer *buffer, const GstVideoInfo *info) {
       meta->height != static_cast<guint>(GST_VIDEO_INFO_HEIGHT(info)))
     return false;
   for (guint i = 0; i < meta->n_planes; ++i) {
-    if (meta->offset[i] != GST_VIDEO_INFO_PLANE_OFFSET(info, i) || meta->stride[i] != GST_VIDEO_INFO_PLANE_STRIDE(info, i))
+    if (meta->offset[i] != GST_VIDEO_INFO_PLANE_OFFSET(info, i) ||
+        meta->stride[i] != GST_VIDEO_INFO_PLANE_STRIDE(info, i))
       return false;
   }
   return true;
@@ -123,20 +122,9 @@ bool downstream_names_dmabuf(GstBaseTransform *trans) {
 
 } // namespace
 
-G_DEFINE_TYPE_WITH_CODE(GstTensorDownload, gst_tensor_download, GST_TYPE_TENSOR_TRANSFORM,
+G_DEFINE_TYPE_WITH_CODE(GstTensorMemDownload, gst_tensor_download, GST_TYPE_TENSOR_TRANSFORM,
                         GST_DEBUG_CATEGORY_INIT(gst_tensor_download_debug, "tensordownload", 0,
                                                 "tensor memory to system memory"))
-
-static void gst_tensor_download_get_property(GObject *object, guint prop_id, GValue *value, GParamSpec *pspec) {
-  switch (prop_id) {
-  case PROP_STORAGE:
-    g_value_set_enum(value, GST_TENSOR_STORAGE_SYSTEM);
-    break;
-  default:
-    G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
-    break;
-  }
-}
 
 /* Sink caps → source caps: memory:DMABuf input may stay memory:DMABuf
  * (first choice) or become plain caps over the same buffers; plain and
@@ -174,8 +162,8 @@ static GstCaps *gst_tensor_download_transform_caps(GstBaseTransform *trans, GstP
     gst_caps_unref(result);
     result = tmp;
   }
-  GST_DEBUG_OBJECT(trans, "%s %" GST_PTR_FORMAT " -> %" GST_PTR_FORMAT,
-                   direction == GST_PAD_SINK ? "sink" : "src", caps, result);
+  GST_DEBUG_OBJECT(trans, "%s %" GST_PTR_FORMAT " -> %" GST_PTR_FORMAT, direction == GST_PAD_SINK ? "sink" : "src",
+                   caps, result);
   return result;
 }
 
@@ -274,20 +262,9 @@ static GstFlowReturn gst_tensor_download_prepare_output_buffer(GstBaseTransform 
   return GST_FLOW_OK;
 }
 
-static void gst_tensor_download_class_init(GstTensorDownloadClass *klass) {
-  auto *gobject_class = G_OBJECT_CLASS(klass);
+static void gst_tensor_download_class_init(GstTensorMemDownloadClass *klass) {
   auto *element_class = GST_ELEMENT_CLASS(klass);
   auto *trans_class = GST_BASE_TRANSFORM_CLASS(klass);
-
-  gobject_class->get_property = gst_tensor_download_get_property;
-
-  g_object_class_install_property(
-      gobject_class, PROP_STORAGE,
-      g_param_spec_enum("storage", "Storage",
-                        "Storage of the output buffers: always system memory (read-only, for symmetry with "
-                        "tensorupload)",
-                        GST_TYPE_TENSOR_STORAGE, GST_TENSOR_STORAGE_SYSTEM,
-                        static_cast<GParamFlags>(G_PARAM_READABLE | G_PARAM_STATIC_STRINGS)));
 
   gst_element_class_set_static_metadata(element_class, "Tensor download", "Filter/Video",
                                         "Hands tensor memory (system, DMA-BUF or OpenGL PBO) to system-memory video "
@@ -306,4 +283,4 @@ static void gst_tensor_download_class_init(GstTensorDownloadClass *klass) {
   trans_class->prepare_output_buffer = gst_tensor_download_prepare_output_buffer;
 }
 
-static void gst_tensor_download_init(GstTensorDownload *) {}
+static void gst_tensor_download_init(GstTensorMemDownload *) {}

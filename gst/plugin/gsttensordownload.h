@@ -6,6 +6,6 @@
 G_BEGIN_DECLS
 
 #define GST_TYPE_TENSOR_DOWNLOAD (gst_tensor_download_get_type())
-G_DECLARE_FINAL_TYPE(GstTensorDownload, gst_tensor_download, GST, TENSOR_DOWNLOAD, GstTensorTransform)
+G_DECLARE_FINAL_TYPE(GstTensorMemDownload, gst_tensor_download, GST, TENSOR_DOWNLOAD, GstTensorMemTransform)
 
 G_END_DECLS

@@ -4,11 +4,11 @@
  * @title: tensorinspect
  *
  * Reads each video frame through the best path and reports what it saw. A
- * buffer with a #GstTensorCudaMeta is read through CUDA (the device bytes
+ * buffer with a #GstTensorMemCudaMeta is read through CUDA (the device bytes
  * are copied to the host with cudaMemcpy DeviceToHost); any other buffer,
  * or one whose CUDA read fails, through a host map (gst_video_frame_map()).
  *
- * Per buffer it posts an element message (unless #GstTensorInspect:silent)
+ * Per buffer it posts an element message (unless #GstTensorMemInspect:silent)
  * whose structure is named `tensorinspect`:
  *
  * - `frame` (guint64): index since start
@@ -43,7 +43,7 @@
 GST_DEBUG_CATEGORY_STATIC(gst_tensor_inspect_debug);
 #define GST_CAT_DEFAULT gst_tensor_inspect_debug
 
-struct _GstTensorInspect {
+struct _GstTensorMemInspect {
   GstBaseTransform parent;
   gboolean silent;      // object lock
   gchar *last_checksum; // object lock
@@ -101,7 +101,7 @@ void plane_extent(const GstVideoInfo *info, guint plane, gsize *row_bytes, guint
   *rows = static_cast<guint>(GST_VIDEO_INFO_COMP_HEIGHT(info, comp[0]));
 }
 
-bool read_host(GstTensorInspect *self, GstBuffer *buffer, Stats *stats) {
+bool read_host(GstTensorMemInspect *self, GstBuffer *buffer, Stats *stats) {
   GstVideoFrame frame;
   if (!gst_video_frame_map(&frame, &self->info, buffer, GST_MAP_READ))
     return false;
@@ -116,7 +116,7 @@ bool read_host(GstTensorInspect *self, GstBuffer *buffer, Stats *stats) {
   return true;
 }
 
-void free_scratch(GstTensorInspect *self) {
+void free_scratch(GstTensorMemInspect *self) {
   delete[] self->scratch;
   self->scratch = nullptr;
   self->scratch_size = 0;
@@ -126,7 +126,7 @@ void free_scratch(GstTensorInspect *self) {
  * unmap (before any CPU map of a GL buffer), then walk the planes with the
  * GstVideoMeta's (or the caps') offsets and strides. False (with the reason
  * logged) when any step fails: the caller then reads through the host. */
-bool read_cuda(GstTensorInspect *self, GstBuffer *buffer, GstTensorCudaMeta *meta, Stats *stats) {
+bool read_cuda(GstTensorMemInspect *self, GstBuffer *buffer, GstTensorMemCudaMeta *meta, Stats *stats) {
   std::shared_ptr<const tensormem::CudaRuntime> rt = tensormem::CudaRuntime::get();
   gpointer device = nullptr;
   gsize size = 0;
@@ -172,7 +172,7 @@ bool read_cuda(GstTensorInspect *self, GstBuffer *buffer, GstTensorCudaMeta *met
   return true;
 }
 
-GstFlowReturn inspect_ip(GstTensorInspect *self, GstBuffer *buffer) {
+GstFlowReturn inspect_ip(GstTensorMemInspect *self, GstBuffer *buffer) {
   if (!self->have_info) {
     GST_ELEMENT_ERROR(self, CORE, NEGOTIATION, ("No video caps before the first buffer"), (nullptr));
     return GST_FLOW_NOT_NEGOTIATED;
@@ -182,7 +182,7 @@ GstFlowReturn inspect_ip(GstTensorInspect *self, GstBuffer *buffer) {
     return valid;
   Stats stats;
   const char *path = nullptr;
-  if (GstTensorCudaMeta *meta = gst_buffer_get_tensor_cuda_meta(buffer)) {
+  if (GstTensorMemCudaMeta *meta = gst_buffer_get_tensor_cuda_meta(buffer)) {
     if (read_cuda(self, buffer, meta, &stats))
       path = "cuda";
   }
@@ -211,10 +211,10 @@ GstFlowReturn inspect_ip(GstTensorInspect *self, GstBuffer *buffer) {
   GST_OBJECT_UNLOCK(self);
   GST_LOG_OBJECT(self, "frame %" G_GUINT64_FORMAT " via %s: %s", index, path, checksum);
   if (!silent) {
-    GstStructure *s = gst_structure_new("tensorinspect", "frame", G_TYPE_UINT64, index, "checksum", G_TYPE_STRING,
-                                        checksum, "path", G_TYPE_STRING, path, "min", G_TYPE_UINT,
-                                        stats.count ? stats.min : 0u, "max", G_TYPE_UINT, stats.max, "mean",
-                                        G_TYPE_DOUBLE, mean, nullptr);
+    GstStructure *s =
+        gst_structure_new("tensorinspect", "frame", G_TYPE_UINT64, index, "checksum", G_TYPE_STRING, checksum, "path",
+                          G_TYPE_STRING, path, "min", G_TYPE_UINT, stats.count ? stats.min : 0u, "max", G_TYPE_UINT,
+                          stats.max, "mean", G_TYPE_DOUBLE, mean, nullptr);
     gst_element_post_message(GST_ELEMENT(self), gst_message_new_element(GST_OBJECT(self), s));
   }
   return GST_FLOW_OK;
@@ -222,7 +222,7 @@ GstFlowReturn inspect_ip(GstTensorInspect *self, GstBuffer *buffer) {
 
 } // namespace
 
-G_DEFINE_TYPE(GstTensorInspect, gst_tensor_inspect, GST_TYPE_BASE_TRANSFORM)
+G_DEFINE_TYPE(GstTensorMemInspect, gst_tensor_inspect, GST_TYPE_BASE_TRANSFORM)
 
 static void gst_tensor_inspect_finalize(GObject *object) {
   auto *self = GST_TENSOR_INSPECT(object);
@@ -239,8 +239,7 @@ static void gst_tensor_inspect_set_property(GObject *object, guint prop_id, cons
     self->silent = g_value_get_boolean(value);
     GST_OBJECT_UNLOCK(self);
     break;
-  default:
-    G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
+  default: G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
   }
 }
 
@@ -257,8 +256,7 @@ static void gst_tensor_inspect_get_property(GObject *object, guint prop_id, GVal
     g_value_set_string(value, self->last_checksum);
     GST_OBJECT_UNLOCK(self);
     break;
-  default:
-    G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
+  default: G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
   }
 }
 
@@ -302,15 +300,15 @@ static GstFlowReturn gst_tensor_inspect_transform_ip(GstBaseTransform *trans, Gs
 static gboolean gst_tensor_inspect_sink_event(GstBaseTransform *trans, GstEvent *event) {
   auto *self = GST_TENSOR_INSPECT(trans);
   if (GST_EVENT_TYPE(event) == GST_EVENT_EOS) {
-    GstStructure *s = gst_structure_new("tensorinspect-summary", "frames", G_TYPE_UINT64, self->frames, "cuda-frames",
-                                        G_TYPE_UINT64, self->cuda_frames, "host-frames", G_TYPE_UINT64,
-                                        self->host_frames, nullptr);
+    GstStructure *s =
+        gst_structure_new("tensorinspect-summary", "frames", G_TYPE_UINT64, self->frames, "cuda-frames", G_TYPE_UINT64,
+                          self->cuda_frames, "host-frames", G_TYPE_UINT64, self->host_frames, nullptr);
     gst_element_post_message(GST_ELEMENT(self), gst_message_new_element(GST_OBJECT(self), s));
   }
   return GST_BASE_TRANSFORM_CLASS(gst_tensor_inspect_parent_class)->sink_event(trans, event);
 }
 
-static void gst_tensor_inspect_class_init(GstTensorInspectClass *klass) {
+static void gst_tensor_inspect_class_init(GstTensorMemInspectClass *klass) {
   GObjectClass *gobject_class = G_OBJECT_CLASS(klass);
   GstElementClass *element_class = GST_ELEMENT_CLASS(klass);
   GstBaseTransformClass *trans_class = GST_BASE_TRANSFORM_CLASS(klass);
@@ -347,7 +345,7 @@ static void gst_tensor_inspect_class_init(GstTensorInspectClass *klass) {
   GST_DEBUG_CATEGORY_INIT(gst_tensor_inspect_debug, "tensorinspect", 0, "Tensor inspect");
 }
 
-static void gst_tensor_inspect_init(GstTensorInspect *self) {
+static void gst_tensor_inspect_init(GstTensorMemInspect *self) {
   self->silent = FALSE;
   self->last_checksum = nullptr;
   self->have_info = FALSE;

@@ -7,6 +7,6 @@
 G_BEGIN_DECLS
 
 #define GST_TYPE_TENSOR_INSPECT (gst_tensor_inspect_get_type())
-G_DECLARE_FINAL_TYPE(GstTensorInspect, gst_tensor_inspect, GST, TENSOR_INSPECT, GstBaseTransform)
+G_DECLARE_FINAL_TYPE(GstTensorMemInspect, gst_tensor_inspect, GST, TENSOR_INSPECT, GstBaseTransform)
 
 G_END_DECLS

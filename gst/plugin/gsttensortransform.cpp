@@ -10,24 +10,23 @@ namespace {
 
 enum { PROP_0, PROP_COPIED_BYTES, PROP_REQUIRE_ZERO_COPY };
 
-struct GstTensorTransformPrivate {
+struct GstTensorMemTransformPrivate {
   GstVideoInfo info;
   guint64 copied_bytes;       // guarded by the object lock
   guint64 buffers;            // this run, for the summary logged at stop
   guint64 copied_buffers;     // this run
   gboolean require_zero_copy; // guarded by the object lock
-  GstBuffer *wrapped;         // streaming thread: outbuf that needs no copy (not a reference)
 };
 
 } // namespace
 
-G_DEFINE_ABSTRACT_TYPE_WITH_CODE(GstTensorTransform, gst_tensor_transform, GST_TYPE_BASE_TRANSFORM,
-                                 G_ADD_PRIVATE(GstTensorTransform);
-                                 GST_DEBUG_CATEGORY_INIT(gst_tensor_transform_debug, "tensortransform", 0,
+G_DEFINE_ABSTRACT_TYPE_WITH_CODE(GstTensorMemTransform, gst_tensor_transform, GST_TYPE_BASE_TRANSFORM,
+                                 G_ADD_PRIVATE(GstTensorMemTransform);
+                                 GST_DEBUG_CATEGORY_INIT(gst_tensor_transform_debug, "tensormemtransform", 0,
                                                          "tensor element base class"))
 
-static GstTensorTransformPrivate *get_priv(GstTensorTransform *self) {
-  return static_cast<GstTensorTransformPrivate *>(gst_tensor_transform_get_instance_private(self));
+static GstTensorMemTransformPrivate *get_priv(GstTensorMemTransform *self) {
+  return static_cast<GstTensorMemTransformPrivate *>(gst_tensor_transform_get_instance_private(self));
 }
 
 static void gst_tensor_transform_set_property(GObject *object, guint prop_id, const GValue *value, GParamSpec *pspec) {
@@ -38,9 +37,7 @@ static void gst_tensor_transform_set_property(GObject *object, guint prop_id, co
     get_priv(self)->require_zero_copy = g_value_get_boolean(value);
     GST_OBJECT_UNLOCK(self);
     break;
-  default:
-    G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
-    break;
+  default: G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec); break;
   }
 }
 
@@ -58,9 +55,7 @@ static void gst_tensor_transform_get_property(GObject *object, guint prop_id, GV
     g_value_set_boolean(value, priv->require_zero_copy);
     GST_OBJECT_UNLOCK(self);
     break;
-  default:
-    G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
-    break;
+  default: G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec); break;
   }
 }
 
@@ -83,13 +78,8 @@ static gboolean gst_tensor_transform_set_caps(GstBaseTransform *trans, GstCaps *
 static GstFlowReturn gst_tensor_transform_transform(GstBaseTransform *trans, GstBuffer *inbuf, GstBuffer *outbuf) {
   auto *self = GST_TENSOR_TRANSFORM(trans);
   auto *priv = get_priv(self);
-  GST_OBJECT_LOCK(self);
-  priv->buffers++;
-  GST_OBJECT_UNLOCK(self);
-  if (inbuf == outbuf)
-    return GST_FLOW_OK;
-  if (outbuf == priv->wrapped) {
-    priv->wrapped = nullptr;
+  if (inbuf == outbuf) {
+    gst_tensor_transform_count_buffer(self, 0);
     return GST_FLOW_OK;
   }
   GstVideoFrame in_frame, out_frame;
@@ -111,13 +101,7 @@ static GstFlowReturn gst_tensor_transform_transform(GstBaseTransform *trans, Gst
     GST_ELEMENT_ERROR(self, STREAM, FAILED, ("Cannot copy the frame."), ("gst_video_frame_copy failed"));
     return GST_FLOW_ERROR;
   }
-  const gsize bytes = GST_VIDEO_INFO_SIZE(&priv->info);
-  GST_OBJECT_LOCK(self);
-  priv->copied_bytes += bytes;
-  priv->copied_buffers++;
-  const guint64 total = priv->copied_bytes;
-  GST_OBJECT_UNLOCK(self);
-  GST_DEBUG_OBJECT(self, "copied a %" G_GSIZE_FORMAT "-byte frame, %" G_GUINT64_FORMAT " bytes so far", bytes, total);
+  gst_tensor_transform_count_buffer(self, GST_VIDEO_INFO_SIZE(&priv->info));
   return GST_FLOW_OK;
 }
 
@@ -131,13 +115,13 @@ static gboolean gst_tensor_transform_stop(GstBaseTransform *trans) {
   priv->buffers = priv->copied_buffers = 0;
   GST_OBJECT_UNLOCK(self);
   GST_INFO_OBJECT(self,
-                  "summary: %" G_GUINT64_FORMAT " buffers, %" G_GUINT64_FORMAT " passed on without a copy, %" G_GUINT64_FORMAT
-                  " copied; copied-bytes=%" G_GUINT64_FORMAT,
+                  "summary: %" G_GUINT64_FORMAT " buffers, %" G_GUINT64_FORMAT
+                  " passed on without a copy, %" G_GUINT64_FORMAT " copied; copied-bytes=%" G_GUINT64_FORMAT,
                   buffers, buffers - copied, copied, bytes);
   return TRUE;
 }
 
-static void gst_tensor_transform_class_init(GstTensorTransformClass *klass) {
+static void gst_tensor_transform_class_init(GstTensorMemTransformClass *klass) {
   auto *gobject_class = G_OBJECT_CLASS(klass);
   auto *trans_class = GST_BASE_TRANSFORM_CLASS(klass);
 
@@ -152,11 +136,10 @@ static void gst_tensor_transform_class_init(GstTensorTransformClass *klass) {
                           0, G_MAXUINT64, 0, static_cast<GParamFlags>(G_PARAM_READABLE | G_PARAM_STATIC_STRINGS)));
   g_object_class_install_property(
       gobject_class, PROP_REQUIRE_ZERO_COPY,
-      g_param_spec_boolean("require-zero-copy", "Require zero copy",
-                           "Fail with a stream error instead of copying a buffer that cannot pass through as it is",
-                           FALSE,
-                           static_cast<GParamFlags>(G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
-                                                    GST_PARAM_MUTABLE_PLAYING)));
+      g_param_spec_boolean(
+          "require-zero-copy", "Require zero copy",
+          "Fail with a stream error instead of copying a buffer that cannot pass through as it is", FALSE,
+          static_cast<GParamFlags>(G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_PLAYING)));
 
   trans_class->set_caps = gst_tensor_transform_set_caps;
   trans_class->transform = gst_tensor_transform_transform;
@@ -165,13 +148,11 @@ static void gst_tensor_transform_class_init(GstTensorTransformClass *klass) {
   gst_type_mark_as_plugin_api(GST_TYPE_TENSOR_TRANSFORM, static_cast<GstPluginAPIFlags>(0));
 }
 
-static void gst_tensor_transform_init(GstTensorTransform *self) {
-  gst_video_info_init(&get_priv(self)->info);
-}
+static void gst_tensor_transform_init(GstTensorMemTransform *self) { gst_video_info_init(&get_priv(self)->info); }
 
-const GstVideoInfo *gst_tensor_transform_get_info(GstTensorTransform *self) { return &get_priv(self)->info; }
+const GstVideoInfo *gst_tensor_transform_get_info(GstTensorMemTransform *self) { return &get_priv(self)->info; }
 
-GstFlowReturn gst_tensor_transform_allow_copy(GstTensorTransform *self, GstBuffer *inbuf, const char *message,
+GstFlowReturn gst_tensor_transform_allow_copy(GstTensorMemTransform *self, GstBuffer *inbuf, const char *message,
                                               const char *detail) {
   GST_OBJECT_LOCK(self);
   const gboolean strict = get_priv(self)->require_zero_copy;
@@ -193,13 +174,26 @@ GstFlowReturn gst_tensor_transform_allow_copy(GstTensorTransform *self, GstBuffe
   return GST_FLOW_ERROR;
 }
 
-void gst_tensor_transform_copy_metadata(GstTensorTransform *self, GstBuffer *inbuf, GstBuffer *outbuf) {
+void gst_tensor_transform_copy_metadata(GstTensorMemTransform *self, GstBuffer *inbuf, GstBuffer *outbuf) {
   auto *trans_class = GST_BASE_TRANSFORM_GET_CLASS(self);
   if (trans_class->copy_metadata)
     trans_class->copy_metadata(GST_BASE_TRANSFORM(self), inbuf, outbuf);
 }
 
-void gst_tensor_transform_set_wrapped(GstTensorTransform *self, GstBuffer *outbuf) { get_priv(self)->wrapped = outbuf; }
+void gst_tensor_transform_count_buffer(GstTensorMemTransform *self, gsize copied_bytes) {
+  auto *priv = get_priv(self);
+  GST_OBJECT_LOCK(self);
+  priv->buffers++;
+  if (copied_bytes > 0) {
+    priv->copied_bytes += copied_bytes;
+    priv->copied_buffers++;
+  }
+  const guint64 total = priv->copied_bytes;
+  GST_OBJECT_UNLOCK(self);
+  if (copied_bytes > 0)
+    GST_DEBUG_OBJECT(self, "copied a %" G_GSIZE_FORMAT "-byte frame, %" G_GUINT64_FORMAT " bytes so far", copied_bytes,
+                     total);
+}
 
 gboolean gst_tensor_transform_caps_has_feature(GstCaps *caps, guint i, const char *feature) {
   if (!caps || gst_caps_is_any(caps) || i >= gst_caps_get_size(caps))

@@ -8,31 +8,33 @@
 G_BEGIN_DECLS
 
 #define GST_TYPE_TENSOR_TRANSFORM (gst_tensor_transform_get_type())
-G_DECLARE_DERIVABLE_TYPE(GstTensorTransform, gst_tensor_transform, GST, TENSOR_TRANSFORM, GstBaseTransform)
+G_DECLARE_DERIVABLE_TYPE(GstTensorMemTransform, gst_tensor_transform, GST, TENSOR_TRANSFORM, GstBaseTransform)
 
 /* The common part of the tensor elements: negotiated video info, the
  * copied-bytes counter and the require-zero-copy switch. */
-struct _GstTensorTransformClass {
+struct _GstTensorMemTransformClass {
   GstBaseTransformClass parent_class;
 };
 
-const GstVideoInfo *gst_tensor_transform_get_info(GstTensorTransform *self);
+const GstVideoInfo *gst_tensor_transform_get_info(GstTensorMemTransform *self);
 
 /* Allocates nothing: decides whether a copy of `inbuf` may happen. Under
  * require-zero-copy it posts an element error and returns GST_FLOW_ERROR.
  * The error's text is `message`, or with NULL a generic one; its debug
  * detail is `inbuf` followed by a space and `detail`, or with NULL a generic
  * one naming the frame. */
-GstFlowReturn gst_tensor_transform_allow_copy(GstTensorTransform *self, GstBuffer *inbuf, const char *message,
+GstFlowReturn gst_tensor_transform_allow_copy(GstTensorMemTransform *self, GstBuffer *inbuf, const char *message,
                                               const char *detail);
 
 /* Copies buffer metadata (timestamps, flags, memory-independent metas) the
  * way GstBaseTransform would for a buffer it allocated itself. */
-void gst_tensor_transform_copy_metadata(GstTensorTransform *self, GstBuffer *inbuf, GstBuffer *outbuf);
+void gst_tensor_transform_copy_metadata(GstTensorMemTransform *self, GstBuffer *inbuf, GstBuffer *outbuf);
 
-/* Marks `outbuf` (made by prepare_output_buffer) as carrying the input's
- * bytes already, without a copy: transform() then leaves it alone. */
-void gst_tensor_transform_set_wrapped(GstTensorTransform *self, GstBuffer *outbuf);
+/* Counts one buffer handled and the bytes copied for it (0: none), for
+ * copied-bytes and the summary logged at stop. transform() counts the
+ * buffers it handles itself; a subclass that makes its output elsewhere
+ * counts there. */
+void gst_tensor_transform_count_buffer(GstTensorMemTransform *self, gsize copied_bytes);
 
 /* Whether structure `i` of `caps` lists `feature` among its caps features;
  * FALSE for NULL, empty or ANY caps, past the last structure and for ANY

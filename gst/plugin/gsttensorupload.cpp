@@ -4,9 +4,9 @@
  * @title: tensorupload
  *
  * Moves raw video into tensor memory of the storage chosen by
- * #GstTensorUpload:storage.
+ * #GstTensorMemUpload:storage.
  *
- * It offers a #GstTensorBufferPool of that storage upstream, so a producer
+ * It offers a #GstTensorMemBufferPool of that storage upstream, so a producer
  * that takes it (videotestsrc, decoders) writes straight into tensor memory
  * and the buffer passes through untouched. With `storage=dmabuf`, buffers
  * whose memories are DMA-BUF already (any #GstDmaBufAllocator memory) are
@@ -14,7 +14,7 @@
  * on the upstream memory, and the upstream buffer is kept alive (a
  * #GstParentBufferMeta) for as long as the output buffer lives. Any other
  * buffer is copied once into the element's own pool, and the bytes copied
- * are counted in #GstTensorTransform:copied-bytes; `require-zero-copy=true`
+ * are counted in #GstTensorMemTransform:copied-bytes; `require-zero-copy=true`
  * turns such a copy into an error.
  *
  * With `storage=pbo` the output is OpenGL pixel buffer objects
@@ -55,6 +55,7 @@
 #include <gst/tensormem/gsttensormemory.h>
 #include <gst/tensormem/gsttensormemvalidate.h>
 #include <gst/tensormem/gsttensorpbo.h>
+#include <gst/tensormem/gsttensoruploader.h>
 
 #include <tensormem/dmabuf_storage.hpp>
 
@@ -64,168 +65,75 @@
 GST_DEBUG_CATEGORY_STATIC(gst_tensor_upload_debug);
 #define GST_CAT_DEFAULT gst_tensor_upload_debug
 
-struct _GstTensorUpload {
-  GstTensorTransform parent;
-  GstTensorStorage storage;       // the property; guarded by the object lock
-  GstAllocator *dmabuf_allocator; // for fd imports; owned
-  GstTensorGlWorker *gl_worker;   // storage=pbo: shared through GstContext; guarded by the object lock
-  GstAllocator *pbo_allocator;    // storage=pbo, between start and stop; guarded by the object lock
+struct _GstTensorMemUpload {
+  GstTensorMemTransform parent;
+  GstTensorMemStorage storage;     // the property; guarded by the object lock
+  GstTensorMemGlWorker *gl_worker; // storage=pbo: shared through GstContext; guarded by the object lock
+  GstAllocator *pbo_allocator;     // storage=pbo, between start and stop; guarded by the object lock
 };
 
 namespace {
 
 enum { PROP_0, PROP_STORAGE };
 
-constexpr guint kProposedMinBuffers = 2;
-
 #define UPLOAD_DMABUF_CAPS GST_VIDEO_CAPS_MAKE_WITH_FEATURES(GST_CAPS_FEATURE_MEMORY_DMABUF, GST_TENSOR_VIDEO_FORMATS)
 #define UPLOAD_PLAIN_CAPS GST_VIDEO_CAPS_MAKE(GST_TENSOR_VIDEO_FORMATS)
 #define UPLOAD_PBO_CAPS GST_VIDEO_CAPS_MAKE_WITH_FEATURES(GST_CAPS_FEATURE_MEMORY_TENSOR_PBO, GST_TENSOR_VIDEO_FORMATS)
 
-GstStaticPadTemplate sink_template = GST_STATIC_PAD_TEMPLATE("sink", GST_PAD_SINK, GST_PAD_ALWAYS,
-                                                             GST_STATIC_CAPS(UPLOAD_PLAIN_CAPS "; " UPLOAD_DMABUF_CAPS));
+GstStaticPadTemplate sink_template = GST_STATIC_PAD_TEMPLATE(
+    "sink", GST_PAD_SINK, GST_PAD_ALWAYS, GST_STATIC_CAPS(UPLOAD_PLAIN_CAPS "; " UPLOAD_DMABUF_CAPS));
 GstStaticPadTemplate src_template =
     GST_STATIC_PAD_TEMPLATE("src", GST_PAD_SRC, GST_PAD_ALWAYS,
                             GST_STATIC_CAPS(UPLOAD_DMABUF_CAPS "; " UPLOAD_PLAIN_CAPS "; " UPLOAD_PBO_CAPS));
 
-GstTensorStorage resolved_storage(GstTensorUpload *self) {
+GstTensorMemStorage resolved_storage(GstTensorMemUpload *self) {
   GST_OBJECT_LOCK(self);
-  const GstTensorStorage storage = self->storage;
+  const GstTensorMemStorage storage = self->storage;
   GST_OBJECT_UNLOCK(self);
   return gst_tensor_storage_resolve(storage);
 }
 
 /* The property's nick: "auto", "system", "dmabuf" or "pbo". */
-const char *storage_name(GstTensorStorage storage) {
+const char *storage_name(GstTensorMemStorage storage) {
   // The storage property's GParamSpec holds a reference to the enum class.
   GEnumValue *value = g_enum_get_value(static_cast<GEnumClass *>(g_type_class_peek(GST_TYPE_TENSOR_STORAGE)), storage);
   return value ? value->value_nick : "auto";
 }
 
-gboolean is_system_tensor_memory(GstMemory *mem) {
-  return gst_is_tensor_memory(mem) && gst_tensor_memory_get_storage(mem) == GST_TENSOR_STORAGE_SYSTEM;
-}
-
 /* The element's PBO allocator (a new reference), or NULL outside start..stop. */
-GstAllocator *pbo_allocator_of(GstTensorUpload *self) {
+GstAllocator *pbo_allocator_of(GstTensorMemUpload *self) {
   GST_OBJECT_LOCK(self);
   GstAllocator *allocator = self->pbo_allocator ? GST_ALLOCATOR_CAST(gst_object_ref(self->pbo_allocator)) : nullptr;
   GST_OBJECT_UNLOCK(self);
   return allocator;
 }
 
-/* A tensor pool of `storage` configured for `caps`; NULL after a warning
- * when the pool refuses the config. */
-GstBufferPool *make_pool(GstTensorUpload *self, GstTensorStorage storage, GstCaps *caps, guint size, guint min_buffers,
-                         guint max_buffers, guint *aligned_size) {
-  GstElement *element = GST_ELEMENT(self);
-  GstBufferPool *pool;
-  if (storage == GST_TENSOR_STORAGE_PBO) {
-    GstAllocator *allocator = pbo_allocator_of(self);
-    if (!allocator) {
-      GST_WARNING_OBJECT(element, "no PBO allocator: the element has not started");
-      return nullptr;
-    }
-    pool = gst_tensor_buffer_pool_new_for_pbo(allocator);
-    gst_object_unref(allocator);
-  } else {
-    pool = gst_tensor_buffer_pool_new_for_storage(storage);
-  }
-  GstStructure *config = gst_buffer_pool_get_config(pool);
-  gst_buffer_pool_config_set_params(config, caps, size, min_buffers, max_buffers);
-  if (!gst_buffer_pool_set_config(pool, config)) {
-    GST_WARNING_OBJECT(element, "%s tensor buffer pool refused caps %" GST_PTR_FORMAT, storage_name(storage), caps);
-    gst_object_unref(pool);
-    return nullptr;
-  }
-  config = gst_buffer_pool_get_config(pool);
-  gst_buffer_pool_config_get_params(config, nullptr, aligned_size, nullptr, nullptr);
-  gst_structure_free(config);
-  return pool;
+void copy_metadata(GstElement *element, GstBuffer *in, GstBuffer *out) {
+  gst_tensor_transform_copy_metadata(GST_TENSOR_TRANSFORM(element), in, out);
 }
 
-/* The storage imported from an upstream DMA-BUF memory, cached on that
- * memory: a pooled upstream memory comes back again and again and is
- * imported (fstatfs, dup, fstat) once. */
-struct CachedImport {
-  std::shared_ptr<tensormem::DmaBufStorage> storage;
-};
-
-GQuark import_quark() {
-  static GQuark quark = g_quark_from_static_string("GstTensorUploadImport");
-  return quark;
+/* What the upload paths need from this element. `pbo_allocator` is a new
+ * reference (or NULL), released by release_context(). */
+gst_tensormem::UploadContext upload_context(GstTensorMemUpload *self) {
+  gst_tensormem::UploadContext ctx{};
+  ctx.element = GST_ELEMENT(self);
+  ctx.storage = resolved_storage(self);
+  ctx.pbo_allocator = pbo_allocator_of(self);
+  ctx.info = gst_tensor_transform_get_info(GST_TENSOR_TRANSFORM(self));
+  ctx.copy_metadata = copy_metadata;
+  return ctx;
 }
 
-void destroy_cached_import(gpointer data) { delete static_cast<CachedImport *>(data); }
-
-/* The storage behind an upstream DMA-BUF memory, or an error message. */
-tensormem::Result<std::shared_ptr<tensormem::DmaBufStorage>> import_storage(GstMemory *mem) {
-  if (auto ours = gst_tensor_dmabuf_memory_get_storage(mem))
-    return ours;
-  auto *cached = static_cast<CachedImport *>(gst_mini_object_get_qdata(GST_MINI_OBJECT_CAST(mem), import_quark()));
-  if (cached)
-    return cached->storage;
-  const gint fd = gst_dmabuf_memory_get_fd(mem);
-  auto storage = tensormem::DmaBufStorage::import(fd, 0);
-  if (!storage)
-    return std::move(storage).error();
-  gst_mini_object_set_qdata(GST_MINI_OBJECT_CAST(mem), import_quark(), new CachedImport{*storage},
-                            destroy_cached_import);
-  return std::move(*storage);
-}
-
-/* Wraps the DMA-BUF memories of `inbuf` as DMA-BUF tensor memories of the
- * same fds, without a copy. */
-GstFlowReturn import_dmabuf_buffer(GstTensorUpload *self, GstBuffer *inbuf, GstBuffer **outbuf) {
-  GstBuffer *out = gst_buffer_new();
-  const guint n = gst_buffer_n_memory(inbuf);
-  for (guint i = 0; i < n; ++i) {
-    GstMemory *mem = gst_buffer_peek_memory(inbuf, i);
-    auto storage = import_storage(mem);
-    if (!storage) {
-      gst_buffer_unref(out);
-      GST_ELEMENT_ERROR(self, STREAM, FAILED, ("Cannot import the input's DMA-BUF."),
-                        ("memory %u of %" GST_PTR_FORMAT " (fd %d): %s", i, inbuf, gst_dmabuf_memory_get_fd(mem),
-                         storage.error().message().c_str()));
-      return GST_FLOW_ERROR;
-    }
-    const gsize capacity = (*storage)->size_bytes();
-    if (mem->offset > capacity || mem->size > capacity - mem->offset) {
-      gst_buffer_unref(out);
-      GST_ELEMENT_ERROR(self, STREAM, FAILED, ("The input's DMA-BUF memory runs past the end of its buffer."),
-                        ("memory %u (fd %d): offset %" G_GSIZE_FORMAT " + size %" G_GSIZE_FORMAT
-                         " exceeds the %" G_GSIZE_FORMAT "-byte DMA-BUF",
-                         i, gst_dmabuf_memory_get_fd(mem), mem->offset, mem->size, capacity));
-      return GST_FLOW_ERROR;
-    }
-    GstMemory *ours = gst_tensor_dmabuf_allocator_import(self->dmabuf_allocator, std::move(*storage));
-    if (!ours) {
-      gst_buffer_unref(out);
-      GST_ELEMENT_ERROR(self, RESOURCE, FAILED, ("Cannot wrap the input's DMA-BUF."),
-                        ("memory %u of %" GST_PTR_FORMAT, i, inbuf));
-      return GST_FLOW_ERROR;
-    }
-    gst_memory_resize(ours, static_cast<gssize>(mem->offset), mem->size);
-    gst_buffer_append_memory(out, ours);
-  }
-  gst_tensor_transform_copy_metadata(GST_TENSOR_TRANSFORM(self), inbuf, out);
-  const GstVideoMeta *meta = gst_buffer_get_video_meta(inbuf);
-  if (meta && !gst_buffer_get_video_meta(out)) {
-    GstVideoMeta *copy = gst_buffer_add_video_meta_full(out, meta->flags, meta->format, meta->width, meta->height,
-                                                        meta->n_planes, const_cast<gsize *>(meta->offset),
-                                                        const_cast<gint *>(meta->stride));
-    copy->alignment = meta->alignment;
-  }
-  // The upstream buffer stays ours until `out` goes: its pool cannot recycle it under a reader.
-  gst_buffer_add_parent_buffer_meta(out, inbuf);
-  gst_tensor_transform_set_wrapped(GST_TENSOR_TRANSFORM(self), out);
-  *outbuf = out;
-  return GST_FLOW_OK;
+void release_context(gst_tensormem::UploadContext &ctx) {
+  if (ctx.pbo_allocator)
+    gst_object_unref(ctx.pbo_allocator);
+  if (ctx.output_pool)
+    gst_object_unref(ctx.output_pool);
 }
 
 } // namespace
 
-G_DEFINE_TYPE_WITH_CODE(GstTensorUpload, gst_tensor_upload, GST_TYPE_TENSOR_TRANSFORM,
+G_DEFINE_TYPE_WITH_CODE(GstTensorMemUpload, gst_tensor_upload, GST_TYPE_TENSOR_TRANSFORM,
                         GST_DEBUG_CATEGORY_INIT(gst_tensor_upload_debug, "tensorupload", 0,
                                                 "system or DMA-BUF memory to tensor memory"))
 
@@ -234,13 +142,11 @@ static void gst_tensor_upload_set_property(GObject *object, guint prop_id, const
   switch (prop_id) {
   case PROP_STORAGE:
     GST_OBJECT_LOCK(self);
-    self->storage = static_cast<GstTensorStorage>(g_value_get_enum(value));
+    self->storage = static_cast<GstTensorMemStorage>(g_value_get_enum(value));
     GST_OBJECT_UNLOCK(self);
     gst_base_transform_reconfigure_src(GST_BASE_TRANSFORM(self));
     break;
-  default:
-    G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
-    break;
+  default: G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec); break;
   }
 }
 
@@ -252,16 +158,12 @@ static void gst_tensor_upload_get_property(GObject *object, guint prop_id, GValu
     g_value_set_enum(value, self->storage);
     GST_OBJECT_UNLOCK(self);
     break;
-  default:
-    G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
-    break;
+  default: G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec); break;
   }
 }
 
 static void gst_tensor_upload_finalize(GObject *object) {
   auto *self = GST_TENSOR_UPLOAD(object);
-  if (self->dmabuf_allocator)
-    gst_object_unref(self->dmabuf_allocator);
   gst_clear_object(&self->pbo_allocator);
   gst_clear_object(&self->gl_worker);
   G_OBJECT_CLASS(gst_tensor_upload_parent_class)->finalize(object);
@@ -270,28 +172,41 @@ static void gst_tensor_upload_finalize(GObject *object) {
 static gboolean gst_tensor_upload_start(GstBaseTransform *trans) {
   auto *self = GST_TENSOR_UPLOAD(trans);
   GST_OBJECT_LOCK(self);
-  const GstTensorStorage storage = self->storage;
+  const GstTensorMemStorage storage = self->storage;
   GST_OBJECT_UNLOCK(self);
   if (storage == GST_TENSOR_STORAGE_AUTO) {
-    const GstTensorStorage resolved = gst_tensor_storage_resolve(storage);
+    const GstTensorMemStorage resolved = gst_tensor_storage_resolve(storage);
     GST_INFO_OBJECT(self, "storage=auto resolves to %s: %s", storage_name(resolved),
                     resolved == GST_TENSOR_STORAGE_DMABUF ? "a DMA heap under /dev/dma_heap is usable"
                                                           : "no usable DMA heap under /dev/dma_heap");
   } else {
     GST_INFO_OBJECT(self, "storage=%s", storage_name(storage));
   }
+  /* A storage this machine cannot give fails here, once, with the reason
+   * and the fix, instead of as "not-negotiated" from upstream when the pool
+   * it was offered cannot be activated. */
+  if (storage == GST_TENSOR_STORAGE_DMABUF) {
+    auto usable = tensormem::DmaBufStorage::check_source();
+    if (!usable) {
+      GST_ELEMENT_ERROR(self, RESOURCE, OPEN_READ_WRITE, ("storage=dmabuf: %s", usable.error().message().c_str()),
+                        (nullptr));
+      return FALSE;
+    }
+  }
   if (storage != GST_TENSOR_STORAGE_PBO)
     return TRUE;
 
   GError *error = nullptr;
   if (!gst_tensor_gl_worker_ensure(GST_ELEMENT(self), &self->gl_worker, &error)) {
-    GST_ELEMENT_ERROR(self, RESOURCE, FAILED, ("storage=pbo needs a GL worker and none could be had."),
-                      ("%s", error ? error->message : "unknown reason"));
+    GST_ELEMENT_ERROR(self, RESOURCE, FAILED,
+                      ("storage=pbo: %s; use storage=system or storage=dmabuf on a machine without a usable EGL",
+                       error ? error->message : "no GL worker could be had"),
+                      (nullptr));
     g_clear_error(&error);
     return FALSE;
   }
   GST_OBJECT_LOCK(self);
-  GstTensorGlWorker *worker = GST_TENSOR_GL_WORKER(gst_object_ref(self->gl_worker));
+  GstTensorMemGlWorker *worker = GST_TENSOR_GL_WORKER(gst_object_ref(self->gl_worker));
   GST_OBJECT_UNLOCK(self);
   GstAllocator *allocator = gst_tensor_pbo_allocator_new(worker);
   GST_INFO_OBJECT(self, "PBO memory of GL worker %" GST_PTR_FORMAT " (%s, %s)", worker,
@@ -323,7 +238,7 @@ static GstStateChangeReturn gst_tensor_upload_change_state(GstElement *element, 
   if (transition == GST_STATE_CHANGE_READY_TO_NULL) {
     auto *self = GST_TENSOR_UPLOAD(element);
     GST_OBJECT_LOCK(self);
-    GstTensorGlWorker *worker = self->gl_worker;
+    GstTensorMemGlWorker *worker = self->gl_worker;
     self->gl_worker = nullptr;
     GST_OBJECT_UNLOCK(self);
     if (worker)
@@ -372,9 +287,7 @@ static GstCaps *gst_tensor_upload_transform_caps(GstBaseTransform *trans, GstPad
       result = gst_tensor_transform_caps_with_feature(plain, GST_CAPS_FEATURE_MEMORY_TENSOR_PBO);
       gst_caps_unref(plain);
       break;
-    default:
-      result = plain;
-      break;
+    default: result = plain; break;
     }
   } else {
     GstCaps *dmabuf = gst_tensor_transform_caps_with_feature(plain, GST_CAPS_FEATURE_MEMORY_DMABUF);
@@ -385,64 +298,24 @@ static GstCaps *gst_tensor_upload_transform_caps(GstBaseTransform *trans, GstPad
     gst_caps_unref(result);
     result = tmp;
   }
-  GST_DEBUG_OBJECT(self, "%s %" GST_PTR_FORMAT " -> %" GST_PTR_FORMAT,
-                   direction == GST_PAD_SINK ? "sink" : "src", caps, result);
+  GST_DEBUG_OBJECT(self, "%s %" GST_PTR_FORMAT " -> %" GST_PTR_FORMAT, direction == GST_PAD_SINK ? "sink" : "src", caps,
+                   result);
   return result;
 }
 
-/* Offers a tensor pool, the tensor allocator and GstVideoMeta upstream, so
- * the producer writes straight into tensor memory. An upstream that
- * negotiated memory:DMABuf gets a DMA-BUF pool whatever the storage. */
-static gboolean gst_tensor_upload_propose_allocation(GstBaseTransform *trans, GstQuery *decide_query,
-                                                     GstQuery *query) {
+/* Each upload path says what it wants from upstream (the pass-through path
+ * offers our pool, so the producer writes straight into tensor memory). */
+static gboolean gst_tensor_upload_propose_allocation(GstBaseTransform *trans, GstQuery *decide_query, GstQuery *query) {
   auto *self = GST_TENSOR_UPLOAD(trans);
   // Pass on the metas downstream accepts: a buffer that needs no copy keeps its metas.
   if (decide_query &&
       !GST_BASE_TRANSFORM_CLASS(gst_tensor_upload_parent_class)->propose_allocation(trans, decide_query, query))
     return FALSE;
 
-  GstCaps *caps = nullptr;
-  gboolean need_pool = FALSE;
-  gst_query_parse_allocation(query, &caps, &need_pool);
-  GstVideoInfo info;
-  if (!caps || !gst_video_info_from_caps(&info, caps)) {
-    GST_DEBUG_OBJECT(trans, "allocation query without raw video caps: %" GST_PTR_FORMAT, caps);
-    return FALSE;
-  }
-  const GstTensorStorage storage = gst_tensor_transform_caps_has_feature(caps, 0, GST_CAPS_FEATURE_MEMORY_DMABUF)
-                                       ? GST_TENSOR_STORAGE_DMABUF
-                                       : resolved_storage(self);
-
-  GstAllocator *allocator = nullptr;
-  if (storage == GST_TENSOR_STORAGE_PBO)
-    allocator = pbo_allocator_of(self);
-  else if (storage == GST_TENSOR_STORAGE_DMABUF)
-    allocator = gst_tensor_dmabuf_allocator_get();
-  else
-    allocator = gst_tensor_system_allocator_get();
-  if (!allocator) {
-    GST_DEBUG_OBJECT(trans, "no PBO allocator yet: nothing to propose");
-    return FALSE;
-  }
-  GstAllocationParams params;
-  gst_allocation_params_init(&params);
-  params.align = GST_TENSOR_BUFFER_POOL_STRIDE_ALIGN - 1;
-
-  if (need_pool) {
-    guint size = 0;
-    GstBufferPool *pool = make_pool(self, storage, caps, GST_VIDEO_INFO_SIZE(&info), kProposedMinBuffers, 0, &size);
-    if (!pool) {
-      gst_object_unref(allocator);
-      return FALSE;
-    }
-    gst_query_add_allocation_pool(query, pool, size, kProposedMinBuffers, 0);
-    gst_object_unref(pool);
-  }
-  gst_query_add_allocation_param(query, allocator, &params);
-  gst_object_unref(allocator);
-  if (!gst_query_find_allocation_meta(query, GST_VIDEO_META_API_TYPE, nullptr))
-    gst_query_add_allocation_meta(query, GST_VIDEO_META_API_TYPE, nullptr);
-  return TRUE;
+  gst_tensormem::UploadContext ctx = upload_context(self);
+  const gboolean proposed = gst_tensormem::upload_propose_allocation(ctx, query);
+  release_context(ctx);
+  return proposed;
 }
 
 /* The output pool is always ours, of the element's storage; it is only
@@ -462,8 +335,10 @@ static gboolean gst_tensor_upload_decide_allocation(GstBaseTransform *trans, Gst
     gst_query_parse_nth_allocation_pool(query, 0, nullptr, nullptr, &min_buffers, &max_buffers);
 
   guint size = 0;
-  GstBufferPool *pool =
-      make_pool(self, resolved_storage(self), caps, GST_VIDEO_INFO_SIZE(&info), min_buffers, max_buffers, &size);
+  gst_tensormem::UploadContext ctx = upload_context(self);
+  GstBufferPool *pool = gst_tensormem::upload_make_pool(ctx, ctx.storage, caps, GST_VIDEO_INFO_SIZE(&info), min_buffers,
+                                                        max_buffers, &size);
+  release_context(ctx);
   if (!pool)
     return FALSE;
   if (have_pool)
@@ -474,80 +349,47 @@ static gboolean gst_tensor_upload_decide_allocation(GstBaseTransform *trans, Gst
   return TRUE;
 }
 
-static GstFlowReturn copy_into_pool(GstTensorUpload *self, GstTensorStorage storage, GstBuffer *inbuf,
-                                    GstBuffer **outbuf) {
-  auto *trans = GST_BASE_TRANSFORM(self);
-  GstFlowReturn ret = gst_tensor_transform_allow_copy(GST_TENSOR_TRANSFORM(self), inbuf, nullptr, nullptr);
-  if (ret != GST_FLOW_OK)
-    return ret;
-
-  GstBufferPool *pool = gst_base_transform_get_buffer_pool(trans);
-  if (!pool) {
-    GST_ELEMENT_ERROR(self, CORE, NEGOTIATION, ("No output buffer pool."), ("decide_allocation did not run"));
-    return GST_FLOW_NOT_NEGOTIATED;
-  }
-  if (!gst_buffer_pool_is_active(pool) && !gst_buffer_pool_set_active(pool, TRUE)) {
-    gst_object_unref(pool);
-    std::string reason = "see the tensorbufferpool and tensordmabuf debug categories";
-    if (storage == GST_TENSOR_STORAGE_DMABUF) {
-      // The pool does not say why; a probe allocation does.
-      const GstVideoInfo *info = gst_tensor_transform_get_info(GST_TENSOR_TRANSFORM(self));
-      auto probe = tensormem::DmaBufStorage::allocate(MAX(GST_VIDEO_INFO_SIZE(info), 1));
-      if (!probe)
-        reason = probe.error().message();
-    }
-    GST_ELEMENT_ERROR(self, RESOURCE, SETTINGS, ("Cannot activate the %s tensor buffer pool.", storage_name(storage)),
-                      ("%s", reason.c_str()));
-    return GST_FLOW_ERROR;
-  }
-  ret = gst_buffer_pool_acquire_buffer(pool, outbuf, nullptr);
-  gst_object_unref(pool);
-  if (ret != GST_FLOW_OK) {
-    GST_DEBUG_OBJECT(self, "no buffer from the tensor pool: %s", gst_flow_get_name(ret));
-    return ret;
-  }
-  gst_tensor_transform_copy_metadata(GST_TENSOR_TRANSFORM(self), inbuf, *outbuf);
-  return GST_FLOW_OK;
-}
-
+/* The path is chosen and taken here, copy included: transform() has nothing
+ * left to do. */
 static GstFlowReturn gst_tensor_upload_prepare_output_buffer(GstBaseTransform *trans, GstBuffer *inbuf,
                                                              GstBuffer **outbuf) {
   auto *self = GST_TENSOR_UPLOAD(trans);
-  try {
-    const GstVideoInfo *info = gst_tensor_transform_get_info(GST_TENSOR_TRANSFORM(self));
-    GstFlowReturn ret = gst_tensor_mem_element_validate_buffer(GST_ELEMENT(self), inbuf, info);
-    if (ret != GST_FLOW_OK)
-      return ret;
-    const GstTensorStorage storage = resolved_storage(self);
-    if (storage == GST_TENSOR_STORAGE_DMABUF) {
-      if (gst_tensor_transform_all_memories(inbuf, gst_is_tensor_dmabuf_memory)) {
-        GST_LOG_OBJECT(self, "%" GST_PTR_FORMAT " is DMA-BUF tensor memory already, passing it through", inbuf);
-        *outbuf = inbuf;
-        return GST_FLOW_OK;
-      }
-      if (gst_tensor_transform_all_memories(inbuf, gst_is_dmabuf_memory)) {
-        GST_LOG_OBJECT(self, "%" GST_PTR_FORMAT " is DMA-BUF memory, importing it", inbuf);
-        return import_dmabuf_buffer(self, inbuf, outbuf);
-      }
-    } else if (storage == GST_TENSOR_STORAGE_PBO) {
-      if (gst_tensor_transform_all_memories(inbuf, gst_is_tensor_pbo_memory)) {
-        GST_LOG_OBJECT(self, "%" GST_PTR_FORMAT " is PBO memory already, passing it through", inbuf);
-        *outbuf = inbuf;
-        return GST_FLOW_OK;
-      }
-    } else if (gst_tensor_transform_all_memories(inbuf, is_system_tensor_memory)) {
-      GST_LOG_OBJECT(self, "%" GST_PTR_FORMAT " is system tensor memory already, passing it through", inbuf);
-      *outbuf = inbuf;
-      return GST_FLOW_OK;
-    }
-    return copy_into_pool(self, storage, inbuf, outbuf);
-  } catch (...) {
-    GST_ELEMENT_ERROR(self, RESOURCE, NO_SPACE_LEFT, ("Out of memory."), ("preparing an output for %" GST_PTR_FORMAT, inbuf));
-    return GST_FLOW_ERROR;
+  gst_tensormem::UploadContext ctx = upload_context(self);
+  GstFlowReturn ret = gst_tensor_mem_element_validate_buffer(GST_ELEMENT(self), inbuf, ctx.info);
+  if (ret != GST_FLOW_OK) {
+    release_context(ctx);
+    return ret;
   }
+  const gst_tensormem::UploadMethod &method = gst_tensormem::upload_method_for(ctx, inbuf);
+  if (method.copies)
+    ret = gst_tensor_transform_allow_copy(
+        GST_TENSOR_TRANSFORM(self), inbuf,
+        "require-zero-copy=true refuses a copy: the input is neither memory of the offered tensor buffer pool nor "
+        "memory this storage can import; let upstream take the pool (it must not drop the allocation query), or set "
+        "require-zero-copy=false to allow one counted copy per frame",
+        nullptr);
+  if (ret == GST_FLOW_OK) {
+    ctx.output_pool = gst_base_transform_get_buffer_pool(trans);
+    gsize copied = 0;
+    try {
+      ret = method.perform(ctx, inbuf, outbuf, &copied);
+    } catch (...) {
+      GST_ELEMENT_ERROR(self, RESOURCE, NO_SPACE_LEFT, ("Out of memory."),
+                        ("taking the %s path for %" GST_PTR_FORMAT, method.name, inbuf));
+      ret = GST_FLOW_ERROR;
+    }
+    if (ret == GST_FLOW_OK) {
+      GST_LOG_OBJECT(self, "%" GST_PTR_FORMAT " took the %s path", inbuf, method.name);
+      gst_tensor_transform_count_buffer(GST_TENSOR_TRANSFORM(self), copied);
+    }
+  }
+  release_context(ctx);
+  return ret;
 }
 
-static void gst_tensor_upload_class_init(GstTensorUploadClass *klass) {
+static GstFlowReturn gst_tensor_upload_transform(GstBaseTransform *, GstBuffer *, GstBuffer *) { return GST_FLOW_OK; }
+
+static void gst_tensor_upload_class_init(GstTensorMemUploadClass *klass) {
   auto *gobject_class = G_OBJECT_CLASS(klass);
   auto *element_class = GST_ELEMENT_CLASS(klass);
   auto *trans_class = GST_BASE_TRANSFORM_CLASS(klass);
@@ -558,12 +400,13 @@ static void gst_tensor_upload_class_init(GstTensorUploadClass *klass) {
 
   g_object_class_install_property(
       gobject_class, PROP_STORAGE,
-      g_param_spec_enum("storage", "Storage",
-                        "Tensor storage for the output buffers: system (heap) memory, DMA-BUF, OpenGL PBOs of a "
-                        "headless GL worker shared through GstContext, or auto (DMA-BUF when a DMA heap is usable, "
-                        "else system memory; never PBO)",
-                        GST_TYPE_TENSOR_STORAGE, GST_TENSOR_STORAGE_AUTO,
-                        static_cast<GParamFlags>(G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY)));
+      g_param_spec_enum(
+          "storage", "Storage",
+          "Tensor storage for the output buffers: system (heap) memory, DMA-BUF, OpenGL PBOs of a "
+          "headless GL worker shared through GstContext, or auto (DMA-BUF when a DMA heap is usable, "
+          "else system memory; never PBO)",
+          GST_TYPE_TENSOR_STORAGE, GST_TENSOR_STORAGE_AUTO,
+          static_cast<GParamFlags>(G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY)));
 
   gst_element_class_set_static_metadata(element_class, "Tensor upload", "Filter/Video",
                                         "Moves raw video into tensor memory (system, DMA-BUF or OpenGL PBO): "
@@ -582,13 +425,13 @@ static void gst_tensor_upload_class_init(GstTensorUploadClass *klass) {
   trans_class->propose_allocation = gst_tensor_upload_propose_allocation;
   trans_class->decide_allocation = gst_tensor_upload_decide_allocation;
   trans_class->prepare_output_buffer = gst_tensor_upload_prepare_output_buffer;
+  trans_class->transform = gst_tensor_upload_transform;
 
   gst_type_mark_as_plugin_api(GST_TYPE_TENSOR_STORAGE, static_cast<GstPluginAPIFlags>(0));
 }
 
-static void gst_tensor_upload_init(GstTensorUpload *self) {
+static void gst_tensor_upload_init(GstTensorMemUpload *self) {
   self->storage = GST_TENSOR_STORAGE_AUTO;
-  self->dmabuf_allocator = gst_tensor_dmabuf_allocator_get();
   // Our order (memory:DMABuf first for DMA-BUF storage) over "same caps as upstream first".
   gst_base_transform_set_prefer_passthrough(GST_BASE_TRANSFORM(self), FALSE);
 }

@@ -8,6 +8,6 @@
 G_BEGIN_DECLS
 
 #define GST_TYPE_TENSOR_UPLOAD (gst_tensor_upload_get_type())
-G_DECLARE_FINAL_TYPE(GstTensorUpload, gst_tensor_upload, GST, TENSOR_UPLOAD, GstTensorTransform)
+G_DECLARE_FINAL_TYPE(GstTensorMemUpload, gst_tensor_upload, GST, TENSOR_UPLOAD, GstTensorMemTransform)
 
 G_END_DECLS

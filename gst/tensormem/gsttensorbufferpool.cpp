@@ -10,24 +10,23 @@ GST_DEBUG_CATEGORY_STATIC(gst_tensor_buffer_pool_debug);
 
 namespace {
 
-struct GstTensorBufferPoolPrivate {
-  GstTensorStorage storage;    // SYSTEM, DMABUF or PBO, fixed at construction
-  GstAllocator *pbo_allocator; // PBO: the GstTensorPboAllocator to use (owned); NULL until known
+struct GstTensorMemBufferPoolPrivate {
+  GstTensorMemStorage storage; // SYSTEM, DMABUF or PBO, fixed at construction
+  GstAllocator *pbo_allocator; // PBO: the GstTensorMemPboAllocator to use (owned); NULL until known
 };
 
 } // namespace
 
-G_DEFINE_TYPE_WITH_CODE(GstTensorBufferPool, gst_tensor_buffer_pool, GST_TYPE_VIDEO_BUFFER_POOL,
-                        G_ADD_PRIVATE(GstTensorBufferPool);
-                        GST_DEBUG_CATEGORY_INIT(gst_tensor_buffer_pool_debug, "tensorbufferpool", 0,
-                                                "tensor buffer pool"))
+G_DEFINE_TYPE_WITH_CODE(GstTensorMemBufferPool, gst_tensor_buffer_pool, GST_TYPE_VIDEO_BUFFER_POOL,
+                        G_ADD_PRIVATE(GstTensorMemBufferPool);
+                        GST_DEBUG_CATEGORY_INIT(gst_tensor_buffer_pool_debug, "tensormempool", 0, "tensor buffer pool"))
 
-static GstTensorBufferPoolPrivate *pool_priv(GstBufferPool *pool) {
-  return static_cast<GstTensorBufferPoolPrivate *>(
+static GstTensorMemBufferPoolPrivate *pool_priv(GstBufferPool *pool) {
+  return static_cast<GstTensorMemBufferPoolPrivate *>(
       gst_tensor_buffer_pool_get_instance_private(GST_TENSOR_BUFFER_POOL_CAST(pool)));
 }
 
-static GstTensorStorage pool_storage(GstBufferPool *pool) { return pool_priv(pool)->storage; }
+static GstTensorMemStorage pool_storage(GstBufferPool *pool) { return pool_priv(pool)->storage; }
 
 namespace {
 
@@ -35,14 +34,11 @@ using gst_tensormem::max_align_mask;
 
 constexpr guint kStrideAlignMask = GST_TENSOR_BUFFER_POOL_STRIDE_ALIGN - 1;
 
-const char *memory_name(GstTensorStorage storage) {
+const char *memory_name(GstTensorMemStorage storage) {
   switch (storage) {
-  case GST_TENSOR_STORAGE_DMABUF:
-    return "DMA-BUF";
-  case GST_TENSOR_STORAGE_PBO:
-    return "PBO";
-  default:
-    break;
+  case GST_TENSOR_STORAGE_DMABUF: return "DMA-BUF";
+  case GST_TENSOR_STORAGE_PBO: return "PBO";
+  default: break;
   }
   return "system";
 }
@@ -52,13 +48,14 @@ const char *memory_name(GstTensorStorage storage) {
  * later configs), else the one the pool was made with. */
 bool force_pbo_allocator(GstBufferPool *pool, GstStructure *config, GstAllocator *allocator,
                          GstAllocationParams *params) {
-  GstTensorBufferPoolPrivate *priv = pool_priv(pool);
+  GstTensorMemBufferPoolPrivate *priv = pool_priv(pool);
   if (allocator && GST_IS_TENSOR_PBO_ALLOCATOR(allocator)) {
     if (priv->pbo_allocator != allocator)
       gst_object_replace(reinterpret_cast<GstObject **>(&priv->pbo_allocator), GST_OBJECT_CAST(allocator));
   } else if (!priv->pbo_allocator) {
-    GST_WARNING_OBJECT(pool, "a PBO pool needs a GstTensorPboAllocator, in its config or from "
-                             "gst_tensor_buffer_pool_new_for_pbo(); config has %" GST_PTR_FORMAT,
+    GST_WARNING_OBJECT(pool,
+                       "a PBO pool needs a GstTensorMemPboAllocator, in its config or from "
+                       "gst_tensor_buffer_pool_new_for_pbo(); config has %" GST_PTR_FORMAT,
                        allocator);
     return false;
   } else if (allocator) {
@@ -72,7 +69,7 @@ bool force_pbo_allocator(GstBufferPool *pool, GstStructure *config, GstAllocator
 /* Makes the config name the tensor allocator of the pool's storage with at
  * least the stride alignment (so the video pool need not fix it up); FALSE
  * when the asked alignment is beyond what that memory guarantees. */
-bool force_tensor_allocator(GstBufferPool *pool, GstTensorStorage storage, GstStructure *config) {
+bool force_tensor_allocator(GstBufferPool *pool, GstTensorMemStorage storage, GstStructure *config) {
   GstAllocator *allocator = nullptr;
   GstAllocationParams params;
   gst_buffer_pool_config_get_allocator(config, &allocator, &params);
@@ -91,8 +88,8 @@ bool force_tensor_allocator(GstBufferPool *pool, GstTensorStorage storage, GstSt
     gst_buffer_pool_config_set_allocator(config, allocator, &params);
     return true;
   }
-  GstAllocator *tensor_allocator = storage == GST_TENSOR_STORAGE_DMABUF ? gst_tensor_dmabuf_allocator_get()
-                                                                        : gst_tensor_system_allocator_get();
+  GstAllocator *tensor_allocator =
+      storage == GST_TENSOR_STORAGE_DMABUF ? gst_tensor_dmabuf_allocator_get() : gst_tensor_system_allocator_get();
   if (allocator)
     GST_DEBUG_OBJECT(pool, "replacing allocator %" GST_PTR_FORMAT " with %" GST_PTR_FORMAT, allocator,
                      tensor_allocator);
@@ -115,7 +112,7 @@ static gboolean gst_tensor_buffer_pool_set_config(GstBufferPool *pool, GstStruct
     GST_WARNING_OBJECT(pool, "caps %" GST_PTR_FORMAT " do not describe raw video", caps);
     return FALSE;
   }
-  const GstTensorStorage storage = pool_storage(pool);
+  const GstTensorMemStorage storage = pool_storage(pool);
   if (!force_tensor_allocator(pool, storage, config))
     return FALSE;
 
@@ -163,13 +160,13 @@ static void gst_tensor_buffer_pool_dispose(GObject *object) {
   G_OBJECT_CLASS(gst_tensor_buffer_pool_parent_class)->dispose(object);
 }
 
-static void gst_tensor_buffer_pool_class_init(GstTensorBufferPoolClass *klass) {
+static void gst_tensor_buffer_pool_class_init(GstTensorMemBufferPoolClass *klass) {
   G_OBJECT_CLASS(klass)->dispose = gst_tensor_buffer_pool_dispose;
   GST_BUFFER_POOL_CLASS(klass)->set_config = gst_tensor_buffer_pool_set_config;
 }
 
-static void gst_tensor_buffer_pool_init(GstTensorBufferPool *self) {
-  static_cast<GstTensorBufferPoolPrivate *>(gst_tensor_buffer_pool_get_instance_private(self))->storage =
+static void gst_tensor_buffer_pool_init(GstTensorMemBufferPool *self) {
+  static_cast<GstTensorMemBufferPoolPrivate *>(gst_tensor_buffer_pool_get_instance_private(self))->storage =
       GST_TENSOR_STORAGE_SYSTEM;
 }
 
@@ -186,7 +183,9 @@ static void gst_tensor_buffer_pool_init(GstTensorBufferPool *self) {
  *
  * Since: 0.1
  */
-GstBufferPool *gst_tensor_buffer_pool_new(void) { return gst_tensor_buffer_pool_new_for_storage(GST_TENSOR_STORAGE_SYSTEM); }
+GstBufferPool *gst_tensor_buffer_pool_new(void) {
+  return gst_tensor_buffer_pool_new_for_storage(GST_TENSOR_STORAGE_SYSTEM);
+}
 
 /**
  * gst_tensor_buffer_pool_new_for_storage:
@@ -198,7 +197,7 @@ GstBufferPool *gst_tensor_buffer_pool_new(void) { return gst_tensor_buffer_pool_
  * tensor allocator (one fd per buffer), its #GstVideoMeta carrying the
  * 64-byte aligned strides and plane offsets; a #GstVideoAlignment in the
  * config is honoured (masks up to the page size). With
- * %GST_TENSOR_STORAGE_PBO the config must name a #GstTensorPboAllocator
+ * %GST_TENSOR_STORAGE_PBO the config must name a #GstTensorMemPboAllocator
  * (gst_buffer_pool_config_set_allocator()); gst_tensor_buffer_pool_new_for_pbo()
  * makes a pool that already has one.
  *
@@ -206,17 +205,18 @@ GstBufferPool *gst_tensor_buffer_pool_new(void) { return gst_tensor_buffer_pool_
  *
  * Since: 0.1
  */
-GstBufferPool *gst_tensor_buffer_pool_new_for_storage(GstTensorStorage storage) {
+GstBufferPool *gst_tensor_buffer_pool_new_for_storage(GstTensorMemStorage storage) {
   auto *pool = static_cast<GstBufferPool *>(g_object_new(GST_TYPE_TENSOR_BUFFER_POOL, nullptr));
   gst_object_ref_sink(pool);
-  static_cast<GstTensorBufferPoolPrivate *>(gst_tensor_buffer_pool_get_instance_private(GST_TENSOR_BUFFER_POOL_CAST(pool)))
+  static_cast<GstTensorMemBufferPoolPrivate *>(
+      gst_tensor_buffer_pool_get_instance_private(GST_TENSOR_BUFFER_POOL_CAST(pool)))
       ->storage = gst_tensor_storage_resolve(storage);
   return pool;
 }
 
 /**
  * gst_tensor_buffer_pool_new_for_pbo:
- * @allocator: a #GstTensorPboAllocator (gst_tensor_pbo_allocator_new())
+ * @allocator: a #GstTensorMemPboAllocator (gst_tensor_pbo_allocator_new())
  *
  * A pool of video buffers in OpenGL PBO memory of @allocator's GL worker:
  * one GL buffer per pool buffer, a #GstVideoMeta with every plane stride
@@ -236,13 +236,13 @@ GstBufferPool *gst_tensor_buffer_pool_new_for_pbo(GstAllocator *allocator) {
 
 /**
  * gst_tensor_buffer_pool_get_storage:
- * @pool: a #GstTensorBufferPool
+ * @pool: a #GstTensorMemBufferPool
  *
  * Returns: the storage of @pool's buffers (never %GST_TENSOR_STORAGE_AUTO).
  *
  * Since: 0.1
  */
-GstTensorStorage gst_tensor_buffer_pool_get_storage(GstBufferPool *pool) {
+GstTensorMemStorage gst_tensor_buffer_pool_get_storage(GstBufferPool *pool) {
   g_return_val_if_fail(GST_IS_TENSOR_BUFFER_POOL(pool), GST_TENSOR_STORAGE_AUTO);
   return pool_storage(pool);
 }

@@ -1,30 +1,26 @@
 // SPDX-License-Identifier: Apache-2.0
 /**
  * SECTION:gsttensorcudameta
- * @title: GstTensorCudaMeta
+ * @title: GstTensorMemCudaMeta
  * @short_description: CUDA device pointer for tensor memory
  *
- * A #GstTensorCudaMeta gives CUDA access to a buffer whose single memory is
+ * A #GstTensorMemCudaMeta gives CUDA access to a buffer whose single memory is
  * PBO or DMA-BUF tensor memory. `tensorcudaimport` attaches it; consumers
  * call gst_tensor_cuda_meta_map() (or _map_mut()) and exactly one
  * gst_tensor_cuda_meta_unmap() per successful map. The meta keeps the CUDA
  * handle alive; an outstanding map is released when the meta is freed.
  *
  * The meta is never copied: a copied buffer loses it (see
- * #GstTensorCudaMeta). For a GL buffer, unmap before CPU-mapping the memory.
+ * #GstTensorMemCudaMeta). For a GL buffer, unmap before CPU-mapping the memory.
  *
  * Since: 0.1
  */
 #include "gsttensorcudameta.h"
 
-#include "gsttensordmabuf.h"
-#include "gsttensorpbo.h"
+#include "gsttensormemallocator.h"
+#include "gsttensorsidecache-private.h"
 
 #include <tensormem/cuda_runtime.hpp>
-#include <tensormem/gl_worker.hpp>
-#if defined(GST_TENSORMEM_HAVE_GL)
-#include <tensormem/gl_cuda.hpp>
-#endif
 
 #include <mutex>
 #include <optional>
@@ -33,7 +29,7 @@
 GST_DEBUG_CATEGORY_STATIC(gst_tensor_cuda_meta_debug);
 #define GST_CAT_DEFAULT gst_tensor_cuda_meta_debug
 
-struct _GstTensorCudaMetaPrivate {
+struct _GstTensorMemCudaMetaPrivate {
   std::shared_ptr<tensormem::CudaHandle> handle;
   std::optional<tensormem::CudaMap> map;
   gsize offset = 0;
@@ -43,11 +39,11 @@ struct _GstTensorCudaMetaPrivate {
 namespace {
 
 gboolean cuda_meta_init(GstMeta *meta, gpointer, GstBuffer *) {
-  auto *m = reinterpret_cast<GstTensorCudaMeta *>(meta);
+  auto *m = reinterpret_cast<GstTensorMemCudaMeta *>(meta);
   m->kind = GST_TENSOR_CUDA_KIND_EXTERNAL_MEMORY;
   m->size = 0;
   try {
-    m->priv = new _GstTensorCudaMetaPrivate();
+    m->priv = new _GstTensorMemCudaMetaPrivate();
   } catch (...) {
     m->priv = nullptr;
     return FALSE;
@@ -56,7 +52,7 @@ gboolean cuda_meta_init(GstMeta *meta, gpointer, GstBuffer *) {
 }
 
 void cuda_meta_free(GstMeta *meta, GstBuffer *) {
-  auto *m = reinterpret_cast<GstTensorCudaMeta *>(meta);
+  auto *m = reinterpret_cast<GstTensorMemCudaMeta *>(meta);
   // An outstanding map is released here (CudaMap's destructor), then the
   // handle reference goes; the memory's cache may still hold the handle.
   delete m->priv;
@@ -67,43 +63,27 @@ void cuda_meta_free(GstMeta *meta, GstBuffer *) {
  * transform function leaves it off the destination). */
 gboolean cuda_meta_transform(GstBuffer *, GstMeta *, GstBuffer *, GQuark, gpointer) { return FALSE; }
 
-GQuark handle_quark() {
-  static GQuark quark = g_quark_from_static_string("GstTensorCudaHandle");
-  return quark;
-}
-
-struct CachedHandle {
-  std::shared_ptr<tensormem::CudaHandle> handle;
-};
-
-void destroy_cached(gpointer data) {
-  // The handle's destructor unregisters (GL, on the worker) or frees and
-  // destroys the external memory; it never throws.
-  delete static_cast<CachedHandle *>(data);
-}
-
-std::mutex &cache_mutex() {
-  static std::mutex mu;
-  return mu;
-}
-
-GstMemory *root_memory(GstMemory *mem) {
-  while (mem->parent)
-    mem = mem->parent;
-  return mem;
+/* The CUDA handle of each storage, keyed on its identity: every GstMemory
+ * over one storage (a pooled memory, or a new wrapper per frame of one
+ * imported DMA-BUF) shares one import, dropped when the storage dies. The
+ * handle's destructor unregisters (GL, on the worker) or frees and destroys
+ * the external memory; the cache never runs it under its lock. */
+gst_tensormem::SideCache<tensormem::CudaHandle> &cuda_handles() {
+  static auto *cache = new gst_tensormem::SideCache<tensormem::CudaHandle>();
+  return *cache;
 }
 
 void ensure_debug() {
   static std::once_flag once;
   std::call_once(once, [] {
-    GST_DEBUG_CATEGORY_INIT(gst_tensor_cuda_meta_debug, "tensorcudameta", 0, "Tensor CUDA meta and import cache");
+    GST_DEBUG_CATEGORY_INIT(gst_tensor_cuda_meta_debug, "tensormemcudameta", 0, "Tensor CUDA meta and import cache");
   });
 }
 
-gboolean map_impl(GstTensorCudaMeta *meta, bool writable, gpointer *device_ptr, gsize *size, GError **error) {
+gboolean map_impl(GstTensorMemCudaMeta *meta, bool writable, gpointer *device_ptr, gsize *size, GError **error) {
   g_return_val_if_fail(meta != nullptr && meta->priv != nullptr, FALSE);
   try {
-    _GstTensorCudaMetaPrivate *p = meta->priv;
+    _GstTensorMemCudaMetaPrivate *p = meta->priv;
     std::lock_guard lock(p->mu);
     if (p->map) {
       g_set_error(error, GST_RESOURCE_ERROR, GST_RESOURCE_ERROR_BUSY, "the CUDA meta is already mapped");
@@ -142,7 +122,7 @@ gboolean map_impl(GstTensorCudaMeta *meta, bool writable, gpointer *device_ptr, 
 /**
  * gst_tensor_cuda_meta_api_get_type:
  *
- * Returns: the #GType of the "GstTensorCudaMetaAPI" meta API (tags: memory).
+ * Returns: the #GType of the "GstTensorMemCudaMetaAPI" meta API (tags: memory).
  *
  * Since: 0.1
  */
@@ -150,7 +130,7 @@ GType gst_tensor_cuda_meta_api_get_type(void) {
   static GType type = 0;
   static const gchar *tags[] = {GST_META_TAG_MEMORY_STR, nullptr};
   if (g_once_init_enter(&type)) {
-    GType t = gst_meta_api_type_register("GstTensorCudaMetaAPI", tags);
+    GType t = gst_meta_api_type_register("GstTensorMemCudaMetaAPI", tags);
     g_once_init_leave(&type, t);
   }
   return type;
@@ -159,7 +139,7 @@ GType gst_tensor_cuda_meta_api_get_type(void) {
 /**
  * gst_tensor_cuda_meta_get_info:
  *
- * Returns: the #GstMetaInfo of #GstTensorCudaMeta.
+ * Returns: the #GstMetaInfo of #GstTensorMemCudaMeta.
  *
  * Since: 0.1
  */
@@ -168,8 +148,8 @@ const GstMetaInfo *gst_tensor_cuda_meta_get_info(void) {
   if (g_once_init_enter(&info)) {
     ensure_debug();
     const GstMetaInfo *i =
-        gst_meta_register(GST_TENSOR_CUDA_META_API_TYPE, "GstTensorCudaMeta", sizeof(GstTensorCudaMeta), cuda_meta_init,
-                          cuda_meta_free, cuda_meta_transform);
+        gst_meta_register(GST_TENSOR_CUDA_META_API_TYPE, "GstTensorMemCudaMeta", sizeof(GstTensorMemCudaMeta),
+                          cuda_meta_init, cuda_meta_free, cuda_meta_transform);
     g_once_init_leave(&info, i);
   }
   return info;
@@ -179,18 +159,18 @@ const GstMetaInfo *gst_tensor_cuda_meta_get_info(void) {
  * gst_buffer_get_tensor_cuda_meta:
  * @buffer: a #GstBuffer
  *
- * Returns: (transfer none) (nullable): the buffer's #GstTensorCudaMeta.
+ * Returns: (transfer none) (nullable): the buffer's #GstTensorMemCudaMeta.
  *
  * Since: 0.1
  */
-GstTensorCudaMeta *gst_buffer_get_tensor_cuda_meta(GstBuffer *buffer) {
+GstTensorMemCudaMeta *gst_buffer_get_tensor_cuda_meta(GstBuffer *buffer) {
   g_return_val_if_fail(GST_IS_BUFFER(buffer), nullptr);
-  return reinterpret_cast<GstTensorCudaMeta *>(gst_buffer_get_meta(buffer, GST_TENSOR_CUDA_META_API_TYPE));
+  return reinterpret_cast<GstTensorMemCudaMeta *>(gst_buffer_get_meta(buffer, GST_TENSOR_CUDA_META_API_TYPE));
 }
 
 /**
  * gst_tensor_cuda_meta_map:
- * @meta: a #GstTensorCudaMeta
+ * @meta: a #GstTensorMemCudaMeta
  * @device_ptr: (out): the device address of the memory's first byte
  * @size: (out) (optional): bytes it covers
  * @error: a #GError, or %NULL
@@ -203,13 +183,13 @@ GstTensorCudaMeta *gst_buffer_get_tensor_cuda_meta(GstBuffer *buffer) {
  *
  * Since: 0.1
  */
-gboolean gst_tensor_cuda_meta_map(GstTensorCudaMeta *meta, gpointer *device_ptr, gsize *size, GError **error) {
+gboolean gst_tensor_cuda_meta_map(GstTensorMemCudaMeta *meta, gpointer *device_ptr, gsize *size, GError **error) {
   return map_impl(meta, false, device_ptr, size, error);
 }
 
 /**
  * gst_tensor_cuda_meta_map_mut:
- * @meta: a #GstTensorCudaMeta
+ * @meta: a #GstTensorMemCudaMeta
  * @device_ptr: (out): the device address of the memory's first byte
  * @size: (out) (optional): bytes it covers
  * @error: a #GError, or %NULL
@@ -220,20 +200,20 @@ gboolean gst_tensor_cuda_meta_map(GstTensorCudaMeta *meta, gpointer *device_ptr,
  *
  * Since: 0.1
  */
-gboolean gst_tensor_cuda_meta_map_mut(GstTensorCudaMeta *meta, gpointer *device_ptr, gsize *size, GError **error) {
+gboolean gst_tensor_cuda_meta_map_mut(GstTensorMemCudaMeta *meta, gpointer *device_ptr, gsize *size, GError **error) {
   return map_impl(meta, true, device_ptr, size, error);
 }
 
 /**
  * gst_tensor_cuda_meta_unmap:
- * @meta: a #GstTensorCudaMeta
+ * @meta: a #GstTensorMemCudaMeta
  *
  * Ends the outstanding map (a GL unmap on the worker for GL buffers). Does
  * nothing when none is outstanding.
  *
  * Since: 0.1
  */
-void gst_tensor_cuda_meta_unmap(GstTensorCudaMeta *meta) {
+void gst_tensor_cuda_meta_unmap(GstTensorMemCudaMeta *meta) {
   g_return_if_fail(meta != nullptr && meta->priv != nullptr);
   std::optional<tensormem::CudaMap> map;
   {
@@ -246,13 +226,13 @@ void gst_tensor_cuda_meta_unmap(GstTensorCudaMeta *meta) {
 
 /**
  * gst_tensor_cuda_meta_is_mapped:
- * @meta: a #GstTensorCudaMeta
+ * @meta: a #GstTensorMemCudaMeta
  *
  * Returns: whether a map is outstanding.
  *
  * Since: 0.1
  */
-gboolean gst_tensor_cuda_meta_is_mapped(GstTensorCudaMeta *meta) {
+gboolean gst_tensor_cuda_meta_is_mapped(GstTensorMemCudaMeta *meta) {
   g_return_val_if_fail(meta != nullptr && meta->priv != nullptr, FALSE);
   std::lock_guard lock(meta->priv->mu);
   return meta->priv->map.has_value();
@@ -260,13 +240,13 @@ gboolean gst_tensor_cuda_meta_is_mapped(GstTensorCudaMeta *meta) {
 
 /**
  * gst_tensor_cuda_kind_to_string:
- * @kind: a #GstTensorCudaKind
+ * @kind: a #GstTensorMemCudaKind
  *
  * Returns: "external-memory" or "gl-buffer".
  *
  * Since: 0.1
  */
-const gchar *gst_tensor_cuda_kind_to_string(GstTensorCudaKind kind) {
+const gchar *gst_tensor_cuda_kind_to_string(GstTensorMemCudaKind kind) {
   switch (kind) {
   case GST_TENSOR_CUDA_KIND_EXTERNAL_MEMORY: return "external-memory";
   case GST_TENSOR_CUDA_KIND_GL_BUFFER: return "gl-buffer";
@@ -274,12 +254,12 @@ const gchar *gst_tensor_cuda_kind_to_string(GstTensorCudaKind kind) {
   return "unknown";
 }
 
-GstTensorCudaMeta *gst_buffer_add_tensor_cuda_meta(GstBuffer *buffer, std::shared_ptr<tensormem::CudaHandle> handle,
-                                                   gsize offset, gsize size) {
+GstTensorMemCudaMeta *gst_buffer_add_tensor_cuda_meta(GstBuffer *buffer, std::shared_ptr<tensormem::CudaHandle> handle,
+                                                      gsize offset, gsize size) {
   g_return_val_if_fail(GST_IS_BUFFER(buffer), nullptr);
   if (!handle)
     return nullptr;
-  GstTensorCudaKind kind;
+  GstTensorMemCudaKind kind;
   switch (handle->kind()) {
   case tensormem::CudaHandleKind::ExternalMemory: kind = GST_TENSOR_CUDA_KIND_EXTERNAL_MEMORY; break;
   case tensormem::CudaHandleKind::GlBuffer: kind = GST_TENSOR_CUDA_KIND_GL_BUFFER; break;
@@ -287,7 +267,8 @@ GstTensorCudaMeta *gst_buffer_add_tensor_cuda_meta(GstBuffer *buffer, std::share
   }
   if (offset > handle->size() || size > handle->size() - offset)
     return nullptr;
-  auto *meta = reinterpret_cast<GstTensorCudaMeta *>(gst_buffer_add_meta(buffer, GST_TENSOR_CUDA_META_INFO, nullptr));
+  auto *meta =
+      reinterpret_cast<GstTensorMemCudaMeta *>(gst_buffer_add_meta(buffer, GST_TENSOR_CUDA_META_INFO, nullptr));
   if (!meta)
     return nullptr;
   meta->kind = kind;
@@ -297,29 +278,15 @@ GstTensorCudaMeta *gst_buffer_add_tensor_cuda_meta(GstBuffer *buffer, std::share
   return meta;
 }
 
-std::shared_ptr<tensormem::CudaHandle> gst_tensor_cuda_meta_get_handle(GstTensorCudaMeta *meta) {
+std::shared_ptr<tensormem::CudaHandle> gst_tensor_cuda_meta_get_handle(GstTensorMemCudaMeta *meta) {
   g_return_val_if_fail(meta != nullptr && meta->priv != nullptr, nullptr);
   return meta->priv->handle;
 }
 
-std::shared_ptr<tensormem::CudaGlOps>
-gst_tensor_make_worker_cuda_gl_ops(std::shared_ptr<tensormem::GlWorker> worker,
-                                   std::shared_ptr<const tensormem::CudaRuntime> runtime) {
-#if defined(GST_TENSORMEM_HAVE_GL)
-  return tensormem::make_gl_worker_cuda_gl_ops(std::move(worker), std::move(runtime));
-#else
-  (void)worker;
-  (void)runtime;
-  return nullptr; // built without GL: there is no PBO to register
-#endif
-}
-
 std::shared_ptr<tensormem::CudaHandle> gst_tensor_memory_peek_cuda(GstMemory *mem) {
   g_return_val_if_fail(mem != nullptr, nullptr);
-  std::lock_guard lock(cache_mutex());
-  auto *cached =
-      static_cast<CachedHandle *>(gst_mini_object_get_qdata(GST_MINI_OBJECT_CAST(root_memory(mem)), handle_quark()));
-  return cached ? cached->handle : nullptr;
+  const tensormem::Tensor *tensor = gst_tensor_memory_get_tensor(mem);
+  return tensor ? cuda_handles().find(gst_tensormem::SideKey::of(*tensor->storage())) : nullptr;
 }
 
 tensormem::Result<std::shared_ptr<tensormem::CudaHandle>> gst_tensor_memory_import_cuda(GstMemory *mem,
@@ -329,37 +296,32 @@ tensormem::Result<std::shared_ptr<tensormem::CudaHandle>> gst_tensor_memory_impo
     *imported = FALSE;
   if (!mem)
     return tensormem::Error::invalid_argument("no memory");
-  GstMemory *root = root_memory(mem);
-  // One import per memory even with two importers racing (a tee): the lock
-  // covers the import, which is rare (once per pooled memory).
-  std::lock_guard lock(cache_mutex());
-  if (auto *cached = static_cast<CachedHandle *>(gst_mini_object_get_qdata(GST_MINI_OBJECT_CAST(root), handle_quark())))
-    return cached->handle;
+  GstMemory *root = mem;
+  while (root->parent)
+    root = root->parent;
+  const tensormem::Tensor *tensor = gst_tensor_memory_get_tensor(root);
+  if (!tensor)
+    return tensormem::Error::not_implemented("memory is not tensor memory");
+  std::shared_ptr<tensormem::Storage> storage_of_mem = tensor->storage();
+  if (auto cached = cuda_handles().find(gst_tensormem::SideKey::of(*storage_of_mem)))
+    return cached;
 
   std::shared_ptr<const tensormem::CudaRuntime> rt = tensormem::CudaRuntime::get();
   if (!rt->available())
     return rt->unavailable_error("tensor memory import");
 
-  tensormem::Result<std::shared_ptr<tensormem::CudaHandle>> result =
-      tensormem::Error::not_implemented("memory is neither DMA-BUF nor PBO tensor memory");
-  if (gst_is_tensor_dmabuf_memory(root)) {
-    std::shared_ptr<tensormem::DmaBufStorage> storage = gst_tensor_dmabuf_memory_get_storage(root);
-    if (!storage)
-      return tensormem::Error::invalid_argument("DMA-BUF tensor memory without a storage");
-    result = tensormem::CudaHandle::import_dmabuf(*storage, rt);
-  } else if (gst_is_tensor_pbo_memory(root)) {
-    std::shared_ptr<tensormem::PboStorage> storage = gst_tensor_pbo_memory_get_storage(root);
-    std::shared_ptr<tensormem::GlWorker> worker = gst_tensor_pbo_memory_get_worker(root);
-    if (!storage || !worker)
-      return tensormem::Error::invalid_argument("PBO tensor memory without a storage or GL worker");
-    result = tensormem::CudaHandle::register_gl_buffer(gst_tensor_make_worker_cuda_gl_ops(worker, rt),
-                                                       storage->buffer_id(), storage->size_bytes());
-  }
+  // The storage knows how CUDA reaches it (fd import, GL registration).
+  tensormem::Result<std::shared_ptr<tensormem::CudaHandle>> result = storage_of_mem->import_cuda(rt);
   if (!result)
     return result;
-  gst_mini_object_set_qdata(GST_MINI_OBJECT_CAST(root), handle_quark(), new CachedHandle{*result}, destroy_cached);
+  /* Two importers racing (a tee) may both have imported, without a lock
+   * held across the CUDA call: the first handle cached wins, the other is
+   * released here. */
+  std::shared_ptr<tensormem::CudaHandle> cached = cuda_handles().insert_for_storage(*storage_of_mem, *result);
+  if (cached != *result)
+    return cached;
   if (imported)
     *imported = TRUE;
-  GST_DEBUG("imported memory %p into CUDA: %s", static_cast<void *>(root), (*result)->describe().c_str());
-  return result;
+  GST_DEBUG("imported memory %p into CUDA: %s", static_cast<void *>(root), cached->describe().c_str());
+  return cached;
 }

@@ -17,7 +17,7 @@ class GlWorker;
 G_BEGIN_DECLS
 
 /**
- * GstTensorCudaKind:
+ * GstTensorMemCudaKind:
  * @GST_TENSOR_CUDA_KIND_EXTERNAL_MEMORY: CUDA external memory imported from
  *   a DMA-BUF fd (persistent device pointer; maps are free)
  * @GST_TENSOR_CUDA_KIND_GL_BUFFER: a GL buffer (PBO) registered with CUDA
@@ -26,16 +26,16 @@ G_BEGIN_DECLS
 typedef enum {
   GST_TENSOR_CUDA_KIND_EXTERNAL_MEMORY = 0,
   GST_TENSOR_CUDA_KIND_GL_BUFFER = 1,
-} GstTensorCudaKind;
+} GstTensorMemCudaKind;
 
 #define GST_TENSOR_CUDA_META_API_TYPE (gst_tensor_cuda_meta_api_get_type())
 #define GST_TENSOR_CUDA_META_INFO (gst_tensor_cuda_meta_get_info())
 
-typedef struct _GstTensorCudaMeta GstTensorCudaMeta;
-typedef struct _GstTensorCudaMetaPrivate GstTensorCudaMetaPrivate;
+typedef struct _GstTensorMemCudaMeta GstTensorMemCudaMeta;
+typedef struct _GstTensorMemCudaMetaPrivate GstTensorMemCudaMetaPrivate;
 
 /**
- * GstTensorCudaMeta:
+ * GstTensorMemCudaMeta:
  * @meta: parent #GstMeta
  * @kind: how the buffer's memory is reached from CUDA
  * @size: bytes the device pointer covers (the memory's size)
@@ -48,14 +48,14 @@ typedef struct _GstTensorCudaMetaPrivate GstTensorCudaMetaPrivate;
  * buffers: gst_buffer_copy() and gst_buffer_copy_deep() DROP the meta. A copy
  * gets CUDA access again when it passes `tensorcudaimport`.
  */
-struct _GstTensorCudaMeta {
+struct _GstTensorMemCudaMeta {
   GstMeta meta;
 
-  GstTensorCudaKind kind;
+  GstTensorMemCudaKind kind;
   gsize size;
 
   /*< private >*/
-  GstTensorCudaMetaPrivate *priv;
+  GstTensorMemCudaMetaPrivate *priv;
   gpointer _gst_reserved[GST_PADDING];
 };
 
@@ -66,22 +66,22 @@ GST_TENSORMEM_API
 const GstMetaInfo *gst_tensor_cuda_meta_get_info(void);
 
 GST_TENSORMEM_API
-GstTensorCudaMeta *gst_buffer_get_tensor_cuda_meta(GstBuffer *buffer);
+GstTensorMemCudaMeta *gst_buffer_get_tensor_cuda_meta(GstBuffer *buffer);
 
 GST_TENSORMEM_API
-gboolean gst_tensor_cuda_meta_map(GstTensorCudaMeta *meta, gpointer *device_ptr, gsize *size, GError **error);
+gboolean gst_tensor_cuda_meta_map(GstTensorMemCudaMeta *meta, gpointer *device_ptr, gsize *size, GError **error);
 
 GST_TENSORMEM_API
-gboolean gst_tensor_cuda_meta_map_mut(GstTensorCudaMeta *meta, gpointer *device_ptr, gsize *size, GError **error);
+gboolean gst_tensor_cuda_meta_map_mut(GstTensorMemCudaMeta *meta, gpointer *device_ptr, gsize *size, GError **error);
 
 GST_TENSORMEM_API
-void gst_tensor_cuda_meta_unmap(GstTensorCudaMeta *meta);
+void gst_tensor_cuda_meta_unmap(GstTensorMemCudaMeta *meta);
 
 GST_TENSORMEM_API
-gboolean gst_tensor_cuda_meta_is_mapped(GstTensorCudaMeta *meta);
+gboolean gst_tensor_cuda_meta_is_mapped(GstTensorMemCudaMeta *meta);
 
 GST_TENSORMEM_API
-const gchar *gst_tensor_cuda_kind_to_string(GstTensorCudaKind kind);
+const gchar *gst_tensor_cuda_kind_to_string(GstTensorMemCudaKind kind);
 
 G_END_DECLS
 
@@ -90,11 +90,11 @@ G_END_DECLS
  * meta's device pointer starts @offset bytes into it and covers @size bytes.
  * NULL for an empty handle, a detached handle or a range outside it. */
 GST_TENSORMEM_API
-GstTensorCudaMeta *gst_buffer_add_tensor_cuda_meta(GstBuffer *buffer, std::shared_ptr<tensormem::CudaHandle> handle,
-                                                   gsize offset, gsize size);
+GstTensorMemCudaMeta *gst_buffer_add_tensor_cuda_meta(GstBuffer *buffer, std::shared_ptr<tensormem::CudaHandle> handle,
+                                                      gsize offset, gsize size);
 
 GST_TENSORMEM_API
-std::shared_ptr<tensormem::CudaHandle> gst_tensor_cuda_meta_get_handle(GstTensorCudaMeta *meta);
+std::shared_ptr<tensormem::CudaHandle> gst_tensor_cuda_meta_get_handle(GstTensorMemCudaMeta *meta);
 
 /* The CUDA handle for tensor @mem (PBO or DMA-BUF memory), cached on the
  * memory's root (qdata) so later calls return the same handle. *@imported is
@@ -108,10 +108,4 @@ tensormem::Result<std::shared_ptr<tensormem::CudaHandle>> gst_tensor_memory_impo
 /* The cached handle of @mem, or empty. */
 GST_TENSORMEM_API
 std::shared_ptr<tensormem::CudaHandle> gst_tensor_memory_peek_cuda(GstMemory *mem);
-
-/* A CudaGlOps that runs every call on @worker's thread (where the PBO's GL
- * context is current) using @runtime's GL primitives. */
-GST_TENSORMEM_API
-std::shared_ptr<tensormem::CudaGlOps> gst_tensor_make_worker_cuda_gl_ops(
-    std::shared_ptr<tensormem::GlWorker> worker, std::shared_ptr<const tensormem::CudaRuntime> runtime);
 #endif

@@ -2,7 +2,7 @@
 #include <gst/tensormem/gsttensordmabuf.h>
 
 #include <gst/tensormem/gsttensormapping-private.h>
-#include <gst/tensormem/gsttensormemory.h>
+#include <gst/tensormem/gsttensorsidecache-private.h>
 
 #include <algorithm>
 
@@ -44,6 +44,17 @@ bool attach_mapping(GstMemory *mem, const tensormem::Tensor &tensor) noexcept {
     GST_WARNING("out of memory attaching a tensor mapping to memory %p", mem);
     return false;
   }
+}
+
+/* Storages imported from DMA-BUF memories that are not ours, keyed on the
+ * buffer's identity (device, inode): a pooled upstream memory comes back
+ * again and again and is imported (fstatfs, dup, fstat) once, and its
+ * storage stays one object, so everything cached per storage (the CUDA
+ * handle) is made once too. An entry lives as long as the foreign memory it
+ * was imported from. */
+gst_tensormem::SideCache<tensormem::DmaBufStorage> &foreign_imports() {
+  static auto *cache = new gst_tensormem::SideCache<tensormem::DmaBufStorage>();
+  return *cache;
 }
 
 /* A root GstFdMemory of `maxsize` bytes over `storage`'s own fd. */
@@ -144,17 +155,27 @@ GstMemory *mem_share(GstMemory *mem, gssize offset, gssize size) {
   return sub;
 }
 
+gconstpointer get_tensor(GstTensorMemAllocator *, GstMemory *mem) {
+  TensorMapping *mapping = mapping_of(mem);
+  return mapping ? &mapping->tensor : nullptr;
+}
+
+void tensor_allocator_init(GstTensorMemAllocatorInterface *iface) { iface->get_tensor = get_tensor; }
+
 } // namespace
 
-G_DEFINE_TYPE_WITH_CODE(GstTensorDmaBufAllocator, gst_tensor_dmabuf_allocator, GST_TYPE_DMABUF_ALLOCATOR,
-                        GST_DEBUG_CATEGORY_INIT(gst_tensor_dmabuf_debug, "tensordmabuf", 0, "DMA-BUF tensor memory"))
+/* Joins the tensor allocators through the interface: the parent class must
+ * stay GstDmaBufAllocator for gst_is_dmabuf_memory(). */
+G_DEFINE_TYPE_WITH_CODE(GstTensorMemDmaBufAllocator, gst_tensor_dmabuf_allocator, GST_TYPE_DMABUF_ALLOCATOR,
+                        G_IMPLEMENT_INTERFACE(GST_TYPE_TENSOR_MEM_ALLOCATOR, tensor_allocator_init);
+                        GST_DEBUG_CATEGORY_INIT(gst_tensor_dmabuf_debug, "tensormemdmabuf", 0, "DMA-BUF tensor memory"))
 
-static void gst_tensor_dmabuf_allocator_class_init(GstTensorDmaBufAllocatorClass *klass) {
+static void gst_tensor_dmabuf_allocator_class_init(GstTensorMemDmaBufAllocatorClass *klass) {
   GST_ALLOCATOR_CLASS(klass)->alloc = allocator_alloc;
   // free stays GstFdAllocator's: the fd is DONT_CLOSE, the storage (qdata) closes it.
 }
 
-static void gst_tensor_dmabuf_allocator_init(GstTensorDmaBufAllocator *self) {
+static void gst_tensor_dmabuf_allocator_init(GstTensorMemDmaBufAllocator *self) {
   auto *alloc = GST_ALLOCATOR_CAST(self);
   // mem_type stays GST_ALLOCATOR_DMABUF, set by GstDmaBufAllocator.
   self->fd_share = alloc->mem_share;
@@ -179,8 +200,9 @@ static void gst_tensor_dmabuf_allocator_init(GstTensorDmaBufAllocator *self) {
  * Since: 0.1
  */
 GstAllocator *gst_tensor_dmabuf_allocator_get(void) {
-  gst_tensor_memory_init_once();
-  return gst_allocator_find(GST_TENSOR_DMABUF_ALLOCATOR_NAME);
+  static gsize registered = 0;
+  return gst_tensormem::registered_allocator(&registered, GST_TYPE_TENSOR_DMABUF_ALLOCATOR,
+                                             GST_TENSOR_DMABUF_ALLOCATOR_NAME);
 }
 
 /**
@@ -259,10 +281,7 @@ GstMemory *gst_tensor_dmabuf_memory_import_fd(gint fd, gsize size) {
  * Since: 0.1
  */
 const tensormem::Tensor *gst_tensor_dmabuf_memory_get_tensor(GstMemory *mem) {
-  if (!gst_is_tensor_dmabuf_memory(mem))
-    return nullptr;
-  TensorMapping *mapping = mapping_of(mem);
-  return mapping ? &mapping->tensor : nullptr;
+  return gst_is_tensor_dmabuf_memory(mem) ? gst_tensor_memory_get_tensor(mem) : nullptr;
 }
 
 /**
@@ -281,4 +300,34 @@ std::shared_ptr<tensormem::DmaBufStorage> gst_tensor_dmabuf_memory_get_storage(G
   if (!tensor || tensor->storage_kind() != tensormem::StorageKind::DmaBuf)
     return {};
   return std::static_pointer_cast<tensormem::DmaBufStorage>(tensor->storage());
+}
+
+/**
+ * gst_tensor_dmabuf_memory_import_storage:
+ * @mem: a DMA-BUF #GstMemory (gst_is_dmabuf_memory())
+ *
+ * C++ only. The storage behind @mem: its own for DMA-BUF tensor memory,
+ * otherwise an import of its fd, made once per buffer and reused for as long
+ * as @mem lives.
+ *
+ * Returns: the storage, or the error of the import.
+ *
+ * Since: 0.1
+ */
+tensormem::Result<std::shared_ptr<tensormem::DmaBufStorage>> gst_tensor_dmabuf_memory_import_storage(GstMemory *mem) {
+  if (!mem || !gst_is_dmabuf_memory(mem))
+    return tensormem::Error::invalid_argument("gst_tensor_dmabuf_memory_import_storage: not DMA-BUF memory");
+  if (auto ours = gst_tensor_dmabuf_memory_get_storage(mem))
+    return ours;
+  const gint fd = gst_dmabuf_memory_get_fd(mem);
+  auto id = tensormem::DmaBufStorage::identity_of(fd);
+  if (!id)
+    return std::move(id).error();
+  const gst_tensormem::SideKey key{*id, nullptr};
+  if (auto cached = foreign_imports().find(key))
+    return cached;
+  auto storage = tensormem::DmaBufStorage::import(fd, 0);
+  if (!storage)
+    return std::move(storage).error();
+  return foreign_imports().insert_for_object(GST_MINI_OBJECT_CAST(mem), key, std::move(*storage));
 }

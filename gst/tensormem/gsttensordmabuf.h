@@ -2,7 +2,7 @@
 #pragma once
 
 #include <gst/allocators/gstdmabuf.h>
-#include <gst/tensormem/gsttensormem.h>
+#include <gst/tensormem/gsttensormemallocator.h>
 #include <gst/tensormem/tensormem-prelude.h>
 
 #ifdef __cplusplus
@@ -27,16 +27,16 @@ G_BEGIN_DECLS
 #define GST_TENSOR_DMABUF_ALLOCATOR_NAME "TensorDmaBufMemory"
 
 #define GST_TYPE_TENSOR_DMABUF_ALLOCATOR (gst_tensor_dmabuf_allocator_get_type())
-#define GST_TENSOR_DMABUF_ALLOCATOR(obj)                                                                             \
-  (G_TYPE_CHECK_INSTANCE_CAST((obj), GST_TYPE_TENSOR_DMABUF_ALLOCATOR, GstTensorDmaBufAllocator))
+#define GST_TENSOR_DMABUF_ALLOCATOR(obj)                                                                               \
+  (G_TYPE_CHECK_INSTANCE_CAST((obj), GST_TYPE_TENSOR_DMABUF_ALLOCATOR, GstTensorMemDmaBufAllocator))
 #define GST_IS_TENSOR_DMABUF_ALLOCATOR(obj) (G_TYPE_CHECK_INSTANCE_TYPE((obj), GST_TYPE_TENSOR_DMABUF_ALLOCATOR))
-#define GST_TENSOR_DMABUF_ALLOCATOR_CAST(obj) ((GstTensorDmaBufAllocator *)(obj))
+#define GST_TENSOR_DMABUF_ALLOCATOR_CAST(obj) ((GstTensorMemDmaBufAllocator *)(obj))
 
-typedef struct _GstTensorDmaBufAllocator GstTensorDmaBufAllocator;
-typedef struct _GstTensorDmaBufAllocatorClass GstTensorDmaBufAllocatorClass;
+typedef struct _GstTensorMemDmaBufAllocator GstTensorMemDmaBufAllocator;
+typedef struct _GstTensorMemDmaBufAllocatorClass GstTensorMemDmaBufAllocatorClass;
 
 /**
- * GstTensorDmaBufAllocator:
+ * GstTensorMemDmaBufAllocator:
  *
  * A #GstDmaBufAllocator whose memories are tensormem DMA-BUF storages:
  * gst_is_dmabuf_memory() and gst_dmabuf_memory_get_fd() work on them, and
@@ -46,7 +46,7 @@ typedef struct _GstTensorDmaBufAllocatorClass GstTensorDmaBufAllocatorClass;
  *
  * Since: 0.1
  */
-struct _GstTensorDmaBufAllocator {
+struct _GstTensorMemDmaBufAllocator {
   GstDmaBufAllocator parent;
 
   /*< private >*/
@@ -54,7 +54,7 @@ struct _GstTensorDmaBufAllocator {
   gpointer _gst_reserved[GST_PADDING - 1];
 };
 
-struct _GstTensorDmaBufAllocatorClass {
+struct _GstTensorMemDmaBufAllocatorClass {
   GstDmaBufAllocatorClass parent_class;
 
   /*< private >*/
@@ -73,7 +73,7 @@ gboolean gst_is_tensor_dmabuf_memory(GstMemory *mem);
 GST_TENSORMEM_API
 GstMemory *gst_tensor_dmabuf_memory_import_fd(gint fd, gsize size);
 
-G_DEFINE_AUTOPTR_CLEANUP_FUNC(GstTensorDmaBufAllocator, gst_object_unref)
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(GstTensorMemDmaBufAllocator, gst_object_unref)
 
 G_END_DECLS
 
@@ -87,4 +87,7 @@ const tensormem::Tensor *gst_tensor_dmabuf_memory_get_tensor(GstMemory *mem);
 
 GST_TENSORMEM_API
 std::shared_ptr<tensormem::DmaBufStorage> gst_tensor_dmabuf_memory_get_storage(GstMemory *mem);
+
+GST_TENSORMEM_API
+tensormem::Result<std::shared_ptr<tensormem::DmaBufStorage>> gst_tensor_dmabuf_memory_import_storage(GstMemory *mem);
 #endif

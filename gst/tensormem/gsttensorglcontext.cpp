@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include <gst/tensormem/gsttensorglcontext.h>
+#include <gst/tensormem/gsttensormemconfig.h>
 
 #include <tensormem/gl_worker.hpp>
 
@@ -10,12 +11,12 @@
 GST_DEBUG_CATEGORY_STATIC(gst_tensor_gl_context_debug);
 #define GST_CAT_DEFAULT gst_tensor_gl_context_debug
 
-struct _GstTensorGlWorkerPrivate {
+struct _GstTensorMemGlWorkerPrivate {
   std::shared_ptr<tensormem::GlWorker> worker; // never empty after construction
 };
 
-G_DEFINE_TYPE_WITH_CODE(GstTensorGlWorker, gst_tensor_gl_worker, GST_TYPE_OBJECT,
-                        GST_DEBUG_CATEGORY_INIT(gst_tensor_gl_context_debug, "tensorglcontext", 0,
+G_DEFINE_TYPE_WITH_CODE(GstTensorMemGlWorker, gst_tensor_gl_worker, GST_TYPE_OBJECT,
+                        GST_DEBUG_CATEGORY_INIT(gst_tensor_gl_context_debug, "tensormemglworker", 0,
                                                 "the GL worker and its GstContext"))
 
 static void gst_tensor_gl_worker_finalize(GObject *object) {
@@ -27,38 +28,38 @@ static void gst_tensor_gl_worker_finalize(GObject *object) {
   G_OBJECT_CLASS(gst_tensor_gl_worker_parent_class)->finalize(object);
 }
 
-static void gst_tensor_gl_worker_class_init(GstTensorGlWorkerClass *klass) {
+static void gst_tensor_gl_worker_class_init(GstTensorMemGlWorkerClass *klass) {
   G_OBJECT_CLASS(klass)->finalize = gst_tensor_gl_worker_finalize;
 }
 
-static void gst_tensor_gl_worker_init(GstTensorGlWorker *self) { self->priv = nullptr; }
+static void gst_tensor_gl_worker_init(GstTensorMemGlWorker *self) { self->priv = nullptr; }
 
 namespace {
 
 /* Without OpenGL the core library has no GlWorker code, and no worker can
  * exist: the accessors below then answer their defaults. */
-#if defined(GST_TENSORMEM_HAVE_GL)
-const tensormem::GlInfo &info_of(GstTensorGlWorker *worker) { return worker->priv->worker->info(); }
-guint64 map_calls_of(GstTensorGlWorker *worker) { return worker->priv->worker->gl_map_calls(); }
-guint mapped_of(GstTensorGlWorker *worker) { return static_cast<guint>(worker->priv->worker->mapped_buffers()); }
+#if GST_TENSORMEM_HAVE_GL
+const tensormem::GlInfo &info_of(GstTensorMemGlWorker *worker) { return worker->priv->worker->info(); }
+guint64 map_calls_of(GstTensorMemGlWorker *worker) { return worker->priv->worker->gl_map_calls(); }
+guint mapped_of(GstTensorMemGlWorker *worker) { return static_cast<guint>(worker->priv->worker->mapped_buffers()); }
 #else
-const tensormem::GlInfo &info_of(GstTensorGlWorker *) {
+const tensormem::GlInfo &info_of(GstTensorMemGlWorker *) {
   static const tensormem::GlInfo none;
   return none;
 }
-guint64 map_calls_of(GstTensorGlWorker *) { return 0; }
-guint mapped_of(GstTensorGlWorker *) { return 0; }
+guint64 map_calls_of(GstTensorMemGlWorker *) { return 0; }
+guint mapped_of(GstTensorMemGlWorker *) { return 0; }
 #endif
 
-bool worker_ok(GstTensorGlWorker *worker) {
+bool worker_ok(GstTensorMemGlWorker *worker) {
   return GST_IS_TENSOR_GL_WORKER(worker) && worker->priv != nullptr && worker->priv->worker != nullptr;
 }
 
 /* The element's current worker (a new reference) or NULL; read under the
  * element's object lock, which guards `*slot`. */
-GstTensorGlWorker *current_worker(GstElement *element, GstTensorGlWorker **slot) {
+GstTensorMemGlWorker *current_worker(GstElement *element, GstTensorMemGlWorker **slot) {
   GST_OBJECT_LOCK(element);
-  GstTensorGlWorker *worker = *slot ? GST_TENSOR_GL_WORKER(gst_object_ref(*slot)) : nullptr;
+  GstTensorMemGlWorker *worker = *slot ? GST_TENSOR_GL_WORKER(gst_object_ref(*slot)) : nullptr;
   GST_OBJECT_UNLOCK(element);
   return worker;
 }
@@ -118,8 +119,8 @@ gboolean run_query(GstElement *element, GstQuery *query, GstPadDirection directi
  *
  * Since: 0.1
  */
-GstTensorGlWorker *gst_tensor_gl_worker_new(GError **error) {
-#if defined(GST_TENSORMEM_HAVE_GL)
+GstTensorMemGlWorker *gst_tensor_gl_worker_new(GError **error) {
+#if GST_TENSORMEM_HAVE_GL
   try {
     auto made = tensormem::GlWorker::create();
     if (!made) {
@@ -152,16 +153,16 @@ GstTensorGlWorker *gst_tensor_gl_worker_new(GError **error) {
  *
  * Since: 0.1
  */
-GstTensorGlWorker *gst_tensor_gl_worker_new_wrapped(std::shared_ptr<tensormem::GlWorker> worker) {
+GstTensorMemGlWorker *gst_tensor_gl_worker_new_wrapped(std::shared_ptr<tensormem::GlWorker> worker) {
   g_return_val_if_fail(worker != nullptr, nullptr);
-  _GstTensorGlWorkerPrivate *priv;
+  _GstTensorMemGlWorkerPrivate *priv;
   try {
-    priv = new _GstTensorGlWorkerPrivate{std::move(worker)};
+    priv = new _GstTensorMemGlWorkerPrivate{std::move(worker)};
   } catch (...) {
     GST_WARNING("out of memory wrapping a GL worker");
     return nullptr;
   }
-  auto *self = static_cast<GstTensorGlWorker *>(g_object_new(GST_TYPE_TENSOR_GL_WORKER, nullptr));
+  auto *self = static_cast<GstTensorMemGlWorker *>(g_object_new(GST_TYPE_TENSOR_GL_WORKER, nullptr));
   gst_object_ref_sink(self);
   self->priv = priv;
   GST_INFO_OBJECT(self, "GL worker: %s, renderer \"%s\", version \"%s\"", gst_tensor_gl_worker_get_platform(self),
@@ -170,8 +171,8 @@ GstTensorGlWorker *gst_tensor_gl_worker_new_wrapped(std::shared_ptr<tensormem::G
 }
 
 /**
- * gst_tensor_gl_worker_get_worker:
- * @worker: a #GstTensorGlWorker
+ * gst_tensor_gl_worker_get_core_gl_worker:
+ * @worker: a #GstTensorMemGlWorker
  *
  * C++ only.
  *
@@ -180,74 +181,74 @@ GstTensorGlWorker *gst_tensor_gl_worker_new_wrapped(std::shared_ptr<tensormem::G
  *
  * Since: 0.1
  */
-std::shared_ptr<tensormem::GlWorker> gst_tensor_gl_worker_get_worker(GstTensorGlWorker *worker) {
+std::shared_ptr<tensormem::GlWorker> gst_tensor_gl_worker_get_core_gl_worker(GstTensorMemGlWorker *worker) {
   g_return_val_if_fail(worker_ok(worker), nullptr);
   return worker->priv->worker;
 }
 
 /**
  * gst_tensor_gl_worker_get_renderer:
- * @worker: a #GstTensorGlWorker
+ * @worker: a #GstTensorMemGlWorker
  *
  * Returns: (transfer none): GL_RENDERER of the worker's context.
  *
  * Since: 0.1
  */
-const gchar *gst_tensor_gl_worker_get_renderer(GstTensorGlWorker *worker) {
+const gchar *gst_tensor_gl_worker_get_renderer(GstTensorMemGlWorker *worker) {
   g_return_val_if_fail(worker_ok(worker), nullptr);
   return info_of(worker).renderer.c_str();
 }
 
 /**
  * gst_tensor_gl_worker_get_version:
- * @worker: a #GstTensorGlWorker
+ * @worker: a #GstTensorMemGlWorker
  *
  * Returns: (transfer none): GL_VERSION of the worker's context.
  *
  * Since: 0.1
  */
-const gchar *gst_tensor_gl_worker_get_version(GstTensorGlWorker *worker) {
+const gchar *gst_tensor_gl_worker_get_version(GstTensorMemGlWorker *worker) {
   g_return_val_if_fail(worker_ok(worker), nullptr);
   return info_of(worker).version.c_str();
 }
 
 /**
  * gst_tensor_gl_worker_get_platform:
- * @worker: a #GstTensorGlWorker
+ * @worker: a #GstTensorMemGlWorker
  *
  * Returns: (transfer none): the EGL platform the context was made on:
  * "surfaceless", "device" or "default".
  *
  * Since: 0.1
  */
-const gchar *gst_tensor_gl_worker_get_platform(GstTensorGlWorker *worker) {
+const gchar *gst_tensor_gl_worker_get_platform(GstTensorMemGlWorker *worker) {
   g_return_val_if_fail(worker_ok(worker), nullptr);
   return info_of(worker).platform.c_str();
 }
 
 /**
  * gst_tensor_gl_worker_get_map_calls:
- * @worker: a #GstTensorGlWorker
+ * @worker: a #GstTensorMemGlWorker
  *
  * Returns: the number of glMapBufferRange calls the worker made so far
  * (readers sharing one map count once).
  *
  * Since: 0.1
  */
-guint64 gst_tensor_gl_worker_get_map_calls(GstTensorGlWorker *worker) {
+guint64 gst_tensor_gl_worker_get_map_calls(GstTensorMemGlWorker *worker) {
   g_return_val_if_fail(worker_ok(worker), 0);
   return map_calls_of(worker);
 }
 
 /**
  * gst_tensor_gl_worker_get_mapped_buffers:
- * @worker: a #GstTensorGlWorker
+ * @worker: a #GstTensorMemGlWorker
  *
  * Returns: the number of GL buffers currently mapped by the worker.
  *
  * Since: 0.1
  */
-guint gst_tensor_gl_worker_get_mapped_buffers(GstTensorGlWorker *worker) {
+guint gst_tensor_gl_worker_get_mapped_buffers(GstTensorMemGlWorker *worker) {
   g_return_val_if_fail(worker_ok(worker), 0);
   return mapped_of(worker);
 }
@@ -262,7 +263,7 @@ guint gst_tensor_gl_worker_get_mapped_buffers(GstTensorGlWorker *worker) {
  *
  * Since: 0.1
  */
-void gst_context_set_tensor_gl_worker(GstContext *context, GstTensorGlWorker *worker) {
+void gst_context_set_tensor_gl_worker(GstContext *context, GstTensorMemGlWorker *worker) {
   g_return_if_fail(GST_IS_CONTEXT(context));
   g_return_if_fail(gst_context_is_writable(context));
   g_return_if_fail(worker == nullptr || GST_IS_TENSOR_GL_WORKER(worker));
@@ -283,14 +284,14 @@ void gst_context_set_tensor_gl_worker(GstContext *context, GstTensorGlWorker *wo
  *
  * Since: 0.1
  */
-gboolean gst_context_get_tensor_gl_worker(GstContext *context, GstTensorGlWorker **worker) {
+gboolean gst_context_get_tensor_gl_worker(GstContext *context, GstTensorMemGlWorker **worker) {
   g_return_val_if_fail(GST_IS_CONTEXT(context), FALSE);
   if (worker)
     *worker = nullptr;
   if (std::strcmp(gst_context_get_context_type(context), GST_TENSOR_GL_WORKER_CONTEXT_TYPE) != 0)
     return FALSE;
   const GstStructure *s = gst_context_get_structure(context);
-  GstTensorGlWorker *found = nullptr;
+  GstTensorMemGlWorker *found = nullptr;
   if (!gst_structure_get(s, GST_TENSOR_GL_WORKER_CONTEXT_FIELD, GST_TYPE_TENSOR_GL_WORKER, &found, nullptr) || !found)
     return FALSE;
   if (!worker_ok(found)) {
@@ -306,7 +307,7 @@ gboolean gst_context_get_tensor_gl_worker(GstContext *context, GstTensorGlWorker
 
 /**
  * gst_context_new_tensor_gl_worker:
- * @worker: a #GstTensorGlWorker
+ * @worker: a #GstTensorMemGlWorker
  * @persistent: whether the context survives the element's return to NULL
  *
  * Returns: (transfer full): a new %GST_TENSOR_GL_WORKER_CONTEXT_TYPE context
@@ -316,7 +317,7 @@ gboolean gst_context_get_tensor_gl_worker(GstContext *context, GstTensorGlWorker
  *
  * Since: 0.1
  */
-GstContext *gst_context_new_tensor_gl_worker(GstTensorGlWorker *worker, gboolean persistent) {
+GstContext *gst_context_new_tensor_gl_worker(GstTensorMemGlWorker *worker, gboolean persistent) {
   g_return_val_if_fail(GST_IS_TENSOR_GL_WORKER(worker), nullptr);
   GstContext *context = gst_context_new(GST_TENSOR_GL_WORKER_CONTEXT_TYPE, persistent);
   gst_context_set_tensor_gl_worker(context, worker);
@@ -340,16 +341,17 @@ GstContext *gst_context_new_tensor_gl_worker(GstTensorGlWorker *worker, gboolean
  *
  * Since: 0.1
  */
-gboolean gst_tensor_gl_worker_handle_set_context(GstElement *element, GstContext *context, GstTensorGlWorker **worker) {
+gboolean gst_tensor_gl_worker_handle_set_context(GstElement *element, GstContext *context,
+                                                 GstTensorMemGlWorker **worker) {
   g_return_val_if_fail(GST_IS_ELEMENT(element), FALSE);
   g_return_val_if_fail(worker != nullptr, FALSE);
   if (!context)
     return FALSE;
-  GstTensorGlWorker *given = nullptr;
+  GstTensorMemGlWorker *given = nullptr;
   if (!gst_context_get_tensor_gl_worker(context, &given))
     return FALSE;
   GST_OBJECT_LOCK(element);
-  GstTensorGlWorker *old = *worker;
+  GstTensorMemGlWorker *old = *worker;
   *worker = given;
   GST_OBJECT_UNLOCK(element);
   if (old != given)
@@ -373,7 +375,8 @@ gboolean gst_tensor_gl_worker_handle_set_context(GstElement *element, GstContext
  *
  * Since: 0.1
  */
-gboolean gst_tensor_gl_worker_handle_context_query(GstElement *element, GstQuery *query, GstTensorGlWorker **worker) {
+gboolean gst_tensor_gl_worker_handle_context_query(GstElement *element, GstQuery *query,
+                                                   GstTensorMemGlWorker **worker) {
   g_return_val_if_fail(GST_IS_ELEMENT(element), FALSE);
   g_return_val_if_fail(GST_IS_QUERY(query), FALSE);
   g_return_val_if_fail(worker != nullptr, FALSE);
@@ -382,7 +385,7 @@ gboolean gst_tensor_gl_worker_handle_context_query(GstElement *element, GstQuery
   const gchar *type = nullptr;
   if (!gst_query_parse_context_type(query, &type) || !type || std::strcmp(type, GST_TENSOR_GL_WORKER_CONTEXT_TYPE) != 0)
     return FALSE;
-  GstTensorGlWorker *ours = current_worker(element, worker);
+  GstTensorMemGlWorker *ours = current_worker(element, worker);
   if (!ours)
     return FALSE;
   GstContext *old = nullptr;
@@ -427,7 +430,7 @@ gboolean gst_tensor_gl_worker_handle_context_query(GstElement *element, GstQuery
  *
  * Since: 0.1
  */
-gboolean gst_tensor_gl_worker_ensure(GstElement *element, GstTensorGlWorker **worker, GError **error) {
+gboolean gst_tensor_gl_worker_ensure(GstElement *element, GstTensorMemGlWorker **worker, GError **error) {
   g_return_val_if_fail(GST_IS_ELEMENT(element), FALSE);
   g_return_val_if_fail(worker != nullptr, FALSE);
 
@@ -462,7 +465,7 @@ gboolean gst_tensor_gl_worker_ensure(GstElement *element, GstTensorGlWorker **wo
   if (have())
     return TRUE;
 
-  GstTensorGlWorker *made = gst_tensor_gl_worker_new(error);
+  GstTensorMemGlWorker *made = gst_tensor_gl_worker_new(error);
   if (!made)
     return FALSE;
   GstContext *context = gst_context_new_tensor_gl_worker(made, FALSE);

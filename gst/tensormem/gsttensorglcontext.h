@@ -18,7 +18,7 @@ G_BEGIN_DECLS
  *
  * The #GstContext type through which the elements of a pipeline share one
  * headless GL worker. The context's structure holds the worker in the field
- * %GST_TENSOR_GL_WORKER_CONTEXT_FIELD (a #GstTensorGlWorker).
+ * %GST_TENSOR_GL_WORKER_CONTEXT_FIELD (a #GstTensorMemGlWorker).
  *
  * Since: 0.1
  */
@@ -28,42 +28,42 @@ G_BEGIN_DECLS
  * GST_TENSOR_GL_WORKER_CONTEXT_FIELD:
  *
  * The field of a %GST_TENSOR_GL_WORKER_CONTEXT_TYPE context's structure that
- * holds the #GstTensorGlWorker.
+ * holds the #GstTensorMemGlWorker.
  *
  * Since: 0.1
  */
 #define GST_TENSOR_GL_WORKER_CONTEXT_FIELD "worker"
 
 #define GST_TYPE_TENSOR_GL_WORKER (gst_tensor_gl_worker_get_type())
-#define GST_TENSOR_GL_WORKER(obj) (G_TYPE_CHECK_INSTANCE_CAST((obj), GST_TYPE_TENSOR_GL_WORKER, GstTensorGlWorker))
+#define GST_TENSOR_GL_WORKER(obj) (G_TYPE_CHECK_INSTANCE_CAST((obj), GST_TYPE_TENSOR_GL_WORKER, GstTensorMemGlWorker))
 #define GST_IS_TENSOR_GL_WORKER(obj) (G_TYPE_CHECK_INSTANCE_TYPE((obj), GST_TYPE_TENSOR_GL_WORKER))
-#define GST_TENSOR_GL_WORKER_CAST(obj) ((GstTensorGlWorker *)(obj))
+#define GST_TENSOR_GL_WORKER_CAST(obj) ((GstTensorMemGlWorker *)(obj))
 
-typedef struct _GstTensorGlWorker GstTensorGlWorker;
-typedef struct _GstTensorGlWorkerClass GstTensorGlWorkerClass;
-typedef struct _GstTensorGlWorkerPrivate GstTensorGlWorkerPrivate;
+typedef struct _GstTensorMemGlWorker GstTensorMemGlWorker;
+typedef struct _GstTensorMemGlWorkerClass GstTensorMemGlWorkerClass;
+typedef struct _GstTensorMemGlWorkerPrivate GstTensorMemGlWorkerPrivate;
 
 /**
- * GstTensorGlWorker:
+ * GstTensorMemGlWorker:
  *
  * A #GstObject holding one headless GL worker of the core library: a thread
  * that owns an EGL context made without a window and runs every GL call of
  * the PBO memories made through it. It is what a
  * %GST_TENSOR_GL_WORKER_CONTEXT_TYPE context carries. The GL thread stops
  * when the last reference to the worker goes (the object and every
- * #GstTensorPboAllocator, hence every PBO memory, made with it).
+ * #GstTensorMemPboAllocator, hence every PBO memory, made with it).
  *
  * Since: 0.1
  */
-struct _GstTensorGlWorker {
+struct _GstTensorMemGlWorker {
   GstObject parent;
 
   /*< private >*/
-  GstTensorGlWorkerPrivate *priv;
+  GstTensorMemGlWorkerPrivate *priv;
   gpointer _gst_reserved[GST_PADDING];
 };
 
-struct _GstTensorGlWorkerClass {
+struct _GstTensorMemGlWorkerClass {
   GstObjectClass parent_class;
 
   /*< private >*/
@@ -74,49 +74,50 @@ GST_TENSORMEM_API
 GType gst_tensor_gl_worker_get_type(void);
 
 GST_TENSORMEM_API
-GstTensorGlWorker *gst_tensor_gl_worker_new(GError **error);
+GstTensorMemGlWorker *gst_tensor_gl_worker_new(GError **error);
 
 GST_TENSORMEM_API
-const gchar *gst_tensor_gl_worker_get_renderer(GstTensorGlWorker *worker);
+const gchar *gst_tensor_gl_worker_get_renderer(GstTensorMemGlWorker *worker);
 
 GST_TENSORMEM_API
-const gchar *gst_tensor_gl_worker_get_version(GstTensorGlWorker *worker);
+const gchar *gst_tensor_gl_worker_get_version(GstTensorMemGlWorker *worker);
 
 GST_TENSORMEM_API
-const gchar *gst_tensor_gl_worker_get_platform(GstTensorGlWorker *worker);
+const gchar *gst_tensor_gl_worker_get_platform(GstTensorMemGlWorker *worker);
 
 GST_TENSORMEM_API
-guint64 gst_tensor_gl_worker_get_map_calls(GstTensorGlWorker *worker);
+guint64 gst_tensor_gl_worker_get_map_calls(GstTensorMemGlWorker *worker);
 
 GST_TENSORMEM_API
-guint gst_tensor_gl_worker_get_mapped_buffers(GstTensorGlWorker *worker);
+guint gst_tensor_gl_worker_get_mapped_buffers(GstTensorMemGlWorker *worker);
 
 GST_TENSORMEM_API
-GstContext *gst_context_new_tensor_gl_worker(GstTensorGlWorker *worker, gboolean persistent);
+GstContext *gst_context_new_tensor_gl_worker(GstTensorMemGlWorker *worker, gboolean persistent);
 
 GST_TENSORMEM_API
-void gst_context_set_tensor_gl_worker(GstContext *context, GstTensorGlWorker *worker);
+void gst_context_set_tensor_gl_worker(GstContext *context, GstTensorMemGlWorker *worker);
 
 GST_TENSORMEM_API
-gboolean gst_context_get_tensor_gl_worker(GstContext *context, GstTensorGlWorker **worker);
+gboolean gst_context_get_tensor_gl_worker(GstContext *context, GstTensorMemGlWorker **worker);
 
 GST_TENSORMEM_API
-gboolean gst_tensor_gl_worker_ensure(GstElement *element, GstTensorGlWorker **worker, GError **error);
+gboolean gst_tensor_gl_worker_ensure(GstElement *element, GstTensorMemGlWorker **worker, GError **error);
 
 GST_TENSORMEM_API
-gboolean gst_tensor_gl_worker_handle_set_context(GstElement *element, GstContext *context, GstTensorGlWorker **worker);
+gboolean gst_tensor_gl_worker_handle_set_context(GstElement *element, GstContext *context,
+                                                 GstTensorMemGlWorker **worker);
 
 GST_TENSORMEM_API
-gboolean gst_tensor_gl_worker_handle_context_query(GstElement *element, GstQuery *query, GstTensorGlWorker **worker);
+gboolean gst_tensor_gl_worker_handle_context_query(GstElement *element, GstQuery *query, GstTensorMemGlWorker **worker);
 
-G_DEFINE_AUTOPTR_CLEANUP_FUNC(GstTensorGlWorker, gst_object_unref)
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(GstTensorMemGlWorker, gst_object_unref)
 
 G_END_DECLS
 
 #ifdef __cplusplus
 GST_TENSORMEM_API
-GstTensorGlWorker *gst_tensor_gl_worker_new_wrapped(std::shared_ptr<tensormem::GlWorker> worker);
+GstTensorMemGlWorker *gst_tensor_gl_worker_new_wrapped(std::shared_ptr<tensormem::GlWorker> worker);
 
 GST_TENSORMEM_API
-std::shared_ptr<tensormem::GlWorker> gst_tensor_gl_worker_get_worker(GstTensorGlWorker *worker);
+std::shared_ptr<tensormem::GlWorker> gst_tensor_gl_worker_get_core_gl_worker(GstTensorMemGlWorker *worker);
 #endif

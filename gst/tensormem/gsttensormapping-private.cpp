@@ -1,6 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
 #include <gst/tensormem/gsttensormapping-private.h>
-#include <gst/tensormem/gsttensormemory.h>
 
 #include <tensormem/storage.hpp>
 
@@ -16,7 +15,7 @@ namespace {
 void ensure_debug_category() noexcept {
   static gsize done = 0;
   if (g_once_init_enter(&done)) {
-    GST_DEBUG_CATEGORY_INIT(gst_tensor_mapping_debug, "tensormapping", 0, "CPU maps of tensor memory");
+    GST_DEBUG_CATEGORY_INIT(gst_tensor_mapping_debug, "tensormemmapping", 0, "CPU maps of tensor memory");
     g_once_init_leave(&done, 1);
   }
 }
@@ -31,7 +30,7 @@ tensormem::CpuAccess access_from_map_flags(GstMapFlags flags) noexcept {
 
 } // namespace
 
-gsize max_align_mask(GstTensorStorage storage) noexcept {
+gsize max_align_mask(GstTensorMemStorage storage) noexcept {
   switch (storage) {
   case GST_TENSOR_STORAGE_DMABUF:
     /* mmap returns page-aligned addresses; that is the most a DMA-BUF memory
@@ -146,6 +145,16 @@ bool prepare_allocation(GstDebugCategory *cat, GstAllocator *allocator, gsize si
     return false;
   }
   return true;
+}
+
+GstAllocator *registered_allocator(gsize *once, GType type, const char *name) noexcept {
+  if (g_once_init_enter(once)) {
+    auto *allocator = static_cast<GstAllocator *>(g_object_new(type, nullptr));
+    gst_object_ref_sink(allocator);
+    gst_allocator_register(name, allocator);
+    g_once_init_leave(once, 1);
+  }
+  return gst_allocator_find(name);
 }
 
 GstMemory *copy_memory_range(GstMemory *mem, gssize offset, gssize size) noexcept {

@@ -4,7 +4,8 @@
 #pragma once
 
 #include <gst/gst.h>
-#include <gst/tensormem/gsttensormem.h>
+#include <gst/tensormem/gsttensormemallocator.h>
+#include <gst/tensormem/gsttensorstorage.h>
 
 #include <tensormem/host_pin.hpp>
 #include <tensormem/tensor.hpp>
@@ -64,7 +65,7 @@ GstMemory *share_memory_range(GstMemory *mem, gssize offset, gssize size, const 
 /* The largest alignment mask the base address of `storage`'s memory is
  * guaranteed to meet: what its allocator accepts in GstAllocationParams and
  * what a tensor buffer pool of that storage may ask for. */
-gsize max_align_mask(GstTensorStorage storage) noexcept;
+gsize max_align_mask(GstTensorMemStorage storage) noexcept;
 
 /* The checks every tensor allocator's alloc starts with. A NULL `*params` is
  * pointed at `defaults` (initialised here); an alignment mask above
@@ -74,6 +75,11 @@ gsize max_align_mask(GstTensorStorage storage) noexcept;
  * or the sum overflows. */
 bool prepare_allocation(GstDebugCategory *cat, GstAllocator *allocator, gsize size, GstAllocationParams **params,
                         GstAllocationParams *defaults, gsize max_align_mask, const char *kind, gsize *total) noexcept;
+
+/* The allocator of `type` registered under `name` (made and registered on
+ * the first call, `once` guarding it), so gst_allocator_find() finds it too.
+ * Returns a new reference. */
+GstAllocator *registered_allocator(gsize *once, GType type, const char *name) noexcept;
 
 /* The mem_copy body of every tensor allocator: a new memory from `mem`'s own
  * allocator holding a copy of the range; NULL (after a warning) on failure. */

@@ -1,12 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
-#include <gst/tensormem/gsttensormem.h>
+#include <gst/tensormem/gsttensormemallocator.h>
 #include <gst/tensormem/tensormem-prelude.h>
-
-#ifdef __cplusplus
-#include <tensormem/tensor.hpp>
-#endif
 
 G_BEGIN_DECLS
 
@@ -41,29 +37,29 @@ struct _GstTensorMemory {
 };
 
 #define GST_TYPE_TENSOR_SYSTEM_ALLOCATOR (gst_tensor_system_allocator_get_type())
-#define GST_TENSOR_SYSTEM_ALLOCATOR(obj)                                                                             \
-  (G_TYPE_CHECK_INSTANCE_CAST((obj), GST_TYPE_TENSOR_SYSTEM_ALLOCATOR, GstTensorSystemAllocator))
+#define GST_TENSOR_SYSTEM_ALLOCATOR(obj)                                                                               \
+  (G_TYPE_CHECK_INSTANCE_CAST((obj), GST_TYPE_TENSOR_SYSTEM_ALLOCATOR, GstTensorMemSystemAllocator))
 #define GST_IS_TENSOR_SYSTEM_ALLOCATOR(obj) (G_TYPE_CHECK_INSTANCE_TYPE((obj), GST_TYPE_TENSOR_SYSTEM_ALLOCATOR))
-#define GST_TENSOR_SYSTEM_ALLOCATOR_CAST(obj) ((GstTensorSystemAllocator *)(obj))
+#define GST_TENSOR_SYSTEM_ALLOCATOR_CAST(obj) ((GstTensorMemSystemAllocator *)(obj))
 
-typedef struct _GstTensorSystemAllocator GstTensorSystemAllocator;
-typedef struct _GstTensorSystemAllocatorClass GstTensorSystemAllocatorClass;
+typedef struct _GstTensorMemSystemAllocator GstTensorMemSystemAllocator;
+typedef struct _GstTensorMemSystemAllocatorClass GstTensorMemSystemAllocatorClass;
 
 /**
- * GstTensorSystemAllocator:
+ * GstTensorMemSystemAllocator:
  *
  * Allocates #GstTensorMemory in 64-byte aligned heap storage.
  *
  * Since: 0.1
  */
-struct _GstTensorSystemAllocator {
+struct _GstTensorMemSystemAllocator {
   GstAllocator parent;
 
   /*< private >*/
   gpointer _gst_reserved[GST_PADDING];
 };
 
-struct _GstTensorSystemAllocatorClass {
+struct _GstTensorMemSystemAllocatorClass {
   GstAllocatorClass parent_class;
 
   /*< private >*/
@@ -74,22 +70,8 @@ GST_TENSORMEM_API
 GType gst_tensor_system_allocator_get_type(void);
 
 GST_TENSORMEM_API
-void gst_tensor_memory_init_once(void);
-
-GST_TENSORMEM_API
 GstAllocator *gst_tensor_system_allocator_get(void);
 
-GST_TENSORMEM_API
-gboolean gst_is_tensor_memory(GstMemory *mem);
-
-GST_TENSORMEM_API
-GstTensorStorage gst_tensor_memory_get_storage(GstMemory *mem);
-
-G_DEFINE_AUTOPTR_CLEANUP_FUNC(GstTensorSystemAllocator, gst_object_unref)
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(GstTensorMemSystemAllocator, gst_object_unref)
 
 G_END_DECLS
-
-#ifdef __cplusplus
-GST_TENSORMEM_API
-const tensormem::Tensor *gst_tensor_memory_get_tensor(GstMemory *mem);
-#endif

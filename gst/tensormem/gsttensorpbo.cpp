@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
+#include <gst/tensormem/gsttensormemconfig.h>
 #include <gst/tensormem/gsttensorpbo.h>
 
 #include <gst/tensormem/gsttensormapping-private.h>
@@ -53,12 +54,12 @@ GstMemory *allocator_alloc(GstAllocator *allocator, gsize size, GstAllocationPar
     return nullptr;
   }
   try {
-    auto worker = gst_tensor_gl_worker_get_worker(self->worker);
+    auto worker = gst_tensor_gl_worker_get_core_gl_worker(self->worker);
     if (!worker)
       return nullptr;
     // A zero-byte GstMemory is legal, an empty GL buffer is not.
     const gsize bytes = std::max<gsize>(maxsize, 1);
-#if defined(GST_TENSORMEM_HAVE_GL)
+#if GST_TENSORMEM_HAVE_GL
     auto tensor = worker->create_pbo(bytes, {bytes}, tensormem::DType::U8, GST_TENSOR_PBO_MEMORY_TYPE_NAME,
                                      tensormem::PboUsage::Upload);
 #else
@@ -90,10 +91,17 @@ gpointer mem_map_full(GstMemory *mem, GstMapInfo *info, gsize maxsize) {
   return data;
 }
 
+gconstpointer get_tensor(GstTensorMemAllocator *, GstMemory *mem) {
+  return &gst_tensormem::memory_mapping<GstTensorPboMemory>(mem)->tensor;
+}
+
+void tensor_allocator_init(GstTensorMemAllocatorInterface *iface) { iface->get_tensor = get_tensor; }
+
 } // namespace
 
-G_DEFINE_TYPE_WITH_CODE(GstTensorPboAllocator, gst_tensor_pbo_allocator, GST_TYPE_ALLOCATOR,
-                        GST_DEBUG_CATEGORY_INIT(gst_tensor_pbo_debug, "tensorpbo", 0, "OpenGL PBO tensor memory"))
+G_DEFINE_TYPE_WITH_CODE(GstTensorMemPboAllocator, gst_tensor_pbo_allocator, GST_TYPE_ALLOCATOR,
+                        G_IMPLEMENT_INTERFACE(GST_TYPE_TENSOR_MEM_ALLOCATOR, tensor_allocator_init);
+                        GST_DEBUG_CATEGORY_INIT(gst_tensor_pbo_debug, "tensormempbo", 0, "OpenGL PBO tensor memory"))
 
 static void gst_tensor_pbo_allocator_dispose(GObject *object) {
   auto *self = GST_TENSOR_PBO_ALLOCATOR(object);
@@ -102,7 +110,7 @@ static void gst_tensor_pbo_allocator_dispose(GObject *object) {
   G_OBJECT_CLASS(gst_tensor_pbo_allocator_parent_class)->dispose(object);
 }
 
-static void gst_tensor_pbo_allocator_class_init(GstTensorPboAllocatorClass *klass) {
+static void gst_tensor_pbo_allocator_class_init(GstTensorMemPboAllocatorClass *klass) {
   G_OBJECT_CLASS(klass)->dispose = gst_tensor_pbo_allocator_dispose;
   auto *allocator_class = GST_ALLOCATOR_CLASS(klass);
   allocator_class->alloc = allocator_alloc;
@@ -111,7 +119,7 @@ static void gst_tensor_pbo_allocator_class_init(GstTensorPboAllocatorClass *klas
   allocator_class->free = gst_tensormem::free_tensor_memory<GstTensorPboMemory>;
 }
 
-static void gst_tensor_pbo_allocator_init(GstTensorPboAllocator *self) {
+static void gst_tensor_pbo_allocator_init(GstTensorMemPboAllocator *self) {
   auto *alloc = GST_ALLOCATOR_CAST(self);
   alloc->mem_type = GST_TENSOR_PBO_MEMORY_TYPE_NAME;
   alloc->mem_map_full = mem_map_full;
@@ -134,9 +142,9 @@ static void gst_tensor_pbo_allocator_init(GstTensorPboAllocator *self) {
  *
  * Since: 0.1
  */
-GstAllocator *gst_tensor_pbo_allocator_new(GstTensorGlWorker *worker) {
+GstAllocator *gst_tensor_pbo_allocator_new(GstTensorMemGlWorker *worker) {
   g_return_val_if_fail(GST_IS_TENSOR_GL_WORKER(worker), nullptr);
-  auto *self = static_cast<GstTensorPboAllocator *>(g_object_new(GST_TYPE_TENSOR_PBO_ALLOCATOR, nullptr));
+  auto *self = static_cast<GstTensorMemPboAllocator *>(g_object_new(GST_TYPE_TENSOR_PBO_ALLOCATOR, nullptr));
   gst_object_ref_sink(self);
   self->worker = GST_TENSOR_GL_WORKER(gst_object_ref(worker));
   return GST_ALLOCATOR_CAST(self);
@@ -144,13 +152,13 @@ GstAllocator *gst_tensor_pbo_allocator_new(GstTensorGlWorker *worker) {
 
 /**
  * gst_tensor_pbo_allocator_get_gl_worker:
- * @allocator: a #GstTensorPboAllocator
+ * @allocator: a #GstTensorMemPboAllocator
  *
  * Returns: (transfer none): the allocator's GL worker.
  *
  * Since: 0.1
  */
-GstTensorGlWorker *gst_tensor_pbo_allocator_get_gl_worker(GstAllocator *allocator) {
+GstTensorMemGlWorker *gst_tensor_pbo_allocator_get_gl_worker(GstAllocator *allocator) {
   g_return_val_if_fail(GST_IS_TENSOR_PBO_ALLOCATOR(allocator), nullptr);
   return GST_TENSOR_PBO_ALLOCATOR_CAST(allocator)->worker;
 }
@@ -159,7 +167,7 @@ GstTensorGlWorker *gst_tensor_pbo_allocator_get_gl_worker(GstAllocator *allocato
  * gst_is_tensor_pbo_memory:
  * @mem: a #GstMemory
  *
- * Returns: %TRUE when @mem was made by a #GstTensorPboAllocator (shares
+ * Returns: %TRUE when @mem was made by a #GstTensorMemPboAllocator (shares
  * included).
  *
  * Since: 0.1
@@ -192,7 +200,7 @@ guint gst_tensor_pbo_memory_get_buffer_id(GstMemory *mem) {
  *
  * Since: 0.1
  */
-GstTensorGlWorker *gst_tensor_pbo_memory_get_gl_worker(GstMemory *mem) {
+GstTensorMemGlWorker *gst_tensor_pbo_memory_get_gl_worker(GstMemory *mem) {
   g_return_val_if_fail(gst_is_tensor_pbo_memory(mem), nullptr);
   return GST_TENSOR_PBO_ALLOCATOR_CAST(mem->allocator)->worker;
 }
@@ -210,9 +218,7 @@ GstTensorGlWorker *gst_tensor_pbo_memory_get_gl_worker(GstMemory *mem) {
  * Since: 0.1
  */
 const tensormem::Tensor *gst_tensor_pbo_memory_get_tensor(GstMemory *mem) {
-  if (!gst_is_tensor_pbo_memory(mem))
-    return nullptr;
-  return &gst_tensormem::memory_mapping<GstTensorPboMemory>(mem)->tensor;
+  return gst_is_tensor_pbo_memory(mem) ? gst_tensor_memory_get_tensor(mem) : nullptr;
 }
 
 /**
@@ -232,7 +238,7 @@ std::shared_ptr<tensormem::PboStorage> gst_tensor_pbo_memory_get_storage(GstMemo
 }
 
 /**
- * gst_tensor_pbo_memory_get_worker:
+ * gst_tensor_pbo_memory_get_core_gl_worker:
  * @mem: a #GstMemory
  *
  * C++ only.
@@ -242,9 +248,9 @@ std::shared_ptr<tensormem::PboStorage> gst_tensor_pbo_memory_get_storage(GstMemo
  *
  * Since: 0.1
  */
-std::shared_ptr<tensormem::GlWorker> gst_tensor_pbo_memory_get_worker(GstMemory *mem) {
+std::shared_ptr<tensormem::GlWorker> gst_tensor_pbo_memory_get_core_gl_worker(GstMemory *mem) {
   if (!gst_is_tensor_pbo_memory(mem))
     return nullptr;
-  GstTensorGlWorker *worker = GST_TENSOR_PBO_ALLOCATOR_CAST(mem->allocator)->worker;
-  return worker ? gst_tensor_gl_worker_get_worker(worker) : nullptr;
+  GstTensorMemGlWorker *worker = GST_TENSOR_PBO_ALLOCATOR_CAST(mem->allocator)->worker;
+  return worker ? gst_tensor_gl_worker_get_core_gl_worker(worker) : nullptr;
 }

@@ -2,7 +2,7 @@
 #pragma once
 
 #include <gst/tensormem/gsttensorglcontext.h>
-#include <gst/tensormem/gsttensormem.h>
+#include <gst/tensormem/gsttensormemallocator.h>
 #include <gst/tensormem/tensormem-prelude.h>
 
 #ifdef __cplusplus
@@ -59,15 +59,15 @@ struct _GstTensorPboMemory {
 
 #define GST_TYPE_TENSOR_PBO_ALLOCATOR (gst_tensor_pbo_allocator_get_type())
 #define GST_TENSOR_PBO_ALLOCATOR(obj)                                                                                  \
-  (G_TYPE_CHECK_INSTANCE_CAST((obj), GST_TYPE_TENSOR_PBO_ALLOCATOR, GstTensorPboAllocator))
+  (G_TYPE_CHECK_INSTANCE_CAST((obj), GST_TYPE_TENSOR_PBO_ALLOCATOR, GstTensorMemPboAllocator))
 #define GST_IS_TENSOR_PBO_ALLOCATOR(obj) (G_TYPE_CHECK_INSTANCE_TYPE((obj), GST_TYPE_TENSOR_PBO_ALLOCATOR))
-#define GST_TENSOR_PBO_ALLOCATOR_CAST(obj) ((GstTensorPboAllocator *)(obj))
+#define GST_TENSOR_PBO_ALLOCATOR_CAST(obj) ((GstTensorMemPboAllocator *)(obj))
 
-typedef struct _GstTensorPboAllocator GstTensorPboAllocator;
-typedef struct _GstTensorPboAllocatorClass GstTensorPboAllocatorClass;
+typedef struct _GstTensorMemPboAllocator GstTensorMemPboAllocator;
+typedef struct _GstTensorMemPboAllocatorClass GstTensorMemPboAllocatorClass;
 
 /**
- * GstTensorPboAllocator:
+ * GstTensorMemPboAllocator:
  *
  * Allocates #GstTensorPboMemory: each allocation is a new GL buffer
  * (glBufferData) of the allocator's GL worker, which it keeps running for
@@ -76,15 +76,15 @@ typedef struct _GstTensorPboAllocatorClass GstTensorPboAllocatorClass;
  *
  * Since: 0.1
  */
-struct _GstTensorPboAllocator {
+struct _GstTensorMemPboAllocator {
   GstAllocator parent;
 
   /*< private >*/
-  GstTensorGlWorker *worker;
+  GstTensorMemGlWorker *worker;
   gpointer _gst_reserved[GST_PADDING];
 };
 
-struct _GstTensorPboAllocatorClass {
+struct _GstTensorMemPboAllocatorClass {
   GstAllocatorClass parent_class;
 
   /*< private >*/
@@ -95,10 +95,10 @@ GST_TENSORMEM_API
 GType gst_tensor_pbo_allocator_get_type(void);
 
 GST_TENSORMEM_API
-GstAllocator *gst_tensor_pbo_allocator_new(GstTensorGlWorker *worker);
+GstAllocator *gst_tensor_pbo_allocator_new(GstTensorMemGlWorker *worker);
 
 GST_TENSORMEM_API
-GstTensorGlWorker *gst_tensor_pbo_allocator_get_gl_worker(GstAllocator *allocator);
+GstTensorMemGlWorker *gst_tensor_pbo_allocator_get_gl_worker(GstAllocator *allocator);
 
 GST_TENSORMEM_API
 gboolean gst_is_tensor_pbo_memory(GstMemory *mem);
@@ -107,9 +107,9 @@ GST_TENSORMEM_API
 guint gst_tensor_pbo_memory_get_buffer_id(GstMemory *mem);
 
 GST_TENSORMEM_API
-GstTensorGlWorker *gst_tensor_pbo_memory_get_gl_worker(GstMemory *mem);
+GstTensorMemGlWorker *gst_tensor_pbo_memory_get_gl_worker(GstMemory *mem);
 
-G_DEFINE_AUTOPTR_CLEANUP_FUNC(GstTensorPboAllocator, gst_object_unref)
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(GstTensorMemPboAllocator, gst_object_unref)
 
 G_END_DECLS
 
@@ -121,5 +121,5 @@ GST_TENSORMEM_API
 std::shared_ptr<tensormem::PboStorage> gst_tensor_pbo_memory_get_storage(GstMemory *mem);
 
 GST_TENSORMEM_API
-std::shared_ptr<tensormem::GlWorker> gst_tensor_pbo_memory_get_worker(GstMemory *mem);
+std::shared_ptr<tensormem::GlWorker> gst_tensor_pbo_memory_get_core_gl_worker(GstMemory *mem);
 #endif

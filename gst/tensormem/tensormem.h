@@ -1,13 +1,22 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
-#include <gst/tensormem/tensormem-prelude.h>
-#include <gst/tensormem/gsttensormem.h>
-#include <gst/tensormem/gsttensorformat.h>
-#include <gst/tensormem/gsttensormemory.h>
-#include <gst/tensormem/gsttensordmabuf.h>
-#include <gst/tensormem/gsttensorglcontext.h>
-#include <gst/tensormem/gsttensorpbo.h>
+// clang-format off: the configuration comes first, it decides what follows.
+#include <gst/tensormem/gsttensormemconfig.h>
+// clang-format on
+
 #include <gst/tensormem/gsttensorbufferpool.h>
 #include <gst/tensormem/gsttensorcudameta.h>
+#include <gst/tensormem/gsttensordmabuf.h>
+#include <gst/tensormem/gsttensorformat.h>
+#include <gst/tensormem/gsttensormem.h>
+#include <gst/tensormem/gsttensormemallocator.h>
+#include <gst/tensormem/gsttensormemory.h>
 #include <gst/tensormem/gsttensormemvalidate.h>
+#include <gst/tensormem/gsttensorstorage.h>
+#include <gst/tensormem/tensormem-prelude.h>
+
+#if GST_TENSORMEM_HAVE_GL
+#include <gst/tensormem/gsttensorglcontext.h>
+#include <gst/tensormem/gsttensorpbo.h>
+#endif

@@ -52,7 +52,10 @@ Result<std::shared_ptr<MemStorage>> MemStorage::allocate(std::size_t size) {
   return std::make_shared<MemStorage>(Token{}, static_cast<std::byte *>(data), size, serial);
 }
 
-MemStorage::~MemStorage() { free_aligned_bytes(data_); }
+MemStorage::~MemStorage() {
+  run_destroy_hooks();
+  free_aligned_bytes(data_);
+}
 
 Result<BackendMapping> MemStorage::backend_map(std::size_t size, CpuAccess) noexcept {
   return BackendMapping{data_, size};

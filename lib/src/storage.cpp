@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include <tensormem/storage.hpp>
 
+#include <tensormem/cuda_handle.hpp>
+
 #include <algorithm>
 #include <cerrno>
 #include <new>
@@ -27,6 +29,26 @@ Result<HostPin> Storage::map(CpuAccess access, MapState::Wait wait) {
     return std::move(data).error();
   auto lease = std::make_shared<MapLease>(shared_from_this());
   return HostPin(std::move(lease), *data, size_);
+}
+
+Storage::~Storage() { run_destroy_hooks(); }
+
+void Storage::run_destroy_hooks() noexcept {
+  // No lock: nobody else holds a reference to a storage being destroyed.
+  std::vector<std::function<void()>> hooks;
+  hooks.swap(destroy_hooks_);
+  for (auto &hook : hooks)
+    hook();
+}
+
+void Storage::on_destroy(std::function<void()> hook) {
+  std::lock_guard lock(hooks_mu_);
+  destroy_hooks_.push_back(std::move(hook));
+}
+
+Result<std::shared_ptr<CudaHandle>> Storage::import_cuda(std::shared_ptr<const CudaRuntime>) {
+  return Error::not_implemented(std::string("import_cuda: ") + storage_kind_name(kind()) +
+                                " storage has no CUDA import (only DMA-BUF and PBO storages have one)");
 }
 
 Result<HostPin> Storage::pin_host(CpuAccess) {

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // CUDA interop overhead against the fake runtime (device memory is host
 // memory, so every figure is OUR overhead plus the fake's bookkeeping, not a
-// GPU's): GstTensorCudaMeta map+unmap per frame for both kinds (DMA-BUF
+// GPU's): GstTensorMemCudaMeta map+unmap per frame for both kinds (DMA-BUF
 // external memory: no runtime call; PBO GL buffer: a GL worker round trip
 // each way), and the import cache (the first import of a memory against a
 // cached lookup), plus a 1080p pipeline with and without tensorcudaimport.
@@ -53,7 +53,7 @@ GstBuffer *buffer_with_meta(GstMemory *mem) {
 
 void bench_meta_map(const char *label, GstMemory *mem, int n) {
   GstBuffer *buf = buffer_with_meta(mem);
-  GstTensorCudaMeta *meta = gst_buffer_get_tensor_cuda_meta(buf);
+  GstTensorMemCudaMeta *meta = gst_buffer_get_tensor_cuda_meta(buf);
   std::string what = std::string(label) + ": meta map + unmap";
   row(what.c_str(), time_each(n, [&] {
         gpointer dev = nullptr;
@@ -166,7 +166,7 @@ int main(int argc, char **argv) {
   bench_import("DMA-BUF external memory", dmabuf, n);
 
   GError *error = nullptr;
-  GstTensorGlWorker *worker = gst_tensor_gl_worker_new(&error);
+  GstTensorMemGlWorker *worker = gst_tensor_gl_worker_new(&error);
   GstAllocator *pbo = nullptr;
   if (worker) {
     pbo = gst_tensor_pbo_allocator_new(worker);

@@ -72,7 +72,7 @@ Tensor frame_pbo(GlWorker &worker, PboUsage usage = PboUsage::Upload) {
 
 // ---- 1. map+unmap latency ---------------------------------------------------
 
-void map_latency(GlWorker &worker, GstTensorGlWorker *gst_worker, int n) {
+void map_latency(GlWorker &worker, GstTensorMemGlWorker *gst_worker, int n) {
   std::printf("\n## Map+unmap of one whole 1080p RGBA buffer (%zu bytes), %d iterations\n\n", kFrameBytes, n);
   std::printf("| what | median | p99 | glMapBufferRange per map |\n|---|---|---|---|\n");
   auto row = [&](const char *what, auto fn) {
@@ -349,7 +349,7 @@ struct Throughput {
  * harness, with the shared GL worker set before it starts) and pulls each
  * out; the mean time per buffer. */
 template <typename Make>
-Throughput harness_run_once(GstTensorGlWorker *gst_worker, const char *description, const char *out_caps, int n,
+Throughput harness_run_once(GstTensorMemGlWorker *gst_worker, const char *description, const char *out_caps, int n,
                             Make make) {
   GError *error = nullptr;
   GstElement *bin = gst_parse_bin_from_description(description, TRUE, &error);
@@ -382,7 +382,8 @@ Throughput harness_run_once(GstTensorGlWorker *gst_worker, const char *descripti
 }
 
 template <typename Make>
-Throughput harness_run(GstTensorGlWorker *gst_worker, const char *description, const char *out_caps, int n, Make make) {
+Throughput harness_run(GstTensorMemGlWorker *gst_worker, const char *description, const char *out_caps, int n,
+                       Make make) {
   Throughput best = harness_run_once(gst_worker, description, out_caps, n, make);
   for (int b = 1; b < g_batches; ++b) {
     const Throughput t = harness_run_once(gst_worker, description, out_caps, n, make);
@@ -392,7 +393,7 @@ Throughput harness_run(GstTensorGlWorker *gst_worker, const char *description, c
   return best;
 }
 
-void harness_throughput(GstTensorGlWorker *gst_worker, int n) {
+void harness_throughput(GstTensorMemGlWorker *gst_worker, int n) {
   GstVideoInfo info;
   gst_video_info_set_format(&info, GST_VIDEO_FORMAT_RGBA, kWidth, kHeight);
   GstBuffer *frame = gst_buffer_new_allocate(nullptr, GST_VIDEO_INFO_SIZE(&info), nullptr);
@@ -441,7 +442,7 @@ void harness_throughput(GstTensorGlWorker *gst_worker, int n) {
 }
 
 /* videotestsrc → `middle` → fakesink to EOS; the mean time per frame. */
-Throughput pipeline_run_once(GstTensorGlWorker *gst_worker, const char *middle, int n) {
+Throughput pipeline_run_once(GstTensorMemGlWorker *gst_worker, const char *middle, int n) {
   gchar *description = g_strdup_printf("videotestsrc num-buffers=%d pattern=solid-color ! %s ! %s ! "
                                        "fakesink sync=false",
                                        n, kCaps1080, middle);
@@ -475,7 +476,7 @@ Throughput pipeline_run_once(GstTensorGlWorker *gst_worker, const char *middle, 
   return t;
 }
 
-Throughput pipeline_run(GstTensorGlWorker *gst_worker, const char *middle, int n) {
+Throughput pipeline_run(GstTensorMemGlWorker *gst_worker, const char *middle, int n) {
   Throughput best = pipeline_run_once(gst_worker, middle, n);
   for (int b = 1; b < g_batches; ++b) {
     const Throughput t = pipeline_run_once(gst_worker, middle, n);
@@ -485,7 +486,7 @@ Throughput pipeline_run(GstTensorGlWorker *gst_worker, const char *middle, int n
   return best;
 }
 
-void pipeline_throughput(GstTensorGlWorker *gst_worker, int n) {
+void pipeline_throughput(GstTensorMemGlWorker *gst_worker, int n) {
   std::printf("\n## Pipeline to EOS: `videotestsrc num-buffers=%d pattern=solid-color ! %s ! … ! fakesink "
               "sync=false`\n\n",
               n, kCaps1080);
@@ -519,7 +520,7 @@ int main(int argc, char **argv) {
   std::printf("# bench-pbo (N=%d, best of %d batches): EGL %s, %s, %s\n", n, g_batches, gl.platform.c_str(),
               gl.renderer.c_str(), gl.version.c_str());
   // One worker for everything: the core tensors and, wrapped, the GStreamer side.
-  GstTensorGlWorker *gst_worker = gst_tensor_gl_worker_new_wrapped(worker);
+  GstTensorMemGlWorker *gst_worker = gst_tensor_gl_worker_new_wrapped(worker);
 
   map_latency(*worker, gst_worker, n * 10);
   bandwidth(*worker, std::max(n / 4, 10));

@@ -18,8 +18,8 @@ namespace tmtest {
 /* One GL worker for the whole program (making an llvmpipe context is slow
  * under valgrind); null with `*why` set when no headless GL context can be
  * made. Tests that need a fresh worker make their own. */
-inline GstTensorGlWorker *shared_worker(std::string *why) {
-  static GstTensorGlWorker *worker = nullptr;
+inline GstTensorMemGlWorker *shared_worker(std::string *why) {
+  static GstTensorMemGlWorker *worker = nullptr;
   static std::string reason;
   static bool tried = false;
   if (!tried) {
@@ -44,24 +44,24 @@ class SharedWorkerRelease : public ::testing::Environment {
 public:
   void TearDown() override {
     std::string why;
-    if (GstTensorGlWorker *worker = shared_worker(&why))
+    if (GstTensorMemGlWorker *worker = shared_worker(&why))
       gst_object_unref(worker);
   }
 };
 inline const auto *const g_shared_worker_release = ::testing::AddGlobalTestEnvironment(new SharedWorkerRelease);
 
 /* Whether GL name `id` is a live buffer of the worker's context. */
-inline bool is_gl_buffer(GstTensorGlWorker *worker, guint id) {
+inline bool is_gl_buffer(GstTensorMemGlWorker *worker, guint id) {
   bool alive = false;
-  EXPECT_TRUE(gst_tensor_gl_worker_get_worker(worker)->submit([&] { alive = glIsBuffer(id); }));
+  EXPECT_TRUE(gst_tensor_gl_worker_get_core_gl_worker(worker)->submit([&] { alive = glIsBuffer(id); }));
   return alive;
 }
 
 /* GL buffers alive in the worker's context among names 1..limit (names are
  * handed out from 1 upwards and the tests make few). */
-inline int live_gl_buffers(GstTensorGlWorker *worker, guint limit = 4096) {
+inline int live_gl_buffers(GstTensorMemGlWorker *worker, guint limit = 4096) {
   int live = 0;
-  EXPECT_TRUE(gst_tensor_gl_worker_get_worker(worker)->submit([&] {
+  EXPECT_TRUE(gst_tensor_gl_worker_get_core_gl_worker(worker)->submit([&] {
     for (guint id = 1; id <= limit; ++id)
       live += glIsBuffer(id) ? 1 : 0;
   }));

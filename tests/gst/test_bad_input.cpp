@@ -55,7 +55,7 @@ void PrintTo(const ElementCase &c, std::ostream *os) { *os << c.launch; }
 /* The program's GL worker (tests/gst/gl_test_util.hpp), handed to each PBO
  * pipeline through its context: an llvmpipe context per pipeline is slow
  * under valgrind. */
-GstTensorGlWorker *gl_worker(std::string *why) {
+GstTensorMemGlWorker *gl_worker(std::string *why) {
 #if defined(TM_TEST_HAVE_GL)
   return tmtest::shared_worker(why);
 #else

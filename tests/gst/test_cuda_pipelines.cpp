@@ -35,7 +35,7 @@ bool gl_usable(std::string *why) {
   static std::string reason;
   if (state < 0) {
     GError *error = nullptr;
-    GstTensorGlWorker *worker = gst_tensor_gl_worker_new(&error);
+    GstTensorMemGlWorker *worker = gst_tensor_gl_worker_new(&error);
     state = worker != nullptr;
     if (!worker)
       reason = error ? error->message : "unknown";
@@ -298,7 +298,7 @@ TEST(CudaMeta, copies_drop_the_meta_and_maps_pair_exactly_once) {
   g_signal_emit_by_name(sink, "pull-sample", &sample);
   ASSERT_NE(sample, nullptr);
   GstBuffer *buffer = gst_sample_get_buffer(sample);
-  GstTensorCudaMeta *meta = gst_buffer_get_tensor_cuda_meta(buffer);
+  GstTensorMemCudaMeta *meta = gst_buffer_get_tensor_cuda_meta(buffer);
   ASSERT_NE(meta, nullptr);
   EXPECT_EQ(meta->kind, GST_TENSOR_CUDA_KIND_EXTERNAL_MEMORY);
   EXPECT_EQ(meta->size, gst_buffer_get_size(buffer));
@@ -349,8 +349,51 @@ TEST(CudaMeta, copies_drop_the_meta_and_maps_pair_exactly_once) {
   EXPECT_EQ(fake_cudart_live(nullptr), 0u);
 }
 
+/* GL names repeat from one context to the next: two GL workers' first
+ * buffers are both name 1 (or another shared number), yet CUDA must see two
+ * registrations, one per worker, and a cached handle never answers for the
+ * other worker's buffer. */
+TEST(CudaImport, pbo_buffers_of_two_gl_workers_get_their_own_cuda_handles) {
+  std::string why;
+  if (!gl_usable(&why))
+    GTEST_SKIP() << "no headless GL context: " << why;
+  reset_fake();
+  GError *error = nullptr;
+  GstTensorMemGlWorker *w1 = gst_tensor_gl_worker_new(&error);
+  ASSERT_NE(w1, nullptr) << error->message;
+  GstTensorMemGlWorker *w2 = gst_tensor_gl_worker_new(&error);
+  ASSERT_NE(w2, nullptr) << error->message;
+  GstAllocator *a1 = gst_tensor_pbo_allocator_new(w1);
+  GstAllocator *a2 = gst_tensor_pbo_allocator_new(w2);
+  GstMemory *m1 = gst_allocator_alloc(a1, 4096, nullptr);
+  GstMemory *m2 = gst_allocator_alloc(a2, 4096, nullptr);
+  ASSERT_NE(m1, nullptr);
+  ASSERT_NE(m2, nullptr);
+  ASSERT_EQ(gst_tensor_pbo_memory_get_buffer_id(m1), gst_tensor_pbo_memory_get_buffer_id(m2))
+      << "the two fresh contexts did not hand out the same first GL name";
+  gboolean imported = FALSE;
+  auto h1 = gst_tensor_memory_import_cuda(m1, &imported);
+  ASSERT_TRUE(h1) << h1.error().message();
+  EXPECT_TRUE(imported);
+  EXPECT_EQ(gst_tensor_memory_peek_cuda(m2), nullptr) << "worker 2's buffer found worker 1's CUDA handle";
+  auto h2 = gst_tensor_memory_import_cuda(m2, &imported);
+  ASSERT_TRUE(h2) << h2.error().message();
+  EXPECT_TRUE(imported);
+  EXPECT_NE(*h1, *h2);
+  EXPECT_EQ(fake_cudart_calls("cudaGraphicsGLRegisterBuffer"), 2u);
+  h1 = tensormem::Error::invalid_argument("released");
+  h2 = tensormem::Error::invalid_argument("released");
+  gst_memory_unref(m1);
+  gst_memory_unref(m2);
+  gst_object_unref(a1);
+  gst_object_unref(a2);
+  gst_object_unref(w1);
+  gst_object_unref(w2);
+  EXPECT_EQ(fake_cudart_live(nullptr), 0u) << "a CUDA registration outlived its PBO";
+}
+
 TEST(CudaMeta, api_is_registered) {
-  EXPECT_STREQ(g_type_name(gst_tensor_cuda_meta_api_get_type()), "GstTensorCudaMetaAPI");
+  EXPECT_STREQ(g_type_name(gst_tensor_cuda_meta_api_get_type()), "GstTensorMemCudaMetaAPI");
   const GstMetaInfo *info = gst_tensor_cuda_meta_get_info();
   ASSERT_NE(info, nullptr);
   EXPECT_EQ(info->api, gst_tensor_cuda_meta_api_get_type());

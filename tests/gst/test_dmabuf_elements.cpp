@@ -240,7 +240,7 @@ TEST_F(DmaBufElement, UploadProposesADmaBufPoolAndAllocator) {
 }
 
 TEST_F(DmaBufElement, UploadSourceCapsOfferDmaBufFirstOnlyForDmaBufStorage) {
-  for (GstTensorStorage storage : {GST_TENSOR_STORAGE_DMABUF, GST_TENSOR_STORAGE_SYSTEM}) {
+  for (GstTensorMemStorage storage : {GST_TENSOR_STORAGE_DMABUF, GST_TENSOR_STORAGE_SYSTEM}) {
     GstHarness *h = gst_harness_new("tensorupload");
     g_object_set(h->element, "storage", storage, nullptr);
     GstPad *src = gst_element_get_static_pad(h->element, "src");

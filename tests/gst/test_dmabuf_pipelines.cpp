@@ -124,7 +124,7 @@ TEST(DmaBufPipeline, JpegDecoderWritesIntoOurPoolWithZeroCopies) {
     ASSERT_TRUE(run.eos) << caps << ": " << run.error_debug;
     ASSERT_EQ(run.samples.size(), kFrames) << caps;
     /* jpegdec is a GstVideoDecoder: it takes the pool tensorupload proposes
-     * (a DMA-BUF GstTensorBufferPool with GstVideoMeta) in decide_allocation
+     * (a DMA-BUF GstTensorMemBufferPool with GstVideoMeta) in decide_allocation
      * and allocates every output frame from it, so nothing is copied. */
     EXPECT_EQ(run.upload_copied, 0u) << caps;
     for (GstSample *sample : run.samples)
@@ -161,7 +161,7 @@ TEST(DmaBufPipeline, SystemMemoryInputIsCopiedOnceOrRefusedInStrictMode) {
 TEST(DmaBufPipeline, StorageAutoPicksWhatTheMachineHas) {
   if (!element_available("videotestsrc") || !element_available("appsink"))
     GTEST_SKIP() << "videotestsrc/appsink not installed";
-  const GstTensorStorage expected = gst_tensor_storage_resolve(GST_TENSOR_STORAGE_AUTO);
+  const GstTensorMemStorage expected = gst_tensor_storage_resolve(GST_TENSOR_STORAGE_AUTO);
   const tmtest::DmaHeapProbe heap = tmtest::probe_dma_heap();
   EXPECT_EQ(expected, heap.present() ? GST_TENSOR_STORAGE_DMABUF : GST_TENSOR_STORAGE_SYSTEM)
       << (heap.present() ? heap.node : heap.why);

@@ -45,7 +45,7 @@ protected:
     return mem;
   }
 
-  GstTensorGlWorker *worker = nullptr;
+  GstTensorMemGlWorker *worker = nullptr;
   GstAllocator *allocator = nullptr;
 };
 
@@ -84,7 +84,7 @@ TEST_F(PboTest, allocates_a_gl_buffer_and_round_trips_real_bytes) {
   EXPECT_NE(id, 0u);
   EXPECT_TRUE(is_gl_buffer(worker, id));
   EXPECT_EQ(gst_tensor_pbo_memory_get_gl_worker(mem), worker);
-  EXPECT_EQ(gst_tensor_pbo_memory_get_worker(mem), gst_tensor_gl_worker_get_worker(worker));
+  EXPECT_EQ(gst_tensor_pbo_memory_get_core_gl_worker(mem), gst_tensor_gl_worker_get_core_gl_worker(worker));
   auto storage = gst_tensor_pbo_memory_get_storage(mem);
   ASSERT_NE(storage, nullptr);
   EXPECT_EQ(storage->buffer_id(), id);
@@ -99,6 +99,25 @@ TEST_F(PboTest, allocates_a_gl_buffer_and_round_trips_real_bytes) {
 
   gst_memory_unref(mem);
   // The delete is queued on the worker; a task queued after it sees it done.
+  EXPECT_FALSE(is_gl_buffer(worker, id));
+}
+
+/* Side data of a storage (a CUDA registration of its GL buffer) is released
+ * by the storage's destroy hooks; they must run while the GL buffer still
+ * exists, before the storage deletes it. */
+TEST_F(PboTest, destroy_hooks_run_before_the_gl_buffer_is_deleted) {
+  GstMemory *mem = alloc(256);
+  ASSERT_NE(mem, nullptr);
+  const guint id = gst_tensor_pbo_memory_get_buffer_id(mem);
+  int hook_runs = 0;
+  bool alive_in_hook = false;
+  gst_tensor_pbo_memory_get_storage(mem)->on_destroy([&] {
+    ++hook_runs;
+    alive_in_hook = is_gl_buffer(worker, id);
+  });
+  gst_memory_unref(mem);
+  EXPECT_EQ(hook_runs, 1);
+  EXPECT_TRUE(alive_in_hook) << "the GL buffer was deleted before the storage's destroy hook ran";
   EXPECT_FALSE(is_gl_buffer(worker, id));
 }
 
@@ -249,12 +268,12 @@ TEST_F(PboTest, bad_requests_are_refused_without_a_gl_buffer) {
 
 TEST_F(PboTest, memories_keep_their_worker_running_after_every_other_reference_goes) {
   GError *error = nullptr;
-  GstTensorGlWorker *own = gst_tensor_gl_worker_new(&error);
+  GstTensorMemGlWorker *own = gst_tensor_gl_worker_new(&error);
   ASSERT_NE(own, nullptr) << (error ? error->message : "");
   GstAllocator *own_allocator = gst_tensor_pbo_allocator_new(own);
   GstMemory *mem = gst_allocator_alloc(own_allocator, 256, nullptr);
   ASSERT_NE(mem, nullptr);
-  std::weak_ptr<tensormem::GlWorker> core = gst_tensor_gl_worker_get_worker(own);
+  std::weak_ptr<tensormem::GlWorker> core = gst_tensor_gl_worker_get_core_gl_worker(own);
   gst_object_unref(own_allocator);
   gst_object_unref(own);
   EXPECT_FALSE(core.expired()) << "the memory's allocator holds the worker";
@@ -268,7 +287,7 @@ TEST_F(PboTest, memories_keep_their_worker_running_after_every_other_reference_g
 
 namespace {
 
-void expect_pbo_pool_buffers(GstAllocator *allocator, GstTensorGlWorker *worker, const char *caps_str) {
+void expect_pbo_pool_buffers(GstAllocator *allocator, GstTensorMemGlWorker *worker, const char *caps_str) {
   GstVideoInfo info = tmtest::info_from_string(caps_str);
   GstCaps *caps = gst_caps_from_string(caps_str);
   GstBufferPool *pool = gst_tensor_buffer_pool_new_for_pbo(allocator);
@@ -376,7 +395,7 @@ struct TmGlProbe {
   GstElement parent;
   GstPad *sinkpad;
   GstPad *srcpad;
-  GstTensorGlWorker *worker; // guarded by the object lock
+  GstTensorMemGlWorker *worker; // guarded by the object lock
 };
 struct TmGlProbeClass {
   GstElementClass parent_class;
@@ -419,7 +438,7 @@ GstStateChangeReturn probe_change_state(GstElement *element, GstStateChange tran
   GstStateChangeReturn ret = GST_ELEMENT_CLASS(tm_gl_probe_parent_class)->change_state(element, transition);
   if (transition == GST_STATE_CHANGE_READY_TO_NULL) {
     GST_OBJECT_LOCK(self);
-    GstTensorGlWorker *old = self->worker;
+    GstTensorMemGlWorker *old = self->worker;
     self->worker = nullptr;
     GST_OBJECT_UNLOCK(self);
     if (old)
@@ -463,14 +482,14 @@ void register_probe() {
   }
 }
 
-GstTensorGlWorker *probe_worker(GstElement *pipeline, const char *name) {
+GstTensorMemGlWorker *probe_worker(GstElement *pipeline, const char *name) {
   GstElement *element = gst_bin_get_by_name(GST_BIN(pipeline), name);
   EXPECT_NE(element, nullptr) << name;
   if (!element)
     return nullptr;
   auto *self = TM_GL_PROBE(element);
   GST_OBJECT_LOCK(self);
-  GstTensorGlWorker *worker = self->worker;
+  GstTensorMemGlWorker *worker = self->worker;
   GST_OBJECT_UNLOCK(self);
   gst_object_unref(element);
   return worker;
@@ -538,20 +557,20 @@ TEST_F(GlContextTest, two_linked_elements_share_one_worker_through_a_context_que
   ContextWatch watch;
   GstElement *pipeline = launch("fakesrc num-buffers=1 ! tmglprobe name=a ! tmglprobe name=b ! fakesink", &watch);
   ASSERT_EQ(gst_element_set_state(pipeline, GST_STATE_READY), GST_STATE_CHANGE_SUCCESS);
-  GstTensorGlWorker *a = probe_worker(pipeline, "a");
-  GstTensorGlWorker *b = probe_worker(pipeline, "b");
+  GstTensorMemGlWorker *a = probe_worker(pipeline, "a");
+  GstTensorMemGlWorker *b = probe_worker(pipeline, "b");
   ASSERT_NE(a, nullptr);
   EXPECT_EQ(a, b);
   // b (downstream, first to READY) asked the pipeline and made the worker;
   // a found it by querying its neighbour.
   EXPECT_EQ(watch.need, 1);
   EXPECT_EQ(watch.have, 1);
-  std::weak_ptr<tensormem::GlWorker> core = gst_tensor_gl_worker_get_worker(a);
+  std::weak_ptr<tensormem::GlWorker> core = gst_tensor_gl_worker_get_core_gl_worker(a);
 
   GstElement *ea = gst_bin_get_by_name(GST_BIN(pipeline), "a");
   GstContext *context = gst_element_get_context(ea, GST_TENSOR_GL_WORKER_CONTEXT_TYPE);
   ASSERT_NE(context, nullptr) << "the element reports the context it uses";
-  GstTensorGlWorker *from_context = nullptr;
+  GstTensorMemGlWorker *from_context = nullptr;
   EXPECT_TRUE(gst_context_get_tensor_gl_worker(context, &from_context));
   EXPECT_EQ(from_context, a);
   gst_clear_object(&from_context);
@@ -566,7 +585,7 @@ TEST_F(GlContextTest, unlinked_elements_share_one_worker_through_the_bin) {
   ContextWatch watch;
   GstElement *pipeline = launch("fakesrc ! tmglprobe name=a ! fakesink  fakesrc ! tmglprobe name=b ! fakesink", &watch);
   ASSERT_EQ(gst_element_set_state(pipeline, GST_STATE_READY), GST_STATE_CHANGE_SUCCESS);
-  GstTensorGlWorker *a = probe_worker(pipeline, "a");
+  GstTensorMemGlWorker *a = probe_worker(pipeline, "a");
   ASSERT_NE(a, nullptr);
   EXPECT_EQ(a, probe_worker(pipeline, "b"));
   // The second element's need-context was answered by the bin, not posted on.
@@ -577,7 +596,7 @@ TEST_F(GlContextTest, unlinked_elements_share_one_worker_through_the_bin) {
 
 TEST_F(GlContextTest, an_application_worker_set_on_the_pipeline_is_used) {
   std::string why;
-  GstTensorGlWorker *app = shared_worker(&why);
+  GstTensorMemGlWorker *app = shared_worker(&why);
   ContextWatch watch;
   GstElement *pipeline = launch("fakesrc ! tmglprobe name=a ! tmglprobe name=b ! fakesink", &watch);
   GstContext *context = gst_context_new_tensor_gl_worker(app, TRUE);
@@ -593,7 +612,7 @@ TEST_F(GlContextTest, an_application_worker_set_on_the_pipeline_is_used) {
 
 TEST_F(GlContextTest, an_application_answering_need_context_provides_the_worker) {
   std::string why;
-  GstTensorGlWorker *app = shared_worker(&why);
+  GstTensorMemGlWorker *app = shared_worker(&why);
   ContextWatch watch;
   watch.answer = gst_context_new_tensor_gl_worker(app, TRUE);
   GstElement *pipeline = launch("fakesrc ! tmglprobe name=a ! tmglprobe name=b ! fakesink", &watch);
@@ -611,14 +630,14 @@ TEST_F(GlContextTest, contexts_of_other_types_or_without_a_worker_are_ignored) {
   EXPECT_FALSE(gst_context_get_tensor_gl_worker(other, nullptr));
   gst_context_unref(other);
   GstContext *empty = gst_context_new(GST_TENSOR_GL_WORKER_CONTEXT_TYPE, FALSE);
-  GstTensorGlWorker *worker = reinterpret_cast<GstTensorGlWorker *>(0x1);
+  GstTensorMemGlWorker *worker = reinterpret_cast<GstTensorMemGlWorker *>(0x1);
   EXPECT_FALSE(gst_context_get_tensor_gl_worker(empty, &worker));
   EXPECT_EQ(worker, nullptr);
 
   register_probe();
   GstElement *probe = gst_element_factory_make("tmglprobe", nullptr);
   ASSERT_NE(probe, nullptr);
-  GstTensorGlWorker *slot = nullptr;
+  GstTensorMemGlWorker *slot = nullptr;
   EXPECT_FALSE(gst_tensor_gl_worker_handle_set_context(probe, empty, &slot));
   EXPECT_EQ(slot, nullptr);
   GstQuery *query = gst_query_new_context(GST_TENSOR_GL_WORKER_CONTEXT_TYPE);

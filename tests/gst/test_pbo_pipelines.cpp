@@ -35,9 +35,9 @@ struct PboRun {
   bool eos = false;
   std::string error;
   guint64 up_copied = 0, down_copied = 0;
-  int pbo_buffers = 0;                 // buffers leaving "up" whose memories are all PBO memory
-  int other_buffers = 0;               // buffers leaving "up" with other memory
-  GstTensorGlWorker *worker = nullptr; // the worker "up" used (a reference)
+  int pbo_buffers = 0;                    // buffers leaving "up" whose memories are all PBO memory
+  int other_buffers = 0;                  // buffers leaving "up" with other memory
+  GstTensorMemGlWorker *worker = nullptr; // the worker "up" used (a reference)
 
   PboRun() = default;
   PboRun(const PboRun &) = delete;
@@ -153,7 +153,7 @@ protected:
     }
   }
 
-  GstTensorGlWorker *worker = nullptr;
+  GstTensorMemGlWorker *worker = nullptr;
   GstContext *context = nullptr;
 };
 
@@ -229,7 +229,7 @@ TEST_F(PboPipeline, StrictDownloadFailsClearlyOnPboMemory) {
 TEST_F(PboPipeline, TwoUploadsShareOneWorkerTheyStartThemselvesAndDropItInNull) {
   // No application worker: the downstream upload starts one, the other finds it.
   std::weak_ptr<tensormem::GlWorker> core;
-  GstTensorGlWorker *a = nullptr, *b = nullptr;
+  GstTensorMemGlWorker *a = nullptr, *b = nullptr;
   {
     GError *error = nullptr;
     GstElement *pipeline = gst_parse_launch(
@@ -250,7 +250,7 @@ TEST_F(PboPipeline, TwoUploadsShareOneWorkerTheyStartThemselvesAndDropItInNull) 
     ASSERT_NE(a, nullptr);
     EXPECT_EQ(a, b);
     EXPECT_NE(a, worker);
-    core = gst_tensor_gl_worker_get_worker(a);
+    core = gst_tensor_gl_worker_get_core_gl_worker(a);
 
     GstElement *sink = gst_bin_get_by_name(GST_BIN(pipeline), "sink");
     GstSample *sample = nullptr;
@@ -259,7 +259,7 @@ TEST_F(PboPipeline, TwoUploadsShareOneWorkerTheyStartThemselvesAndDropItInNull) 
     GstMemory *mem = gst_buffer_peek_memory(gst_sample_get_buffer(sample), 0);
     ASSERT_TRUE(gst_is_tensor_pbo_memory(mem));
     EXPECT_EQ(gst_tensor_pbo_memory_get_gl_worker(mem), a);
-    EXPECT_EQ(gst_tensor_pbo_memory_get_worker(mem), core.lock());
+    EXPECT_EQ(gst_tensor_pbo_memory_get_core_gl_worker(mem), core.lock());
     gst_sample_unref(sample);
     gst_object_unref(sink);
 
@@ -446,7 +446,7 @@ TEST(PboElementMetadata, UploadOffersPboStorageAndBothElementsTakeTensorPboCaps)
   GstElement *up = gst_element_factory_make("tensorupload", nullptr);
   ASSERT_NE(up, nullptr);
   gst_util_set_object_arg(G_OBJECT(up), "storage", "pbo");
-  GstTensorStorage storage = GST_TENSOR_STORAGE_AUTO;
+  GstTensorMemStorage storage = GST_TENSOR_STORAGE_AUTO;
   g_object_get(up, "storage", &storage, nullptr);
   EXPECT_EQ(storage, GST_TENSOR_STORAGE_PBO);
   GstPad *src = gst_element_get_static_pad(up, "src");

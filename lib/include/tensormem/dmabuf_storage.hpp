@@ -58,8 +58,16 @@ public:
   /// InsufficientCapacity. An fd that is neither DMA-BUF nor memfd/shm is
   /// InvalidArgument carrying the filesystem magic.
   static Result<std::shared_ptr<DmaBufStorage>> import(int fd, std::size_t size = 0, const DmaBufOptions &options = {});
+  /// Whether allocate() with `options` can work here, without allocating:
+  /// the source the environment selects is valid, and for DMA heaps one of
+  /// the heap nodes opens. The error names every heap tried and the switch
+  /// to memfd-backed buffers.
+  static Result<void> check_source(const DmaBufOptions &options = {});
   /// Classifies `fd` by fstatfs magic.
   static Result<DmaBufFdKind> classify(int fd);
+  /// The identity a storage imported from `fd` would have (its device and
+  /// inode), without importing it: what caches of imports are keyed on.
+  static Result<BufferIdentity> identity_of(int fd);
   ~DmaBufStorage() override;
 
   StorageKind kind() const noexcept override { return StorageKind::DmaBuf; }
@@ -69,6 +77,8 @@ public:
   /// made on first use and kept for the storage's life (the pin keeps the
   /// storage). Pin holders order their own accesses with sync_for_cpu/device.
   Result<HostPin> pin_host(CpuAccess access) override;
+  /// External memory imported from (a dup of) this storage's fd.
+  Result<std::shared_ptr<CudaHandle>> import_cuda(std::shared_ptr<const CudaRuntime> runtime) override;
 
   /// The storage's own fd (borrowed: valid while the storage lives).
   int fd() const noexcept { return fd_.get(); }

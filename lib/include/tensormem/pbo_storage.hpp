@@ -16,6 +16,8 @@
 
 namespace tensormem {
 
+class CudaGlOps;
+
 /// The port through which a PBO storage reaches GL (PBO-OPS-01..08). The
 /// storage never calls GL itself. Every call blocks until done, is usable
 /// from any thread and never throws (PBO-OPS-06).
@@ -31,6 +33,9 @@ public:
   virtual Result<void> unmap_buffer(std::uint32_t buffer_id) noexcept = 0;
   /// Deletes the buffer; fire-and-forget.
   virtual void delete_buffer(std::uint32_t buffer_id) noexcept = 0;
+  /// How CUDA reaches this port's GL buffers (registration and maps on the
+  /// GL thread), or null where it cannot (the default; a worker that is gone).
+  virtual std::shared_ptr<CudaGlOps> cuda_gl_ops(std::shared_ptr<const CudaRuntime> runtime) noexcept;
 };
 
 /// One OpenGL pixel buffer object as a storage. Its identity is (Pbo, GL
@@ -51,6 +56,10 @@ public:
   BufferIdentity identity() const noexcept override { return BufferIdentity::derived(StorageKind::Pbo, buffer_id_); }
   /// Always refused with TM_PBO_PIN_HOST_REFUSAL (PBO-LIFE-05).
   Result<HostPin> pin_host(CpuAccess access) override;
+  /// GL names are unique per context only: the port (one per GL worker) scopes them.
+  const void *identity_scope() const noexcept override { return ops_.get(); }
+  /// A CUDA registration of the GL buffer through the port's CudaGlOps.
+  Result<std::shared_ptr<CudaHandle>> import_cuda(std::shared_ptr<const CudaRuntime> runtime) override;
 
   std::uint32_t buffer_id() const noexcept { return buffer_id_; }
   const std::shared_ptr<PboOps> &ops() const noexcept { return ops_; }

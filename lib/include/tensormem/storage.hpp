@@ -10,12 +10,16 @@
 #include <atomic>
 #include <chrono>
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
 
 namespace tensormem {
+
+class CudaHandle;
+class CudaRuntime;
 
 /// One backend allocation: it owns the resource, its identity and its map
 /// state. Storages live in std::shared_ptr (tensors, views and pins share
@@ -24,7 +28,7 @@ class TENSORMEM_API Storage : public std::enable_shared_from_this<Storage>, prot
 public:
   Storage(const Storage &) = delete;
   Storage &operator=(const Storage &) = delete;
-  virtual ~Storage() = default;
+  virtual ~Storage();
 
   virtual StorageKind kind() const noexcept = 0;
   virtual BufferIdentity identity() const noexcept = 0;
@@ -54,8 +58,31 @@ public:
   void set_fence_timeout(std::chrono::nanoseconds timeout) noexcept;
   std::chrono::nanoseconds fence_timeout() const noexcept;
 
+  /// The scope in which identity() is unique: null where it is unique in the
+  /// process (heap serials, DMA-BUF device/inode); the GL port for a PBO,
+  /// whose GL names repeat from one context to the next. Caches keyed on
+  /// identity key on (identity, scope).
+  virtual const void *identity_scope() const noexcept { return nullptr; }
+
+  /// CUDA's view of this storage, made by the storage because only it knows
+  /// how (DMA-BUF: external memory from its fd; PBO: a GL registration on its
+  /// GL thread). The default refuses with NotImplemented naming the kind.
+  virtual Result<std::shared_ptr<CudaHandle>> import_cuda(std::shared_ptr<const CudaRuntime> runtime);
+
+  /// Runs `hook` once when the storage is destroyed, before its backend
+  /// resource is released: side data kept elsewhere for this storage (a CUDA
+  /// registration of its GL buffer, an imported copy's bookkeeping) goes
+  /// first, while the resource it refers to still exists. Hooks must not
+  /// throw; they run in the order they were added.
+  void on_destroy(std::function<void()> hook);
+
 protected:
   explicit Storage(std::size_t size) noexcept : size_(size) {}
+
+  /// Runs the on_destroy hooks (once). Concrete storages call it first in
+  /// their destructor, before they release the resource; the base destructor
+  /// runs it for any that do not.
+  void run_destroy_hooks() noexcept;
 
 private:
   friend class MapLease;
@@ -67,6 +94,8 @@ private:
   mutable std::mutex writes_mu_;
   std::vector<GpuCompletion> writes_;
   std::atomic<std::int64_t> fence_timeout_ns_{std::chrono::nanoseconds(kDefaultFenceTimeout).count()};
+  std::mutex hooks_mu_;
+  std::vector<std::function<void()>> destroy_hooks_;
 };
 
 /// Heap storage: a 64-byte aligned allocation (SHR-PIN-02) that obeys the

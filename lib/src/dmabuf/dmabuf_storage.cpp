@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include <tensormem/dmabuf_storage.hpp>
+
+#include <tensormem/cuda_handle.hpp>
 #include <tensormem/log.hpp>
 
 #include <cerrno>
@@ -48,6 +50,9 @@ Result<DmaBufSource> resolve_source(DmaBufSource source) {
                                  " is not a DMA-BUF source; use \"heap\" or \"memfd\"");
 }
 
+/* "/dev/dma_heap/system (No such file or directory), …" for an error. */
+std::string heap_attempt(const std::string &path, int err) { return path + " (" + std::strerror(err) + ")"; }
+
 Result<UniqueFd> alloc_from_heaps(std::size_t size, const std::vector<std::string> &heaps) {
   std::string tried;
   for (const std::string &name : heaps) {
@@ -62,7 +67,7 @@ Result<UniqueFd> alloc_from_heaps(std::size_t size, const std::vector<std::strin
         return UniqueFd(static_cast<int>(data.fd));
       err = errno;
     }
-    tried += (tried.empty() ? "" : ", ") + path + " (" + std::strerror(err) + ")";
+    tried += (tried.empty() ? "" : ", ") + heap_attempt(path, err);
   }
   return Error::io(ENODEV, "DmaBufStorage::allocate " + std::to_string(size) +
                                " bytes: no DMA heap could allocate; tried " +
@@ -90,6 +95,7 @@ DmaBufStorage::DmaBufStorage(Token, UniqueFd fd, std::size_t size, DmaBufFdKind 
       sync_fn_(sync ? sync : real_sync) {}
 
 DmaBufStorage::~DmaBufStorage() {
+  run_destroy_hooks();
   if (data_) {
     ::munmap(data_, size_bytes());
     munmaps_.fetch_add(1);
@@ -160,11 +166,40 @@ Result<std::shared_ptr<DmaBufStorage>> DmaBufStorage::adopt(UniqueFd fd, std::si
   if (mode < 0)
     return Error::io(errno, std::string(what) + ": F_GETFL");
   const bool writable = (mode & O_ACCMODE) == O_RDWR;
+  auto id = identity_of(fd.get());
+  if (!id)
+    return std::move(id).error();
+  return std::make_shared<DmaBufStorage>(Token{}, std::move(fd), size, *kind, writable, id->key, options.sync);
+}
+
+Result<void> DmaBufStorage::check_source(const DmaBufOptions &options) {
+  auto source = resolve_source(options.source);
+  if (!source)
+    return std::move(source).error();
+  if (*source == DmaBufSource::Memfd)
+    return {};
+  std::string tried;
+  for (const std::string &name : options.heaps) {
+    const std::string path = "/dev/dma_heap/" + name;
+    UniqueFd heap(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+    if (heap.valid())
+      return {};
+    tried += (tried.empty() ? "" : ", ") + heap_attempt(path, errno);
+  }
+  return Error::device("no DMA heap could allocate (tried " + (tried.empty() ? std::string("no heap names") : tried) +
+                       "); set TENSORMEM_DMABUF_SOURCE=memfd to use memfd-backed buffers");
+}
+
+Result<std::shared_ptr<CudaHandle>> DmaBufStorage::import_cuda(std::shared_ptr<const CudaRuntime> runtime) {
+  return CudaHandle::import_dmabuf(*this, std::move(runtime));
+}
+
+Result<BufferIdentity> DmaBufStorage::identity_of(int fd) {
   struct stat st {};
-  if (::fstat(fd.get(), &st) != 0)
-    return Error::io(errno, std::string(what) + ": fstat");
+  if (::fstat(fd, &st) != 0)
+    return Error::io(errno, "DmaBufStorage: fstat of fd " + std::to_string(fd));
   const std::uint64_t key = (static_cast<std::uint64_t>(st.st_dev) << 40) ^ static_cast<std::uint64_t>(st.st_ino);
-  return std::make_shared<DmaBufStorage>(Token{}, std::move(fd), size, *kind, writable, key, options.sync);
+  return BufferIdentity::derived(StorageKind::DmaBuf, key);
 }
 
 Result<UniqueFd> DmaBufStorage::dup_fd() const {

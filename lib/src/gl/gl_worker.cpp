@@ -3,6 +3,8 @@
 #include "gl_task.hpp"
 
 #include <tensormem/gl_worker.hpp>
+
+#include <tensormem/gl_cuda.hpp>
 #include <tensormem/log.hpp>
 
 #include <epoxy/gl.h>
@@ -254,6 +256,18 @@ class GlPboOps final : public PboOps {
 public:
   explicit GlPboOps(std::shared_ptr<GlWorker::Core> core) noexcept : core_(std::move(core)) {}
 
+  /// Set once by GlWorker::create: CUDA interop runs through the worker,
+  /// which its CudaGlOps keep alive so that unregistration finds the GL thread.
+  void set_worker(std::weak_ptr<GlWorker> worker) noexcept { worker_ = std::move(worker); }
+
+  std::shared_ptr<CudaGlOps> cuda_gl_ops(std::shared_ptr<const CudaRuntime> runtime) noexcept override {
+    try {
+      return make_gl_worker_cuda_gl_ops(worker_.lock(), std::move(runtime));
+    } catch (...) {
+      return nullptr;
+    }
+  }
+
   Result<BackendMapping> map_buffer(std::uint32_t id, std::size_t size, CpuAccess access) noexcept override {
     return core_->call<BackendMapping>([&] { return core_->gl_map(id, size, access); }, "glMapBufferRange");
   }
@@ -270,6 +284,7 @@ public:
 
 private:
   std::shared_ptr<GlWorker::Core> core_;
+  std::weak_ptr<GlWorker> worker_;
 };
 
 void worker_main(std::shared_ptr<GlWorker::Core> core, std::promise<Result<GlInfo>> ready) {
@@ -310,7 +325,9 @@ Result<std::shared_ptr<GlWorker>> GlWorker::create() {
       thread.join();
       return std::move(info).error();
     }
-    return std::shared_ptr<GlWorker>(new GlWorker(std::move(core), std::move(thread)));
+    std::shared_ptr<GlWorker> worker(new GlWorker(std::move(core), std::move(thread)));
+    std::static_pointer_cast<GlPboOps>(worker->ops_)->set_worker(worker);
+    return worker;
   } catch (const std::system_error &e) {
     return Error::device(std::string("GL worker: starting the thread: ") + e.what());
   } catch (const std::bad_alloc &) {

@@ -4,6 +4,8 @@
 #include <tensormem/log.hpp>
 #include <tensormem/pbo_storage.hpp>
 
+#include <tensormem/cuda_handle.hpp>
+
 #include <sstream>
 
 namespace tensormem {
@@ -26,7 +28,11 @@ PboStorage::PboStorage(Token, std::uint32_t buffer_id, std::size_t size, std::sh
 
 // PBO-LIFE-01: the storage is the one owner of the GL buffer; copies, views,
 // maps, parts and imported channels all hold the storage, so this runs once.
-PboStorage::~PboStorage() { ops_->delete_buffer(buffer_id_); }
+PboStorage::~PboStorage() {
+  // A CUDA registration of the buffer is released before the buffer goes.
+  run_destroy_hooks();
+  ops_->delete_buffer(buffer_id_);
+}
 
 Result<HostPin> PboStorage::pin_host(CpuAccess) { return Error::not_implemented(kPboPinHostRefusal); }
 
@@ -137,6 +143,16 @@ std::string describe_pbo(const Tensor &tensor) {
     os << ", storage: " << storage_kind_name(tensor.storage_kind());
   os << " }";
   return os.str();
+}
+
+std::shared_ptr<CudaGlOps> PboOps::cuda_gl_ops(std::shared_ptr<const CudaRuntime>) noexcept { return nullptr; }
+
+Result<std::shared_ptr<CudaHandle>> PboStorage::import_cuda(std::shared_ptr<const CudaRuntime> runtime) {
+  std::shared_ptr<CudaGlOps> gl = ops_->cuda_gl_ops(std::move(runtime));
+  if (!gl)
+    return Error::not_implemented("PboStorage::import_cuda: the GL port of buffer " + std::to_string(buffer_id_) +
+                                  " offers no CUDA interop (its GL worker is gone, or it is a client's port)");
+  return CudaHandle::register_gl_buffer(std::move(gl), buffer_id_, size_bytes());
 }
 
 } // namespace tensormem

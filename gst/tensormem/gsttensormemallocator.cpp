@@ -1,0 +1,63 @@
+// SPDX-License-Identifier: Apache-2.0
+#include <gst/tensormem/gsttensormemallocator.h>
+
+G_DEFINE_INTERFACE(GstTensorMemAllocator, gst_tensor_mem_allocator, GST_TYPE_ALLOCATOR)
+
+static void gst_tensor_mem_allocator_default_init(GstTensorMemAllocatorInterface *) {}
+
+/**
+ * gst_is_tensor_memory:
+ * @mem: a #GstMemory
+ *
+ * Returns: %TRUE when @mem was made by a tensor allocator (system, DMA-BUF or
+ * OpenGL PBO; any allocator implementing #GstTensorMemAllocatorInterface).
+ *
+ * Since: 0.1
+ */
+gboolean gst_is_tensor_memory(GstMemory *mem) {
+  return mem != nullptr && mem->allocator != nullptr && GST_IS_TENSOR_MEM_ALLOCATOR(mem->allocator);
+}
+
+/**
+ * gst_tensor_memory_get_tensor:
+ * @mem: a #GstMemory
+ *
+ * C++ only. The tensor describing the whole allocation behind @mem (a 1-D
+ * u8 tensor; @mem's offset and size select a window of it), whatever its
+ * storage, shares included.
+ *
+ * Returns: (transfer none) (nullable): the tensor, or %NULL when @mem is not
+ * a tensor memory. Valid while @mem is alive.
+ *
+ * Since: 0.1
+ */
+const tensormem::Tensor *gst_tensor_memory_get_tensor(GstMemory *mem) {
+  if (!gst_is_tensor_memory(mem))
+    return nullptr;
+  auto *allocator = GST_TENSOR_MEM_ALLOCATOR(mem->allocator);
+  return static_cast<const tensormem::Tensor *>(
+      GST_TENSOR_MEM_ALLOCATOR_GET_IFACE(allocator)->get_tensor(allocator, mem));
+}
+
+/**
+ * gst_tensor_memory_get_storage:
+ * @mem: a tensor #GstMemory
+ *
+ * Returns: the storage kind behind @mem (never %GST_TENSOR_STORAGE_AUTO for a
+ * tensor memory).
+ *
+ * Since: 0.1
+ */
+GstTensorMemStorage gst_tensor_memory_get_storage(GstMemory *mem) {
+  g_return_val_if_fail(gst_is_tensor_memory(mem), GST_TENSOR_STORAGE_AUTO);
+  const tensormem::Tensor *tensor = gst_tensor_memory_get_tensor(mem);
+  if (!tensor)
+    return GST_TENSOR_STORAGE_AUTO;
+  switch (tensor->storage_kind()) {
+  case tensormem::StorageKind::Mem: return GST_TENSOR_STORAGE_SYSTEM;
+  case tensormem::StorageKind::DmaBuf: return GST_TENSOR_STORAGE_DMABUF;
+  case tensormem::StorageKind::Pbo: return GST_TENSOR_STORAGE_PBO;
+  default: break;
+  }
+  return GST_TENSOR_STORAGE_AUTO;
+}

@@ -1,0 +1,282 @@
+// SPDX-License-Identifier: Apache-2.0
+#include <gst/tensormem/gsttensoruploader.h>
+
+#include <gst/allocators/gstdmabuf.h>
+#include <gst/tensormem/gsttensorbufferpool.h>
+#include <gst/tensormem/gsttensordmabuf.h>
+#include <gst/tensormem/gsttensormemallocator.h>
+#include <gst/tensormem/gsttensormemory.h>
+
+#include <utility>
+
+GST_DEBUG_CATEGORY_STATIC(gst_tensor_uploader_debug);
+#define GST_CAT_DEFAULT gst_tensor_uploader_debug
+
+namespace gst_tensormem {
+
+namespace {
+
+constexpr guint kProposedMinBuffers = 2;
+
+void ensure_debug_category() {
+  static gsize done = 0;
+  if (g_once_init_enter(&done)) {
+    GST_DEBUG_CATEGORY_INIT(gst_tensor_uploader_debug, "tensormemuploader", 0, "upload paths into tensor memory");
+    g_once_init_leave(&done, 1);
+  }
+}
+
+const char *storage_name(GstTensorMemStorage storage) {
+  auto *klass = static_cast<GEnumClass *>(g_type_class_ref(GST_TYPE_TENSOR_STORAGE));
+  GEnumValue *value = g_enum_get_value(klass, storage);
+  const char *name = value ? value->value_nick : "auto";
+  g_type_class_unref(klass); // the enum class lives as long as its static type
+  return name;
+}
+
+bool all_memories(GstBuffer *buffer, bool (*is_kind)(const UploadContext &, GstMemory *), const UploadContext &ctx) {
+  const guint n = gst_buffer_n_memory(buffer);
+  if (n == 0)
+    return false;
+  for (guint i = 0; i < n; ++i) {
+    if (!is_kind(ctx, gst_buffer_peek_memory(buffer, i)))
+      return false;
+  }
+  return true;
+}
+
+bool caps_have_dmabuf(GstCaps *caps) {
+  if (!caps || gst_caps_is_empty(caps) || gst_caps_is_any(caps))
+    return false;
+  GstCapsFeatures *features = gst_caps_get_features(caps, 0);
+  return features && !gst_caps_features_is_any(features) &&
+         gst_caps_features_contains(features, GST_CAPS_FEATURE_MEMORY_DMABUF);
+}
+
+/* ---- pass-through: the input is tensor memory of the element's storage ---- */
+
+bool is_our_storage(const UploadContext &ctx, GstMemory *mem) {
+  return gst_is_tensor_memory(mem) && gst_tensor_memory_get_storage(mem) == ctx.storage;
+}
+
+gboolean passthrough_accept(const UploadContext &ctx, GstBuffer *in) { return all_memories(in, is_our_storage, ctx); }
+
+/* Our pool, the allocator and GstVideoMeta, so the producer writes straight
+ * into tensor memory and the buffer passes through. An upstream that
+ * negotiated memory:DMABuf gets a DMA-BUF pool whatever the storage. */
+gboolean passthrough_propose(const UploadContext &ctx, GstQuery *query) {
+  GstCaps *caps = nullptr;
+  gboolean need_pool = FALSE;
+  gst_query_parse_allocation(query, &caps, &need_pool);
+  GstVideoInfo info;
+  if (!caps || !gst_video_info_from_caps(&info, caps)) {
+    GST_DEBUG_OBJECT(ctx.element, "allocation query without raw video caps: %" GST_PTR_FORMAT, caps);
+    return FALSE;
+  }
+  const GstTensorMemStorage storage = caps_have_dmabuf(caps) ? GST_TENSOR_STORAGE_DMABUF : ctx.storage;
+  GstAllocator *allocator = nullptr;
+  if (storage == GST_TENSOR_STORAGE_PBO)
+    allocator = ctx.pbo_allocator ? GST_ALLOCATOR_CAST(gst_object_ref(ctx.pbo_allocator)) : nullptr;
+  else if (storage == GST_TENSOR_STORAGE_DMABUF)
+    allocator = gst_tensor_dmabuf_allocator_get();
+  else
+    allocator = gst_tensor_system_allocator_get();
+  if (!allocator) {
+    GST_DEBUG_OBJECT(ctx.element, "no PBO allocator yet: nothing to propose");
+    return FALSE;
+  }
+  GstAllocationParams params;
+  gst_allocation_params_init(&params);
+  params.align = GST_TENSOR_BUFFER_POOL_STRIDE_ALIGN - 1;
+  if (need_pool) {
+    guint size = 0;
+    GstBufferPool *pool =
+        upload_make_pool(ctx, storage, caps, GST_VIDEO_INFO_SIZE(&info), kProposedMinBuffers, 0, &size);
+    if (!pool) {
+      gst_object_unref(allocator);
+      return FALSE;
+    }
+    gst_query_add_allocation_pool(query, pool, size, kProposedMinBuffers, 0);
+    gst_object_unref(pool);
+  }
+  gst_query_add_allocation_param(query, allocator, &params);
+  gst_object_unref(allocator);
+  if (!gst_query_find_allocation_meta(query, GST_VIDEO_META_API_TYPE, nullptr))
+    gst_query_add_allocation_meta(query, GST_VIDEO_META_API_TYPE, nullptr);
+  return TRUE;
+}
+
+GstFlowReturn passthrough_perform(const UploadContext &ctx, GstBuffer *in, GstBuffer **out, gsize *) {
+  GST_LOG_OBJECT(ctx.element, "%" GST_PTR_FORMAT " is %s tensor memory already, passing it through", in,
+                 storage_name(ctx.storage));
+  *out = in;
+  return GST_FLOW_OK;
+}
+
+/* ---- fd import: DMA-BUF memory from elsewhere, for DMA-BUF storage ---- */
+
+bool is_dmabuf(const UploadContext &, GstMemory *mem) { return gst_is_dmabuf_memory(mem); }
+
+gboolean fd_import_accept(const UploadContext &ctx, GstBuffer *in) {
+  return ctx.storage == GST_TENSOR_STORAGE_DMABUF && all_memories(in, is_dmabuf, ctx);
+}
+
+/* Upstream's own DMA-BUF pool is what this path wants: nothing to ask. */
+gboolean fd_import_propose(const UploadContext &, GstQuery *) { return FALSE; }
+
+/* Wraps each DMA-BUF memory of `in` as DMA-BUF tensor memory of the same
+ * buffer (the import is cached per buffer, see
+ * gst_tensor_dmabuf_memory_import_storage()), without a copy. */
+GstFlowReturn fd_import_perform(const UploadContext &ctx, GstBuffer *in, GstBuffer **outbuf, gsize *) {
+  GST_LOG_OBJECT(ctx.element, "%" GST_PTR_FORMAT " is DMA-BUF memory, importing it", in);
+  GstAllocator *allocator = gst_tensor_dmabuf_allocator_get();
+  GstBuffer *out = gst_buffer_new();
+  auto fail = [&](GstFlowReturn ret) {
+    gst_buffer_unref(out);
+    gst_object_unref(allocator);
+    return ret;
+  };
+  const guint n = gst_buffer_n_memory(in);
+  for (guint i = 0; i < n; ++i) {
+    GstMemory *mem = gst_buffer_peek_memory(in, i);
+    auto storage = gst_tensor_dmabuf_memory_import_storage(mem);
+    if (!storage) {
+      GST_ELEMENT_ERROR(ctx.element, STREAM, FAILED, ("Cannot import the input's DMA-BUF."),
+                        ("memory %u of %" GST_PTR_FORMAT " (fd %d): %s", i, in, gst_dmabuf_memory_get_fd(mem),
+                         storage.error().message().c_str()));
+      return fail(GST_FLOW_ERROR);
+    }
+    const gsize capacity = (*storage)->size_bytes();
+    if (mem->offset > capacity || mem->size > capacity - mem->offset) {
+      GST_ELEMENT_ERROR(ctx.element, STREAM, FAILED, ("The input's DMA-BUF memory runs past the end of its buffer."),
+                        ("memory %u (fd %d): offset %" G_GSIZE_FORMAT " + size %" G_GSIZE_FORMAT
+                         " exceeds the %" G_GSIZE_FORMAT "-byte DMA-BUF",
+                         i, gst_dmabuf_memory_get_fd(mem), mem->offset, mem->size, capacity));
+      return fail(GST_FLOW_ERROR);
+    }
+    GstMemory *ours = gst_tensor_dmabuf_allocator_import(allocator, std::move(*storage));
+    if (!ours) {
+      GST_ELEMENT_ERROR(ctx.element, RESOURCE, FAILED, ("Cannot wrap the input's DMA-BUF."),
+                        ("memory %u of %" GST_PTR_FORMAT, i, in));
+      return fail(GST_FLOW_ERROR);
+    }
+    gst_memory_resize(ours, static_cast<gssize>(mem->offset), mem->size);
+    gst_buffer_append_memory(out, ours);
+  }
+  gst_object_unref(allocator);
+  ctx.copy_metadata(ctx.element, in, out);
+  const GstVideoMeta *meta = gst_buffer_get_video_meta(in);
+  if (meta && !gst_buffer_get_video_meta(out)) {
+    GstVideoMeta *copy =
+        gst_buffer_add_video_meta_full(out, meta->flags, meta->format, meta->width, meta->height, meta->n_planes,
+                                       const_cast<gsize *>(meta->offset), const_cast<gint *>(meta->stride));
+    copy->alignment = meta->alignment;
+  }
+  // The upstream buffer stays ours until `out` goes: its pool cannot recycle it under a reader.
+  gst_buffer_add_parent_buffer_meta(out, in);
+  *outbuf = out;
+  return GST_FLOW_OK;
+}
+
+/* ---- copy: anything else, once, into the element's output pool ---- */
+
+gboolean copy_accept(const UploadContext &, GstBuffer *) { return TRUE; }
+
+gboolean copy_propose(const UploadContext &, GstQuery *) { return FALSE; }
+
+GstFlowReturn copy_perform(const UploadContext &ctx, GstBuffer *in, GstBuffer **out, gsize *copied) {
+  GstBufferPool *pool = ctx.output_pool;
+  if (!pool) {
+    GST_ELEMENT_ERROR(ctx.element, CORE, NEGOTIATION, ("No output buffer pool."), ("decide_allocation did not run"));
+    return GST_FLOW_NOT_NEGOTIATED;
+  }
+  if (!gst_buffer_pool_is_active(pool) && !gst_buffer_pool_set_active(pool, TRUE)) {
+    GST_ELEMENT_ERROR(ctx.element, RESOURCE, SETTINGS,
+                      ("Cannot activate the %s tensor buffer pool.", storage_name(ctx.storage)),
+                      ("see the tensormempool, tensormemdmabuf and tensormempbo debug categories"));
+    return GST_FLOW_ERROR;
+  }
+  GstFlowReturn ret = gst_buffer_pool_acquire_buffer(pool, out, nullptr);
+  if (ret != GST_FLOW_OK) {
+    GST_DEBUG_OBJECT(ctx.element, "no buffer from the tensor pool: %s", gst_flow_get_name(ret));
+    return ret;
+  }
+  ctx.copy_metadata(ctx.element, in, *out);
+  GstVideoFrame in_frame, out_frame;
+  if (!gst_video_frame_map(&in_frame, ctx.info, in, GST_MAP_READ)) {
+    GST_ELEMENT_ERROR(ctx.element, STREAM, FAILED, ("Cannot read the input frame."),
+                      ("gst_video_frame_map for reading failed on %" GST_PTR_FORMAT, in));
+    gst_clear_buffer(out);
+    return GST_FLOW_ERROR;
+  }
+  if (!gst_video_frame_map(&out_frame, ctx.info, *out, GST_MAP_WRITE)) {
+    gst_video_frame_unmap(&in_frame);
+    GST_ELEMENT_ERROR(ctx.element, STREAM, FAILED, ("Cannot write the output frame."),
+                      ("gst_video_frame_map for writing failed on %" GST_PTR_FORMAT, *out));
+    gst_clear_buffer(out);
+    return GST_FLOW_ERROR;
+  }
+  const gboolean done = gst_video_frame_copy(&out_frame, &in_frame);
+  gst_video_frame_unmap(&out_frame);
+  gst_video_frame_unmap(&in_frame);
+  if (!done) {
+    GST_ELEMENT_ERROR(ctx.element, STREAM, FAILED, ("Cannot copy the frame."), ("gst_video_frame_copy failed"));
+    gst_clear_buffer(out);
+    return GST_FLOW_ERROR;
+  }
+  *copied = GST_VIDEO_INFO_SIZE(ctx.info);
+  return GST_FLOW_OK;
+}
+
+const UploadMethod kMethods[] = {
+    {"pass-through", FALSE, passthrough_accept, passthrough_propose, passthrough_perform},
+    {"fd-import", FALSE, fd_import_accept, fd_import_propose, fd_import_perform},
+    {"copy", TRUE, copy_accept, copy_propose, copy_perform},
+};
+
+} // namespace
+
+const UploadMethod &upload_method_for(const UploadContext &ctx, GstBuffer *in) {
+  ensure_debug_category();
+  for (const UploadMethod &method : kMethods) {
+    if (method.accept(ctx, in))
+      return method;
+  }
+  return kMethods[G_N_ELEMENTS(kMethods) - 1];
+}
+
+gboolean upload_propose_allocation(const UploadContext &ctx, GstQuery *query) {
+  ensure_debug_category();
+  gboolean proposed = FALSE;
+  for (const UploadMethod &method : kMethods)
+    proposed |= method.propose(ctx, query);
+  return proposed;
+}
+
+GstBufferPool *upload_make_pool(const UploadContext &ctx, GstTensorMemStorage storage, GstCaps *caps, guint size,
+                                guint min_buffers, guint max_buffers, guint *aligned_size) {
+  ensure_debug_category();
+  GstBufferPool *pool;
+  if (storage == GST_TENSOR_STORAGE_PBO) {
+    if (!ctx.pbo_allocator) {
+      GST_WARNING_OBJECT(ctx.element, "no PBO allocator: the element has not started");
+      return nullptr;
+    }
+    pool = gst_tensor_buffer_pool_new_for_pbo(ctx.pbo_allocator);
+  } else {
+    pool = gst_tensor_buffer_pool_new_for_storage(storage);
+  }
+  GstStructure *config = gst_buffer_pool_get_config(pool);
+  gst_buffer_pool_config_set_params(config, caps, size, min_buffers, max_buffers);
+  if (!gst_buffer_pool_set_config(pool, config)) {
+    GST_WARNING_OBJECT(ctx.element, "%s tensor buffer pool refused caps %" GST_PTR_FORMAT, storage_name(storage), caps);
+    gst_object_unref(pool);
+    return nullptr;
+  }
+  config = gst_buffer_pool_get_config(pool);
+  gst_buffer_pool_config_get_params(config, nullptr, aligned_size, nullptr, nullptr);
+  gst_structure_free(config);
+  return pool;
+}
+
+} // namespace gst_tensormem
