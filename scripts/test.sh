@@ -27,8 +27,8 @@ mkdir -p "$results"
 runs=()
 
 # run_suite NAME BUILDDIR [extra meson test args...]: gtest JSON per binary
-# into $results/NAME, meson's log beside it. $RUN_PREFIX (a command) wraps
-# meson test when set.
+# into $results/NAME, meson's log beside it, meson test running inside
+# the virtual X server (run_prefix below).
 run_suite() {
   local name=$1 dir=$2
   shift 2
@@ -38,7 +38,7 @@ run_suite() {
   # -<wrapper> under --wrapper): two runs over one build directory must not
   # read each other's log.
   rm -f "$dir/meson-logs/$name".json "$dir/meson-logs/$name"-*.json
-  GTEST_OUTPUT="json:$results/$name/" ${RUN_PREFIX:-} meson test -C "$dir" --no-rebuild --print-errorlogs \
+  GTEST_OUTPUT="json:$results/$name/" "${run_prefix[@]}" meson test -C "$dir" --no-rebuild --print-errorlogs \
     --logbase "$name" "$@" >"$results/$name.log" 2>&1 || true
   grep -E '^ *[0-9]+/[0-9]+ ' "$results/$name.log" || true
   local log
@@ -49,11 +49,13 @@ run_suite() {
 
 # Every run has a virtual X server: GL prefers the surfaceless EGL platform
 # and never needs one, but the test of the last fallback (the default EGL
-# display) can only pass where a window system exists. The search for a free
-# display starts at a number of this run's own: two xvfb-run -a started side
-# by side both begin at :99 and race for it, and the loser's clients then fail
-# xcb_connect (seen with test runs in parallel on one machine).
-export RUN_PREFIX="xvfb-run -a -n $((100 + $$ % 800))"
+# display) can only pass where a window system exists. -noreset: by default
+# Xvfb resets when its last client disconnects, and a client of a test running
+# in parallel that connects during the reset fails xcb_connect (4 of 120
+# parallel xdpyinfo runs failed without it, none with it). The search for a
+# free display starts at a number of this run's own, so runs started side by
+# side do not both reach for :99.
+run_prefix=(xvfb-run -a -n $((100 + $$ % 800)) -s "-screen 0 1280x1024x24 -noreset")
 
 echo "== build (debugoptimized) in build/"
 scripts/build.sh build
