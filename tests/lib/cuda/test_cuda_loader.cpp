@@ -308,13 +308,20 @@ TEST_F(CudaLoader, a_driver_that_loads_but_reports_no_device_is_unavailable_and_
   EXPECT_EQ(fake_cudart_calls(nullptr), 0u);
 }
 
-TEST_F(CudaLoader, a_driver_whose_context_retain_fails_is_unavailable) {
-  fake_cudart_set_fault("cuDevicePrimaryCtxRetain", 999, 1, 0);
+TEST_F(CudaLoader, a_failure_at_any_step_of_the_driver_probe_is_unavailable_naming_the_call) {
   std::vector<std::string> candidates{driver_fake_path()};
-  auto rt = CudaRuntime::load_driver(candidates);
-  EXPECT_TRUE(rt->loaded());
-  EXPECT_FALSE(rt->available());
-  EXPECT_NE(rt->reason().find("cuDevicePrimaryCtxRetain failed"), std::string::npos) << rt->reason();
+  for (const char *call : {"cuInit", "cuDeviceGetCount", "cuDeviceGet", "cuDevicePrimaryCtxRetain"}) {
+    SCOPED_TRACE(call);
+    const std::size_t before = fake_cudart_live("primary_context");
+    fake_cudart_set_fault(call, 999, 1, 0);
+    auto rt = CudaRuntime::load_driver(candidates);
+    fake_cudart_clear_faults();
+    EXPECT_TRUE(rt->loaded());
+    EXPECT_FALSE(rt->available());
+    EXPECT_NE(rt->reason().find(std::string(call) + " failed"), std::string::npos) << rt->reason();
+    EXPECT_NE(rt->reason().find("(CUresult 999)"), std::string::npos) << rt->reason();
+    EXPECT_EQ(fake_cudart_live("primary_context"), before) << "nothing retained";
+  }
 }
 
 TEST_F(CudaLoader, the_fake_driver_refuses_a_thread_without_a_current_context) {
