@@ -79,7 +79,6 @@ constexpr cuda_library::Symbol kSymbols[] = {
     TM_CU_SYMBOL(stream_create, "cuStreamCreate", true),
     TM_CU_SYMBOL(stream_synchronize, "cuStreamSynchronize", true),
     TM_CU_SYMBOL(stream_destroy, "cuStreamDestroy_v2", true),
-    TM_CU_SYMBOL(graphics_gl_register_buffer, "cuGraphicsGLRegisterBuffer", true),
     TM_CU_SYMBOL(graphics_map_resources, "cuGraphicsMapResources", true),
     TM_CU_SYMBOL(graphics_resource_get_mapped_pointer, "cuGraphicsResourceGetMappedPointer_v2", true),
     TM_CU_SYMBOL(graphics_unmap_resources, "cuGraphicsUnmapResources", true),
@@ -87,6 +86,10 @@ constexpr cuda_library::Symbol kSymbols[] = {
     TM_CU_SYMBOL(import_external_memory, "cuImportExternalMemory", true),
     TM_CU_SYMBOL(external_memory_get_mapped_buffer, "cuExternalMemoryGetMappedBuffer", true),
     TM_CU_SYMBOL(destroy_external_memory, "cuDestroyExternalMemory", true),
+    // Last of the required ones: the toolkit's link stub of libcuda exports
+    // everything above but not the cudaGL.h calls, so lib-cuda-real can
+    // check the rest of this table against a real NVIDIA library.
+    TM_CU_SYMBOL(graphics_gl_register_buffer, "cuGraphicsGLRegisterBuffer", true),
     TM_CU_SYMBOL(get_error_string, "cuGetErrorString", false),
     TM_CU_SYMBOL(mem_alloc, "cuMemAlloc_v2", false),
 };

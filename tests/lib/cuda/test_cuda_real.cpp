@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 // Against the CUDA toolkit installed on this machine, where there is one:
-// the FFI mirrors compared field by field with the real driver_types.h, and
-// the real runtime loaded through the ordinary ladder (without a driver it
-// must load and count as unavailable; with a GPU it must find a device).
+// the FFI mirrors compared field by field with the real driver_types.h and
+// cuda.h, the real runtime loaded through the ordinary ladder (without a
+// driver it must load and count as unavailable; with a GPU it must find a
+// device), and the driver backend against the toolkit's libcuda stub and the
+// installed libcuda.so.1.
 #include <tensormem/cuda_ffi.hpp>
 #include <tensormem/cuda_runtime.hpp>
 
@@ -16,8 +18,11 @@
 #include <gtest/gtest.h>
 
 #include <cstddef>
+#include <cstdio>
 #include <cstdlib>
+#include <string>
 #include <type_traits>
+#include <vector>
 
 using namespace tensormem;
 
@@ -201,13 +206,57 @@ TEST(CudaReal, the_process_runtime_without_TENSORMEM_CUDART_is_the_installed_one
   ASSERT_EQ(std::getenv("TENSORMEM_CUDART"), nullptr) << "this test runs without the override";
   auto rt = CudaRuntime::get();
   EXPECT_EQ(rt.get(), CudaRuntime::get().get());
-  // The process runtime is what a fresh load of the default ladder finds:
-  // the same file (or none), the same verdict.
-  auto fresh = CudaRuntime::load(CudaRuntime::default_candidates());
+  // The process runtime is what a fresh load in the default order finds
+  // (the runtime ladder, then libcuda.so.1): the same file (or none), the
+  // same API, the same verdict.
+  auto fresh = CudaRuntime::load_default();
+  EXPECT_EQ(rt->backend(), fresh->backend());
   EXPECT_EQ(rt->loaded(), fresh->loaded()) << rt->reason() << " / " << fresh->reason();
   EXPECT_EQ(rt->runtime_path(), fresh->runtime_path());
   EXPECT_EQ(rt->available(), fresh->available());
   EXPECT_EQ(rt->loaded(), !rt->runtime_path().empty());
   EXPECT_EQ(rt->available(), rt->reason().empty()) << rt->reason();
   EXPECT_EQ(cuda_available(), rt->available());
+}
+
+// The toolkit's link-time stub of libcuda exports the driver's entry points
+// under their real names (answering every call with
+// CUDA_ERROR_STUB_LIBRARY), except the GL interop of cudaGL.h: a real NVIDIA
+// library to check the backend's symbol names against where no driver is
+// installed. The backend resolves cuGraphicsGLRegisterBuffer last, so
+// "lacks cuGraphicsGLRegisterBuffer" means every other required name (the
+// _v2 ones included) was found.
+TEST(CudaReal, the_toolkit_driver_stub_has_every_required_driver_symbol_but_gl_interop) {
+  for (const char *dir : {"/usr/local/cuda/lib64/stubs", "/usr/local/cuda/targets/x86_64-linux/lib/stubs",
+                          "/usr/local/cuda/lib/stubs", "/opt/cuda/lib64/stubs"}) {
+    const std::string stub = std::string(dir) + "/libcuda.so";
+    auto rt = CudaRuntime::load_driver(std::vector<std::string>{stub});
+    if (rt->reason().find("cannot open shared object file") != std::string::npos)
+      continue;
+    std::printf("[ info ] %s\n", rt->reason().c_str());
+    EXPECT_FALSE(rt->available());
+    if (rt->loaded()) // a stub that also exports the GL calls: cuInit answers 34
+      EXPECT_NE(rt->reason().find("cuInit failed"), std::string::npos) << rt->reason();
+    else
+      EXPECT_NE(rt->reason().find("(lacks cuGraphicsGLRegisterBuffer)"), std::string::npos) << rt->reason();
+    return;
+  }
+  GTEST_SKIP() << "no CUDA runtime is installed here (no toolkit driver stub libcuda.so either)";
+}
+
+TEST(CudaReal, the_installed_driver_loads_through_libcuda_so_1_or_is_named_missing) {
+  auto rt = CudaRuntime::load_driver(std::vector<std::string>{"libcuda.so.1"});
+  if (!rt->loaded()) {
+    EXPECT_NE(rt->reason().find("libcuda.so.1"), std::string::npos) << rt->reason();
+    std::printf("[ info ] %s\n", rt->reason().c_str());
+    return;
+  }
+  EXPECT_EQ(rt->backend(), CudaBackend::Driver);
+  EXPECT_EQ(rt->runtime_path().front(), '/') << rt->runtime_path();
+  if (rt->available())
+    EXPECT_GE(rt->device_count(), 1);
+  else
+    EXPECT_FALSE(rt->reason().empty());
+  std::printf("[ info ] driver %s: %s\n", rt->runtime_path().c_str(),
+              rt->available() ? (std::to_string(rt->device_count()) + " device(s)").c_str() : rt->reason().c_str());
 }
