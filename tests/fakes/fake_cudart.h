@@ -39,8 +39,10 @@
  *                                included) or an ordering violation ends the
  *                                process with status 97 (a report is printed
  *                                either way)
- *   FAKE_CUDART_TRACE=1          every call printed to stderr
- *   FAKE_CUDART_ACCEPT_DMABUF=1  cudaImportExternalMemory(OpaqueFd) takes a
+ *   FAKE_CUDART_TRACE=1          every call printed to stderr, by its exported
+ *                                name
+ *   FAKE_CUDART_ACCEPT_DMABUF=1  cudaImportExternalMemory(OpaqueFd) (and the
+ *                                driver's cuImportExternalMemory) takes a
  *                                DMA-BUF or memfd, as Jetson-class drivers do;
  *                                unset or 0 (the default): it answers
  *                                cudaErrorInvalidValue and leaves the fd to the
@@ -57,10 +59,11 @@
 extern "C" {
 #endif
 
-/* Makes `fn` (e.g. "cudaImportExternalMemory") fail with `error` for the
- * next `times` calls (-1: until cleared). `close_fd` applies to
- * cudaImportExternalMemory: 1 closes the fd anyway, 2 also puts /dev/null on
- * the freed number. Returns 0, or -1 for an unknown name. */
+/* Makes `fn` (e.g. "cudaImportExternalMemory", or a driver name such as
+ * "cuCtxPushCurrent_v2"; see above for names shared by one operation) fail
+ * with `error` for the next `times` calls (-1: until cleared). `close_fd`
+ * applies to the external-memory import: 1 closes the fd anyway, 2 also puts
+ * /dev/null on the freed number. Returns 0, or -1 for an unknown name. */
 int fake_cudart_set_fault(const char *fn, int error, int times, int close_fd);
 void fake_cudart_clear_faults(void);
 /* Zeroes the call counters, the call log and the violation count (live

@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 // Private to the CUDA sources: the port CudaRuntime is built on, with one
 // implementation per CUDA API (libcudart's runtime API, libcuda's driver
-// API). A port call makes exactly the CUDA calls it names and reports the
-// first failing one; CudaRuntime keeps the checks, messages and composite
-// steps, so both APIs behave alike above this line.
+// API). A port call makes the CUDA call it names (the driver wraps it in
+// its context push and pop) and reports the first failing one; CudaRuntime
+// keeps the checks, messages and composite steps, so both APIs behave alike
+// above this line.
 #pragma once
 
 #include <tensormem/cuda_ffi.hpp>
