@@ -13,6 +13,9 @@
  * The bytes are never touched or copied. When CUDA is unavailable (no
  * runtime, no device, no driver) buffers pass through without a meta after
  * ONE element warning, and #GstTensorMemCudaImport:cuda-available is %FALSE.
+ * #GstTensorMemCudaImport:cuda-backend says which CUDA API is in use: CUDA's
+ * runtime library, or the driver API where only the NVIDIA driver is
+ * installed (docs/cuda.md).
  * An import that fails also degrades to passing the buffer through without a
  * meta (one warning per cause). With #GstTensorMemCudaImport:require-cuda set,
  * either case is an element error instead.
@@ -51,7 +54,18 @@ struct _GstTensorMemCudaImport {
 
 namespace {
 
-enum { PROP_0, PROP_CUDA_AVAILABLE, PROP_REQUIRE_CUDA, PROP_IMPORTS };
+enum { PROP_0, PROP_CUDA_AVAILABLE, PROP_REQUIRE_CUDA, PROP_IMPORTS, PROP_CUDA_BACKEND };
+
+/* "runtime" or "driver" for the API in use; "none" when CUDA is unavailable
+ * (whatever library may have loaded). */
+const char *backend_in_use() noexcept {
+  try {
+    std::shared_ptr<const tensormem::CudaRuntime> rt = tensormem::CudaRuntime::get();
+    return tensormem::cuda_backend_name(rt->available() ? rt->backend() : tensormem::CudaBackend::None);
+  } catch (...) {
+    return "none";
+  }
+}
 
 GstStaticPadTemplate sink_template =
     GST_STATIC_PAD_TEMPLATE("sink", GST_PAD_SINK, GST_PAD_ALWAYS, GST_STATIC_CAPS("video/x-raw(ANY)"));
@@ -156,6 +170,7 @@ static void gst_tensor_cuda_import_get_property(GObject *object, guint prop_id, 
     g_value_set_boolean(value, available);
     break;
   }
+  case PROP_CUDA_BACKEND: g_value_set_string(value, backend_in_use()); break;
   case PROP_REQUIRE_CUDA:
     GST_OBJECT_LOCK(self);
     g_value_set_boolean(value, self->require_cuda);
@@ -177,7 +192,8 @@ static gboolean gst_tensor_cuda_import_start(GstBaseTransform *trans) {
   try {
     std::shared_ptr<const tensormem::CudaRuntime> rt = tensormem::CudaRuntime::get();
     if (rt->available())
-      GST_INFO_OBJECT(self, "CUDA runtime %s, %d device(s)", rt->runtime_path().c_str(), rt->device_count());
+      GST_INFO_OBJECT(self, "CUDA %s API from %s, %d device(s)", tensormem::cuda_backend_name(rt->backend()),
+                      rt->runtime_path().c_str(), rt->device_count());
     else
       GST_INFO_OBJECT(self, "CUDA unavailable: %s", rt->reason().c_str());
   } catch (...) {
@@ -218,6 +234,12 @@ static void gst_tensor_cuda_import_class_init(GstTensorMemCudaImportClass *klass
                            "Whether a CUDA runtime with at least one device was found (FALSE: buffers pass "
                            "through without a CUDA meta)",
                            FALSE, static_cast<GParamFlags>(G_PARAM_READABLE | G_PARAM_STATIC_STRINGS)));
+  g_object_class_install_property(
+      gobject_class, PROP_CUDA_BACKEND,
+      g_param_spec_string("cuda-backend", "CUDA backend",
+                          "The CUDA API in use: \"runtime\" (libcudart), \"driver\" (libcuda, where only the NVIDIA "
+                          "driver is installed) or \"none\" (CUDA unavailable)",
+                          "none", static_cast<GParamFlags>(G_PARAM_READABLE | G_PARAM_STATIC_STRINGS)));
   g_object_class_install_property(
       gobject_class, PROP_REQUIRE_CUDA,
       g_param_spec_boolean(

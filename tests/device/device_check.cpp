@@ -4,8 +4,10 @@
 // build). Each check prints one line "PASS name: ..." or "FAIL name: ...";
 // the exit status is 0 when all passed, 1 otherwise.
 //
-//   loader   the real runtime is found (TENSORMEM_CUDART unset) and reports
-//            at least one device
+//   loader   the real CUDA is found (TENSORMEM_CUDART unset) and reports at
+//            least one device, through the API TENSORMEM_CUDA_API asks for
+//            (run.sh runs this program once with "runtime", once with
+//            "driver"): libcudart, or libcuda.so.1 with its primary context
 //   pbo      a PBO made on the GL worker (NVIDIA EGL, device platform) is
 //            registered with CUDA; bytes written by the CPU are read back
 //            through the CUDA map with cudaMemcpy and their FNV-1a checksum
@@ -29,6 +31,7 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
 #include <optional>
@@ -172,9 +175,16 @@ void check_memfd() {
 
 int main() {
   std::shared_ptr<const CudaRuntime> rt = CudaRuntime::get();
+  const char *asked = std::getenv("TENSORMEM_CUDA_API");
+  const std::string got = cuda_backend_name(rt->backend());
+  if (rt->available() && asked && asked[0] != '\0' && got != asked) {
+    report(false, "loader", std::string("asked for the ") + asked + " API, got the " + got + " API");
+    return 1;
+  }
   report(rt->available(), "loader",
-         rt->available() ? rt->runtime_path() + ", " + std::to_string(rt->device_count()) + " device(s)"
-                         : "unavailable: " + rt->reason());
+         rt->available()
+             ? got + " API from " + rt->runtime_path() + ", " + std::to_string(rt->device_count()) + " device(s)"
+             : "unavailable: " + rt->reason());
   if (!rt->available())
     return 1;
 #if defined(TM_DEVICE_NO_GL)

@@ -39,6 +39,10 @@ expect "^== kit libraries unpacked under $KIT_PREFIX" "the kit's libraries are u
 expect "^== using the kit's prebuilt binaries" "the prebuilt binaries start"
 expect "^(PASS|FAIL) loader: " "device-check runs and reports on the loader"
 expect "^FAIL loader: unavailable: " "without a GPU the loader says why CUDA is unavailable"
+expect "^== device-check, CUDA runtime API" "device-check runs against the runtime API"
+expect "^== device-check, CUDA driver API" "device-check runs against the driver API"
+expect "^FAIL loader: unavailable: .*libcuda.so.1" "the driver run looks for libcuda.so.1"
 expect "host reference 10/10 frames" "gst-launch-1.0 from the kit runs tensorupload storage=pbo ! tensorinspect"
-expect "^PASS pipeline-memfd" "the memfd pipeline stays on the host path"
+expect "^PASS pipeline-memfd-runtime" "the memfd pipeline stays on the host path (runtime API)"
+expect "^PASS pipeline-memfd-driver" "the memfd pipeline stays on the host path (driver API)"
 exit $failed

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 #
-# Real-GPU checks of the CUDA interop (issue 5). On a machine with an NVIDIA
-# GPU and driver it runs:
-#   1. the loader finds the real runtime and at least one device
+# Real-GPU checks of the CUDA interop (issues 5 and 15). On a machine with an
+# NVIDIA GPU and driver it runs everything below twice, once per CUDA API
+# (TENSORMEM_CUDA_API=runtime: libcudart; =driver: libcuda.so.1, what a
+# machine with only the driver has):
+#   1. the loader finds the real CUDA through that API and at least one device
 #   2. PBO -> CUDA through an NVIDIA EGL context: the checksum of the bytes
 #      read through CUDA (cudaMemcpy to the host) matches the CPU side, and
 #      CUDA writes reach the CPU map
@@ -12,6 +14,8 @@
 #   5. tensorupload storage=pbo ! tensorcudaimport ! tensorinspect on the
 #      GPU: every frame read through CUDA, checksums equal to the host path;
 #      and storage=dmabuf over memfd: a clean fallback to the host path
+# Lines name the API: "== device-check, CUDA driver API", "PASS
+# pipeline-pbo-driver: ...".
 # Exits 77 (skip) with a message when no NVIDIA GPU/driver is present.
 #
 # The device machine has no network, no GStreamer and no libepoxy: run
@@ -86,7 +90,8 @@ fi
 
 # The real runtime, not a fake: the loader searches its default names, so
 # the toolkit's library directory must be on the search path.
-unset TENSORMEM_CUDART FAKE_CUDART_FAIL FAKE_CUDART_DEVICE_COUNT FAKE_CUDART_ACCEPT_DMABUF
+unset TENSORMEM_CUDART TENSORMEM_CUDA_DRIVER TENSORMEM_CUDA_API FAKE_CUDART_FAIL FAKE_CUDART_DEVICE_COUNT \
+  FAKE_CUDART_ACCEPT_DMABUF
 if ! ldconfig -p | grep -q 'libcudart.so'; then
   for d in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib /usr/local/cuda-*/lib64; do
     if compgen -G "$d/libcudart.so*" >/dev/null; then
@@ -124,8 +129,11 @@ if [[ -z $build ]]; then
 fi
 
 status=0
-echo "== device-check"
-"$build/device-check" || status=1
+apis=(runtime driver)
+for api in "${apis[@]}"; do
+  echo "== device-check, CUDA $api API"
+  TENSORMEM_CUDA_API=$api "$build/device-check" || status=1
+done
 
 echo "== pipelines"
 if [[ ! -f $build/gst/plugin/libgsttensormem.so ]] || ! command -v gst-launch-1.0 >/dev/null; then
@@ -139,23 +147,27 @@ summaries() {
   gst-launch-1.0 -m "$@" 2>&1 | grep -o 'tensorinspect, frame=(guint64)[0-9]*, checksum=(string)[0-9a-f]*, path=(string)[a-z]*' || true
 }
 host=$(summaries videotestsrc num-buffers=10 pattern=ball ! "$caps" ! tensorupload storage=pbo ! tensorinspect ! fakesink)
-cuda=$(summaries videotestsrc num-buffers=10 pattern=ball ! "$caps" ! tensorupload storage=pbo ! tensorcudaimport require-cuda=true ! tensorinspect ! fakesink)
 n_host_ref=$(grep -c 'path=(string)host' <<<"$host" || true)
-n_cuda=$(grep -c 'path=(string)cuda' <<<"$cuda" || true)
-if [[ $n_host_ref == 10 && $n_cuda == 10 && "$(sed 's/, path=.*//' <<<"$host")" == "$(sed 's/, path=.*//' <<<"$cuda")" ]]; then
-  echo "PASS pipeline-pbo: 10 frames through CUDA, checksums equal to the host path"
-else
-  echo "FAIL pipeline-pbo: host reference $n_host_ref/10 frames, $n_cuda/10 frames through CUDA"
-  echo "host:"; echo "$host"; echo "cuda:"; echo "$cuda"
-  status=1
-fi
-memfd=$(TENSORMEM_DMABUF_SOURCE=memfd summaries videotestsrc num-buffers=5 ! "$caps" ! tensorupload storage=dmabuf ! tensorcudaimport ! tensorinspect ! fakesink)
-n_host=$(grep -c 'path=(string)host' <<<"$memfd" || true)
-if [[ $n_host == 5 ]]; then
-  echo "PASS pipeline-memfd: memfd import refused, 5 frames on the host path"
-else
-  echo "FAIL pipeline-memfd: $n_host/5 frames on the host path"; echo "$memfd"
-  status=1
-fi
+for api in "${apis[@]}"; do
+  export TENSORMEM_CUDA_API=$api
+  cuda=$(summaries videotestsrc num-buffers=10 pattern=ball ! "$caps" ! tensorupload storage=pbo ! tensorcudaimport require-cuda=true ! tensorinspect ! fakesink)
+  n_cuda=$(grep -c 'path=(string)cuda' <<<"$cuda" || true)
+  if [[ $n_host_ref == 10 && $n_cuda == 10 && "$(sed 's/, path=.*//' <<<"$host")" == "$(sed 's/, path=.*//' <<<"$cuda")" ]]; then
+    echo "PASS pipeline-pbo-$api: 10 frames through CUDA, checksums equal to the host path"
+  else
+    echo "FAIL pipeline-pbo-$api: host reference $n_host_ref/10 frames, $n_cuda/10 frames through CUDA"
+    echo "host:"; echo "$host"; echo "cuda:"; echo "$cuda"
+    status=1
+  fi
+  memfd=$(TENSORMEM_DMABUF_SOURCE=memfd summaries videotestsrc num-buffers=5 ! "$caps" ! tensorupload storage=dmabuf ! tensorcudaimport ! tensorinspect ! fakesink)
+  n_host=$(grep -c 'path=(string)host' <<<"$memfd" || true)
+  if [[ $n_host == 5 ]]; then
+    echo "PASS pipeline-memfd-$api: memfd import refused, 5 frames on the host path"
+  else
+    echo "FAIL pipeline-memfd-$api: $n_host/5 frames on the host path"; echo "$memfd"
+    status=1
+  fi
+done
+unset TENSORMEM_CUDA_API
 
 exit $status

@@ -1,10 +1,28 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * Control surface of the fake CUDA runtime (libfakecudart.so). The library
- * exports the cuda* entry points libtensormem resolves, with host memory
- * standing in for device memory, plus these functions for tests. Tests may
- * link it directly: the loader's dlopen of the same file then finds the
- * copy already in the process, so both see one state.
+ * Control surface of the fake CUDA (libfakecudacore.so), the core behind
+ * two front ends the loader opens: libfakecudart.so exports the cuda*
+ * entry points of the runtime API, libfakecudadriver.so the cu* entry
+ * points of the driver API (what libcuda.so.1 exports). Host memory stands
+ * in for device memory. Tests link the core for these functions; whichever
+ * front end the loader opens links the same core, so both see one state.
+ * (The Windows build puts the core into the runtime DLL itself.)
+ *
+ * Calls are counted per operation, and both front ends count into the same
+ * operations: `cudaMemcpy` and the driver's cuMemcpyHtoD_v2, cuMemcpyDtoH_v2,
+ * cuMemcpyDtoD_v2 and cuMemcpy are one operation, `cudaFree` and
+ * cuMemFree_v2 another. Any of its names works wherever a function name is
+ * taken (counts, faults); the call log writes the runtime's name where the
+ * runtime has one, so one expected sequence serves either API.
+ * fake_cudart_symbol_calls() counts exact exported names.
+ *
+ * The driver front end behaves like the driver: nothing works before
+ * cuInit (CUDA_ERROR_NOT_INITIALIZED), FAKE_CUDART_DEVICE_COUNT=0 makes
+ * cuInit answer CUDA_ERROR_NO_DEVICE, and memory, stream, external-memory
+ * and GL calls fail with CUDA_ERROR_INVALID_CONTEXT (201) on a thread where
+ * no retained context is current (cuCtxPushCurrent_v2/cuCtxPopCurrent_v2
+ * keep a stack per thread). Context pushes and pops, like error strings,
+ * stay out of the call log.
  *
  * Environment (read on first use):
  *   FAKE_CUDART_DEVICE_COUNT=n   devices cudaGetDeviceCount reports (default 1;
@@ -15,11 +33,16 @@
  *                                closes the fd anyway, as some drivers do;
  *                                reusefd: and then another file takes the
  *                                number, as a racing open() would)
- *   FAKE_CUDART_CHECK_BALANCE=1  at exit, an unbalanced create/destroy count or
- *                                an ordering violation ends the process with
- *                                status 97 (a report is printed either way)
- *   FAKE_CUDART_TRACE=1          every call printed to stderr
- *   FAKE_CUDART_ACCEPT_DMABUF=1  cudaImportExternalMemory(OpaqueFd) takes a
+ *   FAKE_CUDART_CHECK_BALANCE=1  at exit, an unbalanced create/destroy count
+ *                                (a primary context retained and not
+ *                                released, a context pushed and not popped,
+ *                                included) or an ordering violation ends the
+ *                                process with status 97 (a report is printed
+ *                                either way)
+ *   FAKE_CUDART_TRACE=1          every call printed to stderr, by its exported
+ *                                name
+ *   FAKE_CUDART_ACCEPT_DMABUF=1  cudaImportExternalMemory(OpaqueFd) (and the
+ *                                driver's cuImportExternalMemory) takes a
  *                                DMA-BUF or memfd, as Jetson-class drivers do;
  *                                unset or 0 (the default): it answers
  *                                cudaErrorInvalidValue and leaves the fd to the
@@ -36,10 +59,11 @@
 extern "C" {
 #endif
 
-/* Makes `fn` (e.g. "cudaImportExternalMemory") fail with `error` for the
- * next `times` calls (-1: until cleared). `close_fd` applies to
- * cudaImportExternalMemory: 1 closes the fd anyway, 2 also puts /dev/null on
- * the freed number. Returns 0, or -1 for an unknown name. */
+/* Makes `fn` (e.g. "cudaImportExternalMemory", or a driver name such as
+ * "cuCtxPushCurrent_v2"; see above for names shared by one operation) fail
+ * with `error` for the next `times` calls (-1: until cleared). `close_fd`
+ * applies to the external-memory import: 1 closes the fd anyway, 2 also puts
+ * /dev/null on the freed number. Returns 0, or -1 for an unknown name. */
 int fake_cudart_set_fault(const char *fn, int error, int times, int close_fd);
 void fake_cudart_clear_faults(void);
 /* Zeroes the call counters, the call log and the violation count (live
@@ -47,9 +71,16 @@ void fake_cudart_clear_faults(void);
 void fake_cudart_reset_counters(void);
 /* Calls of `fn` since the last reset (NULL: all calls). */
 unsigned long fake_cudart_calls(const char *fn);
+/* Calls of exactly the exported function `symbol` since the last reset. */
+unsigned long fake_cudart_symbol_calls(const char *symbol);
 /* Live objects of one kind: "external_memory", "mapped_buffer", "malloc",
- * "stream", "graphics_resource", "graphics_mapping"; NULL: all kinds. */
+ * "stream", "graphics_resource", "graphics_mapping", and the driver's
+ * "primary_context" (retains not released) and "current_context" (pushes
+ * not popped, all threads); NULL: all kinds but the driver's two (the
+ * process runtime keeps its primary context until exit). */
 size_t fake_cudart_live(const char *kind);
+/* The driver context current on the calling thread (NULL: none). */
+void *fake_cudart_current_context(void);
 /* The call log since the last reset (cudaGetErrorString left out), names
  * separated by single spaces,
  * written NUL-terminated into buf; returns the full length. */
@@ -65,7 +96,8 @@ int fake_cudart_accepts_dmabuf(void);
 /* The fd the last successful cudaImportExternalMemory took over (-1 none). */
 int fake_cudart_last_import_fd(void);
 /* Frees every live object without counting it (for tests that leak on
- * purpose, so the exit check stays meaningful for the rest). */
+ * purpose, so the exit check stays meaningful for the rest); the driver's
+ * contexts are left as they are. */
 void fake_cudart_release_all(void);
 
 #ifdef __cplusplus

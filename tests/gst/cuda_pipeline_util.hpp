@@ -8,11 +8,28 @@
 
 #include <gst/tensormem/tensormem.h>
 
+#include <cstdlib>
 #include <set>
 #include <string>
 #include <vector>
 
 namespace cudatest {
+
+/// The CUDA API meson runs this program against: "driver" where it forces
+/// the driver (TENSORMEM_CUDA_API=driver and the fake driver), "runtime"
+/// otherwise (TENSORMEM_CUDART and the fake runtime).
+inline std::string tested_api() {
+  const char *forced = std::getenv("TENSORMEM_CUDA_API");
+  return forced && std::string(forced) == "driver" ? "driver" : "runtime";
+}
+/// The exported name of a call on the tested API.
+inline std::string call_name(const char *runtime_name, const char *driver_name) {
+  return tested_api() == "driver" ? driver_name : runtime_name;
+}
+/// How the tested API writes status `n`: "(cudaError n)" or "(CUresult n)".
+inline std::string status_text(int n) {
+  return std::string(tested_api() == "driver" ? "(CUresult " : "(cudaError ") + std::to_string(n) + ")";
+}
 
 struct Frame {
   std::string checksum;
@@ -31,6 +48,7 @@ struct Run {
   guint64 summary_frames = 0, summary_cuda = 0, summary_host = 0;
   guint64 imports = 0;
   gboolean cuda_available = FALSE;
+  std::string cuda_backend;
   std::set<const void *> memories;
   std::string last_checksum;
 
@@ -144,8 +162,13 @@ inline void run(const std::string &description, Run *run) {
     if (done)
       break;
   }
-  if (imp)
-    g_object_get(imp, "imports", &run->imports, "cuda-available", &run->cuda_available, nullptr);
+  if (imp) {
+    gchar *backend = nullptr;
+    g_object_get(imp, "imports", &run->imports, "cuda-available", &run->cuda_available, "cuda-backend", &backend,
+                 nullptr);
+    run->cuda_backend = backend ? backend : "";
+    g_free(backend);
+  }
   if (ins) {
     gchar *last = nullptr;
     g_object_get(ins, "last-checksum", &last, nullptr);

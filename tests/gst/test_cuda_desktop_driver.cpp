@@ -51,8 +51,12 @@ TEST_F(CudaDesktopDriver, dmabuf_frames_pass_on_without_cuda_with_the_host_check
   EXPECT_TRUE(run.cuda_available) << "CUDA itself works; only the DMA-BUF import is refused";
   EXPECT_EQ(run.imports, 0u);
   ASSERT_EQ(run.warnings.size(), 1u) << "one warning per cause";
-  EXPECT_NE(run.warnings[0].find("cudaImportExternalMemory(OpaqueFd"), std::string::npos) << run.warnings[0];
-  EXPECT_NE(run.warnings[0].find("(cudaError 1)"), std::string::npos) << run.warnings[0];
+  EXPECT_NE(
+      run.warnings[0].find(cudatest::call_name("cudaImportExternalMemory", "cuImportExternalMemory") + "(OpaqueFd"),
+      std::string::npos)
+      << run.warnings[0];
+  EXPECT_NE(run.warnings[0].find(cudatest::status_text(1)), std::string::npos) << run.warnings[0];
+  EXPECT_EQ(run.cuda_backend, cudatest::tested_api());
   EXPECT_GE(fake_cudart_calls("cudaImportExternalMemory"), 1u);
   EXPECT_EQ(fake_cudart_calls("cudaExternalMemoryGetMappedBuffer"), 0u);
   EXPECT_EQ(fake_cudart_calls("cudaMemcpy"), 0u) << "no frame was read through CUDA";
@@ -64,7 +68,7 @@ TEST_F(CudaDesktopDriver, require_cuda_turns_the_refusal_into_an_error) {
                 &run);
   EXPECT_FALSE(run.eos);
   EXPECT_NE(run.error.find("require-cuda"), std::string::npos) << run.error;
-  EXPECT_NE(run.error.find("(cudaError 1)"), std::string::npos) << run.error;
+  EXPECT_NE(run.error.find(cudatest::status_text(1)), std::string::npos) << run.error;
 }
 
 } // namespace

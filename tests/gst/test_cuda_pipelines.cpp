@@ -115,6 +115,7 @@ TEST_P(CudaPipeline, every_frame_is_read_through_cuda_with_the_host_checksums) {
   EXPECT_EQ(run.summary_cuda, static_cast<guint64>(kFrames));
   EXPECT_EQ(run.summary_host, 0u);
   EXPECT_TRUE(run.cuda_available);
+  EXPECT_EQ(run.cuda_backend, cudatest::tested_api());
   // Once per pooled memory, not once per frame.
   EXPECT_EQ(run.imports, run.memories.size());
   EXPECT_LT(run.imports, static_cast<guint64>(kFrames)) << "the pool should recycle its memories";
@@ -427,9 +428,17 @@ TEST(CudaElements, metadata_and_properties) {
   ASSERT_NE(imports, nullptr);
   EXPECT_EQ(imports->value_type, G_TYPE_UINT64);
   EXPECT_FALSE(imports->flags & G_PARAM_WRITABLE);
+  GParamSpec *backend = g_object_class_find_property(G_OBJECT_GET_CLASS(imp), "cuda-backend");
+  ASSERT_NE(backend, nullptr);
+  EXPECT_EQ(backend->value_type, G_TYPE_STRING);
+  EXPECT_FALSE(backend->flags & G_PARAM_WRITABLE);
+  EXPECT_STREQ(g_value_get_string(g_param_spec_get_default_value(backend)), "none");
   gboolean available = FALSE;
-  g_object_get(imp, "cuda-available", &available, nullptr);
+  gchar *in_use = nullptr;
+  g_object_get(imp, "cuda-available", &available, "cuda-backend", &in_use, nullptr);
   EXPECT_TRUE(available);
+  EXPECT_STREQ(in_use, cudatest::tested_api().c_str()) << "the API meson forced, or the runtime TENSORMEM_CUDART named";
+  g_free(in_use);
   gst_object_unref(imp);
 
   GstElement *ins = gst_element_factory_make("tensorinspect", nullptr);

@@ -24,12 +24,14 @@ TEST(CudaUnavailable, buffers_pass_through_with_one_warning) {
   ASSERT_EQ(run.warnings.size(), 1u);
   EXPECT_NE(run.warnings[0].find("CUDA is unavailable"), std::string::npos) << run.warnings[0];
   EXPECT_FALSE(run.cuda_available);
+  EXPECT_EQ(run.cuda_backend, "none");
   EXPECT_EQ(run.imports, 0u);
 }
 
 TEST(CudaUnavailable, require_cuda_is_an_error) {
   cudatest::Run run;
-  cudatest::run(std::string(kHead) + "tensorcudaimport name=imp require-cuda=true ! tensorinspect name=ins ! fakesink sync=false",
+  cudatest::run(std::string(kHead) +
+                    "tensorcudaimport name=imp require-cuda=true ! tensorinspect name=ins ! fakesink sync=false",
                 &run);
   EXPECT_FALSE(run.eos);
   EXPECT_NE(run.error.find("require-cuda"), std::string::npos) << run.error;

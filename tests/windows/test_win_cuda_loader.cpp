@@ -268,16 +268,15 @@ TEST_F(WinLoader, CUDA_PRIM_01_memcpy_and_streams_reach_the_runtime_through_the_
   std::vector<std::string> candidates = {utf8(path)};
   auto rt = CudaRuntime::load(candidates);
   ASSERT_TRUE(rt->available()) << rt->reason();
-  const CudaFunctions &fn = rt->functions();
-  ASSERT_NE(fn.malloc, nullptr);
-  void *device = nullptr;
-  ASSERT_EQ(fn.malloc(&device, 64), cudaffi::kSuccess);
+  Result<void *> allocated = rt->malloc(64);
+  ASSERT_TRUE(allocated) << allocated.error().message();
+  void *device = *allocated;
   std::string in = "bytes through a DLL loaded with LoadLibraryW";
   std::string out(in.size(), '\0');
   ASSERT_TRUE(rt->memcpy_host_to_device(device, in.data(), in.size()));
   ASSERT_TRUE(rt->memcpy_device_to_host(out.data(), device, out.size()));
   EXPECT_EQ(out, in);
-  EXPECT_EQ(fn.free(device), cudaffi::kSuccess);
+  EXPECT_TRUE(rt->free(device));
 
   auto stream = rt->stream_create();
   ASSERT_TRUE(stream) << stream.error().message();

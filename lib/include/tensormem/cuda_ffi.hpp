@@ -205,4 +205,73 @@ using StreamCreateFn = Status (*)(void **stream);
 using StreamSynchronizeFn = Status (*)(void *stream);
 using StreamDestroyFn = Status (*)(void *stream);
 
+/// The CUDA driver API (cuda.h, cudaGL.h), reached through libcuda.so.1 or
+/// nvcuda.dll when no runtime library is installed. Its descriptors are the
+/// runtime's byte for byte (CUDA_EXTERNAL_MEMORY_HANDLE_DESC is
+/// cudaExternalMemoryHandleDesc, CUDA_EXTERNAL_MEMORY_BUFFER_DESC is
+/// cudaExternalMemoryBufferDesc, the handle-type numbers agree), so the
+/// mirrors above serve both; tests/lib/cuda compares them with cuda.h
+/// wherever one is installed. Where cuda.h renames an entry point with a
+/// macro (cuMemFree → cuMemFree_v2) the library resolves the _v2 name: the
+/// unsuffixed export is the old ABI.
+namespace driver {
+
+/// CUresult travels as a C enum, i.e. an int. Most numbers equal the
+/// runtime's cudaError_t for the same condition.
+using Status = int;
+enum : Status {
+  kSuccess = 0,
+  kErrorInvalidValue = 1,
+  kErrorOutOfMemory = 2,
+  kErrorNotInitialized = 3,
+  kErrorNoDevice = 100,
+  kErrorInvalidDevice = 101,
+  kErrorInvalidContext = 201,
+  kErrorInvalidHandle = 400,
+  kErrorNotSupported = 801,
+  kErrorUnknown = 999,
+};
+
+/// CUdeviceptr on 64-bit platforms (the only ones the driver backend
+/// supports: a device address there is as wide as a host pointer).
+using DevicePtr = unsigned long long;
+/// CUdevice: an ordinal.
+using Device = int;
+/// CU_GRAPHICS_REGISTER_FLAGS_NONE.
+inline constexpr unsigned kGraphicsRegisterFlagsNone = 0;
+/// CU_STREAM_DEFAULT.
+inline constexpr unsigned kStreamDefault = 0;
+
+// Entry points with the driver's C signatures (CUcontext, CUstream,
+// CUexternalMemory and CUgraphicsResource are pointers).
+using InitFn = Status (*)(unsigned int flags);
+using DeviceGetCountFn = Status (*)(int *count);
+using DeviceGetFn = Status (*)(Device *device, int ordinal);
+using DevicePrimaryCtxRetainFn = Status (*)(void **context, Device device);
+using DevicePrimaryCtxReleaseFn = Status (*)(Device device);
+using CtxGetCurrentFn = Status (*)(void **context);
+using CtxPushCurrentFn = Status (*)(void *context);
+using CtxPopCurrentFn = Status (*)(void **context);
+using GetErrorStringFn = Status (*)(Status error, const char **text);
+using MemAllocFn = Status (*)(DevicePtr *dev_ptr, std::size_t size);
+using MemFreeFn = Status (*)(DevicePtr dev_ptr);
+using MemcpyHtoDFn = Status (*)(DevicePtr dst, const void *src, std::size_t count);
+using MemcpyDtoHFn = Status (*)(void *dst, DevicePtr src, std::size_t count);
+using MemcpyDtoDFn = Status (*)(DevicePtr dst, DevicePtr src, std::size_t count);
+using MemcpyFn = Status (*)(DevicePtr dst, DevicePtr src, std::size_t count);
+using StreamCreateFn = Status (*)(void **stream, unsigned int flags);
+using StreamSynchronizeFn = Status (*)(void *stream);
+using StreamDestroyFn = Status (*)(void *stream);
+using GraphicsGLRegisterBufferFn = Status (*)(void **resource, unsigned int buffer, unsigned int flags);
+using GraphicsMapResourcesFn = Status (*)(unsigned int count, void **resources, void *stream);
+using GraphicsResourceGetMappedPointerFn = Status (*)(DevicePtr *dev_ptr, std::size_t *size, void *resource);
+using GraphicsUnmapResourcesFn = Status (*)(unsigned int count, void **resources, void *stream);
+using GraphicsUnregisterResourceFn = Status (*)(void *resource);
+using ImportExternalMemoryFn = Status (*)(void **ext_mem, const ExternalMemoryHandleDesc *desc);
+using ExternalMemoryGetMappedBufferFn = Status (*)(DevicePtr *dev_ptr, void *ext_mem,
+                                                   const ExternalMemoryBufferDesc *desc);
+using DestroyExternalMemoryFn = Status (*)(void *ext_mem);
+
+} // namespace driver
+
 } // namespace tensormem::cudaffi

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
-// The CUDA runtime, reached through dlopen only (CUDA-LOAD-01..07). Nothing
-// here needs CUDA headers or links against libcudart.
+// CUDA, reached through dlopen only (CUDA-LOAD-01..07): CUDA's runtime API
+// (libcudart) or, where only the NVIDIA driver is installed, its driver API
+// (libcuda). Nothing here needs CUDA headers or links against CUDA.
 
 #include <tensormem/export.hpp>
 
@@ -18,28 +19,18 @@
 
 namespace tensormem {
 
-/// The resolved entry points. The first group is required (CUDA-SYM-01 plus
-/// cudaGetDeviceCount): a candidate missing any of them is closed and the
-/// next one tried. The second group is optional and may be null.
-struct CudaFunctions {
-  cudaffi::GetDeviceCountFn get_device_count = nullptr;
-  cudaffi::GraphicsGLRegisterBufferFn graphics_gl_register_buffer = nullptr;
-  cudaffi::GraphicsMapResourcesFn graphics_map_resources = nullptr;
-  cudaffi::GraphicsResourceGetMappedPointerFn graphics_resource_get_mapped_pointer = nullptr;
-  cudaffi::GraphicsUnmapResourcesFn graphics_unmap_resources = nullptr;
-  cudaffi::GraphicsUnregisterResourceFn graphics_unregister_resource = nullptr;
-  cudaffi::ImportExternalMemoryFn import_external_memory = nullptr;
-  cudaffi::ExternalMemoryGetMappedBufferFn external_memory_get_mapped_buffer = nullptr;
-  cudaffi::DestroyExternalMemoryFn destroy_external_memory = nullptr;
-  cudaffi::MemcpyFn memcpy = nullptr;
-  cudaffi::FreeFn free = nullptr;
-  cudaffi::StreamCreateFn stream_create = nullptr;
-  cudaffi::StreamSynchronizeFn stream_synchronize = nullptr;
-  cudaffi::StreamDestroyFn stream_destroy = nullptr;
-  // Optional.
-  cudaffi::GetErrorStringFn get_error_string = nullptr;
-  cudaffi::MallocFn malloc = nullptr;
+namespace detail {
+class CudaApi;
+}
+
+/// Which CUDA API a CudaRuntime reaches.
+enum class CudaBackend : std::uint8_t {
+  None,    ///< nothing loaded
+  Runtime, ///< libcudart / cudart64_*.dll
+  Driver,  ///< libcuda.so.1 / nvcuda.dll
 };
+/// "none", "runtime", "driver".
+TENSORMEM_API const char *cuda_backend_name(CudaBackend backend) noexcept;
 
 /// A device address range (a GL buffer's CUDA mapping, say).
 struct CudaDeviceRange {
@@ -50,44 +41,62 @@ struct CudaDeviceRange {
 /// A cudaStream_t owned by the caller (destroy it with stream_destroy).
 using CudaStream = void *;
 
-/// One attempt at loading the runtime: the library it opened (never closed
-/// again, CUDA-LOAD-05), its entry points, and whether a device answered.
+/// One attempt at loading CUDA: the library it opened (never closed again,
+/// CUDA-LOAD-05), the API it offers, and whether a device answered. Every
+/// operation below means the same on either backend; error messages name
+/// the call actually made (cudaMemcpy, cuMemcpyDtoH_v2, ...).
 class TENSORMEM_API CudaRuntime {
 public:
-  /// The process runtime: loaded on first use from default_candidates(),
-  /// cached (including "unavailable") and never retried. Thread-safe, and
-  /// cheap after the first call (CUDA-LOAD-01).
+  /// The process runtime: load_default() on first use, cached (including
+  /// "unavailable") and never retried; the outcome is logged once at info
+  /// level. Thread-safe, and cheap after the first call (CUDA-LOAD-01).
   static std::shared_ptr<const CudaRuntime> get();
 
-  /// A fresh load from `candidates`, tried in order, bypassing the process
-  /// cache: for tests and tools. Never null; check loaded()/available().
-  static std::shared_ptr<const CudaRuntime> load(std::span<const std::string> candidates);
+  /// The loader order, fresh (no cache): $TENSORMEM_CUDA_API = runtime or
+  /// driver forces that API alone; unset or empty, the runtime candidates
+  /// (default_candidates()) are tried first and the driver
+  /// (driver_candidates()) when they give no usable device, except that
+  /// $TENSORMEM_CUDART set means that file and nothing else. Any other
+  /// value of $TENSORMEM_CUDA_API is unavailable, saying so.
+  static std::shared_ptr<const CudaRuntime> load_default();
 
-  /// The candidate list get() uses: only $TENSORMEM_CUDART when it is set and
+  /// A fresh load of the runtime API from `candidates`, tried in order,
+  /// bypassing the process cache: for tests and tools. Never null; check
+  /// loaded()/available().
+  static std::shared_ptr<const CudaRuntime> load(std::span<const std::string> candidates);
+  /// The same for the driver API.
+  static std::shared_ptr<const CudaRuntime> load_driver(std::span<const std::string> candidates);
+
+  /// The runtime candidates: only $TENSORMEM_CUDART when it is set and
   /// non-empty; otherwise libcudart.so, .so.13, .so.12, .so.11.0 (Linux) or
   /// cudart64_13/12/110.dll, then the same names under %CUDA_PATH%\bin
   /// (Windows).
   static std::vector<std::string> default_candidates();
+  /// The driver candidates: only $TENSORMEM_CUDA_DRIVER when it is set and
+  /// non-empty; otherwise libcuda.so.1 (Linux) or nvcuda.dll (Windows).
+  static std::vector<std::string> driver_candidates();
 
   CudaRuntime(const CudaRuntime &) = delete;
   CudaRuntime &operator=(const CudaRuntime &) = delete;
   ~CudaRuntime();
 
   /// A library opened and every required symbol resolved.
-  bool loaded() const noexcept { return lib_ != nullptr; }
-  /// loaded() and cudaGetDeviceCount reported at least one device. Every
-  /// helper below refuses (without calling the runtime) when this is false.
+  bool loaded() const noexcept { return api_ != nullptr; }
+  /// loaded() and the API reported at least one device (and, for the
+  /// driver, its primary context was retained). Every helper below refuses
+  /// (without calling CUDA) when this is false.
   bool available() const noexcept { return available_; }
   int device_count() const noexcept { return device_count_; }
+  /// The API of the library loaded (None when nothing loaded).
+  CudaBackend backend() const noexcept { return backend_; }
   /// The file actually opened (dladdr / GetModuleFileNameW), empty when none
   /// (CUDA-LOAD-07).
   const std::string &runtime_path() const noexcept { return path_; }
-  /// Why the runtime is not available (empty when it is).
+  /// Why CUDA is not available (empty when it is).
   const std::string &reason() const noexcept { return reason_; }
-  /// The raw table (all null when nothing loaded).
-  const CudaFunctions &functions() const noexcept { return fn_; }
 
-  /// "<runtime's text> (cudaError n)", or "cudaError n" (CUDA-SYM-04).
+  /// "<CUDA's text> (cudaError n)" (runtime) or "<text> (CUresult n)"
+  /// (driver); the code alone without text (CUDA-SYM-04).
   std::string error_text(cudaffi::Status status) const;
   /// Device error for `call` failing with `status`.
   Error call_error(const char *call, cudaffi::Status status) const;
@@ -103,6 +112,11 @@ public:
   Result<void> memcpy_host_to_device(void *device, const void *host, std::size_t count) const {
     return memcpy(device, host, count, cudaffi::MemcpyKind::HostToDevice);
   }
+  /// Device memory (cudaMalloc / cuMemAlloc_v2, optional in a runtime:
+  /// NotImplemented where the library lacks it).
+  Result<void *> malloc(std::size_t size) const;
+  /// cudaFree / cuMemFree_v2 of an allocation or of a mapped buffer.
+  Result<void> free(void *device_ptr) const;
   Result<CudaStream> stream_create() const;
   Result<void> stream_synchronize(CudaStream stream) const;
   /// No-op without a runtime; errors are logged, not returned.
@@ -117,12 +131,24 @@ public:
   void gl_unmap_resource(void *resource) const noexcept;
   void gl_unregister_resource(void *resource) const noexcept;
 
+  // External memory (CUDA-DMA-01..05), the steps CudaHandle composes.
+  /// Imports `fd` as OpaqueFd external memory of `size` bytes (long,
+  /// zero-filled descriptor). `fd_taken` is set when CUDA now owns `fd`:
+  /// on success, and on a success status that returned no object.
+  Result<void *> import_external_memory_fd(int fd, std::size_t size, bool &fd_taken) const;
+  /// The whole of `ext_mem` mapped as one buffer (free it with free()
+  /// before destroy_external_memory()).
+  Result<void *> external_memory_mapped_buffer(void *ext_mem, std::size_t size) const;
+  Result<void> destroy_external_memory(void *ext_mem) const;
+
 private:
-  CudaRuntime() = default;
+  CudaRuntime();
+  static std::shared_ptr<CudaRuntime> load_api(std::span<const std::string> candidates, CudaBackend backend);
+  static std::shared_ptr<CudaRuntime> load_order();
   void probe_devices();
 
-  void *lib_ = nullptr;
-  CudaFunctions fn_;
+  std::unique_ptr<detail::CudaApi> api_;
+  CudaBackend backend_ = CudaBackend::None;
   bool available_ = false;
   int device_count_ = 0;
   std::string path_;

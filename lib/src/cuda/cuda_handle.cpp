@@ -104,8 +104,6 @@ Result<std::shared_ptr<CudaHandle>> CudaHandle::import_dma_fd(int fd, std::size_
 #ifdef _WIN32
   return Error::not_implemented("CudaHandle::import_dma_fd: DMA-BUF import exists on Linux only");
 #else
-  const CudaFunctions &fn = runtime->functions();
-
   // CUDA-DMA-02: CUDA never gets the caller's fd. The dup stays owned by us
   // until the runtime's verdict.
   UniqueFd dup(::fcntl(fd, F_DUPFD_CLOEXEC, 0));
@@ -119,57 +117,29 @@ Result<std::shared_ptr<CudaHandle>> CudaHandle::import_dma_fd(int fd, std::size_
     return Error::io(err, "CudaHandle::import_dma_fd: fstat of fd " + std::to_string(dup.get()));
   }
 
-  cudaffi::ExternalMemoryHandleDesc desc;
-  cudaffi::zero_fill(desc);
-  desc.type = cudaffi::ExternalMemoryHandleType::OpaqueFd;
-  desc.handle.fd = dup.get();
-  desc.size = size;
-  desc.flags = 0;
-
-  void *ext_mem = nullptr;
-  cudaffi::Status rc = fn.import_external_memory(&ext_mem, &desc);
-  if (rc != cudaffi::kSuccess || !ext_mem) {
-    Error e = rc != cudaffi::kSuccess
-                  ? runtime->call_error(("cudaImportExternalMemory(OpaqueFd, fd " + std::to_string(fd) + ", " +
-                                         std::to_string(size) + " bytes)")
-                                            .c_str(),
-                                        rc)
-                  : Error::device("cudaImportExternalMemory returned no object");
-    debug(e.message());
-    // Take the number out of the owner first: its close must be the
-    // tolerant one (CUDA-DMA-04).
-    int raw = dup.release();
-    if (rc != cudaffi::kSuccess)
+  bool fd_taken = false;
+  Result<void *> imported = runtime->import_external_memory_fd(dup.get(), size, fd_taken);
+  // Take the number out of the owner first: a close after a refusal must be
+  // the tolerant one (CUDA-DMA-04); after an acceptance CUDA owns it
+  // (CUDA-DMA-05), even when it returned no object.
+  int raw = dup.release();
+  if (!imported) {
+    debug(imported.error().message());
+    if (!fd_taken)
       reclaim_after_failed_import(raw, identity);
-    // (rc == success with a null object: the runtime owns the fd; leave it.)
-    return e;
+    return std::move(imported).error();
   }
-  // CUDA-DMA-05: the runtime owns the dup now.
-  (void)dup.release();
+  void *ext_mem = *imported;
 
-  cudaffi::ExternalMemoryBufferDesc buffer;
-  cudaffi::zero_fill(buffer);
-  buffer.offset = 0;
-  buffer.size = size;
-  buffer.flags = 0;
-  void *device_ptr = nullptr;
-  rc = fn.external_memory_get_mapped_buffer(&device_ptr, ext_mem, &buffer);
-  if (rc != cudaffi::kSuccess || !device_ptr) {
-    Error e =
-        rc != cudaffi::kSuccess
-            ? runtime->call_error(("cudaExternalMemoryGetMappedBuffer(" + std::to_string(size) + " bytes)").c_str(), rc)
-            : Error::device("cudaExternalMemoryGetMappedBuffer returned a null pointer");
-    debug(e.message());
-    if (device_ptr) {
-      cudaffi::Status frc = fn.free(device_ptr);
-      if (frc != cudaffi::kSuccess)
-        debug("cudaFree after a failed buffer mapping: " + runtime->error_text(frc));
-    }
-    cudaffi::Status drc = fn.destroy_external_memory(ext_mem);
-    if (drc != cudaffi::kSuccess)
-      warn("cudaDestroyExternalMemory after a failed buffer mapping: " + runtime->error_text(drc));
-    return e;
+  Result<void *> mapped = runtime->external_memory_mapped_buffer(ext_mem, size);
+  if (!mapped) {
+    debug(mapped.error().message());
+    Result<void> destroyed = runtime->destroy_external_memory(ext_mem);
+    if (!destroyed)
+      warn("destroying the external memory after a failed buffer mapping: " + destroyed.error().message());
+    return std::move(mapped).error();
   }
+  void *device_ptr = *mapped;
   return adopt_external(std::move(runtime), ext_mem, device_ptr, size);
 #endif
 }
@@ -226,18 +196,18 @@ CudaHandle::~CudaHandle() {
   } else if (b.kind == CudaHandleKind::ExternalMemory) {
     if (!b.runtime || !b.runtime->loaded())
       return;
-    const CudaFunctions &fn = b.runtime->functions();
     // NVIDIA's reference: a buffer mapped from external memory is freed with
-    // cudaFree, and that must happen before the memory is destroyed.
+    // cudaFree (cuMemFree), and that must happen before the memory is
+    // destroyed.
     if (b.device_ptr) {
-      cudaffi::Status rc = fn.free(b.device_ptr);
-      if (rc != cudaffi::kSuccess)
-        quietly([&] { warn("cudaFree of the external-memory mapping failed: " + b.runtime->error_text(rc)); });
+      Result<void> freed = b.runtime->free(b.device_ptr);
+      if (!freed)
+        quietly([&] { warn("freeing the external-memory mapping: " + freed.error().message()); });
     }
     if (b.ext_mem) {
-      cudaffi::Status rc = fn.destroy_external_memory(b.ext_mem);
-      if (rc != cudaffi::kSuccess)
-        quietly([&] { warn("cudaDestroyExternalMemory failed: " + b.runtime->error_text(rc)); });
+      Result<void> destroyed = b.runtime->destroy_external_memory(b.ext_mem);
+      if (!destroyed)
+        quietly([&] { warn(destroyed.error().message()); });
     }
   }
 }

@@ -9,6 +9,10 @@
 //   nodevice FAKE_CUDART_DEVICE_COUNT=0: the process runtime is unavailable
 //   concurrent  eight threads make the very first CudaRuntime::get() call at
 //            once: one runtime for all, one device probe (CUDA-LOAD-01)
+//   nodriver the driver API forced onto a file that does not exist: CUDA
+//            is unavailable, nothing loaded, the file named in the reason
+// meson runs each against the fake runtime and again against the fake
+// driver (TENSORMEM_CUDA_API=driver).
 #include <tensormem/cuda_handle.hpp>
 #include <tensormem/dmabuf_storage.hpp>
 
@@ -54,7 +58,17 @@ int main(int argc, char **argv) {
     return 3;
   if (std::strcmp(mode, "nodevice") == 0) {
     auto rt = CudaRuntime::get();
+    std::printf("%s\n", rt->reason().c_str());
     return rt->loaded() && !rt->available() ? 0 : 4;
+  }
+  if (std::strcmp(mode, "nodriver") == 0) {
+    auto rt = CudaRuntime::get();
+    std::printf("%s\n", rt->reason().c_str());
+    return !rt->loaded() && rt->backend() == CudaBackend::None &&
+                   rt->reason().find("no-such-libcuda.so.1") != std::string::npos &&
+                   !CudaHandle::import_dmabuf(**storage)
+               ? 0
+               : 10;
   }
   auto h = CudaHandle::import_dmabuf(**storage);
   if (std::strcmp(mode, "leak") == 0) {

@@ -1,6 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
-// Helpers shared by the CUDA tests: the fake runtime's paths and control
-// functions, an fd counter, and a counting CudaGlOps.
+// Helpers shared by the CUDA tests: the fake's paths and control functions,
+// which API the process runtime reaches, an fd counter, and a counting
+// CudaGlOps. meson runs the CUDA suites once per API: against the fake
+// runtime (TENSORMEM_CUDART) and against the fake driver
+// (TENSORMEM_CUDA_API=driver, TENSORMEM_CUDA_DRIVER); both front ends count
+// into one fake core, so counts and call logs read the same either way.
 #pragma once
 
 #include <tensormem/cuda_handle.hpp>
@@ -12,14 +16,34 @@
 #include <atomic>
 #include <cstdlib>
 #include <mutex>
+#include <span>
 #include <string>
 #include <thread>
 #include <vector>
 
 namespace cudatest {
 
-inline std::string fake_path() { return FAKE_CUDART_PATH; }
+inline std::string runtime_fake_path() { return FAKE_CUDART_PATH; }
+inline std::string driver_fake_path() { return FAKE_CUDA_DRIVER_PATH; }
 inline std::string partial_path() { return FAKE_CUDART_PARTIAL_PATH; }
+
+/// The process runtime reaches the driver API (the suite's driver run).
+inline bool driver_api() { return tensormem::CudaRuntime::get()->backend() == tensormem::CudaBackend::Driver; }
+/// The fake front end the process runtime loaded.
+inline std::string fake_path() { return driver_api() ? driver_fake_path() : runtime_fake_path(); }
+/// A fresh load of `files` with the API of the process runtime.
+inline std::shared_ptr<const tensormem::CudaRuntime> load_same_api(std::span<const std::string> files) {
+  return driver_api() ? tensormem::CudaRuntime::load_driver(files) : tensormem::CudaRuntime::load(files);
+}
+/// How this API writes status `n` in a message: "(cudaError n)" or
+/// "(CUresult n)".
+inline std::string status_text(int n) {
+  return std::string(driver_api() ? "(CUresult " : "(cudaError ") + std::to_string(n) + ")";
+}
+/// The exported name of a call: the runtime's, or the driver's for it.
+inline std::string call_name(const char *runtime_name, const char *driver_name) {
+  return driver_api() ? driver_name : runtime_name;
+}
 
 inline int count_open_fds() { return tmtest::open_fd_count(); }
 

@@ -22,7 +22,7 @@ namespace {
 // This program does not link the fake (so its run path stays the plain
 // one); the control functions are looked up in the copy the loader opened.
 template <typename F> F fake_fn(const char *name) {
-  void *lib = ::dlopen(FAKE_CUDART_PATH, RTLD_NOW | RTLD_NOLOAD);
+  void *lib = ::dlopen(FAKE_CUDA_CORE_PATH, RTLD_NOW | RTLD_NOLOAD);
   void *sym = lib ? ::dlsym(lib, name) : nullptr;
   if (lib)
     ::dlclose(lib);

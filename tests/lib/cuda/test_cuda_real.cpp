@@ -1,19 +1,28 @@
 // SPDX-License-Identifier: Apache-2.0
 // Against the CUDA toolkit installed on this machine, where there is one:
-// the FFI mirrors compared field by field with the real driver_types.h, and
-// the real runtime loaded through the ordinary ladder (without a driver it
-// must load and count as unavailable; with a GPU it must find a device).
+// the FFI mirrors compared field by field with the real driver_types.h and
+// cuda.h, the real runtime loaded through the ordinary ladder (without a
+// driver it must load and count as unavailable; with a GPU it must find a
+// device), and the driver backend against the toolkit's libcuda stub and the
+// installed libcuda.so.1.
 #include <tensormem/cuda_ffi.hpp>
 #include <tensormem/cuda_runtime.hpp>
 
 #if defined(TM_HAVE_DRIVER_TYPES_H)
 #include <driver_types.h>
 #endif
+#if defined(TM_HAVE_CUDA_H)
+#include <cuda.h>
+#endif
 
 #include <gtest/gtest.h>
 
 #include <cstddef>
+#include <cstdio>
 #include <cstdlib>
+#include <string>
+#include <type_traits>
+#include <vector>
 
 using namespace tensormem;
 
@@ -84,6 +93,95 @@ static_assert(ffi::kErrorNoDevice == int(cudaErrorNoDevice));
 static_assert(ffi::kErrorNotSupported == int(cudaErrorNotSupported));
 #endif
 
+// The driver API (cuda.h) the driver backend resolves from libcuda: the
+// descriptors it shares with the runtime, its numbers, and every entry point
+// by the exact exported name the backend asks for (the _v2 names cuda.h's
+// macros map to), with a signature of the same shape: as many parameters,
+// each as wide as ours (our opaque handles are void pointers).
+#if defined(TM_HAVE_CUDA_H)
+namespace drv = tensormem::cudaffi::driver;
+
+SAME_LAYOUT(ffi::ExternalMemoryHandleDesc, CUDA_EXTERNAL_MEMORY_HANDLE_DESC);
+SAME_OFFSET(ffi::ExternalMemoryHandleDesc, CUDA_EXTERNAL_MEMORY_HANDLE_DESC, type);
+SAME_OFFSET(ffi::ExternalMemoryHandleDesc, CUDA_EXTERNAL_MEMORY_HANDLE_DESC, handle);
+SAME_OFFSET(ffi::ExternalMemoryHandleDesc, CUDA_EXTERNAL_MEMORY_HANDLE_DESC, handle.fd);
+SAME_OFFSET(ffi::ExternalMemoryHandleDesc, CUDA_EXTERNAL_MEMORY_HANDLE_DESC, handle.win32.handle);
+SAME_OFFSET(ffi::ExternalMemoryHandleDesc, CUDA_EXTERNAL_MEMORY_HANDLE_DESC, handle.win32.name);
+SAME_OFFSET(ffi::ExternalMemoryHandleDesc, CUDA_EXTERNAL_MEMORY_HANDLE_DESC, size);
+SAME_OFFSET(ffi::ExternalMemoryHandleDesc, CUDA_EXTERNAL_MEMORY_HANDLE_DESC, flags);
+SAME_OFFSET(ffi::ExternalMemoryHandleDesc, CUDA_EXTERNAL_MEMORY_HANDLE_DESC, reserved);
+SAME_LAYOUT(ffi::ExternalMemoryBufferDesc, CUDA_EXTERNAL_MEMORY_BUFFER_DESC);
+SAME_OFFSET(ffi::ExternalMemoryBufferDesc, CUDA_EXTERNAL_MEMORY_BUFFER_DESC, offset);
+SAME_OFFSET(ffi::ExternalMemoryBufferDesc, CUDA_EXTERNAL_MEMORY_BUFFER_DESC, size);
+SAME_OFFSET(ffi::ExternalMemoryBufferDesc, CUDA_EXTERNAL_MEMORY_BUFFER_DESC, flags);
+SAME_OFFSET(ffi::ExternalMemoryBufferDesc, CUDA_EXTERNAL_MEMORY_BUFFER_DESC, reserved);
+SAME_LAYOUT(ffi::ExternalSemaphoreHandleDesc, CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC);
+SAME_OFFSET(ffi::ExternalSemaphoreHandleDesc, CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC, handle);
+SAME_OFFSET(ffi::ExternalSemaphoreHandleDesc, CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC, flags);
+SAME_OFFSET(ffi::ExternalSemaphoreHandleDesc, CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC, reserved);
+SAME_LAYOUT(ffi::ExternalSemaphoreWaitParams, CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS);
+SAME_OFFSET(ffi::ExternalSemaphoreWaitParams, CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS, params.fence.value);
+SAME_OFFSET(ffi::ExternalSemaphoreWaitParams, CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS, params.keyedMutex.key);
+SAME_OFFSET(ffi::ExternalSemaphoreWaitParams, CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS, flags);
+SAME_OFFSET(ffi::ExternalSemaphoreWaitParams, CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS, reserved);
+
+static_assert(int(ffi::ExternalMemoryHandleType::OpaqueFd) == CU_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD);
+static_assert(int(ffi::ExternalMemoryHandleType::D3D12Resource) == CU_EXTERNAL_MEMORY_HANDLE_TYPE_D3D12_RESOURCE);
+static_assert(int(ffi::ExternalMemoryHandleType::D3D11Resource) == CU_EXTERNAL_MEMORY_HANDLE_TYPE_D3D11_RESOURCE);
+static_assert(int(ffi::ExternalSemaphoreHandleType::D3D12Fence) == CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_D3D12_FENCE);
+static_assert(int(ffi::ExternalSemaphoreHandleType::D3D11Fence) == CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_D3D11_FENCE);
+static_assert(drv::kSuccess == int(CUDA_SUCCESS));
+static_assert(drv::kErrorInvalidValue == int(CUDA_ERROR_INVALID_VALUE));
+static_assert(drv::kErrorOutOfMemory == int(CUDA_ERROR_OUT_OF_MEMORY));
+static_assert(drv::kErrorNotInitialized == int(CUDA_ERROR_NOT_INITIALIZED));
+static_assert(drv::kErrorNoDevice == int(CUDA_ERROR_NO_DEVICE));
+static_assert(drv::kErrorInvalidDevice == int(CUDA_ERROR_INVALID_DEVICE));
+static_assert(drv::kErrorInvalidContext == int(CUDA_ERROR_INVALID_CONTEXT));
+static_assert(drv::kErrorInvalidHandle == int(CUDA_ERROR_INVALID_HANDLE));
+static_assert(drv::kErrorNotSupported == int(CUDA_ERROR_NOT_SUPPORTED));
+static_assert(drv::kErrorUnknown == int(CUDA_ERROR_UNKNOWN));
+static_assert(sizeof(drv::DevicePtr) == sizeof(CUdeviceptr) && sizeof(drv::Device) == sizeof(CUdevice));
+static_assert(drv::kGraphicsRegisterFlagsNone == unsigned(CU_GRAPHICS_REGISTER_FLAGS_NONE));
+static_assert(drv::kStreamDefault == unsigned(CU_STREAM_DEFAULT));
+
+namespace {
+template <typename R1, typename... A1, typename R2, typename... A2>
+constexpr bool same_shape(R1 (*)(A1...), R2 (*)(A2...)) {
+  if constexpr (sizeof...(A1) != sizeof...(A2))
+    return false;
+  else
+    return sizeof(R1) == sizeof(R2) && ((sizeof(A1) == sizeof(A2)) && ...);
+}
+} // namespace
+#define SAME_ENTRY(ours, name) static_assert(same_shape(ours{}, &::name), #name)
+SAME_ENTRY(drv::InitFn, cuInit);
+SAME_ENTRY(drv::DeviceGetCountFn, cuDeviceGetCount);
+SAME_ENTRY(drv::DeviceGetFn, cuDeviceGet);
+SAME_ENTRY(drv::DevicePrimaryCtxRetainFn, cuDevicePrimaryCtxRetain);
+SAME_ENTRY(drv::DevicePrimaryCtxReleaseFn, cuDevicePrimaryCtxRelease_v2);
+SAME_ENTRY(drv::CtxPushCurrentFn, cuCtxPushCurrent_v2);
+SAME_ENTRY(drv::CtxPopCurrentFn, cuCtxPopCurrent_v2);
+SAME_ENTRY(drv::GetErrorStringFn, cuGetErrorString);
+SAME_ENTRY(drv::MemAllocFn, cuMemAlloc_v2);
+SAME_ENTRY(drv::MemFreeFn, cuMemFree_v2);
+SAME_ENTRY(drv::MemcpyHtoDFn, cuMemcpyHtoD_v2);
+SAME_ENTRY(drv::MemcpyDtoHFn, cuMemcpyDtoH_v2);
+SAME_ENTRY(drv::MemcpyDtoDFn, cuMemcpyDtoD_v2);
+SAME_ENTRY(drv::MemcpyFn, cuMemcpy);
+SAME_ENTRY(drv::StreamCreateFn, cuStreamCreate);
+SAME_ENTRY(drv::StreamSynchronizeFn, cuStreamSynchronize);
+SAME_ENTRY(drv::StreamDestroyFn, cuStreamDestroy_v2);
+SAME_ENTRY(drv::GraphicsMapResourcesFn, cuGraphicsMapResources);
+SAME_ENTRY(drv::GraphicsResourceGetMappedPointerFn, cuGraphicsResourceGetMappedPointer_v2);
+SAME_ENTRY(drv::GraphicsUnmapResourcesFn, cuGraphicsUnmapResources);
+SAME_ENTRY(drv::GraphicsUnregisterResourceFn, cuGraphicsUnregisterResource);
+SAME_ENTRY(drv::ImportExternalMemoryFn, cuImportExternalMemory);
+SAME_ENTRY(drv::ExternalMemoryGetMappedBufferFn, cuExternalMemoryGetMappedBuffer);
+SAME_ENTRY(drv::DestroyExternalMemoryFn, cuDestroyExternalMemory);
+// cuGraphicsGLRegisterBuffer is declared in cudaGL.h, which needs the GL
+// headers: lib-cuda-gl-driver calls it through the fake driver instead.
+#endif
+
 TEST(CudaReal, the_installed_runtime_loads_through_the_ladder_and_degrades_without_a_driver) {
   std::vector<std::string> ladder{"libcudart.so", "libcudart.so.13", "libcudart.so.12", "libcudart.so.11.0"};
   auto rt = CudaRuntime::load(ladder);
@@ -108,13 +206,57 @@ TEST(CudaReal, the_process_runtime_without_TENSORMEM_CUDART_is_the_installed_one
   ASSERT_EQ(std::getenv("TENSORMEM_CUDART"), nullptr) << "this test runs without the override";
   auto rt = CudaRuntime::get();
   EXPECT_EQ(rt.get(), CudaRuntime::get().get());
-  // The process runtime is what a fresh load of the default ladder finds:
-  // the same file (or none), the same verdict.
-  auto fresh = CudaRuntime::load(CudaRuntime::default_candidates());
+  // The process runtime is what a fresh load in the default order finds
+  // (the runtime ladder, then libcuda.so.1): the same file (or none), the
+  // same API, the same verdict.
+  auto fresh = CudaRuntime::load_default();
+  EXPECT_EQ(rt->backend(), fresh->backend());
   EXPECT_EQ(rt->loaded(), fresh->loaded()) << rt->reason() << " / " << fresh->reason();
   EXPECT_EQ(rt->runtime_path(), fresh->runtime_path());
   EXPECT_EQ(rt->available(), fresh->available());
   EXPECT_EQ(rt->loaded(), !rt->runtime_path().empty());
   EXPECT_EQ(rt->available(), rt->reason().empty()) << rt->reason();
   EXPECT_EQ(cuda_available(), rt->available());
+}
+
+// The toolkit's link-time stub of libcuda exports the driver's entry points
+// under their real names (answering every call with
+// CUDA_ERROR_STUB_LIBRARY), except the GL interop of cudaGL.h: a real NVIDIA
+// library to check the backend's symbol names against where no driver is
+// installed. The backend resolves cuGraphicsGLRegisterBuffer last, so
+// "lacks cuGraphicsGLRegisterBuffer" means every other required name (the
+// _v2 ones included) was found.
+TEST(CudaReal, the_toolkit_driver_stub_has_every_required_driver_symbol_but_gl_interop) {
+  for (const char *dir : {"/usr/local/cuda/lib64/stubs", "/usr/local/cuda/targets/x86_64-linux/lib/stubs",
+                          "/usr/local/cuda/lib/stubs", "/opt/cuda/lib64/stubs"}) {
+    const std::string stub = std::string(dir) + "/libcuda.so";
+    auto rt = CudaRuntime::load_driver(std::vector<std::string>{stub});
+    if (rt->reason().find("cannot open shared object file") != std::string::npos)
+      continue;
+    std::printf("[ info ] %s\n", rt->reason().c_str());
+    EXPECT_FALSE(rt->available());
+    if (rt->loaded()) // a stub that also exports the GL calls: cuInit answers 34
+      EXPECT_NE(rt->reason().find("cuInit failed"), std::string::npos) << rt->reason();
+    else
+      EXPECT_NE(rt->reason().find("(lacks cuGraphicsGLRegisterBuffer)"), std::string::npos) << rt->reason();
+    return;
+  }
+  GTEST_SKIP() << "no CUDA runtime is installed here (no toolkit driver stub libcuda.so either)";
+}
+
+TEST(CudaReal, the_installed_driver_loads_through_libcuda_so_1_or_is_named_missing) {
+  auto rt = CudaRuntime::load_driver(std::vector<std::string>{"libcuda.so.1"});
+  if (!rt->loaded()) {
+    EXPECT_NE(rt->reason().find("libcuda.so.1"), std::string::npos) << rt->reason();
+    std::printf("[ info ] %s\n", rt->reason().c_str());
+    return;
+  }
+  EXPECT_EQ(rt->backend(), CudaBackend::Driver);
+  EXPECT_EQ(rt->runtime_path().front(), '/') << rt->runtime_path();
+  if (rt->available())
+    EXPECT_GE(rt->device_count(), 1);
+  else
+    EXPECT_FALSE(rt->reason().empty());
+  std::printf("[ info ] driver %s: %s\n", rt->runtime_path().c_str(),
+              rt->available() ? (std::to_string(rt->device_count()) + " device(s)").c_str() : rt->reason().c_str());
 }

@@ -1,0 +1,77 @@
+// SPDX-License-Identifier: Apache-2.0
+// Private to the CUDA sources: the port CudaRuntime is built on, with one
+// implementation per CUDA API (libcudart's runtime API, libcuda's driver
+// API). A port call makes the CUDA call it names (the driver wraps it in
+// its context push and pop) and reports the first failing one; CudaRuntime
+// keeps the checks, messages and composite steps, so both APIs behave alike
+// above this line.
+#pragma once
+
+#include <tensormem/cuda_ffi.hpp>
+#include <tensormem/cuda_runtime.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace tensormem::detail {
+
+/// The outcome of one port call: the CUDA status and the exported name of
+/// the call that produced it (for messages).
+struct CudaCall {
+  cudaffi::Status status = 0;
+  const char *name = "";
+  bool ok() const noexcept { return status == 0; }
+};
+
+class CudaApi {
+public:
+  virtual ~CudaApi() = default;
+
+  virtual CudaBackend backend() const noexcept = 0;
+  /// "<the API's text> (cudaError n)" or "... (CUresult n)"; just the code
+  /// when the API has no text for it.
+  virtual std::string error_text(cudaffi::Status status) const = 0;
+  /// Counts the devices and gets the API ready to use device 0 (the driver
+  /// retains its primary context here).
+  virtual CudaCall probe(int &device_count) = 0;
+  /// Gives back what probe() took (the driver's primary context); later
+  /// calls fail cleanly. For the process runtime at exit.
+  virtual void release_device() noexcept = 0;
+
+  /// False when the library lacks the optional allocator.
+  virtual bool can_malloc() const noexcept = 0;
+  virtual CudaCall malloc(void **device_ptr, std::size_t size) const = 0;
+  virtual CudaCall free(void *device_ptr) const = 0;
+  virtual CudaCall memcpy(void *dst, const void *src, std::size_t count, cudaffi::MemcpyKind kind) const = 0;
+  virtual CudaCall stream_create(void **stream) const = 0;
+  virtual CudaCall stream_synchronize(void *stream) const = 0;
+  virtual CudaCall stream_destroy(void *stream) const = 0;
+
+  virtual CudaCall gl_register_buffer(void **resource, std::uint32_t buffer_id) const = 0;
+  virtual CudaCall gl_map(void *resource) const = 0;
+  virtual CudaCall gl_mapped_pointer(void **device_ptr, std::size_t *size, void *resource) const = 0;
+  virtual CudaCall gl_unmap(void *resource) const = 0;
+  virtual CudaCall gl_unregister(void *resource) const = 0;
+
+  virtual CudaCall import_external_memory(void **ext_mem, const cudaffi::ExternalMemoryHandleDesc &desc) const = 0;
+  virtual CudaCall external_memory_mapped_buffer(void **device_ptr, void *ext_mem,
+                                                 const cudaffi::ExternalMemoryBufferDesc &desc) const = 0;
+  virtual CudaCall destroy_external_memory(void *ext_mem) const = 0;
+};
+
+/// An API opened from one file: the port, or why the file was rejected.
+struct OpenedApi {
+  std::unique_ptr<CudaApi> api;
+  std::string path; // the file the system mapped
+  std::string why;  // when api is null
+};
+
+/// Opens `file` as a CUDA runtime (libcudart) or as the driver (libcuda).
+/// A file that opens but lacks a required entry point is closed again and
+/// `why` names the first missing symbol ("lacks cuMemFree_v2").
+OpenedApi open_runtime_api(const std::string &file);
+OpenedApi open_driver_api(const std::string &file);
+
+} // namespace tensormem::detail

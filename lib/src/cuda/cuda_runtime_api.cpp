@@ -1,0 +1,139 @@
+// SPDX-License-Identifier: Apache-2.0
+// The CudaApi port on CUDA's runtime API (libcudart / cudart64_*.dll).
+#include "cuda_api.hpp"
+#include "cuda_library.hpp"
+
+#include <iterator>
+
+namespace tensormem::detail {
+namespace {
+
+namespace ffi = cudaffi;
+
+// The resolved entry points. All required (CUDA-SYM-01 plus
+// cudaGetDeviceCount) but the last two.
+struct RuntimeFunctions {
+  ffi::GetDeviceCountFn get_device_count = nullptr;
+  ffi::GraphicsGLRegisterBufferFn graphics_gl_register_buffer = nullptr;
+  ffi::GraphicsMapResourcesFn graphics_map_resources = nullptr;
+  ffi::GraphicsResourceGetMappedPointerFn graphics_resource_get_mapped_pointer = nullptr;
+  ffi::GraphicsUnmapResourcesFn graphics_unmap_resources = nullptr;
+  ffi::GraphicsUnregisterResourceFn graphics_unregister_resource = nullptr;
+  ffi::ImportExternalMemoryFn import_external_memory = nullptr;
+  ffi::ExternalMemoryGetMappedBufferFn external_memory_get_mapped_buffer = nullptr;
+  ffi::DestroyExternalMemoryFn destroy_external_memory = nullptr;
+  ffi::MemcpyFn memcpy = nullptr;
+  ffi::FreeFn free = nullptr;
+  ffi::StreamCreateFn stream_create = nullptr;
+  ffi::StreamSynchronizeFn stream_synchronize = nullptr;
+  ffi::StreamDestroyFn stream_destroy = nullptr;
+  // Optional.
+  ffi::GetErrorStringFn get_error_string = nullptr;
+  ffi::MallocFn malloc = nullptr;
+};
+
+#define TM_CUDA_SYMBOL(field, name, required)                                                                          \
+  cuda_library::Symbol { name, offsetof(RuntimeFunctions, field), required }
+constexpr cuda_library::Symbol kSymbols[] = {
+    TM_CUDA_SYMBOL(get_device_count, "cudaGetDeviceCount", true),
+    TM_CUDA_SYMBOL(graphics_gl_register_buffer, "cudaGraphicsGLRegisterBuffer", true),
+    TM_CUDA_SYMBOL(graphics_map_resources, "cudaGraphicsMapResources", true),
+    TM_CUDA_SYMBOL(graphics_resource_get_mapped_pointer, "cudaGraphicsResourceGetMappedPointer", true),
+    TM_CUDA_SYMBOL(graphics_unmap_resources, "cudaGraphicsUnmapResources", true),
+    TM_CUDA_SYMBOL(graphics_unregister_resource, "cudaGraphicsUnregisterResource", true),
+    TM_CUDA_SYMBOL(import_external_memory, "cudaImportExternalMemory", true),
+    TM_CUDA_SYMBOL(external_memory_get_mapped_buffer, "cudaExternalMemoryGetMappedBuffer", true),
+    TM_CUDA_SYMBOL(destroy_external_memory, "cudaDestroyExternalMemory", true),
+    TM_CUDA_SYMBOL(memcpy, "cudaMemcpy", true),
+    TM_CUDA_SYMBOL(free, "cudaFree", true),
+    TM_CUDA_SYMBOL(stream_create, "cudaStreamCreate", true),
+    TM_CUDA_SYMBOL(stream_synchronize, "cudaStreamSynchronize", true),
+    TM_CUDA_SYMBOL(stream_destroy, "cudaStreamDestroy", true),
+    TM_CUDA_SYMBOL(get_error_string, "cudaGetErrorString", false),
+    TM_CUDA_SYMBOL(malloc, "cudaMalloc", false),
+};
+#undef TM_CUDA_SYMBOL
+
+class RuntimeApi final : public CudaApi {
+public:
+  explicit RuntimeApi(const RuntimeFunctions &fn) : fn_(fn) {}
+
+  CudaBackend backend() const noexcept override { return CudaBackend::Runtime; }
+
+  std::string error_text(ffi::Status status) const override {
+    const char *text = fn_.get_error_string ? fn_.get_error_string(status) : nullptr;
+    std::string code = "cudaError " + std::to_string(status);
+    if (!text || text[0] == '\0')
+      return code;
+    return std::string(text) + " (" + code + ")";
+  }
+
+  CudaCall probe(int &device_count) override { return {fn_.get_device_count(&device_count), "cudaGetDeviceCount"}; }
+  void release_device() noexcept override {} // the runtime keeps its own context
+
+  bool can_malloc() const noexcept override { return fn_.malloc != nullptr; }
+  CudaCall malloc(void **device_ptr, std::size_t size) const override {
+    return {fn_.malloc(device_ptr, size), "cudaMalloc"};
+  }
+  CudaCall free(void *device_ptr) const override { return {fn_.free(device_ptr), "cudaFree"}; }
+  CudaCall memcpy(void *dst, const void *src, std::size_t count, ffi::MemcpyKind kind) const override {
+    return {fn_.memcpy(dst, src, count, kind), "cudaMemcpy"};
+  }
+  CudaCall stream_create(void **stream) const override { return {fn_.stream_create(stream), "cudaStreamCreate"}; }
+  CudaCall stream_synchronize(void *stream) const override {
+    return {fn_.stream_synchronize(stream), "cudaStreamSynchronize"};
+  }
+  CudaCall stream_destroy(void *stream) const override { return {fn_.stream_destroy(stream), "cudaStreamDestroy"}; }
+
+  CudaCall gl_register_buffer(void **resource, std::uint32_t buffer_id) const override {
+    return {fn_.graphics_gl_register_buffer(resource, buffer_id, ffi::kGraphicsRegisterFlagsNone),
+            "cudaGraphicsGLRegisterBuffer"};
+  }
+  CudaCall gl_map(void *resource) const override {
+    return {fn_.graphics_map_resources(1, &resource, nullptr), "cudaGraphicsMapResources"};
+  }
+  CudaCall gl_mapped_pointer(void **device_ptr, std::size_t *size, void *resource) const override {
+    return {fn_.graphics_resource_get_mapped_pointer(device_ptr, size, resource),
+            "cudaGraphicsResourceGetMappedPointer"};
+  }
+  CudaCall gl_unmap(void *resource) const override {
+    return {fn_.graphics_unmap_resources(1, &resource, nullptr), "cudaGraphicsUnmapResources"};
+  }
+  CudaCall gl_unregister(void *resource) const override {
+    return {fn_.graphics_unregister_resource(resource), "cudaGraphicsUnregisterResource"};
+  }
+
+  CudaCall import_external_memory(void **ext_mem, const ffi::ExternalMemoryHandleDesc &desc) const override {
+    return {fn_.import_external_memory(ext_mem, &desc), "cudaImportExternalMemory"};
+  }
+  CudaCall external_memory_mapped_buffer(void **device_ptr, void *ext_mem,
+                                         const ffi::ExternalMemoryBufferDesc &desc) const override {
+    return {fn_.external_memory_get_mapped_buffer(device_ptr, ext_mem, &desc), "cudaExternalMemoryGetMappedBuffer"};
+  }
+  CudaCall destroy_external_memory(void *ext_mem) const override {
+    return {fn_.destroy_external_memory(ext_mem), "cudaDestroyExternalMemory"};
+  }
+
+private:
+  RuntimeFunctions fn_;
+};
+
+} // namespace
+
+OpenedApi open_runtime_api(const std::string &file) {
+  OpenedApi out;
+  cuda_library::Library lib(file, out.why);
+  if (!lib.valid())
+    return out;
+  RuntimeFunctions table;
+  if (const char *missing = lib.resolve(kSymbols, &table)) {
+    out.why = std::string("lacks ") + missing;
+    return out;
+  }
+  lib.keep();
+  out.path = lib.opened_path(file, "cudaGetDeviceCount");
+  out.api = std::make_unique<RuntimeApi>(table);
+  return out;
+}
+
+} // namespace tensormem::detail

@@ -1,0 +1,1035 @@
+// SPDX-License-Identifier: Apache-2.0
+// The fake CUDA core behind both front ends (the runtime API in
+// fake_cudart.cpp, the driver API in fake_cuda_driver.cpp): host memory as
+// device memory, every call counted and logged, object balance checked, and
+// any call made to fail on request. Like a desktop driver it refuses a
+// DMA-BUF or memfd as OpaqueFd external memory unless told to accept one, as
+// Jetson-class drivers do. See fake_cudart.h (the tests' control surface)
+// and fake_cuda_core.hpp (the front ends' one).
+#include "fake_cuda_core.hpp"
+#include "fake_cudart.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#ifdef _WIN32
+#include <malloc.h>
+#else
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#endif
+
+#if defined(FAKE_CUDART_HAVE_GL)
+#include <epoxy/egl.h>
+#include <epoxy/gl.h>
+#endif
+
+#ifdef _WIN32
+#define FAKE_EXPORT extern "C" __declspec(dllexport)
+#else
+#define FAKE_EXPORT extern "C" __attribute__((visibility("default")))
+#endif
+
+using fakecuda::Entry;
+
+namespace {
+
+// Values as in CUDA's driver_types.h; cuda.h's CUresult has the same
+// numbers for these conditions, plus the driver's own two.
+constexpr int kSuccess = 0;
+constexpr int kInvalidValue = 1;
+constexpr int kMemoryAllocation = 2;
+constexpr int kNotInitialized = 3;
+constexpr int kNoDevice = 100;
+constexpr int kInvalidDevice = 101;
+constexpr int kInvalidContext = 201;
+constexpr int kInvalidGraphicsContext = 219;
+constexpr int kOperatingSystem = 304;
+constexpr int kInvalidResourceHandle = 400;
+constexpr int kNotSupported = 801;
+constexpr int kUnknown = 999;
+
+// One operation per row; the runtime and the driver front end count into
+// the same row (cuMemcpyDtoH_v2 and cudaMemcpy are both Memcpy), so one
+// expected count or call sequence serves either API. The log names an
+// operation by its runtime name where the runtime has one.
+enum Fn {
+  GetDeviceCount,
+  GetErrorString,
+  GraphicsGLRegisterBuffer,
+  GraphicsMapResources,
+  GraphicsResourceGetMappedPointer,
+  GraphicsUnmapResources,
+  GraphicsUnregisterResource,
+  ImportExternalMemory,
+  ExternalMemoryGetMappedBuffer,
+  DestroyExternalMemory,
+  Memcpy,
+  Malloc,
+  Free,
+  StreamCreate,
+  StreamSynchronize,
+  StreamDestroy,
+  // The driver's own.
+  Init,
+  DeviceGet,
+  PrimaryCtxRetain,
+  PrimaryCtxRelease,
+  CtxPushCurrent,
+  CtxPopCurrent,
+  kFnCount
+};
+
+struct FnNames {
+  const char *logged;    // the name in the call log
+  const char *driver[4]; // the driver's exports counted as this operation
+};
+
+const FnNames kNames[kFnCount] = {
+    {"cudaGetDeviceCount", {"cuDeviceGetCount"}},
+    {"cudaGetErrorString", {"cuGetErrorString"}},
+    {"cudaGraphicsGLRegisterBuffer", {"cuGraphicsGLRegisterBuffer"}},
+    {"cudaGraphicsMapResources", {"cuGraphicsMapResources"}},
+    {"cudaGraphicsResourceGetMappedPointer", {"cuGraphicsResourceGetMappedPointer_v2"}},
+    {"cudaGraphicsUnmapResources", {"cuGraphicsUnmapResources"}},
+    {"cudaGraphicsUnregisterResource", {"cuGraphicsUnregisterResource"}},
+    {"cudaImportExternalMemory", {"cuImportExternalMemory"}},
+    {"cudaExternalMemoryGetMappedBuffer", {"cuExternalMemoryGetMappedBuffer"}},
+    {"cudaDestroyExternalMemory", {"cuDestroyExternalMemory"}},
+    {"cudaMemcpy", {"cuMemcpyHtoD_v2", "cuMemcpyDtoH_v2", "cuMemcpyDtoD_v2", "cuMemcpy"}},
+    {"cudaMalloc", {"cuMemAlloc_v2"}},
+    {"cudaFree", {"cuMemFree_v2"}},
+    {"cudaStreamCreate", {"cuStreamCreate"}},
+    {"cudaStreamSynchronize", {"cuStreamSynchronize"}},
+    {"cudaStreamDestroy", {"cuStreamDestroy_v2"}},
+    {"cuInit", {"cuInit"}},
+    {"cuDeviceGet", {"cuDeviceGet"}},
+    {"cuDevicePrimaryCtxRetain", {"cuDevicePrimaryCtxRetain"}},
+    {"cuDevicePrimaryCtxRelease_v2", {"cuDevicePrimaryCtxRelease_v2"}},
+    {"cuCtxPushCurrent_v2", {"cuCtxPushCurrent_v2"}},
+    {"cuCtxPopCurrent_v2", {"cuCtxPopCurrent_v2"}},
+};
+
+// Either API's name of an operation.
+int fn_index(const char *name) {
+  for (int i = 0; i < kFnCount; ++i) {
+    if (std::strcmp(kNames[i].logged, name) == 0)
+      return i;
+    for (const char *alias : kNames[i].driver)
+      if (alias && std::strcmp(alias, name) == 0)
+        return i;
+  }
+  return -1;
+}
+
+// The descriptors as the CUDA 13 headers lay them out (tensormem's own
+// mirrors are deliberately not used here: the fake checks them).
+struct MemHandleDesc {
+  int type;
+  union {
+    int fd;
+    struct {
+      void *handle;
+      const void *name;
+    } win32;
+  } handle;
+  unsigned long long size;
+  unsigned int flags;
+  unsigned int reserved[16];
+};
+struct BufferDesc {
+  unsigned long long offset;
+  unsigned long long size;
+  unsigned int flags;
+  unsigned int reserved[16];
+};
+static_assert(sizeof(MemHandleDesc) == 104 && sizeof(BufferDesc) == 88);
+
+struct Fault {
+  int error = 0;
+  int remaining = 0; // -1: until cleared
+  int close_fd = 0;  // 1: close the fd anyway; 2: and put another file on its number
+};
+
+struct ExtMem {
+  int fd;
+  std::size_t size;
+  std::size_t live_buffers = 0;
+};
+
+struct MappedBuffer {
+  ExtMem *owner;
+  void *map_base; // page-aligned mmap
+  std::size_t map_len;
+  std::size_t size;
+};
+
+struct Resource {
+  unsigned int buffer;
+  bool mapped = false;
+  void *ptr = nullptr;
+  std::size_t size = 0;
+};
+
+struct State {
+  std::mutex mu;
+  bool initialised = false;
+  unsigned long calls[kFnCount] = {};
+  Fault faults[kFnCount];
+  std::string log;
+  int device_count = 1;
+  bool trace = false;
+  bool check_balance = false;
+  bool accept_dmabuf = false; // false: a desktop driver (the default)
+  int last_import_fd = -1;
+  unsigned long violations = 0;
+  std::vector<std::string> violation_text;
+  std::map<void *, std::size_t> mallocs;
+  std::map<void *, ExtMem *> ext_mems;
+  std::map<void *, MappedBuffer> mapped;
+  std::map<void *, int> streams;
+  std::map<void *, Resource *> resources;
+  std::map<std::string, unsigned long> symbol_calls;
+  // The driver: cuInit seen, and each device's primary context retain count
+  // (the context itself is the address of its counter).
+  bool driver_initialised = false;
+  // A fixed array: a context's address never moves.
+  int primary_retains[16] = {};
+  long pushed_contexts = 0; // pushes not yet popped, all threads
+};
+
+// The driver's per-thread stack of current contexts.
+thread_local std::vector<void *> t_context_stack;
+
+State &state() {
+  static State *s = new State; // outlives every static destructor
+  return *s;
+}
+
+void parse_faults(State &s, const char *spec) {
+  std::string all(spec);
+  std::size_t pos = 0;
+  while (pos <= all.size()) {
+    std::size_t end = all.find(',', pos);
+    if (end == std::string::npos)
+      end = all.size();
+    std::string item = all.substr(pos, end - pos);
+    pos = end + 1;
+    if (item.empty())
+      continue;
+    std::vector<std::string> parts;
+    std::size_t p = 0;
+    while (p <= item.size()) {
+      std::size_t e = item.find(':', p);
+      if (e == std::string::npos)
+        e = item.size();
+      parts.push_back(item.substr(p, e - p));
+      p = e + 1;
+    }
+    std::string name = parts[0];
+    int error = kUnknown;
+    if (std::size_t at = name.find('@'); at != std::string::npos) {
+      error = std::atoi(name.c_str() + at + 1);
+      name.resize(at);
+    }
+    int idx = fn_index(name.c_str());
+    if (idx < 0) {
+      std::fprintf(stderr, "fake-cudart: FAKE_CUDART_FAIL names unknown function %s\n", name.c_str());
+      continue;
+    }
+    Fault f;
+    f.error = error;
+    f.remaining = -1;
+    for (std::size_t i = 1; i < parts.size(); ++i) {
+      if (parts[i] == "closefd")
+        f.close_fd = 1;
+      else if (parts[i] == "reusefd")
+        f.close_fd = 2;
+      else if (!parts[i].empty())
+        f.remaining = std::atoi(parts[i].c_str());
+    }
+    s.faults[idx] = f;
+  }
+}
+
+// Called with the lock held by every entry point.
+void init_locked(State &s) {
+  if (s.initialised)
+    return;
+  s.initialised = true;
+  if (const char *v = std::getenv("FAKE_CUDART_DEVICE_COUNT"))
+    s.device_count = std::atoi(v);
+  if (const char *v = std::getenv("FAKE_CUDART_FAIL"))
+    parse_faults(s, v);
+  if (const char *v = std::getenv("FAKE_CUDART_TRACE"))
+    s.trace = v[0] == '1';
+  if (const char *v = std::getenv("FAKE_CUDART_CHECK_BALANCE"))
+    s.check_balance = v[0] == '1';
+  if (const char *v = std::getenv("FAKE_CUDART_ACCEPT_DMABUF"))
+    s.accept_dmabuf = v[0] == '1';
+}
+
+// A driver context: the address of one device's primary-context counter,
+// alive while retained.
+bool live_context(const State &s, const void *context) {
+  for (const int &retains : s.primary_retains)
+    if (context == &retains)
+      return retains > 0;
+  return false;
+}
+
+// Counts and logs the call; returns the injected error, else the driver's
+// context error, else 0 (run normally).
+int enter(State &s, Fn fn, const Entry &e, int *close_fd = nullptr) {
+  init_locked(s);
+  ++s.calls[fn];
+  ++s.symbol_calls[e.symbol];
+  // Diagnostics and context switches stay out of the ordering log.
+  if (fn != GetErrorString && fn != CtxPushCurrent && fn != CtxPopCurrent) {
+    if (!s.log.empty())
+      s.log += ' ';
+    s.log += kNames[fn].logged;
+  }
+  if (s.trace)
+    std::fprintf(stderr, "fake-cudart: %s\n", e.symbol);
+  Fault &f = s.faults[fn];
+  if (f.remaining != 0) {
+    if (f.remaining > 0)
+      --f.remaining;
+    if (close_fd)
+      *close_fd = f.close_fd;
+    return f.error;
+  }
+  if (e.needs_context) {
+    // The driver has no implicit context: a call on a thread where none is
+    // current fails, as on the real driver.
+    if (!s.driver_initialised)
+      return kNotInitialized;
+    if (t_context_stack.empty() || !live_context(s, t_context_stack.back()))
+      return kInvalidContext;
+  }
+  return kSuccess;
+}
+
+void violation(State &s, std::string text) {
+  ++s.violations;
+  std::fprintf(stderr, "fake-cudart: VIOLATION: %s\n", text.c_str());
+  s.violation_text.push_back(std::move(text));
+}
+
+// A device range is one inside a cudaMalloc allocation, a mapped buffer, or
+// a mapped graphics resource.
+bool is_device(const State &s, const void *ptr, std::size_t count) {
+  auto inside = [&](const void *base, std::size_t size) {
+    auto b = reinterpret_cast<std::uintptr_t>(base);
+    auto p = reinterpret_cast<std::uintptr_t>(ptr);
+    return p >= b && p - b <= size && count <= size - (p - b);
+  };
+  for (const auto &[base, size] : s.mallocs)
+    if (inside(base, size))
+      return true;
+  for (const auto &[base, buf] : s.mapped)
+    if (inside(base, buf.size))
+      return true;
+  for (const auto &[key, r] : s.resources)
+    if (r->mapped && inside(r->ptr, r->size))
+      return true;
+  return false;
+}
+
+// "Device" memory: 256-byte aligned host memory, like cudaMalloc's
+// guarantee. The Microsoft C runtime (MinGW) has no aligned_alloc.
+void *aligned_host_alloc(std::size_t size) {
+  std::size_t rounded = ((size ? size : 1) + 255) / 256 * 256;
+#ifdef _WIN32
+  return _aligned_malloc(rounded, 256);
+#else
+  return std::aligned_alloc(256, rounded);
+#endif
+}
+
+void aligned_host_free(void *ptr) {
+#ifdef _WIN32
+  _aligned_free(ptr);
+#else
+  std::free(ptr);
+#endif
+}
+
+bool all_zero(const unsigned int *words, std::size_t n) {
+  return std::all_of(words, words + n, [](unsigned int w) { return w == 0; });
+}
+
+void free_mapped(MappedBuffer &buf) {
+#ifndef _WIN32
+  ::munmap(buf.map_base, buf.map_len);
+#endif
+  if (buf.owner->live_buffers > 0)
+    --buf.owner->live_buffers;
+}
+
+std::size_t live_locked(const State &s, const char *kind) {
+  std::size_t graphics_mapped = 0;
+  for (const auto &[k, r] : s.resources)
+    graphics_mapped += r->mapped ? 1 : 0;
+  auto want = [&](const char *name) { return !kind || std::strcmp(kind, name) == 0; };
+  std::size_t n = 0;
+  if (want("external_memory"))
+    n += s.ext_mems.size();
+  if (want("mapped_buffer"))
+    n += s.mapped.size();
+  if (want("malloc"))
+    n += s.mallocs.size();
+  if (want("stream"))
+    n += s.streams.size();
+  if (want("graphics_resource"))
+    n += s.resources.size();
+  if (want("graphics_mapping"))
+    n += graphics_mapped;
+  // The driver's contexts only by name: the process runtime keeps its
+  // primary context retained until exit, so "everything" leaves them out.
+  if (kind && std::strcmp(kind, "primary_context") == 0)
+    for (int retains : s.primary_retains)
+      n += retains > 0 ? static_cast<std::size_t>(retains) : 0;
+  if (kind && std::strcmp(kind, "current_context") == 0)
+    n += s.pushed_contexts > 0 ? static_cast<std::size_t>(s.pushed_contexts) : 0;
+  return n;
+}
+
+void release_all_locked(State &s) {
+  for (auto &[ptr, buf] : s.mapped)
+    free_mapped(buf);
+  s.mapped.clear();
+  for (auto &[k, ext] : s.ext_mems) {
+#ifndef _WIN32
+    ::close(ext->fd);
+#endif
+    delete ext;
+  }
+  s.ext_mems.clear();
+  for (auto &[ptr, size] : s.mallocs)
+    aligned_host_free(ptr);
+  s.mallocs.clear();
+  for (auto &[k, v] : s.streams)
+    std::free(k);
+  s.streams.clear();
+  for (auto &[k, r] : s.resources)
+    delete r;
+  s.resources.clear();
+}
+
+// The exit report: every create has its destroy, no ordering violation.
+__attribute__((destructor)) void report_at_exit() {
+  State &s = state();
+  std::lock_guard lock(s.mu);
+  if (!s.initialised)
+    return;
+  std::size_t live = live_locked(s, nullptr) + live_locked(s, "primary_context") + live_locked(s, "current_context");
+  if (live == 0 && s.violations == 0)
+    return;
+  std::fprintf(stderr,
+               "fake-cudart: at exit: %zu live object(s) (external memory %zu, mapped buffers %zu, allocations %zu, "
+               "streams %zu, graphics resources %zu, graphics mappings %zu, primary context retains %zu, "
+               "contexts pushed and not popped %zu), %lu ordering violation(s)\n",
+               live, live_locked(s, "external_memory"), live_locked(s, "mapped_buffer"), live_locked(s, "malloc"),
+               live_locked(s, "stream"), live_locked(s, "graphics_resource"), live_locked(s, "graphics_mapping"),
+               live_locked(s, "primary_context"), live_locked(s, "current_context"), s.violations);
+  if (s.check_balance) {
+    std::fflush(stderr);
+    ::_exit(97);
+  }
+}
+
+// The arguments of a graphics map or unmap: registered resources, every one
+// mapped (`mapped`) or not, and a live stream or none.
+int check_resources(const State &s, int count, void **resources, void *stream, bool mapped) {
+  if (count <= 0 || !resources)
+    return kInvalidValue;
+  if (stream && !s.streams.count(stream))
+    return kInvalidResourceHandle;
+  for (int i = 0; i < count; ++i) {
+    auto it = s.resources.find(resources[i]);
+    if (it == s.resources.end() || it->second->mapped != mapped)
+      return kInvalidResourceHandle;
+  }
+  return kSuccess;
+}
+
+// Every operation: under the state lock, counted, and failing first if a
+// fault is armed for it (or the driver's context is missing); only then its
+// own body.
+template <typename Body> int guarded(Fn fn, const Entry &e, Body &&body) {
+  State &s = state();
+  std::lock_guard lock(s.mu);
+  if (int rc = enter(s, fn, e))
+    return rc;
+  return body(s);
+}
+
+} // namespace
+
+// ---- Operations -------------------------------------------------------------
+
+namespace fakecuda {
+
+int runtime_device_count(const Entry &e, int *count) {
+  return guarded(GetDeviceCount, e, [&](State &s) {
+    if (!count)
+      return kInvalidValue;
+    *count = s.device_count > 0 ? s.device_count : 0;
+    return s.device_count > 0 ? kSuccess : kNoDevice;
+  });
+}
+
+const char *error_string(const Entry &e, int error) {
+  State &s = state();
+  {
+    std::lock_guard lock(s.mu);
+    enter(s, GetErrorString, Entry{e.symbol, false}); // counted, never fails
+  }
+  switch (error) {
+  case kSuccess: return "no error";
+  case kInvalidValue: return "invalid argument";
+  case kMemoryAllocation: return "out of memory";
+  case kNotInitialized: return "initialization error";
+  case kNoDevice: return "no CUDA-capable device is detected";
+  case kInvalidDevice: return "invalid device ordinal";
+  case kInvalidContext: return "invalid device context";
+  case kInvalidGraphicsContext: return "invalid OpenGL or DirectX context";
+  case kOperatingSystem: return "OS call failed or operation not supported on this OS";
+  case kInvalidResourceHandle: return "invalid resource handle";
+  case kNotSupported: return "operation not supported";
+  case kUnknown: return "unknown error (injected by the fake runtime)";
+  default: return nullptr;
+  }
+}
+
+// ---- The driver's initialisation, devices and contexts ----------------------
+
+int driver_init(const Entry &e, unsigned flags) {
+  return guarded(Init, e, [&](State &s) {
+    if (flags != 0)
+      return kInvalidValue;
+    // A driver on a machine without a GPU fails here, not at the count.
+    if (s.device_count <= 0)
+      return kNoDevice;
+    s.driver_initialised = true;
+    return kSuccess;
+  });
+}
+
+int driver_device_count(const Entry &e, int *count) {
+  return guarded(GetDeviceCount, e, [&](State &s) {
+    if (!s.driver_initialised)
+      return kNotInitialized;
+    if (!count)
+      return kInvalidValue;
+    *count = s.device_count > 0 ? s.device_count : 0;
+    return kSuccess;
+  });
+}
+
+int driver_device_get(const Entry &e, int *device, int ordinal) {
+  return guarded(DeviceGet, e, [&](State &s) {
+    if (!s.driver_initialised)
+      return kNotInitialized;
+    if (!device)
+      return kInvalidValue;
+    if (ordinal < 0 || ordinal >= s.device_count)
+      return kInvalidDevice;
+    *device = ordinal;
+    return kSuccess;
+  });
+}
+
+int primary_context_retain(const Entry &e, void **context, int device) {
+  return guarded(PrimaryCtxRetain, e, [&](State &s) {
+    if (!s.driver_initialised)
+      return kNotInitialized;
+    if (!context)
+      return kInvalidValue;
+    if (device < 0 || device >= s.device_count || device >= 16)
+      return kInvalidDevice;
+    ++s.primary_retains[device];
+    *context = &s.primary_retains[device];
+    return kSuccess;
+  });
+}
+
+int primary_context_release(const Entry &e, int device) {
+  return guarded(PrimaryCtxRelease, e, [&](State &s) {
+    if (!s.driver_initialised)
+      return kNotInitialized;
+    if (device < 0 || device >= 16)
+      return kInvalidDevice;
+    int &retains = s.primary_retains[device];
+    if (retains == 0) {
+      violation(s, "cuDevicePrimaryCtxRelease of a primary context nobody retained");
+      return kInvalidContext;
+    }
+    --retains;
+    return kSuccess;
+  });
+}
+
+int context_push(const Entry &e, void *context) {
+  return guarded(CtxPushCurrent, e, [&](State &s) {
+    if (!s.driver_initialised)
+      return kNotInitialized;
+    if (!context)
+      return kInvalidValue;
+    if (!live_context(s, context))
+      return kInvalidContext;
+    t_context_stack.push_back(context);
+    ++s.pushed_contexts;
+    return kSuccess;
+  });
+}
+
+int context_pop(const Entry &e, void **context) {
+  return guarded(CtxPopCurrent, e, [&](State &s) {
+    if (!s.driver_initialised)
+      return kNotInitialized;
+    if (t_context_stack.empty())
+      return kInvalidContext;
+    if (context)
+      *context = t_context_stack.back();
+    t_context_stack.pop_back();
+    --s.pushed_contexts;
+    return kSuccess;
+  });
+}
+
+// ---- Both APIs ------------------------------------------------------------
+
+int device_malloc(const Entry &e, void **ptr, std::size_t size) {
+  return guarded(Malloc, e, [&](State &s) {
+    if (!ptr)
+      return kInvalidValue;
+    void *p = aligned_host_alloc(size);
+    if (!p)
+      return kMemoryAllocation;
+    std::memset(p, 0, size);
+    s.mallocs[p] = size;
+    *ptr = p;
+    return kSuccess;
+  });
+}
+
+int device_free(const Entry &e, void *ptr) {
+  return guarded(Free, e, [&](State &s) {
+    if (!ptr)
+      return kSuccess;
+    if (auto it = s.mallocs.find(ptr); it != s.mallocs.end()) {
+      aligned_host_free(ptr);
+      s.mallocs.erase(it);
+      return kSuccess;
+    }
+    if (auto it = s.mapped.find(ptr); it != s.mapped.end()) {
+      free_mapped(it->second);
+      s.mapped.erase(it);
+      return kSuccess;
+    }
+    return kInvalidValue;
+  });
+}
+
+int memcpy(const Entry &e, void *dst, const void *src, std::size_t count, int kind) {
+  return guarded(Memcpy, e, [&](State &s) {
+    if (count == 0)
+      return kSuccess;
+    if (!dst || !src)
+      return kInvalidValue;
+    bool dst_dev = is_device(s, dst, count);
+    bool src_dev = is_device(s, src, count);
+    bool ok = false;
+    switch (kind) {
+    case 0: ok = !dst_dev && !src_dev; break;
+    case 1: ok = dst_dev && !src_dev; break;
+    case 2: ok = !dst_dev && src_dev; break;
+    case 3: ok = dst_dev && src_dev; break;
+    case 4: ok = true; break;
+    default: return kInvalidValue;
+    }
+    if (!ok)
+      return kInvalidValue;
+    std::memmove(dst, src, count);
+    return kSuccess;
+  });
+}
+
+int stream_create(const Entry &e, void **stream) {
+  return guarded(StreamCreate, e, [&](State &s) {
+    if (!stream)
+      return kInvalidValue;
+    void *token = std::malloc(1);
+    s.streams[token] = 1;
+    *stream = token;
+    return kSuccess;
+  });
+}
+
+int stream_synchronize(const Entry &e, void *stream) {
+  return guarded(StreamSynchronize, e, [&](State &s) {
+    // The fake runs everything synchronously: nothing is ever pending.
+    if (stream && !s.streams.count(stream))
+      return kInvalidResourceHandle;
+    return kSuccess;
+  });
+}
+
+int stream_destroy(const Entry &e, void *stream) {
+  return guarded(StreamDestroy, e, [&](State &s) {
+    auto it = s.streams.find(stream);
+    if (it == s.streams.end())
+      return kInvalidResourceHandle;
+    std::free(stream);
+    s.streams.erase(it);
+    return kSuccess;
+  });
+}
+
+int import_external_memory(const Entry &e, void **ext_mem, const void *raw_desc) {
+  const auto *desc = static_cast<const MemHandleDesc *>(raw_desc);
+  State &s = state();
+  std::lock_guard lock(s.mu);
+  int close_fd = 0;
+#ifdef _WIN32
+  // An OpaqueFd means nothing to the Windows runtime (it imports Win32
+  // handles there), so on Windows every fd import is refused.
+  (void)ext_mem;
+  (void)desc;
+  if (int rc = enter(s, ImportExternalMemory, e, &close_fd))
+    return rc;
+  return kNotSupported;
+#else
+  if (int rc = enter(s, ImportExternalMemory, e, &close_fd)) {
+    if (close_fd && desc) {
+      ::close(desc->handle.fd);
+      if (close_fd == 2) {
+        // Another thread's open() landing on the freed number.
+        int other = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+        if (other >= 0 && other != desc->handle.fd) {
+          ::dup3(other, desc->handle.fd, O_CLOEXEC);
+          ::close(other);
+        }
+      }
+    }
+    return rc;
+  }
+  if (!ext_mem || !desc)
+    return kInvalidValue;
+  // Only OpaqueFd, a zero-filled tail, and no flags but Dedicated.
+  if (desc->type != 1 || desc->size == 0 || (desc->flags & ~1u) != 0 || !all_zero(desc->reserved, 16))
+    return kInvalidValue;
+  struct stat st {};
+  if (::fstat(desc->handle.fd, &st) != 0)
+    return kInvalidValue;
+  if (static_cast<unsigned long long>(st.st_size) < desc->size)
+    return kInvalidValue;
+  // A desktop driver takes as OpaqueFd only memory its own CUDA, Vulkan or
+  // OpenGL exported, and the fake exports none: every fd here is a DMA-BUF
+  // or memfd. The runtime documents that fd as "a valid file descriptor
+  // referencing a memory object", so another kind of fd is a parameter out
+  // of range, cudaErrorInvalidValue (cudaErrorOperatingSystem means an OS
+  // call failed). The fd stays the caller's: ownership moves on success only
+  // (drivers seen closing it anyway, HAZ-43, are FAKE_CUDART_FAIL's closefd).
+  if (!s.accept_dmabuf)
+    return kInvalidValue;
+  auto *ext = new ExtMem{desc->handle.fd, static_cast<std::size_t>(desc->size)};
+  s.ext_mems[ext] = ext; // the fd is ours now; closed by cudaDestroyExternalMemory
+  s.last_import_fd = desc->handle.fd;
+  *ext_mem = ext;
+  return kSuccess;
+#endif
+}
+
+int external_memory_mapped_buffer(const Entry &e, void **dev_ptr, void *ext_mem, const void *raw_desc) {
+  const auto *desc = static_cast<const BufferDesc *>(raw_desc);
+  State &s = state();
+  std::lock_guard lock(s.mu);
+  if (int rc = enter(s, ExternalMemoryGetMappedBuffer, e))
+    return rc;
+  if (!dev_ptr || !desc)
+    return kInvalidValue;
+  auto it = s.ext_mems.find(ext_mem);
+  if (it == s.ext_mems.end())
+    return kInvalidResourceHandle;
+  ExtMem *ext = it->second;
+  if (desc->size == 0 || desc->flags != 0 || !all_zero(desc->reserved, 16) || desc->offset > ext->size ||
+      desc->size > ext->size - desc->offset)
+    return kInvalidValue;
+#ifdef _WIN32
+  return kNotSupported; // unreachable: no import ever succeeds on Windows
+#else
+  // Every mapping is its own shared mmap of the fd: a distinct address that
+  // sees exactly the bytes the CPU map of the same buffer sees.
+  long page = ::sysconf(_SC_PAGESIZE);
+  std::size_t start = desc->offset / page * page;
+  std::size_t len = desc->offset + desc->size - start;
+  void *base = ::mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_SHARED, ext->fd, static_cast<off_t>(start));
+  if (base == MAP_FAILED)
+    return kOperatingSystem;
+  void *ptr = static_cast<char *>(base) + (desc->offset - start);
+  s.mapped[ptr] = MappedBuffer{ext, base, len, static_cast<std::size_t>(desc->size)};
+  ++ext->live_buffers;
+  *dev_ptr = ptr;
+  return kSuccess;
+#endif
+}
+
+int destroy_external_memory(const Entry &e, void *ext_mem) {
+  State &s = state();
+  std::lock_guard lock(s.mu);
+  if (int rc = enter(s, DestroyExternalMemory, e))
+    return rc;
+  auto it = s.ext_mems.find(ext_mem);
+  if (it == s.ext_mems.end())
+    return kInvalidResourceHandle;
+  ExtMem *ext = it->second;
+  if (ext->live_buffers > 0) {
+    violation(s, "cudaDestroyExternalMemory with " + std::to_string(ext->live_buffers) +
+                     " mapped buffer(s) not freed with cudaFree first");
+    for (auto m = s.mapped.begin(); m != s.mapped.end();) {
+      if (m->second.owner == ext) {
+        free_mapped(m->second);
+        m = s.mapped.erase(m);
+      } else {
+        ++m;
+      }
+    }
+  }
+#ifndef _WIN32
+  ::close(ext->fd);
+#endif
+  delete ext;
+  s.ext_mems.erase(it);
+  return kSuccess;
+}
+
+// GL interop: the buffer is mapped with glMapBufferRange on the calling
+// thread, which must have the buffer's context current (the GL worker).
+int gl_register_buffer(const Entry &e, void **resource, unsigned buffer, unsigned flags) {
+  State &s = state();
+  std::lock_guard lock(s.mu);
+  if (int rc = enter(s, GraphicsGLRegisterBuffer, e))
+    return rc;
+  if (!resource || buffer == 0 || flags > 2)
+    return kInvalidValue;
+#if defined(FAKE_CUDART_HAVE_GL)
+  if (eglGetCurrentContext() == EGL_NO_CONTEXT)
+    return kInvalidGraphicsContext;
+  if (!glIsBuffer(buffer))
+    return kInvalidValue;
+  auto *r = new Resource{buffer};
+  s.resources[r] = r;
+  *resource = r;
+  return kSuccess;
+#else
+  return kNotSupported;
+#endif
+}
+
+int gl_map_resources(const Entry &e, int count, void **resources, void *stream) {
+  State &s = state();
+  std::lock_guard lock(s.mu);
+  if (int rc = enter(s, GraphicsMapResources, e))
+    return rc;
+  if (int rc = check_resources(s, count, resources, stream, false))
+    return rc;
+#if defined(FAKE_CUDART_HAVE_GL)
+  if (eglGetCurrentContext() == EGL_NO_CONTEXT)
+    return kInvalidGraphicsContext;
+  for (int i = 0; i < count; ++i) {
+    Resource *r = s.resources[resources[i]];
+    GLint previous = 0;
+    glGetIntegerv(GL_COPY_WRITE_BUFFER_BINDING, &previous);
+    glBindBuffer(GL_COPY_WRITE_BUFFER, r->buffer);
+    GLint64 size = 0;
+    glGetBufferParameteri64v(GL_COPY_WRITE_BUFFER, GL_BUFFER_SIZE, &size);
+    void *ptr =
+        size > 0 ? glMapBufferRange(GL_COPY_WRITE_BUFFER, 0, size, GL_MAP_READ_BIT | GL_MAP_WRITE_BIT) : nullptr;
+    glBindBuffer(GL_COPY_WRITE_BUFFER, static_cast<GLuint>(previous));
+    if (!ptr)
+      return kUnknown;
+    r->mapped = true;
+    r->ptr = ptr;
+    r->size = static_cast<std::size_t>(size);
+  }
+  return kSuccess;
+#else
+  return kNotSupported;
+#endif
+}
+
+int gl_mapped_pointer(const Entry &e, void **dev_ptr, std::size_t *size, void *resource) {
+  return guarded(GraphicsResourceGetMappedPointer, e, [&](State &s) {
+    auto it = s.resources.find(resource);
+    if (!dev_ptr || !size || it == s.resources.end())
+      return kInvalidValue;
+    if (!it->second->mapped)
+      return kInvalidResourceHandle;
+    *dev_ptr = it->second->ptr;
+    *size = it->second->size;
+    return kSuccess;
+  });
+}
+
+int gl_unmap_resources(const Entry &e, int count, void **resources, void *stream) {
+  State &s = state();
+  std::lock_guard lock(s.mu);
+  if (int rc = enter(s, GraphicsUnmapResources, e))
+    return rc;
+  if (int rc = check_resources(s, count, resources, stream, true))
+    return rc;
+#if defined(FAKE_CUDART_HAVE_GL)
+  for (int i = 0; i < count; ++i) {
+    Resource *r = s.resources[resources[i]];
+    GLint previous = 0;
+    glGetIntegerv(GL_COPY_WRITE_BUFFER_BINDING, &previous);
+    glBindBuffer(GL_COPY_WRITE_BUFFER, r->buffer);
+    glUnmapBuffer(GL_COPY_WRITE_BUFFER);
+    glBindBuffer(GL_COPY_WRITE_BUFFER, static_cast<GLuint>(previous));
+    r->mapped = false;
+    r->ptr = nullptr;
+  }
+#endif
+  return kSuccess;
+}
+
+int gl_unregister_resource(const Entry &e, void *resource) {
+  return guarded(GraphicsUnregisterResource, e, [&](State &s) {
+    auto it = s.resources.find(resource);
+    if (it == s.resources.end())
+      return kInvalidResourceHandle;
+    if (it->second->mapped)
+      violation(s, "cudaGraphicsUnregisterResource of a mapped resource");
+    delete it->second;
+    s.resources.erase(it);
+    return kSuccess;
+  });
+}
+
+} // namespace fakecuda
+
+// ---- Control surface ------------------------------------------------------
+
+FAKE_EXPORT int fake_cudart_set_fault(const char *fn, int error, int times, int close_fd) {
+  State &s = state();
+  std::lock_guard lock(s.mu);
+  init_locked(s);
+  int idx = fn ? fn_index(fn) : -1;
+  if (idx < 0)
+    return -1;
+  s.faults[idx] = Fault{error, times, close_fd};
+  return 0;
+}
+
+FAKE_EXPORT void fake_cudart_clear_faults(void) {
+  State &s = state();
+  std::lock_guard lock(s.mu);
+  init_locked(s);
+  for (Fault &f : s.faults)
+    f = Fault{};
+}
+
+FAKE_EXPORT void fake_cudart_reset_counters(void) {
+  State &s = state();
+  std::lock_guard lock(s.mu);
+  init_locked(s);
+  std::fill(std::begin(s.calls), std::end(s.calls), 0ul);
+  s.symbol_calls.clear();
+  s.log.clear();
+  s.violations = 0;
+  s.violation_text.clear();
+}
+
+FAKE_EXPORT unsigned long fake_cudart_calls(const char *fn) {
+  State &s = state();
+  std::lock_guard lock(s.mu);
+  if (!fn) {
+    unsigned long total = 0;
+    for (unsigned long c : s.calls)
+      total += c;
+    return total;
+  }
+  int idx = fn_index(fn);
+  return idx < 0 ? 0 : s.calls[idx];
+}
+
+FAKE_EXPORT unsigned long fake_cudart_symbol_calls(const char *symbol) {
+  State &s = state();
+  std::lock_guard lock(s.mu);
+  auto it = symbol ? s.symbol_calls.find(symbol) : s.symbol_calls.end();
+  return it == s.symbol_calls.end() ? 0 : it->second;
+}
+
+FAKE_EXPORT void *fake_cudart_current_context(void) {
+  return t_context_stack.empty() ? nullptr : t_context_stack.back();
+}
+
+FAKE_EXPORT size_t fake_cudart_live(const char *kind) {
+  State &s = state();
+  std::lock_guard lock(s.mu);
+  return live_locked(s, kind);
+}
+
+FAKE_EXPORT size_t fake_cudart_call_log(char *buf, size_t capacity) {
+  State &s = state();
+  std::lock_guard lock(s.mu);
+  if (buf && capacity > 0) {
+    std::size_t n = std::min(capacity - 1, s.log.size());
+    std::memcpy(buf, s.log.data(), n);
+    buf[n] = '\0';
+  }
+  return s.log.size();
+}
+
+FAKE_EXPORT unsigned long fake_cudart_violations(void) {
+  State &s = state();
+  std::lock_guard lock(s.mu);
+  return s.violations;
+}
+
+FAKE_EXPORT void fake_cudart_set_accept_dmabuf(int accept) {
+  State &s = state();
+  std::lock_guard lock(s.mu);
+  init_locked(s);
+  s.accept_dmabuf = accept != 0;
+}
+
+FAKE_EXPORT int fake_cudart_accepts_dmabuf(void) {
+  State &s = state();
+  std::lock_guard lock(s.mu);
+  init_locked(s);
+  return s.accept_dmabuf ? 1 : 0;
+}
+
+FAKE_EXPORT void fake_cudart_set_device_count(int count) {
+  State &s = state();
+  std::lock_guard lock(s.mu);
+  init_locked(s);
+  s.device_count = count;
+}
+
+FAKE_EXPORT int fake_cudart_last_import_fd(void) {
+  State &s = state();
+  std::lock_guard lock(s.mu);
+  return s.last_import_fd;
+}
+
+FAKE_EXPORT void fake_cudart_release_all(void) {
+  State &s = state();
+  std::lock_guard lock(s.mu);
+  release_all_locked(s);
+}
