@@ -254,8 +254,9 @@ TEST_P(BadBuffer, IsAnElementErrorNamingTheFieldAndThePipelineReturnsToNull) {
   ASSERT_NO_FATAL_FAILURE(run_with(element, kCaps, bad.make(), &outcome));
   EXPECT_FALSE(outcome.eos) << "the bad buffer went through";
   expect_error_from_element(outcome, GST_STREAM_ERROR, GST_STREAM_ERROR_FORMAT, bad.expect);
-  if (!element.needs_gl) // a GL driver may keep descriptors of its own
+  if (!element.needs_gl) { // a GL driver may keep descriptors of its own
     EXPECT_EQ(tmtest::fd_count(), fds_before) << "a descriptor outlived the pipeline";
+  }
 }
 
 /* Caps that do not describe a representable frame. */

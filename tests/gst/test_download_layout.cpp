@@ -120,11 +120,13 @@ TEST(DownloadLayout, AppsinkWithAnyCapsGetsTheDefaultLayout) {
     ASSERT_EQ(got.size(), expected.size()) << "frame " << i;
     // Every picture byte where the default layout puts it; the padding byte
     // after each row is undefined in both pipelines.
-    for (guint y = 0; y < GST_VIDEO_INFO_HEIGHT(&info); ++y)
+    for (gint y = 0; y < GST_VIDEO_INFO_HEIGHT(&info); ++y) {
       ASSERT_EQ(got.compare(y * stride, row, expected, y * stride, row), 0) << "frame " << i << " row " << y;
+    }
     const GstVideoMeta *meta = gst_buffer_get_video_meta(buffer);
-    if (meta)
+    if (meta) {
       EXPECT_EQ(meta->stride[0], static_cast<gint>(stride)) << "a meta, if any, must describe the default layout";
+    }
   }
   EXPECT_EQ(run.download_copied, kFrames * GST_VIDEO_INFO_SIZE(&info));
 }
