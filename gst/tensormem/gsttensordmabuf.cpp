@@ -270,21 +270,6 @@ GstMemory *gst_tensor_dmabuf_memory_import_fd(gint fd, gsize size) {
 }
 
 /**
- * gst_tensor_dmabuf_memory_get_tensor:
- * @mem: a #GstMemory
- *
- * C++ only. Like gst_tensor_memory_get_tensor(), for DMA-BUF tensor memory.
- *
- * Returns: (transfer none) (nullable): the tensor over the whole storage, or
- * %NULL when @mem is not DMA-BUF tensor memory. Valid while @mem is alive.
- *
- * Since: 0.1
- */
-const tensormem::Tensor *gst_tensor_dmabuf_memory_get_tensor(GstMemory *mem) {
-  return gst_is_tensor_dmabuf_memory(mem) ? gst_tensor_memory_get_tensor(mem) : nullptr;
-}
-
-/**
  * gst_tensor_dmabuf_memory_get_storage:
  * @mem: a #GstMemory
  *
@@ -296,7 +281,7 @@ const tensormem::Tensor *gst_tensor_dmabuf_memory_get_tensor(GstMemory *mem) {
  * Since: 0.1
  */
 std::shared_ptr<tensormem::DmaBufStorage> gst_tensor_dmabuf_memory_get_storage(GstMemory *mem) {
-  const tensormem::Tensor *tensor = gst_tensor_dmabuf_memory_get_tensor(mem);
+  const tensormem::Tensor *tensor = gst_is_tensor_dmabuf_memory(mem) ? gst_tensor_memory_get_tensor(mem) : nullptr;
   if (!tensor || tensor->storage_kind() != tensormem::StorageKind::DmaBuf)
     return {};
   return std::static_pointer_cast<tensormem::DmaBufStorage>(tensor->storage());

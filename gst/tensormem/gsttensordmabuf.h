@@ -83,9 +83,6 @@ GstMemory *gst_tensor_dmabuf_allocator_import(GstAllocator *allocator,
                                               std::shared_ptr<tensormem::DmaBufStorage> storage);
 
 GST_TENSORMEM_API
-const tensormem::Tensor *gst_tensor_dmabuf_memory_get_tensor(GstMemory *mem);
-
-GST_TENSORMEM_API
 std::shared_ptr<tensormem::DmaBufStorage> gst_tensor_dmabuf_memory_get_storage(GstMemory *mem);
 
 GST_TENSORMEM_API

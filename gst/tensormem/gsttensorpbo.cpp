@@ -151,19 +151,6 @@ GstAllocator *gst_tensor_pbo_allocator_new(GstTensorMemGlWorker *worker) {
 }
 
 /**
- * gst_tensor_pbo_allocator_get_gl_worker:
- * @allocator: a #GstTensorMemPboAllocator
- *
- * Returns: (transfer none): the allocator's GL worker.
- *
- * Since: 0.1
- */
-GstTensorMemGlWorker *gst_tensor_pbo_allocator_get_gl_worker(GstAllocator *allocator) {
-  g_return_val_if_fail(GST_IS_TENSOR_PBO_ALLOCATOR(allocator), nullptr);
-  return GST_TENSOR_PBO_ALLOCATOR_CAST(allocator)->worker;
-}
-
-/**
  * gst_is_tensor_pbo_memory:
  * @mem: a #GstMemory
  *

@@ -98,9 +98,6 @@ GST_TENSORMEM_API
 GstAllocator *gst_tensor_pbo_allocator_new(GstTensorMemGlWorker *worker);
 
 GST_TENSORMEM_API
-GstTensorMemGlWorker *gst_tensor_pbo_allocator_get_gl_worker(GstAllocator *allocator);
-
-GST_TENSORMEM_API
 gboolean gst_is_tensor_pbo_memory(GstMemory *mem);
 
 GST_TENSORMEM_API

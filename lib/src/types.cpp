@@ -50,7 +50,6 @@ const char *storage_kind_name(StorageKind kind) noexcept {
   case StorageKind::Mem: return "Mem";
   case StorageKind::DmaBuf: return "DmaBuf";
   case StorageKind::Pbo: return "Pbo";
-  case StorageKind::D3d11Texture: return "D3d11Texture";
   }
   return "?";
 }

@@ -156,16 +156,6 @@ public:
   /// nothing, without EGL_KHR_fence_sync).
   Result<std::uint64_t> fence_write(Storage &storage);
 
-  /// copy_through_texture between two PBO tensors; the write into `dst` is
-  /// fenced and recorded on its storage (fence_write).
-  Result<void> copy_through_texture(const Tensor &src, const Tensor &dst, std::uint32_t width, std::uint32_t height);
-
-  /// Test helper proving bytes went through GL: uploads `width`×`height`
-  /// RGBA8 pixels from the unpack PBO `src` into a new texture, then reads the
-  /// texture back into the pack PBO `dst` with glReadPixels. Both buffers
-  /// must be unmapped and large enough.
-  Result<void> copy_through_texture(std::uint32_t src, std::uint32_t dst, std::uint32_t width, std::uint32_t height);
-
   struct Core;
 
 private:

@@ -5,6 +5,7 @@
 // (HAZ-23) holds for the EGL kind too. Skips, with the reason, only when no
 // EGL context or no EGL_KHR_fence_sync is available.
 #include "gl_worker_fixture.hpp"
+#include "texture_round_trip.hpp"
 
 #include <tensormem/gl_worker.hpp>
 #include <tensormem/pbo_storage.hpp>
@@ -53,7 +54,7 @@ TEST_F(GlFenceTest, a_fence_after_a_gl_upload_is_signalled_by_the_time_the_cpu_m
       bytes[i] = static_cast<std::byte>(i * 7 + 3);
   }
   ASSERT_TRUE(dst.storage()->gpu_completion().empty());
-  ASSERT_TRUE(worker->copy_through_texture(src, dst, kWidth, kHeight));
+  ASSERT_TRUE(tmtest::copy_through_texture(*worker, src, dst, kWidth, kHeight));
 
   // The write into dst is recorded on the worker's EGL timeline.
   const std::vector<GpuCompletion> writes = dst.storage()->gpu_completion();
@@ -125,7 +126,8 @@ TEST_F(GlFenceTest, a_copy_between_tensors_that_are_not_pbos_is_refused_before_a
   ASSERT_TRUE(mem);
   Tensor dst = make_pbo(PboUsage::Download);
   const std::uint64_t before = timeline->last_issued();
-  EXPECT_EQ(worker->copy_through_texture(*mem, dst, kWidth, kHeight).error().kind(), ErrorKind::InvalidArgument);
+  EXPECT_EQ(tmtest::copy_through_texture(*worker, *mem, dst, kWidth, kHeight).error().kind(),
+            ErrorKind::InvalidArgument);
   EXPECT_EQ(timeline->last_issued(), before);
   EXPECT_TRUE(dst.storage()->gpu_completion().empty());
 }

@@ -4,6 +4,7 @@
 // ordered with EGL fences. Skips, with the reason, only when no EGL context
 // can be made at all.
 #include "gl_worker_fixture.hpp"
+#include "texture_round_trip.hpp"
 
 #include <tensormem/gl_worker.hpp>
 #include <tensormem/pbo_storage.hpp>
@@ -234,19 +235,17 @@ TEST_F(GlWorkerTest, the_texture_round_trip_moves_the_bytes_through_gl) {
     ASSERT_TRUE(m);
     std::memset(m->mutable_bytes().data(), 0, bytes);
   }
-  auto src_id = pbo_storage_of(src)->buffer_id();
-  auto dst_id = pbo_storage_of(dst)->buffer_id();
   {
     auto held = dst.map(CpuAccess::Read);
-    auto refused = worker->copy_through_texture(src_id, dst_id, w, h);
+    auto refused = tmtest::copy_through_texture(*worker, src, dst, w, h);
     ASSERT_FALSE(refused);
     EXPECT_EQ(refused.error().kind(), ErrorKind::Mapped);
   }
-  auto small = worker->copy_through_texture(src_id, dst_id, w + 1, h);
+  auto small = tmtest::copy_through_texture(*worker, src, dst, w + 1, h);
   ASSERT_FALSE(small);
   EXPECT_EQ(small.error().kind(), ErrorKind::InsufficientCapacity);
 
-  auto copied = worker->copy_through_texture(src_id, dst_id, w, h);
+  auto copied = tmtest::copy_through_texture(*worker, src, dst, w, h);
   ASSERT_TRUE(copied) << copied.error().message();
   if (worker->info().fence_sync) {
     auto fence = worker->insert_fence();
