@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include <gst/tensormem/gsttensorbufferpool.h>
 #include <gst/tensormem/gsttensordmabuf.h>
+#include <gst/tensormem/gsttensorformat.h>
 #include <gst/tensormem/gsttensormapping-private.h>
 #include <gst/tensormem/gsttensormemory.h>
 #include <gst/tensormem/gsttensorpbo.h>
@@ -13,6 +14,10 @@ namespace {
 struct GstTensorMemBufferPoolPrivate {
   GstTensorMemStorage storage; // SYSTEM, DMABUF or PBO, fixed at construction
   GstAllocator *pbo_allocator; // PBO: the GstTensorMemPboAllocator to use (owned); NULL until known
+  /* Unpadded configs: the strides and offsets every buffer's meta carries,
+   * from the core's image_layout (one layout engine for pool and core). */
+  bool core_layout;
+  tensormem::ImageLayout layout;
 };
 
 } // namespace
@@ -138,6 +143,30 @@ static gboolean gst_tensor_buffer_pool_set_config(GstBufferPool *pool, GstStruct
   gst_buffer_pool_config_add_option(config, GST_BUFFER_POOL_OPTION_VIDEO_ALIGNMENT);
   gst_buffer_pool_config_set_video_alignment(config, &align);
 
+  /* Without padding the frame layout is the core's: image_layout's strides
+   * replace GStreamer's in every buffer's meta (alloc_buffer), and the buffer
+   * size covers both. Padding asked for by a peer is only expressible in
+   * GStreamer's terms, so padded configs keep gst_video_info_align's layout. */
+  GstTensorMemBufferPoolPrivate *priv = pool_priv(pool);
+  priv->core_layout = false;
+  tensormem::PixelFormat format;
+  const bool padded = align.padding_top || align.padding_bottom || align.padding_left || align.padding_right;
+  if (!padded && gst_tensor_pixel_format_from_video_format(GST_VIDEO_INFO_FORMAT(&info), &format)) {
+    auto layout = tensormem::image_layout(format, GST_VIDEO_INFO_WIDTH(&info), GST_VIDEO_INFO_HEIGHT(&info),
+                                          GST_TENSOR_BUFFER_POOL_STRIDE_ALIGN);
+    if (!layout) {
+      GST_WARNING_OBJECT(pool, "%" GST_PTR_FORMAT ": %s", caps, layout.error().message().c_str());
+      return FALSE;
+    }
+    if (layout->size > G_MAXUINT) {
+      GST_WARNING_OBJECT(pool, "frame of %" G_GSIZE_FORMAT " bytes does not fit a pool config", layout->size);
+      return FALSE;
+    }
+    priv->layout = *layout;
+    priv->core_layout = true;
+    size = MAX(size, static_cast<guint>(layout->size));
+  }
+
   GstVideoInfo aligned = info;
   if (!gst_video_info_align(&aligned, &align)) {
     GST_WARNING_OBJECT(pool, "cannot align %" GST_PTR_FORMAT " to %u-byte strides", caps,
@@ -155,6 +184,27 @@ static gboolean gst_tensor_buffer_pool_set_config(GstBufferPool *pool, GstStruct
   return GST_BUFFER_POOL_CLASS(gst_tensor_buffer_pool_parent_class)->set_config(pool, config);
 }
 
+static GstFlowReturn gst_tensor_buffer_pool_alloc_buffer(GstBufferPool *pool, GstBuffer **buffer,
+                                                         GstBufferPoolAcquireParams *params) {
+  const GstFlowReturn ret =
+      GST_BUFFER_POOL_CLASS(gst_tensor_buffer_pool_parent_class)->alloc_buffer(pool, buffer, params);
+  const GstTensorMemBufferPoolPrivate *priv = pool_priv(pool);
+  if (ret != GST_FLOW_OK || !priv->core_layout)
+    return ret;
+  GstVideoMeta *meta = gst_buffer_get_video_meta(*buffer);
+  if (!meta || meta->n_planes != priv->layout.n_planes) {
+    GST_ERROR_OBJECT(pool, "buffer without the video meta of %u planes the layout needs", priv->layout.n_planes);
+    gst_buffer_unref(*buffer);
+    *buffer = nullptr;
+    return GST_FLOW_ERROR;
+  }
+  for (guint p = 0; p < meta->n_planes; ++p) {
+    meta->stride[p] = static_cast<gint>(priv->layout.stride[p]);
+    meta->offset[p] = priv->layout.offset[p];
+  }
+  return ret;
+}
+
 static void gst_tensor_buffer_pool_dispose(GObject *object) {
   gst_clear_object(&pool_priv(GST_BUFFER_POOL_CAST(object))->pbo_allocator);
   G_OBJECT_CLASS(gst_tensor_buffer_pool_parent_class)->dispose(object);
@@ -163,6 +213,7 @@ static void gst_tensor_buffer_pool_dispose(GObject *object) {
 static void gst_tensor_buffer_pool_class_init(GstTensorMemBufferPoolClass *klass) {
   G_OBJECT_CLASS(klass)->dispose = gst_tensor_buffer_pool_dispose;
   GST_BUFFER_POOL_CLASS(klass)->set_config = gst_tensor_buffer_pool_set_config;
+  GST_BUFFER_POOL_CLASS(klass)->alloc_buffer = gst_tensor_buffer_pool_alloc_buffer;
 }
 
 static void gst_tensor_buffer_pool_init(GstTensorMemBufferPool *self) {
