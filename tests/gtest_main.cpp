@@ -1,0 +1,30 @@
+// SPDX-License-Identifier: Apache-2.0
+/* The main() of every Linux test program.
+ *
+ * scripts/test.sh collects GoogleTest's JSON reports by pointing
+ * GTEST_OUTPUT at a directory ("json:DIR/"). GoogleTest then names the report
+ * after the program and, when that file exists, picks "<program>_1.json"
+ * and so on; but it checks and writes without a lock, so two meson tests of
+ * one program running side by side (gst-bad-input and gst-bad-input-cuda, the
+ * CUDA suites run once per API) can both choose "<program>.json" and one
+ * report overwrites the other, which made the counted total vary between runs
+ * of the same tree. Here a directory output is turned into a file name that
+ * no other process can choose: "<program>.pid<N>.json". An explicit file name
+ * (a --gtest_output=json:FILE argument, or GTEST_OUTPUT naming a file) is
+ * left alone. */
+#include <gtest/gtest.h>
+
+#include <string>
+#include <unistd.h>
+
+int main(int argc, char **argv) {
+  testing::InitGoogleTest(&argc, argv);
+  std::string output = GTEST_FLAG_GET(output);
+  if (output.size() > 5 && output.rfind("json:", 0) == 0 && output.back() == '/') {
+    std::string program = argv[0];
+    if (auto slash = program.rfind('/'); slash != std::string::npos)
+      program.erase(0, slash + 1);
+    GTEST_FLAG_SET(output, output + program + ".pid" + std::to_string(getpid()) + ".json");
+  }
+  return RUN_ALL_TESTS();
+}
