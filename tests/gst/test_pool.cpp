@@ -29,6 +29,23 @@ GstBufferPool *configured_pool(const char *caps_str, GstStructure *(*edit)(GstSt
   return pool;
 }
 
+/* Activates `pool` and acquires one buffer whose GstVideoMeta goes into
+ * `*meta`; nullptr after a test failure. */
+GstBuffer *first_buffer_with_meta(GstBufferPool *pool, GstVideoMeta **meta) {
+  EXPECT_TRUE(gst_buffer_pool_set_active(pool, TRUE));
+  GstBuffer *buffer = nullptr;
+  EXPECT_EQ(gst_buffer_pool_acquire_buffer(pool, &buffer, nullptr), GST_FLOW_OK);
+  if (!buffer)
+    return nullptr;
+  *meta = gst_buffer_get_video_meta(buffer);
+  EXPECT_NE(*meta, nullptr);
+  if (!*meta) {
+    gst_buffer_unref(buffer);
+    return nullptr;
+  }
+  return buffer;
+}
+
 void expect_aligned_tensor_buffers(const char *caps_str, guint stride_multiple) {
   GstVideoInfo info = tmtest::info_from_string(caps_str);
   GstBufferPool *pool = configured_pool(caps_str);
@@ -114,11 +131,9 @@ TEST(TensorBufferPool, ExistingPaddingIsKeptAndStrideAlignmentWidened) {
   EXPECT_EQ(align.stride_align[0], 63u);
   gst_structure_free(config);
 
-  ASSERT_TRUE(gst_buffer_pool_set_active(pool, TRUE));
-  GstBuffer *buffer = nullptr;
-  ASSERT_EQ(gst_buffer_pool_acquire_buffer(pool, &buffer, nullptr), GST_FLOW_OK);
-  GstVideoMeta *meta = gst_buffer_get_video_meta(buffer);
-  ASSERT_NE(meta, nullptr);
+  GstVideoMeta *meta = nullptr;
+  GstBuffer *buffer = first_buffer_with_meta(pool, &meta);
+  ASSERT_NE(buffer, nullptr);
   EXPECT_EQ(meta->stride[0] % 64, 0);
   EXPECT_GE(gst_buffer_get_size(buffer), static_cast<gsize>(meta->stride[0]) * (17 + 3));
   gst_buffer_unref(buffer);
@@ -167,11 +182,9 @@ TEST(TensorBufferPool, PoolLayoutIsTheCoreImageLayoutForEveryFormat) {
       guint size = 0;
       ASSERT_TRUE(gst_buffer_pool_config_get_params(config, nullptr, &size, nullptr, nullptr));
       gst_structure_free(config);
-      ASSERT_TRUE(gst_buffer_pool_set_active(pool, TRUE));
-      GstBuffer *buffer = nullptr;
-      ASSERT_EQ(gst_buffer_pool_acquire_buffer(pool, &buffer, nullptr), GST_FLOW_OK);
-      GstVideoMeta *meta = gst_buffer_get_video_meta(buffer);
-      ASSERT_NE(meta, nullptr);
+      GstVideoMeta *meta = nullptr;
+      GstBuffer *buffer = first_buffer_with_meta(pool, &meta);
+      ASSERT_NE(buffer, nullptr);
       ASSERT_EQ(meta->n_planes, layout->n_planes);
       std::string differences;
       EXPECT_GE(size, layout->size);
