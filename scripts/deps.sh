@@ -16,6 +16,7 @@ packages=(
   # benchmarks that compare against glupload/gldownload.
   gstreamer1.0-plugins-bad gstreamer1.0-gl
   libgtest-dev libbenchmark-dev
+  libxxhash-dev
   libepoxy-dev libegl-dev libegl-mesa0 libgl1-mesa-dri libglx-mesa0 libgbm1 libglapi-mesa
   valgrind
   g++-mingw-w64-x86-64-posix wine64 xvfb xauth

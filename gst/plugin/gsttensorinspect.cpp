@@ -12,9 +12,10 @@
  * whose structure is named `tensorinspect`:
  *
  * - `frame` (guint64): index since start
- * - `checksum` (string): 16 hex digits of a 64-bit FNV-1a over the visible
- *   bytes of every plane, row by row, padding excluded (both paths honour
- *   the #GstVideoMeta offsets and strides)
+ * - `checksum` (string): 16 hex digits of the 64-bit XXH3 (seed 0) over the visible
+ *   bytes of every plane, row by row, padding excluded: the hash of those
+ *   rows laid end to end (both paths honour the #GstVideoMeta offsets and
+ *   strides)
  * - `path` (string): "cuda" or "host"
  * - `min`, `max` (guint), `mean` (gdouble): over the first plane's visible
  *   bytes
@@ -39,6 +40,10 @@
 
 #include <cstdio>
 #include <string>
+
+// XXH3_state_t on the stack: the streaming state's layout is public here.
+#define XXH_STATIC_LINKING_ONLY
+#include <xxhash.h>
 
 GST_DEBUG_CATEGORY_STATIC(gst_tensor_inspect_debug);
 #define GST_CAT_DEFAULT gst_tensor_inspect_debug
@@ -66,29 +71,49 @@ GstStaticPadTemplate sink_template =
 GstStaticPadTemplate src_template =
     GST_STATIC_PAD_TEMPLATE("src", GST_PAD_SRC, GST_PAD_ALWAYS, GST_STATIC_CAPS("video/x-raw(ANY)"));
 
-constexpr guint64 kFnvOffset = 14695981039346656037ull;
-constexpr guint64 kFnvPrime = 1099511628211ull;
-
+/* What tensorinspect reports of one frame: 64-bit XXH3 over the visible rows of
+ * every plane (streamed row by row, so it equals the one-shot hash of the
+ * rows laid end to end) and byte statistics of the first plane. The hash
+ * runs at memory speed, unlike a byte-serial hash such as FNV-1a (about
+ * 350 MB/s, which made the checksum the bottleneck of every pipeline with
+ * tensorinspect); the statistics loop has no carried dependency but the
+ * reductions, which the compiler vectorises. */
 struct Stats {
-  guint64 hash = kFnvOffset;
+  XXH3_state_t hash_state;
   guint min = 255;
   guint max = 0;
   guint64 sum = 0;
   guint64 count = 0;
 
+  Stats() { XXH3_64bits_reset(&hash_state); }
+
+  guint64 hash() const { return XXH3_64bits_digest(&hash_state); }
+
   void rows(const guint8 *base, gsize stride, gsize row_bytes, guint rows, bool first_plane) {
     for (guint y = 0; y < rows; ++y) {
       const guint8 *row = base + static_cast<gsize>(y) * stride;
-      for (gsize x = 0; x < row_bytes; ++x) {
-        hash = (hash ^ row[x]) * kFnvPrime;
-        if (first_plane) {
-          min = MIN(min, row[x]);
-          max = MAX(max, row[x]);
-          sum += row[x];
-          ++count;
-        }
-      }
+      XXH3_64bits_update(&hash_state, row, row_bytes);
+      if (first_plane)
+        row_stats(row, row_bytes);
     }
+  }
+
+  void row_stats(const guint8 *row, gsize n) {
+    guint8 lo = 255, hi = 0;
+    guint32 row_sum = 0; // n <= 2^24 bytes keeps 255 * n in range; longer rows go in slices
+    for (gsize start = 0; start < n; start += gsize{1} << 24) {
+      const gsize end = MIN(n, start + (gsize{1} << 24));
+      row_sum = 0;
+      for (gsize x = start; x < end; ++x) {
+        lo = row[x] < lo ? row[x] : lo;
+        hi = row[x] > hi ? row[x] : hi;
+        row_sum += row[x];
+      }
+      sum += row_sum;
+    }
+    min = MIN(min, guint{lo});
+    max = MAX(max, guint{hi});
+    count += n;
   }
 };
 
@@ -202,7 +227,7 @@ GstFlowReturn inspect_ip(GstTensorMemInspect *self, GstBuffer *buffer) {
     ++self->host_frames;
 
   gchar checksum[17];
-  g_snprintf(checksum, sizeof checksum, "%016" G_GINT64_MODIFIER "x", stats.hash);
+  g_snprintf(checksum, sizeof checksum, "%016" G_GINT64_MODIFIER "x", stats.hash());
   const gdouble mean = stats.count ? static_cast<gdouble>(stats.sum) / static_cast<gdouble>(stats.count) : 0.0;
   GST_OBJECT_LOCK(self);
   g_free(self->last_checksum);
@@ -324,7 +349,7 @@ static void gst_tensor_inspect_class_init(GstTensorMemInspectClass *klass) {
   g_object_class_install_property(
       gobject_class, PROP_LAST_CHECKSUM,
       g_param_spec_string("last-checksum", "Last checksum",
-                          "FNV-1a 64 (hex) of the last frame's visible bytes, padding excluded", nullptr,
+                          "64-bit XXH3 (hex) of the last frame's visible bytes, padding excluded", nullptr,
                           static_cast<GParamFlags>(G_PARAM_READABLE | G_PARAM_STATIC_STRINGS)));
 
   gst_element_class_add_static_pad_template(element_class, &sink_template);
