@@ -179,6 +179,7 @@ struct Resource {
   bool mapped = false;
   void *ptr = nullptr;
   std::size_t size = 0;
+  bool borrowed = false; // ptr is the buffer's own persistent GL mapping
 };
 
 struct State {
@@ -857,8 +858,17 @@ int gl_map_resources(const Entry &e, int count, void **resources, void *stream) 
     glBindBuffer(GL_COPY_WRITE_BUFFER, r->buffer);
     GLint64 size = 0;
     glGetBufferParameteri64v(GL_COPY_WRITE_BUFFER, GL_BUFFER_SIZE, &size);
-    void *ptr =
-        size > 0 ? glMapBufferRange(GL_COPY_WRITE_BUFFER, 0, size, GL_MAP_READ_BIT | GL_MAP_WRITE_BIT) : nullptr;
+    // A buffer of immutable storage that its owner keeps mapped for life
+    // (persistent): real CUDA maps such a buffer without GL; the fake,
+    // whose "device memory" is the GL mapping, borrows the owner's.
+    GLint gl_mapped = GL_FALSE;
+    glGetBufferParameteriv(GL_COPY_WRITE_BUFFER, GL_BUFFER_MAPPED, &gl_mapped);
+    void *ptr = nullptr;
+    r->borrowed = gl_mapped == GL_TRUE;
+    if (r->borrowed)
+      glGetBufferPointerv(GL_COPY_WRITE_BUFFER, GL_BUFFER_MAP_POINTER, &ptr);
+    else if (size > 0)
+      ptr = glMapBufferRange(GL_COPY_WRITE_BUFFER, 0, size, GL_MAP_READ_BIT | GL_MAP_WRITE_BIT);
     glBindBuffer(GL_COPY_WRITE_BUFFER, static_cast<GLuint>(previous));
     if (!ptr)
       return kUnknown;
@@ -898,9 +908,11 @@ int gl_unmap_resources(const Entry &e, int count, void **resources, void *stream
     GLint previous = 0;
     glGetIntegerv(GL_COPY_WRITE_BUFFER_BINDING, &previous);
     glBindBuffer(GL_COPY_WRITE_BUFFER, r->buffer);
-    glUnmapBuffer(GL_COPY_WRITE_BUFFER);
+    if (!r->borrowed)
+      glUnmapBuffer(GL_COPY_WRITE_BUFFER);
     glBindBuffer(GL_COPY_WRITE_BUFFER, static_cast<GLuint>(previous));
     r->mapped = false;
+    r->borrowed = false;
     r->ptr = nullptr;
   }
 #endif

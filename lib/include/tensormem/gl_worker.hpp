@@ -31,6 +31,12 @@ struct GlInfo {
   int minor = 0;
   bool fence_sync = false; ///< EGL_KHR_fence_sync
   bool wait_sync = false;  ///< EGL_KHR_wait_sync (GPU-side waits)
+  /// PBOs are immutable storage mapped once for their life (glBufferStorage
+  /// with persistent, coherent maps: GL 4.4, ARB_buffer_storage or
+  /// EXT_buffer_storage), so a CPU map is the map-state machine alone, with
+  /// no trip to the GL thread. False where the GL lacks it or
+  /// TENSORMEM_GL_PERSISTENT_MAPS=0 asks for per-map glMapBufferRange.
+  bool persistent_maps = false;
 };
 
 /// One EGL fence sync (EGL_KHR_fence_sync), signalled when the GL commands
@@ -124,19 +130,27 @@ public:
   /// object in it. Idempotent.
   void shutdown() noexcept;
 
-  /// The PboOps of this worker (PBO-OPS-01..08): map, unmap and delete run on
-  /// the worker; a buffer already mapped through any handle is refused with
-  /// Mapped (PBO-OPS-08).
+  /// The PboOps of this worker (PBO-OPS-01..08): a buffer already mapped
+  /// through any handle is refused with Mapped (PBO-OPS-08). A buffer made by
+  /// create_pbo with persistent maps is handed out at its persistent address
+  /// on the calling thread; any other map, unmap and every delete run on the
+  /// worker.
   std::shared_ptr<PboOps> ops() const noexcept;
 
-  /// A new GL buffer of `size` bytes (glBufferData) wrapped as a tensor
-  /// (from_pbo's checks run first, so a refused shape creates nothing).
+  /// A new GL buffer of `size` bytes wrapped as a tensor (from_pbo's checks
+  /// run first, so a refused shape creates nothing): immutable storage
+  /// mapped once, persistent and coherent, where info().persistent_maps,
+  /// else glBufferData with a usage hint from `usage`.
   Result<Tensor> create_pbo(std::size_t size, Shape shape, DType dtype, std::string name = {},
                             PboUsage usage = PboUsage::Upload);
 
-  /// glMapBufferRange calls made so far (tests count shared reader maps).
+  /// CPU maps the port has served so far: a glMapBufferRange each, or a
+  /// persistent address handed out (tests count shared reader maps).
   std::uint64_t gl_map_calls() const noexcept;
-  /// GL buffers currently mapped.
+  /// Of those, the ones served from a persistent mapping without a trip to
+  /// the GL thread.
+  std::uint64_t persistent_map_calls() const noexcept;
+  /// GL buffers currently mapped for the CPU.
   std::size_t mapped_buffers() const noexcept;
 
   /// A fence after every GL command queued so far (flushed, so a waiter on

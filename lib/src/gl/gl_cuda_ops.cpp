@@ -19,7 +19,17 @@ public:
     return on_worker<CudaDeviceRange>([&] { return rt_->gl_map_resource(resource); }, "cudaGraphicsMapResources");
   }
   void unmap(void *resource) noexcept override {
-    run_quietly("unmap", [&] { rt_->gl_unmap_resource(resource); });
+    run_quietly("unmap", [&] {
+      rt_->gl_unmap_resource(resource);
+      // The unmap orders CUDA's work on the map's stream (the default one)
+      // before later GL commands. A CPU read of a persistently mapped buffer
+      // is no GL command, so without this wait it could see the bytes from
+      // before a CUDA kernel's write.
+      if (worker_->info().persistent_maps) {
+        if (Result<void> synced = rt_->stream_synchronize(nullptr); !synced)
+          log(LogLevel::Warning, "CUDA GL unmap: " + synced.error().message());
+      }
+    });
   }
   void unregister(void *resource) noexcept override {
     run_quietly("unregister", [&] { rt_->gl_unregister_resource(resource); });

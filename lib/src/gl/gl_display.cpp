@@ -49,6 +49,14 @@ const char *client_extensions() noexcept {
   return list;
 }
 
+/* TENSORMEM_GL_PERSISTENT_MAPS=0 keeps PBOs on per-map glMapBufferRange even
+ * where the GL offers buffer storage: the tests run both paths, and a driver
+ * whose persistent maps misbehave can be worked around without a rebuild. */
+bool persistent_maps_allowed() {
+  const char *value = std::getenv("TENSORMEM_GL_PERSISTENT_MAPS");
+  return !value || std::string_view(value) != "0";
+}
+
 Result<HeadlessContext> context_on(std::shared_ptr<GlDisplay> display, const char *platform, bool want_desktop) {
   EGLDisplay dpy = display->get();
   const bool no_config =
@@ -124,6 +132,9 @@ Result<HeadlessContext> context_on(std::shared_ptr<GlDisplay> display, const cha
   const GlDisplay::SyncFns &sync = made.display->sync();
   info.fence_sync = sync.create && sync.destroy && sync.client_wait && sync.get_attrib;
   info.wait_sync = info.fence_sync && sync.server_wait;
+  const bool buffer_storage = desktop ? (version >= 44 || epoxy_has_gl_extension("GL_ARB_buffer_storage"))
+                                      : epoxy_has_gl_extension("GL_EXT_buffer_storage");
+  info.persistent_maps = buffer_storage && persistent_maps_allowed();
   return made;
 }
 

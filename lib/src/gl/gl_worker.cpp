@@ -18,6 +18,7 @@
 #include <limits>
 #include <mutex>
 #include <optional>
+#include <unordered_map>
 #include <unordered_set>
 #include <utility>
 
@@ -84,8 +85,70 @@ struct GlWorker::Core {
   // Touched on the worker thread only.
   std::unordered_set<std::uint32_t> mapped;
 
+  /// A buffer of immutable storage mapped once, for its life, at `data`.
+  /// `cpu_mapped` is the one CPU map the port has handed out (PBO-OPS-08).
+  struct Persistent {
+    std::byte *data = nullptr;
+    std::size_t size = 0;
+    bool cpu_mapped = false;
+  };
+  // Entries are added and removed on the worker (buffer creation, delete,
+  // shutdown) and read on any mapping thread; `persistent_mu` is never held
+  // across a GL call or a wait for the worker.
+  std::mutex persistent_mu;
+  std::unordered_map<std::uint32_t, Persistent> persistent;
+
   std::atomic<std::uint64_t> map_calls{0};
+  std::atomic<std::uint64_t> persistent_map_calls{0};
   std::atomic<std::size_t> mapped_count{0};
+
+  /// The persistent address of `id` for one CPU map, or nullopt when `id` is
+  /// not a persistent buffer (the caller then maps through the worker).
+  std::optional<Result<BackendMapping>> persistent_map(std::uint32_t id, std::size_t size) {
+    std::lock_guard lock(persistent_mu);
+    auto it = persistent.find(id);
+    if (it == persistent.end())
+      return std::nullopt;
+    if (it->second.cpu_mapped)
+      return Result<BackendMapping>(
+          Error::mapped("GL buffer " + std::to_string(id) + " is already mapped through another handle"));
+    if (size > it->second.size)
+      return Result<BackendMapping>(
+          Error::insufficient_capacity(size, it->second.size, "persistent map of GL buffer " + std::to_string(id)));
+    it->second.cpu_mapped = true;
+    map_calls.fetch_add(1, std::memory_order_relaxed);
+    persistent_map_calls.fetch_add(1, std::memory_order_relaxed);
+    mapped_count.fetch_add(1, std::memory_order_relaxed);
+    return Result<BackendMapping>(BackendMapping{it->second.data, size});
+  }
+
+  /// Ends the CPU map of a persistent buffer: the mapping itself stays, and
+  /// being coherent, the CPU's writes reach every GL command issued after
+  /// this. Nullopt when `id` is not a persistent buffer.
+  std::optional<Result<void>> persistent_unmap(std::uint32_t id) {
+    std::lock_guard lock(persistent_mu);
+    auto it = persistent.find(id);
+    if (it == persistent.end())
+      return std::nullopt;
+    if (!it->second.cpu_mapped)
+      return Result<void>(Error::invalid_operation("unmap: GL buffer " + std::to_string(id) + " is not mapped"));
+    it->second.cpu_mapped = false;
+    mapped_count.fetch_sub(1, std::memory_order_relaxed);
+    return Result<void>();
+  }
+
+  /// Forgets the persistent mapping of `id` (on the worker, as the buffer is
+  /// deleted or the context goes); true if there was one.
+  bool forget_persistent(std::uint32_t id) {
+    std::lock_guard lock(persistent_mu);
+    auto it = persistent.find(id);
+    if (it == persistent.end())
+      return false;
+    if (it->second.cpu_mapped)
+      mapped_count.fetch_sub(1, std::memory_order_relaxed);
+    persistent.erase(it);
+    return true;
+  }
 
   bool on_worker() const noexcept { return std::this_thread::get_id() == thread_id; }
 
@@ -191,14 +254,14 @@ struct GlWorker::Core {
       return Error::device("glMapBufferRange of GL buffer " + std::to_string(id) + " failed: GL error " +
                            gl_error_text(err));
     mapped.insert(id);
-    mapped_count.store(mapped.size(), std::memory_order_relaxed);
+    mapped_count.fetch_add(1, std::memory_order_relaxed);
     return BackendMapping{static_cast<std::byte *>(data), size};
   }
 
   Result<void> gl_unmap(std::uint32_t id) {
     if (!mapped.erase(id))
       return Error::invalid_operation("glUnmapBuffer: GL buffer " + std::to_string(id) + " is not mapped");
-    mapped_count.store(mapped.size(), std::memory_order_relaxed);
+    mapped_count.fetch_sub(1, std::memory_order_relaxed);
     clear_gl_errors();
     glBindBuffer(GL_COPY_WRITE_BUFFER, id);
     const GLboolean intact = glUnmapBuffer(GL_COPY_WRITE_BUFFER);
@@ -213,8 +276,39 @@ struct GlWorker::Core {
     // Deleting a mapped buffer unmaps it; forget the mapping with it so a
     // recycled name is not refused as "already mapped".
     if (mapped.erase(id))
-      mapped_count.store(mapped.size(), std::memory_order_relaxed);
+      mapped_count.fetch_sub(1, std::memory_order_relaxed);
+    forget_persistent(id);
     glDeleteBuffers(1, &id);
+  }
+
+  /// A new buffer of immutable storage, mapped once for its life (on the
+  /// worker). Its id, or 0 with the GL error in `*err` (the buffer deleted).
+  GLuint gl_create_persistent(std::size_t size, GLenum *err) {
+    constexpr GLbitfield kBits = GL_MAP_READ_BIT | GL_MAP_WRITE_BIT | GL_MAP_PERSISTENT_BIT | GL_MAP_COHERENT_BIT;
+    GLuint id = 0;
+    clear_gl_errors();
+    glGenBuffers(1, &id);
+    glBindBuffer(GL_COPY_WRITE_BUFFER, id);
+    if (info.api == GlApi::Gles)
+      glBufferStorageEXT(GL_COPY_WRITE_BUFFER, static_cast<GLsizeiptr>(size), nullptr, kBits);
+    else
+      glBufferStorage(GL_COPY_WRITE_BUFFER, static_cast<GLsizeiptr>(size), nullptr, kBits);
+    *err = glGetError();
+    void *data = nullptr;
+    if (*err == GL_NO_ERROR) {
+      data = glMapBufferRange(GL_COPY_WRITE_BUFFER, 0, static_cast<GLsizeiptr>(size), kBits);
+      *err = glGetError();
+    }
+    glBindBuffer(GL_COPY_WRITE_BUFFER, 0);
+    if (!data) {
+      if (*err == GL_NO_ERROR)
+        *err = GL_INVALID_OPERATION;
+      glDeleteBuffers(1, &id);
+      return 0;
+    }
+    std::lock_guard lock(persistent_mu);
+    persistent[id] = Persistent{static_cast<std::byte *>(data), size, false};
+    return id;
   }
 
 private:
@@ -269,10 +363,14 @@ public:
   }
 
   Result<BackendMapping> map_buffer(std::uint32_t id, std::size_t size, CpuAccess access) noexcept override {
+    if (std::optional<Result<BackendMapping>> held = core_->persistent_map(id, size))
+      return std::move(*held);
     return core_->call<BackendMapping>([&] { return core_->gl_map(id, size, access); }, "glMapBufferRange");
   }
 
   Result<void> unmap_buffer(std::uint32_t id) noexcept override {
+    if (std::optional<Result<void>> held = core_->persistent_unmap(id))
+      return std::move(*held);
     return core_->call<void>([&] { return core_->gl_unmap(id); }, "glUnmapBuffer");
   }
 
@@ -307,6 +405,10 @@ void worker_main(std::shared_ptr<GlWorker::Core> core, std::promise<Result<GlInf
     log(LogLevel::Warning, "GL worker: shutting down with " + std::to_string(core->mapped.size()) +
                                " buffer(s) still mapped; their CPU addresses die with the context");
   core->mapped.clear();
+  {
+    std::lock_guard lock(core->persistent_mu);
+    core->persistent.clear();
+  }
   core->mapped_count = 0;
   core->gl_live = false;
   destroy_headless_context(ctx);
@@ -374,6 +476,7 @@ Result<void> GlWorker::post(std::function<void()> task) { return core_->post(std
 std::shared_ptr<PboOps> GlWorker::ops() const noexcept { return ops_; }
 
 std::uint64_t GlWorker::gl_map_calls() const noexcept { return core_->map_calls.load(); }
+std::uint64_t GlWorker::persistent_map_calls() const noexcept { return core_->persistent_map_calls.load(); }
 std::size_t GlWorker::mapped_buffers() const noexcept { return core_->mapped_count.load(); }
 
 Result<Tensor> GlWorker::create_pbo(std::size_t size, Shape shape, DType dtype, std::string name, PboUsage usage) {
@@ -388,6 +491,10 @@ Result<Tensor> GlWorker::create_pbo(std::size_t size, Shape shape, DType dtype, 
   GLenum err = GL_NO_ERROR;
   Result<void> ran = core_->run(
       [&] {
+        if (core_->info.persistent_maps) {
+          id = core_->gl_create_persistent(size, &err);
+          return;
+        }
         clear_gl_errors();
         glGenBuffers(1, &id);
         glBindBuffer(GL_COPY_WRITE_BUFFER, id);
@@ -403,10 +510,11 @@ Result<Tensor> GlWorker::create_pbo(std::size_t size, Shape shape, DType dtype, 
       "glBufferData");
   if (!ran)
     return std::move(ran).error();
+  const char *call = core_->info.persistent_maps ? "glBufferStorage" : "glBufferData";
   if (err == GL_OUT_OF_MEMORY)
-    return Error::io(ENOMEM, "glBufferData: " + std::to_string(size) + " bytes: GL_OUT_OF_MEMORY");
+    return Error::io(ENOMEM, std::string(call) + ": " + std::to_string(size) + " bytes: GL_OUT_OF_MEMORY");
   if (err != GL_NO_ERROR || id == 0)
-    return Error::device("glBufferData: " + std::to_string(size) + " bytes: GL error " + gl_error_text(err));
+    return Error::device(std::string(call) + ": " + std::to_string(size) + " bytes: GL error " + gl_error_text(err));
   return from_pbo(id, size, std::move(shape), dtype, std::move(name), ops_);
 }
 

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // The GL worker against real GL (Mesa llvmpipe headless here): PBOs made with
-// glBufferData, mapped with glMapBufferRange, pushed through a texture, and
-// ordered with EGL fences. Skips, with the reason, only when no EGL context
+// glBufferStorage and mapped once for their life, or (the lib-gl-map-per-call
+// run) made with glBufferData and mapped with glMapBufferRange, pushed through
+// a texture, and ordered with EGL fences. Skips, with the reason, only when no EGL context
 // can be made at all.
 #include "gl_worker_fixture.hpp"
 #include "texture_round_trip.hpp"
@@ -17,7 +18,9 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <future>
 #include <optional>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -28,9 +31,10 @@ using tmtest::GlWorkerTest;
 
 TEST_F(GlWorkerTest, reports_a_headless_context_and_what_it_is) {
   const GlInfo &info = worker->info();
-  std::printf("GL worker: platform %s, %s %d.%d, renderer \"%s\", version \"%s\", fence_sync %d, wait_sync %d\n",
+  std::printf("GL worker: platform %s, %s %d.%d, renderer \"%s\", version \"%s\", fence_sync %d, wait_sync %d, "
+              "persistent_maps %d\n",
               info.platform.c_str(), info.api == GlApi::DesktopCore ? "desktop core" : "GLES", info.major, info.minor,
-              info.renderer.c_str(), info.version.c_str(), info.fence_sync, info.wait_sync);
+              info.renderer.c_str(), info.version.c_str(), info.fence_sync, info.wait_sync, info.persistent_maps);
   EXPECT_FALSE(info.platform.empty());
   EXPECT_FALSE(info.renderer.empty());
   EXPECT_FALSE(info.version.empty());
@@ -110,6 +114,70 @@ TEST_F(GlWorkerTest, PBO_MAP_05_many_readers_on_many_threads_share_one_gl_map) {
   EXPECT_EQ(bad, 0);
   EXPECT_EQ(worker->gl_map_calls(), before + 1) << "one glMapBufferRange served every reader";
   EXPECT_FALSE(t.map(CpuAccess::Write)) << "a writer is still excluded";
+}
+
+/* The two map paths. TENSORMEM_GL_PERSISTENT_MAPS=0 (the lib-gl-map-per-call
+ * run) keeps every map on glMapBufferRange; otherwise, where the GL has
+ * buffer storage (llvmpipe has), a PBO's CPU map is served on the calling
+ * thread from its persistent mapping: it completes while the GL thread is
+ * busy with a task that waits for that very map, which a map through the
+ * worker could not. Bytes written through one map and read through the next
+ * agree either way, and GL commands (a copy on the GPU) see the CPU's writes
+ * with no unmap-time flush. */
+TEST_F(GlWorkerTest, persistent_maps_follow_the_switch_and_need_no_trip_to_the_gl_thread) {
+  const char *env = std::getenv("TENSORMEM_GL_PERSISTENT_MAPS");
+  const bool switched_off = env && std::string(env) == "0";
+  if (switched_off) {
+    EXPECT_FALSE(worker->info().persistent_maps);
+  }
+  Tensor t = make_pbo(1 << 16, {1 << 16});
+  const std::uint64_t before = worker->persistent_map_calls();
+  if (!worker->info().persistent_maps) {
+    auto w = t.map(CpuAccess::Write);
+    ASSERT_TRUE(w) << w.error().message();
+    EXPECT_EQ(worker->persistent_map_calls(), before) << "no persistent map without buffer storage";
+    if (!switched_off)
+      GTEST_SKIP() << worker->info().renderer << " offers no buffer storage: only the per-map path ran";
+    return;
+  }
+
+  // Hold the GL thread in a task until the map below has finished.
+  std::promise<void> mapped;
+  std::shared_future<void> mapped_done = mapped.get_future().share();
+  std::atomic<bool> released{false};
+  ASSERT_TRUE(worker->post([mapped_done, &released] {
+    (void)mapped_done.wait_for(10s);
+    released = true;
+  }));
+  {
+    auto w = t.map(CpuAccess::Write);
+    ASSERT_TRUE(w) << w.error().message();
+    EXPECT_FALSE(released) << "the map waited for the GL thread";
+    for (std::size_t i = 0; i < w->size_bytes(); ++i)
+      w->mutable_bytes()[i] = std::byte(static_cast<unsigned char>(i * 13 + 1));
+  }
+  mapped.set_value();
+  EXPECT_EQ(worker->persistent_map_calls(), before + 1);
+
+  // The GPU copies the CPU's bytes into a second buffer; the fence of that
+  // write orders the CPU read behind it.
+  Tensor copy = make_pbo(1 << 16, {1 << 16}, PboUsage::Download);
+  const auto from = pbo_storage_of(t)->buffer_id();
+  const auto to = pbo_storage_of(copy)->buffer_id();
+  ASSERT_TRUE(worker->submit([&] {
+    glBindBuffer(GL_COPY_READ_BUFFER, from);
+    glBindBuffer(GL_COPY_WRITE_BUFFER, to);
+    glCopyBufferSubData(GL_COPY_READ_BUFFER, GL_COPY_WRITE_BUFFER, 0, 0, 1 << 16);
+    glBindBuffer(GL_COPY_READ_BUFFER, 0);
+    glBindBuffer(GL_COPY_WRITE_BUFFER, 0);
+  }));
+  ASSERT_TRUE(worker->fence_write(*copy.storage()));
+  auto r = copy.map(CpuAccess::Read);
+  ASSERT_TRUE(r) << r.error().message();
+  for (std::size_t i = 0; i < r->size_bytes(); ++i)
+    ASSERT_EQ(r->bytes()[i], std::byte(static_cast<unsigned char>(i * 13 + 1))) << "byte " << i;
+  EXPECT_EQ(worker->persistent_map_calls(), before + 2);
+  EXPECT_EQ(worker->mapped_buffers(), 1u);
 }
 
 TEST_F(GlWorkerTest, PBO_MAP_02_gl_work_on_the_worker_may_map_tensors_itself) {
