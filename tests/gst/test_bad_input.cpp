@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Bad input for every element that reads a frame: tensorupload (system,
-// DMA-BUF, and PBO storage where GL exists), tensordownload, tensorinspect
-// and tensorcudaimport, each in a real pipeline fed by appsrc. Every case
+// DMA-BUF, and PBO storage where GL exists), tensordownload, tensorinspect,
+// tensorcudaimport and tensorconvert, each in a real pipeline fed by appsrc. Every case
 // must end in an element error from that element whose message names the
 // field and the numbers, with no crash and no out-of-bounds read (the ASan
 // and valgrind runs execute this program too), and the pipeline must go back
@@ -36,18 +36,21 @@ struct ElementCase {
   const char *name;
   const char *launch; // the element under test, named "el"
   bool needs_gl;
-  bool takes_any_size; // its sink template leaves width/height open (video/x-raw(ANY))
+  bool takes_any_size;   // its sink template leaves width/height open (video/x-raw(ANY))
+  bool takes_any_format; // ... and the format
 };
 
 const ElementCase kElements[] = {
-    {"UploadSystem", "tensorupload name=el storage=system", false, false},
-    {"UploadDmaBuf", "tensorupload name=el storage=dmabuf", false, false},
+    {"UploadSystem", "tensorupload name=el storage=system", false, false, false},
+    {"UploadDmaBuf", "tensorupload name=el storage=dmabuf", false, false, false},
 #if defined(TM_TEST_HAVE_GL)
-    {"UploadPbo", "tensorupload name=el storage=pbo", true, false},
+    {"UploadPbo", "tensorupload name=el storage=pbo", true, false, false},
 #endif
-    {"Download", "tensordownload name=el", false, false},
-    {"Inspect", "tensorinspect name=el", false, true},
-    {"CudaImport", "tensorcudaimport name=el", false, true},
+    {"Download", "tensordownload name=el", false, false, false},
+    {"Inspect", "tensorinspect name=el", false, true, true},
+    {"CudaImport", "tensorcudaimport name=el", false, true, true},
+    // The formats it converts are in its template; sizes are left open.
+    {"Convert", "tensorconvert name=el width=64 height=64", false, true, false},
 };
 
 void PrintTo(const ElementCase &c, std::ostream *os) { *os << c.launch; }
@@ -239,7 +242,7 @@ protected:
    * (the system clock's poll) and keep them, which the fd count must not
    * blame on a bad-input run. */
   static void SetUpTestSuite() {
-    const ElementCase identity{"Identity", "identity name=el", false, false};
+    const ElementCase identity{"Identity", "identity name=el", false, false, false};
     Outcome outcome;
     run_with(identity, kCaps, plain(kFrameSize), &outcome);
     EXPECT_TRUE(outcome.eos) << outcome.text;
@@ -264,20 +267,31 @@ struct CapsCase {
   const char *name;
   const char *caps;
   std::vector<const char *> expect;
-  bool needs_any_size; // pad templates with width/height ranges refuse these caps before set_caps
+  bool needs_any_size;   // pad templates with width/height ranges refuse these caps before set_caps
+  bool needs_any_format; // pad templates with a format list refuse these caps before set_caps
 };
 
 const CapsCase kCapsCases[] = {
     {"WidthTimesHeightOverflows",
      "video/x-raw,format=RGB,width=2147483647,height=2147483647,framerate=30/1",
      {"width = 2147483647, height = 2147483647", "overflows"},
+     false,
      false},
     {"FrameGStreamerCannotLayOut",
      "video/x-raw,format=RGB,width=65536,height=65536,framerate=30/1",
      {"width = 65536, height = 65536", "12884901888 bytes"},
+     false,
      false},
-    {"NegativeWidth", "video/x-raw,format=RGB,width=-5,height=17,framerate=30/1", {"width = -5 is not positive"}, true},
-    {"EncodedFormat", "video/x-raw,format=ENCODED,width=333,height=17,framerate=30/1", {"format = ENCODED"}, true},
+    {"NegativeWidth",
+     "video/x-raw,format=RGB,width=-5,height=17,framerate=30/1",
+     {"width = -5 is not positive"},
+     true,
+     false},
+    {"EncodedFormat",
+     "video/x-raw,format=ENCODED,width=333,height=17,framerate=30/1",
+     {"format = ENCODED"},
+     true,
+     true},
 };
 
 void PrintTo(const CapsCase &c, std::ostream *os) { *os << c.caps; }
@@ -290,8 +304,9 @@ TEST_P(BadCaps, AreANegotiationErrorNamingTheFieldAndThePipelineReturnsToNull) {
   Outcome outcome;
   ASSERT_NO_FATAL_FAILURE(run_with(element, bad.caps, plain(64), &outcome));
   EXPECT_FALSE(outcome.eos) << "the caps were accepted";
-  if (bad.needs_any_size && !element.takes_any_size) {
-    // The pad template (width and height in [1, max]) refuses them: upstream reports not-negotiated.
+  if ((bad.needs_any_size && !element.takes_any_size) || (bad.needs_any_format && !element.takes_any_format)) {
+    // The pad template (width and height in [1, max], or a format list)
+    // refuses them: upstream reports not-negotiated.
     EXPECT_EQ(outcome.from, "src") << outcome.text;
     EXPECT_NE(outcome.text.find("not-negotiated"), std::string::npos) << outcome.text;
     return;

@@ -113,6 +113,7 @@ public:
       g_type_class_unref(g_type_class_ref(type));
     g_type_ensure(gst_video_meta_api_get_type());
     g_type_ensure(gst_parent_buffer_meta_api_get_type());
+    g_type_ensure(gst_param_spec_array_get_type()); // tensorconvert's mean and std
     const std::set<std::string> types_before = all_types();
     const std::set<std::string> categories_before = all_debug_categories();
     ASSERT_EQ(types_before.count("GstTensorMemUpload"), 0u) << "the plugin was loaded before the first snapshot";
@@ -172,11 +173,14 @@ TEST(Names, LoadingThePluginRegistersOurTypes) {
   ASSERT_NE(g_registered, nullptr);
   // The set the checks below run over: elements, their base, allocators,
   // the pool, the GL worker, the storage enum, the CUDA meta.
-  for (const char *expected :
-       {"GstTensorMemUpload", "GstTensorMemDownload", "GstTensorMemCudaImport", "GstTensorMemInspect",
-        "GstTensorMemTransform", "GstTensorMemStorage", "GstTensorMemSystemAllocator", "GstTensorMemDmaBufAllocator",
-        "GstTensorMemPboAllocator", "GstTensorMemBufferPool", "GstTensorMemGlWorker", "GstTensorMemCudaMetaAPI",
-        "GstTensorMemCudaMeta", "GstTensorMemAllocator"})
+  for (const char *expected : {"GstTensorMemUpload",          "GstTensorMemDownload",        "GstTensorMemCudaImport",
+                               "GstTensorMemInspect",         "GstTensorMemTransform",       "GstTensorMemStorage",
+                               "GstTensorMemSystemAllocator", "GstTensorMemDmaBufAllocator", "GstTensorMemPboAllocator",
+                               "GstTensorMemBufferPool",      "GstTensorMemGlWorker",        "GstTensorMemCudaMetaAPI",
+                               "GstTensorMemCudaMeta",        "GstTensorMemAllocator",       "GstTensorMemConvert",
+                               "GstTensorMemResizeMetaAPI",   "GstTensorMemResizeMeta",      "GstTensorMemResizeMode",
+                               "GstTensorMemChannelOrder",    "GstTensorMemConvertDType",    "GstTensorMemTensorLayout",
+                               "GstTensorMemConvertBackend"})
     EXPECT_EQ(g_registered->types.count(expected), 1u) << expected << " was not registered";
 }
 

@@ -1,0 +1,281 @@
+// SPDX-License-Identifier: Apache-2.0
+#include <tensormem/frame_convert.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <string>
+
+namespace tensormem {
+namespace {
+
+/// Byte positions of red, green and blue in a packed pixel of `bpp` bytes.
+struct Packed {
+  std::uint32_t bpp;
+  std::uint32_t r, g, b;
+};
+
+bool packed_of(PixelFormat format, Packed *out) noexcept {
+  switch (format) {
+  case PixelFormat::RGBA:
+  case PixelFormat::RGBx: *out = {4, 0, 1, 2}; return true;
+  case PixelFormat::BGRA:
+  case PixelFormat::BGRx: *out = {4, 2, 1, 0}; return true;
+  case PixelFormat::RGB: *out = {3, 0, 1, 2}; return true;
+  case PixelFormat::BGR: *out = {3, 2, 1, 0}; return true;
+  case PixelFormat::GRAY8: *out = {1, 0, 0, 0}; return true;
+  default: return false;
+  }
+}
+
+bool is_yuv420(PixelFormat format) noexcept { return format == PixelFormat::NV12 || format == PixelFormat::I420; }
+
+/// The two source samples around continuous coordinate `s` (pixel centres
+/// at integers) on an axis of `n` samples, edges clamped.
+template <typename Tap> Tap tap_at(double s, std::uint32_t n) {
+  const double floor = std::floor(s);
+  const auto last = static_cast<double>(n - 1);
+  const double a = std::clamp(floor, 0.0, last);
+  const double b = std::clamp(floor + 1.0, 0.0, last);
+  return Tap{static_cast<std::uint32_t>(a), static_cast<std::uint32_t>(b), static_cast<float>(s - floor)};
+}
+
+inline float lerp(float a, float b, float t) noexcept { return a + (b - a) * t; }
+
+} // namespace
+
+std::uint16_t float_to_half(float value) noexcept {
+  std::uint32_t x;
+  std::memcpy(&x, &value, sizeof x);
+  const std::uint32_t sign = (x >> 16) & 0x8000u;
+  const int exponent = static_cast<int>((x >> 23) & 0xffu);
+  std::uint32_t mantissa = x & 0x7fffffu;
+  if (exponent == 0xff) // infinity stays infinity; NaN stays a (quiet) NaN
+    return static_cast<std::uint16_t>(sign | 0x7c00u | (mantissa ? 0x200u : 0u));
+  const int e = exponent - 127 + 15;
+  if (e >= 31)
+    return static_cast<std::uint16_t>(sign | 0x7c00u);
+  if (e <= 0) { // a half subnormal, or zero
+    if (e < -10)
+      return static_cast<std::uint16_t>(sign);
+    mantissa |= 0x800000u;
+    const int shift = 14 - e;
+    std::uint32_t half = mantissa >> shift;
+    const std::uint32_t rest = mantissa & ((1u << shift) - 1u);
+    const std::uint32_t halfway = 1u << (shift - 1);
+    if (rest > halfway || (rest == halfway && (half & 1u)))
+      ++half;
+    return static_cast<std::uint16_t>(sign | half);
+  }
+  std::uint32_t half = sign | (static_cast<std::uint32_t>(e) << 10) | (mantissa >> 13);
+  const std::uint32_t rest = mantissa & 0x1fffu;
+  // A carry out of the mantissa moves into the exponent, as rounding must.
+  if (rest > 0x1000u || (rest == 0x1000u && (half & 1u)))
+    ++half;
+  return static_cast<std::uint16_t>(half);
+}
+
+Result<FrameConverter> FrameConverter::create(const ConvertSpec &spec) {
+  Packed packed{};
+  if (!packed_of(spec.input, &packed) && !is_yuv420(spec.input))
+    return Error::invalid_argument(std::string("FrameConverter: input format ") + format_info(spec.input).name +
+                                   " is not one of RGBA, BGRA, RGBx, BGRx, RGB, BGR, GRAY8, NV12, I420");
+  if (spec.in_width == 0 || spec.in_height == 0 || spec.out_width == 0 || spec.out_height == 0)
+    return Error::invalid_size(0, "FrameConverter: a frame or tensor size is 0 (" + std::to_string(spec.in_width) +
+                                      "x" + std::to_string(spec.in_height) + " -> " + std::to_string(spec.out_width) +
+                                      "x" + std::to_string(spec.out_height) + ")");
+  if (spec.dtype != DType::U8 && spec.dtype != DType::F16 && spec.dtype != DType::F32)
+    return Error::invalid_argument(std::string("FrameConverter: output type ") + dtype_name(spec.dtype) +
+                                   " is not one of u8, f16, f32");
+  for (std::size_t c = 0; c < 3; ++c) {
+    if (!std::isfinite(spec.mean[c]) || !std::isfinite(spec.std[c]) || spec.std[c] == 0.f)
+      return Error::invalid_argument("FrameConverter: channel " + std::to_string(c) + " has mean " +
+                                     std::to_string(spec.mean[c]) + " and std " + std::to_string(spec.std[c]) +
+                                     "; both must be finite and the std not 0");
+  }
+  if (is_yuv420(spec.input) && (!(spec.kr > 0 && spec.kb > 0 && spec.kr + spec.kb < 1)))
+    return Error::invalid_argument("FrameConverter: colour matrix weights Kr " + std::to_string(spec.kr) + ", Kb " +
+                                   std::to_string(spec.kb) + " are not a matrix");
+  const std::size_t pixels = std::size_t{spec.out_width} * spec.out_height;
+  const std::size_t element = dtype_size(spec.dtype);
+  if (pixels > std::numeric_limits<std::size_t>::max() / 3 / element)
+    return Error::invalid_shape("FrameConverter: a " + std::to_string(spec.out_width) + "x" +
+                                std::to_string(spec.out_height) + " tensor overflows the address space");
+
+  FrameConverter c;
+  c.spec_ = spec;
+  c.output_bytes_ = pixels * 3 * element;
+
+  const double in_w = spec.in_width, in_h = spec.in_height;
+  const double out_w = spec.out_width, out_h = spec.out_height;
+  FrameMapping &m = c.mapping_;
+  switch (spec.resize) {
+  case ResizeMode::Stretch: m = {out_w / in_w, out_h / in_h, 0, 0, 0, 0, spec.out_width, spec.out_height}; break;
+  case ResizeMode::Letterbox: {
+    const double s = std::min(out_w / in_w, out_h / in_h);
+    const auto cw = static_cast<std::uint32_t>(std::clamp(std::lround(in_w * s), 1L, static_cast<long>(out_w)));
+    const auto ch = static_cast<std::uint32_t>(std::clamp(std::lround(in_h * s), 1L, static_cast<long>(out_h)));
+    const std::uint32_t px = (spec.out_width - cw) / 2, py = (spec.out_height - ch) / 2;
+    m = {cw / in_w, ch / in_h, static_cast<double>(px), static_cast<double>(py), px, py, cw, ch};
+    break;
+  }
+  case ResizeMode::CropCenter: {
+    const double s = std::max(out_w / in_w, out_h / in_h);
+    m = {s, s, (out_w - in_w * s) / 2, (out_h - in_h * s) / 2, 0, 0, spec.out_width, spec.out_height};
+    break;
+  }
+  }
+
+  // Tensor pixel centre t + 0.5 is source point (t + 0.5 - offset) / scale,
+  // whose sample coordinate (centres at integers) is that minus 0.5.
+  const std::uint32_t chroma_w = (spec.in_width + 1) / 2, chroma_h = (spec.in_height + 1) / 2;
+  for (std::uint32_t j = 0; j < m.content_width; ++j) {
+    const double s = (m.content_x + j + 0.5 - m.offset_x) / m.scale_x - 0.5;
+    c.luma_x_.push_back(tap_at<Tap>(s, spec.in_width));
+    if (is_yuv420(spec.input)) // chroma sample i sits at the centre of luma samples 2i and 2i+1
+      c.chroma_x_.push_back(tap_at<Tap>((s + 0.5) / 2 - 0.5, chroma_w));
+  }
+  for (std::uint32_t i = 0; i < m.content_height; ++i) {
+    const double s = (m.content_y + i + 0.5 - m.offset_y) / m.scale_y - 0.5;
+    c.luma_y_.push_back(tap_at<Tap>(s, spec.in_height));
+    if (is_yuv420(spec.input))
+      c.chroma_y_.push_back(tap_at<Tap>((s + 0.5) / 2 - 0.5, chroma_h));
+  }
+
+  for (std::size_t ch = 0; ch < 3; ++ch) {
+    if (spec.dtype == DType::U8) {
+      c.scale_[ch] = 1.f;
+      c.bias_[ch] = 0.f;
+    } else {
+      c.scale_[ch] = 1.f / (255.f * spec.std[ch]);
+      c.bias_[ch] = -spec.mean[ch] / spec.std[ch];
+    }
+  }
+
+  if (is_yuv420(spec.input)) {
+    const double kg = 1.0 - spec.kr - spec.kb;
+    const double ys = spec.full_range ? 1.0 : 255.0 / 219.0;
+    const double cs = spec.full_range ? 1.0 : 255.0 / 224.0;
+    c.yuv_offset_ = {spec.full_range ? 0.f : 16.f, 128.f, 128.f};
+    c.yuv_row_r_ = {static_cast<float>(ys), 0.f, static_cast<float>(cs * 2 * (1 - spec.kr))};
+    c.yuv_row_g_ = {static_cast<float>(ys), static_cast<float>(-cs * 2 * (1 - spec.kb) * spec.kb / kg),
+                    static_cast<float>(-cs * 2 * (1 - spec.kr) * spec.kr / kg)};
+    c.yuv_row_b_ = {static_cast<float>(ys), static_cast<float>(cs * 2 * (1 - spec.kb)), 0.f};
+  }
+  return c;
+}
+
+namespace {
+
+constexpr std::uint32_t kChunk = 256; // columns converted at a time, in floats on the stack
+
+/* Writes `n` pixels, channel planes r, g, b (0-255 units), at tensor
+ * column x0 of row y; `ch_src` says which plane each tensor channel reads. */
+template <DType D, TensorLayout L>
+void write_chunk(std::byte *out, std::size_t w, std::size_t h, std::size_t x0, std::size_t y, std::uint32_t n,
+                 const float *const planes[3], const float scale[3], const float bias[3]) noexcept {
+  for (std::size_t c = 0; c < 3; ++c) {
+    const float *src = planes[c];
+    const float a = scale[c], b = bias[c];
+    const std::size_t base = L == TensorLayout::Nchw ? (c * h + y) * w + x0 : (y * w + x0) * 3 + c;
+    const std::size_t step = L == TensorLayout::Nchw ? 1 : 3;
+    if constexpr (D == DType::U8) {
+      auto *dst = reinterpret_cast<std::uint8_t *>(out) + base;
+      for (std::uint32_t k = 0; k < n; ++k)
+        dst[k * step] = static_cast<std::uint8_t>(std::clamp(src[k], 0.f, 255.f) + 0.5f);
+    } else if constexpr (D == DType::F16) {
+      auto *dst = reinterpret_cast<std::uint16_t *>(out) + base;
+      for (std::uint32_t k = 0; k < n; ++k)
+        dst[k * step] = float_to_half(src[k] * a + b);
+    } else {
+      auto *dst = reinterpret_cast<float *>(out) + base;
+      for (std::uint32_t k = 0; k < n; ++k)
+        dst[k * step] = src[k] * a + b;
+    }
+  }
+}
+
+using WriteChunk = void (*)(std::byte *, std::size_t, std::size_t, std::size_t, std::size_t, std::uint32_t,
+                            const float *const[3], const float[3], const float[3]) noexcept;
+
+template <DType D> WriteChunk writer_for(TensorLayout layout) noexcept {
+  return layout == TensorLayout::Nchw ? write_chunk<D, TensorLayout::Nchw> : write_chunk<D, TensorLayout::Nhwc>;
+}
+
+} // namespace
+
+void FrameConverter::convert_rows(const FramePlanes &frame, std::byte *out, std::uint32_t row_begin,
+                                  std::uint32_t row_end) const noexcept {
+  row_end = std::min(row_end, spec_.out_height);
+  const FrameMapping &m = mapping_;
+  const WriteChunk write = spec_.dtype == DType::U8    ? writer_for<DType::U8>(spec_.layout)
+                           : spec_.dtype == DType::F16 ? writer_for<DType::F16>(spec_.layout)
+                                                       : writer_for<DType::F32>(spec_.layout);
+  const std::size_t w = spec_.out_width, h = spec_.out_height;
+  float rgb[3][kChunk];
+  // Tensor channel c reads plane c (rgb) or 2 - c (bgr).
+  const bool bgr = spec_.order == ChannelOrder::Bgr;
+  const float *const planes[3] = {rgb[bgr ? 2 : 0], rgb[1], rgb[bgr ? 0 : 2]};
+  const float *const pad_planes[3] = {rgb[0], rgb[0], rgb[0]};
+  auto write_pad = [&](std::size_t y, std::size_t x_begin, std::size_t x_end) {
+    std::fill_n(rgb[0], kChunk, static_cast<float>(spec_.pad_value));
+    for (std::size_t x = x_begin; x < x_end; x += kChunk)
+      write(out, w, h, x, y, static_cast<std::uint32_t>(std::min<std::size_t>(kChunk, x_end - x)), pad_planes,
+            scale_.data(), bias_.data());
+  };
+  Packed packed{};
+  const bool rgb_input = packed_of(spec_.input, &packed);
+  const bool nv12 = spec_.input == PixelFormat::NV12;
+  for (std::uint32_t y = row_begin; y < row_end; ++y) {
+    if (y < m.content_y || y >= m.content_y + m.content_height) {
+      write_pad(y, 0, w);
+      continue;
+    }
+    write_pad(y, 0, m.content_x);
+    const Tap &ty = luma_y_[y - m.content_y];
+    const std::uint8_t *r0 = frame.data[0] + ty.i0 * frame.stride[0];
+    const std::uint8_t *r1 = frame.data[0] + ty.i1 * frame.stride[0];
+    for (std::uint32_t j0 = 0; j0 < m.content_width; j0 += kChunk) {
+      const std::uint32_t n = std::min(kChunk, m.content_width - j0);
+      if (rgb_input) {
+        const std::uint32_t at[3] = {packed.r, packed.g, packed.b};
+        for (int ch = 0; ch < 3; ++ch) {
+          float *dst = rgb[ch];
+          for (std::uint32_t k = 0; k < n; ++k) {
+            const Tap &tx = luma_x_[j0 + k];
+            const std::size_t a = tx.i0 * packed.bpp + at[ch], b = tx.i1 * packed.bpp + at[ch];
+            dst[k] = lerp(lerp(r0[a], r0[b], tx.weight), lerp(r1[a], r1[b], tx.weight), ty.weight);
+          }
+        }
+      } else {
+        const Tap &cy = chroma_y_[y - m.content_y];
+        const std::size_t step = nv12 ? 2 : 1;
+        // NV12: U and V interleaved in plane 1; I420: U in plane 1, V in plane 2.
+        const std::uint8_t *u0 = frame.data[1] + cy.i0 * frame.stride[1];
+        const std::uint8_t *u1 = frame.data[1] + cy.i1 * frame.stride[1];
+        const std::uint8_t *v0 = nv12 ? u0 + 1 : frame.data[2] + cy.i0 * frame.stride[2];
+        const std::uint8_t *v1 = nv12 ? u1 + 1 : frame.data[2] + cy.i1 * frame.stride[2];
+        for (std::uint32_t k = 0; k < n; ++k) {
+          const Tap &tx = luma_x_[j0 + k];
+          const Tap &cx = chroma_x_[j0 + k];
+          const std::size_t a = cx.i0 * step, b = cx.i1 * step;
+          const float yv =
+              lerp(lerp(r0[tx.i0], r0[tx.i1], tx.weight), lerp(r1[tx.i0], r1[tx.i1], tx.weight), ty.weight) -
+              yuv_offset_[0];
+          const float uv =
+              lerp(lerp(u0[a], u0[b], cx.weight), lerp(u1[a], u1[b], cx.weight), cy.weight) - yuv_offset_[1];
+          const float vv =
+              lerp(lerp(v0[a], v0[b], cx.weight), lerp(v1[a], v1[b], cx.weight), cy.weight) - yuv_offset_[2];
+          rgb[0][k] = std::clamp(yuv_row_r_[0] * yv + yuv_row_r_[2] * vv, 0.f, 255.f);
+          rgb[1][k] = std::clamp(yuv_row_g_[0] * yv + yuv_row_g_[1] * uv + yuv_row_g_[2] * vv, 0.f, 255.f);
+          rgb[2][k] = std::clamp(yuv_row_b_[0] * yv + yuv_row_b_[1] * uv, 0.f, 255.f);
+        }
+      }
+      write(out, w, h, m.content_x + j0, y, n, planes, scale_.data(), bias_.data());
+    }
+    write_pad(y, m.content_x + m.content_width, w);
+  }
+}
+
+} // namespace tensormem

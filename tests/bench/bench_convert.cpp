@@ -1,0 +1,123 @@
+// SPDX-License-Identifier: Apache-2.0
+/* tensorconvert against the chain users run today, side by side in one
+ * process: 1080p NV12 and RGBA frames (prepared in memory, pushed from
+ * appsrc) into a 640x640 float32 NCHW tensor normalised with ImageNet's mean
+ * and std, either by `tensorconvert` or by `videoconvert ! videoscale` to
+ * RGB 640x640 followed by a plain normalisation loop over each pulled frame
+ * (what an application does by hand). Wall time per frame, median of the
+ * batches, and the ratio. Prints a table; asserts nothing.
+ *
+ *   bench-convert [FRAMES] [BATCHES]        (defaults 60 3)
+ */
+#include "bench_util.hpp"
+
+#include <gst/app/gstappsink.h>
+#include <gst/app/gstappsrc.h>
+#include <gst/gst.h>
+#include <gst/video/video.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace {
+
+const float kMean[3] = {0.485f, 0.456f, 0.406f};
+const float kStd[3] = {0.229f, 0.224f, 0.225f};
+
+/* The application's own normalisation of an RGB frame into NCHW floats. */
+void normalise(const std::uint8_t *rgb, int stride, int w, int h, std::vector<float> *out) {
+  out->resize(static_cast<std::size_t>(w) * h * 3);
+  for (int c = 0; c < 3; ++c)
+    for (int y = 0; y < h; ++y)
+      for (int x = 0; x < w; ++x)
+        (*out)[(static_cast<std::size_t>(c) * h + y) * w + x] =
+            (rgb[y * stride + x * 3 + c] / 255.f - kMean[c]) / kStd[c];
+}
+
+/* Pushes `frames` copies of one frame through `middle` and pulls every
+ * result, normalising by hand when `by_hand`; microseconds per frame. */
+double run(const char *format, int frames, const std::string &middle, bool by_hand) {
+  const std::string caps = std::string("video/x-raw,format=") + format + ",width=1920,height=1080,framerate=30/1";
+  const std::string description =
+      "appsrc name=src format=time caps=\"" + caps + "\" ! " + middle + " ! appsink name=sink sync=false max-buffers=4";
+  GError *error = nullptr;
+  GstElement *pipeline = gst_parse_launch(description.c_str(), &error);
+  if (!pipeline || error) {
+    std::fprintf(stderr, "%s: %s\n", description.c_str(), error ? error->message : "?");
+    std::exit(1);
+  }
+  GstElement *src = gst_bin_get_by_name(GST_BIN(pipeline), "src");
+  GstElement *sink = gst_bin_get_by_name(GST_BIN(pipeline), "sink");
+  GstVideoInfo info;
+  GstCaps *c = gst_caps_from_string(caps.c_str());
+  gst_video_info_from_caps(&info, c);
+  gst_caps_unref(c);
+  std::vector<std::uint8_t> frame(GST_VIDEO_INFO_SIZE(&info));
+  for (std::size_t i = 0; i < frame.size(); ++i)
+    frame[i] = static_cast<std::uint8_t>((i * 7 + i / 1920) & 0xff);
+
+  gst_element_set_state(pipeline, GST_STATE_PLAYING);
+  std::vector<float> tensor;
+  const auto start = tmbench::Clock::now();
+  std::thread feeder([&] {
+    for (int i = 0; i < frames; ++i) {
+      GstBuffer *buffer = gst_buffer_new_memdup(frame.data(), frame.size());
+      GST_BUFFER_PTS(buffer) = gst_util_uint64_scale(i, GST_SECOND, 30);
+      gst_app_src_push_buffer(GST_APP_SRC(src), buffer);
+    }
+    gst_app_src_end_of_stream(GST_APP_SRC(src));
+  });
+  int pulled = 0;
+  while (GstSample *sample = gst_app_sink_pull_sample(GST_APP_SINK(sink))) {
+    if (by_hand) {
+      GstVideoInfo out;
+      gst_video_info_from_caps(&out, gst_sample_get_caps(sample));
+      GstMapInfo map;
+      gst_buffer_map(gst_sample_get_buffer(sample), &map, GST_MAP_READ);
+      normalise(map.data, GST_VIDEO_INFO_PLANE_STRIDE(&out, 0), GST_VIDEO_INFO_WIDTH(&out), GST_VIDEO_INFO_HEIGHT(&out),
+                &tensor);
+      gst_buffer_unmap(gst_sample_get_buffer(sample), &map);
+    }
+    gst_sample_unref(sample);
+    ++pulled;
+  }
+  const double us = tmbench::us_since(start) / frames;
+  feeder.join();
+  if (pulled != frames) {
+    std::fprintf(stderr, "%s: %d of %d frames came out\n", description.c_str(), pulled, frames);
+    std::exit(1);
+  }
+  gst_element_set_state(pipeline, GST_STATE_NULL);
+  gst_object_unref(src);
+  gst_object_unref(sink);
+  gst_object_unref(pipeline);
+  return us;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  gst_init(&argc, &argv);
+  const int frames = argc > 1 ? std::atoi(argv[1]) : 60;
+  const int batches = argc > 2 ? std::atoi(argv[2]) : 3;
+  const std::string ours = "tensorconvert width=640 height=640 dtype=float32 layout=nchw "
+                           "mean=\"<0.485,0.456,0.406>\" std=\"<0.229,0.224,0.225>\"";
+  const std::string usual = "videoconvert ! videoscale ! video/x-raw,format=RGB,width=640,height=640";
+  std::printf("1080p -> 640x640 float32 NCHW normalised, %d frames, best of %d batches, %u CPUs\n\n", frames, batches,
+              std::thread::hardware_concurrency());
+  std::printf("| input | `videoconvert ! videoscale` + normalisation loop | `tensorconvert` | ratio |\n");
+  std::printf("|---|---|---|---|\n");
+  for (const char *format : {"NV12", "RGBA"}) {
+    std::vector<double> a, b;
+    for (int i = 0; i < batches; ++i) { // alternating, so noise hits both
+      a.push_back(run(format, frames, usual, true));
+      b.push_back(run(format, frames, ours, false));
+    }
+    const double usual_us = tmbench::stats_of(a).median, ours_us = tmbench::stats_of(b).median;
+    std::printf("| %s | %.0f µs | %.0f µs | %.2f |\n", format, usual_us, ours_us, ours_us / usual_us);
+  }
+  return 0;
+}
