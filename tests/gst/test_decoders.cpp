@@ -13,7 +13,10 @@
 // gst_buffer_make_writable in gst_video_decoder_finish_frame asks our
 // allocator for a copy of each frame; before the fix each one was a new
 // allocation plus a full-frame copy. A missing decoder, encoder or GL skips
-// its cases, saying why.
+// its cases, saying why. WriteMappedPoolBuffer does to a pool buffer what
+// gst-libav and GstVideoDecoder do, without a decoder, and checks the share
+// that answers the copy: same storage, read-only, holding the pool buffer,
+// a real (counted) copy for a writer.
 #include "pipeline_util.hpp"
 #if TENSORMEM_TEST_HAVE_GL
 #include "gl_test_util.hpp"
@@ -24,6 +27,7 @@
 #include <glib/gstdio.h>
 
 #include <cstdio>
+#include <cstring>
 #include <memory>
 #include <ostream>
 #include <set>
@@ -272,6 +276,82 @@ TEST_P(DecoderPipelines, frames_match_the_plain_decode_with_no_copy_and_no_alloc
   for (size_t i = 0; i < run.checksums.size(); ++i)
     EXPECT_EQ(run.checksums[i], reference.checksums[i]) << "frame " << i << " differs from the plain decode";
 }
+
+/* The mechanism itself, without a decoder: what gst-libav does to a pool
+ * buffer (a GstVideoFrame mapped READWRITE, holding a reference, while the
+ * buffer goes downstream) and what GstVideoDecoder does next
+ * (gst_buffer_make_writable). */
+class WriteMappedPoolBuffer : public ::testing::TestWithParam<GstTensorMemStorage> {};
+
+TEST_P(WriteMappedPoolBuffer, the_copy_the_core_asks_for_is_a_share_that_holds_the_pool_buffer) {
+  GstVideoInfo info;
+  ASSERT_TRUE(gst_video_info_set_format(&info, GST_VIDEO_FORMAT_I420, 64, 48));
+  GstBufferPool *pool = gst_tensor_buffer_pool_new_for_storage(GetParam());
+  GstStructure *config = gst_buffer_pool_get_config(pool);
+  GstCaps *caps = gst_video_info_to_caps(&info);
+  gst_buffer_pool_config_set_params(config, caps, GST_VIDEO_INFO_SIZE(&info), 1, 1);
+  gst_caps_unref(caps);
+  ASSERT_TRUE(gst_buffer_pool_set_config(pool, config));
+  ASSERT_TRUE(gst_buffer_pool_set_active(pool, TRUE));
+
+  GstBuffer *buffer = nullptr;
+  ASSERT_EQ(gst_buffer_pool_acquire_buffer(pool, &buffer, nullptr), GST_FLOW_OK);
+  GstMemory *original = gst_buffer_peek_memory(buffer, 0);
+  GstVideoFrame frame;
+  ASSERT_TRUE(gst_video_frame_map(&frame, &info, buffer, GST_MAP_READWRITE));
+  for (guint p = 0; p < GST_VIDEO_FRAME_N_PLANES(&frame); ++p)
+    std::memset(GST_VIDEO_FRAME_PLANE_DATA(&frame, p), 0x40 + p, GST_VIDEO_FRAME_PLANE_STRIDE(&frame, p));
+
+  guint64 copies_before = 0, copies_after = 0;
+  gst_tensor_mem_get_copy_stats(GST_TENSOR_STORAGE_AUTO, &copies_before, nullptr);
+  GstBuffer *out = gst_buffer_make_writable(gst_buffer_ref(buffer));
+  gst_tensor_mem_get_copy_stats(GST_TENSOR_STORAGE_AUTO, &copies_after, nullptr);
+  ASSERT_NE(out, buffer) << "the frame's reference makes the buffer shared";
+  EXPECT_EQ(copies_after - copies_before, 0u);
+  GstMemory *shared = gst_buffer_peek_memory(out, 0);
+  ASSERT_NE(shared, original);
+  const tensormem::Tensor *a = gst_tensor_memory_get_tensor(original);
+  const tensormem::Tensor *b = gst_tensor_memory_get_tensor(shared);
+  ASSERT_NE(b, nullptr);
+  EXPECT_EQ(a->storage(), b->storage()) << "a copy, not a share";
+  EXPECT_TRUE(GST_MEMORY_IS_READONLY(shared)) << "a share is read-only";
+
+  // The share reads the frame while the writer still holds its map.
+  GstMapInfo map;
+  ASSERT_TRUE(gst_memory_map(shared, &map, GST_MAP_READ));
+  EXPECT_EQ(map.data, GST_VIDEO_FRAME_PLANE_DATA(&frame, 0));
+  EXPECT_EQ(map.data[0], 0x40);
+  gst_memory_unmap(shared, &map);
+
+  // The "decoder" lets go; the pool buffer stays out while the share lives.
+  gst_video_frame_unmap(&frame);
+  gst_buffer_unref(buffer);
+  GstBufferPoolAcquireParams dontwait = {};
+  dontwait.flags = GST_BUFFER_POOL_ACQUIRE_FLAG_DONTWAIT;
+  GstBuffer *again = nullptr;
+  EXPECT_EQ(gst_buffer_pool_acquire_buffer(pool, &again, &dontwait), GST_FLOW_EOS)
+      << "the pool handed out a storage a share still reads";
+
+  // A writer of the share gets GStreamer's copy-on-write: a real copy, counted.
+  ASSERT_TRUE(gst_buffer_map(out, &map, GST_MAP_WRITE));
+  gst_buffer_unmap(out, &map);
+  gst_tensor_mem_get_copy_stats(GST_TENSOR_STORAGE_AUTO, &copies_after, nullptr);
+  EXPECT_EQ(copies_after - copies_before, 1u);
+
+  gst_buffer_unref(out);
+  ASSERT_EQ(gst_buffer_pool_acquire_buffer(pool, &again, &dontwait), GST_FLOW_OK)
+      << "the pool buffer came back with the share";
+  EXPECT_EQ(gst_buffer_peek_memory(again, 0), original) << "the same storage, reused";
+  gst_buffer_unref(again);
+  ASSERT_TRUE(gst_buffer_pool_set_active(pool, FALSE));
+  gst_object_unref(pool);
+}
+
+INSTANTIATE_TEST_SUITE_P(Storages, WriteMappedPoolBuffer,
+                         ::testing::Values(GST_TENSOR_STORAGE_SYSTEM, GST_TENSOR_STORAGE_DMABUF),
+                         [](const ::testing::TestParamInfo<GstTensorMemStorage> &info) {
+                           return std::string(info.param == GST_TENSOR_STORAGE_SYSTEM ? "system" : "dmabuf");
+                         });
 
 const Decoder kDecoders[] = {
     {"avdec_h264", "openh264enc", "gstreamer1.0-libav"},
