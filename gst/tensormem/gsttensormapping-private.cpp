@@ -30,7 +30,8 @@ constexpr guint kPinnedShareFlag = GST_MEMORY_FLAG_LAST << 4;
 /* What such a share owns besides the memory: a CPU pin of the storage, taken
  * through the map the copy was asked of, and the pool buffer, so the pool
  * cannot hand the storage to a writer while the share lives. The pin goes
- * first: a buffer back in its pool finds its storage unmapped. */
+ * first: a buffer back in its pool finds its storage unmapped. A copy made
+ * into pool memory holds its buffer the same way, with no pin. */
 struct PinnedShare {
   PinnedShare(tensormem::HostPin p, GstBuffer *b) noexcept : pin(std::move(p)), holder(b) {}
   PinnedShare(const PinnedShare &) = delete;
@@ -329,6 +330,77 @@ GstMemory *share_instead_of_copy(GstMemory *mem, gssize offset, gssize size) noe
   return shared;
 }
 
+/* The pool `mem` comes from: that of the pool buffer holding it (or its
+ * root), or of the pool buffer a share or copy made here holds. A new
+ * reference, or NULL. */
+GstBufferPool *pool_of(GstMemory *mem) noexcept {
+  GstBuffer *holder;
+  if (const PinnedShare *pinned = pinned_share_of(mem))
+    holder = gst_buffer_ref(pinned->holder);
+  else
+    holder = ref_pool_buffer(mem->parent ? mem->parent : mem);
+  if (!holder)
+    return nullptr;
+  auto *pool = static_cast<GstBufferPool *>(g_atomic_pointer_get(&holder->pool));
+  if (pool)
+    gst_object_ref(pool);
+  gst_buffer_unref(holder);
+  return pool;
+}
+
+/* Where a copy of `size` bytes of a pool's memory goes: a buffer of that
+ * pool, free now, seen as a writable root memory over its storage that holds
+ * the buffer, which returns to its pool with the copy. NULL when the pool
+ * has no free buffer at the moment or its memory is too small. */
+GstMemory *pool_copy_target(GstBufferPool *pool, gsize size) noexcept {
+  GstBufferPoolAcquireParams params{};
+  params.flags = GST_BUFFER_POOL_ACQUIRE_FLAG_DONTWAIT;
+  GstBuffer *buffer = nullptr;
+  if (gst_buffer_pool_acquire_buffer(pool, &buffer, &params) != GST_FLOW_OK)
+    return nullptr;
+  GstMemory *root = gst_buffer_n_memory(buffer) == 1 ? gst_buffer_peek_memory(buffer, 0) : nullptr;
+  GstMemory *target = nullptr;
+  if (root && root->size >= size) {
+    t_detached_share = true;
+    target = root->allocator->mem_share(root, 0, static_cast<gssize>(size));
+    t_detached_share = false;
+  }
+  PinnedShare *holder = nullptr;
+  if (target) {
+    try {
+      holder = new PinnedShare(tensormem::HostPin(), buffer);
+    } catch (...) {
+    }
+  }
+  if (!holder) {
+    if (target)
+      gst_memory_unref(target);
+    gst_buffer_unref(buffer);
+    return nullptr;
+  }
+  GST_MINI_OBJECT_FLAG_UNSET(target, GST_MINI_OBJECT_FLAG_LOCK_READONLY);
+  gst_mini_object_set_qdata(GST_MINI_OBJECT_CAST(target), pinned_share_quark(), holder,
+                            [](gpointer data) { delete static_cast<PinnedShare *>(data); });
+  return target;
+}
+
+/* A new memory of `size` bytes for a copy of `mem`: pool memory where `mem`
+ * is a pool's and the pool has a buffer free, else a fresh allocation. */
+GstMemory *copy_target(GstMemory *mem, gsize size) noexcept {
+  if (GstBufferPool *pool = pool_of(mem)) {
+    GstMemory *target = pool_copy_target(pool, size);
+    if (!target)
+      GST_DEBUG_OBJECT(pool, "no buffer free for a copy of memory %p: allocating one", mem);
+    gst_object_unref(pool);
+    if (target)
+      return target;
+  }
+  GstAllocationParams params;
+  gst_allocation_params_init(&params);
+  params.align = mem->align;
+  return gst_allocator_alloc(mem->allocator, size, &params);
+}
+
 } // namespace
 
 GstMemory *copy_memory_range(GstMemory *mem, gssize offset, gssize size) noexcept {
@@ -338,10 +410,7 @@ GstMemory *copy_memory_range(GstMemory *mem, gssize offset, gssize size) noexcep
   gsize abs_offset, abs_size;
   if (!resolve_memory_range(mem, offset, size, &abs_offset, &abs_size))
     return nullptr;
-  GstAllocationParams params;
-  gst_allocation_params_init(&params);
-  params.align = mem->align;
-  GstMemory *copy = gst_allocator_alloc(mem->allocator, abs_size, &params);
+  GstMemory *copy = copy_target(mem, abs_size);
   if (!copy)
     return nullptr;
   GstMapInfo src, dst;

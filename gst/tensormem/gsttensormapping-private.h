@@ -97,9 +97,12 @@ GstAllocator *registered_allocator(gsize *once, GType type, const char *name) no
  * writer's map (the writer finished the frame it handed on) and every other
  * writer of the storage is refused while it lives.
  *
- * Everything else (a range, a deep copy, a memory that is no pool's) is a
- * real copy into a new memory from `mem`'s own allocator, counted in
- * gst_tensor_mem_get_copy_stats(); NULL (after a warning) on failure. */
+ * Everything else (a range, a deep copy, a writer's copy-on-write of such a
+ * share) is a real copy, counted in gst_tensor_mem_get_copy_stats(): into a
+ * buffer of the memory's pool when it is a pool's (or a share of one) and
+ * the pool has a buffer free (the copy holds that buffer as the share does),
+ * else into a new memory from `mem`'s own allocator; NULL (after a warning)
+ * on failure. */
 GstMemory *copy_memory_range(GstMemory *mem, gssize offset, gssize size) noexcept;
 
 /* Records `buffer` (a pool buffer just allocated) as the pool buffer of each

@@ -16,7 +16,7 @@
 // its cases, saying why. WriteMappedPoolBuffer does to a pool buffer what
 // gst-libav and GstVideoDecoder do, without a decoder, and checks the share
 // that answers the copy: same storage, read-only, holding the pool buffer,
-// a real (counted) copy for a writer.
+// a real (counted) copy into the pool's memory for a writer.
 #include "pipeline_util.hpp"
 #if TENSORMEM_TEST_HAVE_GL
 #include "gl_test_util.hpp"
@@ -289,7 +289,7 @@ TEST_P(WriteMappedPoolBuffer, the_copy_the_core_asks_for_is_a_share_that_holds_t
   GstBufferPool *pool = gst_tensor_buffer_pool_new_for_storage(GetParam());
   GstStructure *config = gst_buffer_pool_get_config(pool);
   GstCaps *caps = gst_video_info_to_caps(&info);
-  gst_buffer_pool_config_set_params(config, caps, GST_VIDEO_INFO_SIZE(&info), 1, 1);
+  gst_buffer_pool_config_set_params(config, caps, GST_VIDEO_INFO_SIZE(&info), 1, 2);
   gst_caps_unref(caps);
   ASSERT_TRUE(gst_buffer_pool_set_config(pool, config));
   ASSERT_TRUE(gst_buffer_pool_set_active(pool, TRUE));
@@ -328,20 +328,31 @@ TEST_P(WriteMappedPoolBuffer, the_copy_the_core_asks_for_is_a_share_that_holds_t
   gst_buffer_unref(buffer);
   GstBufferPoolAcquireParams dontwait = {};
   dontwait.flags = GST_BUFFER_POOL_ACQUIRE_FLAG_DONTWAIT;
-  GstBuffer *again = nullptr;
-  EXPECT_EQ(gst_buffer_pool_acquire_buffer(pool, &again, &dontwait), GST_FLOW_EOS)
-      << "the pool handed out a storage a share still reads";
+  GstBuffer *other = nullptr, *none = nullptr;
+  ASSERT_EQ(gst_buffer_pool_acquire_buffer(pool, &other, &dontwait), GST_FLOW_OK);
+  EXPECT_NE(gst_buffer_peek_memory(other, 0), original) << "the pool handed out a storage a share still reads";
+  EXPECT_EQ(gst_buffer_pool_acquire_buffer(pool, &none, &dontwait), GST_FLOW_EOS);
+  gst_buffer_unref(other);
 
-  // A writer of the share gets GStreamer's copy-on-write: a real copy, counted.
+  /* A writer of the share gets GStreamer's copy-on-write: a real copy,
+   * counted, into the pool's free buffer; the share goes with it. */
   ASSERT_TRUE(gst_buffer_map(out, &map, GST_MAP_WRITE));
+  EXPECT_EQ(map.data[0], 0x40);
   gst_buffer_unmap(out, &map);
   gst_tensor_mem_get_copy_stats(GST_TENSOR_STORAGE_AUTO, &copies_after, nullptr);
   EXPECT_EQ(copies_after - copies_before, 1u);
-
-  gst_buffer_unref(out);
+  const auto copy_storage = gst_tensor_memory_get_tensor(gst_buffer_peek_memory(out, 0))->storage();
+  GstBuffer *again = nullptr;
   ASSERT_EQ(gst_buffer_pool_acquire_buffer(pool, &again, &dontwait), GST_FLOW_OK)
-      << "the pool buffer came back with the share";
+      << "the pool buffer came back when the share went";
   EXPECT_EQ(gst_buffer_peek_memory(again, 0), original) << "the same storage, reused";
+  EXPECT_EQ(gst_buffer_pool_acquire_buffer(pool, &none, &dontwait), GST_FLOW_EOS)
+      << "the copy holds the pool's other buffer";
+  gst_buffer_unref(out);
+  ASSERT_EQ(gst_buffer_pool_acquire_buffer(pool, &other, &dontwait), GST_FLOW_OK);
+  EXPECT_EQ(gst_tensor_memory_get_tensor(gst_buffer_peek_memory(other, 0))->storage(), copy_storage)
+      << "the copy went into pool memory, not a fresh allocation";
+  gst_buffer_unref(other);
   gst_buffer_unref(again);
   ASSERT_TRUE(gst_buffer_pool_set_active(pool, FALSE));
   gst_object_unref(pool);
