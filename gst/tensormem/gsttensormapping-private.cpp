@@ -287,6 +287,31 @@ void link_pool_buffer(GstBuffer *buffer) noexcept {
 
 namespace {
 
+/* A memory over `root`'s storage (the first `size` bytes of `root`, -1 for
+ * all) with no GStreamer parent, owning `pin` and `holder` (a pool buffer
+ * reference, given up on failure too); NULL on failure. */
+GstMemory *holding_share(GstMemory *root, gssize size, tensormem::HostPin pin, GstBuffer *holder) noexcept {
+  t_detached_share = true;
+  GstMemory *shared = root->allocator->mem_share(root, 0, size);
+  t_detached_share = false;
+  PinnedShare *owned = nullptr;
+  if (shared) {
+    try {
+      owned = new PinnedShare(std::move(pin), holder);
+    } catch (...) {
+      gst_memory_unref(shared);
+      shared = nullptr;
+    }
+  }
+  if (!shared) {
+    gst_buffer_unref(holder);
+    return nullptr;
+  }
+  gst_mini_object_set_qdata(GST_MINI_OBJECT_CAST(shared), pinned_share_quark(), owned,
+                            [](gpointer data) { delete static_cast<PinnedShare *>(data); });
+  return shared;
+}
+
 /* copy_memory_range's share (see there), or NULL when it does not apply. */
 GstMemory *share_instead_of_copy(GstMemory *mem, gssize offset, gssize size) noexcept {
   // gst_buffer_copy_deep and copy-on-write ask for explicit ranges.
@@ -308,24 +333,10 @@ GstMemory *share_instead_of_copy(GstMemory *mem, gssize offset, gssize size) noe
   }
   tensormem::HostPin pin = static_cast<tensormem::HostPin *>(info.user_data[0])->share();
   gst_memory_unmap(mem, &info);
-  t_detached_share = true;
-  GstMemory *shared = mem->allocator->mem_share(mem, 0, -1);
-  t_detached_share = false;
-  if (!shared) {
-    gst_buffer_unref(holder);
+  GstMemory *shared = holding_share(mem, -1, std::move(pin), holder);
+  if (!shared)
     return nullptr;
-  }
-  PinnedShare *pinned;
-  try {
-    pinned = new PinnedShare(std::move(pin), holder);
-  } catch (...) {
-    gst_buffer_unref(holder);
-    gst_memory_unref(shared);
-    return nullptr;
-  }
   GST_MINI_OBJECT_FLAG_SET(shared, kPinnedShareFlag);
-  gst_mini_object_set_qdata(GST_MINI_OBJECT_CAST(shared), pinned_share_quark(), pinned,
-                            [](gpointer data) { delete static_cast<PinnedShare *>(data); });
   GST_DEBUG("memory %p: shared as %p instead of copied (pool buffer %p)", mem, shared, holder);
   return shared;
 }
@@ -359,28 +370,13 @@ GstMemory *pool_copy_target(GstBufferPool *pool, gsize size) noexcept {
   if (gst_buffer_pool_acquire_buffer(pool, &buffer, &params) != GST_FLOW_OK)
     return nullptr;
   GstMemory *root = gst_buffer_n_memory(buffer) == 1 ? gst_buffer_peek_memory(buffer, 0) : nullptr;
-  GstMemory *target = nullptr;
-  if (root && root->size >= size) {
-    t_detached_share = true;
-    target = root->allocator->mem_share(root, 0, static_cast<gssize>(size));
-    t_detached_share = false;
-  }
-  PinnedShare *holder = nullptr;
-  if (target) {
-    try {
-      holder = new PinnedShare(tensormem::HostPin(), buffer);
-    } catch (...) {
-    }
-  }
-  if (!holder) {
-    if (target)
-      gst_memory_unref(target);
+  if (!root || root->size < size) {
     gst_buffer_unref(buffer);
     return nullptr;
   }
-  GST_MINI_OBJECT_FLAG_UNSET(target, GST_MINI_OBJECT_FLAG_LOCK_READONLY);
-  gst_mini_object_set_qdata(GST_MINI_OBJECT_CAST(target), pinned_share_quark(), holder,
-                            [](gpointer data) { delete static_cast<PinnedShare *>(data); });
+  GstMemory *target = holding_share(root, static_cast<gssize>(size), tensormem::HostPin(), buffer);
+  if (target)
+    GST_MINI_OBJECT_FLAG_UNSET(target, GST_MINI_OBJECT_FLAG_LOCK_READONLY);
   return target;
 }
 
