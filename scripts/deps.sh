@@ -13,8 +13,9 @@ packages=(
   libgstreamer1.0-dev libgstreamer-plugins-base1.0-dev
   gstreamer1.0-tools gstreamer1.0-plugins-base gstreamer1.0-plugins-good
   # checksumsink, openh264, h264parse for tests and benchmarks; GstGL for the
-  # benchmarks that compare against glupload/gldownload.
-  gstreamer1.0-plugins-bad gstreamer1.0-gl
+  # benchmarks that compare against glupload/gldownload; avdec_h264 for the
+  # decoder tests and tests/bench/decode_bench.sh (its cases skip without it).
+  gstreamer1.0-plugins-bad gstreamer1.0-gl gstreamer1.0-libav
   libgtest-dev libbenchmark-dev
   libxxhash-dev
   libepoxy-dev libegl-dev libegl-mesa0 libgl1-mesa-dri libglx-mesa0 libgbm1 libglapi-mesa

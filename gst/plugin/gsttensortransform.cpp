@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "gsttensortransform.h"
 
+#include <gst/tensormem/gsttensormemallocator.h>
 #include <gst/tensormem/gsttensormemvalidate.h>
 
 GST_DEBUG_CATEGORY_STATIC(gst_tensor_transform_debug);
@@ -8,7 +9,7 @@ GST_DEBUG_CATEGORY_STATIC(gst_tensor_transform_debug);
 
 namespace {
 
-enum { PROP_0, PROP_COPIED_BYTES, PROP_REQUIRE_ZERO_COPY };
+enum { PROP_0, PROP_COPIED_BYTES, PROP_REQUIRE_ZERO_COPY, PROP_FOREIGN_COPIES, PROP_FOREIGN_COPIED_BYTES };
 
 struct GstTensorMemTransformPrivate {
   GstVideoInfo info;
@@ -16,6 +17,10 @@ struct GstTensorMemTransformPrivate {
   guint64 buffers;            // this run, for the summary logged at stop
   guint64 copied_buffers;     // this run
   gboolean require_zero_copy; // guarded by the object lock
+  /* gst_tensor_mem_get_copy_stats() when the element was created: the
+   * foreign-copies properties count from there. */
+  guint64 foreign_copies_base;
+  guint64 foreign_bytes_base;
 };
 
 } // namespace
@@ -55,6 +60,14 @@ static void gst_tensor_transform_get_property(GObject *object, guint prop_id, GV
     g_value_set_boolean(value, priv->require_zero_copy);
     GST_OBJECT_UNLOCK(self);
     break;
+  case PROP_FOREIGN_COPIES:
+  case PROP_FOREIGN_COPIED_BYTES: {
+    guint64 copies, bytes;
+    gst_tensor_mem_get_copy_stats(GST_TENSOR_STORAGE_AUTO, &copies, &bytes);
+    g_value_set_uint64(value, prop_id == PROP_FOREIGN_COPIES ? copies - priv->foreign_copies_base
+                                                             : bytes - priv->foreign_bytes_base);
+    break;
+  }
   default: G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec); break;
   }
 }
@@ -114,10 +127,14 @@ static gboolean gst_tensor_transform_stop(GstBaseTransform *trans) {
   const guint64 buffers = priv->buffers, copied = priv->copied_buffers, bytes = priv->copied_bytes;
   priv->buffers = priv->copied_buffers = 0;
   GST_OBJECT_UNLOCK(self);
+  guint64 foreign_copies, foreign_bytes;
+  gst_tensor_mem_get_copy_stats(GST_TENSOR_STORAGE_AUTO, &foreign_copies, &foreign_bytes);
   GST_INFO_OBJECT(self,
                   "summary: %" G_GUINT64_FORMAT " buffers, %" G_GUINT64_FORMAT
-                  " passed on without a copy, %" G_GUINT64_FORMAT " copied; copied-bytes=%" G_GUINT64_FORMAT,
-                  buffers, buffers - copied, copied, bytes);
+                  " passed on without a copy, %" G_GUINT64_FORMAT " copied; copied-bytes=%" G_GUINT64_FORMAT
+                  "; foreign-copies=%" G_GUINT64_FORMAT " foreign-copied-bytes=%" G_GUINT64_FORMAT,
+                  buffers, buffers - copied, copied, bytes, foreign_copies - priv->foreign_copies_base,
+                  foreign_bytes - priv->foreign_bytes_base);
   return TRUE;
 }
 
@@ -135,6 +152,20 @@ static void gst_tensor_transform_class_init(GstTensorMemTransformClass *klass) {
                           "buffer passed through without a copy)",
                           0, G_MAXUINT64, 0, static_cast<GParamFlags>(G_PARAM_READABLE | G_PARAM_STATIC_STRINGS)));
   g_object_class_install_property(
+      gobject_class, PROP_FOREIGN_COPIES,
+      g_param_spec_uint64("foreign-copies", "Foreign copies",
+                          "Copies of tensor memory made by anyone in this process since this element was created: "
+                          "gst_memory_copy of any tensor memory, whoever asked (GStreamer making a buffer writable, "
+                          "copy-on-write maps, deep copies), all storages and pipelines "
+                          "(gst_tensor_mem_get_copy_stats); not the element's own copies, which are copied-bytes. "
+                          "0 while the whole process is zero-copy",
+                          0, G_MAXUINT64, 0, static_cast<GParamFlags>(G_PARAM_READABLE | G_PARAM_STATIC_STRINGS)));
+  g_object_class_install_property(
+      gobject_class, PROP_FOREIGN_COPIED_BYTES,
+      g_param_spec_uint64("foreign-copied-bytes", "Foreign copied bytes",
+                          "Bytes of the copies counted in foreign-copies", 0, G_MAXUINT64, 0,
+                          static_cast<GParamFlags>(G_PARAM_READABLE | G_PARAM_STATIC_STRINGS)));
+  g_object_class_install_property(
       gobject_class, PROP_REQUIRE_ZERO_COPY,
       g_param_spec_boolean(
           "require-zero-copy", "Require zero copy",
@@ -148,7 +179,11 @@ static void gst_tensor_transform_class_init(GstTensorMemTransformClass *klass) {
   gst_type_mark_as_plugin_api(GST_TYPE_TENSOR_TRANSFORM, static_cast<GstPluginAPIFlags>(0));
 }
 
-static void gst_tensor_transform_init(GstTensorMemTransform *self) { gst_video_info_init(&get_priv(self)->info); }
+static void gst_tensor_transform_init(GstTensorMemTransform *self) {
+  auto *priv = get_priv(self);
+  gst_video_info_init(&priv->info);
+  gst_tensor_mem_get_copy_stats(GST_TENSOR_STORAGE_AUTO, &priv->foreign_copies_base, &priv->foreign_bytes_base);
+}
 
 const GstVideoInfo *gst_tensor_transform_get_info(GstTensorMemTransform *self) { return &get_priv(self)->info; }
 

@@ -189,7 +189,11 @@ static GstFlowReturn gst_tensor_buffer_pool_alloc_buffer(GstBufferPool *pool, Gs
   const GstFlowReturn ret =
       GST_BUFFER_POOL_CLASS(gst_tensor_buffer_pool_parent_class)->alloc_buffer(pool, buffer, params);
   const GstTensorMemBufferPoolPrivate *priv = pool_priv(pool);
-  if (ret != GST_FLOW_OK || !priv->core_layout)
+  if (ret != GST_FLOW_OK)
+    return ret;
+  // Lets a copy asked of these memories be a share holding this buffer.
+  gst_tensormem::link_pool_buffer(*buffer);
+  if (!priv->core_layout)
     return ret;
   GstVideoMeta *meta = gst_buffer_get_video_meta(*buffer);
   if (!meta || meta->n_planes != priv->layout.n_planes) {

@@ -134,6 +134,24 @@ void mem_unmap_full(GstMemory *mem, GstMapInfo *info) {
     gst_tensormem::tensor_mapping_unmap(mapping, info);
 }
 
+/* The share copy_memory_range asks for instead of a copy: a root memory
+ * borrowing the same fd (no GStreamer parent, see copy_memory_range), read
+ * only, over the same storage. */
+GstMemory *detached_share(GstMemory *mem, TensorMapping *mapping, gsize abs_offset, gsize abs_size) noexcept {
+  GstMemory *sub =
+      gst_fd_allocator_alloc(mem->allocator, gst_fd_memory_get_fd(mem), mem->maxsize, GST_FD_MEMORY_FLAG_DONT_CLOSE);
+  if (!sub)
+    return nullptr;
+  if (!attach_mapping(sub, mapping->tensor)) {
+    gst_memory_unref(sub);
+    return nullptr;
+  }
+  sub->align = mem->align;
+  gst_memory_resize(sub, static_cast<gssize>(abs_offset), abs_size);
+  GST_MINI_OBJECT_FLAGS(sub) |= GST_MINI_OBJECT_FLAGS(mem) | GST_MINI_OBJECT_FLAG_LOCK_READONLY;
+  return sub;
+}
+
 /* GstFdAllocator's share, with the range checked first (it trusts it) and
  * "the rest" meaning the rest of this memory, plus a mapping of its own so
  * the share follows the same reader/writer rules as system tensor memory. */
@@ -144,6 +162,8 @@ GstMemory *mem_share(GstMemory *mem, gssize offset, gssize size) {
   TensorMapping *mapping = mapping_of(mem);
   if (!mapping)
     return nullptr;
+  if (gst_tensormem::detached_share_requested())
+    return detached_share(mem, mapping, abs_offset, abs_size);
   auto *self = GST_TENSOR_DMABUF_ALLOCATOR_CAST(mem->allocator);
   GstMemory *sub = self->fd_share(mem, offset, static_cast<gssize>(abs_size));
   if (!sub)
@@ -182,6 +202,8 @@ static void gst_tensor_dmabuf_allocator_init(GstTensorMemDmaBufAllocator *self) 
   alloc->mem_share = mem_share;
   alloc->mem_map_full = mem_map_full;
   alloc->mem_unmap_full = mem_unmap_full;
+  // Instead of GstAllocator's fallback: counted, and a share where it can be.
+  alloc->mem_copy = gst_tensormem::copy_memory_range;
   alloc->mem_is_span = gst_tensormem::tensor_memory_is_span;
   // GstFdAllocator sets CUSTOM_ALLOC; this allocator implements alloc().
   GST_OBJECT_FLAG_UNSET(alloc, GST_ALLOCATOR_FLAG_CUSTOM_ALLOC);

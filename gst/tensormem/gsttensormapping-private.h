@@ -81,9 +81,38 @@ bool prepare_allocation(GstDebugCategory *cat, GstAllocator *allocator, gsize si
  * Returns a new reference. */
 GstAllocator *registered_allocator(gsize *once, GType type, const char *name) noexcept;
 
-/* The mem_copy body of every tensor allocator: a new memory from `mem`'s own
- * allocator holding a copy of the range; NULL (after a warning) on failure. */
+/* The mem_copy body of every tensor allocator.
+ *
+ * GStreamer asks for a copy of the whole memory (offset 0, size -1) when it
+ * needs an exclusive reference to a memory that is mapped for writing inside
+ * a buffer someone else also holds: gst_buffer_make_writable on a decoder's
+ * output buffer while the decoder (gst-libav's direct rendering) keeps the
+ * frame mapped as a reference picture. The core then copies any memory,
+ * system memory included, because gst_memory_share refuses write-locked
+ * memory. For a memory of one of our pool buffers the answer is a read-only
+ * share instead: a memory with no GStreamer parent (whose exclusive lock
+ * cannot be taken) that holds the pool buffer, so the pool reuses the storage
+ * only when both the mapper and every holder of the share have let go, and
+ * holds a CPU pin of the storage for its life, so its maps read through the
+ * writer's map (the writer finished the frame it handed on) and every other
+ * writer of the storage is refused while it lives.
+ *
+ * Everything else (a range, a deep copy, a writer's copy-on-write of such a
+ * share) is a real copy, counted in gst_tensor_mem_get_copy_stats(): into a
+ * buffer of the memory's pool when it is a pool's (or a share of one) and
+ * the pool has a buffer free (the copy holds that buffer as the share does),
+ * else into a new memory from `mem`'s own allocator; NULL (after a warning)
+ * on failure. */
 GstMemory *copy_memory_range(GstMemory *mem, gssize offset, gssize size) noexcept;
+
+/* Records `buffer` (a pool buffer just allocated) as the pool buffer of each
+ * of its memories, for copy_memory_range's share. */
+void link_pool_buffer(GstBuffer *buffer) noexcept;
+
+/* True while copy_memory_range asks the allocator's mem_share for a share
+ * without a GStreamer parent (see copy_memory_range): the mem_share bodies
+ * then make a root memory over the same storage. */
+bool detached_share_requested() noexcept;
 
 /* The mem_is_span body: both memories window one storage, back to back. */
 gboolean tensor_memory_is_span(GstMemory *mem1, GstMemory *mem2, gsize *offset) noexcept;

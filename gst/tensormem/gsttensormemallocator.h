@@ -55,6 +55,9 @@ gboolean gst_is_tensor_memory(GstMemory *mem);
 GST_TENSORMEM_API
 GstTensorMemStorage gst_tensor_memory_get_storage(GstMemory *mem);
 
+GST_TENSORMEM_API
+void gst_tensor_mem_get_copy_stats(GstTensorMemStorage storage, guint64 *copies, guint64 *bytes);
+
 G_END_DECLS
 
 #ifdef __cplusplus

@@ -40,6 +40,42 @@ inline bool element_available(const char *name) {
   return true;
 }
 
+/* How a running pipeline ended: EOS, an error (its message and debug text,
+ * its domain) or neither within kTimeout. */
+struct PipelineEnd {
+  bool eos = false;
+  bool timed_out = false;
+  std::string error;
+  GQuark error_domain = 0;
+};
+
+/* Waits on `pipeline`'s bus for EOS or an error. */
+inline PipelineEnd wait_for_end(GstElement *pipeline) {
+  PipelineEnd end;
+  GstBus *bus = gst_element_get_bus(pipeline);
+  GstMessage *msg =
+      gst_bus_timed_pop_filtered(bus, kTimeout, static_cast<GstMessageType>(GST_MESSAGE_EOS | GST_MESSAGE_ERROR));
+  gst_object_unref(bus);
+  if (!msg) {
+    end.timed_out = true;
+    end.error = "neither EOS nor an error within the timeout";
+    return end;
+  }
+  if (GST_MESSAGE_TYPE(msg) == GST_MESSAGE_EOS) {
+    end.eos = true;
+  } else {
+    GError *err = nullptr;
+    gchar *debug = nullptr;
+    gst_message_parse_error(msg, &err, &debug);
+    end.error_domain = err->domain;
+    end.error = std::string(err->message) + " | " + (debug ? debug : "");
+    g_error_free(err);
+    g_free(debug);
+  }
+  gst_message_unref(msg);
+  return end;
+}
+
 /* Runs `description` to EOS or error and sets it back to NULL, checking
  * that the state change back succeeds. `late_caps`, when given, are set on
  * the capsfilter named "cf" after parsing, so that a bad format reaches the
@@ -72,7 +108,6 @@ inline void run_pipeline(const std::string &description, PipelineRun *run, const
     prepare(pipeline);
 
   ASSERT_NE(gst_element_set_state(pipeline, GST_STATE_PLAYING), GST_STATE_CHANGE_FAILURE) << description;
-  GstBus *bus = gst_element_get_bus(pipeline);
   if (sink) {
     // pull-sample blocks until a sample arrives and returns NULL at EOS or on error.
     for (;;) {
@@ -83,22 +118,13 @@ inline void run_pipeline(const std::string &description, PipelineRun *run, const
       run->samples.push_back(sample);
     }
   }
-  GstMessage *msg =
-      gst_bus_timed_pop_filtered(bus, kTimeout, static_cast<GstMessageType>(GST_MESSAGE_EOS | GST_MESSAGE_ERROR));
-  EXPECT_NE(msg, nullptr) << description << ": neither EOS nor an error within the timeout";
-  if (msg && GST_MESSAGE_TYPE(msg) == GST_MESSAGE_EOS) {
-    run->eos = true;
-  } else if (msg) {
-    GError *err = nullptr;
-    gchar *debug = nullptr;
-    gst_message_parse_error(msg, &err, &debug);
-    run->error_domain = err->domain;
-    run->error_debug = std::string(err->message) + " | " + (debug ? debug : "");
-    g_error_free(err);
-    g_free(debug);
+  const PipelineEnd end = wait_for_end(pipeline);
+  EXPECT_FALSE(end.timed_out) << description << ": " << end.error;
+  run->eos = end.eos;
+  if (!end.eos && !end.timed_out) {
+    run->error_domain = end.error_domain;
+    run->error_debug = end.error;
   }
-  if (msg)
-    gst_message_unref(msg);
   if (upload)
     run->upload_copied = tmtest::copied_bytes(upload);
   if (download)
@@ -108,7 +134,6 @@ inline void run_pipeline(const std::string &description, PipelineRun *run, const
   GstState state = GST_STATE_VOID_PENDING;
   EXPECT_EQ(gst_element_get_state(pipeline, &state, nullptr, 0), GST_STATE_CHANGE_SUCCESS);
   EXPECT_EQ(state, GST_STATE_NULL);
-  gst_object_unref(bus);
   if (upload)
     gst_object_unref(upload);
   if (download)

@@ -94,22 +94,11 @@ void run(const std::string &description, PboRun *out, GstContext *context = null
       out->samples.push_back(sample);
     }
   }
-  GstBus *bus = gst_element_get_bus(pipeline);
-  GstMessage *msg = gst_bus_timed_pop_filtered(bus, tmtest::kTimeout,
-                                               static_cast<GstMessageType>(GST_MESSAGE_EOS | GST_MESSAGE_ERROR));
-  EXPECT_NE(msg, nullptr) << description << ": neither EOS nor an error";
-  if (msg && GST_MESSAGE_TYPE(msg) == GST_MESSAGE_EOS) {
-    out->eos = true;
-  } else if (msg) {
-    GError *err = nullptr;
-    gchar *debug = nullptr;
-    gst_message_parse_error(msg, &err, &debug);
-    out->error = std::string(err->message) + " | " + (debug ? debug : "");
-    g_error_free(err);
-    g_free(debug);
-  }
-  if (msg)
-    gst_message_unref(msg);
+  const tmtest::PipelineEnd end = tmtest::wait_for_end(pipeline);
+  EXPECT_FALSE(end.timed_out) << description << ": " << end.error;
+  out->eos = end.eos;
+  if (!end.eos && !end.timed_out)
+    out->error = end.error;
   if (up) {
     GstContext *used = gst_element_get_context(up, GST_TENSOR_GL_WORKER_CONTEXT_TYPE);
     if (used) {
@@ -120,7 +109,6 @@ void run(const std::string &description, PboRun *out, GstContext *context = null
   out->up_copied = copied(pipeline, "up");
   out->down_copied = copied(pipeline, "down");
   EXPECT_EQ(gst_element_set_state(pipeline, GST_STATE_NULL), GST_STATE_CHANGE_SUCCESS) << description;
-  gst_object_unref(bus);
   if (sink)
     gst_object_unref(sink);
   if (up)
