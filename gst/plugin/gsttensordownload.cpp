@@ -18,7 +18,7 @@
  * it and drops the feature (plain system-memory caps) otherwise, ANY caps
  * included.
  *
- * OpenGL PBO memory (`video/x-raw(memory:TensorPBO)`, #GstTensorPboMemory)
+ * OpenGL PBO memory (`video/x-raw(memory:TensorPBO)`, #GstTensorMemPboMemory)
  * is CPU-addressable only between gst_memory_map() and gst_memory_unmap(),
  * and the GL buffer goes back to its producer's pool, so it is always copied
  * once into a default-layout system-memory buffer (counted in

@@ -18,7 +18,7 @@
  * turns such a copy into an error.
  *
  * With `storage=pbo` the output is OpenGL pixel buffer objects
- * (`video/x-raw(memory:TensorPBO)`, #GstTensorPboMemory) of a headless GL
+ * (`video/x-raw(memory:TensorPBO)`, #GstTensorMemPboMemory) of a headless GL
  * worker the element shares with the rest of the pipeline through a
  * #GstContext of type %GST_TENSOR_GL_WORKER_CONTEXT_TYPE: it asks its
  * neighbours, then the application (need-context), and starts one itself

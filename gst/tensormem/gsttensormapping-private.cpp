@@ -37,7 +37,7 @@ gsize max_align_mask(GstTensorMemStorage storage) noexcept {
      * can promise. */
     return 4096 - 1;
   case GST_TENSOR_STORAGE_PBO:
-    /* What a GstTensorPboMemory promises about the address of a CPU map: GL
+    /* What a GstTensorMemPboMemory promises about the address of a CPU map: GL
      * guarantees GL_MIN_MAP_BUFFER_ALIGNMENT (at least 64) for maps of the
      * whole buffer from offset 0, which is the only kind the worker makes. */
     return 64 - 1;

@@ -176,7 +176,7 @@ TEST(Names, LoadingThePluginRegistersOurTypes) {
        {"GstTensorMemUpload", "GstTensorMemDownload", "GstTensorMemCudaImport", "GstTensorMemInspect",
         "GstTensorMemTransform", "GstTensorMemStorage", "GstTensorMemSystemAllocator", "GstTensorMemDmaBufAllocator",
         "GstTensorMemPboAllocator", "GstTensorMemBufferPool", "GstTensorMemGlWorker", "GstTensorMemCudaMetaAPI",
-        "GstTensorMemCudaMeta", "GstTensorMemAllocator"})
+        "GstTensorMemCudaMeta", "GstTensorMemAllocator", "GstTensorMemBaseAllocator"})
     EXPECT_EQ(g_registered->types.count(expected), 1u) << expected << " was not registered";
 }
 
