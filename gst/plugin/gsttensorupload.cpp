@@ -387,8 +387,6 @@ static GstFlowReturn gst_tensor_upload_prepare_output_buffer(GstBaseTransform *t
   return ret;
 }
 
-static GstFlowReturn gst_tensor_upload_transform(GstBaseTransform *, GstBuffer *, GstBuffer *) { return GST_FLOW_OK; }
-
 static void gst_tensor_upload_class_init(GstTensorMemUploadClass *klass) {
   auto *gobject_class = G_OBJECT_CLASS(klass);
   auto *element_class = GST_ELEMENT_CLASS(klass);
@@ -425,7 +423,6 @@ static void gst_tensor_upload_class_init(GstTensorMemUploadClass *klass) {
   trans_class->propose_allocation = gst_tensor_upload_propose_allocation;
   trans_class->decide_allocation = gst_tensor_upload_decide_allocation;
   trans_class->prepare_output_buffer = gst_tensor_upload_prepare_output_buffer;
-  trans_class->transform = gst_tensor_upload_transform;
 
   gst_type_mark_as_plugin_api(GST_TYPE_TENSOR_STORAGE, static_cast<GstPluginAPIFlags>(0));
 }
