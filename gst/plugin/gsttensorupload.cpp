@@ -60,6 +60,7 @@
 #include <tensormem/dmabuf_storage.hpp>
 
 #include <memory>
+#include <new>
 #include <string>
 
 GST_DEBUG_CATEGORY_STATIC(gst_tensor_upload_debug);
@@ -373,7 +374,7 @@ static GstFlowReturn gst_tensor_upload_prepare_output_buffer(GstBaseTransform *t
     gsize copied = 0;
     try {
       ret = method.perform(ctx, inbuf, outbuf, &copied);
-    } catch (...) {
+    } catch (const std::bad_alloc &) {
       GST_ELEMENT_ERROR(self, RESOURCE, NO_SPACE_LEFT, ("Out of memory."),
                         ("taking the %s path for %" GST_PTR_FORMAT, method.name, inbuf));
       ret = GST_FLOW_ERROR;

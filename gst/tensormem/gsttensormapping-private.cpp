@@ -4,6 +4,7 @@
 #include <tensormem/storage.hpp>
 
 #include <cstring>
+#include <new>
 
 GST_DEBUG_CATEGORY_STATIC(gst_tensor_mapping_debug);
 #define GST_CAT_DEFAULT gst_tensor_mapping_debug
@@ -82,7 +83,7 @@ gpointer tensor_mapping_map(TensorMapping *mapping, GstMemory *mem, GstMapInfo *
     info->user_data[0] = held;
     info->user_data[1] = GINT_TO_POINTER(holds_writer ? 1 : 0);
     return held->data();
-  } catch (...) {
+  } catch (const std::bad_alloc &) {
     GST_WARNING("memory %p: out of memory mapping for %s", mem, tensormem::access_name(access));
     return nullptr;
   }
