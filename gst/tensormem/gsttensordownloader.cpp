@@ -3,6 +3,7 @@
 
 #include <gst/allocators/gstdmabuf.h>
 #include <gst/tensormem/gsttensorframecopy-private.h>
+#include <gst/tensormem/gsttensormethodtable-private.h>
 #include <gst/tensormem/gsttensorpbo.h>
 #include <gst/video/gstvideopool.h>
 
@@ -124,19 +125,12 @@ const DownloadMethod kMethods[] = {
 
 const DownloadMethod &download_method_for(const DownloadContext &ctx, GstBuffer *in) {
   ensure_debug_category();
-  for (const DownloadMethod &method : kMethods) {
-    if (method.accept(ctx, in))
-      return method;
-  }
-  return kMethods[G_N_ELEMENTS(kMethods) - 1];
+  return first_accepting(kMethods, ctx, in);
 }
 
 gboolean download_propose_allocation(const DownloadContext &ctx, GstQuery *query) {
   ensure_debug_category();
-  gboolean proposed = FALSE;
-  for (const DownloadMethod &method : kMethods)
-    proposed |= method.propose(ctx, query);
-  return proposed;
+  return propose_all(kMethods, ctx, query);
 }
 
 GstCaps *download_transform_caps(GstPadDirection direction, GstCaps *caps, GstCaps *filter, GstCaps *template_caps) {

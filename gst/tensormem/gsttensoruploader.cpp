@@ -7,6 +7,7 @@
 #include <gst/tensormem/gsttensorframecopy-private.h>
 #include <gst/tensormem/gsttensormemallocator.h>
 #include <gst/tensormem/gsttensormemory.h>
+#include <gst/tensormem/gsttensormethodtable-private.h>
 
 #include <utility>
 
@@ -202,19 +203,12 @@ const UploadMethod kMethods[] = {
 
 const UploadMethod &upload_method_for(const UploadContext &ctx, GstBuffer *in) {
   ensure_debug_category();
-  for (const UploadMethod &method : kMethods) {
-    if (method.accept(ctx, in))
-      return method;
-  }
-  return kMethods[G_N_ELEMENTS(kMethods) - 1];
+  return first_accepting(kMethods, ctx, in);
 }
 
 gboolean upload_propose_allocation(const UploadContext &ctx, GstQuery *query) {
   ensure_debug_category();
-  gboolean proposed = FALSE;
-  for (const UploadMethod &method : kMethods)
-    proposed |= method.propose(ctx, query);
-  return proposed;
+  return propose_all(kMethods, ctx, query);
 }
 
 GstBufferPool *upload_make_pool(const UploadContext &ctx, GstTensorMemStorage storage, GstCaps *caps, guint size,
