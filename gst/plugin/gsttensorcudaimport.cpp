@@ -62,7 +62,7 @@ const char *backend_in_use() noexcept {
   try {
     std::shared_ptr<const tensormem::CudaRuntime> rt = tensormem::CudaRuntime::get();
     return tensormem::cuda_backend_name(rt->available() ? rt->backend() : tensormem::CudaBackend::None);
-  } catch (...) {
+  } catch (const std::bad_alloc &) {
     return "none";
   }
 }
@@ -161,15 +161,7 @@ static void gst_tensor_cuda_import_set_property(GObject *object, guint prop_id, 
 static void gst_tensor_cuda_import_get_property(GObject *object, guint prop_id, GValue *value, GParamSpec *pspec) {
   auto *self = GST_TENSOR_CUDA_IMPORT(object);
   switch (prop_id) {
-  case PROP_CUDA_AVAILABLE: {
-    gboolean available = FALSE;
-    try {
-      available = tensormem::cuda_available();
-    } catch (...) {
-    }
-    g_value_set_boolean(value, available);
-    break;
-  }
+  case PROP_CUDA_AVAILABLE: g_value_set_boolean(value, tensormem::cuda_available()); break;
   case PROP_CUDA_BACKEND: g_value_set_string(value, backend_in_use()); break;
   case PROP_REQUIRE_CUDA:
     GST_OBJECT_LOCK(self);
@@ -196,8 +188,8 @@ static gboolean gst_tensor_cuda_import_start(GstBaseTransform *trans) {
                       rt->runtime_path().c_str(), rt->device_count());
     else
       GST_INFO_OBJECT(self, "CUDA unavailable: %s", rt->reason().c_str());
-  } catch (...) {
-    GST_WARNING_OBJECT(self, "probing the CUDA runtime failed");
+  } catch (const std::bad_alloc &) {
+    GST_WARNING_OBJECT(self, "probing the CUDA runtime failed: out of memory");
   }
   return TRUE;
 }
@@ -211,10 +203,8 @@ static GstFlowReturn gst_tensor_cuda_import_transform_ip(GstBaseTransform *trans
   auto *self = GST_TENSOR_CUDA_IMPORT(trans);
   try {
     return import_ip(self, buffer);
-  } catch (const std::exception &e) {
-    GST_ELEMENT_ERROR(self, CORE, FAILED, ("CUDA import failed"), ("%s", e.what()));
-  } catch (...) {
-    GST_ELEMENT_ERROR(self, CORE, FAILED, ("CUDA import failed"), ("unknown exception"));
+  } catch (const std::bad_alloc &) {
+    GST_ELEMENT_ERROR(self, RESOURCE, NO_SPACE_LEFT, ("CUDA import failed: out of memory."), (nullptr));
   }
   return GST_FLOW_ERROR;
 }

@@ -39,6 +39,7 @@
 #include <tensormem/cuda_runtime.hpp>
 
 #include <cstdio>
+#include <new>
 #include <string>
 
 // XXH3_state_t on the stack: the streaming state's layout is public here.
@@ -314,10 +315,8 @@ static GstFlowReturn gst_tensor_inspect_transform_ip(GstBaseTransform *trans, Gs
   auto *self = GST_TENSOR_INSPECT(trans);
   try {
     return inspect_ip(self, buffer);
-  } catch (const std::exception &e) {
-    GST_ELEMENT_ERROR(self, CORE, FAILED, ("Inspecting a frame failed"), ("%s", e.what()));
-  } catch (...) {
-    GST_ELEMENT_ERROR(self, CORE, FAILED, ("Inspecting a frame failed"), ("unknown exception"));
+  } catch (const std::bad_alloc &) {
+    GST_ELEMENT_ERROR(self, RESOURCE, NO_SPACE_LEFT, ("Inspecting a frame failed: out of memory."), (nullptr));
   }
   return GST_FLOW_ERROR;
 }

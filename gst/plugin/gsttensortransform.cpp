@@ -86,35 +86,9 @@ static gboolean gst_tensor_transform_set_caps(GstBaseTransform *trans, GstCaps *
   return TRUE;
 }
 
-/* The copy itself; nothing to do when prepare_output_buffer passed the input
- * buffer through. */
-static GstFlowReturn gst_tensor_transform_transform(GstBaseTransform *trans, GstBuffer *inbuf, GstBuffer *outbuf) {
-  auto *self = GST_TENSOR_TRANSFORM(trans);
-  auto *priv = get_priv(self);
-  if (inbuf == outbuf) {
-    gst_tensor_transform_count_buffer(self, 0);
-    return GST_FLOW_OK;
-  }
-  GstVideoFrame in_frame, out_frame;
-  if (!gst_video_frame_map(&in_frame, &priv->info, inbuf, GST_MAP_READ)) {
-    GST_ELEMENT_ERROR(self, STREAM, FAILED, ("Cannot read the input frame."),
-                      ("gst_video_frame_map for reading failed on %" GST_PTR_FORMAT, inbuf));
-    return GST_FLOW_ERROR;
-  }
-  if (!gst_video_frame_map(&out_frame, &priv->info, outbuf, GST_MAP_WRITE)) {
-    gst_video_frame_unmap(&in_frame);
-    GST_ELEMENT_ERROR(self, STREAM, FAILED, ("Cannot write the output frame."),
-                      ("gst_video_frame_map for writing failed on %" GST_PTR_FORMAT, outbuf));
-    return GST_FLOW_ERROR;
-  }
-  const gboolean copied = gst_video_frame_copy(&out_frame, &in_frame);
-  gst_video_frame_unmap(&out_frame);
-  gst_video_frame_unmap(&in_frame);
-  if (!copied) {
-    GST_ELEMENT_ERROR(self, STREAM, FAILED, ("Cannot copy the frame."), ("gst_video_frame_copy failed"));
-    return GST_FLOW_ERROR;
-  }
-  gst_tensor_transform_count_buffer(self, GST_VIDEO_INFO_SIZE(&priv->info));
+/* Nothing: each element chooses its path and takes it, copy included, in
+ * prepare_output_buffer, and counts the buffer there. */
+static GstFlowReturn gst_tensor_transform_transform(GstBaseTransform *, GstBuffer *, GstBuffer *) {
   return GST_FLOW_OK;
 }
 
@@ -230,40 +204,10 @@ void gst_tensor_transform_count_buffer(GstTensorMemTransform *self, gsize copied
                      total);
 }
 
-gboolean gst_tensor_transform_caps_has_feature(GstCaps *caps, guint i, const char *feature) {
-  if (!caps || gst_caps_is_any(caps) || i >= gst_caps_get_size(caps))
-    return FALSE;
-  GstCapsFeatures *features = gst_caps_get_features(caps, i);
-  return features && !gst_caps_features_is_any(features) && gst_caps_features_contains(features, feature);
-}
-
-void gst_tensor_transform_caps_append_with_feature(GstCaps *out, GstCaps *caps, guint i, const char *feature) {
-  gst_caps_append_structure_full(out, gst_structure_copy(gst_caps_get_structure(caps, i)),
-                                 feature ? gst_caps_features_new(feature, nullptr) : nullptr);
-}
-
 GstCaps *gst_tensor_transform_caps_with_feature(GstCaps *caps, const char *feature) {
   GstCaps *out = gst_caps_new_empty();
   for (guint i = 0; i < gst_caps_get_size(caps); ++i)
-    gst_tensor_transform_caps_append_with_feature(out, caps, i, feature);
+    gst_caps_append_structure_full(out, gst_structure_copy(gst_caps_get_structure(caps, i)),
+                                   feature ? gst_caps_features_new(feature, nullptr) : nullptr);
   return out;
-}
-
-gboolean gst_tensor_transform_all_memories(GstBuffer *buffer, gboolean (*is_kind)(GstMemory *mem)) {
-  const guint n = gst_buffer_n_memory(buffer);
-  if (n == 0)
-    return FALSE;
-  for (guint i = 0; i < n; ++i) {
-    if (!is_kind(gst_buffer_peek_memory(buffer, i)))
-      return FALSE;
-  }
-  return TRUE;
-}
-
-gboolean gst_tensor_transform_any_memory(GstBuffer *buffer, gboolean (*is_kind)(GstMemory *mem)) {
-  for (guint i = 0; i < gst_buffer_n_memory(buffer); ++i) {
-    if (is_kind(gst_buffer_peek_memory(buffer, i)))
-      return TRUE;
-  }
-  return FALSE;
 }

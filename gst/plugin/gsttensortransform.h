@@ -31,29 +31,12 @@ GstFlowReturn gst_tensor_transform_allow_copy(GstTensorMemTransform *self, GstBu
 void gst_tensor_transform_copy_metadata(GstTensorMemTransform *self, GstBuffer *inbuf, GstBuffer *outbuf);
 
 /* Counts one buffer handled and the bytes copied for it (0: none), for
- * copied-bytes and the summary logged at stop. transform() counts the
- * buffers it handles itself; a subclass that makes its output elsewhere
- * counts there. */
+ * copied-bytes and the summary logged at stop. Each element counts where it
+ * takes a buffer's path (prepare_output_buffer); transform() does nothing. */
 void gst_tensor_transform_count_buffer(GstTensorMemTransform *self, gsize copied_bytes);
-
-/* Whether structure `i` of `caps` lists `feature` among its caps features;
- * FALSE for NULL, empty or ANY caps, past the last structure and for ANY
- * caps features. */
-gboolean gst_tensor_transform_caps_has_feature(GstCaps *caps, guint i, const char *feature);
-
-/* Appends structure `i` of `caps` to `out` with `feature` as its only caps
- * feature (NULL: system memory). */
-void gst_tensor_transform_caps_append_with_feature(GstCaps *out, GstCaps *caps, guint i, const char *feature);
 
 /* Every structure of `caps` again, with `feature` as its only caps feature
  * (NULL: system memory). */
 GstCaps *gst_tensor_transform_caps_with_feature(GstCaps *caps, const char *feature);
-
-/* TRUE when `buffer` has at least one memory and `is_kind` holds for every
- * one of them. */
-gboolean gst_tensor_transform_all_memories(GstBuffer *buffer, gboolean (*is_kind)(GstMemory *mem));
-
-/* TRUE when `is_kind` holds for at least one memory of `buffer`. */
-gboolean gst_tensor_transform_any_memory(GstBuffer *buffer, gboolean (*is_kind)(GstMemory *mem));
 
 G_END_DECLS

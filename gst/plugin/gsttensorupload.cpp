@@ -18,7 +18,7 @@
  * turns such a copy into an error.
  *
  * With `storage=pbo` the output is OpenGL pixel buffer objects
- * (`video/x-raw(memory:TensorPBO)`, #GstTensorPboMemory) of a headless GL
+ * (`video/x-raw(memory:TensorPBO)`, #GstTensorMemPboMemory) of a headless GL
  * worker the element shares with the rest of the pipeline through a
  * #GstContext of type %GST_TENSOR_GL_WORKER_CONTEXT_TYPE: it asks its
  * neighbours, then the application (need-context), and starts one itself
@@ -60,6 +60,7 @@
 #include <tensormem/dmabuf_storage.hpp>
 
 #include <memory>
+#include <new>
 #include <string>
 
 GST_DEBUG_CATEGORY_STATIC(gst_tensor_upload_debug);
@@ -373,7 +374,7 @@ static GstFlowReturn gst_tensor_upload_prepare_output_buffer(GstBaseTransform *t
     gsize copied = 0;
     try {
       ret = method.perform(ctx, inbuf, outbuf, &copied);
-    } catch (...) {
+    } catch (const std::bad_alloc &) {
       GST_ELEMENT_ERROR(self, RESOURCE, NO_SPACE_LEFT, ("Out of memory."),
                         ("taking the %s path for %" GST_PTR_FORMAT, method.name, inbuf));
       ret = GST_FLOW_ERROR;
@@ -386,8 +387,6 @@ static GstFlowReturn gst_tensor_upload_prepare_output_buffer(GstBaseTransform *t
   release_context(ctx);
   return ret;
 }
-
-static GstFlowReturn gst_tensor_upload_transform(GstBaseTransform *, GstBuffer *, GstBuffer *) { return GST_FLOW_OK; }
 
 static void gst_tensor_upload_class_init(GstTensorMemUploadClass *klass) {
   auto *gobject_class = G_OBJECT_CLASS(klass);
@@ -425,7 +424,6 @@ static void gst_tensor_upload_class_init(GstTensorMemUploadClass *klass) {
   trans_class->propose_allocation = gst_tensor_upload_propose_allocation;
   trans_class->decide_allocation = gst_tensor_upload_decide_allocation;
   trans_class->prepare_output_buffer = gst_tensor_upload_prepare_output_buffer;
-  trans_class->transform = gst_tensor_upload_transform;
 
   gst_type_mark_as_plugin_api(GST_TYPE_TENSOR_STORAGE, static_cast<GstPluginAPIFlags>(0));
 }

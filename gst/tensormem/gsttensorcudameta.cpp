@@ -23,6 +23,7 @@
 #include <tensormem/cuda_runtime.hpp>
 
 #include <mutex>
+#include <new>
 #include <optional>
 #include <string>
 
@@ -44,7 +45,7 @@ gboolean cuda_meta_init(GstMeta *meta, gpointer, GstBuffer *) {
   m->size = 0;
   try {
     m->priv = new _GstTensorMemCudaMetaPrivate();
-  } catch (...) {
+  } catch (const std::bad_alloc &) {
     m->priv = nullptr;
     return FALSE;
   }
@@ -108,11 +109,8 @@ gboolean map_impl(GstTensorMemCudaMeta *meta, bool writable, gpointer *device_pt
       *size = map.length();
     p->map.emplace(std::move(map));
     return TRUE;
-  } catch (const std::exception &e) {
-    g_set_error(error, GST_RESOURCE_ERROR, GST_RESOURCE_ERROR_FAILED, "CUDA map failed: %s", e.what());
-    return FALSE;
-  } catch (...) {
-    g_set_error(error, GST_RESOURCE_ERROR, GST_RESOURCE_ERROR_FAILED, "CUDA map failed");
+  } catch (const std::bad_alloc &) {
+    g_set_error(error, GST_RESOURCE_ERROR, GST_RESOURCE_ERROR_FAILED, "CUDA map failed: out of memory");
     return FALSE;
   }
 }

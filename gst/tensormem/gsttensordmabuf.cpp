@@ -5,6 +5,7 @@
 #include <gst/tensormem/gsttensorsidecache-private.h>
 
 #include <algorithm>
+#include <new>
 
 GST_DEBUG_CATEGORY_STATIC(gst_tensor_dmabuf_debug);
 #define GST_CAT_DEFAULT gst_tensor_dmabuf_debug
@@ -40,7 +41,7 @@ bool attach_mapping(GstMemory *mem, const tensormem::Tensor &tensor) noexcept {
     auto *mapping = new TensorMapping(tensor);
     gst_mini_object_set_qdata(GST_MINI_OBJECT_CAST(mem), mapping_quark(), mapping, destroy_mapping);
     return true;
-  } catch (...) {
+  } catch (const std::bad_alloc &) {
     GST_WARNING("out of memory attaching a tensor mapping to memory %p", mem);
     return false;
   }
@@ -86,7 +87,7 @@ GstMemory *wrap_storage(GstAllocator *allocator, std::shared_ptr<tensormem::DmaB
     if (!writable)
       GST_MINI_OBJECT_FLAG_SET(mem, GST_MEMORY_FLAG_READONLY);
     return mem;
-  } catch (...) {
+  } catch (const std::bad_alloc &) {
     GST_WARNING_OBJECT(allocator, "out of memory wrapping a DMA-BUF storage");
     return nullptr;
   }
@@ -114,7 +115,7 @@ GstMemory *allocator_alloc(GstAllocator *allocator, gsize size, GstAllocationPar
     // New DMA heap and memfd buffers are zero-filled: ZERO_PREFIXED/ZERO_PADDED hold as asked.
     GST_MINI_OBJECT_FLAGS(mem) |= params->flags;
     return mem;
-  } catch (...) {
+  } catch (const std::bad_alloc &) {
     GST_WARNING_OBJECT(allocator, "out of memory allocating %" G_GSIZE_FORMAT " bytes", maxsize);
     return nullptr;
   }
@@ -285,7 +286,7 @@ GstMemory *gst_tensor_dmabuf_memory_import_fd(gint fd, gsize size) {
     GstMemory *mem = wrap_storage(allocator, std::move(*storage), bytes);
     gst_object_unref(allocator);
     return mem;
-  } catch (...) {
+  } catch (const std::bad_alloc &) {
     GST_WARNING("out of memory importing fd %d", fd);
     return nullptr;
   }

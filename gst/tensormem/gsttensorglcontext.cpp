@@ -6,6 +6,7 @@
 
 #include <cstring>
 #include <memory>
+#include <new>
 #include <string>
 
 GST_DEBUG_CATEGORY_STATIC(gst_tensor_gl_context_debug);
@@ -129,7 +130,7 @@ GstTensorMemGlWorker *gst_tensor_gl_worker_new(GError **error) {
       return nullptr;
     }
     return gst_tensor_gl_worker_new_wrapped(std::move(*made));
-  } catch (...) {
+  } catch (const std::bad_alloc &) {
     g_set_error(error, GST_RESOURCE_ERROR, GST_RESOURCE_ERROR_FAILED,
                 "Cannot start a headless GL worker: out of memory");
     return nullptr;
@@ -158,7 +159,7 @@ GstTensorMemGlWorker *gst_tensor_gl_worker_new_wrapped(std::shared_ptr<tensormem
   _GstTensorMemGlWorkerPrivate *priv;
   try {
     priv = new _GstTensorMemGlWorkerPrivate{std::move(worker)};
-  } catch (...) {
+  } catch (const std::bad_alloc &) {
     GST_WARNING("out of memory wrapping a GL worker");
     return nullptr;
   }

@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cstring>
 #include <memory>
+#include <new>
 
 GST_DEBUG_CATEGORY_STATIC(gst_tensor_mapping_debug);
 #define GST_CAT_DEFAULT gst_tensor_mapping_debug
@@ -132,7 +133,7 @@ gsize max_align_mask(GstTensorMemStorage storage) noexcept {
      * can promise. */
     return 4096 - 1;
   case GST_TENSOR_STORAGE_PBO:
-    /* What a GstTensorPboMemory promises about the address of a CPU map: GL
+    /* What a GstTensorMemPboMemory promises about the address of a CPU map: GL
      * guarantees GL_MIN_MAP_BUFFER_ALIGNMENT (at least 64) for maps of the
      * whole buffer from offset 0, which is the only kind the worker makes. */
     return 64 - 1;
@@ -189,7 +190,7 @@ gpointer tensor_mapping_map(TensorMapping *mapping, GstMemory *mem, GstMapInfo *
     info->user_data[0] = held;
     info->user_data[1] = GINT_TO_POINTER(holds_writer ? 1 : 0);
     return held->data();
-  } catch (...) {
+  } catch (const std::bad_alloc &) {
     GST_WARNING("memory %p: out of memory mapping for %s", mem, tensormem::access_name(access));
     return nullptr;
   }
@@ -279,7 +280,7 @@ void link_pool_buffer(GstBuffer *buffer) noexcept {
                                 new std::shared_ptr<PoolLink>(link), drop_link_ref);
     gst_mini_object_set_qdata(GST_MINI_OBJECT_CAST(buffer), pool_link_quark(), new std::shared_ptr<PoolLink>(link),
                               unlink_finalized_buffer);
-  } catch (...) {
+  } catch (const std::bad_alloc &) {
     // Without the link a copy of these memories is a real copy, counted.
     GST_WARNING("out of memory linking pool buffer %p to its memories", buffer);
   }
@@ -298,7 +299,7 @@ GstMemory *holding_share(GstMemory *root, gssize size, tensormem::HostPin pin, G
   if (shared) {
     try {
       owned = new PinnedShare(std::move(pin), holder);
-    } catch (...) {
+    } catch (const std::bad_alloc &) {
       gst_memory_unref(shared);
       shared = nullptr;
     }

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 /* Private to libgsttensormem: the CPU-map logic and allocation checks shared
- * by every tensor allocator (system, DMA-BUF, PBO). Not installed. */
+ * by the base allocator (system, PBO) and the DMA-BUF allocator. Not
+ * installed. */
 #pragma once
 
 #include <gst/gst.h>
@@ -11,7 +12,6 @@
 #include <tensormem/tensor.hpp>
 
 #include <mutex>
-#include <type_traits>
 
 namespace gst_tensormem {
 
@@ -51,7 +51,8 @@ void tensor_mapping_unmap(TensorMapping *mapping, GstMapInfo *info) noexcept;
  * allocation. */
 bool resolve_memory_range(GstMemory *mem, gssize offset, gssize size, gsize *abs_offset, gsize *abs_size) noexcept;
 
-/* How an allocator makes a GstTensorMemory-like memory over `tensor`. */
+/* How an allocator makes a tensor memory over `tensor` (the base memory's
+ * constructor). */
 using TensorMemoryNew = GstMemory *(*)(GstAllocator *allocator, GstMemory *parent, const tensormem::Tensor &tensor,
                                        GstMemoryFlags flags, gsize maxsize, gsize align, gsize offset,
                                        gsize size) noexcept;
@@ -116,52 +117,5 @@ bool detached_share_requested() noexcept;
 
 /* The mem_is_span body: both memories window one storage, back to back. */
 gboolean tensor_memory_is_span(GstMemory *mem1, GstMemory *mem2, gsize *offset) noexcept;
-
-/* The GstMemory subclasses whose private part is just a TensorMapping
- * (system and PBO memory): `Memory` is the public struct, with a GstMemory
- * first and a `priv` pointer to a private type constructible from the whole
- * tensor that has a `mapping` member; `Category` is the allocator's debug
- * category. */
-template <typename Memory> TensorMapping *memory_mapping(GstMemory *mem) noexcept {
-  return &reinterpret_cast<Memory *>(mem)->priv->mapping;
-}
-
-/* A new `Memory` over `tensor` (the TensorMemoryNew shape); NULL after a
- * warning when the small host allocation fails. */
-template <typename Memory, GstDebugCategory **Category>
-GstMemory *new_tensor_memory(GstAllocator *allocator, GstMemory *parent, const tensormem::Tensor &tensor,
-                             GstMemoryFlags flags, gsize maxsize, gsize align, gsize offset, gsize size) noexcept {
-  using Private = std::remove_pointer_t<decltype(Memory::priv)>;
-  Private *priv;
-  try {
-    priv = new Private(tensor);
-  } catch (...) {
-    GST_CAT_WARNING_OBJECT(*Category, allocator, "out of memory wrapping a %" G_GSIZE_FORMAT "-byte tensor storage",
-                           maxsize);
-    return nullptr;
-  }
-  auto *memory = g_new0(Memory, 1);
-  memory->priv = priv;
-  gst_memory_init(GST_MEMORY_CAST(memory), flags, allocator, parent, maxsize, align, offset, size);
-  return GST_MEMORY_CAST(memory);
-}
-
-/* GstAllocator vfuncs for such memories. Dropping the private part drops
- * the memory's reference to the storage. */
-template <typename Memory> void free_tensor_memory(GstAllocator *, GstMemory *mem) {
-  auto *memory = reinterpret_cast<Memory *>(mem);
-  delete memory->priv;
-  g_free(memory);
-}
-
-template <typename Memory> void unmap_tensor_memory(GstMemory *mem, GstMapInfo *info) {
-  tensor_mapping_unmap(memory_mapping<Memory>(mem), info);
-}
-
-template <typename Memory, GstDebugCategory **Category>
-GstMemory *share_tensor_memory(GstMemory *mem, gssize offset, gssize size) {
-  return share_memory_range(mem, offset, size, memory_mapping<Memory>(mem)->tensor,
-                            new_tensor_memory<Memory, Category>);
-}
 
 } // namespace gst_tensormem

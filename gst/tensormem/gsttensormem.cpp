@@ -57,6 +57,7 @@ void gst_tensormem_init(void) {
   gst_object_unref(gst_tensor_system_allocator_get());
   gst_object_unref(gst_tensor_dmabuf_allocator_get());
   g_type_ensure(GST_TYPE_TENSOR_MEM_ALLOCATOR);
+  g_type_ensure(GST_TYPE_TENSOR_MEM_BASE_ALLOCATOR);
   g_type_ensure(GST_TYPE_TENSOR_STORAGE);
   g_type_ensure(GST_TYPE_TENSOR_PBO_ALLOCATOR);
   g_type_ensure(GST_TYPE_TENSOR_GL_WORKER);

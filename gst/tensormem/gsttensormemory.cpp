@@ -3,82 +3,54 @@
 
 #include <gst/tensormem/gsttensormapping-private.h>
 
-#include <tensormem/host_pin.hpp>
 #include <tensormem/storage.hpp>
+#include <tensormem/tensor.hpp>
 
-#include <algorithm>
-#include <cstring>
+#include <new>
+#include <optional>
 
 GST_DEBUG_CATEGORY_STATIC(gst_tensor_memory_debug);
 #define GST_CAT_DEFAULT gst_tensor_memory_debug
 
-struct _GstTensorMemoryPrivate {
-  explicit _GstTensorMemoryPrivate(const tensormem::Tensor &whole) : mapping(whole) {}
-  gst_tensormem::TensorMapping mapping;
-};
-
 namespace {
 
-GstMemory *allocator_alloc(GstAllocator *allocator, gsize size, GstAllocationParams *params) {
-  GstAllocationParams defaults;
-  gsize maxsize;
-  if (!gst_tensormem::prepare_allocation(GST_CAT_DEFAULT, allocator, size, &params, &defaults,
-                                         gst_tensormem::max_align_mask(GST_TENSOR_STORAGE_SYSTEM),
-                                         "tensor system memory", &maxsize))
-    return nullptr;
+/* The heap storage; it is zero-filled, so ZERO_PREFIXED/ZERO_PADDED hold as
+ * asked without looking at the params. */
+gboolean create_storage(GstTensorMemBaseAllocator *allocator, gsize bytes, const GstAllocationParams *,
+                        gpointer out) noexcept {
+  auto storage = tensormem::MemStorage::allocate(bytes);
+  if (!storage) {
+    GST_WARNING_OBJECT(allocator, "%s", storage.error().message().c_str());
+    return FALSE;
+  }
   try {
-    // A zero-byte GstMemory is legal, an empty core storage is not.
-    auto storage = tensormem::MemStorage::allocate(std::max<gsize>(maxsize, 1));
-    if (!storage) {
-      GST_WARNING_OBJECT(allocator, "%s", storage.error().message().c_str());
-      return nullptr;
-    }
-    const gsize storage_bytes = (*storage)->size_bytes();
-    auto tensor = tensormem::Tensor::wrap(std::move(*storage), {storage_bytes}, tensormem::DType::U8,
-                                          GST_TENSOR_SYSTEM_MEMORY_TYPE_NAME);
+    auto tensor =
+        tensormem::Tensor::wrap(std::move(*storage), {bytes}, tensormem::DType::U8, GST_TENSOR_SYSTEM_MEMORY_TYPE_NAME);
     if (!tensor) {
       GST_WARNING_OBJECT(allocator, "%s", tensor.error().message().c_str());
-      return nullptr;
+      return FALSE;
     }
-    // The storage is zero-filled, so ZERO_PREFIXED/ZERO_PADDED hold as asked.
-    return gst_tensormem::new_tensor_memory<GstTensorMemory, &gst_tensor_memory_debug>(
-        allocator, nullptr, *tensor, params->flags, maxsize, params->align, params->prefix, size);
-  } catch (...) {
-    GST_WARNING_OBJECT(allocator, "out of memory allocating %" G_GSIZE_FORMAT " bytes", maxsize);
-    return nullptr;
+    static_cast<std::optional<tensormem::Tensor> *>(out)->emplace(std::move(*tensor));
+    return TRUE;
+  } catch (const std::bad_alloc &) {
+    GST_WARNING_OBJECT(allocator, "out of memory wrapping a %" G_GSIZE_FORMAT "-byte storage", bytes);
+    return FALSE;
   }
 }
 
-gpointer mem_map_full(GstMemory *mem, GstMapInfo *info, gsize maxsize) {
-  return gst_tensormem::tensor_mapping_map(gst_tensormem::memory_mapping<GstTensorMemory>(mem), mem, info, maxsize);
-}
-
-gconstpointer get_tensor(GstTensorMemAllocator *, GstMemory *mem) {
-  return &gst_tensormem::memory_mapping<GstTensorMemory>(mem)->tensor;
-}
-
-void tensor_allocator_init(GstTensorMemAllocatorInterface *iface) { iface->get_tensor = get_tensor; }
-
 } // namespace
 
-G_DEFINE_TYPE_WITH_CODE(GstTensorMemSystemAllocator, gst_tensor_system_allocator, GST_TYPE_ALLOCATOR,
-                        G_IMPLEMENT_INTERFACE(GST_TYPE_TENSOR_MEM_ALLOCATOR, tensor_allocator_init);
+G_DEFINE_TYPE_WITH_CODE(GstTensorMemSystemAllocator, gst_tensor_system_allocator, GST_TYPE_TENSOR_MEM_BASE_ALLOCATOR,
                         GST_DEBUG_CATEGORY_INIT(gst_tensor_memory_debug, "tensormemsystem", 0, "system tensor memory"))
 
 static void gst_tensor_system_allocator_class_init(GstTensorMemSystemAllocatorClass *klass) {
-  auto *allocator_class = GST_ALLOCATOR_CLASS(klass);
-  allocator_class->alloc = allocator_alloc;
-  allocator_class->free = gst_tensormem::free_tensor_memory<GstTensorMemory>;
+  auto *base_class = GST_TENSOR_MEM_BASE_ALLOCATOR_CLASS(klass);
+  base_class->storage = GST_TENSOR_STORAGE_SYSTEM;
+  base_class->create = create_storage;
 }
 
 static void gst_tensor_system_allocator_init(GstTensorMemSystemAllocator *self) {
-  auto *alloc = GST_ALLOCATOR_CAST(self);
-  alloc->mem_type = GST_TENSOR_SYSTEM_MEMORY_TYPE_NAME;
-  alloc->mem_map_full = mem_map_full;
-  alloc->mem_unmap_full = gst_tensormem::unmap_tensor_memory<GstTensorMemory>;
-  alloc->mem_share = gst_tensormem::share_tensor_memory<GstTensorMemory, &gst_tensor_memory_debug>;
-  alloc->mem_copy = gst_tensormem::copy_memory_range;
-  alloc->mem_is_span = gst_tensormem::tensor_memory_is_span;
+  GST_ALLOCATOR_CAST(self)->mem_type = GST_TENSOR_SYSTEM_MEMORY_TYPE_NAME;
 }
 
 /**

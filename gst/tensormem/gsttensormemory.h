@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
-#include <gst/tensormem/gsttensormemallocator.h>
+#include <gst/tensormem/gsttensorbasememory.h>
 #include <gst/tensormem/tensormem-prelude.h>
 
 G_BEGIN_DECLS
@@ -15,25 +15,19 @@ G_BEGIN_DECLS
  */
 #define GST_TENSOR_SYSTEM_MEMORY_TYPE_NAME "TensorSystemMemory"
 
-typedef struct _GstTensorMemory GstTensorMemory;
-typedef struct _GstTensorMemoryPrivate GstTensorMemoryPrivate;
+typedef struct _GstTensorMemSystemMemory GstTensorMemSystemMemory;
 
 /**
- * GstTensorMemory:
- * @mem: the parent #GstMemory
+ * GstTensorMemSystemMemory:
+ * @base: the #GstTensorMemBaseMemory it is
  *
- * A #GstMemory whose bytes belong to a tensormem storage. Every CPU map goes
- * through the storage's map-state machine, so GStreamer and non-GStreamer
- * users of one storage obey the same reader/writer rules.
+ * A tensor memory whose bytes are a 64-byte aligned heap storage. It adds
+ * nothing to #GstTensorMemBaseMemory: the storage holds all its state.
  *
  * Since: 0.1
  */
-struct _GstTensorMemory {
-  GstMemory mem;
-
-  /*< private >*/
-  GstTensorMemoryPrivate *priv;
-  gpointer _gst_reserved[GST_PADDING];
+struct _GstTensorMemSystemMemory {
+  GstTensorMemBaseMemory base;
 };
 
 #define GST_TYPE_TENSOR_SYSTEM_ALLOCATOR (gst_tensor_system_allocator_get_type())
@@ -48,19 +42,19 @@ typedef struct _GstTensorMemSystemAllocatorClass GstTensorMemSystemAllocatorClas
 /**
  * GstTensorMemSystemAllocator:
  *
- * Allocates #GstTensorMemory in 64-byte aligned heap storage.
+ * Allocates #GstTensorMemSystemMemory in 64-byte aligned heap storage.
  *
  * Since: 0.1
  */
 struct _GstTensorMemSystemAllocator {
-  GstAllocator parent;
+  GstTensorMemBaseAllocator parent;
 
   /*< private >*/
   gpointer _gst_reserved[GST_PADDING];
 };
 
 struct _GstTensorMemSystemAllocatorClass {
-  GstAllocatorClass parent_class;
+  GstTensorMemBaseAllocatorClass parent_class;
 
   /*< private >*/
   gpointer _gst_reserved[GST_PADDING];

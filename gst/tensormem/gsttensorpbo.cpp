@@ -11,21 +11,21 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <new>
+#include <optional>
 
 GST_DEBUG_CATEGORY_STATIC(gst_tensor_pbo_debug);
 #define GST_CAT_DEFAULT gst_tensor_pbo_debug
 
-struct _GstTensorPboMemoryPrivate {
-  explicit _GstTensorPboMemoryPrivate(const tensormem::Tensor &whole) : mapping(whole) {}
-  gst_tensormem::TensorMapping mapping;
-};
+G_DEFINE_TYPE_WITH_CODE(GstTensorMemPboAllocator, gst_tensor_pbo_allocator, GST_TYPE_TENSOR_MEM_BASE_ALLOCATOR,
+                        GST_DEBUG_CATEGORY_INIT(gst_tensor_pbo_debug, "tensormempbo", 0, "OpenGL PBO tensor memory"))
 
 namespace {
 
 /* Zeroes the prefix and/or padding of a new buffer when the params ask for it
  * (glBufferData with no data leaves the contents undefined). */
-bool zero_edges(GstAllocator *allocator, const tensormem::Tensor &tensor, const GstAllocationParams *params,
-                gsize size) noexcept {
+bool zero_edges(GstTensorMemBaseAllocator *allocator, const tensormem::Tensor &tensor,
+                const GstAllocationParams *params, gsize bytes) noexcept {
   const bool prefix = (params->flags & GST_MEMORY_FLAG_ZERO_PREFIXED) && params->prefix > 0;
   const bool padding = (params->flags & GST_MEMORY_FLAG_ZERO_PADDED) && params->padding > 0;
   if (!prefix && !padding)
@@ -38,27 +38,22 @@ bool zero_edges(GstAllocator *allocator, const tensormem::Tensor &tensor, const 
   if (prefix)
     std::memset(pin->data(), 0, params->prefix);
   if (padding)
-    std::memset(pin->data() + params->prefix + size, 0, params->padding);
+    std::memset(pin->data() + bytes - params->padding, 0, params->padding);
   return true;
 }
 
-GstMemory *allocator_alloc(GstAllocator *allocator, gsize size, GstAllocationParams *params) {
+/* A new GL buffer of the allocator's worker. */
+gboolean create_storage(GstTensorMemBaseAllocator *allocator, gsize bytes, const GstAllocationParams *params,
+                        gpointer out) noexcept {
   auto *self = GST_TENSOR_PBO_ALLOCATOR_CAST(allocator);
-  GstAllocationParams defaults;
-  gsize maxsize;
-  if (!gst_tensormem::prepare_allocation(GST_CAT_DEFAULT, allocator, size, &params, &defaults,
-                                         gst_tensormem::max_align_mask(GST_TENSOR_STORAGE_PBO), "PBO maps", &maxsize))
-    return nullptr;
   if (!self->worker) {
     GST_WARNING_OBJECT(allocator, "no GL worker: make the allocator with gst_tensor_pbo_allocator_new()");
-    return nullptr;
+    return FALSE;
   }
+  auto worker = gst_tensor_gl_worker_get_core_gl_worker(self->worker);
+  if (!worker)
+    return FALSE;
   try {
-    auto worker = gst_tensor_gl_worker_get_core_gl_worker(self->worker);
-    if (!worker)
-      return nullptr;
-    // A zero-byte GstMemory is legal, an empty GL buffer is not.
-    const gsize bytes = std::max<gsize>(maxsize, 1);
 #if GST_TENSORMEM_HAVE_GL
     auto tensor = worker->create_pbo(bytes, {bytes}, tensormem::DType::U8, GST_TENSOR_PBO_MEMORY_TYPE_NAME,
                                      tensormem::PboUsage::Upload);
@@ -68,40 +63,33 @@ GstMemory *allocator_alloc(GstAllocator *allocator, gsize size, GstAllocationPar
 #endif
     if (!tensor) {
       GST_WARNING_OBJECT(allocator, "%" G_GSIZE_FORMAT "-byte PBO: %s", bytes, tensor.error().message().c_str());
-      return nullptr;
+      return FALSE;
     }
-    if (!zero_edges(allocator, *tensor, params, size))
-      return nullptr;
+    if (!zero_edges(allocator, *tensor, params, bytes))
+      return FALSE;
     GST_LOG_OBJECT(allocator, "GL buffer %u, %" G_GSIZE_FORMAT " bytes",
                    tensormem::pbo_storage_of(*tensor)->buffer_id(), bytes);
-    return gst_tensormem::new_tensor_memory<GstTensorPboMemory, &gst_tensor_pbo_debug>(
-        allocator, nullptr, *tensor, params->flags, maxsize, params->align, params->prefix, size);
-  } catch (...) {
-    GST_WARNING_OBJECT(allocator, "out of memory allocating a %" G_GSIZE_FORMAT "-byte PBO", maxsize);
-    return nullptr;
+    static_cast<std::optional<tensormem::Tensor> *>(out)->emplace(std::move(*tensor));
+    return TRUE;
+  } catch (const std::bad_alloc &) {
+    GST_WARNING_OBJECT(allocator, "out of memory allocating a %" G_GSIZE_FORMAT "-byte PBO", bytes);
+    return FALSE;
   }
 }
 
-gpointer mem_map_full(GstMemory *mem, GstMapInfo *info, gsize maxsize) {
-  gpointer data =
-      gst_tensormem::tensor_mapping_map(gst_tensormem::memory_mapping<GstTensorPboMemory>(mem), mem, info, maxsize);
-  if (data && (reinterpret_cast<std::uintptr_t>(data) & mem->align) != 0)
+/* The base's map, plus a check of the one thing GL (not we) decides: the
+ * address of the map. */
+gpointer map_checked(GstTensorMemBaseMemory *mem, GstMapInfo *info, gsize maxsize) noexcept {
+  auto *base_class = GST_TENSOR_MEM_BASE_ALLOCATOR_CLASS(gst_tensor_pbo_allocator_parent_class);
+  gpointer data = base_class->map(mem, info, maxsize);
+  const gsize align = GST_MEMORY_CAST(mem)->align;
+  if (data && (reinterpret_cast<std::uintptr_t>(data) & align) != 0)
     GST_WARNING("memory %p: GL mapped it at %p, not aligned to the %" G_GSIZE_FORMAT " bytes asked", mem, data,
-                mem->align + 1);
+                align + 1);
   return data;
 }
 
-gconstpointer get_tensor(GstTensorMemAllocator *, GstMemory *mem) {
-  return &gst_tensormem::memory_mapping<GstTensorPboMemory>(mem)->tensor;
-}
-
-void tensor_allocator_init(GstTensorMemAllocatorInterface *iface) { iface->get_tensor = get_tensor; }
-
 } // namespace
-
-G_DEFINE_TYPE_WITH_CODE(GstTensorMemPboAllocator, gst_tensor_pbo_allocator, GST_TYPE_ALLOCATOR,
-                        G_IMPLEMENT_INTERFACE(GST_TYPE_TENSOR_MEM_ALLOCATOR, tensor_allocator_init);
-                        GST_DEBUG_CATEGORY_INIT(gst_tensor_pbo_debug, "tensormempbo", 0, "OpenGL PBO tensor memory"))
 
 static void gst_tensor_pbo_allocator_dispose(GObject *object) {
   auto *self = GST_TENSOR_PBO_ALLOCATOR(object);
@@ -112,21 +100,16 @@ static void gst_tensor_pbo_allocator_dispose(GObject *object) {
 
 static void gst_tensor_pbo_allocator_class_init(GstTensorMemPboAllocatorClass *klass) {
   G_OBJECT_CLASS(klass)->dispose = gst_tensor_pbo_allocator_dispose;
-  auto *allocator_class = GST_ALLOCATOR_CLASS(klass);
-  allocator_class->alloc = allocator_alloc;
-  // Freeing drops the storage reference; the last one deletes the GL buffer
-  // (on the worker).
-  allocator_class->free = gst_tensormem::free_tensor_memory<GstTensorPboMemory>;
+  auto *base_class = GST_TENSOR_MEM_BASE_ALLOCATOR_CLASS(klass);
+  base_class->storage = GST_TENSOR_STORAGE_PBO;
+  base_class->create = create_storage;
+  base_class->map = map_checked;
+  // Freeing a memory (the base's) drops its storage reference; the last one
+  // deletes the GL buffer, on the worker.
 }
 
 static void gst_tensor_pbo_allocator_init(GstTensorMemPboAllocator *self) {
-  auto *alloc = GST_ALLOCATOR_CAST(self);
-  alloc->mem_type = GST_TENSOR_PBO_MEMORY_TYPE_NAME;
-  alloc->mem_map_full = mem_map_full;
-  alloc->mem_unmap_full = gst_tensormem::unmap_tensor_memory<GstTensorPboMemory>;
-  alloc->mem_share = gst_tensormem::share_tensor_memory<GstTensorPboMemory, &gst_tensor_pbo_debug>;
-  alloc->mem_copy = gst_tensormem::copy_memory_range;
-  alloc->mem_is_span = gst_tensormem::tensor_memory_is_span;
+  GST_ALLOCATOR_CAST(self)->mem_type = GST_TENSOR_PBO_MEMORY_TYPE_NAME;
 }
 
 /**

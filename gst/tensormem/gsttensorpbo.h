@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
+#include <gst/tensormem/gsttensorbasememory.h>
 #include <gst/tensormem/gsttensorglcontext.h>
-#include <gst/tensormem/gsttensormemallocator.h>
 #include <gst/tensormem/tensormem-prelude.h>
 
 #ifdef __cplusplus
@@ -17,7 +17,7 @@ G_BEGIN_DECLS
 /**
  * GST_CAPS_FEATURE_MEMORY_TENSOR_PBO:
  *
- * The caps feature of video whose buffers hold #GstTensorPboMemory: OpenGL
+ * The caps feature of video whose buffers hold #GstTensorMemPboMemory: OpenGL
  * pixel buffer objects of a headless GL worker, CPU-mappable only between
  * gst_memory_map() and gst_memory_unmap().
  *
@@ -28,33 +28,28 @@ G_BEGIN_DECLS
 /**
  * GST_TENSOR_PBO_MEMORY_TYPE_NAME:
  *
- * The memory type of #GstTensorPboMemory (gst_memory_is_type()).
+ * The memory type of #GstTensorMemPboMemory (gst_memory_is_type()).
  *
  * Since: 0.1
  */
 #define GST_TENSOR_PBO_MEMORY_TYPE_NAME "TensorPboMemory"
 
-typedef struct _GstTensorPboMemory GstTensorPboMemory;
-typedef struct _GstTensorPboMemoryPrivate GstTensorPboMemoryPrivate;
+typedef struct _GstTensorMemPboMemory GstTensorMemPboMemory;
 
 /**
- * GstTensorPboMemory:
- * @mem: the parent #GstMemory
+ * GstTensorMemPboMemory:
+ * @base: the #GstTensorMemBaseMemory it is
  *
- * A #GstMemory whose bytes are one OpenGL pixel buffer object (a tensormem
- * PBO storage). Every CPU map goes through the storage's map state:
- * readers share one glMapBufferRange, a writer is exclusive, and the buffer
- * is unmapped from GL when the last map ends. The GL buffer is deleted when
- * the last reference to the storage goes.
+ * A tensor memory whose bytes are one OpenGL pixel buffer object (a
+ * tensormem PBO storage). Every CPU map goes through the storage's map
+ * state: readers share one glMapBufferRange, a writer is exclusive, and the
+ * buffer is unmapped from GL when the last map ends. The GL buffer is
+ * deleted when the last reference to the storage goes.
  *
  * Since: 0.1
  */
-struct _GstTensorPboMemory {
-  GstMemory mem;
-
-  /*< private >*/
-  GstTensorPboMemoryPrivate *priv;
-  gpointer _gst_reserved[GST_PADDING];
+struct _GstTensorMemPboMemory {
+  GstTensorMemBaseMemory base;
 };
 
 #define GST_TYPE_TENSOR_PBO_ALLOCATOR (gst_tensor_pbo_allocator_get_type())
@@ -69,7 +64,7 @@ typedef struct _GstTensorMemPboAllocatorClass GstTensorMemPboAllocatorClass;
 /**
  * GstTensorMemPboAllocator:
  *
- * Allocates #GstTensorPboMemory: each allocation is a new GL buffer
+ * Allocates #GstTensorMemPboMemory: each allocation is a new GL buffer
  * (glBufferData) of the allocator's GL worker, which it keeps running for
  * as long as the allocator or any of its memories lives. There is one
  * allocator per worker; it is not registered by name.
@@ -77,7 +72,7 @@ typedef struct _GstTensorMemPboAllocatorClass GstTensorMemPboAllocatorClass;
  * Since: 0.1
  */
 struct _GstTensorMemPboAllocator {
-  GstAllocator parent;
+  GstTensorMemBaseAllocator parent;
 
   /*< private >*/
   GstTensorMemGlWorker *worker;
@@ -85,7 +80,7 @@ struct _GstTensorMemPboAllocator {
 };
 
 struct _GstTensorMemPboAllocatorClass {
-  GstAllocatorClass parent_class;
+  GstTensorMemBaseAllocatorClass parent_class;
 
   /*< private >*/
   gpointer _gst_reserved[GST_PADDING];

@@ -3,6 +3,7 @@
 
 #include <tensormem/dmabuf_storage.hpp>
 
+#include <new>
 #include <string>
 #include <unistd.h>
 
@@ -53,7 +54,8 @@ GstTensorMemStorage gst_tensor_storage_resolve(GstTensorMemStorage storage) {
           break;
         }
       }
-    } catch (...) {
+    } catch (const std::bad_alloc &) {
+      // Out of memory building a path: no heap was found, system memory it is.
     }
     g_once_init_leave(&resolved, value);
   }

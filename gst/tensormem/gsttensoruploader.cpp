@@ -4,8 +4,10 @@
 #include <gst/allocators/gstdmabuf.h>
 #include <gst/tensormem/gsttensorbufferpool.h>
 #include <gst/tensormem/gsttensordmabuf.h>
+#include <gst/tensormem/gsttensorframecopy-private.h>
 #include <gst/tensormem/gsttensormemallocator.h>
 #include <gst/tensormem/gsttensormemory.h>
+#include <gst/tensormem/gsttensormethodtable-private.h>
 
 #include <utility>
 
@@ -185,47 +187,10 @@ gboolean copy_accept(const UploadContext &, GstBuffer *) { return TRUE; }
 gboolean copy_propose(const UploadContext &, GstQuery *) { return FALSE; }
 
 GstFlowReturn copy_perform(const UploadContext &ctx, GstBuffer *in, GstBuffer **out, gsize *copied) {
-  GstBufferPool *pool = ctx.output_pool;
-  if (!pool) {
-    GST_ELEMENT_ERROR(ctx.element, CORE, NEGOTIATION, ("No output buffer pool."), ("decide_allocation did not run"));
-    return GST_FLOW_NOT_NEGOTIATED;
-  }
-  if (!gst_buffer_pool_is_active(pool) && !gst_buffer_pool_set_active(pool, TRUE)) {
-    GST_ELEMENT_ERROR(ctx.element, RESOURCE, SETTINGS,
-                      ("Cannot activate the %s tensor buffer pool.", storage_name(ctx.storage)),
-                      ("see the tensormempool, tensormemdmabuf and tensormempbo debug categories"));
-    return GST_FLOW_ERROR;
-  }
-  GstFlowReturn ret = gst_buffer_pool_acquire_buffer(pool, out, nullptr);
-  if (ret != GST_FLOW_OK) {
-    GST_DEBUG_OBJECT(ctx.element, "no buffer from the tensor pool: %s", gst_flow_get_name(ret));
-    return ret;
-  }
-  ctx.copy_metadata(ctx.element, in, *out);
-  GstVideoFrame in_frame, out_frame;
-  if (!gst_video_frame_map(&in_frame, ctx.info, in, GST_MAP_READ)) {
-    GST_ELEMENT_ERROR(ctx.element, STREAM, FAILED, ("Cannot read the input frame."),
-                      ("gst_video_frame_map for reading failed on %" GST_PTR_FORMAT, in));
-    gst_clear_buffer(out);
-    return GST_FLOW_ERROR;
-  }
-  if (!gst_video_frame_map(&out_frame, ctx.info, *out, GST_MAP_WRITE)) {
-    gst_video_frame_unmap(&in_frame);
-    GST_ELEMENT_ERROR(ctx.element, STREAM, FAILED, ("Cannot write the output frame."),
-                      ("gst_video_frame_map for writing failed on %" GST_PTR_FORMAT, *out));
-    gst_clear_buffer(out);
-    return GST_FLOW_ERROR;
-  }
-  const gboolean done = gst_video_frame_copy(&out_frame, &in_frame);
-  gst_video_frame_unmap(&out_frame);
-  gst_video_frame_unmap(&in_frame);
-  if (!done) {
-    GST_ELEMENT_ERROR(ctx.element, STREAM, FAILED, ("Cannot copy the frame."), ("gst_video_frame_copy failed"));
-    gst_clear_buffer(out);
-    return GST_FLOW_ERROR;
-  }
-  *copied = GST_VIDEO_INFO_SIZE(ctx.info);
-  return GST_FLOW_OK;
+  const GstFlowReturn ret = copy_frame_into_pool(ctx.element, ctx.output_pool, ctx.info, in, out, ctx.copy_metadata);
+  if (ret == GST_FLOW_OK)
+    *copied = GST_VIDEO_INFO_SIZE(ctx.info);
+  return ret;
 }
 
 const UploadMethod kMethods[] = {
@@ -238,19 +203,12 @@ const UploadMethod kMethods[] = {
 
 const UploadMethod &upload_method_for(const UploadContext &ctx, GstBuffer *in) {
   ensure_debug_category();
-  for (const UploadMethod &method : kMethods) {
-    if (method.accept(ctx, in))
-      return method;
-  }
-  return kMethods[G_N_ELEMENTS(kMethods) - 1];
+  return first_accepting(kMethods, ctx, in);
 }
 
 gboolean upload_propose_allocation(const UploadContext &ctx, GstQuery *query) {
   ensure_debug_category();
-  gboolean proposed = FALSE;
-  for (const UploadMethod &method : kMethods)
-    proposed |= method.propose(ctx, query);
-  return proposed;
+  return propose_all(kMethods, ctx, query);
 }
 
 GstBufferPool *upload_make_pool(const UploadContext &ctx, GstTensorMemStorage storage, GstCaps *caps, guint size,

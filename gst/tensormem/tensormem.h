@@ -5,6 +5,7 @@
 #include <gst/tensormem/gsttensormemconfig.h>
 // clang-format on
 
+#include <gst/tensormem/gsttensorbasememory.h>
 #include <gst/tensormem/gsttensorbufferpool.h>
 #include <gst/tensormem/gsttensorcudameta.h>
 #include <gst/tensormem/gsttensordmabuf.h>

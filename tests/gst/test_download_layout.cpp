@@ -25,6 +25,8 @@ constexpr guint kFrames = 5;
 // is whatever the producer's memory held (videotestsrc leaves it unset).
 constexpr const char *kRgba33 = "video/x-raw,format=RGBA,width=33,height=17";
 constexpr const char *kRgb33 = "video/x-raw,format=RGB,width=33,height=17";
+// 64 RGBA pixels make a 256-byte row: the pool's layout is the default one.
+constexpr const char *kRgba64 = "video/x-raw,format=RGBA,width=64,height=48";
 
 std::string source(const char *caps) {
   return "videotestsrc num-buffers=" + std::to_string(kFrames) + " pattern=smpte ! " + caps;
@@ -180,6 +182,84 @@ TEST(DownloadLayout, RequireZeroCopyRefusesTheCopyForAConsumerWithAnyCaps) {
   EXPECT_NE(run.error_debug.find("has not shown it reads GstVideoMeta"), std::string::npos) << run.error_debug;
   EXPECT_NE(run.error_debug.find("require-zero-copy"), std::string::npos) << run.error_debug;
   EXPECT_EQ(run.download_copied, 0u);
+}
+
+/* Issue 13: memory a CPU consumer maps as it is (system and DMA-BUF tensor
+ * memory here; PBO memory in gst-pbo-pipelines) reaches filesink without a
+ * copy when its layout is the default one, and filesink writes the bytes of
+ * the pipeline without our elements. */
+TEST(DownloadLayout, DefaultLayoutTensorMemoryReachesFilesinkWithoutACopy) {
+  for (const char *storage : {"system", "dmabuf"}) {
+    SCOPED_TRACE(storage);
+    ScratchDir dir;
+    const std::string plain_file = dir.file("plain.raw"), ours_file = dir.file("ours.raw");
+    PipelineRun plain, run;
+    ASSERT_NO_FATAL_FAILURE(run_pipeline(source(kRgba64) + " ! filesink location=" + plain_file, &plain));
+    ASSERT_NO_FATAL_FAILURE(
+        run_pipeline(source(kRgba64) + " ! tensorupload name=up storage=" + storage +
+                         " ! tensordownload name=down require-zero-copy=true ! filesink location=" + ours_file,
+                     &run));
+    ASSERT_TRUE(plain.eos) << plain.error_debug;
+    ASSERT_TRUE(run.eos) << run.error_debug;
+    const GstVideoInfo info = tmtest::info_from_string(kRgba64);
+    const std::string expected = read_file(plain_file), got = read_file(ours_file);
+    ASSERT_EQ(expected.size(), kFrames * GST_VIDEO_INFO_SIZE(&info));
+    EXPECT_TRUE(got == expected) << "the bytes differ from the pipeline without tensorupload/tensordownload";
+    EXPECT_EQ(run.upload_copied, 0u);
+    EXPECT_EQ(run.download_copied, 0u) << "tensor memory in the default layout passes through";
+  }
+}
+
+/* What left tensordownload, seen by a probe on its source pad. */
+struct CopyCount {
+  guint buffers = 0;
+  guint fresh = 0;    // buffers whose memory the probe had not seen before
+  guint unpooled = 0; // buffers that did not come from a buffer pool
+};
+
+GQuark seen_quark() { return g_quark_from_static_string("tensormem-test-seen"); }
+
+GstPadProbeReturn count_copies(GstPad *, GstPadProbeInfo *info, gpointer user_data) {
+  auto *count = static_cast<CopyCount *>(user_data);
+  GstBuffer *buffer = GST_PAD_PROBE_INFO_BUFFER(info);
+  count->buffers++;
+  if (!buffer->pool)
+    count->unpooled++;
+  /* A recycled buffer keeps its memory, and the mark on it; a new
+   * allocation, even at a reused address, has none. */
+  auto *mem = GST_MINI_OBJECT_CAST(gst_buffer_peek_memory(buffer, 0));
+  if (!gst_mini_object_get_qdata(mem, seen_quark())) {
+    count->fresh++;
+    gst_mini_object_set_qdata(mem, seen_quark(), GINT_TO_POINTER(1), nullptr);
+  }
+  return GST_PAD_PROBE_OK;
+}
+
+/* A consumer that cannot read the pool's padded layout gets copies, and the
+ * copies come from a pool of default-layout frames that is recycled: over
+ * 100 frames only the few buffers downstream ever held at once are made. */
+TEST(DownloadLayout, CopiesForAConsumerThatCannotReadTheLayoutAreRecycledFromAPool) {
+  constexpr guint kManyFrames = 100;
+  CopyCount count;
+  PipelineRun run;
+  const std::string description = "videotestsrc num-buffers=" + std::to_string(kManyFrames) + " ! " + kRgba33 +
+                                  " ! tensorupload name=up storage=dmabuf ! tensordownload name=down ! "
+                                  "fakesink sync=false";
+  ASSERT_NO_FATAL_FAILURE(run_pipeline(description, &run, nullptr, [&count](GstElement *pipeline) {
+    GstElement *down = gst_bin_get_by_name(GST_BIN(pipeline), "down");
+    GstPad *src = gst_element_get_static_pad(down, "src");
+    gst_pad_add_probe(src, GST_PAD_PROBE_TYPE_BUFFER, count_copies, &count, nullptr);
+    gst_object_unref(src);
+    gst_object_unref(down);
+  }));
+  ASSERT_TRUE(run.eos) << run.error_debug;
+  const GstVideoInfo info = tmtest::info_from_string(kRgba33);
+  EXPECT_EQ(count.buffers, kManyFrames);
+  EXPECT_EQ(run.download_copied, kManyFrames * GST_VIDEO_INFO_SIZE(&info)) << "every padded frame is copied";
+  EXPECT_EQ(count.unpooled, 0u) << "a copy was allocated outside a pool";
+  // fakesink lets go of each buffer before the next: two suffice, four is slack.
+  EXPECT_LE(count.fresh, 4u) << "copies were allocated per frame instead of recycled";
+  EXPECT_GE(count.fresh, 1u);
 }
 
 } // namespace

@@ -180,7 +180,7 @@ TEST(Names, LoadingThePluginRegistersOurTypes) {
                                "GstTensorMemCudaMeta",        "GstTensorMemAllocator",       "GstTensorMemConvert",
                                "GstTensorMemResizeMetaAPI",   "GstTensorMemResizeMeta",      "GstTensorMemResizeMode",
                                "GstTensorMemChannelOrder",    "GstTensorMemConvertDType",    "GstTensorMemTensorLayout",
-                               "GstTensorMemConvertBackend"})
+                               "GstTensorMemConvertBackend", "GstTensorMemBaseAllocator"})
     EXPECT_EQ(g_registered->types.count(expected), 1u) << expected << " was not registered";
 }
 

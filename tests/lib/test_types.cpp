@@ -49,6 +49,19 @@ TEST(SharedErrors, result_holds_a_value_or_an_error) {
   EXPECT_TRUE(v.ok());
 }
 
+/* Asking for what a Result does not hold is a programming error: it stops
+ * the process with the reason instead of throwing (no exceptions cross the
+ * library's API). */
+TEST(SharedErrorsDeathTest, value_of_an_error_and_error_of_a_value_abort_with_a_message) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  Result<int> bad = Error::mapped("busy");
+  EXPECT_DEATH((void)bad.value(), "Result::value\\(\\) called on an error");
+  Result<int> good = 4;
+  EXPECT_DEATH((void)good.error(), "Result::error\\(\\) called on a value");
+  Result<void> done;
+  EXPECT_DEATH((void)done.error(), "Result<void>::error\\(\\) called on success");
+}
+
 TEST(SharedAccess, SHR_ACC_01_truth_table) {
   EXPECT_FALSE(access_reads(CpuAccess::None));
   EXPECT_FALSE(access_writes(CpuAccess::None));

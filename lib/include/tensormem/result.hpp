@@ -4,6 +4,8 @@
 #include <tensormem/export.hpp>
 
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <optional>
 #include <string>
 #include <utility>
@@ -77,8 +79,22 @@ private:
   std::uint32_t fs_magic_ = 0;
 };
 
-/// A value or an Error. Nothing in the public API throws; fallible
-/// constructors are factories returning a Result.
+namespace detail {
+
+/// Asking a Result for what it does not hold is a bug in the caller, not an
+/// error to handle: it stops the process with the reason, as an assertion
+/// would, instead of throwing.
+[[noreturn]] inline void result_misuse(const char *what) noexcept {
+  std::fprintf(stderr, "tensormem: %s\n", what);
+  std::abort();
+}
+
+} // namespace detail
+
+/// A value or an Error. Nothing in the public API throws an error of its
+/// own (see docs/architecture.md, "Exceptions"); fallible constructors are
+/// factories returning a Result. value() on an error and error() on a value
+/// abort with a message.
 template <typename T> class [[nodiscard]] Result {
 public:
   Result(T value) : v_(std::in_place_index<0>, std::move(value)) {}
@@ -87,19 +103,30 @@ public:
   bool ok() const noexcept { return v_.index() == 0; }
   explicit operator bool() const noexcept { return ok(); }
 
-  T &value() & { return std::get<0>(v_); }
-  const T &value() const & { return std::get<0>(v_); }
-  T &&value() && { return std::get<0>(std::move(v_)); }
+  T &value() &noexcept { return *held_value(); }
+  const T &value() const &noexcept { return *held_value(); }
+  T &&value() &&noexcept { return std::move(*held_value()); }
   T &operator*() & { return value(); }
   const T &operator*() const & { return value(); }
   T &&operator*() && { return std::move(*this).value(); }
   T *operator->() { return &value(); }
   const T *operator->() const { return &value(); }
 
-  const Error &error() const & { return std::get<1>(v_); }
-  Error &&error() && { return std::get<1>(std::move(v_)); }
+  const Error &error() const &noexcept { return *held_error(); }
+  Error &&error() &&noexcept { return std::move(*held_error()); }
 
 private:
+  T *held_value() const noexcept {
+    if (auto *v = std::get_if<0>(&v_))
+      return const_cast<T *>(v);
+    detail::result_misuse("Result::value() called on an error");
+  }
+  Error *held_error() const noexcept {
+    if (auto *e = std::get_if<1>(&v_))
+      return const_cast<Error *>(e);
+    detail::result_misuse("Result::error() called on a value");
+  }
+
   std::variant<T, Error> v_;
 };
 
@@ -110,8 +137,16 @@ public:
 
   bool ok() const noexcept { return !error_.has_value(); }
   explicit operator bool() const noexcept { return ok(); }
-  const Error &error() const & { return *error_; }
-  Error &&error() && { return std::move(*error_); }
+  const Error &error() const &noexcept {
+    if (!error_)
+      detail::result_misuse("Result<void>::error() called on success");
+    return *error_;
+  }
+  Error &&error() &&noexcept {
+    if (!error_)
+      detail::result_misuse("Result<void>::error() called on success");
+    return std::move(*error_);
+  }
 
 private:
   std::optional<Error> error_;

@@ -174,8 +174,6 @@ TM_API tm_status tm_tensor_pbo_table(const tm_tensor *tensor, const tm_pbo_ops *
 TM_API uint32_t tm_tensor_buffer_id(const tm_tensor *tensor);
 /* Bytes of the logical shape. */
 TM_API size_t tm_tensor_size_bytes(const tm_tensor *tensor);
-/* Bytes of the whole allocation behind the tensor. */
-TM_API size_t tm_tensor_allocation_bytes(const tm_tensor *tensor);
 /* Number of dimensions; copies up to `capacity` of them into `dims`. */
 TM_API size_t tm_tensor_shape(const tm_tensor *tensor, size_t *dims, size_t capacity);
 

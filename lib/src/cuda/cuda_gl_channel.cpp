@@ -92,7 +92,7 @@ private:
 } // namespace
 
 Result<std::shared_ptr<CudaGlOps>> cuda_gl_ops_from_client(const tm_client_state &state, tm_cuda_map_fn map,
-                                                          tm_cuda_unmap_fn unmap, tm_cuda_unregister_fn unregister) {
+                                                           tm_cuda_unmap_fn unmap, tm_cuda_unregister_fn unregister) {
   // Checked before anything is called: a silently non-owning attach is the
   // failure this channel exists to prevent (ABI-CUDA-04).
   if (!state.ctx || !state.retain || !state.release)
@@ -105,7 +105,7 @@ Result<std::shared_ptr<CudaGlOps>> cuda_gl_ops_from_client(const tm_client_state
     auto *raw = new ImportedGlOps(state, map, unmap, unregister);
     state.retain(state.ctx);
     ops.reset(raw);
-  } catch (...) {
+  } catch (const std::bad_alloc &) {
     return Error::device("cuda_gl_ops_from_client: out of memory");
   }
   return ops;

@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <iterator>
 #include <mutex>
+#include <new>
 
 namespace tensormem {
 namespace {
@@ -180,7 +181,7 @@ std::shared_ptr<const CudaRuntime> CudaRuntime::get() {
 bool cuda_available() noexcept {
   try {
     return CudaRuntime::get()->available();
-  } catch (...) {
+  } catch (const std::bad_alloc &) {
     return false;
   }
 }

@@ -4,6 +4,8 @@
 
 #include "gl_task.hpp"
 
+#include <new>
+
 namespace tensormem {
 namespace {
 
@@ -45,8 +47,8 @@ private:
     try {
       if (Result<void> ran = worker_->submit(fn); !ran)
         log(LogLevel::Debug, std::string("CUDA GL ") + what + " skipped: " + ran.error().message());
-    } catch (...) {
-      log(LogLevel::Warning, std::string("CUDA GL ") + what + " could not be run on the GL worker");
+    } catch (const std::bad_alloc &) {
+      log(LogLevel::Warning, "CUDA GL task could not be queued on the GL worker: out of memory");
     }
   }
 

@@ -17,7 +17,9 @@
 #include <future>
 #include <limits>
 #include <mutex>
+#include <new>
 #include <optional>
+#include <system_error>
 #include <unordered_map>
 #include <unordered_set>
 #include <utility>
@@ -164,8 +166,10 @@ struct GlWorker::Core {
       return {};
     } catch (const std::bad_alloc &) {
       return Error::io(ENOMEM, std::string(what) + ": queueing the GL task");
-    } catch (...) {
-      return Error::device(std::string(what) + ": the GL task failed unexpectedly");
+    } catch (const std::system_error &) {
+      // A mutex or condition variable failed: the only other thing these
+      // lines can throw.
+      return Error::device(std::string(what) + ": the GL task queue's lock failed");
     }
   }
 
@@ -336,8 +340,10 @@ private:
       return {};
     } catch (const std::bad_alloc &) {
       return Error::io(ENOMEM, std::string(what) + ": queueing the GL task");
-    } catch (...) {
-      return Error::device(std::string(what) + ": the GL task failed unexpectedly");
+    } catch (const std::system_error &) {
+      // A mutex or condition variable failed: the only other thing these
+      // lines can throw.
+      return Error::device(std::string(what) + ": the GL task queue's lock failed");
     }
   }
 };
@@ -357,7 +363,7 @@ public:
   std::shared_ptr<CudaGlOps> cuda_gl_ops(std::shared_ptr<const CudaRuntime> runtime) noexcept override {
     try {
       return make_gl_worker_cuda_gl_ops(worker_.lock(), std::move(runtime));
-    } catch (...) {
+    } catch (const std::bad_alloc &) {
       return nullptr;
     }
   }

@@ -167,10 +167,6 @@ uint32_t tm_tensor_buffer_id(const tm_tensor *tensor) {
 
 size_t tm_tensor_size_bytes(const tm_tensor *tensor) { return tensor ? tensor->tensor.size_bytes() : 0; }
 
-size_t tm_tensor_allocation_bytes(const tm_tensor *tensor) {
-  return tensor ? tensor->tensor.storage()->size_bytes() : 0;
-}
-
 size_t tm_tensor_shape(const tm_tensor *tensor, size_t *dims, size_t capacity) {
   if (!tensor)
     return 0;

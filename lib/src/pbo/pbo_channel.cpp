@@ -130,7 +130,7 @@ public:
       if (rc != TM_PBO_OK)
         return PboChannel::error_of(rc);
       return BackendMapping{reinterpret_cast<std::byte *>(ptr), len};
-    } catch (...) {
+    } catch (const std::bad_alloc &) {
       return Error::not_implemented("cross-boundary PBO map: out of memory reporting the failure");
     }
   }
@@ -141,7 +141,7 @@ public:
       if (rc != TM_PBO_OK)
         return PboChannel::error_of(rc);
       return {};
-    } catch (...) {
+    } catch (const std::bad_alloc &) {
       return Error::not_implemented("cross-boundary PBO unmap: out of memory reporting the failure");
     }
   }

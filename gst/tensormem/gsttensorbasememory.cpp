@@ -1,0 +1,159 @@
+// SPDX-License-Identifier: Apache-2.0
+#include <gst/tensormem/gsttensorbasememory.h>
+
+#include <gst/tensormem/gsttensormapping-private.h>
+
+#include <tensormem/tensor.hpp>
+
+#include <algorithm>
+#include <new>
+#include <optional>
+
+GST_DEBUG_CATEGORY_STATIC(gst_tensor_mem_base_debug);
+#define GST_CAT_DEFAULT gst_tensor_mem_base_debug
+
+struct _GstTensorMemBaseMemoryPrivate {
+  explicit _GstTensorMemBaseMemoryPrivate(const tensormem::Tensor &whole) : mapping(whole) {}
+  gst_tensormem::TensorMapping mapping;
+};
+
+namespace {
+
+GstTensorMemBaseMemory *base_memory(GstMemory *mem) noexcept { return reinterpret_cast<GstTensorMemBaseMemory *>(mem); }
+
+gst_tensormem::TensorMapping *mapping_of(GstMemory *mem) noexcept { return &base_memory(mem)->priv->mapping; }
+
+GstTensorMemBaseAllocatorClass *class_of(GstMemory *mem) noexcept {
+  return GST_TENSOR_MEM_BASE_ALLOCATOR_GET_CLASS(mem->allocator);
+}
+
+/* A new base memory over `tensor` (the shape share_memory_range makes
+ * memories with); NULL after a warning when the small host allocation fails. */
+GstMemory *new_base_memory(GstAllocator *allocator, GstMemory *parent, const tensormem::Tensor &tensor,
+                           GstMemoryFlags flags, gsize maxsize, gsize align, gsize offset, gsize size) noexcept {
+  GstTensorMemBaseMemoryPrivate *priv;
+  // The one boundary where this unit's C++ allocations meet GStreamer's C.
+  try {
+    priv = new GstTensorMemBaseMemoryPrivate(tensor);
+  } catch (const std::bad_alloc &) {
+    GST_WARNING_OBJECT(allocator, "out of memory wrapping a %" G_GSIZE_FORMAT "-byte tensor storage", maxsize);
+    return nullptr;
+  }
+  auto *memory = g_new0(GstTensorMemBaseMemory, 1);
+  memory->priv = priv;
+  gst_memory_init(GST_MEMORY_CAST(memory), flags, allocator, parent, maxsize, align, offset, size);
+  return GST_MEMORY_CAST(memory);
+}
+
+/* GstAllocator::alloc: the checks every tensor allocation starts with, the
+ * subclass's storage, then the memory over it. */
+GstMemory *base_alloc(GstAllocator *allocator, gsize size, GstAllocationParams *params) noexcept {
+  auto *klass = GST_TENSOR_MEM_BASE_ALLOCATOR_GET_CLASS(allocator);
+  GstAllocationParams defaults;
+  gsize maxsize;
+  if (!gst_tensormem::prepare_allocation(GST_CAT_DEFAULT, allocator, size, &params, &defaults,
+                                         gst_tensormem::max_align_mask(klass->storage), G_OBJECT_TYPE_NAME(allocator),
+                                         &maxsize))
+    return nullptr;
+  if (!klass->create) {
+    GST_WARNING_OBJECT(allocator, "%s does not implement create", G_OBJECT_TYPE_NAME(allocator));
+    return nullptr;
+  }
+  std::optional<tensormem::Tensor> tensor;
+  // A zero-byte GstMemory is legal, an empty storage is not.
+  if (!klass->create(GST_TENSOR_MEM_BASE_ALLOCATOR_CAST(allocator), std::max<gsize>(maxsize, 1), params, &tensor))
+    return nullptr;
+  // A subclass that claims success without a large enough tensor is a bug in it, not a crash here.
+  if (!tensor || tensor->size_bytes() < maxsize) {
+    GST_WARNING_OBJECT(allocator, "create made %" G_GSIZE_FORMAT " bytes of storage, %" G_GSIZE_FORMAT " were asked",
+                       tensor ? tensor->size_bytes() : 0, maxsize);
+    return nullptr;
+  }
+  return new_base_memory(allocator, nullptr, *tensor, params->flags, maxsize, params->align, params->prefix, size);
+}
+
+void base_free(GstAllocator *, GstMemory *mem) noexcept {
+  auto *memory = base_memory(mem);
+  delete memory->priv;
+  g_free(memory);
+}
+
+/* GstAllocator's memory functions: one dispatch each to the class. */
+
+gpointer dispatch_map(GstMemory *mem, GstMapInfo *info, gsize maxsize) noexcept {
+  return class_of(mem)->map(base_memory(mem), info, maxsize);
+}
+
+void dispatch_unmap(GstMemory *mem, GstMapInfo *info) noexcept { class_of(mem)->unmap(base_memory(mem), info); }
+
+GstMemory *dispatch_copy(GstMemory *mem, gssize offset, gssize size) noexcept {
+  return class_of(mem)->copy(base_memory(mem), offset, size);
+}
+
+GstMemory *dispatch_share(GstMemory *mem, gssize offset, gssize size) noexcept {
+  return class_of(mem)->share(base_memory(mem), offset, size);
+}
+
+/* The defaults every storage shares. */
+
+gpointer default_map(GstTensorMemBaseMemory *mem, GstMapInfo *info, gsize maxsize) noexcept {
+  return gst_tensormem::tensor_mapping_map(mapping_of(GST_MEMORY_CAST(mem)), GST_MEMORY_CAST(mem), info, maxsize);
+}
+
+void default_unmap(GstTensorMemBaseMemory *mem, GstMapInfo *info) noexcept {
+  gst_tensormem::tensor_mapping_unmap(mapping_of(GST_MEMORY_CAST(mem)), info);
+}
+
+GstMemory *default_copy(GstTensorMemBaseMemory *mem, gssize offset, gssize size) noexcept {
+  return gst_tensormem::copy_memory_range(GST_MEMORY_CAST(mem), offset, size);
+}
+
+GstMemory *default_share(GstTensorMemBaseMemory *mem, gssize offset, gssize size) noexcept {
+  return gst_tensormem::share_memory_range(GST_MEMORY_CAST(mem), offset, size, mapping_of(GST_MEMORY_CAST(mem))->tensor,
+                                           new_base_memory);
+}
+
+gconstpointer get_tensor(GstTensorMemAllocator *, GstMemory *mem) noexcept { return &mapping_of(mem)->tensor; }
+
+void tensor_allocator_init(GstTensorMemAllocatorInterface *iface) { iface->get_tensor = get_tensor; }
+
+} // namespace
+
+G_DEFINE_ABSTRACT_TYPE_WITH_CODE(GstTensorMemBaseAllocator, gst_tensor_mem_base_allocator, GST_TYPE_ALLOCATOR,
+                                 G_IMPLEMENT_INTERFACE(GST_TYPE_TENSOR_MEM_ALLOCATOR, tensor_allocator_init);
+                                 GST_DEBUG_CATEGORY_INIT(gst_tensor_mem_base_debug, "tensormembase", 0,
+                                                         "tensor memory base allocator"))
+
+static void gst_tensor_mem_base_allocator_class_init(GstTensorMemBaseAllocatorClass *klass) {
+  auto *allocator_class = GST_ALLOCATOR_CLASS(klass);
+  allocator_class->alloc = base_alloc;
+  allocator_class->free = base_free;
+  klass->storage = GST_TENSOR_STORAGE_SYSTEM;
+  klass->map = default_map;
+  klass->unmap = default_unmap;
+  klass->copy = default_copy;
+  klass->share = default_share;
+}
+
+static void gst_tensor_mem_base_allocator_init(GstTensorMemBaseAllocator *self) {
+  auto *alloc = GST_ALLOCATOR_CAST(self);
+  alloc->mem_map_full = dispatch_map;
+  alloc->mem_unmap_full = dispatch_unmap;
+  alloc->mem_copy = dispatch_copy;
+  alloc->mem_share = dispatch_share;
+  alloc->mem_is_span = gst_tensormem::tensor_memory_is_span;
+}
+
+/**
+ * gst_is_tensor_mem_base_memory:
+ * @mem: a #GstMemory
+ *
+ * Returns: %TRUE when @mem is a #GstTensorMemBaseMemory, made by a
+ * #GstTensorMemBaseAllocator subclass (system and PBO tensor memory, shares
+ * included; not DMA-BUF tensor memory, which gst_is_tensor_memory() covers).
+ *
+ * Since: 0.1
+ */
+gboolean gst_is_tensor_mem_base_memory(GstMemory *mem) {
+  return mem != nullptr && mem->allocator != nullptr && GST_IS_TENSOR_MEM_BASE_ALLOCATOR(mem->allocator);
+}
