@@ -63,6 +63,9 @@ GstBufferPool *gst_tensor_buffer_pool_new_for_pbo(GstAllocator *allocator);
 GST_TENSORMEM_API
 GstTensorMemStorage gst_tensor_buffer_pool_get_storage(GstBufferPool *pool);
 
+GST_TENSORMEM_API
+void gst_tensor_buffer_pool_config_set_fence_timeout(GstStructure *config, GstClockTime timeout);
+
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(GstTensorMemBufferPool, gst_object_unref)
 
 G_END_DECLS

@@ -4,6 +4,7 @@
 #include <gst/tensormem/gsttensorbufferpool.h>
 #include <gst/tensormem/gsttensorcudameta.h>
 #include <gst/tensormem/gsttensordmabuf.h>
+#include <gst/tensormem/gsttensorfencemeta.h>
 #include <gst/tensormem/gsttensorglcontext.h>
 #include <gst/tensormem/gsttensormemory.h>
 #include <gst/tensormem/gsttensorpbo.h>
@@ -38,7 +39,7 @@ void route_core_log(tensormem::LogLevel level, std::string_view message, void *)
  * gst_tensormem_init:
  *
  * Initialises the library: registers every type it defines (allocators,
- * buffer pool, GL worker, storage enum, CUDA meta) and its debug categories,
+ * buffer pool, GL worker, storage enum, CUDA and fence metas) and its debug categories,
  * and routes the diagnostics of the core tensormem library into the
  * `tensormem` GStreamer debug category. Call it after gst_init(); calling it
  * again does nothing.
@@ -60,5 +61,6 @@ void gst_tensormem_init(void) {
   g_type_ensure(GST_TYPE_TENSOR_GL_WORKER);
   g_type_ensure(GST_TYPE_TENSOR_BUFFER_POOL);
   gst_tensor_cuda_meta_get_info();
+  gst_tensor_mem_fence_meta_get_info();
   g_once_init_leave(&done, 1);
 }
