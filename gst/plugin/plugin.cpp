@@ -2,6 +2,7 @@
 #include "gsttensorcudaimport.h"
 #include "gsttensordownload.h"
 #include "gsttensorinspect.h"
+#include "gsttensorsync.h"
 #include "gsttensorupload.h"
 
 #include <gst/tensormem/gsttensormem.h>
@@ -11,7 +12,8 @@ static gboolean plugin_init(GstPlugin *plugin) {
   return gst_element_register(plugin, "tensorupload", GST_RANK_NONE, GST_TYPE_TENSOR_UPLOAD) &&
          gst_element_register(plugin, "tensordownload", GST_RANK_NONE, GST_TYPE_TENSOR_DOWNLOAD) &&
          gst_element_register(plugin, "tensorcudaimport", GST_RANK_NONE, GST_TYPE_TENSOR_CUDA_IMPORT) &&
-         gst_element_register(plugin, "tensorinspect", GST_RANK_NONE, GST_TYPE_TENSOR_INSPECT);
+         gst_element_register(plugin, "tensorinspect", GST_RANK_NONE, GST_TYPE_TENSOR_INSPECT) &&
+         gst_element_register(plugin, "tensorsync", GST_RANK_NONE, GST_TYPE_TENSOR_SYNC);
 }
 
 GST_PLUGIN_DEFINE(GST_VERSION_MAJOR, GST_VERSION_MINOR, tensormem,

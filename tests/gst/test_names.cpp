@@ -171,12 +171,13 @@ bool is_foreign(const std::string &name) {
 TEST(Names, LoadingThePluginRegistersOurTypes) {
   ASSERT_NE(g_registered, nullptr);
   // The set the checks below run over: elements, their base, allocators,
-  // the pool, the GL worker, the storage enum, the CUDA meta.
+  // the pool, the GL worker, the storage enum, the CUDA and fence metas.
   for (const char *expected :
        {"GstTensorMemUpload", "GstTensorMemDownload", "GstTensorMemCudaImport", "GstTensorMemInspect",
         "GstTensorMemTransform", "GstTensorMemStorage", "GstTensorMemSystemAllocator", "GstTensorMemDmaBufAllocator",
         "GstTensorMemPboAllocator", "GstTensorMemBufferPool", "GstTensorMemGlWorker", "GstTensorMemCudaMetaAPI",
-        "GstTensorMemCudaMeta", "GstTensorMemAllocator"})
+        "GstTensorMemCudaMeta", "GstTensorMemFenceMetaAPI", "GstTensorMemFenceMeta", "GstTensorMemAllocator",
+        "GstTensorMemSync"})
     EXPECT_EQ(g_registered->types.count(expected), 1u) << expected << " was not registered";
 }
 
