@@ -85,14 +85,21 @@ static GstFlowReturn gst_tensor_sync_transform_ip(GstBaseTransform *trans, GstBu
   const GstClockTime timeout = self->timeout;
   GST_OBJECT_UNLOCK(self);
   guint waited = 0;
-  const GstFlowReturn ret = gst_tensor_mem_element_wait_fences(GST_ELEMENT(self), buffer, timeout, &waited);
+  GError *error = nullptr;
+  const gboolean done = gst_buffer_wait_tensor_mem_fences(buffer, timeout, &waited, &error);
+  // Counted before the error is posted: an application reading the counter on the error sees it.
   GST_OBJECT_LOCK(self);
   self->waited += waited;
-  if (ret != GST_FLOW_OK)
+  if (!done)
     self->timed_out++;
   GST_OBJECT_UNLOCK(self);
-  if (ret == GST_FLOW_OK && waited)
-    GST_LOG_OBJECT(self, "%" GST_PTR_FORMAT ": %u fence(s) signalled", buffer, waited);
+  if (done) {
+    if (waited)
+      GST_LOG_OBJECT(self, "%" GST_PTR_FORMAT ": %u fence(s) signalled", buffer, waited);
+    return GST_FLOW_OK;
+  }
+  const GstFlowReturn ret = gst_tensor_mem_element_post_fence_error(GST_ELEMENT(self), buffer, timeout, error);
+  g_clear_error(&error);
   return ret;
 }
 

@@ -144,7 +144,8 @@ GstFlowReturn fence_pbo_output(GstTensorMemUpload *self, GstBuffer *inbuf, GstBu
   GError *error = nullptr;
   if (gst_buffer_fence_tensor_pbo_writes(*outbuf, &error))
     return GST_FLOW_OK;
-  GST_ELEMENT_ERROR(self, RESOURCE, FAILED, ("Cannot fence the write into PBO memory."), ("%s", error->message));
+  GST_ELEMENT_ERROR(self, RESOURCE, FAILED, ("Cannot fence the write into PBO memory."),
+                    ("%s", error ? error->message : "attaching the fence meta failed"));
   g_clear_error(&error);
   if (*outbuf != inbuf)
     gst_clear_buffer(outbuf);

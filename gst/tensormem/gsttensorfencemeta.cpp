@@ -330,7 +330,8 @@ gboolean gst_buffer_add_tensor_mem_fences_from_memory(GstBuffer *buffer, GError 
     if (!tensor)
       continue;
     for (tensormem::GpuCompletion &write : tensor->storage()->gpu_completion()) {
-      if (!gst_buffer_add_tensor_mem_fence_meta(buffer, std::move(write.timeline), write.value, -1, error))
+      if (write.value > 0 &&
+          !gst_buffer_add_tensor_mem_fence_meta(buffer, std::move(write.timeline), write.value, -1, error))
         return FALSE;
     }
   }
@@ -623,27 +624,24 @@ gboolean gst_buffer_wait_tensor_mem_fences(GstBuffer *buffer, GstClockTime timeo
 }
 
 /**
- * gst_tensor_mem_element_wait_fences:
- * @element: the element about to read @buffer
- * @buffer: a #GstBuffer
- * @timeout_ns: the longest wait for all fences of @buffer together
- * @waited: (out) (optional): how many fences were waited for
+ * gst_tensor_mem_element_post_fence_error:
+ * @element: the element that waited
+ * @buffer: the buffer whose fence did not signal
+ * @timeout_ns: the bound the wait had
+ * @error: (nullable): the wait's error
  *
- * gst_buffer_wait_tensor_mem_fences() for an element: when a fence does not
- * signal in time it posts an element error (%GST_RESOURCE_ERROR_BUSY) whose
- * text names the fence ("<kind>:<value>") and the bound, and whose debug
- * detail is the timeline's own message.
+ * Posts the element error for a fence wait that failed
+ * (%GST_RESOURCE_ERROR_BUSY): its text names the first fence of @buffer not
+ * yet satisfied ("<kind>:<value>") and the bound, its debug detail is
+ * @error's message (the timeline's own words).
  *
- * Returns: %GST_FLOW_OK, or %GST_FLOW_ERROR after the error was posted.
+ * Returns: %GST_FLOW_ERROR.
  *
  * Since: 0.1
  */
-GstFlowReturn gst_tensor_mem_element_wait_fences(GstElement *element, GstBuffer *buffer, GstClockTime timeout_ns,
-                                                 guint *waited) {
+GstFlowReturn gst_tensor_mem_element_post_fence_error(GstElement *element, GstBuffer *buffer, GstClockTime timeout_ns,
+                                                      const GError *error) {
   g_return_val_if_fail(GST_IS_ELEMENT(element), GST_FLOW_ERROR);
-  GError *error = nullptr;
-  if (gst_buffer_wait_tensor_mem_fences(buffer, timeout_ns, waited, &error))
-    return GST_FLOW_OK;
   std::string fence = "none";
   gpointer state = nullptr;
   while (GstMeta *meta = gst_buffer_iterate_meta_filtered(buffer, &state, GST_TENSOR_MEM_FENCE_META_API_TYPE)) {
@@ -656,6 +654,31 @@ GstFlowReturn gst_tensor_mem_element_wait_fences(GstElement *element, GstBuffer 
       element, RESOURCE, BUSY,
       ("Fence %s of a buffer did not signal within %" GST_TIME_FORMAT ".", fence.c_str(), GST_TIME_ARGS(timeout_ns)),
       ("%s", error ? error->message : "the wait failed"));
-  g_clear_error(&error);
   return GST_FLOW_ERROR;
+}
+
+/**
+ * gst_tensor_mem_element_wait_fences:
+ * @element: the element about to read @buffer
+ * @buffer: a #GstBuffer
+ * @timeout_ns: the longest wait for all fences of @buffer together
+ * @waited: (out) (optional): how many fences were waited for
+ *
+ * gst_buffer_wait_tensor_mem_fences() for an element: when a fence does not
+ * signal in time it posts the element error of
+ * gst_tensor_mem_element_post_fence_error().
+ *
+ * Returns: %GST_FLOW_OK, or %GST_FLOW_ERROR after the error was posted.
+ *
+ * Since: 0.1
+ */
+GstFlowReturn gst_tensor_mem_element_wait_fences(GstElement *element, GstBuffer *buffer, GstClockTime timeout_ns,
+                                                 guint *waited) {
+  g_return_val_if_fail(GST_IS_ELEMENT(element), GST_FLOW_ERROR);
+  GError *error = nullptr;
+  if (gst_buffer_wait_tensor_mem_fences(buffer, timeout_ns, waited, &error))
+    return GST_FLOW_OK;
+  const GstFlowReturn ret = gst_tensor_mem_element_post_fence_error(element, buffer, timeout_ns, error);
+  g_clear_error(&error);
+  return ret;
 }

@@ -155,6 +155,10 @@ GST_TENSORMEM_API
 gboolean gst_buffer_wait_tensor_mem_fences(GstBuffer *buffer, GstClockTime timeout_ns, guint *waited, GError **error);
 
 GST_TENSORMEM_API
+GstFlowReturn gst_tensor_mem_element_post_fence_error(GstElement *element, GstBuffer *buffer, GstClockTime timeout_ns,
+                                                      const GError *error);
+
+GST_TENSORMEM_API
 GstFlowReturn gst_tensor_mem_element_wait_fences(GstElement *element, GstBuffer *buffer, GstClockTime timeout_ns,
                                                  guint *waited);
 

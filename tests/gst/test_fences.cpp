@@ -12,6 +12,7 @@
 
 #include <gst/app/gstappsink.h>
 #include <gst/app/gstappsrc.h>
+#include <gst/check/gstharness.h>
 #include <gst/tensormem/tensormem.h>
 
 #include <tensormem/timeline.hpp>
@@ -582,7 +583,9 @@ TEST(Tensorinspect, ItsMessageNamesTheFence) {
   add_fence(buffer, timeline, value);
   ASSERT_TRUE(timeline->signal(value));
   app.push(buffer);
-  app.push(gst_buffer_new_allocate(nullptr, kGraySize, nullptr));
+  GstBuffer *plain = gst_buffer_new_allocate(nullptr, kGraySize, nullptr);
+  gst_buffer_memset(plain, 0, 0, kGraySize); // tensorinspect reads every byte
+  app.push(plain);
   std::vector<std::string> fences;
   GstBus *bus = gst_element_get_bus(app.pipeline);
   while (fences.size() < 2) {
@@ -691,6 +694,35 @@ TEST_F(EglFences, AnEglValueNeverIssuedIsRefused) {
   EXPECT_NE(std::string(error->message).find("never issued"), std::string::npos) << error->message;
   g_clear_error(&error);
   gst_buffer_unref(buffer);
+}
+
+/* A PBO buffer that is shared (another holder, as behind a tee) reaches
+ * tensorupload storage=pbo: it passes through without a copy of its bytes
+ * and gets its new fence on a shallow copy, never on the buffer the other
+ * holder has. */
+TEST_F(EglFences, ASharedPboBufferPassingThroughIsFencedOnAShallowCopy) {
+  GstHarness *h = gst_harness_new_parse("tensorupload storage=pbo");
+  GstContext *context = gst_context_new_tensor_gl_worker(worker, TRUE);
+  gst_element_set_context(h->element, context);
+  gst_context_unref(context);
+  gst_harness_set_src_caps_str(h, kGrayCaps);
+  gst_harness_play(h);
+  GstAllocator *allocator = gst_tensor_pbo_allocator_new(worker);
+  GstBuffer *in = gst_buffer_new();
+  gst_buffer_append_memory(in, gst_allocator_alloc(allocator, kGraySize, nullptr));
+  gst_buffer_memset(in, 0, 0x33, kGraySize);
+  GstBuffer *other_holder = gst_buffer_ref(in);
+  ASSERT_EQ(gst_harness_push(h, in), GST_FLOW_OK);
+  GstBuffer *out = gst_harness_pull(h);
+  ASSERT_NE(out, nullptr);
+  EXPECT_NE(out, other_holder);
+  EXPECT_EQ(gst_buffer_peek_memory(out, 0), gst_buffer_peek_memory(other_holder, 0)) << "the bytes were copied";
+  EXPECT_EQ(describe(out).rfind("egl:", 0), 0u) << describe(out);
+  EXPECT_EQ(describe(other_holder), "none") << "the shared buffer was written";
+  gst_buffer_unref(out);
+  gst_buffer_unref(other_holder);
+  gst_object_unref(allocator);
+  gst_harness_teardown(h);
 }
 
 /* videotestsrc -> tensorupload storage=pbo (EGL fence per frame) -> queue ->
