@@ -454,6 +454,11 @@ gboolean gst_tensor_mem_fence_meta_wait_gpu(GstTensorMemFenceMeta *meta, GstTens
   g_return_val_if_fail(meta != nullptr && meta->priv != nullptr, FALSE);
   if (!has_fence(meta) || meta->priv->satisfied.load())
     return TRUE;
+  if (meta->kind != GST_TENSOR_MEM_FENCE_KIND_EGL_SYNC) {
+    g_set_error(error, GST_CORE_ERROR, GST_CORE_ERROR_NOT_IMPLEMENTED,
+                "a GL context cannot wait for fence %s on the GPU; wait on the CPU", describe(meta).c_str());
+    return FALSE;
+  }
   std::shared_ptr<tensormem::GlWorker> gl = worker ? gst_tensor_gl_worker_get_core_gl_worker(worker) : nullptr;
   if (!gl) {
     g_set_error(error, GST_RESOURCE_ERROR, GST_RESOURCE_ERROR_NOT_FOUND, "no GL worker to wait for fence %s on",
