@@ -12,6 +12,12 @@
  * #GstTensorMemDownload:copied-bytes. A consumer such as `filesink` therefore
  * receives the same bytes as without tensor elements.
  *
+ * Before a buffer is passed on or copied, tensordownload waits on the CPU for
+ * the #GstTensorMemFenceMeta fences it carries (bounded by
+ * %GST_TENSOR_MEM_FENCE_DEFAULT_TIMEOUT; a fence that does not signal in time
+ * is an element error naming it), so system-memory consumers read complete
+ * bytes.
+ *
  * DMA-BUF memory is CPU-mappable as it is, so it passes through the same
  * way. The sink pad takes `video/x-raw(memory:DMABuf)` as well as plain
  * caps; the source pad keeps `memory:DMABuf` when downstream's own caps list
@@ -39,6 +45,7 @@
 
 #include <gst/allocators/gstdmabuf.h>
 #include <gst/tensormem/gsttensordownloader.h>
+#include <gst/tensormem/gsttensorfencemeta.h>
 #include <gst/tensormem/gsttensorformat.h>
 #include <gst/tensormem/gsttensormemvalidate.h>
 #include <gst/tensormem/gsttensorpbo.h>
@@ -158,6 +165,8 @@ static GstFlowReturn gst_tensor_download_prepare_output_buffer(GstBaseTransform 
   auto *self = GST_TENSOR_DOWNLOAD(trans);
   const gst_tensormem::DownloadContext ctx = download_context(self);
   GstFlowReturn ret = gst_tensor_mem_element_validate_buffer(GST_ELEMENT(self), inbuf, ctx.info);
+  if (ret == GST_FLOW_OK) // downstream reads the bytes, passed through or copied: they must be complete
+    ret = gst_tensor_mem_element_wait_fences(GST_ELEMENT(self), inbuf, GST_TENSOR_MEM_FENCE_DEFAULT_TIMEOUT, nullptr);
   if (ret != GST_FLOW_OK)
     return ret;
   const gst_tensormem::DownloadMethod &method = gst_tensormem::download_method_for(ctx, inbuf);

@@ -19,6 +19,13 @@
  * - `path` (string): "cuda" or "host"
  * - `min`, `max` (guint), `mean` (gdouble): over the first plane's visible
  *   bytes
+ * - `fence` (string): the #GstTensorMemFenceMeta fences the buffer arrived
+ *   with, "<kind>:<value>" each (e.g. "egl:12", comma-separated when there
+ *   are several), or "none"
+ *
+ * Before reading, it waits on the CPU for those fences (bounded by
+ * %GST_TENSOR_MEM_FENCE_DEFAULT_TIMEOUT); a fence that does not signal in
+ * time is an element error naming it.
  *
  * At EOS it posts `tensorinspect-summary` with `frames`, `cuda-frames` and
  * `host-frames` (guint64). Buffers pass through untouched.
@@ -33,6 +40,7 @@
 #include "gsttensorinspect.h"
 
 #include <gst/tensormem/gsttensorcudameta.h>
+#include <gst/tensormem/gsttensorfencemeta.h>
 #include <gst/tensormem/gsttensormemvalidate.h>
 #include <gst/video/video.h>
 
@@ -206,6 +214,13 @@ GstFlowReturn inspect_ip(GstTensorMemInspect *self, GstBuffer *buffer) {
   const GstFlowReturn valid = gst_tensor_mem_element_validate_buffer(GST_ELEMENT(self), buffer, &self->info);
   if (valid != GST_FLOW_OK)
     return valid;
+  gchar *fence = gst_buffer_describe_tensor_mem_fences(buffer);
+  const GstFlowReturn fenced =
+      gst_tensor_mem_element_wait_fences(GST_ELEMENT(self), buffer, GST_TENSOR_MEM_FENCE_DEFAULT_TIMEOUT, nullptr);
+  if (fenced != GST_FLOW_OK) {
+    g_free(fence);
+    return fenced;
+  }
   Stats stats;
   const char *path = nullptr;
   if (GstTensorMemCudaMeta *meta = gst_buffer_get_tensor_cuda_meta(buffer)) {
@@ -215,6 +230,7 @@ GstFlowReturn inspect_ip(GstTensorMemInspect *self, GstBuffer *buffer) {
   if (!path) {
     stats = Stats();
     if (!read_host(self, buffer, &stats)) {
+      g_free(fence);
       GST_ELEMENT_ERROR(self, RESOURCE, READ, ("Cannot read frame %" G_GUINT64_FORMAT, self->frames),
                         ("gst_video_frame_map failed"));
       return GST_FLOW_ERROR;
@@ -240,9 +256,10 @@ GstFlowReturn inspect_ip(GstTensorMemInspect *self, GstBuffer *buffer) {
     GstStructure *s =
         gst_structure_new("tensorinspect", "frame", G_TYPE_UINT64, index, "checksum", G_TYPE_STRING, checksum, "path",
                           G_TYPE_STRING, path, "min", G_TYPE_UINT, stats.count ? stats.min : 0u, "max", G_TYPE_UINT,
-                          stats.max, "mean", G_TYPE_DOUBLE, mean, nullptr);
+                          stats.max, "mean", G_TYPE_DOUBLE, mean, "fence", G_TYPE_STRING, fence, nullptr);
     gst_element_post_message(GST_ELEMENT(self), gst_message_new_element(GST_OBJECT(self), s));
   }
+  g_free(fence);
   return GST_FLOW_OK;
 }
 

@@ -26,7 +26,9 @@
  * it offers upstream lets a producer write straight into GL buffers; other
  * input is copied once into a PBO (counted, refused under
  * `require-zero-copy=true`). Buffers whose memories are PBO memory already
- * pass through.
+ * pass through. Either way the GL worker then fences the write (an EGL fence
+ * sync after the unmap that hands the bytes to GL) and the output carries it
+ * as a #GstTensorMemFenceMeta of kind "egl".
  *
  * With `storage=dmabuf` the source pad offers `video/x-raw(memory:DMABuf)`
  * first and plain `video/x-raw` second (the memories are DMA-BUF either
@@ -50,6 +52,7 @@
 
 #include <gst/tensormem/gsttensorbufferpool.h>
 #include <gst/tensormem/gsttensordmabuf.h>
+#include <gst/tensormem/gsttensorfencemeta.h>
 #include <gst/tensormem/gsttensorformat.h>
 #include <gst/tensormem/gsttensorglcontext.h>
 #include <gst/tensormem/gsttensormemory.h>
@@ -130,6 +133,24 @@ void release_context(gst_tensormem::UploadContext &ctx) {
     gst_object_unref(ctx.pbo_allocator);
   if (ctx.output_pool)
     gst_object_unref(ctx.output_pool);
+}
+
+/* storage=pbo: the GL worker fences what was just written into the output's
+ * PBOs and the buffer carries the fence (GstTensorMemFenceMeta), so
+ * consumers on other APIs or threads know when the bytes are in the GL
+ * buffer. A passed-through input that is not writable is shared first. */
+GstFlowReturn fence_pbo_output(GstTensorMemUpload *self, GstBuffer *inbuf, GstBuffer **outbuf) {
+  if (*outbuf == inbuf && !gst_buffer_is_writable(inbuf))
+    *outbuf = gst_buffer_copy(inbuf); // same memories; base transform drops inbuf
+  GError *error = nullptr;
+  if (gst_buffer_fence_tensor_pbo_writes(*outbuf, &error))
+    return GST_FLOW_OK;
+  GST_ELEMENT_ERROR(self, RESOURCE, FAILED, ("Cannot fence the write into PBO memory."),
+                    ("%s", error ? error->message : "attaching the fence meta failed"));
+  g_clear_error(&error);
+  if (*outbuf != inbuf)
+    gst_clear_buffer(outbuf);
+  return GST_FLOW_ERROR;
 }
 
 } // namespace
@@ -379,6 +400,8 @@ static GstFlowReturn gst_tensor_upload_prepare_output_buffer(GstBaseTransform *t
                         ("taking the %s path for %" GST_PTR_FORMAT, method.name, inbuf));
       ret = GST_FLOW_ERROR;
     }
+    if (ret == GST_FLOW_OK && ctx.storage == GST_TENSOR_STORAGE_PBO)
+      ret = fence_pbo_output(self, inbuf, outbuf);
     if (ret == GST_FLOW_OK) {
       GST_LOG_OBJECT(self, "%" GST_PTR_FORMAT " took the %s path", inbuf, method.name);
       gst_tensor_transform_count_buffer(GST_TENSOR_TRANSFORM(self), copied);

@@ -3,6 +3,7 @@
 #include "gsttensorcudaimport.h"
 #include "gsttensordownload.h"
 #include "gsttensorinspect.h"
+#include "gsttensorsync.h"
 #include "gsttensorupload.h"
 
 #include <gst/tensormem/gsttensormem.h>
@@ -13,7 +14,8 @@ static gboolean plugin_init(GstPlugin *plugin) {
          gst_element_register(plugin, "tensordownload", GST_RANK_NONE, GST_TYPE_TENSOR_DOWNLOAD) &&
          gst_element_register(plugin, "tensorcudaimport", GST_RANK_NONE, GST_TYPE_TENSOR_CUDA_IMPORT) &&
          gst_element_register(plugin, "tensorinspect", GST_RANK_NONE, GST_TYPE_TENSOR_INSPECT) &&
-         gst_element_register(plugin, "tensorconvert", GST_RANK_NONE, GST_TYPE_TENSOR_CONVERT);
+         gst_element_register(plugin, "tensorconvert", GST_RANK_NONE, GST_TYPE_TENSOR_CONVERT) &&
+         gst_element_register(plugin, "tensorsync", GST_RANK_NONE, GST_TYPE_TENSOR_SYNC);
 }
 
 GST_PLUGIN_DEFINE(GST_VERSION_MAJOR, GST_VERSION_MINOR, tensormem,

@@ -1,10 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 #include <gst/tensormem/gsttensorbufferpool.h>
 #include <gst/tensormem/gsttensordmabuf.h>
+#include <gst/tensormem/gsttensorfencemeta.h>
 #include <gst/tensormem/gsttensorformat.h>
 #include <gst/tensormem/gsttensormapping-private.h>
 #include <gst/tensormem/gsttensormemory.h>
 #include <gst/tensormem/gsttensorpbo.h>
+
+#include <atomic>
+#include <vector>
 
 GST_DEBUG_CATEGORY_STATIC(gst_tensor_buffer_pool_debug);
 #define GST_CAT_DEFAULT gst_tensor_buffer_pool_debug
@@ -18,7 +22,17 @@ struct GstTensorMemBufferPoolPrivate {
    * from the core's image_layout (one layout engine for pool and core). */
   bool core_layout;
   tensormem::ImageLayout layout;
+  /* GST_BUFFER_POOL_OPTION_TENSOR_MEM_FENCE_META: every buffer keeps one
+   * (pooled) fence meta. */
+  bool fence_meta;
+  GstClockTime fence_timeout; // bound on acquire's wait for a recycled buffer's fences
+  std::atomic<guint64> fence_waits;
+  std::atomic<guint64> fence_timeouts;
 };
+
+enum { PROP_0, PROP_FENCE_WAITS, PROP_FENCE_TIMEOUTS };
+
+constexpr const char *kFenceTimeoutField = "tensormem-fence-timeout";
 
 } // namespace
 
@@ -38,6 +52,9 @@ namespace {
 using gst_tensormem::max_align_mask;
 
 constexpr guint kStrideAlignMask = GST_TENSOR_BUFFER_POOL_STRIDE_ALIGN - 1;
+
+/* Kept by the pool's reset_buffer (GST_META_FLAG_SET does not compile as C++). */
+void mark_pooled(GstMeta *meta) { meta->flags = static_cast<GstMetaFlags>(meta->flags | GST_META_FLAG_POOLED); }
 
 const char *memory_name(GstTensorMemStorage storage) {
   switch (storage) {
@@ -139,6 +156,13 @@ static gboolean gst_tensor_buffer_pool_set_config(GstBufferPool *pool, GstStruct
     }
     mask |= kStrideAlignMask;
   }
+  {
+    GstTensorMemBufferPoolPrivate *priv = pool_priv(pool);
+    priv->fence_meta = gst_buffer_pool_config_has_option(config, GST_BUFFER_POOL_OPTION_TENSOR_MEM_FENCE_META);
+    guint64 timeout = GST_TENSOR_MEM_FENCE_DEFAULT_TIMEOUT;
+    gst_structure_get_uint64(config, kFenceTimeoutField, &timeout);
+    priv->fence_timeout = timeout;
+  }
   gst_buffer_pool_config_add_option(config, GST_BUFFER_POOL_OPTION_VIDEO_META);
   gst_buffer_pool_config_add_option(config, GST_BUFFER_POOL_OPTION_VIDEO_ALIGNMENT);
   gst_buffer_pool_config_set_video_alignment(config, &align);
@@ -193,6 +217,10 @@ static GstFlowReturn gst_tensor_buffer_pool_alloc_buffer(GstBufferPool *pool, Gs
     return ret;
   // Lets a copy asked of these memories be a share holding this buffer.
   gst_tensormem::link_pool_buffer(*buffer);
+  if (priv->fence_meta) {
+    GstTensorMemFenceMeta *fence = gst_buffer_add_tensor_mem_fence_meta_empty(*buffer);
+    mark_pooled(&fence->meta);
+  }
   if (!priv->core_layout)
     return ret;
   GstVideoMeta *meta = gst_buffer_get_video_meta(*buffer);
@@ -209,6 +237,90 @@ static GstFlowReturn gst_tensor_buffer_pool_alloc_buffer(GstBufferPool *pool, Gs
   return ret;
 }
 
+/* Recycling rule: a buffer comes back whenever its last reference goes, also
+ * when a consumer dropped it before the GPU finished writing it. Its
+ * unsignalled fences are kept (pooled) here, without waiting, so that the
+ * releasing thread is never blocked; acquire_buffer() waits for them before
+ * a producer may write into the memory again. */
+static void gst_tensor_buffer_pool_reset_buffer(GstBufferPool *pool, GstBuffer *buffer) {
+  gpointer state = nullptr;
+  while (GstMeta *meta = gst_buffer_iterate_meta_filtered(buffer, &state, GST_TENSOR_MEM_FENCE_META_API_TYPE)) {
+    auto *fence = reinterpret_cast<GstTensorMemFenceMeta *>(meta);
+    if (!gst_tensor_mem_fence_meta_is_signalled(fence))
+      mark_pooled(meta);
+    else if (GST_META_FLAG_IS_SET(meta, GST_META_FLAG_POOLED))
+      gst_tensor_mem_fence_meta_clear(fence); // an idle buffer holds no timeline or fd
+  }
+  GST_BUFFER_POOL_CLASS(gst_tensor_buffer_pool_parent_class)->reset_buffer(pool, buffer);
+}
+
+/* After the wait: one empty meta stays with the fence-meta option, the rest go. */
+static void drop_fences(GstTensorMemBufferPoolPrivate *priv, GstBuffer *buffer) {
+  std::vector<GstMeta *> extra;
+  bool kept = !priv->fence_meta;
+  gpointer state = nullptr;
+  while (GstMeta *meta = gst_buffer_iterate_meta_filtered(buffer, &state, GST_TENSOR_MEM_FENCE_META_API_TYPE)) {
+    if (kept) {
+      extra.push_back(meta);
+      continue;
+    }
+    gst_tensor_mem_fence_meta_clear(reinterpret_cast<GstTensorMemFenceMeta *>(meta));
+    kept = true;
+  }
+  for (GstMeta *meta : extra)
+    gst_buffer_remove_meta(buffer, meta);
+}
+
+/* Hands out a recycled buffer only once every fence it came back with has
+ * signalled: a bounded CPU wait (the config's fence timeout, 5 s by
+ * default), or at once GST_FLOW_EOS (what GstBufferPool answers for "would
+ * block") with GST_BUFFER_POOL_ACQUIRE_FLAG_DONTWAIT.
+ * A buffer whose fence does not signal in time is never handed out: it
+ * leaves the pool (freed; the GL driver keeps a deleted buffer alive for
+ * queued commands) and the acquire fails naming the fence. */
+static GstFlowReturn gst_tensor_buffer_pool_acquire_buffer(GstBufferPool *pool, GstBuffer **buffer,
+                                                           GstBufferPoolAcquireParams *params) {
+  GstFlowReturn ret = GST_BUFFER_POOL_CLASS(gst_tensor_buffer_pool_parent_class)->acquire_buffer(pool, buffer, params);
+  if (ret != GST_FLOW_OK)
+    return ret;
+  GstTensorMemBufferPoolPrivate *priv = pool_priv(pool);
+  bool pending = false;
+  gpointer state = nullptr;
+  while (GstMeta *meta = gst_buffer_iterate_meta_filtered(*buffer, &state, GST_TENSOR_MEM_FENCE_META_API_TYPE))
+    pending = pending || !gst_tensor_mem_fence_meta_is_signalled(reinterpret_cast<GstTensorMemFenceMeta *>(meta));
+  if (pending && params && (params->flags & GST_BUFFER_POOL_ACQUIRE_FLAG_DONTWAIT)) {
+    // Not ours to unref yet (GstBufferPool sets buffer->pool after this returns): straight back, fences kept.
+    GST_BUFFER_POOL_CLASS(gst_tensor_buffer_pool_parent_class)->release_buffer(pool, *buffer);
+    *buffer = nullptr;
+    return GST_FLOW_EOS;
+  }
+  if (pending) {
+    GError *error = nullptr;
+    if (!gst_buffer_wait_tensor_mem_fences(*buffer, priv->fence_timeout, nullptr, &error)) {
+      priv->fence_timeouts++;
+      GST_WARNING_OBJECT(pool, "recycled buffer %p not handed out, its GPU write never completed: %s", *buffer,
+                         error->message);
+      g_clear_error(&error);
+      GST_BUFFER_FLAG_SET(*buffer, GST_BUFFER_FLAG_TAG_MEMORY); // freed by release, not queued again
+      GST_BUFFER_POOL_CLASS(gst_tensor_buffer_pool_parent_class)->release_buffer(pool, *buffer);
+      *buffer = nullptr;
+      return GST_FLOW_ERROR;
+    }
+    priv->fence_waits++;
+  }
+  drop_fences(priv, *buffer);
+  return GST_FLOW_OK;
+}
+
+static void gst_tensor_buffer_pool_get_property(GObject *object, guint prop_id, GValue *value, GParamSpec *pspec) {
+  GstTensorMemBufferPoolPrivate *priv = pool_priv(GST_BUFFER_POOL_CAST(object));
+  switch (prop_id) {
+  case PROP_FENCE_WAITS: g_value_set_uint64(value, priv->fence_waits.load()); break;
+  case PROP_FENCE_TIMEOUTS: g_value_set_uint64(value, priv->fence_timeouts.load()); break;
+  default: G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec); break;
+  }
+}
+
 static void gst_tensor_buffer_pool_dispose(GObject *object) {
   gst_clear_object(&pool_priv(GST_BUFFER_POOL_CAST(object))->pbo_allocator);
   G_OBJECT_CLASS(gst_tensor_buffer_pool_parent_class)->dispose(object);
@@ -216,13 +328,32 @@ static void gst_tensor_buffer_pool_dispose(GObject *object) {
 
 static void gst_tensor_buffer_pool_class_init(GstTensorMemBufferPoolClass *klass) {
   G_OBJECT_CLASS(klass)->dispose = gst_tensor_buffer_pool_dispose;
+  G_OBJECT_CLASS(klass)->get_property = gst_tensor_buffer_pool_get_property;
+  GST_BUFFER_POOL_CLASS(klass)->reset_buffer = gst_tensor_buffer_pool_reset_buffer;
+  GST_BUFFER_POOL_CLASS(klass)->acquire_buffer = gst_tensor_buffer_pool_acquire_buffer;
+  g_object_class_install_property(
+      G_OBJECT_CLASS(klass), PROP_FENCE_WAITS,
+      g_param_spec_uint64("fence-waits", "Fence waits",
+                          "Recycled buffers acquire had to wait for, because a fence they came back with had not "
+                          "signalled",
+                          0, G_MAXUINT64, 0, static_cast<GParamFlags>(G_PARAM_READABLE | G_PARAM_STATIC_STRINGS)));
+  g_object_class_install_property(
+      G_OBJECT_CLASS(klass), PROP_FENCE_TIMEOUTS,
+      g_param_spec_uint64("fence-timeouts", "Fence timeouts",
+                          "Recycled buffers taken out of the pool because a fence did not signal within the fence "
+                          "timeout",
+                          0, G_MAXUINT64, 0, static_cast<GParamFlags>(G_PARAM_READABLE | G_PARAM_STATIC_STRINGS)));
   GST_BUFFER_POOL_CLASS(klass)->set_config = gst_tensor_buffer_pool_set_config;
   GST_BUFFER_POOL_CLASS(klass)->alloc_buffer = gst_tensor_buffer_pool_alloc_buffer;
 }
 
 static void gst_tensor_buffer_pool_init(GstTensorMemBufferPool *self) {
-  static_cast<GstTensorMemBufferPoolPrivate *>(gst_tensor_buffer_pool_get_instance_private(self))->storage =
-      GST_TENSOR_STORAGE_SYSTEM;
+  auto *priv = static_cast<GstTensorMemBufferPoolPrivate *>(gst_tensor_buffer_pool_get_instance_private(self));
+  priv->storage = GST_TENSOR_STORAGE_SYSTEM;
+  priv->fence_meta = false;
+  priv->fence_timeout = GST_TENSOR_MEM_FENCE_DEFAULT_TIMEOUT;
+  priv->fence_waits = 0;
+  priv->fence_timeouts = 0;
 }
 
 /**
@@ -300,4 +431,17 @@ GstBufferPool *gst_tensor_buffer_pool_new_for_pbo(GstAllocator *allocator) {
 GstTensorMemStorage gst_tensor_buffer_pool_get_storage(GstBufferPool *pool) {
   g_return_val_if_fail(GST_IS_TENSOR_BUFFER_POOL(pool), GST_TENSOR_STORAGE_AUTO);
   return pool_storage(pool);
+}
+
+/**
+ * gst_tensor_buffer_pool_config_set_fence_timeout:
+ * @config: a #GstBufferPool config
+ * @timeout: the longest wait, in nanoseconds, for the fences a recycled
+ *   buffer came back with before it is handed out again
+ *
+ * Since: 0.1
+ */
+void gst_tensor_buffer_pool_config_set_fence_timeout(GstStructure *config, GstClockTime timeout) {
+  g_return_if_fail(config != nullptr);
+  gst_structure_set(config, kFenceTimeoutField, G_TYPE_UINT64, static_cast<guint64>(timeout), nullptr);
 }

@@ -32,6 +32,14 @@ typedef struct _GstTensorMemBufferPoolClass GstTensorMemBufferPoolClass;
  * A video buffer pool whose buffers are tensor memory (system, DMA-BUF or
  * OpenGL PBO) carrying a #GstVideoMeta with 64-byte aligned plane strides.
  *
+ * A buffer that comes back with a #GstTensorMemFenceMeta that has not
+ * signalled is handed out again only once it has: acquire waits, bounded by
+ * gst_tensor_buffer_pool_config_set_fence_timeout() (5 s by default), and a
+ * buffer whose fence never signals leaves the pool (the acquire fails). The
+ * read-only properties `fence-waits` and `fence-timeouts` count both.
+ * %GST_BUFFER_POOL_OPTION_TENSOR_MEM_FENCE_META gives every buffer a pooled
+ * fence meta producers fill in.
+ *
  * Since: 0.1
  */
 struct _GstTensorMemBufferPool {
@@ -62,6 +70,9 @@ GstBufferPool *gst_tensor_buffer_pool_new_for_pbo(GstAllocator *allocator);
 
 GST_TENSORMEM_API
 GstTensorMemStorage gst_tensor_buffer_pool_get_storage(GstBufferPool *pool);
+
+GST_TENSORMEM_API
+void gst_tensor_buffer_pool_config_set_fence_timeout(GstStructure *config, GstClockTime timeout);
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(GstTensorMemBufferPool, gst_object_unref)
 

@@ -4,6 +4,7 @@
 #include <gst/tensormem/gsttensorbufferpool.h>
 #include <gst/tensormem/gsttensorcudameta.h>
 #include <gst/tensormem/gsttensordmabuf.h>
+#include <gst/tensormem/gsttensorfencemeta.h>
 #include <gst/tensormem/gsttensorglcontext.h>
 #include <gst/tensormem/gsttensormemory.h>
 #include <gst/tensormem/gsttensormemresizemeta.h>
@@ -39,10 +40,9 @@ void route_core_log(tensormem::LogLevel level, std::string_view message, void *)
  * gst_tensormem_init:
  *
  * Initialises the library: registers every type it defines (allocators,
- * buffer pool, GL worker, storage enum, CUDA and resize metas) and its debug
- * categories,
- * and routes the diagnostics of the core tensormem library into the
- * `tensormem` GStreamer debug category. Call it after gst_init(); calling it
+ * buffer pool, GL worker, storage enum, CUDA, fence and resize metas) and its
+ * debug categories, and routes the diagnostics of the core tensormem library
+ * into the `tensormem` GStreamer debug category. Call it after gst_init(); calling it
  * again does nothing.
  *
  * Since: 0.1
@@ -63,6 +63,7 @@ void gst_tensormem_init(void) {
   g_type_ensure(GST_TYPE_TENSOR_GL_WORKER);
   g_type_ensure(GST_TYPE_TENSOR_BUFFER_POOL);
   gst_tensor_cuda_meta_get_info();
+  gst_tensor_mem_fence_meta_get_info();
   gst_tensor_mem_resize_meta_get_info();
   g_once_init_leave(&done, 1);
 }

@@ -9,6 +9,7 @@
 #include <gst/tensormem/gsttensorbufferpool.h>
 #include <gst/tensormem/gsttensorcudameta.h>
 #include <gst/tensormem/gsttensordmabuf.h>
+#include <gst/tensormem/gsttensorfencemeta.h>
 #include <gst/tensormem/gsttensorformat.h>
 #include <gst/tensormem/gsttensormem.h>
 #include <gst/tensormem/gsttensormemallocator.h>

@@ -172,15 +172,20 @@ bool is_foreign(const std::string &name) {
 TEST(Names, LoadingThePluginRegistersOurTypes) {
   ASSERT_NE(g_registered, nullptr);
   // The set the checks below run over: elements, their base, allocators,
-  // the pool, the GL worker, the storage enum, the CUDA meta.
-  for (const char *expected : {"GstTensorMemUpload",          "GstTensorMemDownload",        "GstTensorMemCudaImport",
-                               "GstTensorMemInspect",         "GstTensorMemTransform",       "GstTensorMemStorage",
-                               "GstTensorMemSystemAllocator", "GstTensorMemDmaBufAllocator", "GstTensorMemPboAllocator",
-                               "GstTensorMemBufferPool",      "GstTensorMemGlWorker",        "GstTensorMemCudaMetaAPI",
-                               "GstTensorMemCudaMeta",        "GstTensorMemAllocator",       "GstTensorMemConvert",
-                               "GstTensorMemResizeMetaAPI",   "GstTensorMemResizeMeta",      "GstTensorMemResizeMode",
-                               "GstTensorMemChannelOrder",    "GstTensorMemConvertDType",    "GstTensorMemTensorLayout",
-                               "GstTensorMemConvertBackend", "GstTensorMemBaseAllocator"})
+  // the pool, the GL worker, the storage enum, the CUDA and fence metas.
+  for (const char *expected : {"GstTensorMemUpload",          "GstTensorMemDownload",
+                               "GstTensorMemCudaImport",      "GstTensorMemInspect",
+                               "GstTensorMemTransform",       "GstTensorMemStorage",
+                               "GstTensorMemSystemAllocator", "GstTensorMemDmaBufAllocator",
+                               "GstTensorMemPboAllocator",    "GstTensorMemBufferPool",
+                               "GstTensorMemGlWorker",        "GstTensorMemCudaMetaAPI",
+                               "GstTensorMemCudaMeta",        "GstTensorMemAllocator",
+                               "GstTensorMemConvert",         "GstTensorMemResizeMetaAPI",
+                               "GstTensorMemResizeMeta",      "GstTensorMemResizeMode",
+                               "GstTensorMemChannelOrder",    "GstTensorMemConvertDType",
+                               "GstTensorMemTensorLayout",    "GstTensorMemConvertBackend",
+                               "GstTensorMemBaseAllocator",   "GstTensorMemFenceMetaAPI",
+                               "GstTensorMemFenceMeta",       "GstTensorMemSync"})
     EXPECT_EQ(g_registered->types.count(expected), 1u) << expected << " was not registered";
 }
 

@@ -1,0 +1,785 @@
+// SPDX-License-Identifier: Apache-2.0
+// GstTensorMemFenceMeta and who honours it: the meta through copies and pool
+// recycling (handles counted), tensorsync's bounded waits and its error
+// naming the fence, a producer whose bytes land only when its fence signals
+// (a consumer ignoring the fence reads stale bytes, tensorsync and
+// tensordownload read the new ones), real EGL fences from tensorupload
+// storage=pbo on llvmpipe, and a 500-buffer pipeline per fence kind.
+#include "pipeline_util.hpp"
+#if defined(TM_TEST_HAVE_GL)
+#include "gl_test_util.hpp"
+#endif
+
+#include <gst/app/gstappsink.h>
+#include <gst/app/gstappsrc.h>
+#include <gst/check/gstharness.h>
+#include <gst/tensormem/tensormem.h>
+
+#include <tensormem/timeline.hpp>
+#if defined(TM_TEST_HAVE_GL)
+#include <tensormem/gl_worker.hpp>
+#endif
+
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace {
+
+using tensormem::SoftwareTimeline;
+using tensormem::SyncFileTimeline;
+using tensormem::UniqueFd;
+
+constexpr GstClockTime kShort = 50 * GST_MSECOND; // a bound a never-signalled fence runs into
+constexpr const char *kGrayCaps = "video/x-raw,format=GRAY8,width=16,height=16,framerate=30/1";
+constexpr gsize kGraySize = 16 * 16;
+
+std::string error_text(GError *error) { return error ? error->message : "(no error)"; }
+
+std::vector<GstTensorMemFenceMeta *> fences_of(GstBuffer *buffer) {
+  std::vector<GstTensorMemFenceMeta *> out;
+  gpointer state = nullptr;
+  while (GstMeta *meta = gst_buffer_iterate_meta_filtered(buffer, &state, GST_TENSOR_MEM_FENCE_META_API_TYPE))
+    out.push_back(reinterpret_cast<GstTensorMemFenceMeta *>(meta));
+  return out;
+}
+
+std::string describe(GstBuffer *buffer) {
+  gchar *text = gst_buffer_describe_tensor_mem_fences(buffer);
+  std::string out = text;
+  g_free(text);
+  return out;
+}
+
+GstTensorMemFenceMeta *add_fence(GstBuffer *buffer, std::shared_ptr<tensormem::Timeline> timeline, guint64 value,
+                                 gint fd = -1) {
+  GError *error = nullptr;
+  GstTensorMemFenceMeta *meta = gst_buffer_add_tensor_mem_fence_meta(buffer, std::move(timeline), value, fd, &error);
+  EXPECT_NE(meta, nullptr) << error_text(error);
+  g_clear_error(&error);
+  return meta;
+}
+
+// ---- the meta ----------------------------------------------------------------
+
+TEST(FenceMeta, AddKeepsTheNewestValuePerTimeline) {
+  auto timeline = SoftwareTimeline::create("producer");
+  for (int i = 0; i < 3; ++i)
+    timeline->issue();
+  GstBuffer *buffer = gst_buffer_new();
+  add_fence(buffer, timeline, 2);
+  add_fence(buffer, timeline, 1); // older: changes nothing
+  EXPECT_EQ(describe(buffer), "software:2");
+  add_fence(buffer, timeline, 3);
+  EXPECT_EQ(describe(buffer), "software:3");
+  ASSERT_EQ(fences_of(buffer).size(), 1u);
+  GstTensorMemFenceMeta *meta = gst_buffer_get_tensor_mem_fence_meta(buffer);
+  ASSERT_NE(meta, nullptr);
+  EXPECT_EQ(meta->kind, GST_TENSOR_MEM_FENCE_KIND_SOFTWARE);
+  EXPECT_EQ(meta->value, 3u);
+  // A second timeline is a second meta.
+  auto other = SoftwareTimeline::create("other");
+  add_fence(buffer, other, other->issue());
+  EXPECT_EQ(fences_of(buffer).size(), 2u);
+  EXPECT_EQ(describe(buffer), "software:3,software:1");
+  gst_buffer_unref(buffer);
+  EXPECT_EQ(timeline.use_count(), 1) << "a freed meta still holds the timeline";
+}
+
+TEST(FenceMeta, AValueNeverIssuedIsRefused) {
+  auto timeline = SoftwareTimeline::create("producer");
+  timeline->issue();
+  GstBuffer *buffer = gst_buffer_new();
+  GError *error = nullptr;
+  EXPECT_EQ(gst_buffer_add_tensor_mem_fence_meta(buffer, timeline, 2, -1, &error), nullptr);
+  ASSERT_NE(error, nullptr);
+  EXPECT_NE(std::string(error->message).find("never issued"), std::string::npos) << error->message;
+  EXPECT_NE(std::string(error->message).find("'producer'"), std::string::npos) << error->message;
+  g_clear_error(&error);
+  EXPECT_FALSE(gst_buffer_has_tensor_mem_fence(buffer));
+  gst_buffer_unref(buffer);
+}
+
+TEST(FenceMeta, ACpuWaitIsBoundedAndNamesKindAndValue) {
+  auto timeline = SoftwareTimeline::create("decoder");
+  const auto value = timeline->issue();
+  GstBuffer *buffer = gst_buffer_new();
+  GstTensorMemFenceMeta *meta = add_fence(buffer, timeline, value);
+  ASSERT_NE(meta, nullptr);
+  EXPECT_FALSE(gst_tensor_mem_fence_meta_is_signalled(meta));
+  GError *error = nullptr;
+  EXPECT_FALSE(gst_tensor_mem_fence_meta_wait_cpu(meta, kShort, &error));
+  ASSERT_NE(error, nullptr);
+  EXPECT_TRUE(g_error_matches(error, GST_RESOURCE_ERROR, GST_RESOURCE_ERROR_BUSY)) << error->message;
+  EXPECT_NE(std::string(error->message).find("software:1"), std::string::npos) << error->message;
+  EXPECT_NE(std::string(error->message).find("'decoder'"), std::string::npos) << error->message;
+  g_clear_error(&error);
+  EXPECT_FALSE(gst_tensor_mem_fence_meta_is_satisfied(meta));
+
+  ASSERT_TRUE(timeline->signal(value));
+  EXPECT_TRUE(gst_tensor_mem_fence_meta_is_signalled(meta));
+  EXPECT_TRUE(gst_tensor_mem_fence_meta_wait_cpu(meta, kShort, &error)) << error_text(error);
+  EXPECT_TRUE(gst_tensor_mem_fence_meta_is_satisfied(meta));
+  gst_buffer_unref(buffer);
+}
+
+TEST(FenceMeta, CopiesCarryTheFenceWithTheirOwnReference) {
+  auto timeline = SoftwareTimeline::create("producer");
+  GstBuffer *buffer = gst_buffer_new_allocate(nullptr, 64, nullptr);
+  add_fence(buffer, timeline, timeline->issue());
+
+  GstBuffer *shallow = gst_buffer_copy(buffer);
+  GstBuffer *deep = gst_buffer_copy_deep(buffer);
+  gst_buffer_ref(buffer);
+  GstBuffer *writable = gst_buffer_make_writable(buffer); // shared: makes a copy
+  ASSERT_NE(writable, buffer);
+  for (GstBuffer *copy : {shallow, deep, writable}) {
+    EXPECT_EQ(describe(copy), "software:1");
+    GstTensorMemFenceMeta *meta = gst_buffer_get_tensor_mem_fence_meta(copy);
+    ASSERT_NE(meta, nullptr);
+    EXPECT_EQ(gst_tensor_mem_fence_meta_get_timeline(meta), timeline);
+  }
+  EXPECT_EQ(timeline.use_count(), 5); // ours and four metas
+  // A wait on the original marks only what it waited on; a copy made after carries the mark.
+  ASSERT_TRUE(timeline->signal(1));
+  ASSERT_TRUE(gst_tensor_mem_fence_meta_wait_cpu(gst_buffer_get_tensor_mem_fence_meta(buffer), 0, nullptr));
+  GstBuffer *later = gst_buffer_copy(buffer);
+  EXPECT_TRUE(gst_tensor_mem_fence_meta_is_satisfied(gst_buffer_get_tensor_mem_fence_meta(later)));
+  for (GstBuffer *b : {buffer, shallow, deep, writable, later})
+    gst_buffer_unref(b);
+  EXPECT_EQ(timeline.use_count(), 1);
+}
+
+/* GstBaseTransform's copy_metadata (no memory copied) and a partial region:
+ * the fence describes writes into memory the new buffer does not have. */
+TEST(FenceMeta, ABufferWithOtherMemoryDoesNotGetTheFence) {
+  auto timeline = SoftwareTimeline::create("producer");
+  GstBuffer *buffer = gst_buffer_new_allocate(nullptr, 64, nullptr);
+  add_fence(buffer, timeline, timeline->issue());
+  GstBuffer *other = gst_buffer_new_allocate(nullptr, 64, nullptr);
+  ASSERT_TRUE(gst_buffer_copy_into(other, buffer, GST_BUFFER_COPY_METADATA, 0, -1));
+  EXPECT_FALSE(gst_buffer_has_tensor_mem_fence(other));
+  gst_buffer_unref(other);
+  gst_buffer_unref(buffer);
+  EXPECT_EQ(timeline.use_count(), 1);
+}
+
+/* eventfds stand in for sync_file fds (both poll readable once signalled;
+ * llvmpipe's EGL exports no sync_file). Every meta owns its own duplicate:
+ * copies never share one, and every one is closed once. */
+TEST(FenceMeta, SyncFileFdsAreDuplicatedPerMetaAndClosedOnce) {
+  const int fds_before = tmtest::fd_count();
+  {
+    auto timeline = SyncFileTimeline::create("display");
+    const int efd = eventfd(0, EFD_CLOEXEC);
+    ASSERT_GE(efd, 0);
+    auto value = timeline->adopt(UniqueFd(dup(efd)));
+    ASSERT_TRUE(value) << value.error().message();
+    GstBuffer *buffer = gst_buffer_new_allocate(nullptr, 64, nullptr);
+    GstTensorMemFenceMeta *meta = add_fence(buffer, timeline, *value, efd);
+    ASSERT_NE(meta, nullptr);
+    EXPECT_EQ(meta->kind, GST_TENSOR_MEM_FENCE_KIND_SYNC_FILE);
+    const gint own = gst_tensor_mem_fence_meta_get_fd(meta);
+    EXPECT_GE(own, 0);
+    EXPECT_NE(own, efd) << "the meta took the caller's fd instead of a duplicate";
+
+    GstBuffer *shallow = gst_buffer_copy(buffer);
+    GstBuffer *deep = gst_buffer_copy_deep(buffer);
+    const gint fd_shallow = gst_tensor_mem_fence_meta_get_fd(gst_buffer_get_tensor_mem_fence_meta(shallow));
+    const gint fd_deep = gst_tensor_mem_fence_meta_get_fd(gst_buffer_get_tensor_mem_fence_meta(deep));
+    EXPECT_GE(fd_shallow, 0);
+    EXPECT_GE(fd_deep, 0);
+    EXPECT_NE(fd_shallow, own);
+    EXPECT_NE(fd_deep, own);
+    EXPECT_NE(fd_shallow, fd_deep);
+    EXPECT_EQ(tmtest::fd_count(), fds_before + 5); // efd, the timeline's, three metas'
+
+    EXPECT_FALSE(gst_tensor_mem_fence_meta_is_signalled(meta));
+    const guint64 one = 1;
+    ASSERT_EQ(write(efd, &one, sizeof one), static_cast<ssize_t>(sizeof one));
+    EXPECT_TRUE(gst_tensor_mem_fence_meta_wait_cpu(gst_buffer_get_tensor_mem_fence_meta(deep), kShort, nullptr));
+    gst_buffer_unref(shallow);
+    gst_buffer_unref(deep);
+    gst_buffer_unref(buffer);
+    close(efd);
+  }
+  EXPECT_EQ(tmtest::fd_count(), fds_before) << "an fd of a fence meta leaked or was closed twice";
+}
+
+TEST(FenceMeta, ASoftwareFenceCannotBeWaitedForOnTheGpu) {
+  auto timeline = SoftwareTimeline::create("cpu");
+  GstBuffer *buffer = gst_buffer_new();
+  GstTensorMemFenceMeta *meta = add_fence(buffer, timeline, timeline->issue());
+  GError *error = nullptr;
+  EXPECT_FALSE(gst_tensor_mem_fence_meta_wait_gpu(meta, nullptr, &error));
+  ASSERT_NE(error, nullptr);
+  EXPECT_TRUE(g_error_matches(error, GST_CORE_ERROR, GST_CORE_ERROR_NOT_IMPLEMENTED)) << error->message;
+  EXPECT_NE(std::string(error->message).find("software:1"), std::string::npos) << error->message;
+  g_clear_error(&error);
+  gst_buffer_unref(buffer);
+}
+
+// ---- the pool ----------------------------------------------------------------
+
+GstBufferPool *gray_pool(bool fence_option, GstClockTime fence_timeout = GST_TENSOR_MEM_FENCE_DEFAULT_TIMEOUT) {
+  GstBufferPool *pool = gst_tensor_buffer_pool_new();
+  GstStructure *config = gst_buffer_pool_get_config(pool);
+  GstCaps *caps = gst_caps_from_string(kGrayCaps);
+  gst_buffer_pool_config_set_params(config, caps, kGraySize, 1, 1);
+  gst_caps_unref(caps);
+  if (fence_option)
+    gst_buffer_pool_config_add_option(config, GST_BUFFER_POOL_OPTION_TENSOR_MEM_FENCE_META);
+  gst_tensor_buffer_pool_config_set_fence_timeout(config, fence_timeout);
+  EXPECT_TRUE(gst_buffer_pool_set_config(pool, config));
+  EXPECT_TRUE(gst_buffer_pool_set_active(pool, TRUE));
+  return pool;
+}
+
+guint64 pool_counter(GstBufferPool *pool, const char *name) {
+  guint64 n = 0;
+  g_object_get(pool, name, &n, nullptr);
+  return n;
+}
+
+TEST(FencePool, TheOptionGivesEveryBufferOnePooledEmptyMeta) {
+  GstBufferPool *pool = gray_pool(true);
+  GstBuffer *buffer = nullptr;
+  ASSERT_EQ(gst_buffer_pool_acquire_buffer(pool, &buffer, nullptr), GST_FLOW_OK);
+  auto metas = fences_of(buffer);
+  ASSERT_EQ(metas.size(), 1u);
+  EXPECT_TRUE(GST_META_FLAG_IS_SET(metas[0], GST_META_FLAG_POOLED));
+  EXPECT_EQ(describe(buffer), "none");
+  auto timeline = SoftwareTimeline::create("producer");
+  add_fence(buffer, timeline, timeline->issue());
+  EXPECT_EQ(fences_of(buffer).size(), 1u) << "the producer's fence goes into the pool's meta";
+  ASSERT_TRUE(timeline->signal(1));
+  gst_buffer_unref(buffer);
+  ASSERT_EQ(gst_buffer_pool_acquire_buffer(pool, &buffer, nullptr), GST_FLOW_OK);
+  EXPECT_EQ(fences_of(buffer).size(), 1u);
+  EXPECT_EQ(describe(buffer), "none");
+  EXPECT_EQ(timeline.use_count(), 1) << "an idle pooled buffer still holds the timeline";
+  gst_buffer_unref(buffer);
+  gst_buffer_pool_set_active(pool, FALSE);
+  gst_object_unref(pool);
+}
+
+/* A consumer dropped a buffer whose GPU write is still running: the pool
+ * hands it to the next producer only after the fence signalled. */
+TEST(FencePool, ARecycledBufferIsHandedOutOnlyOnceItsFenceSignalled) {
+  for (bool option : {false, true}) {
+    SCOPED_TRACE(option ? "with the fence-meta option" : "without the option");
+    GstBufferPool *pool = gray_pool(option);
+    auto timeline = SoftwareTimeline::create("gpu");
+    GstBuffer *buffer = nullptr;
+    ASSERT_EQ(gst_buffer_pool_acquire_buffer(pool, &buffer, nullptr), GST_FLOW_OK);
+    GstBuffer *first = buffer;
+    const auto value = timeline->issue();
+    add_fence(buffer, timeline, value);
+    gst_buffer_unref(buffer); // back to the pool, unsignalled
+
+    GstBufferPoolAcquireParams dontwait = {GST_FORMAT_UNDEFINED, 0, 0, GST_BUFFER_POOL_ACQUIRE_FLAG_DONTWAIT, {}};
+    buffer = nullptr;
+    EXPECT_EQ(gst_buffer_pool_acquire_buffer(pool, &buffer, &dontwait), GST_FLOW_EOS);
+    EXPECT_EQ(buffer, nullptr);
+
+    std::thread gpu([&] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      (void)timeline->signal(value);
+    });
+    ASSERT_EQ(gst_buffer_pool_acquire_buffer(pool, &buffer, nullptr), GST_FLOW_OK);
+    auto reached = timeline->signalled(value);
+    EXPECT_TRUE(reached && *reached) << "handed out before its fence signalled";
+    gpu.join();
+    EXPECT_EQ(buffer, first);
+    EXPECT_FALSE(gst_buffer_has_tensor_mem_fence(buffer)) << "the new producer got the old fence";
+    EXPECT_EQ(fences_of(buffer).size(), option ? 1u : 0u);
+    EXPECT_EQ(pool_counter(pool, "fence-waits"), 1u);
+    gst_buffer_unref(buffer);
+    gst_buffer_pool_set_active(pool, FALSE);
+    gst_object_unref(pool);
+    EXPECT_EQ(timeline.use_count(), 1);
+  }
+}
+
+TEST(FencePool, ABufferWhoseFenceNeverSignalsLeavesThePool) {
+  GstBufferPool *pool = gray_pool(true, kShort);
+  auto timeline = SoftwareTimeline::create("stuck");
+  GstBuffer *buffer = nullptr;
+  ASSERT_EQ(gst_buffer_pool_acquire_buffer(pool, &buffer, nullptr), GST_FLOW_OK);
+  add_fence(buffer, timeline, timeline->issue());
+  gst_buffer_unref(buffer);
+  buffer = nullptr;
+  EXPECT_EQ(gst_buffer_pool_acquire_buffer(pool, &buffer, nullptr), GST_FLOW_ERROR);
+  if (buffer) { // handed out unfinished: the failure is recorded, the pool must not block the next acquire
+    ADD_FAILURE() << "a buffer whose fence never signalled was handed out";
+    gst_buffer_unref(buffer);
+  }
+  EXPECT_EQ(pool_counter(pool, "fence-timeouts"), 1u);
+  EXPECT_EQ(timeline.use_count(), 1) << "the discarded buffer was not freed";
+  // The pool goes on with a new buffer.
+  ASSERT_EQ(gst_buffer_pool_acquire_buffer(pool, &buffer, nullptr), GST_FLOW_OK);
+  EXPECT_FALSE(gst_buffer_has_tensor_mem_fence(buffer));
+  gst_buffer_unref(buffer);
+  gst_buffer_pool_set_active(pool, FALSE);
+  gst_object_unref(pool);
+}
+
+// ---- a producer whose bytes land when its fence signals ----------------------
+
+/* Stands in for a GPU: buffers are handed on at once, their bytes are
+ * written later on its own thread, then their fence signals. Bytes are
+ * written through the address the buffer had when it was made, as a GPU
+ * writes memory it was given. */
+class DelayedWriter {
+public:
+  enum class Kind { Software, SyncFile };
+
+  explicit DelayedWriter(Kind kind) : kind_(kind) {
+    if (kind == Kind::Software)
+      software_ = SoftwareTimeline::create("delayed-writer");
+    else
+      sync_file_ = SyncFileTimeline::create("delayed-writer");
+    thread_ = std::thread([this] { run(); });
+  }
+  ~DelayedWriter() {
+    {
+      std::lock_guard lock(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+    for (Job &job : jobs_) // gated, never written
+      gst_buffer_unref(job.keep);
+  }
+
+  /* A buffer of kGraySize bytes, all `stale`, with a fence; its bytes become
+   * `fresh` once the writer gets to it (and `gated` ones only after open_gate()). */
+  GstBuffer *produce(guint8 stale, guint8 fresh, bool gated = false) {
+    GstBuffer *buffer = gst_buffer_new_allocate(nullptr, kGraySize, nullptr);
+    GstMapInfo map;
+    EXPECT_TRUE(gst_buffer_map(buffer, &map, GST_MAP_WRITE));
+    std::memset(map.data, stale, map.size);
+    guint8 *data = map.data;
+    gst_buffer_unmap(buffer, &map);
+    Job job{nullptr, data, fresh, 0, UniqueFd(), gated};
+    if (kind_ == Kind::Software) {
+      job.value = software_->issue();
+      add_fence(buffer, software_, job.value);
+    } else {
+      job.efd = UniqueFd(eventfd(0, EFD_CLOEXEC));
+      auto value = sync_file_->adopt(UniqueFd(dup(job.efd.get())));
+      EXPECT_TRUE(value);
+      job.value = value ? *value : 0;
+      add_fence(buffer, sync_file_, job.value, job.efd.get());
+    }
+    // The writer holds the buffer until it has written: a consumer may drop it first.
+    job.keep = gst_buffer_ref(buffer);
+    {
+      std::lock_guard lock(mu_);
+      jobs_.push_back(std::move(job));
+    }
+    cv_.notify_all();
+    return buffer;
+  }
+
+  void open_gate() {
+    {
+      std::lock_guard lock(mu_);
+      gate_open_ = true;
+    }
+    cv_.notify_all();
+  }
+
+private:
+  struct Job {
+    GstBuffer *keep;
+    guint8 *data;
+    guint8 fresh;
+    guint64 value;
+    UniqueFd efd;
+    bool gated;
+  };
+
+  void run() {
+    for (;;) {
+      Job job;
+      {
+        std::unique_lock lock(mu_);
+        cv_.wait(lock, [&] { return stop_ || (!jobs_.empty() && (!jobs_.front().gated || gate_open_)); });
+        if (jobs_.empty() || (jobs_.front().gated && !gate_open_))
+          return;
+        job = std::move(jobs_.front());
+        jobs_.pop_front();
+      }
+      // A little late, every few frames, so that consumers do meet unsignalled fences.
+      if (job.value % 7 == 0)
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      std::memset(job.data, job.fresh, kGraySize);
+      if (kind_ == Kind::Software) {
+        (void)software_->signal(job.value);
+      } else {
+        const guint64 one = 1;
+        (void)!write(job.efd.get(), &one, sizeof one);
+      }
+      gst_buffer_unref(job.keep);
+    }
+  }
+
+  Kind kind_;
+  std::shared_ptr<SoftwareTimeline> software_;
+  std::shared_ptr<SyncFileTimeline> sync_file_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Job> jobs_;
+  bool stop_ = false;
+  bool gate_open_ = false;
+  std::thread thread_;
+};
+
+guint8 first_byte(GstSample *sample) {
+  GstMapInfo map;
+  GstBuffer *buffer = gst_sample_get_buffer(sample);
+  if (!gst_buffer_map(buffer, &map, GST_MAP_READ))
+    return 0;
+  const guint8 byte = map.data[0];
+  gst_buffer_unmap(buffer, &map);
+  return byte;
+}
+
+struct AppPipeline {
+  GstElement *pipeline = nullptr;
+  GstElement *src = nullptr;
+  GstElement *sink = nullptr;
+
+  explicit AppPipeline(const std::string &middle) {
+    const std::string description = "appsrc name=src is-live=false format=time caps=\"" + std::string(kGrayCaps) +
+                                    "\" ! " + middle + " appsink name=sink sync=false";
+    GError *error = nullptr;
+    pipeline = gst_parse_launch(description.c_str(), &error);
+    EXPECT_EQ(error, nullptr) << description << ": " << error_text(error);
+    g_clear_error(&error);
+    src = gst_bin_get_by_name(GST_BIN(pipeline), "src");
+    sink = gst_bin_get_by_name(GST_BIN(pipeline), "sink");
+    EXPECT_NE(gst_element_set_state(pipeline, GST_STATE_PLAYING), GST_STATE_CHANGE_FAILURE);
+  }
+  ~AppPipeline() {
+    EXPECT_EQ(gst_element_set_state(pipeline, GST_STATE_NULL), GST_STATE_CHANGE_SUCCESS);
+    gst_object_unref(src);
+    gst_object_unref(sink);
+    tmtest::release_pipeline(pipeline);
+  }
+  void push(GstBuffer *buffer) { EXPECT_EQ(gst_app_src_push_buffer(GST_APP_SRC(src), buffer), GST_FLOW_OK); }
+  GstSample *pull() { return gst_app_sink_try_pull_sample(GST_APP_SINK(sink), tmtest::kTimeout); }
+  GstElement *by_name(const char *name) { return gst_bin_get_by_name(GST_BIN(pipeline), name); }
+  /* A guint64 property of the element named "el". */
+  guint64 counter(const char *property) {
+    GstElement *el = by_name("el");
+    guint64 n = G_MAXUINT64;
+    g_object_get(el, property, &n, nullptr);
+    gst_object_unref(el);
+    return n;
+  }
+};
+
+/* The proof that the fence matters (and that these tests can fail): a
+ * consumer that ignores it reads the bytes from before the write. */
+TEST(FenceConsumers, AConsumerIgnoringTheFenceReadsStaleBytes) {
+  DelayedWriter writer(DelayedWriter::Kind::Software);
+  AppPipeline app("queue !");
+  app.push(writer.produce(0x11, 0xee, /*gated=*/true));
+  GstSample *sample = app.pull();
+  ASSERT_NE(sample, nullptr);
+  EXPECT_EQ(first_byte(sample), 0x11) << "the write landed before the consumer read: nothing was proven";
+  gst_sample_unref(sample);
+  writer.open_gate();
+}
+
+TEST(FenceConsumers, TensorsyncAndTensordownloadReadTheNewBytes) {
+  for (const char *consumer : {"tensorsync name=el !", "tensordownload name=el !", "tensorinspect name=el !"}) {
+    SCOPED_TRACE(consumer);
+    DelayedWriter writer(DelayedWriter::Kind::Software);
+    AppPipeline app(std::string("queue ! ") + consumer);
+    app.push(writer.produce(0x11, 0xee, /*gated=*/true));
+    // The consumer is waiting now (or is about to); the write lands later.
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    writer.open_gate();
+    GstSample *sample = app.pull();
+    ASSERT_NE(sample, nullptr);
+    EXPECT_EQ(first_byte(sample), 0xee);
+    gst_sample_unref(sample);
+  }
+}
+
+/* The bus of `pipeline`'s first error within the test timeout. */
+GstMessage *wait_error(GstElement *pipeline) {
+  GstBus *bus = gst_element_get_bus(pipeline);
+  GstMessage *msg = gst_bus_timed_pop_filtered(bus, tmtest::kTimeout, GST_MESSAGE_ERROR);
+  gst_object_unref(bus);
+  return msg;
+}
+
+TEST(Tensorsync, ANeverSignalledFenceIsAnElementErrorNamingIt) {
+  auto timeline = SoftwareTimeline::create("never");
+  AppPipeline app("tensorsync name=el timeout=50000000 !");
+  GstBuffer *buffer = gst_buffer_new_allocate(nullptr, kGraySize, nullptr);
+  add_fence(buffer, timeline, timeline->issue());
+  app.push(buffer);
+  GstMessage *msg = wait_error(app.pipeline);
+  ASSERT_NE(msg, nullptr) << "tensorsync hung instead of failing";
+  GstElement *el = app.by_name("el");
+  EXPECT_EQ(GST_MESSAGE_SRC(msg), GST_OBJECT(el));
+  GError *error = nullptr;
+  gchar *debug = nullptr;
+  gst_message_parse_error(msg, &error, &debug);
+  EXPECT_TRUE(g_error_matches(error, GST_RESOURCE_ERROR, GST_RESOURCE_ERROR_BUSY));
+  EXPECT_NE(std::string(error->message).find("software:1"), std::string::npos) << error->message;
+  EXPECT_NE(std::string(debug).find("'never'"), std::string::npos) << debug;
+  g_clear_error(&error);
+  g_free(debug);
+  gst_message_unref(msg);
+  gst_object_unref(el);
+  EXPECT_EQ(app.counter("timed-out"), 1u);
+  EXPECT_EQ(app.counter("waited"), 0u);
+}
+
+TEST(Tensorsync, BuffersWithoutAFencePassUntouched) {
+  AppPipeline app("tensorsync name=el !");
+  GstBuffer *buffer = gst_buffer_new_allocate(nullptr, kGraySize, nullptr);
+  app.push(buffer);
+  GstSample *sample = app.pull();
+  ASSERT_NE(sample, nullptr);
+  EXPECT_EQ(gst_sample_get_buffer(sample), buffer);
+  gst_sample_unref(sample);
+  EXPECT_EQ(app.counter("waited"), 0u);
+}
+
+TEST(Tensorsync, MarksTheFenceSatisfiedAndKeepsIt) {
+  DelayedWriter writer(DelayedWriter::Kind::Software);
+  AppPipeline app("tensorsync name=el !");
+  app.push(writer.produce(0, 1));
+  GstSample *sample = app.pull();
+  ASSERT_NE(sample, nullptr);
+  GstTensorMemFenceMeta *meta = gst_buffer_get_tensor_mem_fence_meta(gst_sample_get_buffer(sample));
+  ASSERT_NE(meta, nullptr);
+  EXPECT_TRUE(gst_tensor_mem_fence_meta_is_satisfied(meta));
+  gst_sample_unref(sample);
+  EXPECT_EQ(app.counter("waited"), 1u);
+}
+
+TEST(Tensorinspect, ItsMessageNamesTheFence) {
+  auto timeline = SoftwareTimeline::create("producer");
+  AppPipeline app("tensorinspect name=el !");
+  GstBuffer *buffer = gst_buffer_new_allocate(nullptr, kGraySize, nullptr);
+  gst_buffer_memset(buffer, 0, 0, kGraySize);
+  const auto value = timeline->issue();
+  add_fence(buffer, timeline, value);
+  ASSERT_TRUE(timeline->signal(value));
+  app.push(buffer);
+  GstBuffer *plain = gst_buffer_new_allocate(nullptr, kGraySize, nullptr);
+  gst_buffer_memset(plain, 0, 0, kGraySize); // tensorinspect reads every byte
+  app.push(plain);
+  std::vector<std::string> fences;
+  GstBus *bus = gst_element_get_bus(app.pipeline);
+  while (fences.size() < 2) {
+    GstMessage *msg = gst_bus_timed_pop_filtered(bus, tmtest::kTimeout, GST_MESSAGE_ELEMENT);
+    ASSERT_NE(msg, nullptr);
+    const GstStructure *s = gst_message_get_structure(msg);
+    if (gst_structure_has_name(s, "tensorinspect"))
+      fences.emplace_back(gst_structure_get_string(s, "fence"));
+    gst_message_unref(msg);
+  }
+  gst_object_unref(bus);
+  EXPECT_EQ(fences[0], "software:1");
+  EXPECT_EQ(fences[1], "none");
+}
+
+// ---- a pipeline per kind -----------------------------------------------------
+
+constexpr guint kFrames = 500;
+
+/* producer (this thread) -> queue -> tensorsync in the queue's thread ->
+ * appsink; every frame's bytes land behind its fence. */
+void run_delayed_pipeline(DelayedWriter::Kind kind) {
+  const int fds_before = tmtest::fd_count();
+  {
+    DelayedWriter writer(kind);
+    AppPipeline app("queue max-size-buffers=8 ! tensorsync name=el !");
+    std::thread producer([&] {
+      for (guint i = 0; i < kFrames; ++i)
+        app.push(writer.produce(0, static_cast<guint8>(1 + i % 250)));
+      gst_app_src_end_of_stream(GST_APP_SRC(app.src));
+    });
+    guint wrong = 0, frames = 0;
+    while (GstSample *sample = app.pull()) {
+      if (first_byte(sample) != static_cast<guint8>(1 + frames % 250))
+        ++wrong;
+      ++frames;
+      gst_sample_unref(sample);
+    }
+    producer.join();
+    EXPECT_EQ(frames, kFrames);
+    EXPECT_EQ(wrong, 0u) << "frames read before their bytes landed";
+    EXPECT_EQ(app.counter("timed-out"), 0u);
+  }
+  EXPECT_EQ(tmtest::fd_count(), fds_before) << "fence fds leaked";
+}
+
+TEST(FencePipelines, SoftwareTimeline500Buffers) { run_delayed_pipeline(DelayedWriter::Kind::Software); }
+
+TEST(FencePipelines, SyncFileTimeline500Buffers) { run_delayed_pipeline(DelayedWriter::Kind::SyncFile); }
+
+// ---- real EGL fences (llvmpipe) ----------------------------------------------
+
+#if defined(TM_TEST_HAVE_GL)
+class EglFences : public ::testing::Test {
+protected:
+  void SetUp() override {
+    std::string why;
+    worker = tmtest::shared_worker(&why);
+    if (!worker)
+      GTEST_SKIP() << "no headless GL here: " << why;
+    if (!gst_tensor_gl_worker_get_core_gl_worker(worker)->timeline())
+      GTEST_SKIP() << "the EGL display has no EGL_KHR_fence_sync";
+  }
+  GstTensorMemGlWorker *worker = nullptr;
+};
+
+TEST_F(EglFences, AFenceAfterAnUploadIsSignalledByTheTimeTheCpuMapRuns) {
+  GstAllocator *allocator = gst_tensor_pbo_allocator_new(worker);
+  GstBufferPool *pool = gst_tensor_buffer_pool_new_for_pbo(allocator);
+  GstStructure *config = gst_buffer_pool_get_config(pool);
+  GstCaps *caps = gst_caps_from_string(kGrayCaps);
+  gst_buffer_pool_config_set_params(config, caps, kGraySize, 1, 2);
+  gst_caps_unref(caps);
+  gst_buffer_pool_config_add_option(config, GST_BUFFER_POOL_OPTION_TENSOR_MEM_FENCE_META);
+  ASSERT_TRUE(gst_buffer_pool_set_config(pool, config));
+  ASSERT_TRUE(gst_buffer_pool_set_active(pool, TRUE));
+  GstBuffer *buffer = nullptr;
+  ASSERT_EQ(gst_buffer_pool_acquire_buffer(pool, &buffer, nullptr), GST_FLOW_OK);
+  gst_buffer_memset(buffer, 0, 0x5a, gst_buffer_get_size(buffer));
+  GError *error = nullptr;
+  ASSERT_TRUE(gst_buffer_fence_tensor_pbo_writes(buffer, &error)) << error_text(error);
+  GstTensorMemFenceMeta *meta = gst_buffer_get_tensor_mem_fence_meta(buffer);
+  ASSERT_NE(meta, nullptr);
+  EXPECT_EQ(meta->kind, GST_TENSOR_MEM_FENCE_KIND_EGL_SYNC);
+  EXPECT_GE(meta->value, 1u);
+  EXPECT_EQ(fences_of(buffer).size(), 1u) << "the EGL fence went beside the pool's meta, not into it";
+  GstMapInfo map;
+  ASSERT_TRUE(gst_buffer_map(buffer, &map, GST_MAP_READ));
+  EXPECT_TRUE(gst_tensor_mem_fence_meta_is_signalled(meta)) << "the CPU map ran before the GL write completed";
+  EXPECT_EQ(map.data[0], 0x5a);
+  EXPECT_EQ(map.data[kGraySize - 1], 0x5a);
+  gst_buffer_unmap(buffer, &map);
+  EXPECT_TRUE(gst_tensor_mem_fence_meta_wait_gpu(meta, worker, &error)) << error_text(error);
+  gst_buffer_unref(buffer);
+  gst_buffer_pool_set_active(pool, FALSE);
+  gst_object_unref(pool);
+  gst_object_unref(allocator);
+}
+
+TEST_F(EglFences, AnEglValueNeverIssuedIsRefused) {
+  auto timeline = gst_tensor_gl_worker_get_core_gl_worker(worker)->timeline();
+  GstBuffer *buffer = gst_buffer_new();
+  GError *error = nullptr;
+  EXPECT_EQ(gst_buffer_add_tensor_mem_fence_meta(buffer, timeline, timeline->last_issued() + 1, -1, &error), nullptr);
+  ASSERT_NE(error, nullptr);
+  EXPECT_NE(std::string(error->message).find("never issued"), std::string::npos) << error->message;
+  g_clear_error(&error);
+  gst_buffer_unref(buffer);
+}
+
+/* A PBO buffer that is shared (another holder, as behind a tee) reaches
+ * tensorupload storage=pbo: it passes through without a copy of its bytes
+ * and gets its new fence on a shallow copy, never on the buffer the other
+ * holder has. */
+TEST_F(EglFences, ASharedPboBufferPassingThroughIsFencedOnAShallowCopy) {
+  GstHarness *h = gst_harness_new_parse("tensorupload storage=pbo");
+  GstContext *context = gst_context_new_tensor_gl_worker(worker, TRUE);
+  gst_element_set_context(h->element, context);
+  gst_context_unref(context);
+  gst_harness_set_src_caps_str(h, kGrayCaps);
+  gst_harness_play(h);
+  GstAllocator *allocator = gst_tensor_pbo_allocator_new(worker);
+  GstBuffer *in = gst_buffer_new();
+  gst_buffer_append_memory(in, gst_allocator_alloc(allocator, kGraySize, nullptr));
+  gst_buffer_memset(in, 0, 0x33, kGraySize);
+  GstBuffer *other_holder = gst_buffer_ref(in);
+  ASSERT_EQ(gst_harness_push(h, in), GST_FLOW_OK);
+  GstBuffer *out = gst_harness_pull(h);
+  ASSERT_NE(out, nullptr);
+  EXPECT_NE(out, other_holder);
+  EXPECT_EQ(gst_buffer_peek_memory(out, 0), gst_buffer_peek_memory(other_holder, 0)) << "the bytes were copied";
+  EXPECT_EQ(describe(out).rfind("egl:", 0), 0u) << describe(out);
+  EXPECT_EQ(describe(other_holder), "none") << "the shared buffer was written";
+  gst_buffer_unref(out);
+  gst_buffer_unref(other_holder);
+  gst_object_unref(allocator);
+  gst_harness_teardown(h);
+}
+
+/* videotestsrc -> tensorupload storage=pbo (EGL fence per frame) -> queue ->
+ * tensordownload in the queue's thread; the bytes match the system-memory
+ * run frame for frame. */
+TEST_F(EglFences, APboPipelineOf500BuffersCarriesEglFencesAndEveryFrameIsRight) {
+  auto run = [&](const char *storage, std::vector<std::string> *checksums, std::vector<std::string> *fences) {
+    const std::string description = std::string("videotestsrc num-buffers=") + std::to_string(kFrames) +
+                                    " pattern=ball ! video/x-raw,format=RGBA,width=32,height=24 ! tensorupload "
+                                    "storage=" +
+                                    storage + " ! tensorinspect ! queue ! tensordownload ! fakesink";
+    GError *error = nullptr;
+    GstElement *pipeline = gst_parse_launch(description.c_str(), &error);
+    ASSERT_EQ(error, nullptr) << error_text(error);
+    GstContext *context = gst_context_new_tensor_gl_worker(worker, TRUE);
+    gst_element_set_context(pipeline, context);
+    gst_context_unref(context);
+    GstBus *bus = gst_element_get_bus(pipeline);
+    ASSERT_NE(gst_element_set_state(pipeline, GST_STATE_PLAYING), GST_STATE_CHANGE_FAILURE);
+    for (;;) {
+      GstMessage *msg = gst_bus_timed_pop_filtered(
+          bus, tmtest::kTimeout,
+          static_cast<GstMessageType>(GST_MESSAGE_EOS | GST_MESSAGE_ERROR | GST_MESSAGE_ELEMENT));
+      ASSERT_NE(msg, nullptr);
+      if (GST_MESSAGE_TYPE(msg) == GST_MESSAGE_ERROR) {
+        GError *err = nullptr;
+        gst_message_parse_error(msg, &err, nullptr);
+        ADD_FAILURE() << error_text(err);
+        g_clear_error(&err);
+      }
+      const bool done = GST_MESSAGE_TYPE(msg) != GST_MESSAGE_ELEMENT;
+      const GstStructure *s = gst_message_get_structure(msg);
+      if (!done && gst_structure_has_name(s, "tensorinspect")) {
+        checksums->emplace_back(gst_structure_get_string(s, "checksum"));
+        fences->emplace_back(gst_structure_get_string(s, "fence"));
+      }
+      gst_message_unref(msg);
+      if (done)
+        break;
+    }
+    gst_object_unref(bus);
+    EXPECT_EQ(gst_element_set_state(pipeline, GST_STATE_NULL), GST_STATE_CHANGE_SUCCESS);
+    tmtest::release_pipeline(pipeline);
+  };
+  std::vector<std::string> pbo_sums, pbo_fences, sys_sums, sys_fences;
+  run("pbo", &pbo_sums, &pbo_fences);
+  run("system", &sys_sums, &sys_fences);
+  ASSERT_EQ(pbo_sums.size(), kFrames);
+  EXPECT_EQ(pbo_sums, sys_sums);
+  guint egl = 0;
+  for (const std::string &f : pbo_fences)
+    egl += f.rfind("egl:", 0) == 0 ? 1 : 0;
+  EXPECT_EQ(egl, kFrames) << "a PBO frame left tensorupload without its EGL fence";
+  for (const std::string &f : sys_fences)
+    EXPECT_EQ(f, "none");
+}
+#endif
+
+} // namespace
