@@ -35,6 +35,21 @@ namespace ffi = tensormem::cudaffi;
 
 #define SAME_LAYOUT(ours, theirs) static_assert(sizeof(ours) == sizeof(theirs) && alignof(ours) == alignof(theirs))
 #define SAME_OFFSET(ours, theirs, field) static_assert(offsetof(ours, field) == offsetof(theirs, field))
+// The semaphore descriptor's handle union and the signal parameters, which
+// the runtime and the driver lay out alike.
+#define SAME_SEMAPHORE_HANDLE(theirs)                                                                                  \
+  SAME_OFFSET(ffi::ExternalSemaphoreHandleDesc, theirs, type);                                                         \
+  SAME_OFFSET(ffi::ExternalSemaphoreHandleDesc, theirs, handle.fd);                                                    \
+  SAME_OFFSET(ffi::ExternalSemaphoreHandleDesc, theirs, handle.win32.handle);                                          \
+  SAME_OFFSET(ffi::ExternalSemaphoreHandleDesc, theirs, handle.win32.name)
+#define SAME_SIGNAL_PARAMS(theirs)                                                                                     \
+  SAME_LAYOUT(ffi::ExternalSemaphoreSignalParams, theirs);                                                             \
+  SAME_OFFSET(ffi::ExternalSemaphoreSignalParams, theirs, params.fence.value);                                         \
+  SAME_OFFSET(ffi::ExternalSemaphoreSignalParams, theirs, params.nvSciSync.fence);                                     \
+  SAME_OFFSET(ffi::ExternalSemaphoreSignalParams, theirs, params.keyedMutex.key);                                      \
+  SAME_OFFSET(ffi::ExternalSemaphoreSignalParams, theirs, params.reserved);                                            \
+  SAME_OFFSET(ffi::ExternalSemaphoreSignalParams, theirs, flags);                                                      \
+  SAME_OFFSET(ffi::ExternalSemaphoreSignalParams, theirs, reserved)
 
 SAME_LAYOUT(ffi::ExternalMemoryHandleDesc, cudaExternalMemoryHandleDesc);
 SAME_OFFSET(ffi::ExternalMemoryHandleDesc, cudaExternalMemoryHandleDesc, type);
@@ -70,6 +85,9 @@ SAME_OFFSET(ffi::ExternalSemaphoreWaitParams, cudaExternalSemaphoreWaitParams, p
 SAME_OFFSET(ffi::ExternalSemaphoreWaitParams, cudaExternalSemaphoreWaitParams, params.reserved);
 SAME_OFFSET(ffi::ExternalSemaphoreWaitParams, cudaExternalSemaphoreWaitParams, flags);
 SAME_OFFSET(ffi::ExternalSemaphoreWaitParams, cudaExternalSemaphoreWaitParams, reserved);
+SAME_SEMAPHORE_HANDLE(cudaExternalSemaphoreHandleDesc);
+SAME_OFFSET(ffi::ExternalSemaphoreWaitParams, cudaExternalSemaphoreWaitParams, params.nvSciSync.fence);
+SAME_SIGNAL_PARAMS(cudaExternalSemaphoreSignalParams);
 
 static_assert(int(ffi::ExternalMemoryHandleType::OpaqueFd) == cudaExternalMemoryHandleTypeOpaqueFd);
 static_assert(int(ffi::ExternalMemoryHandleType::D3D12Resource) == cudaExternalMemoryHandleTypeD3D12Resource);
@@ -80,6 +98,11 @@ static_assert(int(ffi::ExternalSemaphoreHandleType::D3D12Fence) == cudaExternalS
 static_assert(int(ffi::ExternalSemaphoreHandleType::D3D11Fence) == cudaExternalSemaphoreHandleTypeD3D11Fence);
 static_assert(int(ffi::ExternalSemaphoreHandleType::TimelineSemaphoreWin32) ==
               cudaExternalSemaphoreHandleTypeTimelineSemaphoreWin32);
+static_assert(int(ffi::ExternalSemaphoreHandleType::OpaqueFd) == cudaExternalSemaphoreHandleTypeOpaqueFd);
+static_assert(int(ffi::ExternalSemaphoreHandleType::OpaqueWin32) == cudaExternalSemaphoreHandleTypeOpaqueWin32);
+static_assert(int(ffi::ExternalSemaphoreHandleType::OpaqueWin32Kmt) == cudaExternalSemaphoreHandleTypeOpaqueWin32Kmt);
+static_assert(int(ffi::ExternalSemaphoreHandleType::TimelineSemaphoreFd) ==
+              cudaExternalSemaphoreHandleTypeTimelineSemaphoreFd);
 static_assert(ffi::kExternalMemoryDedicated == cudaExternalMemoryDedicated);
 static_assert(ffi::kGraphicsRegisterFlagsNone == cudaGraphicsRegisterFlagsNone);
 static_assert(int(ffi::MemcpyKind::HostToDevice) == cudaMemcpyHostToDevice);
@@ -124,12 +147,20 @@ SAME_OFFSET(ffi::ExternalSemaphoreWaitParams, CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAM
 SAME_OFFSET(ffi::ExternalSemaphoreWaitParams, CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS, params.keyedMutex.key);
 SAME_OFFSET(ffi::ExternalSemaphoreWaitParams, CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS, flags);
 SAME_OFFSET(ffi::ExternalSemaphoreWaitParams, CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS, reserved);
+SAME_SEMAPHORE_HANDLE(CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC);
+SAME_OFFSET(ffi::ExternalSemaphoreWaitParams, CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS, params.keyedMutex.timeoutMs);
+SAME_SIGNAL_PARAMS(CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS);
 
 static_assert(int(ffi::ExternalMemoryHandleType::OpaqueFd) == CU_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD);
 static_assert(int(ffi::ExternalMemoryHandleType::D3D12Resource) == CU_EXTERNAL_MEMORY_HANDLE_TYPE_D3D12_RESOURCE);
 static_assert(int(ffi::ExternalMemoryHandleType::D3D11Resource) == CU_EXTERNAL_MEMORY_HANDLE_TYPE_D3D11_RESOURCE);
 static_assert(int(ffi::ExternalSemaphoreHandleType::D3D12Fence) == CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_D3D12_FENCE);
 static_assert(int(ffi::ExternalSemaphoreHandleType::D3D11Fence) == CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_D3D11_FENCE);
+static_assert(int(ffi::ExternalSemaphoreHandleType::OpaqueFd) == CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_OPAQUE_FD);
+static_assert(int(ffi::ExternalSemaphoreHandleType::TimelineSemaphoreFd) ==
+              CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_TIMELINE_SEMAPHORE_FD);
+static_assert(int(ffi::ExternalSemaphoreHandleType::TimelineSemaphoreWin32) ==
+              CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_TIMELINE_SEMAPHORE_WIN32);
 static_assert(drv::kSuccess == int(CUDA_SUCCESS));
 static_assert(drv::kErrorInvalidValue == int(CUDA_ERROR_INVALID_VALUE));
 static_assert(drv::kErrorOutOfMemory == int(CUDA_ERROR_OUT_OF_MEMORY));
@@ -178,6 +209,10 @@ SAME_ENTRY(drv::GraphicsUnregisterResourceFn, cuGraphicsUnregisterResource);
 SAME_ENTRY(drv::ImportExternalMemoryFn, cuImportExternalMemory);
 SAME_ENTRY(drv::ExternalMemoryGetMappedBufferFn, cuExternalMemoryGetMappedBuffer);
 SAME_ENTRY(drv::DestroyExternalMemoryFn, cuDestroyExternalMemory);
+SAME_ENTRY(drv::ImportExternalSemaphoreFn, cuImportExternalSemaphore);
+SAME_ENTRY(drv::SignalExternalSemaphoresAsyncFn, cuSignalExternalSemaphoresAsync);
+SAME_ENTRY(drv::WaitExternalSemaphoresAsyncFn, cuWaitExternalSemaphoresAsync);
+SAME_ENTRY(drv::DestroyExternalSemaphoreFn, cuDestroyExternalSemaphore);
 // cuGraphicsGLRegisterBuffer is declared in cudaGL.h, which needs the GL
 // headers: lib-cuda-gl-driver calls it through the fake driver instead.
 #endif
