@@ -18,8 +18,8 @@
  *
  * The driver front end behaves like the driver: nothing works before
  * cuInit (CUDA_ERROR_NOT_INITIALIZED), FAKE_CUDART_DEVICE_COUNT=0 makes
- * cuInit answer CUDA_ERROR_NO_DEVICE, and memory, stream, external-memory
- * and GL calls fail with CUDA_ERROR_INVALID_CONTEXT (201) on a thread where
+ * cuInit answer CUDA_ERROR_NO_DEVICE, and memory, stream, external-memory,
+ * semaphore and GL calls fail with CUDA_ERROR_INVALID_CONTEXT (201) on a thread where
  * no retained context is current (cuCtxPushCurrent_v2/cuCtxPopCurrent_v2
  * keep a stack per thread). Context pushes and pops, like error strings,
  * stay out of the call log.
