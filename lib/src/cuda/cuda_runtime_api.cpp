@@ -72,8 +72,10 @@ constexpr cuda_library::Symbol kSymbols[] = {
 class RuntimeApi final : public CudaApi {
 public:
   explicit RuntimeApi(const RuntimeFunctions &fn) : fn_(fn) {
-    // The unsuffixed exports read the v1 parameter layout: our v2 blocks
-    // start with it, and one block per call has no array stride to differ.
+    // The unsuffixed exports read the v1 parameter layout before CUDA 11.2
+    // (our v2 blocks start with it, and one block per call has no array
+    // stride to differ) and the v2 layout from CUDA 13 on, which dropped
+    // the _v2 names: either way they read what we send.
     if (fn_.signal_semaphores_v2)
       signal_ = {fn_.signal_semaphores_v2, "cudaSignalExternalSemaphoresAsync_v2"};
     else if (fn_.signal_semaphores_v1)
@@ -142,8 +144,8 @@ public:
 
   const char *missing_semaphore_symbol() const noexcept override {
     return first_missing({{fn_.import_external_semaphore != nullptr, "cudaImportExternalSemaphore"},
-                          {signal_.fn != nullptr, "cudaSignalExternalSemaphoresAsync_v2"},
-                          {wait_.fn != nullptr, "cudaWaitExternalSemaphoresAsync_v2"},
+                          {signal_.fn != nullptr, "cudaSignalExternalSemaphoresAsync"},
+                          {wait_.fn != nullptr, "cudaWaitExternalSemaphoresAsync"},
                           {fn_.destroy_external_semaphore != nullptr, "cudaDestroyExternalSemaphore"}});
   }
   CudaCall import_external_semaphore(void **ext_sem, const ffi::ExternalSemaphoreHandleDesc &desc) const override {

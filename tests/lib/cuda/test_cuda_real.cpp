@@ -20,6 +20,7 @@
 #include <cstddef>
 #include <cstdio>
 #include <cstdlib>
+#include <dlfcn.h>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -224,6 +225,12 @@ TEST(CudaReal, the_installed_runtime_loads_through_the_ladder_and_degrades_witho
     GTEST_SKIP() << "no CUDA runtime is installed here (" << rt->reason() << ")";
   EXPECT_FALSE(rt->runtime_path().empty());
   EXPECT_EQ(rt->runtime_path().front(), '/') << "dladdr gives the file the linker opened: " << rt->runtime_path();
+  // The external-semaphore entry points are optional, but every runtime
+  // since 10.0 exports import, destroy and a signal and wait the backend
+  // accepts (11.2 to 12.x the _v2 names too, 13 only the unsuffixed ones):
+  // a misspelt name would pass every test of the fake.
+  const char *missing = rt->missing_semaphore_symbol();
+  EXPECT_EQ(missing, nullptr) << rt->runtime_path() << " lacks " << missing;
   if (rt->available()) {
     EXPECT_GE(rt->device_count(), 1);
     std::printf("[ info ] CUDA runtime %s with %d device(s)\n", rt->runtime_path().c_str(), rt->device_count());
@@ -270,6 +277,14 @@ TEST(CudaReal, the_toolkit_driver_stub_has_every_required_driver_symbol_but_gl_i
       continue;
     std::printf("[ info ] %s\n", rt->reason().c_str());
     EXPECT_FALSE(rt->available());
+    // The optional semaphore entry points by the names the backend asks for
+    // (the load stops at the GL call before they would be reported).
+    if (void *lib = ::dlopen(stub.c_str(), RTLD_NOW | RTLD_LOCAL)) {
+      for (const char *name : {"cuImportExternalSemaphore", "cuSignalExternalSemaphoresAsync",
+                               "cuWaitExternalSemaphoresAsync", "cuDestroyExternalSemaphore"})
+        EXPECT_NE(::dlsym(lib, name), nullptr) << stub << " lacks " << name;
+      ::dlclose(lib);
+    }
     if (rt->loaded()) // a stub that also exports the GL calls: cuInit answers 34
       EXPECT_NE(rt->reason().find("cuInit failed"), std::string::npos) << rt->reason();
     else
