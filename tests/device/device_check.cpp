@@ -17,8 +17,13 @@
 //            driver takes only its own OpaqueFd exports): an Error, the
 //            caller's fd still open, Tensor::cuda_map() none, map() works
 //   latency  CUDA map+unmap of a 1080p RGBA PBO (a GL worker round trip)
+//   semaphore  the library exports all four external-semaphore calls, and a
+//            memfd offered as an OpaqueFd semaphore (not one a driver
+//            exported) is refused cleanly or, if taken, destroyed cleanly;
+//            the caller's fd stays open either way
 #include <tensormem/cuda_handle.hpp>
 #include <tensormem/cuda_runtime.hpp>
+#include <tensormem/cuda_semaphore.hpp>
 #include <tensormem/dmabuf_storage.hpp>
 #if !defined(TM_DEVICE_NO_GL)
 #include <tensormem/gl_cuda.hpp>
@@ -36,6 +41,8 @@
 #include <fcntl.h>
 #include <optional>
 #include <string>
+#include <sys/mman.h>
+#include <unistd.h>
 #include <vector>
 
 using namespace tensormem;
@@ -171,6 +178,32 @@ void check_memfd() {
              (no_cuda ? "none" : "SOME") + "; host map " + (host_ok ? "works" : "FAILS"));
 }
 
+void check_semaphore(const std::shared_ptr<const CudaRuntime> &rt) {
+  if (const char *missing = rt->missing_semaphore_symbol())
+    return report(false, "semaphore", std::string("the CUDA library lacks ") + missing);
+  const int fd = ::memfd_create("tm-device-semaphore", MFD_CLOEXEC);
+  if (fd < 0 || ::ftruncate(fd, 8) != 0)
+    return report(false, "semaphore", "memfd_create failed");
+  std::string outcome;
+  bool clean = true;
+  {
+    Result<CudaExternalSemaphore> sem = CudaExternalSemaphore::import_fd(CudaExternalSemaphore::Type::OpaqueFd, fd, rt);
+    if (sem) {
+      Result<void> destroyed = sem->destroy();
+      clean = static_cast<bool>(destroyed);
+      outcome = "a memfd was taken as a semaphore; destroy " +
+                (destroyed ? std::string("worked") : "FAILED: " + destroyed.error().message());
+    } else {
+      clean = sem.error().kind() == ErrorKind::Device;
+      outcome = "a memfd was refused (" + sem.error().message() + ")";
+    }
+  }
+  const bool fd_open = ::fcntl(fd, F_GETFD) != -1;
+  ::close(fd);
+  report(clean && fd_open, "semaphore",
+         "all four entry points resolved; " + outcome + "; the caller's fd " + (fd_open ? "still open" : "CLOSED"));
+}
+
 } // namespace
 
 int main() {
@@ -201,5 +234,6 @@ int main() {
   }
 #endif
   check_memfd();
+  check_semaphore(rt);
   return g_failures == 0 ? 0 : 1;
 }

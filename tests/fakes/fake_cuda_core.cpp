@@ -11,10 +11,13 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <map>
 #include <mutex>
 #include <string>
@@ -56,6 +59,7 @@ constexpr int kInvalidContext = 201;
 constexpr int kInvalidGraphicsContext = 219;
 constexpr int kOperatingSystem = 304;
 constexpr int kInvalidResourceHandle = 400;
+constexpr int kLaunchTimeout = 702; // the fake's answer to a wait that is never satisfied
 constexpr int kNotSupported = 801;
 constexpr int kUnknown = 999;
 
@@ -87,12 +91,17 @@ enum Fn {
   PrimaryCtxRelease,
   CtxPushCurrent,
   CtxPopCurrent,
+  // External semaphores (both APIs).
+  ImportExternalSemaphore,
+  SignalExternalSemaphores,
+  WaitExternalSemaphores,
+  DestroyExternalSemaphore,
   kFnCount
 };
 
 struct FnNames {
-  const char *logged;    // the name in the call log
-  const char *driver[4]; // the driver's exports counted as this operation
+  const char *logged;     // the name in the call log
+  const char *aliases[4]; // other exports counted as this operation (the driver's, older runtime names)
 };
 
 const FnNames kNames[kFnCount] = {
@@ -118,6 +127,10 @@ const FnNames kNames[kFnCount] = {
     {"cuDevicePrimaryCtxRelease_v2", {"cuDevicePrimaryCtxRelease_v2"}},
     {"cuCtxPushCurrent_v2", {"cuCtxPushCurrent_v2"}},
     {"cuCtxPopCurrent_v2", {"cuCtxPopCurrent_v2"}},
+    {"cudaImportExternalSemaphore", {"cuImportExternalSemaphore"}},
+    {"cudaSignalExternalSemaphoresAsync", {"cudaSignalExternalSemaphoresAsync_v2", "cuSignalExternalSemaphoresAsync"}},
+    {"cudaWaitExternalSemaphoresAsync", {"cudaWaitExternalSemaphoresAsync_v2", "cuWaitExternalSemaphoresAsync"}},
+    {"cudaDestroyExternalSemaphore", {"cuDestroyExternalSemaphore"}},
 };
 
 // Either API's name of an operation.
@@ -125,7 +138,7 @@ int fn_index(const char *name) {
   for (int i = 0; i < kFnCount; ++i) {
     if (std::strcmp(kNames[i].logged, name) == 0)
       return i;
-    for (const char *alias : kNames[i].driver)
+    for (const char *alias : kNames[i].aliases)
       if (alias && std::strcmp(alias, name) == 0)
         return i;
   }
@@ -154,6 +167,42 @@ struct BufferDesc {
   unsigned int reserved[16];
 };
 static_assert(sizeof(MemHandleDesc) == 104 && sizeof(BufferDesc) == 88);
+struct SemHandleDesc {
+  int type;
+  union {
+    int fd;
+    struct {
+      void *handle;
+      const void *name;
+    } win32;
+  } handle;
+  unsigned int flags;
+  unsigned int reserved[16];
+};
+// The _v2 parameter blocks; a v1 block is the same without `tail` (so 80
+// bytes long: arrays of them have that stride).
+struct SemSignalParams {
+  unsigned long long value;
+  unsigned long long nvscisync;
+  unsigned long long key;
+  unsigned int reserved[12];
+  unsigned int flags;
+  unsigned int tail[16];
+};
+struct SemWaitParams {
+  unsigned long long value;
+  unsigned long long nvscisync;
+  struct {
+    unsigned long long key;
+    unsigned int timeout_ms;
+  } keyed_mutex;
+  unsigned int reserved[10];
+  unsigned int flags;
+  unsigned int tail[16];
+};
+static_assert(sizeof(SemHandleDesc) == 96 && sizeof(SemSignalParams) == 144 && sizeof(SemWaitParams) == 144);
+static_assert(offsetof(SemSignalParams, flags) == 72 && offsetof(SemWaitParams, flags) == 72);
+constexpr std::size_t kSemParamsV1Size = 80;
 
 struct Fault {
   int error = 0;
@@ -172,6 +221,26 @@ struct MappedBuffer {
   void *map_base; // page-aligned mmap
   std::size_t map_len;
   std::size_t size;
+};
+
+// An imported semaphore. Binary ones (OpaqueFd, OpaqueWin32, OpaqueWin32Kmt)
+// are signalled (payload non-zero) or not; fences and timeline semaphores
+// (D3D12Fence, D3D11Fence, TimelineSemaphoreFd/Win32) count up. An fd
+// type's payload lives in the imported file itself, a little-endian u64 at
+// offset 0, so whoever else holds the file (a test's producer) signals by
+// writing there; a Win32 type's lives here (the fake has no Win32 objects).
+struct Semaphore {
+  int type;
+  int fd = -1;            // fd types: owned, closed at destroy
+  std::uint64_t held = 0; // Win32 types: the payload
+  bool binary() const { return type == 1 || type == 2 || type == 3; }
+};
+
+// A semaphore operation queued on a stream that has not run yet.
+struct PendingOp {
+  Semaphore *sem;
+  bool wait;
+  std::uint64_t value;
 };
 
 struct Resource {
@@ -200,6 +269,12 @@ struct State {
   std::map<void *, MappedBuffer> mapped;
   std::map<void *, int> streams;
   std::map<void *, Resource *> resources;
+  std::map<void *, Semaphore *> semaphores;
+  // Per stream (nullptr: the default stream), semaphore operations waiting
+  // their turn; everything else runs at once.
+  std::map<void *, std::deque<PendingOp>> queues;
+  std::condition_variable progressed; // a queue moved or a payload changed
+  long wait_timeout_ms = 3000;
   std::map<std::string, unsigned long> symbol_calls;
   // The driver: cuInit seen, and each device's primary context retain count
   // (the context itself is the address of its counter).
@@ -278,6 +353,8 @@ void init_locked(State &s) {
     s.check_balance = v[0] == '1';
   if (const char *v = std::getenv("FAKE_CUDART_ACCEPT_DMABUF"))
     s.accept_dmabuf = v[0] == '1';
+  if (const char *v = std::getenv("FAKE_CUDART_WAIT_TIMEOUT_MS"))
+    s.wait_timeout_ms = std::atol(v);
 }
 
 // A driver context: the address of one device's primary-context counter,
@@ -397,6 +474,8 @@ std::size_t live_locked(const State &s, const char *kind) {
     n += s.resources.size();
   if (want("graphics_mapping"))
     n += graphics_mapped;
+  if (want("external_semaphore"))
+    n += s.semaphores.size();
   // The driver's contexts only by name: the process runtime keeps its
   // primary context retained until exit, so "everything" leaves them out.
   if (kind && std::strcmp(kind, "primary_context") == 0)
@@ -427,6 +506,15 @@ void release_all_locked(State &s) {
   for (auto &[k, r] : s.resources)
     delete r;
   s.resources.clear();
+  s.queues.clear();
+  for (auto &[k, sem] : s.semaphores) {
+#ifndef _WIN32
+    if (sem->fd >= 0)
+      ::close(sem->fd);
+#endif
+    delete sem;
+  }
+  s.semaphores.clear();
 }
 
 // The exit report: every create has its destroy, no ordering violation.
@@ -440,11 +528,12 @@ __attribute__((destructor)) void report_at_exit() {
     return;
   std::fprintf(stderr,
                "fake-cudart: at exit: %zu live object(s) (external memory %zu, mapped buffers %zu, allocations %zu, "
-               "streams %zu, graphics resources %zu, graphics mappings %zu, primary context retains %zu, "
-               "contexts pushed and not popped %zu), %lu ordering violation(s)\n",
+               "streams %zu, graphics resources %zu, graphics mappings %zu, external semaphores %zu, primary context "
+               "retains %zu, contexts pushed and not popped %zu), %lu ordering violation(s)\n",
                live, live_locked(s, "external_memory"), live_locked(s, "mapped_buffer"), live_locked(s, "malloc"),
                live_locked(s, "stream"), live_locked(s, "graphics_resource"), live_locked(s, "graphics_mapping"),
-               live_locked(s, "primary_context"), live_locked(s, "current_context"), s.violations);
+               live_locked(s, "external_semaphore"), live_locked(s, "primary_context"),
+               live_locked(s, "current_context"), s.violations);
   if (s.check_balance) {
     std::fflush(stderr);
     ::_exit(97);
@@ -464,6 +553,124 @@ int check_resources(const State &s, int count, void **resources, void *stream, b
       return kInvalidResourceHandle;
   }
   return kSuccess;
+}
+
+// A failed fd import whose fault says the driver closes the fd anyway
+// (closefd), and maybe lets another file take the number (reusefd).
+void close_on_failed_import(int fd, int close_fd) {
+#ifndef _WIN32
+  if (!close_fd)
+    return;
+  ::close(fd);
+  if (close_fd == 2) {
+    // Another thread's open() landing on the freed number.
+    int other = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+    if (other >= 0 && other != fd) {
+      ::dup3(other, fd, O_CLOEXEC);
+      ::close(other);
+    }
+  }
+#else
+  (void)fd;
+  (void)close_fd;
+#endif
+}
+
+// ---- Semaphore payloads and the streams' queues -----------------------------
+
+std::uint64_t payload(const Semaphore &sem) {
+#ifndef _WIN32
+  if (sem.fd >= 0) {
+    unsigned char bytes[8] = {};
+    if (::pread(sem.fd, bytes, sizeof bytes, 0) != static_cast<ssize_t>(sizeof bytes))
+      return 0;
+    std::uint64_t v = 0;
+    for (int i = 7; i >= 0; --i)
+      v = v << 8 | bytes[i];
+    return v;
+  }
+#endif
+  return sem.held;
+}
+
+void set_payload(Semaphore &sem, std::uint64_t v) {
+#ifndef _WIN32
+  if (sem.fd >= 0) {
+    unsigned char bytes[8];
+    for (unsigned char &b : bytes) {
+      b = static_cast<unsigned char>(v & 0xff);
+      v >>= 8;
+    }
+    if (::pwrite(sem.fd, bytes, sizeof bytes, 0) != static_cast<ssize_t>(sizeof bytes))
+      std::fprintf(stderr, "fake-cudart: writing a semaphore payload failed: %s\n", std::strerror(errno));
+    return;
+  }
+#endif
+  sem.held = v;
+}
+
+bool ready(const PendingOp &op) {
+  if (!op.wait)
+    return true;
+  std::uint64_t now = payload(*op.sem);
+  return op.sem->binary() ? now != 0 : now >= op.value;
+}
+
+void run(State &s, const PendingOp &op) {
+  Semaphore &sem = *op.sem;
+  if (op.wait) {
+    if (sem.binary())
+      set_payload(sem, 0); // a binary wait consumes the signal
+  } else if (sem.binary()) {
+    set_payload(sem, 1);
+  } else if (op.value > payload(sem)) {
+    set_payload(sem, op.value);
+  } else {
+    // Queued behind a wait, it was above the value then; a signal on
+    // another stream or the producer has passed it since.
+    violation(s, "a queued semaphore signal to " + std::to_string(op.value) +
+                     " ran when the semaphore was already at " + std::to_string(payload(sem)) +
+                     " (a fence or timeline only moves up)");
+  }
+}
+
+// Runs every queued operation whose turn has come, on every stream, until
+// none moves (a signal on one stream may release a wait on another).
+void progress_locked(State &s) {
+  bool moved = true;
+  bool any = false;
+  while (moved) {
+    moved = false;
+    for (auto &[stream, queue] : s.queues)
+      while (!queue.empty() && ready(queue.front())) {
+        run(s, queue.front());
+        queue.pop_front();
+        moved = any = true;
+      }
+  }
+  if (any)
+    s.progressed.notify_all();
+}
+
+// Drops the queued operations that `drop` selects; returns how many.
+template <typename Pred> std::size_t drop_pending(State &s, Pred &&drop) {
+  std::size_t n = 0;
+  for (auto &[stream, queue] : s.queues)
+    for (auto it = queue.begin(); it != queue.end();)
+      if (drop(stream, *it)) {
+        it = queue.erase(it);
+        ++n;
+      } else {
+        ++it;
+      }
+  return n;
+}
+
+std::size_t pending_locked(const State &s) {
+  std::size_t n = 0;
+  for (const auto &[stream, queue] : s.queues)
+    n += queue.size();
+  return n;
 }
 
 // Every operation: under the state lock, counted, and failing first if a
@@ -509,6 +716,7 @@ const char *error_string(const Entry &e, int error) {
   case kInvalidGraphicsContext: return "invalid OpenGL or DirectX context";
   case kOperatingSystem: return "OS call failed or operation not supported on this OS";
   case kInvalidResourceHandle: return "invalid resource handle";
+  case kLaunchTimeout: return "the launch timed out and was terminated (the fake's semaphore wait bound)";
   case kNotSupported: return "operation not supported";
   case kUnknown: return "unknown error (injected by the fake runtime)";
   default: return nullptr;
@@ -680,13 +888,37 @@ int stream_create(const Entry &e, void **stream) {
   });
 }
 
+// The fake runs everything at once but semaphore waits (and what is queued
+// behind them): synchronising a stream blocks until its queue is empty,
+// which a signal through CUDA on another stream or a producer writing an
+// fd semaphore's payload brings about. A GPU would wait forever for a value
+// nobody signals; the fake gives up after FAKE_CUDART_WAIT_TIMEOUT_MS,
+// drops the stream's queue, records a violation and answers 702.
 int stream_synchronize(const Entry &e, void *stream) {
-  return guarded(StreamSynchronize, e, [&](State &s) {
-    // The fake runs everything synchronously: nothing is ever pending.
-    if (stream && !s.streams.count(stream))
-      return kInvalidResourceHandle;
-    return kSuccess;
-  });
+  State &s = state();
+  std::unique_lock lock(s.mu);
+  if (int rc = enter(s, StreamSynchronize, e))
+    return rc;
+  if (stream && !s.streams.count(stream))
+    return kInvalidResourceHandle;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(s.wait_timeout_ms);
+  for (;;) {
+    progress_locked(s);
+    auto it = s.queues.find(stream);
+    if (it == s.queues.end() || it->second.empty())
+      return kSuccess;
+    if (std::chrono::steady_clock::now() >= deadline) {
+      const PendingOp &front = it->second.front();
+      violation(s, std::string(e.symbol) + ": a semaphore wait for value " + std::to_string(front.value) +
+                       " (the semaphore is at " + std::to_string(payload(*front.sem)) + ") was not satisfied within " +
+                       std::to_string(s.wait_timeout_ms) + " ms; a GPU would wait forever");
+      it->second.clear();
+      return kLaunchTimeout;
+    }
+    // An in-process signal wakes this at once; a producer writing the file
+    // is seen at the next poll.
+    s.progressed.wait_for(lock, std::chrono::milliseconds(1));
+  }
 }
 
 int stream_destroy(const Entry &e, void *stream) {
@@ -694,6 +926,12 @@ int stream_destroy(const Entry &e, void *stream) {
     auto it = s.streams.find(stream);
     if (it == s.streams.end())
       return kInvalidResourceHandle;
+    progress_locked(s);
+    // A GPU would run them later; the fake has no later.
+    if (std::size_t n = drop_pending(s, [&](void *queue, const PendingOp &) { return queue == stream; }))
+      violation(s, std::string(e.symbol) + " with " + std::to_string(n) +
+                       " semaphore operation(s) still queued (synchronise the stream first)");
+    s.queues.erase(stream);
     std::free(stream);
     s.streams.erase(it);
     return kSuccess;
@@ -715,17 +953,8 @@ int import_external_memory(const Entry &e, void **ext_mem, const void *raw_desc)
   return kNotSupported;
 #else
   if (int rc = enter(s, ImportExternalMemory, e, &close_fd)) {
-    if (close_fd && desc) {
-      ::close(desc->handle.fd);
-      if (close_fd == 2) {
-        // Another thread's open() landing on the freed number.
-        int other = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
-        if (other >= 0 && other != desc->handle.fd) {
-          ::dup3(other, desc->handle.fd, O_CLOEXEC);
-          ::close(other);
-        }
-      }
-    }
+    if (desc)
+      close_on_failed_import(desc->handle.fd, close_fd);
     return rc;
   }
   if (!ext_mem || !desc)
@@ -816,6 +1045,153 @@ int destroy_external_memory(const Entry &e, void *ext_mem) {
   delete ext;
   s.ext_mems.erase(it);
   return kSuccess;
+}
+
+int import_external_semaphore(const Entry &e, void **ext_sem, const void *raw_desc) {
+  const auto *desc = static_cast<const SemHandleDesc *>(raw_desc);
+  State &s = state();
+  std::lock_guard lock(s.mu);
+  int close_fd = 0;
+  const bool fd_type = desc && (desc->type == 1 || desc->type == 9);
+  if (int rc = enter(s, ImportExternalSemaphore, e, &close_fd)) {
+    if (fd_type)
+      close_on_failed_import(desc->handle.fd, close_fd);
+    return rc;
+  }
+  if (!ext_sem || !desc || desc->flags != 0 || !all_zero(desc->reserved, 16))
+    return kInvalidValue;
+  auto *sem = new Semaphore{desc->type};
+  switch (desc->type) {
+  case 1:   // OpaqueFd
+  case 9: { // TimelineSemaphoreFd
+#ifdef _WIN32
+    delete sem;
+    return kNotSupported; // Windows drivers import Win32 handles
+#else
+    // The fake's semaphore is a file holding the payload: anything shorter
+    // than 8 bytes is not one. The fd stays the caller's unless this
+    // succeeds; then it is ours, closed by cudaDestroyExternalSemaphore.
+    struct stat st {};
+    if (::fstat(desc->handle.fd, &st) != 0 || st.st_size < 8) {
+      delete sem;
+      return kInvalidValue;
+    }
+    sem->fd = desc->handle.fd;
+    break;
+#endif
+  }
+  case 2:  // OpaqueWin32
+  case 3:  // OpaqueWin32Kmt
+  case 4:  // D3D12Fence
+  case 5:  // D3D11Fence
+  case 10: // TimelineSemaphoreWin32
+    // Any non-null handle stands for a shared fence or semaphore, on every
+    // OS (a real Linux driver refuses these). CUDA takes its own reference:
+    // the handle stays the caller's, nothing here closes it.
+    if (!desc->handle.win32.handle) {
+      delete sem;
+      return kInvalidValue;
+    }
+    break;
+  default: // NvSciSync and keyed mutexes: not modelled
+    delete sem;
+    return kNotSupported;
+  }
+  s.semaphores[sem] = sem;
+  *ext_sem = sem;
+  return kSuccess;
+}
+
+namespace {
+
+// Padding in a parameter block, which a caller need not zero: after the
+// wait's keyed-mutex timeout, after v1's flags, and the v2 tail's end.
+bool is_padding(std::size_t byte, std::size_t stride, bool wait) {
+  return (wait && byte >= 28 && byte < 32) || (stride == kSemParamsV1Size && byte >= 76) || byte >= 140;
+}
+
+// Checks and queues `count` signals or waits; `params` is an array of v1 or
+// v2 blocks (`stride` apart), whose unused words must be zero.
+int queue_semaphore_ops(State &s, void *const *sems, const unsigned char *params, unsigned count, void *stream,
+                        std::size_t stride, bool wait) {
+  if (!sems || !params || count == 0)
+    return kInvalidValue;
+  if (stream && !s.streams.count(stream))
+    return kInvalidResourceHandle;
+  std::vector<PendingOp> ops;
+  for (unsigned i = 0; i < count; ++i) {
+    auto it = s.semaphores.find(sems[i]);
+    if (it == s.semaphores.end())
+      return kInvalidResourceHandle;
+    const unsigned char *block = params + i * stride;
+    // value, then the NvSciSync and keyed-mutex words and the reserved
+    // ones, which must all be zero here, the v2 tail included.
+    std::uint64_t value = 0;
+    std::memcpy(&value, block, sizeof value);
+    for (std::size_t b = 8; b < stride; ++b)
+      if (block[b] != 0 && !is_padding(b, stride, wait))
+        return kInvalidValue;
+    Semaphore *sem = it->second;
+    if (!wait && !sem->binary()) {
+      // As a validation layer would: a fence or timeline only moves up,
+      // past its value now and past every signal queued before this one on
+      // the same stream (which runs first). A signal queued on another
+      // stream may run either side of it: checked when it runs.
+      std::uint64_t floor = payload(*sem);
+      for (const PendingOp &op : s.queues[stream])
+        if (!op.wait && op.sem == sem)
+          floor = std::max(floor, op.value);
+      for (const PendingOp &op : ops)
+        if (!op.wait && op.sem == sem)
+          floor = std::max(floor, op.value);
+      if (value <= floor)
+        return kInvalidValue;
+    }
+    ops.push_back(PendingOp{sem, wait, value});
+  }
+  std::deque<PendingOp> &queue = s.queues[stream];
+  queue.insert(queue.end(), ops.begin(), ops.end());
+  progress_locked(s);
+  return kSuccess;
+}
+
+} // namespace
+
+int signal_external_semaphores(const Entry &e, void *const *sems, const void *params, unsigned count, void *stream,
+                               bool v1_layout) {
+  return guarded(SignalExternalSemaphores, e, [&](State &s) {
+    return queue_semaphore_ops(s, sems, static_cast<const unsigned char *>(params), count, stream,
+                               v1_layout ? kSemParamsV1Size : sizeof(SemSignalParams), false);
+  });
+}
+
+int wait_external_semaphores(const Entry &e, void *const *sems, const void *params, unsigned count, void *stream,
+                             bool v1_layout) {
+  return guarded(WaitExternalSemaphores, e, [&](State &s) {
+    return queue_semaphore_ops(s, sems, static_cast<const unsigned char *>(params), count, stream,
+                               v1_layout ? kSemParamsV1Size : sizeof(SemWaitParams), true);
+  });
+}
+
+int destroy_external_semaphore(const Entry &e, void *ext_sem) {
+  return guarded(DestroyExternalSemaphore, e, [&](State &s) {
+    auto it = s.semaphores.find(ext_sem);
+    if (it == s.semaphores.end())
+      return kInvalidResourceHandle;
+    Semaphore *sem = it->second;
+    progress_locked(s);
+    // CUDA: every signal and wait on it must have completed first.
+    if (std::size_t n = drop_pending(s, [&](void *, const PendingOp &op) { return op.sem == sem; }))
+      violation(s, std::string(e.symbol) + " with " + std::to_string(n) +
+                       " wait(s) or signal(s) on it not completed (synchronise their streams first)");
+#ifndef _WIN32
+    if (sem->fd >= 0)
+      ::close(sem->fd);
+#endif
+    delete sem;
+    s.semaphores.erase(it);
+    return kSuccess;
+  });
 }
 
 // GL interop: the buffer is mapped with glMapBufferRange on the calling
@@ -1038,6 +1414,19 @@ FAKE_EXPORT int fake_cudart_last_import_fd(void) {
   State &s = state();
   std::lock_guard lock(s.mu);
   return s.last_import_fd;
+}
+
+FAKE_EXPORT void fake_cudart_set_wait_timeout_ms(long ms) {
+  State &s = state();
+  std::lock_guard lock(s.mu);
+  init_locked(s);
+  s.wait_timeout_ms = ms;
+}
+
+FAKE_EXPORT size_t fake_cudart_pending_semaphore_ops(void) {
+  State &s = state();
+  std::lock_guard lock(s.mu);
+  return pending_locked(s);
 }
 
 FAKE_EXPORT void fake_cudart_release_all(void) {

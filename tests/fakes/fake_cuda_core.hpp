@@ -53,6 +53,15 @@ FAKE_CORE_API int stream_destroy(const Entry &e, void *stream);
 FAKE_CORE_API int import_external_memory(const Entry &e, void **ext_mem, const void *desc);
 FAKE_CORE_API int external_memory_mapped_buffer(const Entry &e, void **dev_ptr, void *ext_mem, const void *desc);
 FAKE_CORE_API int destroy_external_memory(const Entry &e, void *ext_mem);
+FAKE_CORE_API int import_external_semaphore(const Entry &e, void **ext_sem, const void *desc);
+// `v1_layout`: the parameter blocks are the pre-CUDA-11.2 runtime's (no
+// reserved tail; the unsuffixed runtime exports); otherwise the _v2 ones,
+// which the driver API has always used.
+FAKE_CORE_API int signal_external_semaphores(const Entry &e, void *const *sems, const void *params, unsigned count,
+                                             void *stream, bool v1_layout);
+FAKE_CORE_API int wait_external_semaphores(const Entry &e, void *const *sems, const void *params, unsigned count,
+                                           void *stream, bool v1_layout);
+FAKE_CORE_API int destroy_external_semaphore(const Entry &e, void *ext_sem);
 FAKE_CORE_API int gl_register_buffer(const Entry &e, void **resource, unsigned buffer, unsigned flags);
 FAKE_CORE_API int gl_map_resources(const Entry &e, int count, void **resources, void *stream);
 FAKE_CORE_API int gl_mapped_pointer(const Entry &e, void **dev_ptr, std::size_t *size, void *resource);

@@ -5,6 +5,8 @@
 // nothing works before cuInit, and every call on memory, streams, external
 // memory or GL resources fails with CUDA_ERROR_INVALID_CONTEXT on a thread
 // where no live context is current (the core keeps a stack per thread).
+// FAKE_CUDA_SEMAPHORES=0 leaves out the external-semaphore entry points (an
+// old driver: the semaphore calls must report unavailable, nothing else).
 #include "fake_cuda_core.hpp"
 
 #include <cstddef>
@@ -14,6 +16,10 @@
 #define FAKE_DRIVER_EXPORT extern "C" __declspec(dllexport)
 #else
 #define FAKE_DRIVER_EXPORT extern "C" __attribute__((visibility("default")))
+#endif
+
+#ifndef FAKE_CUDA_SEMAPHORES
+#define FAKE_CUDA_SEMAPHORES 2
 #endif
 
 namespace {
@@ -147,3 +153,25 @@ FAKE_DRIVER_EXPORT int cuGraphicsUnmapResources(unsigned int count, void **resou
 FAKE_DRIVER_EXPORT int cuGraphicsUnregisterResource(void *resource) {
   return fakecuda::gl_unregister_resource(in_context("cuGraphicsUnregisterResource"), resource);
 }
+
+#if FAKE_CUDA_SEMAPHORES >= 1
+FAKE_DRIVER_EXPORT int cuImportExternalSemaphore(void **ext_sem, const void *desc) {
+  return fakecuda::import_external_semaphore(in_context("cuImportExternalSemaphore"), ext_sem, desc);
+}
+
+FAKE_DRIVER_EXPORT int cuSignalExternalSemaphoresAsync(void *const *sems, const void *params, unsigned int count,
+                                                       void *stream) {
+  return fakecuda::signal_external_semaphores(in_context("cuSignalExternalSemaphoresAsync"), sems, params, count,
+                                              stream, false);
+}
+
+FAKE_DRIVER_EXPORT int cuWaitExternalSemaphoresAsync(void *const *sems, const void *params, unsigned int count,
+                                                     void *stream) {
+  return fakecuda::wait_external_semaphores(in_context("cuWaitExternalSemaphoresAsync"), sems, params, count, stream,
+                                            false);
+}
+
+FAKE_DRIVER_EXPORT int cuDestroyExternalSemaphore(void *ext_sem) {
+  return fakecuda::destroy_external_semaphore(in_context("cuDestroyExternalSemaphore"), ext_sem);
+}
+#endif

@@ -2,7 +2,10 @@
 // The fake CUDA runtime: the cuda* entry points libtensormem resolves from
 // libcudart, each one a call into the shared fake core (fake_cuda_core.hpp)
 // under its own name. The runtime manages its context itself: no call
-// needs one made current.
+// needs one made current. FAKE_CUDA_SEMAPHORES (default 2) says which
+// external-semaphore entry points it exports: 2 all of them, 1 only the
+// pre-11.2 unsuffixed signal and wait (a runtime without the _v2 ones),
+// 0 none (a library the semaphore calls must report unavailable).
 #include "fake_cuda_core.hpp"
 
 #include <cstddef>
@@ -11,6 +14,10 @@
 #define FAKE_RUNTIME_EXPORT extern "C" __declspec(dllexport)
 #else
 #define FAKE_RUNTIME_EXPORT extern "C" __attribute__((visibility("default")))
+#endif
+
+#ifndef FAKE_CUDA_SEMAPHORES
+#define FAKE_CUDA_SEMAPHORES 2
 #endif
 
 namespace {
@@ -79,3 +86,39 @@ FAKE_RUNTIME_EXPORT int cudaGraphicsUnmapResources(int count, void **resources, 
 FAKE_RUNTIME_EXPORT int cudaGraphicsUnregisterResource(void *resource) {
   return fakecuda::gl_unregister_resource(entry("cudaGraphicsUnregisterResource"), resource);
 }
+
+#if FAKE_CUDA_SEMAPHORES >= 1
+FAKE_RUNTIME_EXPORT int cudaImportExternalSemaphore(void **ext_sem, const void *desc) {
+  return fakecuda::import_external_semaphore(entry("cudaImportExternalSemaphore"), ext_sem, desc);
+}
+
+FAKE_RUNTIME_EXPORT int cudaSignalExternalSemaphoresAsync(void *const *sems, const void *params, unsigned int count,
+                                                          void *stream) {
+  return fakecuda::signal_external_semaphores(entry("cudaSignalExternalSemaphoresAsync"), sems, params, count, stream,
+                                              true);
+}
+
+FAKE_RUNTIME_EXPORT int cudaWaitExternalSemaphoresAsync(void *const *sems, const void *params, unsigned int count,
+                                                        void *stream) {
+  return fakecuda::wait_external_semaphores(entry("cudaWaitExternalSemaphoresAsync"), sems, params, count, stream,
+                                            true);
+}
+
+FAKE_RUNTIME_EXPORT int cudaDestroyExternalSemaphore(void *ext_sem) {
+  return fakecuda::destroy_external_semaphore(entry("cudaDestroyExternalSemaphore"), ext_sem);
+}
+#endif
+
+#if FAKE_CUDA_SEMAPHORES >= 2
+FAKE_RUNTIME_EXPORT int cudaSignalExternalSemaphoresAsync_v2(void *const *sems, const void *params, unsigned int count,
+                                                             void *stream) {
+  return fakecuda::signal_external_semaphores(entry("cudaSignalExternalSemaphoresAsync_v2"), sems, params, count,
+                                              stream, false);
+}
+
+FAKE_RUNTIME_EXPORT int cudaWaitExternalSemaphoresAsync_v2(void *const *sems, const void *params, unsigned int count,
+                                                           void *stream) {
+  return fakecuda::wait_external_semaphores(entry("cudaWaitExternalSemaphoresAsync_v2"), sems, params, count, stream,
+                                            false);
+}
+#endif

@@ -18,8 +18,8 @@
  *
  * The driver front end behaves like the driver: nothing works before
  * cuInit (CUDA_ERROR_NOT_INITIALIZED), FAKE_CUDART_DEVICE_COUNT=0 makes
- * cuInit answer CUDA_ERROR_NO_DEVICE, and memory, stream, external-memory
- * and GL calls fail with CUDA_ERROR_INVALID_CONTEXT (201) on a thread where
+ * cuInit answer CUDA_ERROR_NO_DEVICE, and memory, stream, external-memory,
+ * semaphore and GL calls fail with CUDA_ERROR_INVALID_CONTEXT (201) on a thread where
  * no retained context is current (cuCtxPushCurrent_v2/cuCtxPopCurrent_v2
  * keep a stack per thread). Context pushes and pops, like error strings,
  * stay out of the call log.
@@ -49,6 +49,35 @@
  *                                caller, as a desktop driver does. Every test
  *                                that uses the fake says which one it emulates.
  *                                (The Windows build refuses every fd import.)
+ *   FAKE_CUDART_WAIT_TIMEOUT_MS=n  how long a stream synchronisation waits for
+ *                                a queued semaphore wait (default 3000); see below
+ *
+ * External semaphores. cudaImportExternalSemaphore / cuImportExternalSemaphore
+ * take OpaqueFd (1) and TimelineSemaphoreFd (9) from a file at least 8 bytes
+ * long (a memfd, say): the semaphore's payload is the little-endian uint64 at
+ * offset 0 of that file, so a test's "producer" holding its own dup of the
+ * fd signals by writing a value there (pwrite), and reads CUDA's signals the
+ * same way. A shorter file is refused (cudaErrorInvalidValue) and the fd stays
+ * the caller's; an imported fd is the fake's and is closed by
+ * cudaDestroyExternalSemaphore (FAKE_CUDART_FAIL's closefd/reusefd apply to the
+ * import as to external memory). Win32 types (OpaqueWin32 2, OpaqueWin32Kmt 3,
+ * D3D12Fence 4, D3D11Fence 5, TimelineSemaphoreWin32 10) accept any non-null
+ * handle on every OS (a real Linux driver refuses them), never close it, and
+ * keep the payload inside the fake; NvSciSync and keyed mutexes answer
+ * cudaErrorNotSupported. Fences and timelines count up: a signal to a value
+ * not above both the payload and every value signalled before is refused
+ * (cudaErrorInvalidValue), as a validation layer would report. Binary types
+ * (1..3) are signalled (payload non-zero) or not; a wait resets them.
+ * Everything else in the fake runs at once, but a wait not yet satisfied is
+ * queued on its stream, and so is whatever semaphore operation is queued
+ * behind it there: cudaStreamSynchronize / cuStreamSynchronize of that stream
+ * blocks until the queue drains (a signal through CUDA on another stream, or
+ * a producer's write, seen within a millisecond). After
+ * FAKE_CUDART_WAIT_TIMEOUT_MS it gives up, drops the queue, counts a
+ * violation and answers 702 (cudaErrorLaunchTimeout / CUDA_ERROR_LAUNCH_TIMEOUT)
+ * where a GPU would hang. A semaphore destroyed, or a stream destroyed, with
+ * operations still queued on it is a violation too; a semaphore never
+ * destroyed is a leak ("external_semaphore") for the balance check.
  */
 #ifndef TENSORMEM_TESTS_FAKE_CUDART_H
 #define TENSORMEM_TESTS_FAKE_CUDART_H
@@ -74,7 +103,8 @@ unsigned long fake_cudart_calls(const char *fn);
 /* Calls of exactly the exported function `symbol` since the last reset. */
 unsigned long fake_cudart_symbol_calls(const char *symbol);
 /* Live objects of one kind: "external_memory", "mapped_buffer", "malloc",
- * "stream", "graphics_resource", "graphics_mapping", and the driver's
+ * "stream", "graphics_resource", "graphics_mapping", "external_semaphore",
+ * and the driver's
  * "primary_context" (retains not released) and "current_context" (pushes
  * not popped, all threads); NULL: all kinds but the driver's two (the
  * process runtime keeps its primary context until exit). */
@@ -95,6 +125,11 @@ void fake_cudart_set_accept_dmabuf(int accept);
 int fake_cudart_accepts_dmabuf(void);
 /* The fd the last successful cudaImportExternalMemory took over (-1 none). */
 int fake_cudart_last_import_fd(void);
+/* How long a stream synchronisation waits for a queued semaphore wait
+ * before it answers 702 (overrides FAKE_CUDART_WAIT_TIMEOUT_MS). */
+void fake_cudart_set_wait_timeout_ms(long ms);
+/* Semaphore waits and signals queued on streams and not run yet. */
+size_t fake_cudart_pending_semaphore_ops(void);
 /* Frees every live object without counting it (for tests that leak on
  * purpose, so the exit check stays meaningful for the rest); the driver's
  * contexts are left as they are. */

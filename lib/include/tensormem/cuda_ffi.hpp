@@ -160,6 +160,28 @@ struct ExternalSemaphoreWaitParams {
   unsigned int reserved[16];
 };
 
+/// cudaExternalSemaphoreSignalParams (the _v2 layout): 144 bytes, alignment
+/// 8. The v1 layout (cudaSignalExternalSemaphoresAsync before CUDA 11.2) is
+/// this without the trailing reserved[16]: with one semaphore per call and
+/// only fence.value set, both read the same meaning (HAZ-50).
+struct ExternalSemaphoreSignalParams {
+  struct {
+    struct {
+      unsigned long long value;
+    } fence;
+    union {
+      void *fence;
+      unsigned long long reserved;
+    } nvSciSync;
+    struct {
+      unsigned long long key;
+    } keyedMutex;
+    unsigned int reserved[12];
+  } params;
+  unsigned int flags;
+  unsigned int reserved[16];
+};
+
 /// Sets every byte, padding included, to zero. Aggregate initialisation
 /// with `{}` does not promise zero padding; the runtime may read it.
 template <typename T> void zero_fill(T &value) noexcept {
@@ -183,6 +205,12 @@ static_assert(sizeof(ExternalMemoryMipmappedArrayDesc) == 128 &&
 static_assert(sizeof(ExternalSemaphoreHandleDesc) == 96 && offsetof(ExternalSemaphoreHandleDesc, handle) == 8 &&
               offsetof(ExternalSemaphoreHandleDesc, flags) == 24);
 static_assert(sizeof(ExternalSemaphoreWaitParams) == 144 && offsetof(ExternalSemaphoreWaitParams, flags) == 72);
+static_assert(sizeof(ExternalSemaphoreSignalParams) == 144 && alignof(ExternalSemaphoreSignalParams) == 8 &&
+              offsetof(ExternalSemaphoreSignalParams, params.nvSciSync) == 8 &&
+              offsetof(ExternalSemaphoreSignalParams, params.keyedMutex) == 16 &&
+              offsetof(ExternalSemaphoreSignalParams, params.reserved) == 24 &&
+              offsetof(ExternalSemaphoreSignalParams, flags) == 72 &&
+              offsetof(ExternalSemaphoreSignalParams, reserved) == 76);
 #endif
 
 // Entry points, with the CUDA runtime's C signatures (opaque handles as
@@ -204,6 +232,14 @@ using FreeFn = Status (*)(void *dev_ptr);
 using StreamCreateFn = Status (*)(void **stream);
 using StreamSynchronizeFn = Status (*)(void *stream);
 using StreamDestroyFn = Status (*)(void *stream);
+// External semaphores (cudaExternalSemaphore_t is a pointer): one array of
+// semaphores and one of parameters, `count` long, queued on `stream`.
+using ImportExternalSemaphoreFn = Status (*)(void **ext_sem, const ExternalSemaphoreHandleDesc *desc);
+using SignalExternalSemaphoresAsyncFn = Status (*)(void *const *ext_sems, const ExternalSemaphoreSignalParams *params,
+                                                   unsigned int count, void *stream);
+using WaitExternalSemaphoresAsyncFn = Status (*)(void *const *ext_sems, const ExternalSemaphoreWaitParams *params,
+                                                 unsigned int count, void *stream);
+using DestroyExternalSemaphoreFn = Status (*)(void *ext_sem);
 
 /// The CUDA driver API (cuda.h, cudaGL.h), reached through libcuda.so.1 or
 /// nvcuda.dll when no runtime library is installed. Its descriptors are the
@@ -271,6 +307,13 @@ using ImportExternalMemoryFn = Status (*)(void **ext_mem, const ExternalMemoryHa
 using ExternalMemoryGetMappedBufferFn = Status (*)(DevicePtr *dev_ptr, void *ext_mem,
                                                    const ExternalMemoryBufferDesc *desc);
 using DestroyExternalMemoryFn = Status (*)(void *ext_mem);
+// cuImportExternalSemaphore, cuSignalExternalSemaphoresAsync,
+// cuWaitExternalSemaphoresAsync, cuDestroyExternalSemaphore: the runtime's
+// shapes (CUexternalSemaphore is a pointer, the descriptors are shared).
+using ImportExternalSemaphoreFn = cudaffi::ImportExternalSemaphoreFn;
+using SignalExternalSemaphoresAsyncFn = cudaffi::SignalExternalSemaphoresAsyncFn;
+using WaitExternalSemaphoresAsyncFn = cudaffi::WaitExternalSemaphoresAsyncFn;
+using DestroyExternalSemaphoreFn = cudaffi::DestroyExternalSemaphoreFn;
 
 } // namespace driver
 

@@ -141,6 +141,27 @@ public:
   Result<void *> external_memory_mapped_buffer(void *ext_mem, std::size_t size) const;
   Result<void> destroy_external_memory(void *ext_mem) const;
 
+  // External semaphores, the steps CudaExternalSemaphore composes
+  // (cuda_semaphore.hpp). Their entry points are optional: where the
+  // library lacks one, every step is NotImplemented naming it, and nothing
+  // else is affected (CUDA-SYM-02, changed: optional everywhere).
+  /// The first semaphore entry point the library lacks (nullptr: none, or
+  /// nothing loaded).
+  const char *missing_semaphore_symbol() const noexcept;
+  /// Fine when the steps below can run; otherwise why not, for `what`:
+  /// CUDA unavailable, or NotImplemented naming the missing entry point.
+  Result<void> semaphores_usable(const char *what) const;
+  /// Imports the semaphore `desc` describes (a long, zero-filled descriptor
+  /// with type and handle set). For an fd type CUDA owns `desc.handle.fd`
+  /// once this succeeds, and not otherwise.
+  Result<void *> import_external_semaphore(const cudaffi::ExternalSemaphoreHandleDesc &desc) const;
+  /// Queues a signal to `value` on `stream` (zero-filled _v2 parameters with
+  /// only fence.value set; binary semaphores ignore the value).
+  Result<void> signal_external_semaphore(void *ext_sem, std::uint64_t value, CudaStream stream) const;
+  /// Queues a GPU-side wait for `value` on `stream` (same parameters rule).
+  Result<void> wait_external_semaphore(void *ext_sem, std::uint64_t value, CudaStream stream) const;
+  Result<void> destroy_external_semaphore(void *ext_sem) const;
+
 private:
   CudaRuntime();
   static std::shared_ptr<CudaRuntime> load_api(std::span<const std::string> candidates, CudaBackend backend);
@@ -154,6 +175,10 @@ private:
   std::string path_;
   std::string reason_;
 };
+
+/// "OpaqueFd", "D3D11Fence", "TimelineSemaphoreFd", ... ("type n" for a
+/// number CUDA does not define).
+TENSORMEM_API std::string cuda_semaphore_type_name(cudaffi::ExternalSemaphoreHandleType type);
 
 /// CudaRuntime::get()->available().
 TENSORMEM_API bool cuda_available() noexcept;

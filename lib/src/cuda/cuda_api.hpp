@@ -12,6 +12,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 #include <memory>
 #include <string>
 
@@ -24,6 +25,20 @@ struct CudaCall {
   const char *name = "";
   bool ok() const noexcept { return status == 0; }
 };
+
+/// Whether one optional entry point was resolved, and its exported name.
+struct OptionalEntry {
+  bool present;
+  const char *name;
+};
+/// The name of the first entry point of `entries` that is missing, nullptr
+/// when all are there.
+inline const char *first_missing(std::initializer_list<OptionalEntry> entries) noexcept {
+  for (const OptionalEntry &entry : entries)
+    if (!entry.present)
+      return entry.name;
+  return nullptr;
+}
 
 class CudaApi {
 public:
@@ -59,6 +74,21 @@ public:
   virtual CudaCall external_memory_mapped_buffer(void **device_ptr, void *ext_mem,
                                                  const cudaffi::ExternalMemoryBufferDesc &desc) const = 0;
   virtual CudaCall destroy_external_memory(void *ext_mem) const = 0;
+
+  // External semaphores: optional entry points (a library without them
+  // still serves everything else). Call these only when
+  // missing_semaphore_symbol() is null.
+  /// The first of the import, signal, wait and destroy entry points the
+  /// library lacks, by the name it was looked up under; nullptr: all four.
+  virtual const char *missing_semaphore_symbol() const noexcept = 0;
+  virtual CudaCall import_external_semaphore(void **ext_sem,
+                                             const cudaffi::ExternalSemaphoreHandleDesc &desc) const = 0;
+  /// One semaphore, one parameter block, queued on `stream`.
+  virtual CudaCall signal_external_semaphore(void *ext_sem, const cudaffi::ExternalSemaphoreSignalParams &params,
+                                             void *stream) const = 0;
+  virtual CudaCall wait_external_semaphore(void *ext_sem, const cudaffi::ExternalSemaphoreWaitParams &params,
+                                           void *stream) const = 0;
+  virtual CudaCall destroy_external_semaphore(void *ext_sem) const = 0;
 };
 
 /// An API opened from one file: the port, or why the file was rejected.

@@ -56,6 +56,12 @@ struct DriverFunctions {
   // Optional.
   drv::GetErrorStringFn get_error_string = nullptr;
   drv::MemAllocFn mem_alloc = nullptr;
+  // Optional, and only usable all together: a driver without them still
+  // serves everything else.
+  drv::ImportExternalSemaphoreFn import_external_semaphore = nullptr;
+  drv::SignalExternalSemaphoresAsyncFn signal_semaphores = nullptr;
+  drv::WaitExternalSemaphoresAsyncFn wait_semaphores = nullptr;
+  drv::DestroyExternalSemaphoreFn destroy_external_semaphore = nullptr;
 };
 
 // The _v2 names are the current ABI of the calls cuda.h renames by macro;
@@ -92,6 +98,10 @@ constexpr cuda_library::Symbol kSymbols[] = {
     TM_CU_SYMBOL(graphics_gl_register_buffer, "cuGraphicsGLRegisterBuffer", true),
     TM_CU_SYMBOL(get_error_string, "cuGetErrorString", false),
     TM_CU_SYMBOL(mem_alloc, "cuMemAlloc_v2", false),
+    TM_CU_SYMBOL(import_external_semaphore, "cuImportExternalSemaphore", false),
+    TM_CU_SYMBOL(signal_semaphores, "cuSignalExternalSemaphoresAsync", false),
+    TM_CU_SYMBOL(wait_semaphores, "cuWaitExternalSemaphoresAsync", false),
+    TM_CU_SYMBOL(destroy_external_semaphore, "cuDestroyExternalSemaphore", false),
 };
 #undef TM_CU_SYMBOL
 
@@ -231,6 +241,35 @@ public:
   }
   CudaCall destroy_external_memory(void *ext_mem) const override {
     return in_context([&]() -> CudaCall { return {fn_.destroy_external_memory(ext_mem), "cuDestroyExternalMemory"}; });
+  }
+
+  const char *missing_semaphore_symbol() const noexcept override {
+    return first_missing({{fn_.import_external_semaphore != nullptr, "cuImportExternalSemaphore"},
+                          {fn_.signal_semaphores != nullptr, "cuSignalExternalSemaphoresAsync"},
+                          {fn_.wait_semaphores != nullptr, "cuWaitExternalSemaphoresAsync"},
+                          {fn_.destroy_external_semaphore != nullptr, "cuDestroyExternalSemaphore"}});
+  }
+  CudaCall import_external_semaphore(void **ext_sem, const cudaffi::ExternalSemaphoreHandleDesc &desc) const override {
+    return in_context([&]() -> CudaCall {
+      return {fn_.import_external_semaphore(ext_sem, &desc), "cuImportExternalSemaphore"};
+    });
+  }
+  CudaCall signal_external_semaphore(void *ext_sem, const cudaffi::ExternalSemaphoreSignalParams &params,
+                                     void *stream) const override {
+    return in_context([&]() -> CudaCall {
+      return {fn_.signal_semaphores(&ext_sem, &params, 1, stream), "cuSignalExternalSemaphoresAsync"};
+    });
+  }
+  CudaCall wait_external_semaphore(void *ext_sem, const cudaffi::ExternalSemaphoreWaitParams &params,
+                                   void *stream) const override {
+    return in_context([&]() -> CudaCall {
+      return {fn_.wait_semaphores(&ext_sem, &params, 1, stream), "cuWaitExternalSemaphoresAsync"};
+    });
+  }
+  CudaCall destroy_external_semaphore(void *ext_sem) const override {
+    return in_context([&]() -> CudaCall {
+      return {fn_.destroy_external_semaphore(ext_sem), "cuDestroyExternalSemaphore"};
+    });
   }
 
 private:

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // CudaHandle: DMA-BUF import as external memory, GL registrations routed
 // through CudaGlOps, maps and destruction order.
+#include "cuda_fd.hpp"
 #include "cuda_log.hpp"
 
 #include <tensormem/cuda_handle.hpp>
@@ -41,14 +42,34 @@ private:
   std::shared_ptr<const CudaRuntime> rt_;
 };
 
+} // namespace
+
 #ifndef _WIN32
-// After a failed import the dup may already be closed: the CUDA reference
-// says a failed import leaves the fd alone, but discrete NVIDIA drivers have
-// been seen closing it (HAZ-43). Close it only if the number still names
-// the file we duplicated; a closed number (EBADF) is merely logged, and a
-// number another thread reused for a different file in the meantime is left
-// alone (spec §7 item 15 — the window shrinks to a reuse of the same file).
-void reclaim_after_failed_import(int dup_fd, const struct stat &before) noexcept {
+namespace detail {
+
+Result<ImportDup> duplicate_for_import(int fd, const std::string &what) {
+  UniqueFd dup(::fcntl(fd, F_DUPFD_CLOEXEC, 0));
+  if (!dup.valid()) {
+    int err = errno;
+    return Error::io(err, what + ": duplicating fd " + std::to_string(fd));
+  }
+  ImportDup out;
+  if (::fstat(dup.get(), &out.identity) != 0) {
+    int err = errno;
+    return Error::io(err, what + ": fstat of fd " + std::to_string(dup.get()));
+  }
+  out.fd = dup.release();
+  return out;
+}
+
+// The CUDA reference says a failed import leaves the fd alone, but discrete
+// NVIDIA drivers have been seen closing it (HAZ-43). Close it only if the
+// number still names the file we duplicated; a closed number (EBADF) is
+// merely logged, and a number another thread reused for a different file in
+// the meantime is left alone (spec §7 item 15 — the window shrinks to a
+// reuse of the same file).
+void reclaim_after_failed_import(const ImportDup &dup) noexcept {
+  const int dup_fd = dup.fd;
   struct stat now {};
   if (::fstat(dup_fd, &now) != 0) {
     int err = errno;
@@ -58,7 +79,7 @@ void reclaim_after_failed_import(int dup_fd, const struct stat &before) noexcept
     });
     return;
   }
-  if (now.st_dev != before.st_dev || now.st_ino != before.st_ino) {
+  if (now.st_dev != dup.identity.st_dev || now.st_ino != dup.identity.st_ino) {
     quietly([&] {
       debug("fd " + std::to_string(dup_fd) +
             " names another file after the failed import (closed by the runtime and reused); left alone");
@@ -70,9 +91,9 @@ void reclaim_after_failed_import(int dup_fd, const struct stat &before) noexcept
     quietly([&] { debug("closing fd " + std::to_string(dup_fd) + " after the failed import: " + std::strerror(err)); });
   }
 }
-#endif
 
-} // namespace
+} // namespace detail
+#endif
 
 Result<void *> CudaGlOps::register_buffer(std::uint32_t buffer_id) {
   return Error::not_implemented("CudaGlOps::register_buffer(" + std::to_string(buffer_id) +
@@ -106,27 +127,18 @@ Result<std::shared_ptr<CudaHandle>> CudaHandle::import_dma_fd(int fd, std::size_
 #else
   // CUDA-DMA-02: CUDA never gets the caller's fd. The dup stays owned by us
   // until the runtime's verdict.
-  UniqueFd dup(::fcntl(fd, F_DUPFD_CLOEXEC, 0));
-  if (!dup.valid()) {
-    int err = errno;
-    return Error::io(err, "CudaHandle::import_dma_fd: duplicating fd " + std::to_string(fd));
-  }
-  struct stat identity {};
-  if (::fstat(dup.get(), &identity) != 0) {
-    int err = errno;
-    return Error::io(err, "CudaHandle::import_dma_fd: fstat of fd " + std::to_string(dup.get()));
-  }
+  Result<detail::ImportDup> dup = detail::duplicate_for_import(fd, "CudaHandle::import_dma_fd");
+  if (!dup)
+    return std::move(dup).error();
 
   bool fd_taken = false;
-  Result<void *> imported = runtime->import_external_memory_fd(dup.get(), size, fd_taken);
-  // Take the number out of the owner first: a close after a refusal must be
-  // the tolerant one (CUDA-DMA-04); after an acceptance CUDA owns it
-  // (CUDA-DMA-05), even when it returned no object.
-  int raw = dup.release();
+  Result<void *> imported = runtime->import_external_memory_fd(dup->fd, size, fd_taken);
+  // A close after a refusal must be the tolerant one (CUDA-DMA-04); after an
+  // acceptance CUDA owns it (CUDA-DMA-05), even when it returned no object.
   if (!imported) {
     debug(imported.error().message());
     if (!fd_taken)
-      reclaim_after_failed_import(raw, identity);
+      detail::reclaim_after_failed_import(*dup);
     return std::move(imported).error();
   }
   void *ext_mem = *imported;

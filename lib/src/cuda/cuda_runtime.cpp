@@ -359,4 +359,93 @@ Result<void> CudaRuntime::destroy_external_memory(void *ext_mem) const {
   return {};
 }
 
+std::string cuda_semaphore_type_name(cudaffi::ExternalSemaphoreHandleType type) {
+  using T = cudaffi::ExternalSemaphoreHandleType;
+  switch (type) {
+  case T::OpaqueFd: return "OpaqueFd";
+  case T::OpaqueWin32: return "OpaqueWin32";
+  case T::OpaqueWin32Kmt: return "OpaqueWin32Kmt";
+  case T::D3D12Fence: return "D3D12Fence";
+  case T::D3D11Fence: return "D3D11Fence";
+  case T::NvSciSync: return "NvSciSync";
+  case T::KeyedMutex: return "KeyedMutex";
+  case T::KeyedMutexKmt: return "KeyedMutexKmt";
+  case T::TimelineSemaphoreFd: return "TimelineSemaphoreFd";
+  case T::TimelineSemaphoreWin32: return "TimelineSemaphoreWin32";
+  }
+  return "type " + std::to_string(static_cast<int>(type));
+}
+
+const char *CudaRuntime::missing_semaphore_symbol() const noexcept {
+  return api_ ? api_->missing_semaphore_symbol() : nullptr;
+}
+
+Result<void> CudaRuntime::semaphores_usable(const char *what) const {
+  if (!available_)
+    return unavailable_error(what);
+  if (const char *missing = api_->missing_semaphore_symbol())
+    return Error::not_implemented(std::string(what) + ": the CUDA library " + path_ + " exports no " + missing +
+                                  " (external semaphores are unavailable)");
+  return {};
+}
+
+Result<void *> CudaRuntime::import_external_semaphore(const cudaffi::ExternalSemaphoreHandleDesc &desc) const {
+  if (Result<void> usable = semaphores_usable("cudaImportExternalSemaphore"); !usable)
+    return std::move(usable).error();
+  void *ext_sem = nullptr;
+  detail::CudaCall call = api_->import_external_semaphore(&ext_sem, desc);
+  auto described = [&] {
+    bool fd = desc.type == cudaffi::ExternalSemaphoreHandleType::OpaqueFd ||
+              desc.type == cudaffi::ExternalSemaphoreHandleType::TimelineSemaphoreFd;
+    std::string handle = fd ? "fd " + std::to_string(desc.handle.fd) : std::string("a Win32 handle");
+    return std::string(call.name) + "(" + cuda_semaphore_type_name(desc.type) + ", " + handle + ")";
+  };
+  if (!call.ok())
+    return call_error(described().c_str(), call.status);
+  if (!ext_sem)
+    return Error::device(described() + " returned no object");
+  return ext_sem;
+}
+
+namespace {
+
+// Signal and wait alike. HAZ-50: the parameters are zero everywhere but the
+// fence value, which the v1 and v2 layouts share; an error names the call
+// made and the value.
+template <typename Params, typename Queue>
+Result<void> queue_semaphore_op(const CudaRuntime &rt, const char *what, std::uint64_t value, Queue &&queue) {
+  if (Result<void> usable = rt.semaphores_usable(what); !usable)
+    return std::move(usable).error();
+  Params params;
+  cudaffi::zero_fill(params);
+  params.params.fence.value = value;
+  detail::CudaCall call = queue(params);
+  if (!call.ok())
+    return rt.call_error((std::string(call.name) + "(value " + std::to_string(value) + ")").c_str(), call.status);
+  return {};
+}
+
+} // namespace
+
+Result<void> CudaRuntime::signal_external_semaphore(void *ext_sem, std::uint64_t value, CudaStream stream) const {
+  return queue_semaphore_op<cudaffi::ExternalSemaphoreSignalParams>(
+      *this, "cudaSignalExternalSemaphoresAsync", value,
+      [&](const auto &params) { return api_->signal_external_semaphore(ext_sem, params, stream); });
+}
+
+Result<void> CudaRuntime::wait_external_semaphore(void *ext_sem, std::uint64_t value, CudaStream stream) const {
+  return queue_semaphore_op<cudaffi::ExternalSemaphoreWaitParams>(
+      *this, "cudaWaitExternalSemaphoresAsync", value,
+      [&](const auto &params) { return api_->wait_external_semaphore(ext_sem, params, stream); });
+}
+
+Result<void> CudaRuntime::destroy_external_semaphore(void *ext_sem) const {
+  if (Result<void> usable = semaphores_usable("cudaDestroyExternalSemaphore"); !usable)
+    return std::move(usable).error();
+  detail::CudaCall call = api_->destroy_external_semaphore(ext_sem);
+  if (!call.ok())
+    return call_error(call.name, call.status);
+  return {};
+}
+
 } // namespace tensormem

@@ -10,8 +10,8 @@ namespace {
 
 namespace ffi = cudaffi;
 
-// The resolved entry points. All required (CUDA-SYM-01 plus
-// cudaGetDeviceCount) but the last two.
+// The resolved entry points. Required: CUDA-SYM-01 plus
+// cudaGetDeviceCount; the rest are optional.
 struct RuntimeFunctions {
   ffi::GetDeviceCountFn get_device_count = nullptr;
   ffi::GraphicsGLRegisterBufferFn graphics_gl_register_buffer = nullptr;
@@ -30,6 +30,15 @@ struct RuntimeFunctions {
   // Optional.
   ffi::GetErrorStringFn get_error_string = nullptr;
   ffi::MallocFn malloc = nullptr;
+  // Optional too (CUDA-SYM-02, changed: optional on every platform), and
+  // only usable all together; the semaphore calls prefer the _v2 exports
+  // and fall back to the pre-11.2 ones (HAZ-50).
+  ffi::ImportExternalSemaphoreFn import_external_semaphore = nullptr;
+  ffi::SignalExternalSemaphoresAsyncFn signal_semaphores_v2 = nullptr;
+  ffi::SignalExternalSemaphoresAsyncFn signal_semaphores_v1 = nullptr;
+  ffi::WaitExternalSemaphoresAsyncFn wait_semaphores_v2 = nullptr;
+  ffi::WaitExternalSemaphoresAsyncFn wait_semaphores_v1 = nullptr;
+  ffi::DestroyExternalSemaphoreFn destroy_external_semaphore = nullptr;
 };
 
 #define TM_CUDA_SYMBOL(field, name, required)                                                                          \
@@ -51,12 +60,31 @@ constexpr cuda_library::Symbol kSymbols[] = {
     TM_CUDA_SYMBOL(stream_destroy, "cudaStreamDestroy", true),
     TM_CUDA_SYMBOL(get_error_string, "cudaGetErrorString", false),
     TM_CUDA_SYMBOL(malloc, "cudaMalloc", false),
+    TM_CUDA_SYMBOL(import_external_semaphore, "cudaImportExternalSemaphore", false),
+    TM_CUDA_SYMBOL(signal_semaphores_v2, "cudaSignalExternalSemaphoresAsync_v2", false),
+    TM_CUDA_SYMBOL(signal_semaphores_v1, "cudaSignalExternalSemaphoresAsync", false),
+    TM_CUDA_SYMBOL(wait_semaphores_v2, "cudaWaitExternalSemaphoresAsync_v2", false),
+    TM_CUDA_SYMBOL(wait_semaphores_v1, "cudaWaitExternalSemaphoresAsync", false),
+    TM_CUDA_SYMBOL(destroy_external_semaphore, "cudaDestroyExternalSemaphore", false),
 };
 #undef TM_CUDA_SYMBOL
 
 class RuntimeApi final : public CudaApi {
 public:
-  explicit RuntimeApi(const RuntimeFunctions &fn) : fn_(fn) {}
+  explicit RuntimeApi(const RuntimeFunctions &fn) : fn_(fn) {
+    // The unsuffixed exports read the v1 parameter layout before CUDA 11.2
+    // (our v2 blocks start with it, and one block per call has no array
+    // stride to differ) and the v2 layout from CUDA 13 on, which dropped
+    // the _v2 names: either way they read what we send.
+    if (fn_.signal_semaphores_v2)
+      signal_ = {fn_.signal_semaphores_v2, "cudaSignalExternalSemaphoresAsync_v2"};
+    else if (fn_.signal_semaphores_v1)
+      signal_ = {fn_.signal_semaphores_v1, "cudaSignalExternalSemaphoresAsync"};
+    if (fn_.wait_semaphores_v2)
+      wait_ = {fn_.wait_semaphores_v2, "cudaWaitExternalSemaphoresAsync_v2"};
+    else if (fn_.wait_semaphores_v1)
+      wait_ = {fn_.wait_semaphores_v1, "cudaWaitExternalSemaphoresAsync"};
+  }
 
   CudaBackend backend() const noexcept override { return CudaBackend::Runtime; }
 
@@ -114,8 +142,37 @@ public:
     return {fn_.destroy_external_memory(ext_mem), "cudaDestroyExternalMemory"};
   }
 
+  const char *missing_semaphore_symbol() const noexcept override {
+    return first_missing({{fn_.import_external_semaphore != nullptr, "cudaImportExternalSemaphore"},
+                          {signal_.fn != nullptr, "cudaSignalExternalSemaphoresAsync"},
+                          {wait_.fn != nullptr, "cudaWaitExternalSemaphoresAsync"},
+                          {fn_.destroy_external_semaphore != nullptr, "cudaDestroyExternalSemaphore"}});
+  }
+  CudaCall import_external_semaphore(void **ext_sem, const ffi::ExternalSemaphoreHandleDesc &desc) const override {
+    return {fn_.import_external_semaphore(ext_sem, &desc), "cudaImportExternalSemaphore"};
+  }
+  CudaCall signal_external_semaphore(void *ext_sem, const ffi::ExternalSemaphoreSignalParams &params,
+                                     void *stream) const override {
+    return {signal_.fn(&ext_sem, &params, 1, stream), signal_.name};
+  }
+  CudaCall wait_external_semaphore(void *ext_sem, const ffi::ExternalSemaphoreWaitParams &params,
+                                   void *stream) const override {
+    return {wait_.fn(&ext_sem, &params, 1, stream), wait_.name};
+  }
+  CudaCall destroy_external_semaphore(void *ext_sem) const override {
+    return {fn_.destroy_external_semaphore(ext_sem), "cudaDestroyExternalSemaphore"};
+  }
+
 private:
+  // An entry point with two exported names, and the one resolved.
+  template <typename Fn> struct Chosen {
+    Fn fn = nullptr;
+    const char *name = "";
+  };
+
   RuntimeFunctions fn_;
+  Chosen<ffi::SignalExternalSemaphoresAsyncFn> signal_;
+  Chosen<ffi::WaitExternalSemaphoresAsyncFn> wait_;
 };
 
 } // namespace

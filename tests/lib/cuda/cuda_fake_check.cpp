@@ -11,18 +11,28 @@
 //            once: one runtime for all, one device probe (CUDA-LOAD-01)
 //   nodriver the driver API forced onto a file that does not exist: CUDA
 //            is unavailable, nothing loaded, the file named in the reason
+//   leaksem  leaks an imported external semaphore on purpose: as for
+//            `leak`, the process must end with status 97
+//   waitbound  a stream waits for a semaphore value nobody signals: with
+//            FAKE_CUDART_WAIT_TIMEOUT_MS=100 its synchronisation must fail
+//            (702) within two seconds, and the violation the fake counts
+//            then ends the process with status 97
 // meson runs each against the fake runtime and again against the fake
 // driver (TENSORMEM_CUDA_API=driver).
 #include <tensormem/cuda_handle.hpp>
+#include <tensormem/cuda_semaphore.hpp>
 #include <tensormem/dmabuf_storage.hpp>
 
 #include "fake_cudart.h"
 
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <fcntl.h>
 #include <latch>
+#include <sys/mman.h>
 #include <thread>
+#include <unistd.h>
 #include <vector>
 
 using namespace tensormem;
@@ -50,6 +60,35 @@ int main(int argc, char **argv) {
     const unsigned long probes = fake_cudart_calls("cudaGetDeviceCount");
     std::printf("%d threads, one runtime, %lu device probe(s)\n", kThreads, probes);
     return seen[0]->available() && probes == 1 ? 0 : 9;
+  }
+  if (std::strcmp(mode, "leaksem") == 0) {
+    int fd = ::memfd_create("tm-semaphore", MFD_CLOEXEC);
+    if (fd < 0 || ::ftruncate(fd, 8) != 0)
+      return 11;
+    auto sem = CudaExternalSemaphore::import_fd(CudaExternalSemaphore::Type::TimelineSemaphoreFd, fd);
+    ::close(fd);
+    if (!sem)
+      return 12;
+    // Never destroyed, but reachable from a static (see `leak`).
+    static auto *kept = new CudaExternalSemaphore(std::move(*sem));
+    (void)kept;
+    return 0;
+  }
+  if (std::strcmp(mode, "waitbound") == 0) {
+    auto rt = CudaRuntime::get();
+    auto sem =
+        CudaExternalSemaphore::import_win32(CudaExternalSemaphore::Type::D3D11Fence, reinterpret_cast<void *>(0x1234));
+    auto stream = rt->stream_create();
+    if (!sem || !stream || !sem->wait(1, *stream))
+      return 13;
+    const auto start = std::chrono::steady_clock::now();
+    auto synced = rt->stream_synchronize(*stream);
+    const auto waited = std::chrono::steady_clock::now() - start;
+    rt->stream_destroy(*stream);
+    if (synced || synced.error().message().find(" 702)") == std::string::npos || waited > std::chrono::seconds(2))
+      return 14;
+    std::printf("gave up as expected: %s\n", synced.error().message().c_str());
+    return 0;
   }
   DmaBufOptions o;
   o.source = DmaBufSource::Memfd;

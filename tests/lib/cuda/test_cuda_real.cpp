@@ -20,6 +20,7 @@
 #include <cstddef>
 #include <cstdio>
 #include <cstdlib>
+#include <dlfcn.h>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -35,6 +36,21 @@ namespace ffi = tensormem::cudaffi;
 
 #define SAME_LAYOUT(ours, theirs) static_assert(sizeof(ours) == sizeof(theirs) && alignof(ours) == alignof(theirs))
 #define SAME_OFFSET(ours, theirs, field) static_assert(offsetof(ours, field) == offsetof(theirs, field))
+// The semaphore descriptor's handle union and the signal parameters, which
+// the runtime and the driver lay out alike.
+#define SAME_SEMAPHORE_HANDLE(theirs)                                                                                  \
+  SAME_OFFSET(ffi::ExternalSemaphoreHandleDesc, theirs, type);                                                         \
+  SAME_OFFSET(ffi::ExternalSemaphoreHandleDesc, theirs, handle.fd);                                                    \
+  SAME_OFFSET(ffi::ExternalSemaphoreHandleDesc, theirs, handle.win32.handle);                                          \
+  SAME_OFFSET(ffi::ExternalSemaphoreHandleDesc, theirs, handle.win32.name)
+#define SAME_SIGNAL_PARAMS(theirs)                                                                                     \
+  SAME_LAYOUT(ffi::ExternalSemaphoreSignalParams, theirs);                                                             \
+  SAME_OFFSET(ffi::ExternalSemaphoreSignalParams, theirs, params.fence.value);                                         \
+  SAME_OFFSET(ffi::ExternalSemaphoreSignalParams, theirs, params.nvSciSync.fence);                                     \
+  SAME_OFFSET(ffi::ExternalSemaphoreSignalParams, theirs, params.keyedMutex.key);                                      \
+  SAME_OFFSET(ffi::ExternalSemaphoreSignalParams, theirs, params.reserved);                                            \
+  SAME_OFFSET(ffi::ExternalSemaphoreSignalParams, theirs, flags);                                                      \
+  SAME_OFFSET(ffi::ExternalSemaphoreSignalParams, theirs, reserved)
 
 SAME_LAYOUT(ffi::ExternalMemoryHandleDesc, cudaExternalMemoryHandleDesc);
 SAME_OFFSET(ffi::ExternalMemoryHandleDesc, cudaExternalMemoryHandleDesc, type);
@@ -70,6 +86,9 @@ SAME_OFFSET(ffi::ExternalSemaphoreWaitParams, cudaExternalSemaphoreWaitParams, p
 SAME_OFFSET(ffi::ExternalSemaphoreWaitParams, cudaExternalSemaphoreWaitParams, params.reserved);
 SAME_OFFSET(ffi::ExternalSemaphoreWaitParams, cudaExternalSemaphoreWaitParams, flags);
 SAME_OFFSET(ffi::ExternalSemaphoreWaitParams, cudaExternalSemaphoreWaitParams, reserved);
+SAME_SEMAPHORE_HANDLE(cudaExternalSemaphoreHandleDesc);
+SAME_OFFSET(ffi::ExternalSemaphoreWaitParams, cudaExternalSemaphoreWaitParams, params.nvSciSync.fence);
+SAME_SIGNAL_PARAMS(cudaExternalSemaphoreSignalParams);
 
 static_assert(int(ffi::ExternalMemoryHandleType::OpaqueFd) == cudaExternalMemoryHandleTypeOpaqueFd);
 static_assert(int(ffi::ExternalMemoryHandleType::D3D12Resource) == cudaExternalMemoryHandleTypeD3D12Resource);
@@ -80,6 +99,11 @@ static_assert(int(ffi::ExternalSemaphoreHandleType::D3D12Fence) == cudaExternalS
 static_assert(int(ffi::ExternalSemaphoreHandleType::D3D11Fence) == cudaExternalSemaphoreHandleTypeD3D11Fence);
 static_assert(int(ffi::ExternalSemaphoreHandleType::TimelineSemaphoreWin32) ==
               cudaExternalSemaphoreHandleTypeTimelineSemaphoreWin32);
+static_assert(int(ffi::ExternalSemaphoreHandleType::OpaqueFd) == cudaExternalSemaphoreHandleTypeOpaqueFd);
+static_assert(int(ffi::ExternalSemaphoreHandleType::OpaqueWin32) == cudaExternalSemaphoreHandleTypeOpaqueWin32);
+static_assert(int(ffi::ExternalSemaphoreHandleType::OpaqueWin32Kmt) == cudaExternalSemaphoreHandleTypeOpaqueWin32Kmt);
+static_assert(int(ffi::ExternalSemaphoreHandleType::TimelineSemaphoreFd) ==
+              cudaExternalSemaphoreHandleTypeTimelineSemaphoreFd);
 static_assert(ffi::kExternalMemoryDedicated == cudaExternalMemoryDedicated);
 static_assert(ffi::kGraphicsRegisterFlagsNone == cudaGraphicsRegisterFlagsNone);
 static_assert(int(ffi::MemcpyKind::HostToDevice) == cudaMemcpyHostToDevice);
@@ -124,12 +148,20 @@ SAME_OFFSET(ffi::ExternalSemaphoreWaitParams, CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAM
 SAME_OFFSET(ffi::ExternalSemaphoreWaitParams, CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS, params.keyedMutex.key);
 SAME_OFFSET(ffi::ExternalSemaphoreWaitParams, CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS, flags);
 SAME_OFFSET(ffi::ExternalSemaphoreWaitParams, CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS, reserved);
+SAME_SEMAPHORE_HANDLE(CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC);
+SAME_OFFSET(ffi::ExternalSemaphoreWaitParams, CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS, params.keyedMutex.timeoutMs);
+SAME_SIGNAL_PARAMS(CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS);
 
 static_assert(int(ffi::ExternalMemoryHandleType::OpaqueFd) == CU_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD);
 static_assert(int(ffi::ExternalMemoryHandleType::D3D12Resource) == CU_EXTERNAL_MEMORY_HANDLE_TYPE_D3D12_RESOURCE);
 static_assert(int(ffi::ExternalMemoryHandleType::D3D11Resource) == CU_EXTERNAL_MEMORY_HANDLE_TYPE_D3D11_RESOURCE);
 static_assert(int(ffi::ExternalSemaphoreHandleType::D3D12Fence) == CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_D3D12_FENCE);
 static_assert(int(ffi::ExternalSemaphoreHandleType::D3D11Fence) == CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_D3D11_FENCE);
+static_assert(int(ffi::ExternalSemaphoreHandleType::OpaqueFd) == CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_OPAQUE_FD);
+static_assert(int(ffi::ExternalSemaphoreHandleType::TimelineSemaphoreFd) ==
+              CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_TIMELINE_SEMAPHORE_FD);
+static_assert(int(ffi::ExternalSemaphoreHandleType::TimelineSemaphoreWin32) ==
+              CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_TIMELINE_SEMAPHORE_WIN32);
 static_assert(drv::kSuccess == int(CUDA_SUCCESS));
 static_assert(drv::kErrorInvalidValue == int(CUDA_ERROR_INVALID_VALUE));
 static_assert(drv::kErrorOutOfMemory == int(CUDA_ERROR_OUT_OF_MEMORY));
@@ -178,6 +210,10 @@ SAME_ENTRY(drv::GraphicsUnregisterResourceFn, cuGraphicsUnregisterResource);
 SAME_ENTRY(drv::ImportExternalMemoryFn, cuImportExternalMemory);
 SAME_ENTRY(drv::ExternalMemoryGetMappedBufferFn, cuExternalMemoryGetMappedBuffer);
 SAME_ENTRY(drv::DestroyExternalMemoryFn, cuDestroyExternalMemory);
+SAME_ENTRY(drv::ImportExternalSemaphoreFn, cuImportExternalSemaphore);
+SAME_ENTRY(drv::SignalExternalSemaphoresAsyncFn, cuSignalExternalSemaphoresAsync);
+SAME_ENTRY(drv::WaitExternalSemaphoresAsyncFn, cuWaitExternalSemaphoresAsync);
+SAME_ENTRY(drv::DestroyExternalSemaphoreFn, cuDestroyExternalSemaphore);
 // cuGraphicsGLRegisterBuffer is declared in cudaGL.h, which needs the GL
 // headers: lib-cuda-gl-driver calls it through the fake driver instead.
 #endif
@@ -189,6 +225,12 @@ TEST(CudaReal, the_installed_runtime_loads_through_the_ladder_and_degrades_witho
     GTEST_SKIP() << "no CUDA runtime is installed here (" << rt->reason() << ")";
   EXPECT_FALSE(rt->runtime_path().empty());
   EXPECT_EQ(rt->runtime_path().front(), '/') << "dladdr gives the file the linker opened: " << rt->runtime_path();
+  // The external-semaphore entry points are optional, but every runtime
+  // since 10.0 exports import, destroy and a signal and wait the backend
+  // accepts (11.2 to 12.x the _v2 names too, 13 only the unsuffixed ones):
+  // a misspelt name would pass every test of the fake.
+  const char *missing = rt->missing_semaphore_symbol();
+  EXPECT_EQ(missing, nullptr) << rt->runtime_path() << " lacks " << missing;
   if (rt->available()) {
     EXPECT_GE(rt->device_count(), 1);
     std::printf("[ info ] CUDA runtime %s with %d device(s)\n", rt->runtime_path().c_str(), rt->device_count());
@@ -235,6 +277,14 @@ TEST(CudaReal, the_toolkit_driver_stub_has_every_required_driver_symbol_but_gl_i
       continue;
     std::printf("[ info ] %s\n", rt->reason().c_str());
     EXPECT_FALSE(rt->available());
+    // The optional semaphore entry points by the names the backend asks for
+    // (the load stops at the GL call before they would be reported).
+    if (void *lib = ::dlopen(stub.c_str(), RTLD_NOW | RTLD_LOCAL)) {
+      for (const char *name : {"cuImportExternalSemaphore", "cuSignalExternalSemaphoresAsync",
+                               "cuWaitExternalSemaphoresAsync", "cuDestroyExternalSemaphore"})
+        EXPECT_NE(::dlsym(lib, name), nullptr) << stub << " lacks " << name;
+      ::dlclose(lib);
+    }
     if (rt->loaded()) // a stub that also exports the GL calls: cuInit answers 34
       EXPECT_NE(rt->reason().find("cuInit failed"), std::string::npos) << rt->reason();
     else
