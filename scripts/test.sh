@@ -80,7 +80,7 @@ if ((full)); then
 
   echo "== valgrind (memcheck) over the quick build"
   GST_REGISTRY_FORK=no G_SLICE=always-malloc G_DEBUG=gc-friendly \
-    run_suite valgrind build --suite lib --suite gst --no-suite leaks-on-purpose --timeout-multiplier 10 \
+    run_suite valgrind build --suite lib --suite gst --no-suite leaks-on-purpose --no-suite no-valgrind --timeout-multiplier 10 \
     --wrapper "valgrind --quiet --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite --show-leak-kinds=definite --suppressions=$root/tests/sanitizers/valgrind.supp --suppressions=$root/tests/lib/gl/gl.supp --num-callers=30"
 fi
 
