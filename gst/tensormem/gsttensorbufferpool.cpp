@@ -169,8 +169,10 @@ static gboolean gst_tensor_buffer_pool_set_config(GstBufferPool *pool, GstStruct
 
   /* Without padding the frame layout is the core's: image_layout's strides
    * replace GStreamer's in every buffer's meta (alloc_buffer), and the buffer
-   * size covers both. Padding asked for by a peer is only expressible in
-   * GStreamer's terms, so padded configs keep gst_video_info_align's layout. */
+   * size covers both. Padding is asked for by decoders, which require our
+   * strides to equal those of their own GstVideoBufferPool (gst-libav
+   * compares them before it renders into a downstream pool), so padded
+   * configs keep gst_video_info_align's layout (docs/architecture.md). */
   GstTensorMemBufferPoolPrivate *priv = pool_priv(pool);
   priv->core_layout = false;
   tensormem::PixelFormat format;
