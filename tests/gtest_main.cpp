@@ -10,21 +10,23 @@
  * report overwrites the other, which made the counted total vary between runs
  * of the same tree. Here a directory output is turned into a file name that
  * no other process can choose: "<program>.pid<N>.json". An explicit file name
- * (a --gtest_output=json:FILE argument, or GTEST_OUTPUT naming a file) is
- * left alone. */
+ * (GTEST_OUTPUT naming a file, or a --gtest_output argument, which
+ * InitGoogleTest applies after this) is left alone. */
 #include <gtest/gtest.h>
 
 #include <string>
 #include <unistd.h>
 
 int main(int argc, char **argv) {
-  testing::InitGoogleTest(&argc, argv);
-  std::string output = GTEST_FLAG_GET(output);
+  // Before InitGoogleTest: that is where GoogleTest opens its report
+  // listener with the file name the flag holds at that moment.
+  const std::string output = GTEST_FLAG_GET(output);
   if (output.size() > 5 && output.rfind("json:", 0) == 0 && output.back() == '/') {
-    std::string program = argv[0];
+    std::string program = argc > 0 ? argv[0] : "test";
     if (auto slash = program.rfind('/'); slash != std::string::npos)
       program.erase(0, slash + 1);
     GTEST_FLAG_SET(output, output + program + ".pid" + std::to_string(getpid()) + ".json");
   }
+  testing::InitGoogleTest(&argc, argv);
   return RUN_ALL_TESTS();
 }
