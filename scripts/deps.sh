@@ -18,6 +18,8 @@ packages=(
   gstreamer1.0-plugins-bad gstreamer1.0-gl gstreamer1.0-libav
   libgtest-dev libbenchmark-dev
   libxxhash-dev
+  # DXGI format values checked against dxgiformat.h (tests/lib/d3d11).
+  directx-headers-dev
   libepoxy-dev libegl-dev libegl-mesa0 libgl1-mesa-dri libglx-mesa0 libgbm1 libglapi-mesa
   valgrind
   g++-mingw-w64-x86-64-posix wine64 xvfb xauth
