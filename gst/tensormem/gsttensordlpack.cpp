@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
+#include <gst/tensormem/gsttensorcaps.h>
 #include <gst/tensormem/gsttensorcudameta.h>
 #include <gst/tensormem/gsttensordlpack.h>
 #include <gst/tensormem/gsttensorfencemeta.h>
@@ -53,70 +54,23 @@ gboolean fail(GError **error, gint code, const std::string &text) {
   return FALSE;
 }
 
-/* NNStreamer's type names (tensor_typedef.h) for the types DLPack has. */
-bool dtype_of(const gchar *name, DLDataType *out) {
-  static const struct {
-    const char *name;
-    DLDataType dtype;
-  } table[] = {
-      {"uint8", {kDLUInt, 8, 1}},     {"int8", {kDLInt, 8, 1}},       {"uint16", {kDLUInt, 16, 1}},
-      {"int16", {kDLInt, 16, 1}},     {"uint32", {kDLUInt, 32, 1}},   {"int32", {kDLInt, 32, 1}},
-      {"uint64", {kDLUInt, 64, 1}},   {"int64", {kDLInt, 64, 1}},     {"float16", {kDLFloat, 16, 1}},
-      {"float32", {kDLFloat, 32, 1}}, {"float64", {kDLFloat, 64, 1}},
-  };
-  for (const auto &row : table) {
-    if (g_strcmp0(name, row.name) == 0) {
-      *out = row.dtype;
-      return true;
-    }
-  }
-  return false;
+/* Row-major, compact, from the shared other/tensors reader. */
+gboolean tensor_layout(const GstStructure *s, Layout *out, GError **error) {
+  gst_tensormem::TensorCaps caps;
+  std::string why;
+  if (!gst_tensormem::parse_tensor_caps(s, &caps, &why))
+    return fail(error, GST_RESOURCE_ERROR_SETTINGS, "DLPack hand-off: " + why);
+  out->dtype = {static_cast<std::uint8_t>(caps.code), caps.bits, 1};
+  out->shape = std::move(caps.shape);
+  out->strides.assign(out->shape.size(), 1);
+  for (std::size_t i = out->shape.size() - 1; i-- > 0;)
+    out->strides[i] = out->strides[i + 1] * out->shape[i + 1];
+  out->extent = caps.bytes;
+  return TRUE;
 }
 
 /* `a * b` into *out unless it overflows. */
 bool mul(std::uint64_t a, std::uint64_t b, std::uint64_t *out) { return !__builtin_mul_overflow(a, b, out); }
-
-/* Row-major, compact: the shape of `dimensions` (innermost first, as
- * NNStreamer writes them) reversed into DLPack's outermost-first order. */
-gboolean tensor_layout(const GstStructure *s, Layout *out, GError **error) {
-  gint n = 0;
-  const gchar *format = gst_structure_get_string(s, "format");
-  if (g_strcmp0(format, "static") != 0 || !gst_structure_get_int(s, "num_tensors", &n) || n != 1)
-    return fail(error, GST_RESOURCE_ERROR_SETTINGS,
-                "DLPack hand-off takes other/tensors with format=static and num_tensors=1");
-  const gchar *types = gst_structure_get_string(s, "types");
-  if (!types || !dtype_of(types, &out->dtype))
-    return fail(error, GST_RESOURCE_ERROR_SETTINGS,
-                std::string("other/tensors type '") + (types ? types : "(none)") + "' has no DLPack element type");
-  const gchar *dims = gst_structure_get_string(s, "dimensions");
-  if (!dims || !*dims)
-    return fail(error, GST_RESOURCE_ERROR_SETTINGS, "other/tensors caps without dimensions");
-  gchar **parts = g_strsplit(dims, ":", -1);
-  std::vector<std::int64_t> inner_first;
-  bool ok = true;
-  for (gchar **p = parts; *p && ok; ++p) {
-    gchar *end = nullptr;
-    const guint64 d = g_ascii_strtoull(*p, &end, 10);
-    ok = end != *p && *end == '\0' && d > 0 && d <= G_MAXINT32;
-    inner_first.push_back(static_cast<std::int64_t>(d));
-  }
-  g_strfreev(parts);
-  if (!ok || inner_first.empty() || inner_first.size() > 16)
-    return fail(error, GST_RESOURCE_ERROR_SETTINGS,
-                std::string("other/tensors dimensions '") + dims +
-                    "' are not 1 to 16 positive integers separated by ':'");
-  out->shape.assign(inner_first.rbegin(), inner_first.rend());
-  out->strides.assign(out->shape.size(), 1);
-  std::uint64_t elements = 1;
-  for (std::size_t i = out->shape.size(); i-- > 0;) {
-    out->strides[i] = static_cast<std::int64_t>(elements);
-    if (!mul(elements, static_cast<std::uint64_t>(out->shape[i]), &elements))
-      return fail(error, GST_RESOURCE_ERROR_SETTINGS, std::string("other/tensors dimensions '") + dims + "' overflow");
-  }
-  if (!mul(elements, out->dtype.bits / 8, &out->extent))
-    return fail(error, GST_RESOURCE_ERROR_SETTINGS, std::string("other/tensors dimensions '") + dims + "' overflow");
-  return TRUE;
-}
 
 /* [height, width, channels] of a single-plane 8-bit frame, rows at the
  * stride of the buffer's video meta where it has one. */
@@ -197,13 +151,13 @@ DLManagedTensor *gst_tensor_mem_buffer_to_dlpack(GstBuffer *buffer, GstCaps *cap
     fail(error, GST_RESOURCE_ERROR_SETTINGS, "DLPack hand-off maps for reading: pass GST_MAP_READ");
     return nullptr;
   }
+  // The other/tensors reader explains a non-string dimensions field (a bare
+  // 16:1 is a flag set, which also makes the caps unfixed): ask it first.
   const GstStructure *first = gst_caps_get_size(caps) == 1 ? gst_caps_get_structure(caps, 0) : nullptr;
-  const GValue *dims = first ? gst_structure_get_value(first, "dimensions") : nullptr;
-  if (dims && gst_structure_has_name(first, "other/tensors") && !G_VALUE_HOLDS_STRING(dims)) {
-    fail(error, GST_RESOURCE_ERROR_SETTINGS,
-         std::string("other/tensors dimensions are a ") + G_VALUE_TYPE_NAME(dims) +
-             ", not a string: write dimensions=(string)16:1 (unquoted, two numbers parse as a flag set)");
-    return nullptr;
+  if (gst_tensormem::is_tensor_caps(first) && !gst_caps_is_fixed(caps)) {
+    Layout unused;
+    if (!tensor_layout(first, &unused, error))
+      return nullptr;
   }
   if (!first || !gst_caps_is_fixed(caps)) {
     fail(error, GST_RESOURCE_ERROR_SETTINGS, "DLPack hand-off needs fixed caps of one structure");
