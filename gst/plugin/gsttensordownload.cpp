@@ -202,12 +202,8 @@ static gboolean gst_tensor_download_stop(GstBaseTransform *trans) {
  * complete: every memory of ours maps for the CPU, and a tensor has no
  * layout a consumer could misread. */
 static GstFlowReturn download_tensor(GstTensorMemDownload *self, GstBuffer *inbuf, GstBuffer **outbuf) {
-  if (gst_buffer_get_size(inbuf) < self->tensor_bytes) {
-    GST_ELEMENT_ERROR(self, STREAM, FORMAT, ("Buffer too small for its tensor"),
-                      ("%" GST_PTR_FORMAT " holds %" G_GSIZE_FORMAT " bytes, the caps' tensor needs %" G_GUINT64_FORMAT,
-                       inbuf, gst_buffer_get_size(inbuf), self->tensor_bytes));
+  if (gst_tensor_mem_element_validate_tensor_buffer(GST_ELEMENT(self), inbuf, self->tensor_bytes) != GST_FLOW_OK)
     return GST_FLOW_ERROR;
-  }
   const GstFlowReturn ret =
       gst_tensor_mem_element_wait_fences(GST_ELEMENT(self), inbuf, GST_TENSOR_MEM_FENCE_DEFAULT_TIMEOUT, nullptr);
   if (ret != GST_FLOW_OK)

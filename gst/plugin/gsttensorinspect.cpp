@@ -237,15 +237,9 @@ GstFlowReturn inspect_ip(GstTensorMemInspect *self, GstBuffer *buffer) {
     GST_ELEMENT_ERROR(self, CORE, NEGOTIATION, ("No video caps before the first buffer"), (nullptr));
     return GST_FLOW_NOT_NEGOTIATED;
   }
-  if (self->tensor_bytes && gst_buffer_get_size(buffer) < self->tensor_bytes) {
-    GST_ELEMENT_ERROR(self, STREAM, FORMAT, ("Buffer too small for its tensor"),
-                      ("buffer %" G_GUINT64_FORMAT " holds %" G_GSIZE_FORMAT
-                       " bytes, the caps' tensor needs %" G_GUINT64_FORMAT,
-                       self->frames, gst_buffer_get_size(buffer), self->tensor_bytes));
-    return GST_FLOW_ERROR;
-  }
   const GstFlowReturn valid =
-      self->tensor_bytes ? GST_FLOW_OK : gst_tensor_mem_element_validate_buffer(GST_ELEMENT(self), buffer, &self->info);
+      self->tensor_bytes ? gst_tensor_mem_element_validate_tensor_buffer(GST_ELEMENT(self), buffer, self->tensor_bytes)
+                         : gst_tensor_mem_element_validate_buffer(GST_ELEMENT(self), buffer, &self->info);
   if (valid != GST_FLOW_OK)
     return valid;
   gchar *fence = gst_buffer_describe_tensor_mem_fences(buffer);

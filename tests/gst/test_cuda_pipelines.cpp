@@ -384,6 +384,32 @@ TEST(CudaDlPack, a_buffer_with_the_cuda_meta_hands_over_its_device_pointer) {
   end_one_frame(&f);
 }
 
+/* tensorconvert's tensor in DMA-BUF memory reaches the application as a
+ * CUDA tensor of the caps' shape. */
+TEST(CudaDlPack, a_converted_tensor_is_handed_over_on_the_device) {
+  reset_fake();
+  {
+    tmtest::PipelineRun run;
+    tmtest::run_pipeline("videotestsrc num-buffers=2 ! video/x-raw,format=NV12,width=40,height=30 ! "
+                         "tensorconvert storage=dmabuf width=16 height=8 dtype=float32 layout=nchw ! "
+                         "tensorcudaimport name=imp ! appsink name=sink",
+                         &run);
+    ASSERT_TRUE(run.eos) << run.error_debug;
+    ASSERT_EQ(run.samples.size(), 2u);
+    for (GstSample *sample : run.samples) {
+      GError *error = nullptr;
+      DLManagedTensor *t = gst_tensor_mem_buffer_to_dlpack(gst_sample_get_buffer(sample), gst_sample_get_caps(sample),
+                                                           GST_MAP_READ, &error);
+      ASSERT_NE(t, nullptr) << error->message;
+      EXPECT_EQ(t->dl_tensor.device.device_type, kDLCUDA);
+      EXPECT_EQ(std::vector<std::int64_t>(t->dl_tensor.shape, t->dl_tensor.shape + t->dl_tensor.ndim),
+                (std::vector<std::int64_t>{1, 3, 8, 16}));
+      t->deleter(t);
+    }
+  } // the samples go with the run
+  EXPECT_EQ(fake_cudart_live(nullptr), 0u);
+}
+
 /* GL names repeat from one context to the next: two GL workers' first
  * buffers are both name 1 (or another shared number), yet CUDA must see two
  * registrations, one per worker, and a cached handle never answers for the

@@ -187,7 +187,8 @@ TEST(InspectChecksum, ABufferShorterThanItsTensorIsAnElementError) {
   GError *error = nullptr;
   gchar *debug = nullptr;
   gst_message_parse_error(msg, &error, &debug);
-  EXPECT_NE(std::string(debug).find("holds 63 bytes, the caps' tensor needs 64"), std::string::npos) << debug;
+  EXPECT_NE(std::string(error->message).find("holds 63 bytes, the caps' tensor needs 64"), std::string::npos)
+      << error->message;
   g_error_free(error);
   g_free(debug);
   gst_message_unref(msg);
