@@ -200,18 +200,10 @@ static gboolean gst_tensor_cuda_import_start(GstBaseTransform *trans) {
 
 static gboolean gst_tensor_cuda_import_set_caps(GstBaseTransform *trans, GstCaps *incaps, GstCaps *) {
   auto *self = GST_TENSOR_CUDA_IMPORT(trans);
-  const GstStructure *s = gst_caps_get_size(incaps) ? gst_caps_get_structure(incaps, 0) : nullptr;
-  self->tensor_bytes = 0;
-  if (gst_tensormem::is_tensor_caps(s)) {
-    gst_tensormem::TensorCaps tensor;
-    std::string why;
-    if (!gst_tensormem::parse_tensor_caps(s, &tensor, &why)) {
-      GST_ELEMENT_ERROR(self, CORE, NEGOTIATION, ("Unsupported tensor caps"), ("%s", why.c_str()));
-      return FALSE;
-    }
-    self->tensor_bytes = tensor.bytes;
+  if (!gst_tensormem::element_read_tensor_caps(GST_ELEMENT(self), incaps, &self->tensor_bytes))
+    return FALSE;
+  if (self->tensor_bytes)
     return TRUE;
-  }
   return gst_tensor_mem_element_video_info_from_caps(GST_ELEMENT(self), &self->info, incaps);
 }
 

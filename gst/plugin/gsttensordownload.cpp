@@ -129,26 +129,9 @@ static GstCaps *gst_tensor_download_fixate_caps(GstBaseTransform *trans, GstPadD
   return GST_BASE_TRANSFORM_CLASS(gst_tensor_download_parent_class)->fixate_caps(trans, direction, caps, othercaps);
 }
 
-/* \brief The tensor's bytes for other/tensors caps (0 for video), or FALSE
- * after an element error for tensor caps it cannot read. */
-static gboolean read_tensor_caps(GstTensorMemDownload *self, GstCaps *caps, guint64 *bytes) {
-  const GstStructure *s = gst_caps_get_size(caps) ? gst_caps_get_structure(caps, 0) : nullptr;
-  *bytes = 0;
-  if (!gst_tensormem::is_tensor_caps(s))
-    return TRUE;
-  gst_tensormem::TensorCaps tensor;
-  std::string why;
-  if (!gst_tensormem::parse_tensor_caps(s, &tensor, &why)) {
-    GST_ELEMENT_ERROR(self, CORE, NEGOTIATION, ("Unsupported tensor caps"), ("%s", why.c_str()));
-    return FALSE;
-  }
-  *bytes = tensor.bytes;
-  return TRUE;
-}
-
 static gboolean gst_tensor_download_set_caps(GstBaseTransform *trans, GstCaps *incaps, GstCaps *outcaps) {
   auto *self = GST_TENSOR_DOWNLOAD(trans);
-  if (!read_tensor_caps(self, incaps, &self->tensor_bytes))
+  if (!gst_tensormem::element_read_tensor_caps(GST_ELEMENT(self), incaps, &self->tensor_bytes))
     return FALSE;
   // A tensor has no video layout: the video base class has nothing to check.
   if (!self->tensor_bytes &&

@@ -80,4 +80,21 @@ bool parse_tensor_caps(const GstStructure *s, TensorCaps *out, std::string *why)
   return true;
 }
 
+/* \brief The caps' tensor bytes (0 for non-tensor caps), or an element
+ * error for tensor caps that cannot be read. */
+gboolean element_read_tensor_caps(GstElement *element, const GstCaps *caps, guint64 *bytes) {
+  const GstStructure *s = gst_caps_get_size(caps) ? gst_caps_get_structure(caps, 0) : nullptr;
+  *bytes = 0;
+  if (!is_tensor_caps(s))
+    return TRUE;
+  TensorCaps tensor;
+  std::string why;
+  if (!parse_tensor_caps(s, &tensor, &why)) {
+    GST_ELEMENT_ERROR(element, CORE, NEGOTIATION, ("Unsupported tensor caps"), ("%s", why.c_str()));
+    return FALSE;
+  }
+  *bytes = tensor.bytes;
+  return TRUE;
+}
+
 } // namespace gst_tensormem

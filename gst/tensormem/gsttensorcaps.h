@@ -34,4 +34,11 @@ bool is_tensor_caps(const GstStructure *s);
 GST_TENSORMEM_API
 bool parse_tensor_caps(const GstStructure *s, TensorCaps *out, std::string *why);
 
+/* For an element's set_caps: `*bytes` is the tensor's bytes for
+ * other/tensors caps and 0 for any other caps; FALSE, after a
+ * GST_CORE_ERROR_NEGOTIATION element error of `element` saying why, for
+ * tensor caps it cannot read. */
+GST_TENSORMEM_API
+gboolean element_read_tensor_caps(GstElement *element, const GstCaps *caps, guint64 *bytes);
+
 } // namespace gst_tensormem
