@@ -69,6 +69,7 @@ GstTensorMemFenceKind kind_of(tensormem::TimelineKind kind) {
   case tensormem::TimelineKind::Software: return GST_TENSOR_MEM_FENCE_KIND_SOFTWARE;
   case tensormem::TimelineKind::EglSync: return GST_TENSOR_MEM_FENCE_KIND_EGL_SYNC;
   case tensormem::TimelineKind::SyncFile: return GST_TENSOR_MEM_FENCE_KIND_SYNC_FILE;
+  case tensormem::TimelineKind::D3d11Fence: return GST_TENSOR_MEM_FENCE_KIND_D3D11_FENCE;
   }
   return GST_TENSOR_MEM_FENCE_KIND_NONE;
 }
@@ -245,7 +246,7 @@ const gchar *gst_tensor_mem_fence_kind_to_string(GstTensorMemFenceKind kind) {
   case GST_TENSOR_MEM_FENCE_KIND_SOFTWARE: return tensormem::timeline_kind_name(tensormem::TimelineKind::Software);
   case GST_TENSOR_MEM_FENCE_KIND_EGL_SYNC: return tensormem::timeline_kind_name(tensormem::TimelineKind::EglSync);
   case GST_TENSOR_MEM_FENCE_KIND_SYNC_FILE: return tensormem::timeline_kind_name(tensormem::TimelineKind::SyncFile);
-  case GST_TENSOR_MEM_FENCE_KIND_D3D11_FENCE: return "d3d11";
+  case GST_TENSOR_MEM_FENCE_KIND_D3D11_FENCE: return tensormem::timeline_kind_name(tensormem::TimelineKind::D3d11Fence);
   }
   return "unknown";
 }

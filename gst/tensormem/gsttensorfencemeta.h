@@ -24,9 +24,10 @@ G_BEGIN_DECLS
  * @GST_TENSOR_MEM_FENCE_KIND_EGL_SYNC: an EGL fence sync of a GL worker
  * @GST_TENSOR_MEM_FENCE_KIND_SYNC_FILE: a Linux sync_file fd; the meta owns a
  *   duplicate of it
- * @GST_TENSOR_MEM_FENCE_KIND_D3D11_FENCE: reserved for a D3D11 shared fence and
- *   value (the meta will own a duplicate of its NT handle); no fence of this
- *   kind is made yet
+ * @GST_TENSOR_MEM_FENCE_KIND_D3D11_FENCE: the process D3D11 fence and a value
+ *   (tensormem::D3d11FenceTimeline): the meta holds the timeline, and with it
+ *   the fence; a consumer in another process opens the fence through a
+ *   duplicate of its shared NT handle (tensormem::D3d11Context)
  *
  * What signals a #GstTensorMemFenceMeta. The values are stable: new kinds are
  * appended.

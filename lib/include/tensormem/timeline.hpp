@@ -19,8 +19,8 @@ namespace tensormem {
 
 class GlWorker;
 
-/// What signals a timeline. A D3D11 shared fence is pending the D3D11 issue.
-enum class TimelineKind { Software, EglSync, SyncFile };
+/// What signals a timeline.
+enum class TimelineKind { Software, EglSync, SyncFile, D3d11Fence };
 
 TENSORMEM_API const char *timeline_kind_name(TimelineKind kind) noexcept;
 
@@ -67,6 +67,10 @@ protected:
   /// Whether `value` (1..last issued, above what is known reached) has
   /// completed, without blocking.
   virtual Result<bool> poll(std::uint64_t value) = 0;
+  /// Values handed out by the signalling object itself rather than through
+  /// this timeline (a D3D11 context's counter); last_issued() is the larger
+  /// of the two.
+  virtual std::uint64_t issued_elsewhere() const noexcept { return 0; }
   /// Blocks until `value` has completed or `deadline` passes (then WouldBlock).
   virtual Result<void> block_until(std::uint64_t value, std::chrono::steady_clock::time_point deadline) = 0;
 

@@ -18,12 +18,13 @@ std::chrono::steady_clock::time_point deadline_after(std::chrono::nanoseconds ti
 
 } // namespace
 
-/// \brief The name of a timeline kind ("software", "egl", "sync_file").
+/// \brief The name of a timeline kind ("software", "egl", "sync_file", "d3d11").
 const char *timeline_kind_name(TimelineKind kind) noexcept {
   switch (kind) {
   case TimelineKind::Software: return "software";
   case TimelineKind::EglSync: return "egl";
   case TimelineKind::SyncFile: return "sync_file";
+  case TimelineKind::D3d11Fence: return "d3d11";
   }
   return "unknown";
 }
@@ -33,8 +34,9 @@ Timeline::Timeline(TimelineKind kind, std::string name) : kind_(kind), name_(std
 std::string Timeline::label() const { return std::string(timeline_kind_name(kind_)) + " timeline '" + name_ + "'"; }
 
 std::uint64_t Timeline::last_issued() const noexcept {
+  const std::uint64_t elsewhere = issued_elsewhere();
   std::lock_guard lock(mu_);
-  return issued_;
+  return std::max(issued_, elsewhere);
 }
 
 /// \brief Refuses a value this timeline never handed out (HAZ-23).
