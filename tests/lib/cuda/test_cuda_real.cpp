@@ -326,11 +326,14 @@ TEST(CudaReal, the_toolkit_driver_stub_has_every_required_driver_symbol_but_gl_i
       continue;
     std::printf("[ info ] %s\n", rt->reason().c_str());
     EXPECT_FALSE(rt->available());
-    // The optional semaphore entry points by the names the backend asks for
+    // The optional semaphore and D3D11 entry points by the names the backend asks for
     // (the load stops at the GL call before they would be reported).
     if (void *lib = ::dlopen(stub.c_str(), RTLD_NOW | RTLD_LOCAL)) {
       for (const char *name : {"cuImportExternalSemaphore", "cuSignalExternalSemaphoresAsync",
-                               "cuWaitExternalSemaphoresAsync", "cuDestroyExternalSemaphore"})
+                               "cuWaitExternalSemaphoresAsync", "cuDestroyExternalSemaphore",
+                               // and the D3D11 texture path's (D3D-CUDA-01)
+                               "cuMemAlloc_v2", "cuDeviceGetLuid", "cuExternalMemoryGetMappedMipmappedArray",
+                               "cuMipmappedArrayGetLevel", "cuMipmappedArrayDestroy", "cuMemcpy2DAsync_v2"})
         EXPECT_NE(::dlsym(lib, name), nullptr) << stub << " lacks " << name;
       ::dlclose(lib);
     }
