@@ -232,8 +232,11 @@ Result<std::shared_ptr<CudaHandle>> import_d3d11_texture(std::shared_ptr<const C
   // before the memory it came from.
   auto undo = [&](const std::string &which) {
     quietly([&] { debug("import_d3d11_texture: " + which + "; releasing the import"); });
-    if (Result<void> freed = runtime->free_mipmapped_array(imported->mipmap); !freed)
-      quietly([&] { cuda_log::warn(freed.error().message()); });
+    if (Result<void> freed = runtime->free_mipmapped_array(imported->mipmap); !freed) {
+      // The memory under an array still mapped from it stays too.
+      quietly([&] { cuda_log::warn(freed.error().message() + "; the external memory is left behind with it"); });
+      return;
+    }
     if (Result<void> destroyed = runtime->destroy_external_memory(imported->ext_mem); !destroyed)
       quietly([&] { cuda_log::warn(destroyed.error().message()); });
   };

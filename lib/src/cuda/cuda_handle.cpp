@@ -98,10 +98,17 @@ void CudaHandle::D3d11State::release() noexcept {
     report("the linear buffer", o.runtime->free(std::exchange(linear, nullptr)));
   if (o.stream)
     o.runtime->stream_destroy(o.stream);
-  if (o.mipmap)
-    report("the mipmapped array", o.runtime->free_mipmapped_array(o.mipmap));
-  if (o.ext_mem)
+  bool array_freed = true;
+  if (o.mipmap) {
+    Result<void> freed = o.runtime->free_mipmapped_array(o.mipmap);
+    report("the mipmapped array", freed);
+    array_freed = static_cast<bool>(freed);
+  }
+  // Never the memory under an array still mapped from it: left behind.
+  if (o.ext_mem && array_freed)
     report("the external memory", o.runtime->destroy_external_memory(o.ext_mem));
+  else if (o.ext_mem)
+    quietly([&] { warn("releasing a D3D11 CUDA handle: the external memory is left behind with its array"); });
   objects = CudaD3d11Objects{};
 }
 
