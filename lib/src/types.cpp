@@ -50,6 +50,7 @@ const char *storage_kind_name(StorageKind kind) noexcept {
   case StorageKind::Mem: return "Mem";
   case StorageKind::DmaBuf: return "DmaBuf";
   case StorageKind::Pbo: return "Pbo";
+  case StorageKind::D3d11: return "d3d11";
   }
   return "?";
 }

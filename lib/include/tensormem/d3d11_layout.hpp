@@ -37,7 +37,7 @@ TENSORMEM_API std::size_t dxgi_format_bytes(DxgiFormat format) noexcept;
 /// the combined plane: the luma rows, then the chroma rows, all at the
 /// texture's width (NV12 64×64 → a 64×96 texture; NV24 chroma line i is
 /// 2·width bytes at combined row height + 2i).
-struct D3d11ImageLayout {
+struct TENSORMEM_API D3d11ImageLayout {
   PixelFormat format;
   DType dtype;
   std::uint32_t width;  ///< image width in pixels

@@ -28,7 +28,7 @@ constexpr bool access_writes(CpuAccess a) noexcept { return a == CpuAccess::Writ
 TENSORMEM_API const char *access_name(CpuAccess access) noexcept;
 
 /// Which backend a storage is.
-enum class StorageKind : std::uint8_t { Mem, DmaBuf, Pbo };
+enum class StorageKind : std::uint8_t { Mem, DmaBuf, Pbo, D3d11 };
 TENSORMEM_API const char *storage_kind_name(StorageKind kind) noexcept;
 
 /// Identity of the buffer behind a storage (SHR-ID-01): derived from the kind
