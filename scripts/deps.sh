@@ -20,6 +20,8 @@ packages=(
   libxxhash-dev
   # DXGI format values checked against dxgiformat.h (tests/lib/d3d11).
   directx-headers-dev
+  # DLPack's header (gst_tensor_mem_buffer_to_dlpack).
+  libdlpack-dev
   libepoxy-dev libegl-dev libegl-mesa0 libgl1-mesa-dri libglx-mesa0 libgbm1 libglapi-mesa
   valgrind
   g++-mingw-w64-x86-64-posix wine64 xvfb xauth

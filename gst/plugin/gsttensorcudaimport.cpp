@@ -29,6 +29,7 @@
  */
 #include "gsttensorcudaimport.h"
 
+#include <gst/tensormem/gsttensorcaps.h>
 #include <gst/tensormem/gsttensorcudameta.h>
 #include <gst/tensormem/gsttensordmabuf.h>
 #include <gst/tensormem/gsttensormemvalidate.h>
@@ -49,7 +50,8 @@ struct _GstTensorMemCudaImport {
   guint64 imports;       // object lock
   // Streaming thread only (reset in start()).
   std::set<std::string> *warned;
-  GstVideoInfo info; // from set_caps: what every buffer is validated against
+  GstVideoInfo info;    // from set_caps: what every buffer is validated against
+  guint64 tensor_bytes; // other/tensors caps: the tensor's bytes, validated instead of `info`; 0 for video
 };
 
 namespace {
@@ -67,10 +69,10 @@ const char *backend_in_use() noexcept {
   }
 }
 
-GstStaticPadTemplate sink_template =
-    GST_STATIC_PAD_TEMPLATE("sink", GST_PAD_SINK, GST_PAD_ALWAYS, GST_STATIC_CAPS("video/x-raw(ANY)"));
-GstStaticPadTemplate src_template =
-    GST_STATIC_PAD_TEMPLATE("src", GST_PAD_SRC, GST_PAD_ALWAYS, GST_STATIC_CAPS("video/x-raw(ANY)"));
+GstStaticPadTemplate sink_template = GST_STATIC_PAD_TEMPLATE("sink", GST_PAD_SINK, GST_PAD_ALWAYS,
+                                                             GST_STATIC_CAPS("video/x-raw(ANY); other/tensors(ANY)"));
+GstStaticPadTemplate src_template = GST_STATIC_PAD_TEMPLATE("src", GST_PAD_SRC, GST_PAD_ALWAYS,
+                                                            GST_STATIC_CAPS("video/x-raw(ANY); other/tensors(ANY)"));
 
 /* The cause of a failure without the varying parts (fd numbers, sizes): the
  * error kind and the message up to its first '(' or ':'. */
@@ -102,7 +104,9 @@ GstFlowReturn no_cuda(GstTensorMemCudaImport *self, GstBuffer *buffer, const std
 
 GstFlowReturn import_ip(GstTensorMemCudaImport *self, GstBuffer *buffer) {
   // CUDA maps the memory's fd: a memory longer than its fd must not get there.
-  const GstFlowReturn valid = gst_tensor_mem_element_validate_buffer(GST_ELEMENT(self), buffer, &self->info);
+  const GstFlowReturn valid =
+      self->tensor_bytes ? gst_tensor_mem_element_validate_tensor_buffer(GST_ELEMENT(self), buffer, self->tensor_bytes)
+                         : gst_tensor_mem_element_validate_buffer(GST_ELEMENT(self), buffer, &self->info);
   if (valid != GST_FLOW_OK)
     return valid;
   if (gst_buffer_get_tensor_cuda_meta(buffer))
@@ -196,6 +200,10 @@ static gboolean gst_tensor_cuda_import_start(GstBaseTransform *trans) {
 
 static gboolean gst_tensor_cuda_import_set_caps(GstBaseTransform *trans, GstCaps *incaps, GstCaps *) {
   auto *self = GST_TENSOR_CUDA_IMPORT(trans);
+  if (!gst_tensormem::element_read_tensor_caps(GST_ELEMENT(self), incaps, &self->tensor_bytes))
+    return FALSE;
+  if (self->tensor_bytes)
+    return TRUE;
   return gst_tensor_mem_element_video_info_from_caps(GST_ELEMENT(self), &self->info, incaps);
 }
 

@@ -44,11 +44,14 @@
 #include "gsttensordownload.h"
 
 #include <gst/allocators/gstdmabuf.h>
+#include <gst/tensormem/gsttensorcaps.h>
 #include <gst/tensormem/gsttensordownloader.h>
 #include <gst/tensormem/gsttensorfencemeta.h>
 #include <gst/tensormem/gsttensorformat.h>
 #include <gst/tensormem/gsttensormemvalidate.h>
 #include <gst/tensormem/gsttensorpbo.h>
+
+#include <string>
 
 GST_DEBUG_CATEGORY_STATIC(gst_tensor_download_debug);
 #define GST_CAT_DEFAULT gst_tensor_download_debug
@@ -58,6 +61,7 @@ struct _GstTensorMemDownload {
   gboolean downstream_video_meta; // learnt in decide_allocation, streaming thread only
   gboolean output_dmabuf;         // the source caps carry memory:DMABuf; set in set_caps
   GstBufferPool *copy_pool;       // made in decide_allocation, streaming thread only
+  guint64 tensor_bytes;           // other/tensors caps: the tensor's bytes (set in set_caps); 0 for video
 };
 
 namespace {
@@ -66,12 +70,22 @@ namespace {
 #define DOWNLOAD_PLAIN_CAPS GST_VIDEO_CAPS_MAKE(GST_TENSOR_VIDEO_FORMATS)
 #define DOWNLOAD_PBO_CAPS                                                                                              \
   GST_VIDEO_CAPS_MAKE_WITH_FEATURES(GST_CAPS_FEATURE_MEMORY_TENSOR_PBO, GST_TENSOR_VIDEO_FORMATS)
+/* One static tensor (tensorconvert, NNStreamer) in any of our memories. */
+#define DOWNLOAD_TENSOR_CAPS(features) "other/tensors" features ", format=(string)static, num_tensors=(int)1"
+#define DOWNLOAD_TENSOR_SINK_CAPS                                                                                      \
+  DOWNLOAD_TENSOR_CAPS("")                                                                                             \
+  "; " DOWNLOAD_TENSOR_CAPS("(" GST_CAPS_FEATURE_MEMORY_DMABUF                                                         \
+                            ")") "; " DOWNLOAD_TENSOR_CAPS("(" GST_CAPS_FEATURE_MEMORY_TENSOR_PBO ")")
+#define DOWNLOAD_TENSOR_SRC_CAPS                                                                                       \
+  DOWNLOAD_TENSOR_CAPS("(" GST_CAPS_FEATURE_MEMORY_DMABUF ")") "; " DOWNLOAD_TENSOR_CAPS("")
 
 GstStaticPadTemplate sink_template =
     GST_STATIC_PAD_TEMPLATE("sink", GST_PAD_SINK, GST_PAD_ALWAYS,
-                            GST_STATIC_CAPS(DOWNLOAD_PLAIN_CAPS "; " DOWNLOAD_DMABUF_CAPS "; " DOWNLOAD_PBO_CAPS));
+                            GST_STATIC_CAPS(DOWNLOAD_PLAIN_CAPS "; " DOWNLOAD_DMABUF_CAPS "; " DOWNLOAD_PBO_CAPS
+                                                                "; " DOWNLOAD_TENSOR_SINK_CAPS));
 GstStaticPadTemplate src_template = GST_STATIC_PAD_TEMPLATE(
-    "src", GST_PAD_SRC, GST_PAD_ALWAYS, GST_STATIC_CAPS(DOWNLOAD_DMABUF_CAPS "; " DOWNLOAD_PLAIN_CAPS));
+    "src", GST_PAD_SRC, GST_PAD_ALWAYS,
+    GST_STATIC_CAPS(DOWNLOAD_DMABUF_CAPS "; " DOWNLOAD_PLAIN_CAPS "; " DOWNLOAD_TENSOR_SRC_CAPS));
 
 /* The require-zero-copy error for a frame whose consumer cannot read its
  * layout. */
@@ -117,7 +131,11 @@ static GstCaps *gst_tensor_download_fixate_caps(GstBaseTransform *trans, GstPadD
 
 static gboolean gst_tensor_download_set_caps(GstBaseTransform *trans, GstCaps *incaps, GstCaps *outcaps) {
   auto *self = GST_TENSOR_DOWNLOAD(trans);
-  if (!GST_BASE_TRANSFORM_CLASS(gst_tensor_download_parent_class)->set_caps(trans, incaps, outcaps))
+  if (!gst_tensormem::element_read_tensor_caps(GST_ELEMENT(self), incaps, &self->tensor_bytes))
+    return FALSE;
+  // A tensor has no video layout: the video base class has nothing to check.
+  if (!self->tensor_bytes &&
+      !GST_BASE_TRANSFORM_CLASS(gst_tensor_download_parent_class)->set_caps(trans, incaps, outcaps))
     return FALSE;
   GstCapsFeatures *features = gst_caps_get_features(outcaps, 0);
   self->output_dmabuf = features && !gst_caps_features_is_any(features) &&
@@ -131,6 +149,8 @@ static gboolean gst_tensor_download_propose_allocation(GstBaseTransform *trans, 
   if (decide_query &&
       !GST_BASE_TRANSFORM_CLASS(gst_tensor_download_parent_class)->propose_allocation(trans, decide_query, query))
     return FALSE;
+  if (GST_TENSOR_DOWNLOAD(trans)->tensor_bytes)
+    return TRUE; // tensors pass through: nothing to ask of upstream
   gst_tensormem::download_propose_allocation(download_context(GST_TENSOR_DOWNLOAD(trans)), query);
   return TRUE;
 }
@@ -146,6 +166,8 @@ static gboolean gst_tensor_download_decide_allocation(GstBaseTransform *trans, G
     gst_buffer_pool_set_active(self->copy_pool, FALSE);
     gst_clear_object(&self->copy_pool);
   }
+  if (self->tensor_bytes)
+    return TRUE; // tensors pass through: no copy pool
   self->copy_pool = gst_tensormem::download_make_copy_pool(GST_ELEMENT(self), caps);
   return self->copy_pool != nullptr;
 }
@@ -159,10 +181,27 @@ static gboolean gst_tensor_download_stop(GstBaseTransform *trans) {
   return GST_BASE_TRANSFORM_CLASS(gst_tensor_download_parent_class)->stop(trans);
 }
 
+/* \brief A tensor buffer goes downstream as it is, once its bytes are
+ * complete: every memory of ours maps for the CPU, and a tensor has no
+ * layout a consumer could misread. */
+static GstFlowReturn download_tensor(GstTensorMemDownload *self, GstBuffer *inbuf, GstBuffer **outbuf) {
+  if (gst_tensor_mem_element_validate_tensor_buffer(GST_ELEMENT(self), inbuf, self->tensor_bytes) != GST_FLOW_OK)
+    return GST_FLOW_ERROR;
+  const GstFlowReturn ret =
+      gst_tensor_mem_element_wait_fences(GST_ELEMENT(self), inbuf, GST_TENSOR_MEM_FENCE_DEFAULT_TIMEOUT, nullptr);
+  if (ret != GST_FLOW_OK)
+    return ret;
+  *outbuf = inbuf;
+  gst_tensor_transform_count_buffer(GST_TENSOR_TRANSFORM(self), 0);
+  return GST_FLOW_OK;
+}
+
 /* The path is chosen and taken here, copy included. */
 static GstFlowReturn gst_tensor_download_prepare_output_buffer(GstBaseTransform *trans, GstBuffer *inbuf,
                                                                GstBuffer **outbuf) {
   auto *self = GST_TENSOR_DOWNLOAD(trans);
+  if (self->tensor_bytes)
+    return download_tensor(self, inbuf, outbuf);
   const gst_tensormem::DownloadContext ctx = download_context(self);
   GstFlowReturn ret = gst_tensor_mem_element_validate_buffer(GST_ELEMENT(self), inbuf, ctx.info);
   if (ret == GST_FLOW_OK) // downstream reads the bytes, passed through or copied: they must be complete

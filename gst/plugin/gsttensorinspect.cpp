@@ -27,6 +27,12 @@
  * %GST_TENSOR_MEM_FENCE_DEFAULT_TIMEOUT); a fence that does not signal in
  * time is an element error naming it.
  *
+ * It also takes `other/tensors` (one static tensor, as `tensorconvert` and
+ * NNStreamer produce): the checksum then covers the tensor's bytes (element
+ * count × element size from the caps) and the statistics are over those raw
+ * bytes; a buffer smaller than the tensor is an element error naming both
+ * sizes.
+ *
  * At EOS it posts `tensorinspect-summary` with `frames`, `cuda-frames` and
  * `host-frames` (guint64). Buffers pass through untouched.
  *
@@ -39,6 +45,7 @@
  */
 #include "gsttensorinspect.h"
 
+#include <gst/tensormem/gsttensorcaps.h>
 #include <gst/tensormem/gsttensorcudameta.h>
 #include <gst/tensormem/gsttensorfencemeta.h>
 #include <gst/tensormem/gsttensormemvalidate.h>
@@ -64,6 +71,7 @@ struct _GstTensorMemInspect {
   // Streaming thread.
   GstVideoInfo info;
   gboolean have_info;
+  guint64 tensor_bytes; // other/tensors caps: the tensor's bytes; 0 for video
   guint64 frames;
   guint64 cuda_frames;
   guint64 host_frames;
@@ -75,10 +83,10 @@ namespace {
 
 enum { PROP_0, PROP_SILENT, PROP_LAST_CHECKSUM };
 
-GstStaticPadTemplate sink_template =
-    GST_STATIC_PAD_TEMPLATE("sink", GST_PAD_SINK, GST_PAD_ALWAYS, GST_STATIC_CAPS("video/x-raw(ANY)"));
-GstStaticPadTemplate src_template =
-    GST_STATIC_PAD_TEMPLATE("src", GST_PAD_SRC, GST_PAD_ALWAYS, GST_STATIC_CAPS("video/x-raw(ANY)"));
+GstStaticPadTemplate sink_template = GST_STATIC_PAD_TEMPLATE("sink", GST_PAD_SINK, GST_PAD_ALWAYS,
+                                                             GST_STATIC_CAPS("video/x-raw(ANY); other/tensors(ANY)"));
+GstStaticPadTemplate src_template = GST_STATIC_PAD_TEMPLATE("src", GST_PAD_SRC, GST_PAD_ALWAYS,
+                                                            GST_STATIC_CAPS("video/x-raw(ANY); other/tensors(ANY)"));
 
 /* What tensorinspect reports of one frame: 64-bit XXH3 over the visible rows of
  * every plane (streamed row by row, so it equals the one-shot hash of the
@@ -136,6 +144,14 @@ void plane_extent(const GstVideoInfo *info, guint plane, gsize *row_bytes, guint
 }
 
 bool read_host(GstTensorMemInspect *self, GstBuffer *buffer, Stats *stats) {
+  if (self->tensor_bytes) {
+    GstMapInfo map;
+    if (!gst_buffer_map(buffer, &map, GST_MAP_READ))
+      return false;
+    stats->rows(map.data, self->tensor_bytes, self->tensor_bytes, 1, true);
+    gst_buffer_unmap(buffer, &map);
+    return true;
+  }
   GstVideoFrame frame;
   if (!gst_video_frame_map(&frame, &self->info, buffer, GST_MAP_READ))
     return false;
@@ -183,11 +199,21 @@ bool read_cuda(GstTensorMemInspect *self, GstBuffer *buffer, GstTensorMemCudaMet
     return false;
   }
 
+  Stats out;
+  if (self->tensor_bytes) {
+    if (self->tensor_bytes > size) {
+      GST_INFO_OBJECT(self, "the %" G_GUINT64_FORMAT "-byte tensor is longer than the %" G_GSIZE_FORMAT " CUDA bytes",
+                      self->tensor_bytes, size);
+      return false;
+    }
+    out.rows(host, self->tensor_bytes, self->tensor_bytes, 1, true);
+    *stats = out;
+    return true;
+  }
   // inspect_ip validated the buffer: the planes fit it, with strides that cover a row.
   const GstVideoInfo *info = &self->info;
   GstVideoMeta *vmeta = gst_buffer_get_video_meta(buffer);
   const guint n_planes = GST_VIDEO_INFO_N_PLANES(info);
-  Stats out;
   for (guint p = 0; p < n_planes; ++p) {
     const gsize offset = vmeta ? vmeta->offset[p] : GST_VIDEO_INFO_PLANE_OFFSET(info, p);
     const gint stride = vmeta ? vmeta->stride[p] : GST_VIDEO_INFO_PLANE_STRIDE(info, p);
@@ -211,7 +237,9 @@ GstFlowReturn inspect_ip(GstTensorMemInspect *self, GstBuffer *buffer) {
     GST_ELEMENT_ERROR(self, CORE, NEGOTIATION, ("No video caps before the first buffer"), (nullptr));
     return GST_FLOW_NOT_NEGOTIATED;
   }
-  const GstFlowReturn valid = gst_tensor_mem_element_validate_buffer(GST_ELEMENT(self), buffer, &self->info);
+  const GstFlowReturn valid =
+      self->tensor_bytes ? gst_tensor_mem_element_validate_tensor_buffer(GST_ELEMENT(self), buffer, self->tensor_bytes)
+                         : gst_tensor_mem_element_validate_buffer(GST_ELEMENT(self), buffer, &self->info);
   if (valid != GST_FLOW_OK)
     return valid;
   gchar *fence = gst_buffer_describe_tensor_mem_fences(buffer);
@@ -232,7 +260,7 @@ GstFlowReturn inspect_ip(GstTensorMemInspect *self, GstBuffer *buffer) {
     if (!read_host(self, buffer, &stats)) {
       g_free(fence);
       GST_ELEMENT_ERROR(self, RESOURCE, READ, ("Cannot read frame %" G_GUINT64_FORMAT, self->frames),
-                        ("gst_video_frame_map failed"));
+                        ("%s", self->tensor_bytes ? "gst_buffer_map failed" : "gst_video_frame_map failed"));
       return GST_FLOW_ERROR;
     }
     path = "host";
@@ -320,10 +348,17 @@ static gboolean gst_tensor_inspect_stop(GstBaseTransform *trans) {
 
 static gboolean gst_tensor_inspect_set_caps(GstBaseTransform *trans, GstCaps *incaps, GstCaps *) {
   auto *self = GST_TENSOR_INSPECT(trans);
+  if (!gst_tensormem::element_read_tensor_caps(GST_ELEMENT(self), incaps, &self->tensor_bytes))
+    return FALSE;
+  if (self->tensor_bytes) {
+    self->have_info = TRUE;
+    return TRUE;
+  }
   GstVideoInfo info;
   if (!gst_tensor_mem_element_video_info_from_caps(GST_ELEMENT(self), &info, incaps))
     return FALSE;
   self->info = info;
+  self->tensor_bytes = 0;
   self->have_info = TRUE;
   return TRUE;
 }

@@ -463,3 +463,57 @@ GstFlowReturn gst_tensor_mem_element_validate_buffer(GstElement *element, GstBuf
   g_error_free(error);
   return GST_FLOW_ERROR;
 }
+
+/**
+ * gst_tensor_mem_validate_tensor_buffer:
+ * @buffer: the incoming buffer
+ * @tensor_bytes: the bytes of the one tensor its `other/tensors` caps describe
+ *
+ * The checks of gst_tensor_mem_validate_buffer() for a tensor instead of a
+ * video frame: the buffer holds at least @tensor_bytes bytes, and every
+ * DMA-BUF memory in it lies inside its fd (so nothing maps past a buffer's
+ * end).
+ *
+ * Returns: %TRUE when @buffer may be read; %FALSE with @error naming the
+ * numbers otherwise.
+ *
+ * Since: 0.1
+ */
+gboolean gst_tensor_mem_validate_tensor_buffer(GstBuffer *buffer, guint64 tensor_bytes, GError **error) {
+  g_return_val_if_fail(GST_IS_BUFFER(buffer), FALSE);
+  const gsize size = gst_buffer_get_size(buffer);
+  if (size == 0 || size < tensor_bytes) {
+    g_set_error(error, GST_STREAM_ERROR, GST_STREAM_ERROR_FORMAT,
+                "The buffer holds %" G_GSIZE_FORMAT " bytes, the caps' tensor needs %" G_GUINT64_FORMAT ".", size,
+                tensor_bytes);
+    return FALSE;
+  }
+  return check_fd_memories(buffer, error);
+}
+
+/**
+ * gst_tensor_mem_element_validate_tensor_buffer:
+ * @element: the element about to read @buffer
+ * @buffer: the incoming buffer
+ * @tensor_bytes: the bytes of the caps' tensor
+ *
+ * gst_tensor_mem_validate_tensor_buffer() for a streaming-thread call site:
+ * on failure an element error of @element and %GST_FLOW_ERROR.
+ *
+ * Returns: %GST_FLOW_OK when @buffer may be read, %GST_FLOW_ERROR otherwise.
+ *
+ * Since: 0.1
+ */
+GstFlowReturn gst_tensor_mem_element_validate_tensor_buffer(GstElement *element, GstBuffer *buffer,
+                                                            guint64 tensor_bytes) {
+  g_return_val_if_fail(GST_IS_ELEMENT(element), GST_FLOW_ERROR);
+  GError *error = nullptr;
+  if (gst_tensor_mem_validate_tensor_buffer(buffer, tensor_bytes, &error))
+    return GST_FLOW_OK;
+  gchar *debug = gst_info_strdup_printf(
+      "refused %" GST_PTR_FORMAT " for the caps' tensor of %" G_GUINT64_FORMAT " bytes", buffer, tensor_bytes);
+  gst_element_message_full(element, GST_MESSAGE_ERROR, error->domain, error->code, g_strdup(error->message), debug,
+                           __FILE__, GST_FUNCTION, __LINE__);
+  g_error_free(error);
+  return GST_FLOW_ERROR;
+}

@@ -18,4 +18,11 @@ gboolean gst_tensor_mem_element_video_info_from_caps(GstElement *element, GstVid
 GST_TENSORMEM_API
 GstFlowReturn gst_tensor_mem_element_validate_buffer(GstElement *element, GstBuffer *buffer, const GstVideoInfo *info);
 
+GST_TENSORMEM_API
+gboolean gst_tensor_mem_validate_tensor_buffer(GstBuffer *buffer, guint64 tensor_bytes, GError **error);
+
+GST_TENSORMEM_API
+GstFlowReturn gst_tensor_mem_element_validate_tensor_buffer(GstElement *element, GstBuffer *buffer,
+                                                            guint64 tensor_bytes);
+
 G_END_DECLS

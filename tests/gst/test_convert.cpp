@@ -470,4 +470,65 @@ TEST(TensorConvert, PipelineConvertsEveryFrame) {
   }
 }
 
+/* tensorconvert's tensors through tensordownload and tensorinspect: passed
+ * through untouched (no copy), the bytes those of the same pipeline without
+ * them, and tensorinspect's checksum the XXH3 of the tensor's bytes. */
+TEST(TensorConvert, TensorsPassTensordownloadAndTensorinspectByteExact) {
+  for (const char *storage : {"system", "dmabuf"}) {
+    SCOPED_TRACE(storage);
+    const std::string head = std::string("videotestsrc num-buffers=4 pattern=ball ! "
+                                         "video/x-raw,format=RGBA,width=37,height=21 ! tensorconvert storage=") +
+                             storage + " width=19 height=11 dtype=float32 layout=nchw ! ";
+    tmtest::PipelineRun ref, ours;
+    tmtest::run_pipeline(head + "appsink name=sink", &ref);
+    tmtest::run_pipeline(head + "tensordownload name=down require-zero-copy=true ! tensorinspect name=ins ! "
+                                "appsink name=sink",
+                         &ours);
+    ASSERT_TRUE(ref.eos) << ref.error_debug;
+    ASSERT_TRUE(ours.eos) << ours.error_debug;
+    EXPECT_EQ(ours.download_copied, 0u);
+    ASSERT_EQ(ours.samples.size(), ref.samples.size());
+    for (std::size_t i = 0; i < ref.samples.size(); ++i) {
+      GstCaps *caps = gst_sample_get_caps(ours.samples[i]);
+      EXPECT_TRUE(gst_structure_has_name(gst_caps_get_structure(caps, 0), "other/tensors"));
+      GstMapInfo a, b;
+      ASSERT_TRUE(gst_buffer_map(gst_sample_get_buffer(ref.samples[i]), &a, GST_MAP_READ));
+      ASSERT_TRUE(gst_buffer_map(gst_sample_get_buffer(ours.samples[i]), &b, GST_MAP_READ));
+      ASSERT_EQ(a.size, 19u * 11 * 3 * 4);
+      ASSERT_EQ(b.size, a.size);
+      EXPECT_EQ(std::memcmp(a.data, b.data, a.size), 0) << "frame " << i;
+      gst_buffer_unmap(gst_sample_get_buffer(ours.samples[i]), &b);
+      gst_buffer_unmap(gst_sample_get_buffer(ref.samples[i]), &a);
+    }
+  }
+}
+
+/* The caps strings NNStreamer's documentation shows for tensor streams are
+ * accepted by the sink pads of tensordownload and tensorinspect. */
+TEST(TensorConvert, NnstreamerTensorCapsAreAcceptedDownstream) {
+  const char *examples[] = {
+      "other/tensors,num_tensors=1,dimensions=(string)3:224:224:1,types=(string)uint8,format=(string)static,"
+      "framerate=(fraction)30/1",
+      "other/tensors,num_tensors=(int)1,dimensions=(string)3:640:640:1,types=(string)float32,"
+      "format=(string)static,framerate=(fraction)0/1",
+  };
+  for (const char *element : {"tensordownload", "tensorinspect"}) {
+    for (const char *text : examples) {
+      SCOPED_TRACE(std::string(element) + " " + text);
+      GstHarness *h = gst_harness_new(element);
+      GstCaps *caps = gst_caps_from_string(text);
+      ASSERT_NE(caps, nullptr);
+      GstPad *sink = gst_element_get_static_pad(h->element, "sink");
+      EXPECT_TRUE(gst_pad_query_accept_caps(sink, caps));
+      gst_object_unref(sink);
+      gst_harness_set_src_caps(h, caps);
+      GstBuffer *out = gst_harness_push_and_pull(h, gst_buffer_new_allocate(nullptr, 640 * 640 * 3 * 4, nullptr));
+      EXPECT_NE(out, nullptr);
+      if (out)
+        gst_buffer_unref(out);
+      gst_harness_teardown(h);
+    }
+  }
+}
+
 } // namespace

@@ -262,21 +262,53 @@ TEST(CudaInspect, silent_posts_only_the_summary) {
   EXPECT_EQ(run.last_checksum.size(), 16u);
 }
 
-TEST(CudaMeta, copies_drop_the_meta_and_maps_pair_exactly_once) {
+/* One 16x8 RGBA frame through tensorupload storage=dmabuf !
+ * tensorcudaimport into an appsink, pulled: the pipeline stays PLAYING
+ * until end_one_frame(). */
+struct OneFrame {
+  GstElement *pipeline = nullptr;
+  GstElement *sink = nullptr;
+  GstSample *sample = nullptr;
+  GstBuffer *buffer = nullptr;
+  GstTensorMemCudaMeta *meta = nullptr;
+};
+
+void pull_one_frame(OneFrame *f) {
   reset_fake();
-  GstElement *pipeline =
+  f->pipeline =
       gst_parse_launch("videotestsrc num-buffers=1 ! video/x-raw,format=RGBA,width=16,height=8 ! tensorupload "
                        "storage=dmabuf ! tensorcudaimport ! appsink name=sink sync=false",
                        nullptr);
-  ASSERT_NE(pipeline, nullptr);
-  GstElement *sink = gst_bin_get_by_name(GST_BIN(pipeline), "sink");
-  ASSERT_NE(gst_element_set_state(pipeline, GST_STATE_PLAYING), GST_STATE_CHANGE_FAILURE);
-  GstSample *sample = nullptr;
-  g_signal_emit_by_name(sink, "pull-sample", &sample);
-  ASSERT_NE(sample, nullptr);
-  GstBuffer *buffer = gst_sample_get_buffer(sample);
-  GstTensorMemCudaMeta *meta = gst_buffer_get_tensor_cuda_meta(buffer);
-  ASSERT_NE(meta, nullptr);
+  ASSERT_NE(f->pipeline, nullptr);
+  f->sink = gst_bin_get_by_name(GST_BIN(f->pipeline), "sink");
+  ASSERT_NE(gst_element_set_state(f->pipeline, GST_STATE_PLAYING), GST_STATE_CHANGE_FAILURE);
+  g_signal_emit_by_name(f->sink, "pull-sample", &f->sample);
+  ASSERT_NE(f->sample, nullptr);
+  f->buffer = gst_sample_get_buffer(f->sample);
+  f->meta = gst_buffer_get_tensor_cuda_meta(f->buffer);
+  ASSERT_NE(f->meta, nullptr);
+}
+
+/* Drops the sample, runs to EOS and frees the pipeline; nothing of CUDA may
+ * outlive it. */
+void end_one_frame(OneFrame *f) {
+  gst_sample_unref(f->sample);
+  GstMessage *msg = gst_bus_timed_pop_filtered(GST_ELEMENT_BUS(f->pipeline), tmtest::kTimeout,
+                                               static_cast<GstMessageType>(GST_MESSAGE_EOS | GST_MESSAGE_ERROR));
+  ASSERT_NE(msg, nullptr);
+  EXPECT_EQ(GST_MESSAGE_TYPE(msg), GST_MESSAGE_EOS);
+  gst_message_unref(msg);
+  gst_element_set_state(f->pipeline, GST_STATE_NULL);
+  gst_object_unref(f->sink);
+  tmtest::release_pipeline(f->pipeline);
+  EXPECT_EQ(fake_cudart_live(nullptr), 0u);
+}
+
+TEST(CudaMeta, copies_drop_the_meta_and_maps_pair_exactly_once) {
+  OneFrame f;
+  ASSERT_NO_FATAL_FAILURE(pull_one_frame(&f));
+  GstBuffer *buffer = f.buffer;
+  GstTensorMemCudaMeta *meta = f.meta;
   EXPECT_EQ(meta->kind, GST_TENSOR_CUDA_KIND_EXTERNAL_MEMORY);
   EXPECT_EQ(meta->size, gst_buffer_get_size(buffer));
   EXPECT_STREQ(gst_tensor_cuda_kind_to_string(meta->kind), "external-memory");
@@ -313,16 +345,68 @@ TEST(CudaMeta, copies_drop_the_meta_and_maps_pair_exactly_once) {
   EXPECT_NE(gst_buffer_get_video_meta(shallow), nullptr) << "other metas still copy";
   gst_buffer_unref(shallow);
   gst_buffer_unref(deep);
-  gst_sample_unref(sample);
+  end_one_frame(&f);
+}
 
-  GstMessage *msg = gst_bus_timed_pop_filtered(GST_ELEMENT_BUS(pipeline), tmtest::kTimeout,
-                                               static_cast<GstMessageType>(GST_MESSAGE_EOS | GST_MESSAGE_ERROR));
-  ASSERT_NE(msg, nullptr);
-  EXPECT_EQ(GST_MESSAGE_TYPE(msg), GST_MESSAGE_EOS);
-  gst_message_unref(msg);
-  gst_element_set_state(pipeline, GST_STATE_NULL);
-  gst_object_unref(sink);
-  tmtest::release_pipeline(pipeline);
+/* DLPack hand-off of a tensorcudaimport buffer: the CUDA pointer (the
+ * meta's mapping, held until the deleter), the same bytes as the frame. */
+TEST(CudaDlPack, a_buffer_with_the_cuda_meta_hands_over_its_device_pointer) {
+  OneFrame f;
+  ASSERT_NO_FATAL_FAILURE(pull_one_frame(&f));
+  GstBuffer *buffer = f.buffer;
+  GstTensorMemCudaMeta *meta = f.meta;
+  GError *error = nullptr;
+  DLManagedTensor *t = gst_tensor_mem_buffer_to_dlpack(buffer, gst_sample_get_caps(f.sample), GST_MAP_READ, &error);
+  ASSERT_NE(t, nullptr) << error->message;
+  EXPECT_EQ(t->dl_tensor.device.device_type, kDLCUDA);
+  EXPECT_TRUE(gst_tensor_cuda_meta_is_mapped(meta)) << "the device pointer must stay mapped until the deleter";
+  EXPECT_EQ(std::vector<std::int64_t>(t->dl_tensor.shape, t->dl_tensor.shape + 3),
+            (std::vector<std::int64_t>{8, 16, 4}));
+  GstMapInfo info;
+  ASSERT_TRUE(gst_buffer_map(buffer, &info, GST_MAP_READ));
+  std::vector<guint8> host(info.size);
+  ASSERT_TRUE(tensormem::CudaRuntime::get()->memcpy_device_to_host(host.data(), t->dl_tensor.data, info.size));
+  EXPECT_EQ(memcmp(host.data(), info.data, info.size), 0) << "the device pointer is not the frame";
+  gst_buffer_unmap(buffer, &info);
+  t->deleter(t);
+  EXPECT_FALSE(gst_tensor_cuda_meta_is_mapped(meta));
+
+  // A meta that cannot map (already mapped by someone else) leaves the
+  // consumer a CPU tensor instead of an error.
+  gpointer dev = nullptr;
+  ASSERT_TRUE(gst_tensor_cuda_meta_map(meta, &dev, nullptr, nullptr));
+  t = gst_tensor_mem_buffer_to_dlpack(buffer, gst_sample_get_caps(f.sample), GST_MAP_READ, &error);
+  ASSERT_NE(t, nullptr) << error->message;
+  EXPECT_EQ(t->dl_tensor.device.device_type, kDLCPU);
+  t->deleter(t);
+  EXPECT_TRUE(gst_tensor_cuda_meta_is_mapped(meta)) << "the CPU tensor's deleter undid someone else's CUDA map";
+  gst_tensor_cuda_meta_unmap(meta);
+  end_one_frame(&f);
+}
+
+/* tensorconvert's tensor in DMA-BUF memory reaches the application as a
+ * CUDA tensor of the caps' shape. */
+TEST(CudaDlPack, a_converted_tensor_is_handed_over_on_the_device) {
+  reset_fake();
+  {
+    tmtest::PipelineRun run;
+    tmtest::run_pipeline("videotestsrc num-buffers=2 ! video/x-raw,format=NV12,width=40,height=30 ! "
+                         "tensorconvert storage=dmabuf width=16 height=8 dtype=float32 layout=nchw ! "
+                         "tensorcudaimport name=imp ! appsink name=sink",
+                         &run);
+    ASSERT_TRUE(run.eos) << run.error_debug;
+    ASSERT_EQ(run.samples.size(), 2u);
+    for (GstSample *sample : run.samples) {
+      GError *error = nullptr;
+      DLManagedTensor *t = gst_tensor_mem_buffer_to_dlpack(gst_sample_get_buffer(sample), gst_sample_get_caps(sample),
+                                                           GST_MAP_READ, &error);
+      ASSERT_NE(t, nullptr) << error->message;
+      EXPECT_EQ(t->dl_tensor.device.device_type, kDLCUDA);
+      EXPECT_EQ(std::vector<std::int64_t>(t->dl_tensor.shape, t->dl_tensor.shape + t->dl_tensor.ndim),
+                (std::vector<std::int64_t>{1, 3, 8, 16}));
+      t->deleter(t);
+    }
+  } // the samples go with the run
   EXPECT_EQ(fake_cudart_live(nullptr), 0u);
 }
 

@@ -80,8 +80,9 @@ Report inspect(const char *caps, GstVideoFormat format, guint width, guint heigh
   gint strides[GST_VIDEO_MAX_PLANES] = {};
   std::copy(frame.offsets.begin(), frame.offsets.end(), offsets);
   std::copy(frame.strides.begin(), frame.strides.end(), strides);
-  gst_buffer_add_video_meta_full(buf, GST_VIDEO_FRAME_FLAG_NONE, format, width, height,
-                                 static_cast<guint>(frame.offsets.size()), offsets, strides);
+  if (format != GST_VIDEO_FORMAT_UNKNOWN) // tensors carry no video meta
+    gst_buffer_add_video_meta_full(buf, GST_VIDEO_FRAME_FLAG_NONE, format, width, height,
+                                   static_cast<guint>(frame.offsets.size()), offsets, strides);
   GstBuffer *out = gst_harness_push_and_pull(h, buf);
   EXPECT_NE(out, nullptr);
   if (out)
@@ -164,3 +165,34 @@ TEST(InspectChecksum, DependsOnVisibleBytesOnly) {
 }
 
 } // namespace
+
+TEST(InspectChecksum, ATensorIsHashedOverItsOwnBytesNotTheBuffersTail) {
+  // float32 [1, 7, 5, 3] = 420 bytes in a 429-byte buffer: the 9 trailing
+  // bytes are not the tensor's.
+  const Frame frame = make_frame({{420, 1, 429}}, 17);
+  expect_report(inspect("other/tensors,format=static,num_tensors=1,types=float32,dimensions=(string)3:5:7:1,"
+                        "framerate=0/1",
+                        GST_VIDEO_FORMAT_UNKNOWN, 0, 0, frame),
+                frame);
+}
+
+TEST(InspectChecksum, ABufferShorterThanItsTensorIsAnElementError) {
+  GstHarness *h = gst_harness_new("tensorinspect");
+  GstBus *bus = gst_bus_new();
+  gst_element_set_bus(h->element, bus);
+  gst_harness_set_src_caps_str(h, "other/tensors,format=static,num_tensors=1,types=uint8,dimensions=(string)64:1");
+  EXPECT_EQ(gst_harness_push(h, gst_buffer_new_allocate(nullptr, 63, nullptr)), GST_FLOW_ERROR);
+  GstMessage *msg = gst_bus_pop_filtered(bus, GST_MESSAGE_ERROR);
+  ASSERT_NE(msg, nullptr);
+  GError *error = nullptr;
+  gchar *debug = nullptr;
+  gst_message_parse_error(msg, &error, &debug);
+  EXPECT_NE(std::string(error->message).find("holds 63 bytes, the caps' tensor needs 64"), std::string::npos)
+      << error->message;
+  g_error_free(error);
+  g_free(debug);
+  gst_message_unref(msg);
+  gst_element_set_bus(h->element, nullptr);
+  gst_object_unref(bus);
+  gst_harness_teardown(h);
+}
