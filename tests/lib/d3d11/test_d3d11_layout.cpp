@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// D3D-LAYOUT-01..04: image → texture layouts and the DXGI numbering.
+// Image → texture layouts (the table in d3d11_layout.cpp) and the DXGI numbering.
 
 #include <tensormem/d3d11_layout.hpp>
 
@@ -53,7 +53,7 @@ struct Size {
 
 } // namespace
 
-TEST(D3d11Layout, D3D_LAYOUT_01_every_supported_pair_maps_to_its_texture) {
+TEST(D3d11Layout, every_supported_pair_maps_to_its_texture) {
   for (const Row &row : kTable) {
     for (const Size size : {Size{640, 480}, Size{641, 481}, Size{1, 1}}) {
       SCOPED_TRACE(std::string(format_info(row.format).name) + "/" + dtype_name(row.dtype) + " " +
@@ -81,7 +81,7 @@ TEST(D3d11Layout, D3D_LAYOUT_01_every_supported_pair_maps_to_its_texture) {
   }
 }
 
-TEST(D3d11Layout, D3D_LAYOUT_02_nv12_64x64_is_one_64x96_r8_texture) {
+TEST(D3d11Layout, nv12_64x64_is_one_64x96_r8_texture) {
   const auto layout = image_d3d11_layout(PixelFormat::NV12, DType::U8, 64, 64);
   ASSERT_TRUE(layout);
   EXPECT_EQ(layout->texture_width, 64U);
@@ -90,7 +90,7 @@ TEST(D3d11Layout, D3D_LAYOUT_02_nv12_64x64_is_one_64x96_r8_texture) {
   EXPECT_EQ(layout->tight_bytes(), 64U * 96U);
 }
 
-TEST(D3d11Layout, D3D_LAYOUT_02_nv24_chroma_line_spans_two_texture_rows) {
+TEST(D3d11Layout, nv24_chroma_line_spans_two_texture_rows) {
   const auto layout = image_d3d11_layout(PixelFormat::NV24, DType::U8, 64, 64);
   ASSERT_TRUE(layout);
   EXPECT_EQ(layout->texture_width, 64U);
@@ -103,7 +103,7 @@ TEST(D3d11Layout, D3D_LAYOUT_02_nv24_chroma_line_spans_two_texture_rows) {
   EXPECT_EQ(layout->image_row_bytes(), 64U);
 }
 
-TEST(D3d11Layout, D3D_LAYOUT_03_widened_to_changes_the_texture_width_only) {
+TEST(D3d11Layout, D3D_LAYOUT_05_widened_to_changes_the_texture_width_only) {
   const auto layout = image_d3d11_layout(PixelFormat::NV12, DType::U8, 100, 50);
   ASSERT_TRUE(layout);
   const D3d11ImageLayout wide = layout->widened_to(256);
@@ -116,7 +116,7 @@ TEST(D3d11Layout, D3D_LAYOUT_03_widened_to_changes_the_texture_width_only) {
   EXPECT_EQ(wide.image_row_bytes(), 100U);
 }
 
-TEST(D3d11Layout, D3D_LAYOUT_04_refuses_what_no_single_texture_holds) {
+TEST(D3d11Layout, refuses_what_no_single_texture_holds) {
   EXPECT_FALSE(image_d3d11_layout(PixelFormat::I420, DType::U8, 64, 64));
   EXPECT_FALSE(image_d3d11_layout(PixelFormat::RGBA, DType::U16, 64, 64));
   EXPECT_FALSE(image_d3d11_layout(PixelFormat::BGRA, DType::F32, 64, 64));
@@ -135,7 +135,7 @@ TEST(D3d11Layout, D3D_LAYOUT_04_refuses_what_no_single_texture_holds) {
   }
 }
 
-TEST(D3d11Layout, D3D_LAYOUT_05_format_names_and_texel_sizes) {
+TEST(D3d11Layout, format_names_and_texel_sizes) {
   EXPECT_STREQ(dxgi_format_name(DxgiFormat::R8_Unorm), "DXGI_FORMAT_R8_UNORM");
   EXPECT_STREQ(dxgi_format_name(DxgiFormat::B8G8R8X8_Unorm), "DXGI_FORMAT_B8G8R8X8_UNORM");
   EXPECT_STREQ(dxgi_format_name(DxgiFormat::Unknown), "DXGI_FORMAT_UNKNOWN");
@@ -150,7 +150,7 @@ TEST(D3d11Layout, D3D_LAYOUT_05_format_names_and_texel_sizes) {
   EXPECT_EQ(dxgi_format_bytes(DxgiFormat::R32G32B32A32_Float), 16U);
 }
 
-TEST(D3d11Layout, D3D_LAYOUT_05_enumerators_match_dxgiformat_h) {
+TEST(D3d11Layout, D3D_CONST_05_enumerators_match_dxgiformat_h) {
 #ifdef TM_HAVE_DXGIFORMAT_H
 #define TM_CHECK_DXGI(ours, theirs)                                                                                    \
   static_assert(static_cast<std::uint32_t>(DxgiFormat::ours) == static_cast<std::uint32_t>(DXGI_FORMAT_##theirs));     \
