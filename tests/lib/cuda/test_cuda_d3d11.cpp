@@ -9,6 +9,7 @@
 
 #include <tensormem/cuda_d3d11.hpp>
 #include <tensormem/d3d11_device.hpp>
+#include <tensormem/d3d11_software_device.hpp>
 
 #include <gtest/gtest.h>
 
@@ -76,7 +77,7 @@ protected:
     desc.height = height;
     desc.format = format;
     desc.bind_flags = d3d11::kBindShaderResource;
-    desc.misc_flags = d3d11::kMiscSharedNtHandle;
+    desc.misc_flags = d3d11::kMiscShared | d3d11::kMiscSharedNtHandle;
     Result<std::shared_ptr<D3d11Texture>> texture = device_->create_texture(desc);
     EXPECT_TRUE(texture) << texture.error().message();
     if (!texture)
@@ -328,12 +329,12 @@ TEST_F(CudaD3d11, CUDA_D3D_02_a_failed_device_lookup_is_cached_too) {
 }
 
 TEST_F(CudaD3d11, CUDA_SEM_01_the_fence_is_imported_once_and_later_handles_are_closed) {
-  const std::size_t open_before = software_d3d11_open_handles();
+  const std::size_t open_before = SoftwareD3d11Device::open_handles();
   std::vector<SharedTexture> textures;
   std::vector<std::shared_ptr<CudaHandle>> handles;
   for (int i = 0; i < 4; ++i)
     textures.push_back(make_texture(32, 32));
-  const std::size_t open_with_textures = software_d3d11_open_handles();
+  const std::size_t open_with_textures = SoftwareD3d11Device::open_handles();
   for (SharedTexture &t : textures) {
     Result<std::shared_ptr<CudaHandle>> handle = import(t, true);
     ASSERT_TRUE(handle) << handle.error().message();
@@ -344,15 +345,15 @@ TEST_F(CudaD3d11, CUDA_SEM_01_the_fence_is_imported_once_and_later_handles_are_c
   EXPECT_TRUE(d3d11_cuda_process_state().semaphore);
   // One duplicate of the fence is kept with the semaphore; the other three
   // were closed.
-  EXPECT_EQ(software_d3d11_open_handles(), open_with_textures + 1);
+  EXPECT_EQ(SoftwareD3d11Device::open_handles(), open_with_textures + 1);
   // CUDA-SEM-02: no handle destroys it.
   handles.clear();
   EXPECT_EQ(fake_cudart_live("external_semaphore"), 1u);
   d3d11_cuda_reset_process_state_for_tests();
   EXPECT_EQ(fake_cudart_live("external_semaphore"), 0u);
-  EXPECT_EQ(software_d3d11_open_handles(), open_with_textures);
+  EXPECT_EQ(SoftwareD3d11Device::open_handles(), open_with_textures);
   textures.clear();
-  EXPECT_EQ(software_d3d11_open_handles(), open_before);
+  EXPECT_EQ(SoftwareD3d11Device::open_handles(), open_before);
 }
 
 TEST_F(CudaD3d11, CUDA_D3D_06_no_fence_handle_means_no_semaphore_even_when_the_process_has_one) {
@@ -525,7 +526,7 @@ TEST_F(CudaD3d11, D3D_CUDA_01_a_fault_at_any_call_leaves_nothing_behind_but_what
 TEST_F(CudaD3d11, CUDA_D3D_05_a_failed_level_or_stream_frees_the_array_before_the_memory) {
   for (const char *call : {"cudaGetMipmappedArrayLevel", "cudaStreamCreate"}) {
     SCOPED_TRACE(call);
-    SharedTexture t = make_texture(32, 32);
+    SharedTexture t = make_texture(128, 16); // maps at 1×: no rung destroyed before
     fake_cudart_reset_counters();
     fake_cudart_set_fault(call, 999, 1, 0);
     Result<std::shared_ptr<CudaHandle>> handle = import(t);
