@@ -1,0 +1,605 @@
+// SPDX-License-Identifier: Apache-2.0
+// The D3D11 seed's tests (spec §6.2) as twins against the software
+// reference device, named by requirement ID. Adapter-dependent assertions
+// run on two devices: staging pitches aligned to 256 bytes (a discrete
+// adapter; 128 where a test names NVIDIA's) and tight pitches (WARP).
+// Mapped bytes are compared on each row's logical bytes only.
+
+#include <tensormem/d3d11_software_device.hpp>
+#include <tensormem/d3d11_storage.hpp>
+#include <tensormem/tensor.hpp>
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstring>
+#include <thread>
+#include <vector>
+
+using namespace tensormem;
+
+namespace {
+
+using Storage_ = std::shared_ptr<D3d11TextureStorage>;
+
+struct Rig {
+  std::shared_ptr<SoftwareD3d11Device> device;
+  std::shared_ptr<D3d11Context> context;
+
+  explicit Rig(std::uint32_t pitch_alignment = 256, std::uint32_t still_drawing_polls = 1) {
+    SoftwareD3d11Device::Options o;
+    o.pitch_alignment = pitch_alignment;
+    o.still_drawing_polls = still_drawing_polls;
+    device = *SoftwareD3d11Device::create(o);
+    context = *D3d11Context::create(device);
+  }
+
+  Storage_ image(PixelFormat f, DType d, std::uint32_t w, std::uint32_t h, CpuAccess access) {
+    auto s = D3d11TextureStorage::allocate_image(context, f, d, w, h, access);
+    EXPECT_TRUE(s) << s.error().message();
+    return s ? *s : nullptr;
+  }
+  Storage_ rgba(std::uint32_t w, std::uint32_t h, CpuAccess access) {
+    return image(PixelFormat::RGBA, DType::U8, w, h, access);
+  }
+};
+
+/// Fills every row's logical bytes of `s` with `byte` through a write map.
+void fill(D3d11TextureStorage &s, std::uint8_t byte) {
+  auto pin = s.map(CpuAccess::ReadWrite);
+  ASSERT_TRUE(pin) << pin.error().message();
+  for (std::uint32_t y = 0; y < s.layout().texture_height; ++y)
+    std::memset(pin->data() + y * s.backing_pitch(), byte, s.layout().tight_row_bytes());
+}
+
+/// Whether every row's logical bytes read back as `byte` through a read map.
+::testing::AssertionResult reads(D3d11TextureStorage &s, std::uint8_t byte) {
+  auto pin = s.map(CpuAccess::Read);
+  if (!pin)
+    return ::testing::AssertionFailure() << pin.error().message();
+  for (std::uint32_t y = 0; y < s.layout().texture_height; ++y)
+    for (std::size_t x = 0; x < s.layout().tight_row_bytes(); ++x)
+      if (std::to_integer<std::uint8_t>(pin->data()[y * s.backing_pitch() + x]) != byte)
+        return ::testing::AssertionFailure()
+               << "row " << y << " byte " << x << " is " << std::to_integer<int>(pin->data()[y * s.backing_pitch() + x])
+               << ", not " << int(byte);
+  return ::testing::AssertionSuccess();
+}
+
+/// A second device's view of a shared texture: opened by handle, copied to
+/// its own staging texture, the logical rows returned tight.
+std::vector<std::uint8_t> read_through(D3d11Device &second, D3d11TextureStorage &s) {
+  std::vector<std::uint8_t> out;
+  auto opened = second.open_shared_texture(s.shared_handle_value());
+  EXPECT_TRUE(opened);
+  D3d11TextureDesc d = (*opened)->desc();
+  d.usage = d3d11::kUsageStaging;
+  d.bind_flags = 0;
+  d.misc_flags = 0;
+  d.cpu_access_flags = d3d11::kCpuAccessRead;
+  auto staging = second.create_texture(d);
+  EXPECT_TRUE(staging);
+  EXPECT_TRUE(second.copy_resource(**staging, **opened));
+  auto m = second.map(**staging, D3d11MapType::Read, false);
+  EXPECT_TRUE(m);
+  const std::size_t row = s.layout().tight_row_bytes();
+  for (std::uint32_t y = 0; y < d.height; ++y)
+    out.insert(out.end(), reinterpret_cast<std::uint8_t *>(m->data) + y * m->row_pitch,
+               reinterpret_cast<std::uint8_t *>(m->data) + y * m->row_pitch + row);
+  second.unmap(**staging);
+  return out;
+}
+
+/// Non-blocking read maps until one succeeds or `limit` of wall-clock time
+/// passes, yielding between attempts (HAZ-69: a time bound, not a count).
+Result<HostPin> poll_read_map(D3d11TextureStorage &s, std::chrono::seconds limit) {
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  Result<HostPin> m = Error::would_block("not tried");
+  while (std::chrono::steady_clock::now() < deadline) {
+    m = s.map(CpuAccess::Read, MapState::Wait::NoWait);
+    if (m || !m.error().would_block())
+      break;
+    std::this_thread::yield();
+  }
+  return m;
+}
+
+bool all_equal(const std::vector<std::uint8_t> &v, std::uint8_t byte) {
+  for (std::uint8_t b : v)
+    if (b != byte)
+      return false;
+  return !v.empty();
+}
+
+// ---- layouts and strides -------------------------------------------------------
+
+TEST(D3d11Storage, D3D_LAYOUT_07_every_layout_row_allocates_and_round_trips_through_map) {
+  const struct {
+    PixelFormat f;
+    DType d;
+    std::uint32_t w, h;
+  } rows[] = {
+      {PixelFormat::RGBA, DType::U8, 640, 480},  {PixelFormat::BGRA, DType::U8, 641, 3},
+      {PixelFormat::RGB, DType::U8, 640, 480},   {PixelFormat::GRAY8, DType::U8, 641, 481},
+      {PixelFormat::NV12, DType::U8, 640, 480},  {PixelFormat::NV16, DType::U8, 640, 480},
+      {PixelFormat::NV24, DType::U8, 640, 480},  {PixelFormat::RGBP, DType::F16, 640, 480},
+      {PixelFormat::RGBP, DType::F32, 640, 480}, {PixelFormat::RGB, DType::F32, 640, 480},
+      {PixelFormat::RGBA, DType::F16, 640, 480},
+  };
+  Rig rig;
+  for (const auto &r : rows) {
+    SCOPED_TRACE(std::string(format_info(r.f).name) + "/" + dtype_name(r.d));
+    Storage_ s = rig.image(r.f, r.d, r.w, r.h, CpuAccess::ReadWrite);
+    ASSERT_TRUE(s);
+    ASSERT_TRUE(s->row_stride());
+    const std::size_t pitch = *s->row_stride(), row = s->layout().tight_row_bytes();
+    ASSERT_GE(pitch, row);
+    {
+      auto w = s->map(CpuAccess::ReadWrite);
+      ASSERT_TRUE(w) << w.error().message();
+      for (std::uint32_t y = 0; y < s->layout().texture_height; ++y)
+        for (std::size_t x = 0; x < row; ++x)
+          w->data()[y * pitch + x] = static_cast<std::byte>((7 * (y * row + x) + 13) & 0xff);
+    }
+    auto rd = s->map(CpuAccess::Read);
+    ASSERT_TRUE(rd);
+    for (std::uint32_t y = 0; y < s->layout().texture_height; ++y)
+      for (std::size_t x = 0; x < row; ++x)
+        ASSERT_EQ(std::to_integer<int>(rd->data()[y * pitch + x]), int((7 * (y * row + x) + 13) & 0xff))
+            << "row " << y << " byte " << x;
+  }
+}
+
+TEST(D3d11Storage, D3D_LAYOUT_04_nv_textures_are_as_wide_as_their_pitch) {
+  for (std::uint32_t align : {256u, 1u}) {
+    Rig rig(align);
+    for (auto [f, w, h] : {std::tuple{PixelFormat::NV12, 64u, 64u}, std::tuple{PixelFormat::NV16, 64u, 64u},
+                           std::tuple{PixelFormat::NV24, 64u, 64u}, std::tuple{PixelFormat::NV12, 321u, 241u}}) {
+      SCOPED_TRACE(std::to_string(align) + " " + format_info(f).name + " " + std::to_string(w));
+      Storage_ s = rig.image(f, DType::U8, w, h, CpuAccess::ReadWrite);
+      ASSERT_TRUE(s);
+      const std::uint32_t tw = s->layout().texture_width;
+      EXPECT_EQ(tw, s->row_stride().value());
+      EXPECT_EQ(tw % 2, 0u);
+      EXPECT_GE(tw, w);
+    }
+  }
+}
+
+TEST(D3d11Storage, D3D_LAYOUT_03_nv_textures_with_cpu_access_none_share_the_stride_rule) {
+  Rig rig;
+  for (auto [f, w, h] : {std::tuple{PixelFormat::NV12, 64u, 64u}, std::tuple{PixelFormat::NV16, 64u, 64u},
+                         std::tuple{PixelFormat::NV24, 64u, 64u}, std::tuple{PixelFormat::NV12, 321u, 241u}}) {
+    Storage_ rw = rig.image(f, DType::U8, w, h, CpuAccess::ReadWrite);
+    for (CpuAccess a : {CpuAccess::None, CpuAccess::Write}) {
+      Storage_ s = rig.image(f, DType::U8, w, h, a);
+      ASSERT_TRUE(s && rw);
+      EXPECT_EQ(s->layout().texture_width, rw->layout().texture_width);
+      EXPECT_EQ(s->row_stride(), std::optional<std::size_t>(s->layout().texture_width));
+    }
+  }
+}
+
+TEST(D3d11Storage, D3D_LAYOUT_06_hardware_only_tensors_refuse_maps_and_have_no_staging) {
+  Rig rig;
+  Storage_ s = rig.rgba(64, 32, CpuAccess::None);
+  ASSERT_TRUE(s);
+  auto m = s->map(CpuAccess::Read);
+  ASSERT_FALSE(m);
+  EXPECT_EQ(m.error().kind(), ErrorKind::InvalidOperation) << m.error().message();
+  EXPECT_FALSE(s->row_stride());
+  EXPECT_FALSE(s->has_staging());
+  EXPECT_EQ(s->pin_host(CpuAccess::Read).error().kind(), ErrorKind::InvalidOperation);
+}
+
+// ---- external textures ---------------------------------------------------------
+
+TEST(D3d11Storage, D3D_EXT_02_external_texture_on_a_mismatched_description_is_refused) {
+  Rig rig;
+  Storage_ s = rig.rgba(16, 16, CpuAccess::None);
+  auto wrapped = D3d11TextureStorage::wrap_texture(rig.context, s->texture(), PixelFormat::RGBA, DType::U8, 32, 16,
+                                                   CpuAccess::Read);
+  ASSERT_FALSE(wrapped);
+  EXPECT_EQ(wrapped.error().kind(), ErrorKind::InvalidArgument);
+  EXPECT_NE(wrapped.error().message().find("width"), std::string::npos) << wrapped.error().message();
+}
+
+TEST(D3d11Storage, D3D_EXT_02_an_external_semi_planar_texture_is_wrapped_at_its_own_width) {
+  Rig rig(128); // NVIDIA's alignment: a 128-wide texture keeps its width
+  Storage_ src = rig.image(PixelFormat::NV12, DType::U8, 128, 64, CpuAccess::None);
+  ASSERT_EQ(src->layout().texture_width, 128u);
+  auto wrapped = D3d11TextureStorage::wrap_texture(rig.context, src->texture(), PixelFormat::NV12, DType::U8, 100, 64,
+                                                   CpuAccess::Read);
+  ASSERT_TRUE(wrapped) << wrapped.error().message();
+  EXPECT_EQ((*wrapped)->layout().texture_width, 128u);
+}
+
+TEST(D3d11Storage, D3D_EXT_02_an_external_semi_planar_texture_narrower_than_the_image_is_refused) {
+  Rig rig(128);
+  Storage_ src = rig.image(PixelFormat::NV12, DType::U8, 128, 64, CpuAccess::None);
+  auto wrapped = D3d11TextureStorage::wrap_texture(rig.context, src->texture(), PixelFormat::NV12, DType::U8, 129, 64,
+                                                   CpuAccess::Read);
+  ASSERT_FALSE(wrapped);
+  EXPECT_EQ(wrapped.error().kind(), ErrorKind::InvalidArgument);
+}
+
+TEST(D3d11Storage, D3D_EXT_02_an_external_semi_planar_texture_narrower_than_its_pitch_is_refused) {
+  for (std::uint32_t align : {128u, 1u}) {
+    SCOPED_TRACE(align);
+    Rig rig(align);
+    D3d11ImageLayout raw = *image_d3d11_layout(PixelFormat::NV12, DType::U8, 100, 64);
+    ASSERT_EQ(raw.texture_height, 96u);
+    D3d11TextureDesc d;
+    d.width = 100;
+    d.height = 96;
+    d.format = DxgiFormat::R8_Unorm;
+    d.bind_flags = d3d11::kBindShaderResource | d3d11::kBindRenderTarget;
+    d.misc_flags = d3d11::kMiscShared | d3d11::kMiscSharedNtHandle;
+    auto texture = rig.device->create_texture(d);
+    ASSERT_TRUE(texture);
+    D3d11TextureDesc probe = d;
+    probe.usage = d3d11::kUsageStaging;
+    probe.bind_flags = probe.misc_flags = 0;
+    probe.cpu_access_flags = d3d11::kCpuAccessRead;
+    auto staging = rig.device->create_texture(probe);
+    auto m = rig.device->map(**staging, D3d11MapType::Read, false);
+    const std::uint32_t pitch = m->row_pitch;
+    rig.device->unmap(**staging);
+    auto wrapped = D3d11TextureStorage::wrap_texture(rig.context, *texture, PixelFormat::NV12, DType::U8, 100, 64,
+                                                     CpuAccess::Read);
+    if (pitch == 100) { // WARP-like
+      ASSERT_TRUE(wrapped) << wrapped.error().message();
+      EXPECT_EQ((*wrapped)->row_stride(), std::optional<std::size_t>(100));
+    } else {
+      ASSERT_FALSE(wrapped);
+      EXPECT_EQ(wrapped.error().kind(), ErrorKind::InvalidArgument);
+      EXPECT_NE(wrapped.error().message().find("driver row pitch"), std::string::npos) << wrapped.error().message();
+    }
+  }
+}
+
+TEST(D3d11Storage, D3D_EXT_03_wrapped_nv_tensors_record_the_textures_width_as_their_row_stride) {
+  Rig rig;
+  for (auto [w, h] : {std::pair{321u, 241u}, std::pair{64u, 64u}}) {
+    Storage_ src = rig.image(PixelFormat::NV12, DType::U8, w, h, CpuAccess::None);
+    const std::size_t tw = src->layout().texture_width;
+    auto by_pointer = D3d11TextureStorage::wrap_texture(rig.context, src->texture(), PixelFormat::NV12, DType::U8, w, h,
+                                                        CpuAccess::Read);
+    ASSERT_TRUE(by_pointer) << by_pointer.error().message();
+    EXPECT_EQ((*by_pointer)->row_stride(), std::optional<std::size_t>(tw));
+    auto dup = src->shared_handle();
+    ASSERT_TRUE(dup);
+    auto by_handle = D3d11TextureStorage::open_shared_handle(rig.context, dup->value(), PixelFormat::NV12, DType::U8, w,
+                                                             h, CpuAccess::Read);
+    ASSERT_TRUE(by_handle) << by_handle.error().message();
+    EXPECT_EQ((*by_handle)->row_stride(), std::optional<std::size_t>(tw));
+  }
+}
+
+TEST(D3d11Storage, D3D_EXT_04_a_write_only_nv_tensor_uploads_its_chroma_lines_at_the_texture_pitch) {
+  Rig rig;
+  Storage_ w = rig.image(PixelFormat::NV24, DType::U8, 64, 64, CpuAccess::Write);
+  ASSERT_TRUE(w);
+  const std::size_t stride = w->row_stride().value();
+  {
+    auto m = w->map(CpuAccess::Write);
+    ASSERT_TRUE(m) << m.error().message();
+    for (std::size_t i = 0; i < 64; ++i)
+      for (std::size_t k = 0; k < 128; ++k)
+        m->data()[(64 + 2 * i) * stride + k] = static_cast<std::byte>((5 * i + 3 * k) % 251);
+  }
+  auto r = D3d11TextureStorage::wrap_texture(rig.context, w->texture(), PixelFormat::NV24, DType::U8, 64, 64,
+                                             CpuAccess::Read);
+  ASSERT_TRUE(r) << r.error().message();
+  EXPECT_EQ((*r)->backing_pitch(), stride);
+  auto m = (*r)->map(CpuAccess::Read);
+  ASSERT_TRUE(m);
+  for (std::size_t i = 0; i < 64; ++i)
+    for (std::size_t k = 0; k < 128; ++k)
+      ASSERT_EQ(std::to_integer<std::size_t>(m->data()[(64 + 2 * i) * stride + k]), (5 * i + 3 * k) % 251)
+          << "chroma line " << i;
+}
+
+// ---- maps --------------------------------------------------------------------
+
+TEST(D3d11Storage, D3D_MAP_07_write_only_uses_the_shadow_and_lands_in_the_texture) {
+  Rig rig;
+  Storage_ w = rig.rgba(64, 32, CpuAccess::Write);
+  EXPECT_FALSE(w->row_stride());
+  fill(*w, 0xA5);
+  auto r = D3d11TextureStorage::wrap_texture(rig.context, w->texture(), PixelFormat::RGBA, DType::U8, 64, 32,
+                                             CpuAccess::Read);
+  ASSERT_TRUE(r);
+  EXPECT_TRUE(reads(**r, 0xA5));
+}
+
+TEST(D3d11Storage, D3D_MAP_07_read_map_of_a_write_only_tensor_does_not_upload) { // HAZ-31
+  Rig rig;
+  Storage_ w = rig.rgba(64, 32, CpuAccess::Write);
+  fill(*w, 0xA5);
+  auto r = D3d11TextureStorage::wrap_texture(rig.context, w->texture(), PixelFormat::RGBA, DType::U8, 64, 32,
+                                             CpuAccess::ReadWrite);
+  ASSERT_TRUE(r);
+  EXPECT_TRUE(reads(**r, 0xA5));
+  { ASSERT_TRUE(w->map(CpuAccess::Read)); }
+  fill(**r, 0x11);
+  { ASSERT_TRUE(w->map(CpuAccess::Read)); }
+  EXPECT_TRUE(reads(**r, 0x11)) << "a read map of the write-only tensor uploaded its shadow";
+}
+
+TEST(D3d11Storage, D3D_MAP_04_a_blocking_map_refreshes_past_an_abandoned_try_maps_copy) { // HAZ-25
+  Rig rig(256, 1);
+  Storage_ old_ = rig.rgba(64, 64, CpuAccess::ReadWrite);
+  Storage_ new_ = rig.rgba(64, 64, CpuAccess::ReadWrite);
+  fill(*old_, 0x11);
+  fill(*new_, 0x22);
+  // An abandoned poll: the copy was queued and submitted, the map said
+  // "still drawing", and the caller gave up.
+  auto poll = old_->map(CpuAccess::Read, MapState::Wait::NoWait);
+  ASSERT_FALSE(poll);
+  ASSERT_TRUE(poll.error().would_block()) << poll.error().message();
+  // The GPU writes the texture after that copy.
+  ASSERT_TRUE(rig.device->copy_resource(*old_->texture(), *new_->texture()));
+  ASSERT_TRUE(rig.context->signal());
+  EXPECT_TRUE(reads(*old_, 0x22)) << "the blocking map returned the abandoned copy's frame";
+}
+
+TEST(D3d11Storage, D3D_TRY_03_try_map_eventually_succeeds_and_returns_the_written_bytes) { // HAZ-26
+  Rig rig(256, 3);
+  Storage_ s = rig.rgba(64, 64, CpuAccess::ReadWrite);
+  fill(*s, 0x6B);
+  const std::uint64_t copies = rig.device->copies_run();
+  auto first = s->map(CpuAccess::Read, MapState::Wait::NoWait);
+  if (!first) {
+    ASSERT_TRUE(first.error().would_block()) << first.error().message();
+  }
+  first = Error::would_block("dropped");
+  Result<HostPin> m = poll_read_map(*s, std::chrono::seconds(2));
+  ASSERT_TRUE(m) << m.error().message();
+  EXPECT_EQ(std::to_integer<int>(m->data()[0]), 0x6B);
+  EXPECT_EQ(rig.device->copies_run(), copies + 1) << "polling queued a copy per attempt (D3D-TRY-02)";
+}
+
+TEST(D3d11Storage, D3D_STATE_03_second_reader_shares_the_map_and_a_writer_is_refused_while_mapped) { // HAZ-19
+  Rig rig;
+  Storage_ s = rig.rgba(16, 16, CpuAccess::ReadWrite);
+  fill(*s, 0x3C);
+  {
+    auto a = s->map(CpuAccess::Read);
+    auto b = s->map(CpuAccess::Read);
+    ASSERT_TRUE(a && b);
+    EXPECT_EQ(a->data(), b->data());
+    EXPECT_EQ(std::to_integer<int>(b->data()[0]), 0x3C);
+    auto w = s->map(CpuAccess::ReadWrite);
+    ASSERT_FALSE(w);
+    EXPECT_EQ(w.error().kind(), ErrorKind::Mapped) << "our one conflict error (seed-deviations.md)";
+    a = Error::invalid_argument("dropped");
+    EXPECT_FALSE(s->map(CpuAccess::ReadWrite));
+  }
+  {
+    auto w = s->map(CpuAccess::ReadWrite);
+    ASSERT_TRUE(w);
+    std::memset(w->data(), 0x4D, 64);
+  }
+  auto r = s->map(CpuAccess::Read);
+  EXPECT_EQ(std::to_integer<int>(r->data()[0]), 0x4D);
+}
+
+TEST(D3d11Storage, D3D_STATE_03_a_view_shares_the_map_state_with_its_parent) {
+  Rig rig;
+  Storage_ s = rig.rgba(16, 16, CpuAccess::ReadWrite);
+  auto parent = Tensor::wrap(s, {s->size_bytes()}, DType::U8);
+  ASSERT_TRUE(parent);
+  auto view = parent->view(0, {s->size_bytes()});
+  ASSERT_TRUE(view);
+  {
+    auto a = parent->map(CpuAccess::Read);
+    auto b = view->map(CpuAccess::Read);
+    ASSERT_TRUE(a && b);
+    EXPECT_EQ(a->data(), b->data());
+    EXPECT_FALSE(view->map(CpuAccess::ReadWrite));
+    EXPECT_FALSE(parent->map(CpuAccess::ReadWrite));
+  }
+  {
+    auto w = view->map(CpuAccess::ReadWrite);
+    ASSERT_TRUE(w);
+    std::memset(w->mutable_bytes().data(), 0x71, 64);
+  }
+  auto r = parent->map(CpuAccess::Read);
+  EXPECT_EQ(std::to_integer<int>(r->data()[0]), 0x71);
+}
+
+// ---- windows, pins ---------------------------------------------------------------
+
+TEST(D3d11Storage, D3D_WIN_01_a_map_covers_this_tensors_rows_not_the_parents_tail) { // HAZ-42, HAZ-29
+  Rig rig;
+  Storage_ s = rig.rgba(32, 8, CpuAccess::ReadWrite);
+  const std::size_t pitch = s->backing_pitch();
+  EXPECT_EQ(*s->pitched_extent(32 * 4 * 8), pitch * 8);
+  EXPECT_EQ(*s->pitched_extent(2 * 32 * 4), pitch * 2);
+  auto parent = Tensor::wrap(s, {8, 32, 4}, DType::U8);
+  ASSERT_TRUE(parent);
+  auto view = parent->view(2 * pitch, {2, 32, 4});
+  ASSERT_TRUE(view) << view.error().message();
+  auto m = view->map_bytes(CpuAccess::Read, pitch * 7);
+  ASSERT_FALSE(m);
+  EXPECT_EQ(m.error().kind(), ErrorKind::InsufficientCapacity);
+}
+
+TEST(D3d11Storage, D3D_WIN_01_a_map_and_a_pin_agree_row_for_row_at_the_backing_pitch) {
+  Rig rig;
+  Storage_ s = rig.image(PixelFormat::RGB, DType::U8, 64, 48, CpuAccess::ReadWrite);
+  const std::size_t pitch = s->backing_pitch(), row = 64 * 3;
+  EXPECT_GT(pitch, row) << "the 256-byte alignment pads a 192-byte row";
+  {
+    auto w = s->map(CpuAccess::ReadWrite);
+    ASSERT_TRUE(w);
+    EXPECT_EQ(w->length(), pitch * 48);
+    for (std::size_t y = 0; y < 48; ++y)
+      std::memset(w->data() + y * pitch, int(y), row);
+  }
+  auto pin = s->pin_host(CpuAccess::ReadWrite);
+  ASSERT_TRUE(pin);
+  ASSERT_TRUE(s->sync_for_cpu(CpuAccess::Read));
+  for (std::size_t y = 0; y < 48; ++y)
+    ASSERT_EQ(std::to_integer<std::size_t>(pin->data()[y * pitch + row - 1]), y) << "row " << y;
+}
+
+TEST(D3d11Storage, D3D_BACK_04_a_host_pin_is_64_byte_aligned) { // HAZ-21
+  Rig rig;
+  for (auto [w, h] : {std::pair{64u, 64u}, std::pair{37u, 5u}, std::pair{1u, 1u}}) {
+    Storage_ s = rig.rgba(w, h, CpuAccess::ReadWrite);
+    auto pin = s->pin_host(CpuAccess::ReadWrite);
+    ASSERT_TRUE(pin);
+    EXPECT_EQ(reinterpret_cast<std::uintptr_t>(pin->data()) % 64, 0u) << w << "x" << h;
+  }
+}
+
+TEST(D3d11Storage, D3D_SYNC_04_host_pin_keeps_one_address_across_syncs) { // HAZ-20, HAZ-30, HAZ-32
+  Rig rig;
+  Storage_ s = rig.rgba(16, 16, CpuAccess::ReadWrite);
+  auto pin = s->pin_host(CpuAccess::ReadWrite);
+  ASSERT_TRUE(pin);
+  std::byte *const address = pin->data();
+  fill(*s, 0x5E);
+  ASSERT_TRUE(s->sync_for_cpu(CpuAccess::Read));
+  EXPECT_EQ(pin->data(), address);
+  EXPECT_EQ(std::to_integer<int>(pin->data()[0]), 0x5E);
+  std::memset(pin->data(), 0x27, pin->length());
+  {
+    auto live = s->map(CpuAccess::Read);
+    EXPECT_FALSE(s->sync_for_device(CpuAccess::Write)) << "published while a map was live";
+  }
+  ASSERT_TRUE(s->sync_for_device(CpuAccess::Write));
+  EXPECT_EQ(pin->data(), address);
+  EXPECT_TRUE(reads(*s, 0x27));
+}
+
+TEST(D3d11Storage, D3D_WIN_06_view_at_a_row_offset_maps_the_right_bytes) {
+  Rig rig;
+  Storage_ s = rig.rgba(16, 16, CpuAccess::ReadWrite);
+  const std::size_t pitch = s->backing_pitch();
+  {
+    auto w = s->map(CpuAccess::ReadWrite);
+    for (std::size_t n = 0; n < 16; ++n)
+      std::memset(w->data() + n * pitch, int(0xB0 + n), 64);
+  }
+  auto parent = Tensor::wrap(s, {s->size_bytes()}, DType::U8);
+  auto view = parent->view(3 * pitch, {13, 16, 4});
+  ASSERT_TRUE(view) << view.error().message();
+  EXPECT_EQ(view->capacity_bytes(), 13 * pitch);
+  auto m = view->map_bytes(CpuAccess::Read, 13 * pitch);
+  ASSERT_TRUE(m) << m.error().message();
+  for (std::size_t n = 0; n < 13; ++n)
+    EXPECT_EQ(std::to_integer<std::size_t>(m->data()[n * pitch]), 0xB0 + n + 3);
+}
+
+// ---- fences and a second device ---------------------------------------------------
+
+TEST(D3d11Storage, D3D_FENCE_01_shared_handle_opens_on_a_second_device_and_reads_the_bytes) { // HAZ-34
+  Rig rig;
+  Storage_ s = rig.rgba(64, 32, CpuAccess::ReadWrite);
+  fill(*s, 0x5A);
+  auto v = rig.context->signal();
+  ASSERT_TRUE(v);
+  ASSERT_TRUE(rig.context->fence()->wait_cpu(*v, std::chrono::milliseconds(5000)));
+  auto second = *SoftwareD3d11Device::create();
+  EXPECT_TRUE(all_equal(read_through(*second, *s), 0x5A));
+}
+
+TEST(D3d11Storage, D3D_FENCE_04_completion_is_absent_until_recorded_then_carries_the_value) {
+  Rig rig;
+  Storage_ s = rig.rgba(8, 8, CpuAccess::None);
+  auto none = s->d3d11_completion();
+  ASSERT_TRUE(none);
+  EXPECT_FALSE(*none);
+  const std::uint64_t v = *rig.context->signal();
+  s->set_gpu_write(v);
+  s->set_gpu_write(v - 1); // never moves back (D3D-FENCE-02)
+  auto c = s->d3d11_completion();
+  ASSERT_TRUE(c && *c);
+  EXPECT_EQ((*c)->second, v);
+  EXPECT_TRUE((*c)->first);
+}
+
+TEST(D3d11Storage, D3D_FENCE_03_a_map_does_not_block_on_a_recorded_write_the_fence_has_passed) {
+  Rig rig;
+  Storage_ s = rig.rgba(16, 16, CpuAccess::ReadWrite);
+  const std::uint64_t v = *rig.context->signal();
+  ASSERT_TRUE(rig.context->fence()->wait_cpu(v, std::chrono::milliseconds(5000)));
+  s->set_gpu_write(v);
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_TRUE(s->map(CpuAccess::Read));
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(2));
+  EXPECT_EQ(rig.device->pending_commands(), 0u);
+}
+
+TEST(D3d11Storage, D3D_FENCE_03_a_recorded_write_above_the_counter_does_not_block_the_next_map) { // HAZ-23
+  Rig rig;
+  Storage_ s = rig.rgba(32, 32, CpuAccess::ReadWrite);
+  fill(*s, 0x77);
+  const std::uint64_t invented = rig.context->last_signalled() + 1000000;
+  s->set_gpu_write(invented);
+  Result<HostPin> m = poll_read_map(*s, std::chrono::seconds(5));
+  ASSERT_TRUE(m) << m.error().message();
+  EXPECT_EQ(std::to_integer<int>(m->data()[0]), 0x77);
+  EXPECT_EQ(s->last_gpu_write(), invented) << "ignored by the map path, not discarded";
+}
+
+TEST(D3d11Storage, D3D_IMP_03_from_shared_handle_round_trips_and_honours_a_completion) { // HAZ-36
+  Rig rig;
+  Storage_ src = rig.rgba(16, 16, CpuAccess::ReadWrite);
+  fill(*src, 7);
+  const std::uint64_t v = *rig.context->signal();
+  src->set_gpu_write(v);
+  auto handle = src->shared_handle();
+  auto completion = src->d3d11_completion();
+  ASSERT_TRUE(handle && completion && *completion);
+  auto imported = D3d11TextureStorage::open_shared_handle(
+      rig.context, handle->value(), PixelFormat::RGBA, DType::U8, 16, 16, CpuAccess::Read,
+      D3d11TextureStorage::Completion{(*completion)->first.value(), (*completion)->second});
+  ASSERT_TRUE(imported) << imported.error().message();
+  EXPECT_GT((*imported)->last_gpu_write(), v) << "the producer's value was stored instead of a fresh local one";
+  ASSERT_TRUE(rig.context->fence()->wait_cpu((*imported)->last_gpu_write(), std::chrono::milliseconds(5000)));
+  EXPECT_TRUE(reads(**imported, 7));
+}
+
+TEST(D3d11Storage, D3D_IMP_03_a_map_sees_a_second_device_write_the_recorded_completion_covers) { // HAZ-22
+  Rig rig;
+  ASSERT_TRUE(rig.context->fence_shared());
+  Storage_ s = rig.rgba(512, 512, CpuAccess::ReadWrite);
+  auto second = *SoftwareD3d11Device::create();
+  auto opened = second->open_shared_texture(s->shared_handle_value());
+  ASSERT_TRUE(opened);
+  auto fence = second->create_fence(0, true);
+  auto fence_handle = (*fence)->create_shared_handle();
+  ASSERT_TRUE(fence_handle);
+  std::vector<std::byte> zeros(512 * 4 * 512), marked(512 * 4 * 512, std::byte{0x5A});
+  for (int i = 0; i < 16; ++i)
+    ASSERT_TRUE(second->update_subresource(**opened, zeros.data(), 512 * 4));
+  ASSERT_TRUE(second->update_subresource(**opened, marked.data(), 512 * 4));
+  ASSERT_TRUE(second->signal(**fence, 1));
+  // The producer submits a little later, from its own thread: only the
+  // fence orders the consumer's read after it.
+  std::thread producer([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    second->flush();
+  });
+  auto imported = D3d11TextureStorage::open_shared_handle(rig.context, s->shared_handle_value(), PixelFormat::RGBA,
+                                                          DType::U8, 512, 512, CpuAccess::Read,
+                                                          D3d11TextureStorage::Completion{fence_handle->value(), 1});
+  ASSERT_TRUE(imported) << imported.error().message();
+  EXPECT_TRUE(reads(**imported, 0x5A));
+  producer.join();
+}
+
+TEST(D3d11Storage, D3D_IMP_02_identity_is_the_texture_not_the_handle_value) { // HAZ-35
+  Rig rig;
+  Storage_ a = rig.rgba(8, 8, CpuAccess::None);
+  Storage_ b = rig.rgba(8, 8, CpuAccess::None);
+  EXPECT_EQ(a->identity().kind, StorageKind::D3d11);
+  EXPECT_EQ(a->identity().key, a->texture()->address());
+  EXPECT_NE(a->identity(), b->identity());
+}
+
+} // namespace
