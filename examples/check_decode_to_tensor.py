@@ -28,20 +28,34 @@ def run(args, **kw):
     return subprocess.run(args, capture_output=True, text=True, timeout=300, **kw)
 
 
+def reference_env(example):
+    """The environment for gst-launch-1.0 next to `example`: under the ASan
+    build our plugin is sanitized, so a plain gst-launch-1.0 that loads it
+    needs the ASan runtime preloaded (its own leaks are not ours to check)."""
+    env = dict(os.environ)
+    linked = run(["ldd", example]).stdout
+    asan = re.search(r"libasan\.so\S* => (\S+)", linked)
+    if asan:
+        env["LD_PRELOAD"] = asan.group(1)
+        env["ASAN_OPTIONS"] = env.get("ASAN_OPTIONS", "") + ":detect_leaks=0"
+    return env
+
+
 def main():
     example, storage = sys.argv[1], sys.argv[2]
     with tempfile.TemporaryDirectory(prefix="tensormem-example-") as tmp:
         clip = os.path.join(tmp, "clip.h264")
         raw = os.path.join(tmp, "tensors.f32")
+        env = reference_env(example)
         made = run(["gst-launch-1.0", "-q", "videotestsrc", f"num-buffers={FRAMES}", "pattern=smpte", "!",
                     "video/x-raw,format=I420,width=320,height=200,framerate=30/1", "!", "openh264enc", "!",
-                    "h264parse", "!", "filesink", f"location={clip}"])
+                    "h264parse", "!", "filesink", f"location={clip}"], env=env)
         if made.returncode != 0:
             print("encoding the clip failed:", made.stderr)
             return 1
         ref = run(["gst-launch-1.0", "-q", "filesrc", f"location={clip}", "!", "h264parse", "!", "openh264dec", "!",
                    "tensorconvert", f"width={WIDTH}", f"height={HEIGHT}", "resize=letterbox", "dtype=float32",
-                   "layout=nchw", "!", "filesink", f"location={raw}"])
+                   "layout=nchw", "!", "filesink", f"location={raw}"], env=env)
         if ref.returncode != 0:
             print("the reference decode failed:", ref.stderr)
             return 1
