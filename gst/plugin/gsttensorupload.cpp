@@ -30,6 +30,16 @@
  * sync after the unmap that hands the bytes to GL) and the output carries it
  * as a #GstTensorMemFenceMeta of kind "egl".
  *
+ * `storage=d3d11` asks for Direct3D 11 textures of the process device,
+ * shared with the rest of the pipeline through a #GstContext of type
+ * %GST_TENSOR_D3D11_DEVICE_CONTEXT_TYPE (gst_tensor_d3d11_device_ensure()).
+ * On Windows that is the real device; elsewhere the software reference
+ * device is used only when the environment asks for it with
+ * `TENSORMEM_D3D11_DEVICE=software`, and without a device the element fails
+ * to go to READY with an error that says so. The texture memory itself
+ * (memory:TensorD3D11) is not part of this build yet: after finding the
+ * device, start fails saying that (docs/d3d11.md, "GStreamer").
+ *
  * With `storage=dmabuf` the source pad offers `video/x-raw(memory:DMABuf)`
  * first and plain `video/x-raw` second (the memories are DMA-BUF either
  * way); the sink pad takes both. `storage=auto` picks DMA-BUF when a DMA
@@ -51,6 +61,7 @@
 #include "gsttensorupload.h"
 
 #include <gst/tensormem/gsttensorbufferpool.h>
+#include <gst/tensormem/gsttensord3d11device.h>
 #include <gst/tensormem/gsttensordmabuf.h>
 #include <gst/tensormem/gsttensorfencemeta.h>
 #include <gst/tensormem/gsttensorformat.h>
@@ -71,9 +82,10 @@ GST_DEBUG_CATEGORY_STATIC(gst_tensor_upload_debug);
 
 struct _GstTensorMemUpload {
   GstTensorMemTransform parent;
-  GstTensorMemStorage storage;     // the property; guarded by the object lock
-  GstTensorMemGlWorker *gl_worker; // storage=pbo: shared through GstContext; guarded by the object lock
-  GstAllocator *pbo_allocator;     // storage=pbo, between start and stop; guarded by the object lock
+  GstTensorMemStorage storage;           // the property; guarded by the object lock
+  GstTensorMemGlWorker *gl_worker;       // storage=pbo: shared through GstContext; guarded by the object lock
+  GstAllocator *pbo_allocator;           // storage=pbo, between start and stop; guarded by the object lock
+  GstTensorMemD3D11Device *d3d11_device; // storage=d3d11: shared through GstContext; guarded by the object lock
 };
 
 namespace {
@@ -188,7 +200,42 @@ static void gst_tensor_upload_finalize(GObject *object) {
   auto *self = GST_TENSOR_UPLOAD(object);
   gst_clear_object(&self->pbo_allocator);
   gst_clear_object(&self->gl_worker);
+  gst_clear_object(&self->d3d11_device);
   G_OBJECT_CLASS(gst_tensor_upload_parent_class)->finalize(object);
+}
+
+/* storage=d3d11: the device is found (or made) and shared when the element
+ * goes to READY, so that every element of the pipeline has it before any
+ * starts streaming, and the reason a pipeline cannot have one is the error
+ * the application sees. */
+static gboolean ensure_d3d11_device(GstTensorMemUpload *self) {
+  GError *error = nullptr;
+  if (!gst_tensor_d3d11_device_ensure(GST_ELEMENT(self), &self->d3d11_device, &error)) {
+    GST_ELEMENT_ERROR(self, RESOURCE, NOT_FOUND,
+                      ("storage=d3d11: %s. Outside Windows, set TENSORMEM_D3D11_DEVICE=software in the environment "
+                       "to use the software reference device, or choose storage=system, dmabuf or pbo.",
+                       error ? error->message : "no Direct3D 11 device could be had"),
+                      (nullptr));
+    g_clear_error(&error);
+    return FALSE;
+  }
+  GST_OBJECT_LOCK(self);
+  GstTensorMemD3D11Device *device = GST_TENSOR_D3D11_DEVICE(gst_object_ref(self->d3d11_device));
+  GST_OBJECT_UNLOCK(self);
+  GST_INFO_OBJECT(self, "D3D11 device %" GST_PTR_FORMAT " (%s)", device, gst_tensor_d3d11_device_get_name(device));
+  gst_object_unref(device);
+  return TRUE;
+}
+
+/* storage=d3d11 at start: the texture memory is not built yet (docs/d3d11.md). */
+static gboolean start_d3d11(GstTensorMemUpload *self) {
+  if (!ensure_d3d11_device(self))
+    return FALSE;
+  GST_ELEMENT_ERROR(self, RESOURCE, SETTINGS,
+                    ("storage=d3d11: Direct3D 11 texture memory is not part of this build yet; the device was found, "
+                     "but no buffer can be made in it. Choose storage=system, dmabuf or pbo."),
+                    (nullptr));
+  return FALSE;
 }
 
 static gboolean gst_tensor_upload_start(GstBaseTransform *trans) {
@@ -215,6 +262,8 @@ static gboolean gst_tensor_upload_start(GstBaseTransform *trans) {
       return FALSE;
     }
   }
+  if (storage == GST_TENSOR_STORAGE_D3D11)
+    return start_d3d11(self);
   if (storage != GST_TENSOR_STORAGE_PBO)
     return TRUE;
 
@@ -253,18 +302,31 @@ static gboolean gst_tensor_upload_stop(GstBaseTransform *trans) {
   return GST_BASE_TRANSFORM_CLASS(gst_tensor_upload_parent_class)->stop(trans);
 }
 
-/* Back in NULL the element lets go of its GL worker, so the next run takes
- * whatever worker the pipeline (or the application) shares then. */
+/* storage=d3d11 finds its device on the way to READY. Back in NULL the
+ * element lets go of its GL worker and D3D11 device, so the next run takes
+ * whatever the pipeline (or the application) shares then. */
 static GstStateChangeReturn gst_tensor_upload_change_state(GstElement *element, GstStateChange transition) {
+  if (transition == GST_STATE_CHANGE_NULL_TO_READY) {
+    auto *self = GST_TENSOR_UPLOAD(element);
+    GST_OBJECT_LOCK(self);
+    const bool d3d11 = self->storage == GST_TENSOR_STORAGE_D3D11;
+    GST_OBJECT_UNLOCK(self);
+    if (d3d11 && !ensure_d3d11_device(self))
+      return GST_STATE_CHANGE_FAILURE;
+  }
   GstStateChangeReturn ret = GST_ELEMENT_CLASS(gst_tensor_upload_parent_class)->change_state(element, transition);
   if (transition == GST_STATE_CHANGE_READY_TO_NULL) {
     auto *self = GST_TENSOR_UPLOAD(element);
     GST_OBJECT_LOCK(self);
     GstTensorMemGlWorker *worker = self->gl_worker;
     self->gl_worker = nullptr;
+    GstTensorMemD3D11Device *device = self->d3d11_device;
+    self->d3d11_device = nullptr;
     GST_OBJECT_UNLOCK(self);
     if (worker)
       gst_object_unref(worker);
+    if (device)
+      gst_object_unref(device);
   }
   return ret;
 }
@@ -272,13 +334,15 @@ static GstStateChangeReturn gst_tensor_upload_change_state(GstElement *element, 
 static void gst_tensor_upload_set_context(GstElement *element, GstContext *context) {
   auto *self = GST_TENSOR_UPLOAD(element);
   gst_tensor_gl_worker_handle_set_context(element, context, &self->gl_worker);
+  gst_tensor_d3d11_device_handle_set_context(element, context, &self->d3d11_device);
   GST_ELEMENT_CLASS(gst_tensor_upload_parent_class)->set_context(element, context);
 }
 
-/* Neighbours asking for the GL worker get ours. */
+/* Neighbours asking for the GL worker or the D3D11 device get ours. */
 static gboolean gst_tensor_upload_query(GstBaseTransform *trans, GstPadDirection direction, GstQuery *query) {
   auto *self = GST_TENSOR_UPLOAD(trans);
-  if (gst_tensor_gl_worker_handle_context_query(GST_ELEMENT(self), query, &self->gl_worker))
+  if (gst_tensor_gl_worker_handle_context_query(GST_ELEMENT(self), query, &self->gl_worker) ||
+      gst_tensor_d3d11_device_handle_context_query(GST_ELEMENT(self), query, &self->d3d11_device))
     return TRUE;
   return GST_BASE_TRANSFORM_CLASS(gst_tensor_upload_parent_class)->query(trans, direction, query);
 }

@@ -60,6 +60,7 @@ const char *memory_name(GstTensorMemStorage storage) {
   switch (storage) {
   case GST_TENSOR_STORAGE_DMABUF: return "DMA-BUF";
   case GST_TENSOR_STORAGE_PBO: return "PBO";
+  case GST_TENSOR_STORAGE_D3D11: return "D3D11";
   default: break;
   }
   return "system";
