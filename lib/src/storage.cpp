@@ -97,7 +97,7 @@ std::chrono::nanoseconds Storage::fence_timeout() const noexcept {
 /// \brief Orders a CPU map behind every recorded GPU write: a blocking map
 /// waits on the CPU, all writes together bounded by fence_timeout(); a
 /// non-blocking one answers WouldBlock while any write is outstanding.
-Result<void> Storage::order_before_map(CpuAccess, bool may_block) noexcept {
+Result<void> Storage::order_before_map(CpuAccess access, bool may_block) noexcept {
   try {
     const std::vector<GpuCompletion> writes = gpu_completion();
     const auto deadline = std::chrono::steady_clock::now() + fence_timeout();
@@ -117,7 +117,7 @@ Result<void> Storage::order_before_map(CpuAccess, bool may_block) noexcept {
       if (!waited)
         return Error(waited.error().kind(), "map: waiting for the recorded GPU write: " + waited.error().message());
     }
-    return {};
+    return order_backend(access, may_block);
   } catch (const std::bad_alloc &) {
     return Error::io(ENOMEM, "map: ordering behind the recorded GPU writes");
   } catch (...) {

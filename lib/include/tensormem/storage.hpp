@@ -84,6 +84,15 @@ protected:
   /// runs it for any that do not.
   void run_destroy_hooks() noexcept;
 
+  /// Runs at the end of order_before_map, after the generic recorded writes
+  /// were waited for: a backend's own ordering (the D3D11 GPU-side wait) and
+  /// the place it learns whether the coming backend_map may block.
+  virtual Result<void> order_backend(CpuAccess access, bool may_block) noexcept {
+    (void)access;
+    (void)may_block;
+    return {};
+  }
+
 private:
   friend class MapLease;
 

@@ -11,6 +11,10 @@
 #if __has_include(<directx/dxgiformat.h>)
 #include <directx/dxgiformat.h>
 #define TM_HAVE_DXGIFORMAT_H 1
+#elif defined(_WIN32) && __has_include(<dxgiformat.h>)
+// The MinGW-w64 build checks against the Windows SDK header it ships.
+#include <dxgiformat.h>
+#define TM_HAVE_DXGIFORMAT_H 1
 #endif
 
 using namespace tensormem;

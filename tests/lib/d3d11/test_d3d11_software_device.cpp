@@ -290,23 +290,39 @@ TEST(SoftwareD3d11, the_c_hook_resolves_a_shared_texture_to_its_video_memory) {
   EXPECT_NE(tm_software_d3d11_video_memory(h->value() + 4000, &data, &pitch, &rows), 0);
 }
 
-TEST(SoftwareD3d11, the_process_device_is_the_software_one_only_when_asked) {
+void set_device_env(const char *value) {
 #ifdef _WIN32
-  GTEST_SKIP() << "on Windows the process device is the real one";
+  _putenv_s("TENSORMEM_D3D11_DEVICE", value ? value : "");
 #else
-  ::unsetenv("TENSORMEM_D3D11_DEVICE");
+  if (value)
+    ::setenv("TENSORMEM_D3D11_DEVICE", value, 1);
+  else
+    ::unsetenv("TENSORMEM_D3D11_DEVICE");
+#endif
+}
+
+TEST(SoftwareD3d11, the_process_device_is_the_software_one_only_when_asked) {
+  set_device_env("bogus");
+  auto bad = D3d11Context::process();
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error().kind(), ErrorKind::InvalidArgument);
+#ifndef _WIN32
+  // Off Windows nothing is chosen for the user: the reference device is a
+  // test device and must be asked for.
+  set_device_env(nullptr);
   auto none = D3d11Context::process();
   ASSERT_FALSE(none);
   EXPECT_EQ(none.error().kind(), ErrorKind::NotImplemented);
   EXPECT_NE(none.error().message().find("TENSORMEM_D3D11_DEVICE=software"), std::string::npos);
-  ::setenv("TENSORMEM_D3D11_DEVICE", "software", 1);
+#endif
+  set_device_env("software");
   auto ctx = D3d11Context::process();
   ASSERT_TRUE(ctx) << ctx.error().message();
   EXPECT_STREQ((*ctx)->device().name(), "software");
   auto again = D3d11Context::process();
   ASSERT_TRUE(again);
   EXPECT_EQ(*again, *ctx);
-#endif
+  set_device_env(nullptr);
 }
 
 } // namespace
