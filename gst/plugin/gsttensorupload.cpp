@@ -36,9 +36,12 @@
  * On Windows that is the real device; elsewhere the software reference
  * device is used only when the environment asks for it with
  * `TENSORMEM_D3D11_DEVICE=software`, and without a device the element fails
- * to go to READY with an error that says so. The texture memory itself
- * (memory:TensorD3D11) is not part of this build yet: after finding the
- * device, start fails saying that (docs/d3d11.md, "GStreamer").
+ * to go to READY with an error that says so. The output is
+ * `video/x-raw(memory:TensorD3D11)` (#GstTensorMemD3D11Memory): the pool it
+ * offers upstream makes textures with staging, so a producer writes
+ * straight into them; other input is copied once. Every output buffer
+ * carries a #GstTensorMemFenceMeta of kind "d3d11": the process fence's
+ * value signalled after the write (docs/d3d11.md, "GStreamer").
  *
  * With `storage=dmabuf` the source pad offers `video/x-raw(memory:DMABuf)`
  * first and plain `video/x-raw` second (the memories are DMA-BUF either
@@ -61,6 +64,7 @@
 #include "gsttensorupload.h"
 
 #include <gst/tensormem/gsttensorbufferpool.h>
+#include <gst/tensormem/gsttensord3d11.h>
 #include <gst/tensormem/gsttensord3d11device.h>
 #include <gst/tensormem/gsttensordmabuf.h>
 #include <gst/tensormem/gsttensorfencemeta.h>
@@ -86,6 +90,7 @@ struct _GstTensorMemUpload {
   GstTensorMemGlWorker *gl_worker;       // storage=pbo: shared through GstContext; guarded by the object lock
   GstAllocator *pbo_allocator;           // storage=pbo, between start and stop; guarded by the object lock
   GstTensorMemD3D11Device *d3d11_device; // storage=d3d11: shared through GstContext; guarded by the object lock
+  GstAllocator *d3d11_allocator;         // storage=d3d11, between start and stop; guarded by the object lock
 };
 
 namespace {
@@ -95,12 +100,14 @@ enum { PROP_0, PROP_STORAGE };
 #define UPLOAD_DMABUF_CAPS GST_VIDEO_CAPS_MAKE_WITH_FEATURES(GST_CAPS_FEATURE_MEMORY_DMABUF, GST_TENSOR_VIDEO_FORMATS)
 #define UPLOAD_PLAIN_CAPS GST_VIDEO_CAPS_MAKE(GST_TENSOR_VIDEO_FORMATS)
 #define UPLOAD_PBO_CAPS GST_VIDEO_CAPS_MAKE_WITH_FEATURES(GST_CAPS_FEATURE_MEMORY_TENSOR_PBO, GST_TENSOR_VIDEO_FORMATS)
+#define UPLOAD_D3D11_CAPS                                                                                              \
+  GST_VIDEO_CAPS_MAKE_WITH_FEATURES(GST_CAPS_FEATURE_MEMORY_TENSOR_D3D11, GST_TENSOR_VIDEO_FORMATS)
 
 GstStaticPadTemplate sink_template = GST_STATIC_PAD_TEMPLATE(
     "sink", GST_PAD_SINK, GST_PAD_ALWAYS, GST_STATIC_CAPS(UPLOAD_PLAIN_CAPS "; " UPLOAD_DMABUF_CAPS));
-GstStaticPadTemplate src_template =
-    GST_STATIC_PAD_TEMPLATE("src", GST_PAD_SRC, GST_PAD_ALWAYS,
-                            GST_STATIC_CAPS(UPLOAD_DMABUF_CAPS "; " UPLOAD_PLAIN_CAPS "; " UPLOAD_PBO_CAPS));
+GstStaticPadTemplate src_template = GST_STATIC_PAD_TEMPLATE(
+    "src", GST_PAD_SRC, GST_PAD_ALWAYS,
+    GST_STATIC_CAPS(UPLOAD_DMABUF_CAPS "; " UPLOAD_PLAIN_CAPS "; " UPLOAD_PBO_CAPS "; " UPLOAD_D3D11_CAPS));
 
 GstTensorMemStorage resolved_storage(GstTensorMemUpload *self) {
   GST_OBJECT_LOCK(self);
@@ -116,12 +123,30 @@ const char *storage_name(GstTensorMemStorage storage) {
   return value ? value->value_nick : "auto";
 }
 
-/* The element's PBO allocator (a new reference), or NULL outside start..stop. */
-GstAllocator *pbo_allocator_of(GstTensorMemUpload *self) {
+/* The element's PBO or D3D11 allocator in `slot` (a new reference), or NULL
+ * outside start..stop. */
+GstAllocator *allocator_of(GstTensorMemUpload *self, GstAllocator *const *slot) {
   GST_OBJECT_LOCK(self);
-  GstAllocator *allocator = self->pbo_allocator ? GST_ALLOCATOR_CAST(gst_object_ref(self->pbo_allocator)) : nullptr;
+  GstAllocator *allocator = *slot ? GST_ALLOCATOR_CAST(gst_object_ref(*slot)) : nullptr;
   GST_OBJECT_UNLOCK(self);
   return allocator;
+}
+
+/* Takes the allocator out of `slot` and drops it. */
+void clear_allocator(GstTensorMemUpload *self, GstAllocator **slot) {
+  GST_OBJECT_LOCK(self);
+  GstAllocator *allocator = *slot;
+  *slot = nullptr;
+  GST_OBJECT_UNLOCK(self);
+  if (allocator)
+    gst_object_unref(allocator);
+}
+
+/* Puts a new allocator into `slot` (which takes its own reference). */
+void set_allocator(GstTensorMemUpload *self, GstAllocator **slot, GstAllocator *allocator) {
+  GST_OBJECT_LOCK(self);
+  gst_object_replace(reinterpret_cast<GstObject **>(slot), GST_OBJECT_CAST(allocator));
+  GST_OBJECT_UNLOCK(self);
 }
 
 void copy_metadata(GstElement *element, GstBuffer *in, GstBuffer *out) {
@@ -134,7 +159,8 @@ gst_tensormem::UploadContext upload_context(GstTensorMemUpload *self) {
   gst_tensormem::UploadContext ctx{};
   ctx.element = GST_ELEMENT(self);
   ctx.storage = resolved_storage(self);
-  ctx.pbo_allocator = pbo_allocator_of(self);
+  ctx.pbo_allocator = allocator_of(self, &self->pbo_allocator);
+  ctx.d3d11_allocator = allocator_of(self, &self->d3d11_allocator);
   ctx.info = gst_tensor_transform_get_info(GST_TENSOR_TRANSFORM(self));
   ctx.copy_metadata = copy_metadata;
   return ctx;
@@ -143,21 +169,27 @@ gst_tensormem::UploadContext upload_context(GstTensorMemUpload *self) {
 void release_context(gst_tensormem::UploadContext &ctx) {
   if (ctx.pbo_allocator)
     gst_object_unref(ctx.pbo_allocator);
+  if (ctx.d3d11_allocator)
+    gst_object_unref(ctx.d3d11_allocator);
   if (ctx.output_pool)
     gst_object_unref(ctx.output_pool);
 }
 
-/* storage=pbo: the GL worker fences what was just written into the output's
- * PBOs and the buffer carries the fence (GstTensorMemFenceMeta), so
- * consumers on other APIs or threads know when the bytes are in the GL
- * buffer. A passed-through input that is not writable is shared first. */
-GstFlowReturn fence_pbo_output(GstTensorMemUpload *self, GstBuffer *inbuf, GstBuffer **outbuf) {
+/* storage=pbo and d3d11: the GL worker (the process D3D11 fence) fences
+ * what was just written into the output's PBOs (textures) and the buffer
+ * carries the fence (GstTensorMemFenceMeta), so consumers on other APIs or
+ * threads know when the bytes are in the GPU buffer. A passed-through input
+ * that is not writable is shared first. */
+GstFlowReturn fence_output(GstTensorMemUpload *self, GstTensorMemStorage storage, GstBuffer *inbuf,
+                           GstBuffer **outbuf) {
   if (*outbuf == inbuf && !gst_buffer_is_writable(inbuf))
     *outbuf = gst_buffer_copy(inbuf); // same memories; base transform drops inbuf
   GError *error = nullptr;
-  if (gst_buffer_fence_tensor_pbo_writes(*outbuf, &error))
+  const bool d3d11 = storage == GST_TENSOR_STORAGE_D3D11;
+  if (d3d11 ? gst_buffer_fence_tensor_d3d11_writes(*outbuf, &error)
+            : gst_buffer_fence_tensor_pbo_writes(*outbuf, &error))
     return GST_FLOW_OK;
-  GST_ELEMENT_ERROR(self, RESOURCE, FAILED, ("Cannot fence the write into PBO memory."),
+  GST_ELEMENT_ERROR(self, RESOURCE, FAILED, ("Cannot fence the write into %s memory.", d3d11 ? "D3D11" : "PBO"),
                     ("%s", error ? error->message : "attaching the fence meta failed"));
   g_clear_error(&error);
   if (*outbuf != inbuf)
@@ -199,6 +231,7 @@ static void gst_tensor_upload_get_property(GObject *object, guint prop_id, GValu
 static void gst_tensor_upload_finalize(GObject *object) {
   auto *self = GST_TENSOR_UPLOAD(object);
   gst_clear_object(&self->pbo_allocator);
+  gst_clear_object(&self->d3d11_allocator);
   gst_clear_object(&self->gl_worker);
   gst_clear_object(&self->d3d11_device);
   G_OBJECT_CLASS(gst_tensor_upload_parent_class)->finalize(object);
@@ -227,15 +260,18 @@ static gboolean ensure_d3d11_device(GstTensorMemUpload *self) {
   return TRUE;
 }
 
-/* storage=d3d11 at start: the texture memory is not built yet (docs/d3d11.md). */
+/* storage=d3d11 at start: an allocator of textures on the shared device. */
 static gboolean start_d3d11(GstTensorMemUpload *self) {
   if (!ensure_d3d11_device(self))
     return FALSE;
-  GST_ELEMENT_ERROR(self, RESOURCE, SETTINGS,
-                    ("storage=d3d11: Direct3D 11 texture memory is not part of this build yet; the device was found, "
-                     "but no buffer can be made in it. Choose storage=system, dmabuf or pbo."),
-                    (nullptr));
-  return FALSE;
+  GST_OBJECT_LOCK(self);
+  GstTensorMemD3D11Device *device = GST_TENSOR_D3D11_DEVICE(gst_object_ref(self->d3d11_device));
+  GST_OBJECT_UNLOCK(self);
+  GstAllocator *allocator = gst_tensor_d3d11_allocator_new(device);
+  gst_object_unref(device);
+  set_allocator(self, &self->d3d11_allocator, allocator);
+  gst_object_unref(allocator);
+  return TRUE;
 }
 
 static gboolean gst_tensor_upload_start(GstBaseTransform *trans) {
@@ -283,22 +319,16 @@ static gboolean gst_tensor_upload_start(GstBaseTransform *trans) {
   GST_INFO_OBJECT(self, "PBO memory of GL worker %" GST_PTR_FORMAT " (%s, %s)", worker,
                   gst_tensor_gl_worker_get_renderer(worker), gst_tensor_gl_worker_get_version(worker));
   gst_object_unref(worker);
-  GST_OBJECT_LOCK(self);
-  gst_object_replace(reinterpret_cast<GstObject **>(&self->pbo_allocator), GST_OBJECT_CAST(allocator));
-  GST_OBJECT_UNLOCK(self);
+  set_allocator(self, &self->pbo_allocator, allocator);
   gst_object_unref(allocator);
   return TRUE;
 }
 
-/* PBO memory already handed out keeps its own allocator (and worker). */
+/* PBO and D3D11 memory already handed out keeps its own allocator (and worker or device). */
 static gboolean gst_tensor_upload_stop(GstBaseTransform *trans) {
   auto *self = GST_TENSOR_UPLOAD(trans);
-  GST_OBJECT_LOCK(self);
-  GstAllocator *allocator = self->pbo_allocator;
-  self->pbo_allocator = nullptr;
-  GST_OBJECT_UNLOCK(self);
-  if (allocator)
-    gst_object_unref(allocator);
+  clear_allocator(self, &self->pbo_allocator);
+  clear_allocator(self, &self->d3d11_allocator);
   return GST_BASE_TRANSFORM_CLASS(gst_tensor_upload_parent_class)->stop(trans);
 }
 
@@ -371,6 +401,9 @@ static GstCaps *gst_tensor_upload_transform_caps(GstBaseTransform *trans, GstPad
       break;
     case GST_TENSOR_STORAGE_PBO:
       result = gst_tensor_transform_caps_with_feature(plain, GST_CAPS_FEATURE_MEMORY_TENSOR_PBO);
+      break;
+    case GST_TENSOR_STORAGE_D3D11:
+      result = gst_tensor_transform_caps_with_feature(plain, GST_CAPS_FEATURE_MEMORY_TENSOR_D3D11);
       gst_caps_unref(plain);
       break;
     default: result = plain; break;
@@ -464,8 +497,8 @@ static GstFlowReturn gst_tensor_upload_prepare_output_buffer(GstBaseTransform *t
                         ("taking the %s path for %" GST_PTR_FORMAT, method.name, inbuf));
       ret = GST_FLOW_ERROR;
     }
-    if (ret == GST_FLOW_OK && ctx.storage == GST_TENSOR_STORAGE_PBO)
-      ret = fence_pbo_output(self, inbuf, outbuf);
+    if (ret == GST_FLOW_OK && (ctx.storage == GST_TENSOR_STORAGE_PBO || ctx.storage == GST_TENSOR_STORAGE_D3D11))
+      ret = fence_output(self, ctx.storage, inbuf, outbuf);
     if (ret == GST_FLOW_OK) {
       GST_LOG_OBJECT(self, "%" GST_PTR_FORMAT " took the %s path", inbuf, method.name);
       gst_tensor_transform_count_buffer(GST_TENSOR_TRANSFORM(self), copied);

@@ -4,6 +4,9 @@
 #include <gst/tensormem/gsttensorcontextshare-private.h>
 
 #include <tensormem/d3d11_device.hpp>
+#include <tensormem/d3d11_timeline.hpp>
+
+#include <mutex>
 
 #include <memory>
 #include <new>
@@ -14,6 +17,8 @@ GST_DEBUG_CATEGORY_STATIC(gst_tensor_d3d11_device_debug);
 
 struct _GstTensorMemD3D11DevicePrivate {
   std::shared_ptr<tensormem::D3d11Context> context; // never empty after construction
+  std::once_flag timeline_once;
+  std::shared_ptr<tensormem::D3d11FenceTimeline> timeline; // made on first use; empty without a fence
 };
 
 G_DEFINE_TYPE_WITH_CODE(GstTensorMemD3D11Device, gst_tensor_d3d11_device, GST_TYPE_OBJECT,
@@ -95,7 +100,9 @@ GstTensorMemD3D11Device *gst_tensor_d3d11_device_new(GError **error) {
  */
 GstTensorMemD3D11Device *gst_tensor_d3d11_device_new_wrapped(std::shared_ptr<tensormem::D3d11Context> context) {
   g_return_val_if_fail(context != nullptr, nullptr);
-  auto *priv = new (std::nothrow) GstTensorMemD3D11DevicePrivate{std::move(context)};
+  auto *priv = new (std::nothrow) GstTensorMemD3D11DevicePrivate();
+  if (priv)
+    priv->context = std::move(context);
   if (!priv)
     return nullptr;
   auto *self = static_cast<GstTensorMemD3D11Device *>(g_object_new(GST_TYPE_TENSOR_D3D11_DEVICE, nullptr));
@@ -118,6 +125,31 @@ GstTensorMemD3D11Device *gst_tensor_d3d11_device_new_wrapped(std::shared_ptr<ten
 std::shared_ptr<tensormem::D3d11Context> gst_tensor_d3d11_device_get_d3d11_context(GstTensorMemD3D11Device *device) {
   g_return_val_if_fail(device_ok(device), nullptr);
   return device->priv->context;
+}
+
+/**
+ * gst_tensor_d3d11_device_get_fence_timeline:
+ * @device: a #GstTensorMemD3D11Device
+ *
+ * C++ only. The process fence as a timeline, one per device object, made on
+ * first use: what texture writes are fenced on.
+ *
+ * Returns: the timeline, or an empty pointer when the device has no fence.
+ *
+ * Since: 0.1
+ */
+std::shared_ptr<tensormem::D3d11FenceTimeline>
+gst_tensor_d3d11_device_get_fence_timeline(GstTensorMemD3D11Device *device) {
+  g_return_val_if_fail(device_ok(device), nullptr);
+  GstTensorMemD3D11DevicePrivate *priv = device->priv;
+  std::call_once(priv->timeline_once, [&] {
+    auto made = tensormem::D3d11FenceTimeline::create(priv->context, "D3D11 texture writes");
+    if (made)
+      priv->timeline = std::move(*made);
+    else
+      GST_WARNING_OBJECT(device, "no fence timeline: %s", made.error().message().c_str());
+  });
+  return priv->timeline;
 }
 
 /**

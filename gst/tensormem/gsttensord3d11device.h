@@ -8,7 +8,8 @@
 
 namespace tensormem {
 class D3d11Context;
-}
+class D3d11FenceTimeline;
+} // namespace tensormem
 #endif
 
 G_BEGIN_DECLS
@@ -104,4 +105,8 @@ GstTensorMemD3D11Device *gst_tensor_d3d11_device_new_wrapped(std::shared_ptr<ten
 
 GST_TENSORMEM_API
 std::shared_ptr<tensormem::D3d11Context> gst_tensor_d3d11_device_get_d3d11_context(GstTensorMemD3D11Device *device);
+
+GST_TENSORMEM_API
+std::shared_ptr<tensormem::D3d11FenceTimeline>
+gst_tensor_d3d11_device_get_fence_timeline(GstTensorMemD3D11Device *device);
 #endif

@@ -92,7 +92,7 @@ TEST(D3d11Device, every_new_device_wraps_the_one_process_context) {
 
 TEST_F(D3d11ContextTest, two_linked_uploads_share_one_device_and_answer_context_queries) {
   ContextWatch watch;
-  GstElement *pipeline = launch("videotestsrc ! tensorupload name=a storage=d3d11 ! tensorupload name=b "
+  GstElement *pipeline = launch("videotestsrc ! tensorupload name=a storage=d3d11 ! tensordownload ! tensorupload name=b "
                                 "storage=d3d11 ! fakesink",
                                 &watch);
   GstTensorMemD3D11Device *a = ready_with_one_device(pipeline);
