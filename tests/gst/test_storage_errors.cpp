@@ -135,14 +135,6 @@ TEST(StorageErrors, D3d11WithoutADeviceNamesTheSoftwareSwitchAndReachesNull) {
   expect_one_upload_error(errors, {"storage=d3d11", "TENSORMEM_D3D11_DEVICE=software", "storage=system"});
 }
 
-TEST(StorageErrors, D3d11WithTheSoftwareDeviceSaysTheTextureMemoryIsNotBuiltYet) {
-  // Until the texture memory lands the element finds the device and then
-  // refuses to start, saying why, instead of producing mislabelled memory.
-  ScopedEnv device("TENSORMEM_D3D11_DEVICE", "software");
-  const BusErrors errors = run_for_errors("videotestsrc num-buffers=2 ! tensorupload name=up storage=d3d11 ! fakesink");
-  expect_one_upload_error(errors, {"storage=d3d11", "not part of this build yet", "storage=system"});
-}
-
 TEST(StorageErrors, RequireZeroCopyRefusalNamesTheCopyAndTheFix) {
   // identity drops the allocation query: videotestsrc never sees our pool,
   // so every buffer would need a copy.
