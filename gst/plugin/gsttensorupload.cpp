@@ -378,8 +378,8 @@ static gboolean gst_tensor_upload_query(GstBaseTransform *trans, GstPadDirection
 }
 
 /* Sink caps → source caps: the same video, as memory:DMABuf first (DMA-BUF
- * storage only) and as plain system-memory caps, or as memory:TensorPBO only
- * (PBO storage). Source caps → sink caps:
+ * storage only) and as plain system-memory caps, or as memory:TensorPBO
+ * (memory:TensorD3D11) only for PBO (D3D11) storage. Source caps → sink caps:
  * plain or memory:DMABuf, whatever the storage (a DMA-BUF input is copied
  * into system storage, or imported into DMA-BUF storage). */
 static GstCaps *gst_tensor_upload_transform_caps(GstBaseTransform *trans, GstPadDirection direction, GstCaps *caps,
@@ -400,10 +400,10 @@ static GstCaps *gst_tensor_upload_transform_caps(GstBaseTransform *trans, GstPad
       result = gst_caps_merge(gst_tensor_transform_caps_with_feature(plain, GST_CAPS_FEATURE_MEMORY_DMABUF), plain);
       break;
     case GST_TENSOR_STORAGE_PBO:
-      result = gst_tensor_transform_caps_with_feature(plain, GST_CAPS_FEATURE_MEMORY_TENSOR_PBO);
-      break;
     case GST_TENSOR_STORAGE_D3D11:
-      result = gst_tensor_transform_caps_with_feature(plain, GST_CAPS_FEATURE_MEMORY_TENSOR_D3D11);
+      result = gst_tensor_transform_caps_with_feature(plain, resolved_storage(self) == GST_TENSOR_STORAGE_PBO
+                                                                 ? GST_CAPS_FEATURE_MEMORY_TENSOR_PBO
+                                                                 : GST_CAPS_FEATURE_MEMORY_TENSOR_D3D11);
       gst_caps_unref(plain);
       break;
     default: result = plain; break;
