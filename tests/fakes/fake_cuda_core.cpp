@@ -18,6 +18,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <deque>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <string>
@@ -26,6 +27,7 @@
 #ifdef _WIN32
 #include <malloc.h>
 #else
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -96,6 +98,14 @@ enum Fn {
   SignalExternalSemaphores,
   WaitExternalSemaphores,
   DestroyExternalSemaphore,
+  // Direct3D 11 textures.
+  GetDeviceProperties,
+  SetDevice,
+  ExternalMemoryGetMappedMipmappedArray,
+  GetMipmappedArrayLevel,
+  FreeMipmappedArray,
+  Memcpy2DFromArrayAsync,
+  Memcpy2DToArrayAsync,
   kFnCount
 };
 
@@ -131,6 +141,15 @@ const FnNames kNames[kFnCount] = {
     {"cudaSignalExternalSemaphoresAsync", {"cudaSignalExternalSemaphoresAsync_v2", "cuSignalExternalSemaphoresAsync"}},
     {"cudaWaitExternalSemaphoresAsync", {"cudaWaitExternalSemaphoresAsync_v2", "cuWaitExternalSemaphoresAsync"}},
     {"cudaDestroyExternalSemaphore", {"cuDestroyExternalSemaphore"}},
+    {"cudaGetDeviceProperties", {"cudaGetDeviceProperties_v2", "cuDeviceGetLuid"}},
+    {"cudaSetDevice", {}},
+    {"cudaExternalMemoryGetMappedMipmappedArray", {"cuExternalMemoryGetMappedMipmappedArray"}},
+    {"cudaGetMipmappedArrayLevel", {"cuMipmappedArrayGetLevel"}},
+    {"cudaFreeMipmappedArray", {"cuMipmappedArrayDestroy"}},
+    // The driver's one 2-D copy counts as whichever direction it copies;
+    // by name, it is the copy out of the array.
+    {"cudaMemcpy2DFromArrayAsync", {"cuMemcpy2DAsync_v2"}},
+    {"cudaMemcpy2DToArrayAsync", {}},
 };
 
 // Either API's name of an operation.
@@ -211,9 +230,23 @@ struct Fault {
 };
 
 struct ExtMem {
-  int fd;
+  int fd; // -1 for a D3D11 texture
   std::size_t size;
   std::size_t live_buffers = 0;
+  // A D3D11 texture: its bytes, as the software device holds them.
+  unsigned char *texels = nullptr;
+  std::size_t row_pitch = 0;
+  std::size_t rows = 0;
+  std::size_t live_arrays = 0;
+};
+
+// A mipmapped array mapped from a D3D11 texture; `level0` is the address
+// handed out as its base level (a cudaArray_t).
+struct MipArray {
+  ExtMem *owner;
+  std::size_t width_bytes;
+  std::size_t height;
+  char level0 = 0;
 };
 
 struct MappedBuffer {
@@ -233,14 +266,18 @@ struct Semaphore {
   int type;
   int fd = -1;            // fd types: owned, closed at destroy
   std::uint64_t held = 0; // Win32 types: the payload
+  // A software D3D11 fence's handle: the payload is the fence's completed
+  // value, read through the software device.
+  std::uintptr_t d3d11_fence = 0;
   bool binary() const { return type == 1 || type == 2 || type == 3; }
 };
 
 // A semaphore operation queued on a stream that has not run yet.
 struct PendingOp {
-  Semaphore *sem;
+  Semaphore *sem; // null: a copy
   bool wait;
   std::uint64_t value;
+  std::function<void()> copy; // a 2-D copy queued behind a wait
 };
 
 struct Resource {
@@ -260,8 +297,13 @@ struct State {
   int device_count = 1;
   bool trace = false;
   bool check_balance = false;
-  bool accept_dmabuf = false; // false: a desktop driver (the default)
+  bool accept_dmabuf = false;                 // false: a desktop driver (the default)
+  bool accept_d3d11 = false;                  // false: CUDA on Linux (the default) refuses D3D11 handles
+  std::uint32_t luid_low[16] = {0x50465753u}; // device 0: the software device's default adapter
+  std::int32_t luid_high[16] = {};
+  std::map<void *, MipArray *> mipmaps;
   int last_import_fd = -1;
+  unsigned long long last_import_size = 0; // declared by the last D3D11 import
   unsigned long violations = 0;
   std::vector<std::string> violation_text;
   std::map<void *, std::size_t> mallocs;
@@ -353,6 +395,8 @@ void init_locked(State &s) {
     s.check_balance = v[0] == '1';
   if (const char *v = std::getenv("FAKE_CUDART_ACCEPT_DMABUF"))
     s.accept_dmabuf = v[0] == '1';
+  if (const char *v = std::getenv("FAKE_CUDART_ACCEPT_D3D11"))
+    s.accept_d3d11 = v[0] == '1';
   if (const char *v = std::getenv("FAKE_CUDART_WAIT_TIMEOUT_MS"))
     s.wait_timeout_ms = std::atol(v);
 }
@@ -476,6 +520,8 @@ std::size_t live_locked(const State &s, const char *kind) {
     n += graphics_mapped;
   if (want("external_semaphore"))
     n += s.semaphores.size();
+  if (want("mipmapped_array"))
+    n += s.mipmaps.size();
   // The driver's contexts only by name: the process runtime keeps its
   // primary context retained until exit, so "everything" leaves them out.
   if (kind && std::strcmp(kind, "primary_context") == 0)
@@ -490,9 +536,13 @@ void release_all_locked(State &s) {
   for (auto &[ptr, buf] : s.mapped)
     free_mapped(buf);
   s.mapped.clear();
+  for (auto &[k, mip] : s.mipmaps)
+    delete mip;
+  s.mipmaps.clear();
   for (auto &[k, ext] : s.ext_mems) {
 #ifndef _WIN32
-    ::close(ext->fd);
+    if (ext->fd >= 0)
+      ::close(ext->fd);
 #endif
     delete ext;
   }
@@ -528,12 +578,12 @@ __attribute__((destructor)) void report_at_exit() {
     return;
   std::fprintf(stderr,
                "fake-cudart: at exit: %zu live object(s) (external memory %zu, mapped buffers %zu, allocations %zu, "
-               "streams %zu, graphics resources %zu, graphics mappings %zu, external semaphores %zu, primary context "
-               "retains %zu, contexts pushed and not popped %zu), %lu ordering violation(s)\n",
+               "streams %zu, graphics resources %zu, graphics mappings %zu, external semaphores %zu, mipmapped arrays "
+               "%zu, primary context retains %zu, contexts pushed and not popped %zu), %lu ordering violation(s)\n",
                live, live_locked(s, "external_memory"), live_locked(s, "mapped_buffer"), live_locked(s, "malloc"),
                live_locked(s, "stream"), live_locked(s, "graphics_resource"), live_locked(s, "graphics_mapping"),
-               live_locked(s, "external_semaphore"), live_locked(s, "primary_context"),
-               live_locked(s, "current_context"), s.violations);
+               live_locked(s, "external_semaphore"), live_locked(s, "mipmapped_array"),
+               live_locked(s, "primary_context"), live_locked(s, "current_context"), s.violations);
   if (s.check_balance) {
     std::fflush(stderr);
     ::_exit(97);
@@ -578,7 +628,43 @@ void close_on_failed_import(int fd, int close_fd) {
 
 // ---- Semaphore payloads and the streams' queues -----------------------------
 
+// ---- The software D3D11 device, reached through its C hooks ---------------
+// libtensormem is loaded in the test process; the fake finds the software
+// device's hooks there at run time and needs nothing of it to build.
+using VideoMemoryHook = int (*)(std::uintptr_t handle, void **data, std::uint32_t *row_pitch, std::uint32_t *rows);
+using FenceValueHook = int (*)(std::uintptr_t handle, std::uint64_t *value);
+
+template <typename Hook> Hook find_hook(const char *name) {
+#ifdef _WIN32
+  (void)name;
+  return nullptr; // the Windows fake refuses D3D11 imports
+#else
+  return reinterpret_cast<Hook>(::dlsym(RTLD_DEFAULT, name));
+#endif
+}
+
+bool software_texture(std::uintptr_t handle, unsigned char *&texels, std::size_t &row_pitch, std::size_t &rows) {
+  static const VideoMemoryHook hook = find_hook<VideoMemoryHook>("tm_software_d3d11_video_memory");
+  void *data = nullptr;
+  std::uint32_t pitch = 0, count = 0;
+  if (!hook || hook(handle, &data, &pitch, &count) != 0 || !data)
+    return false;
+  texels = static_cast<unsigned char *>(data);
+  row_pitch = pitch;
+  rows = count;
+  return true;
+}
+
+bool software_fence(std::uintptr_t handle, std::uint64_t &value) {
+  static const FenceValueHook hook = find_hook<FenceValueHook>("tm_software_d3d11_fence_value");
+  return hook && hook(handle, &value) == 0;
+}
+
 std::uint64_t payload(const Semaphore &sem) {
+  if (sem.d3d11_fence) {
+    std::uint64_t value = 0;
+    return software_fence(sem.d3d11_fence, value) ? value : 0;
+  }
 #ifndef _WIN32
   if (sem.fd >= 0) {
     unsigned char bytes[8] = {};
@@ -610,13 +696,17 @@ void set_payload(Semaphore &sem, std::uint64_t v) {
 }
 
 bool ready(const PendingOp &op) {
-  if (!op.wait)
+  if (!op.wait || !op.sem)
     return true;
   std::uint64_t now = payload(*op.sem);
   return op.sem->binary() ? now != 0 : now >= op.value;
 }
 
 void run(State &s, const PendingOp &op) {
+  if (!op.sem) {
+    op.copy();
+    return;
+  }
   Semaphore &sem = *op.sem;
   if (op.wait) {
     if (sem.binary())
@@ -938,11 +1028,47 @@ int stream_destroy(const Entry &e, void *stream) {
   });
 }
 
+namespace {
+
+// cudaExternalMemoryHandleTypeD3D11Resource: the NT handle of a shared
+// texture. CUDA on Linux refuses the type (the default); with
+// FAKE_CUDART_ACCEPT_D3D11=1 a software device's texture is taken, its
+// bytes reached through the device's hook. CUDA requires the Dedicated flag
+// for it.
+int import_d3d11_locked(State &s, void **ext_mem, const MemHandleDesc &desc) {
+  s.last_import_size = desc.size;
+  if (!ext_mem || desc.size == 0 || desc.flags != 1 || !all_zero(desc.reserved, 16) || desc.handle.win32.name)
+    return kInvalidValue;
+  if (!s.accept_d3d11)
+    return kNotSupported;
+  unsigned char *texels = nullptr;
+  std::size_t row_pitch = 0, rows = 0;
+  if (!software_texture(reinterpret_cast<std::uintptr_t>(desc.handle.win32.handle), texels, row_pitch, rows))
+    return kInvalidValue;
+  // The import takes any size; the array mapping checks it.
+  auto *ext = new ExtMem{-1, static_cast<std::size_t>(desc.size)};
+  ext->texels = texels;
+  ext->row_pitch = row_pitch;
+  ext->rows = rows;
+  s.ext_mems[ext] = ext;
+  *ext_mem = ext;
+  return kSuccess;
+}
+
+std::size_t round_up(std::size_t v, std::size_t to) { return (v + to - 1) / to * to; }
+
+} // namespace
+
 int import_external_memory(const Entry &e, void **ext_mem, const void *raw_desc) {
   const auto *desc = static_cast<const MemHandleDesc *>(raw_desc);
   State &s = state();
   std::lock_guard lock(s.mu);
   int close_fd = 0;
+  if (desc && desc->type == 6) {
+    if (int rc = enter(s, ImportExternalMemory, e))
+      return rc;
+    return import_d3d11_locked(s, ext_mem, *desc);
+  }
 #ifdef _WIN32
   // An OpaqueFd means nothing to the Windows runtime (it imports Win32
   // handles there), so on Windows every fd import is refused.
@@ -996,6 +1122,8 @@ int external_memory_mapped_buffer(const Entry &e, void **dev_ptr, void *ext_mem,
   if (it == s.ext_mems.end())
     return kInvalidResourceHandle;
   ExtMem *ext = it->second;
+  if (ext->texels)
+    return kInvalidValue; // a texture maps as an array, not a buffer
   if (desc->size == 0 || desc->flags != 0 || !all_zero(desc->reserved, 16) || desc->offset > ext->size ||
       desc->size > ext->size - desc->offset)
     return kInvalidValue;
@@ -1027,6 +1155,18 @@ int destroy_external_memory(const Entry &e, void *ext_mem) {
   if (it == s.ext_mems.end())
     return kInvalidResourceHandle;
   ExtMem *ext = it->second;
+  if (ext->live_arrays > 0) {
+    violation(s, "cudaDestroyExternalMemory with " + std::to_string(ext->live_arrays) +
+                     " mipmapped array(s) not freed first");
+    for (auto m = s.mipmaps.begin(); m != s.mipmaps.end();) {
+      if (m->second->owner == ext) {
+        delete m->second;
+        m = s.mipmaps.erase(m);
+      } else {
+        ++m;
+      }
+    }
+  }
   if (ext->live_buffers > 0) {
     violation(s, "cudaDestroyExternalMemory with " + std::to_string(ext->live_buffers) +
                      " mapped buffer(s) not freed with cudaFree first");
@@ -1040,7 +1180,8 @@ int destroy_external_memory(const Entry &e, void *ext_mem) {
     }
   }
 #ifndef _WIN32
-  ::close(ext->fd);
+  if (ext->fd >= 0)
+    ::close(ext->fd);
 #endif
   delete ext;
   s.ext_mems.erase(it);
@@ -1080,10 +1221,25 @@ int import_external_semaphore(const Entry &e, void **ext_sem, const void *raw_de
     break;
 #endif
   }
+  case 5: { // D3D11Fence
+    // A software device's shared fence: CUDA on Linux refuses it (the
+    // default); accepted, its completed value is the payload. Any other
+    // non-null handle is a stand-in as for the other Win32 types.
+    std::uint64_t value = 0;
+    const auto handle = reinterpret_cast<std::uintptr_t>(desc->handle.win32.handle);
+    if (handle && software_fence(handle, value)) {
+      if (!s.accept_d3d11) {
+        delete sem;
+        return kNotSupported;
+      }
+      sem->d3d11_fence = handle;
+      break;
+    }
+    [[fallthrough]];
+  }
   case 2:  // OpaqueWin32
   case 3:  // OpaqueWin32Kmt
   case 4:  // D3D12Fence
-  case 5:  // D3D11Fence
   case 10: // TimelineSemaphoreWin32
     // Any non-null handle stands for a shared fence or semaphore, on every
     // OS (a real Linux driver refuses these). CUDA takes its own reference:
@@ -1147,7 +1303,7 @@ int queue_semaphore_ops(State &s, void *const *sems, const unsigned char *params
       if (value <= floor)
         return kInvalidValue;
     }
-    ops.push_back(PendingOp{sem, wait, value});
+    ops.push_back(PendingOp{sem, wait, value, {}});
   }
   std::deque<PendingOp> &queue = s.queues[stream];
   queue.insert(queue.end(), ops.begin(), ops.end());
@@ -1190,6 +1346,143 @@ int destroy_external_semaphore(const Entry &e, void *ext_sem) {
 #endif
     delete sem;
     s.semaphores.erase(it);
+    return kSuccess;
+  });
+}
+
+// ---- Direct3D 11 textures ---------------------------------------------------
+
+int device_luid(const Entry &e, int ordinal, unsigned char *luid, unsigned *node_mask) {
+  return guarded(GetDeviceProperties, e, [&](State &s) {
+    if (!luid || !node_mask)
+      return kInvalidValue;
+    if (ordinal < 0 || ordinal >= s.device_count || ordinal >= 16)
+      return kInvalidDevice;
+    const auto high = static_cast<std::uint32_t>(s.luid_high[ordinal]);
+    for (int i = 0; i < 4; ++i) {
+      luid[i] = static_cast<unsigned char>(s.luid_low[ordinal] >> (8 * i));
+      luid[4 + i] = static_cast<unsigned char>(high >> (8 * i));
+    }
+    *node_mask = 1;
+    return kSuccess;
+  });
+}
+
+int set_device(const Entry &e, int ordinal) {
+  return guarded(SetDevice, e,
+                 [&](State &s) { return ordinal >= 0 && ordinal < s.device_count ? kSuccess : kInvalidDevice; });
+}
+
+int external_memory_mipmapped_array(const Entry &e, void **mipmap, void *ext_mem, const ArrayRequest &r) {
+  return guarded(ExternalMemoryGetMappedMipmappedArray, e, [&](State &s) {
+    if (!mipmap)
+      return kInvalidValue;
+    auto it = s.ext_mems.find(ext_mem);
+    if (it == s.ext_mems.end())
+      return kInvalidResourceHandle;
+    ExtMem *ext = it->second;
+    if (!ext->texels || r.offset != 0 || r.levels != 1 || r.flags != 0 || !r.tail_zero || r.depth != 0 ||
+        r.width == 0 || r.height == 0)
+      return kInvalidValue;
+    // Every used channel as wide as the first: 8-bit unsigned, 16- or
+    // 32-bit float.
+    int channels = 0;
+    while (channels < 4 && r.bits[channels] == r.bits[0] && r.bits[0] != 0)
+      ++channels;
+    for (int i = channels; i < 4; ++i)
+      if (r.bits[i] != 0)
+        return kInvalidValue;
+    const bool known = (r.kind == 1 && r.bits[0] == 8) || (r.kind == 2 && (r.bits[0] == 16 || r.bits[0] == 32));
+    if (channels == 0 || !known)
+      return kInvalidValue;
+    const std::size_t texel = static_cast<std::size_t>(r.bits[0] / 8 * channels);
+    // The description must match the resource: its rows are exactly the
+    // texture's rows (a wrong texel size shows here), its height the
+    // texture's.
+    if (r.width > ext->row_pitch / texel || r.width * texel != ext->row_pitch || r.height != ext->rows)
+      return kInvalidValue;
+    // The texture's real footprint, the fake's tiling: rows padded to 512
+    // bytes, row count to 16. A declaration below it is refused here, not
+    // at the import (what an RTX 3070 does, spec CUDA-LADDER-04).
+    const std::size_t footprint = round_up(ext->row_pitch, 512) * round_up(ext->rows, 16);
+    if (ext->size < footprint)
+      return kInvalidValue;
+    auto *mip = new MipArray{ext, r.width * texel, r.height};
+    s.mipmaps[mip] = mip;
+    ++ext->live_arrays;
+    *mipmap = mip;
+    return kSuccess;
+  });
+}
+
+MipArray *find_level(State &s, const void *array) {
+  for (auto &[key, mip] : s.mipmaps)
+    if (&mip->level0 == array)
+      return mip;
+  return nullptr;
+}
+
+int mipmapped_array_level(const Entry &e, void **array, const void *mipmap, unsigned level) {
+  return guarded(GetMipmappedArrayLevel, e, [&](State &s) {
+    auto it = s.mipmaps.find(const_cast<void *>(mipmap));
+    if (it == s.mipmaps.end())
+      return kInvalidResourceHandle;
+    if (!array || level != 0)
+      return kInvalidValue;
+    *array = &it->second->level0;
+    return kSuccess;
+  });
+}
+
+int free_mipmapped_array(const Entry &e, void *mipmap) {
+  return guarded(FreeMipmappedArray, e, [&](State &s) {
+    auto it = s.mipmaps.find(mipmap);
+    if (it == s.mipmaps.end())
+      return kInvalidResourceHandle;
+    MipArray *mip = it->second;
+    if (mip->owner->live_arrays > 0)
+      --mip->owner->live_arrays;
+    delete mip;
+    s.mipmaps.erase(it);
+    return kSuccess;
+  });
+}
+
+int memcpy_2d(const Entry &e, const Copy2D &c) {
+  return guarded(c.to_array ? Memcpy2DToArrayAsync : Memcpy2DFromArrayAsync, e, [&](State &s) {
+    if (c.stream && !s.streams.count(c.stream))
+      return kInvalidResourceHandle;
+    MipArray *mip = find_level(s, c.array);
+    if (!mip)
+      return kInvalidResourceHandle;
+    if (c.kind != kDeviceToDevice || c.height == 0 || c.width_bytes == 0 || c.pitch < c.width_bytes ||
+        c.array_x_bytes > mip->width_bytes || c.width_bytes > mip->width_bytes - c.array_x_bytes ||
+        c.array_y > mip->height || c.height > mip->height - c.array_y)
+      return kInvalidValue;
+    // The linear side is device memory covering every row.
+    auto *linear = static_cast<unsigned char *>(c.linear) + c.linear_y * c.pitch + c.linear_x_bytes;
+    if (!is_device(s, linear, (c.height - 1) * c.pitch + c.width_bytes))
+      return kInvalidValue;
+    ExtMem *ext = mip->owner;
+    unsigned char *texels = ext->texels + c.array_y * ext->row_pitch + c.array_x_bytes;
+    const std::size_t texel_pitch = ext->row_pitch;
+    const Copy2D copy = c;
+    std::function<void()> run_copy = [=] {
+      for (std::size_t row = 0; row < copy.height; ++row) {
+        unsigned char *t = texels + row * texel_pitch;
+        unsigned char *l = linear + row * copy.pitch;
+        if (copy.to_array)
+          std::memcpy(t, l, copy.width_bytes);
+        else
+          std::memcpy(l, t, copy.width_bytes);
+      }
+    };
+    // Stream order: behind a semaphore wait still queued on the stream.
+    std::deque<PendingOp> &queue = s.queues[c.stream];
+    if (queue.empty())
+      run_copy();
+    else
+      queue.push_back(PendingOp{nullptr, false, 0, std::move(run_copy)});
     return kSuccess;
   });
 }
@@ -1403,6 +1696,24 @@ FAKE_EXPORT int fake_cudart_accepts_dmabuf(void) {
   return s.accept_dmabuf ? 1 : 0;
 }
 
+FAKE_EXPORT void fake_cudart_set_accept_d3d11(int accept) {
+  State &s = state();
+  std::lock_guard lock(s.mu);
+  init_locked(s);
+  s.accept_d3d11 = accept != 0;
+}
+
+FAKE_EXPORT int fake_cudart_set_device_luid(int device, unsigned int low, int high) {
+  State &s = state();
+  std::lock_guard lock(s.mu);
+  init_locked(s);
+  if (device < 0 || device >= 16)
+    return -1;
+  s.luid_low[device] = low;
+  s.luid_high[device] = high;
+  return 0;
+}
+
 FAKE_EXPORT void fake_cudart_set_device_count(int count) {
   State &s = state();
   std::lock_guard lock(s.mu);
@@ -1414,6 +1725,12 @@ FAKE_EXPORT int fake_cudart_last_import_fd(void) {
   State &s = state();
   std::lock_guard lock(s.mu);
   return s.last_import_fd;
+}
+
+FAKE_EXPORT unsigned long long fake_cudart_last_import_size(void) {
+  State &s = state();
+  std::lock_guard lock(s.mu);
+  return s.last_import_size;
 }
 
 FAKE_EXPORT void fake_cudart_set_wait_timeout_ms(long ms) {

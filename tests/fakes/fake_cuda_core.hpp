@@ -62,6 +62,34 @@ FAKE_CORE_API int signal_external_semaphores(const Entry &e, void *const *sems, 
 FAKE_CORE_API int wait_external_semaphores(const Entry &e, void *const *sems, const void *params, unsigned count,
                                            void *stream, bool v1_layout);
 FAKE_CORE_API int destroy_external_semaphore(const Entry &e, void *ext_sem);
+// Direct3D 11 textures. The front ends translate their own descriptors into
+// these neutral ones.
+struct ArrayRequest {
+  unsigned long long offset;
+  std::size_t width, height, depth;
+  int bits[4]; // per channel, 0 after the last
+  int kind;    // 1 unsigned, 2 float (cudaChannelFormatKind numbers); -1 unknown
+  unsigned levels;
+  unsigned flags;
+  bool tail_zero; // the descriptor's reserved words were all zero
+};
+struct Copy2D {
+  bool to_array; // linear → array; otherwise array → linear
+  void *array;
+  void *linear;
+  std::size_t pitch; // of the linear side
+  std::size_t array_x_bytes, array_y, linear_x_bytes, linear_y;
+  std::size_t width_bytes, height;
+  int kind; // cudaMemcpyKind (the driver passes 3, device to device)
+  void *stream;
+};
+FAKE_CORE_API int device_luid(const Entry &e, int ordinal, unsigned char *luid, unsigned *node_mask);
+FAKE_CORE_API int set_device(const Entry &e, int ordinal);
+FAKE_CORE_API int external_memory_mipmapped_array(const Entry &e, void **mipmap, void *ext_mem,
+                                                  const ArrayRequest &request);
+FAKE_CORE_API int mipmapped_array_level(const Entry &e, void **array, const void *mipmap, unsigned level);
+FAKE_CORE_API int free_mipmapped_array(const Entry &e, void *mipmap);
+FAKE_CORE_API int memcpy_2d(const Entry &e, const Copy2D &copy);
 FAKE_CORE_API int gl_register_buffer(const Entry &e, void **resource, unsigned buffer, unsigned flags);
 FAKE_CORE_API int gl_map_resources(const Entry &e, int count, void **resources, void *stream);
 FAKE_CORE_API int gl_mapped_pointer(const Entry &e, void **dev_ptr, std::size_t *size, void *resource);

@@ -175,3 +175,107 @@ FAKE_DRIVER_EXPORT int cuDestroyExternalSemaphore(void *ext_sem) {
   return fakecuda::destroy_external_semaphore(in_context("cuDestroyExternalSemaphore"), ext_sem);
 }
 #endif
+
+#ifndef FAKE_CUDA_D3D11
+#define FAKE_CUDA_D3D11 1
+#endif
+
+#if FAKE_CUDA_D3D11
+namespace {
+
+// CUDA_EXTERNAL_MEMORY_MIPMAPPED_ARRAY_DESC and CUDA_MEMCPY2D as cuda.h
+// lays them out.
+struct DriverMipmappedArrayDesc {
+  unsigned long long offset;
+  std::size_t width, height, depth;
+  int format; // CUarray_format
+  unsigned int channels;
+  unsigned int flags;
+  unsigned int array_desc_padding; // CUDA_ARRAY3D_DESCRIPTOR is 40 bytes
+  unsigned int num_levels;
+  unsigned int reserved[16];
+};
+static_assert(sizeof(DriverMipmappedArrayDesc) == 120 && offsetof(DriverMipmappedArrayDesc, num_levels) == 48);
+
+struct DriverMemcpy2D {
+  std::size_t src_x, src_y;
+  int src_type;
+  const void *src_host;
+  DevicePtr src_device;
+  void *src_array;
+  std::size_t src_pitch;
+  std::size_t dst_x, dst_y;
+  int dst_type;
+  void *dst_host;
+  DevicePtr dst_device;
+  void *dst_array;
+  std::size_t dst_pitch;
+  std::size_t width, height;
+};
+static_assert(sizeof(DriverMemcpy2D) == 128);
+
+constexpr int kMemoryTypeDevice = 2;
+constexpr int kMemoryTypeArray = 3;
+constexpr int kCopyDeviceToDevice = 3;
+
+} // namespace
+
+FAKE_DRIVER_EXPORT int cuDeviceGetLuid(char *luid, unsigned int *node_mask, int device) {
+  return fakecuda::device_luid(setup("cuDeviceGetLuid"), device, reinterpret_cast<unsigned char *>(luid), node_mask);
+}
+
+FAKE_DRIVER_EXPORT int cuExternalMemoryGetMappedMipmappedArray(void **mipmap, void *ext_mem, const void *raw) {
+  fakecuda::ArrayRequest request{};
+  if (raw) {
+    const auto *desc = static_cast<const DriverMipmappedArrayDesc *>(raw);
+    bool tail_zero = true;
+    for (unsigned int word : desc->reserved)
+      tail_zero = tail_zero && word == 0;
+    // CU_AD_FORMAT_UNSIGNED_INT8, _HALF, _FLOAT as the runtime's channel
+    // bits and kind; any other format is unknown (-1).
+    int bits = desc->format == 0x01 ? 8 : desc->format == 0x10 ? 16 : desc->format == 0x20 ? 32 : 0;
+    int kind = desc->format == 0x01 ? 1 : bits != 0 ? 2 : -1;
+    request.offset = desc->offset;
+    request.width = desc->width;
+    request.height = desc->height;
+    request.depth = desc->depth;
+    for (unsigned i = 0; i < 4; ++i)
+      request.bits[i] = i < desc->channels ? bits : 0;
+    request.kind = kind;
+    request.levels = desc->num_levels;
+    request.flags = desc->flags;
+    request.tail_zero = tail_zero;
+  }
+  return fakecuda::external_memory_mipmapped_array(in_context("cuExternalMemoryGetMappedMipmappedArray"),
+                                                   raw ? mipmap : nullptr, ext_mem, request);
+}
+
+FAKE_DRIVER_EXPORT int cuMipmappedArrayGetLevel(void **array, void *mipmap, unsigned int level) {
+  return fakecuda::mipmapped_array_level(in_context("cuMipmappedArrayGetLevel"), array, mipmap, level);
+}
+
+FAKE_DRIVER_EXPORT int cuMipmappedArrayDestroy(void *mipmap) {
+  return fakecuda::free_mipmapped_array(in_context("cuMipmappedArrayDestroy"), mipmap);
+}
+
+FAKE_DRIVER_EXPORT int cuMemcpy2DAsync_v2(const void *raw, void *stream) {
+  fakecuda::Copy2D copy{};
+  copy.stream = stream;
+  copy.kind = -1; // a combination of memory types the fake does not model
+  if (raw) {
+    const auto *c = static_cast<const DriverMemcpy2D *>(raw);
+    copy.width_bytes = c->width;
+    copy.height = c->height;
+    if (c->src_type == kMemoryTypeArray && c->dst_type == kMemoryTypeDevice) {
+      copy = fakecuda::Copy2D{
+          false,    c->src_array, pointer(c->dst_device), c->dst_pitch, c->src_x, c->src_y, c->dst_x, c->dst_y,
+          c->width, c->height,    kCopyDeviceToDevice,    stream};
+    } else if (c->src_type == kMemoryTypeDevice && c->dst_type == kMemoryTypeArray) {
+      copy = fakecuda::Copy2D{
+          true,     c->dst_array, pointer(c->src_device), c->src_pitch, c->dst_x, c->dst_y, c->src_x, c->src_y,
+          c->width, c->height,    kCopyDeviceToDevice,    stream};
+    }
+  }
+  return fakecuda::memcpy_2d(in_context("cuMemcpy2DAsync_v2"), copy);
+}
+#endif

@@ -9,6 +9,7 @@
 #include "fake_cuda_core.hpp"
 
 #include <cstddef>
+#include <cstring>
 
 #ifdef _WIN32
 #define FAKE_RUNTIME_EXPORT extern "C" __declspec(dllexport)
@@ -120,5 +121,102 @@ FAKE_RUNTIME_EXPORT int cudaWaitExternalSemaphoresAsync_v2(void *const *sems, co
                                                            void *stream) {
   return fakecuda::wait_external_semaphores(entry("cudaWaitExternalSemaphoresAsync_v2"), sems, params, count, stream,
                                             false);
+}
+#endif
+
+#ifndef FAKE_CUDA_D3D11
+#define FAKE_CUDA_D3D11 1
+#endif
+
+#if FAKE_CUDA_D3D11
+namespace {
+
+// cudaExternalMemoryMipmappedArrayDesc as the CUDA 13 header lays it out.
+struct RuntimeMipmappedArrayDesc {
+  unsigned long long offset;
+  struct {
+    int x, y, z, w;
+    int f;
+  } format;
+  std::size_t width, height, depth;
+  unsigned int flags;
+  unsigned int num_levels;
+  unsigned int reserved[16];
+};
+static_assert(sizeof(RuntimeMipmappedArrayDesc) == 128);
+
+// Where cudaDeviceProp keeps the LUID (after name[256] and the uuid).
+constexpr std::size_t kLuidOffset = 272;
+constexpr std::size_t kLuidMaskOffset = 280;
+
+int device_properties(const char *symbol, void *prop, int device) {
+  if (!prop)
+    return fakecuda::device_luid(entry(symbol), device, nullptr, nullptr);
+  auto *bytes = static_cast<unsigned char *>(prop);
+  unsigned mask = 0;
+  int rc = fakecuda::device_luid(entry(symbol), device, bytes + kLuidOffset, &mask);
+  if (rc == 0) {
+    static const char kName[] = "tensormem fake CUDA device";
+    std::memcpy(bytes, kName, sizeof kName);
+    std::memcpy(bytes + kLuidMaskOffset, &mask, sizeof mask);
+  }
+  return rc;
+}
+
+} // namespace
+
+FAKE_RUNTIME_EXPORT int cudaGetDeviceProperties_v2(void *prop, int device) {
+  return device_properties("cudaGetDeviceProperties_v2", prop, device);
+}
+
+FAKE_RUNTIME_EXPORT int cudaGetDeviceProperties(void *prop, int device) {
+  return device_properties("cudaGetDeviceProperties", prop, device);
+}
+
+FAKE_RUNTIME_EXPORT int cudaSetDevice(int device) { return fakecuda::set_device(entry("cudaSetDevice"), device); }
+
+FAKE_RUNTIME_EXPORT int cudaExternalMemoryGetMappedMipmappedArray(void **mipmap, void *ext_mem, const void *raw) {
+  fakecuda::ArrayRequest request{};
+  if (raw) {
+    const auto *desc = static_cast<const RuntimeMipmappedArrayDesc *>(raw);
+    bool tail_zero = true;
+    for (unsigned int word : desc->reserved)
+      tail_zero = tail_zero && word == 0;
+    request = fakecuda::ArrayRequest{desc->offset,
+                                     desc->width,
+                                     desc->height,
+                                     desc->depth,
+                                     {desc->format.x, desc->format.y, desc->format.z, desc->format.w},
+                                     desc->format.f,
+                                     desc->num_levels,
+                                     desc->flags,
+                                     tail_zero};
+  }
+  return fakecuda::external_memory_mipmapped_array(entry("cudaExternalMemoryGetMappedMipmappedArray"),
+                                                   raw ? mipmap : nullptr, ext_mem, request);
+}
+
+FAKE_RUNTIME_EXPORT int cudaGetMipmappedArrayLevel(void **array, const void *mipmap, unsigned int level) {
+  return fakecuda::mipmapped_array_level(entry("cudaGetMipmappedArrayLevel"), array, mipmap, level);
+}
+
+FAKE_RUNTIME_EXPORT int cudaFreeMipmappedArray(void *mipmap) {
+  return fakecuda::free_mipmapped_array(entry("cudaFreeMipmappedArray"), mipmap);
+}
+
+FAKE_RUNTIME_EXPORT int cudaMemcpy2DFromArrayAsync(void *dst, std::size_t dpitch, const void *src, std::size_t w_offset,
+                                                   std::size_t h_offset, std::size_t width, std::size_t height,
+                                                   int kind, void *stream) {
+  fakecuda::Copy2D copy{false, const_cast<void *>(src), dst, dpitch, w_offset, h_offset, 0, 0, width, height, kind,
+                        stream};
+  return fakecuda::memcpy_2d(entry("cudaMemcpy2DFromArrayAsync"), copy);
+}
+
+FAKE_RUNTIME_EXPORT int cudaMemcpy2DToArrayAsync(void *dst, std::size_t w_offset, std::size_t h_offset, const void *src,
+                                                 std::size_t spitch, std::size_t width, std::size_t height, int kind,
+                                                 void *stream) {
+  fakecuda::Copy2D copy{true, dst,   const_cast<void *>(src), spitch, w_offset, h_offset, 0, 0, width, height,
+                        kind, stream};
+  return fakecuda::memcpy_2d(entry("cudaMemcpy2DToArrayAsync"), copy);
 }
 #endif

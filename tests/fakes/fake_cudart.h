@@ -49,6 +49,9 @@
  *                                caller, as a desktop driver does. Every test
  *                                that uses the fake says which one it emulates.
  *                                (The Windows build refuses every fd import.)
+ *   FAKE_CUDART_ACCEPT_D3D11=1   D3D11 textures and fences are imported (see
+ *                                "Direct3D 11" below); unset or 0: refused
+ *                                with cudaErrorNotSupported, as on Linux
  *   FAKE_CUDART_WAIT_TIMEOUT_MS=n  how long a stream synchronisation waits for
  *                                a queued semaphore wait (default 3000); see below
  *
@@ -78,6 +81,25 @@
  * where a GPU would hang. A semaphore destroyed, or a stream destroyed, with
  * operations still queued on it is a violation too; a semaphore never
  * destroyed is a leak ("external_semaphore") for the balance check.
+ *
+ * Direct3D 11. A D3D11Resource import (type 6, Dedicated flag required)
+ * takes the NT handle of a texture of the software D3D11 device, whose
+ * bytes the fake reaches through the device's C hook
+ * tm_software_d3d11_video_memory (found with dlsym in the test process);
+ * the import takes any size. Mapping its mipmapped array checks the
+ * descriptor (offset 0, one level, depth 0, flags 0, zero tail), that the
+ * channel description's texel times the width is exactly the texture's row
+ * and the height its row count, and that the declared size covers the
+ * fake's footprint of the texture: its row rounded up to 512 bytes times
+ * its row count rounded up to 16 (so a 1920x1080 RGBA texture needs twice
+ * its tight size, and a tiny one more than a page). The array's level 0
+ * copies to and from device memory with the 2-D copies, stream-ordered: a
+ * copy queued behind a semaphore wait runs when the wait does. A D3D11Fence
+ * semaphore imported from a software device's shared fence handle reads
+ * the fence's completed value through tm_software_d3d11_fence_value. Device
+ * LUIDs: fake_cudart_set_device_luid. Mipmapped arrays count as
+ * "mipmapped_array" objects; destroying external memory with one still
+ * mapped is a violation.
  */
 #ifndef TENSORMEM_TESTS_FAKE_CUDART_H
 #define TENSORMEM_TESTS_FAKE_CUDART_H
@@ -103,6 +125,7 @@ unsigned long fake_cudart_calls(const char *fn);
 /* Calls of exactly the exported function `symbol` since the last reset. */
 unsigned long fake_cudart_symbol_calls(const char *symbol);
 /* Live objects of one kind: "external_memory", "mapped_buffer", "malloc",
+ * "mipmapped_array",
  * "stream", "graphics_resource", "graphics_mapping", "external_semaphore",
  * and the driver's
  * "primary_context" (retains not released) and "current_context" (pushes
@@ -123,6 +146,17 @@ void fake_cudart_set_device_count(int count);
  * refused (a desktop driver). Overrides FAKE_CUDART_ACCEPT_DMABUF. */
 void fake_cudart_set_accept_dmabuf(int accept);
 int fake_cudart_accepts_dmabuf(void);
+/* 1: D3D11 textures (cudaExternalMemoryHandleTypeD3D11Resource) and a
+ * software device's shared D3D11 fences are imported, as a Windows driver
+ * does; 0: refused with cudaErrorNotSupported, as CUDA on Linux does (the
+ * default). Overrides FAKE_CUDART_ACCEPT_D3D11. */
+void fake_cudart_set_accept_d3d11(int accept);
+/* The LUID device `device` reports (cudaDeviceProp::luid, cuDeviceGetLuid):
+ * LowPart, HighPart. Device 0 starts with the software D3D11 device's
+ * default adapter (0x50465753, 0), the others with zero. -1: no such slot. */
+int fake_cudart_set_device_luid(int device, unsigned int low, int high);
+/* The size the last D3D11 import declared (0: none yet), refused or not. */
+unsigned long long fake_cudart_last_import_size(void);
 /* The fd the last successful cudaImportExternalMemory took over (-1 none). */
 int fake_cudart_last_import_fd(void);
 /* How long a stream synchronisation waits for a queued semaphore wait

@@ -124,6 +124,20 @@ struct ExternalMemoryMipmappedArrayDesc {
   unsigned int reserved[16];
 };
 
+/// The two fields of cudaDeviceProp the D3D11 path reads (D3D-CUDA-01):
+/// the adapter LUID (char[8], the bytes of a Windows LUID) and its node
+/// mask, after `char name[256]` and the 16-byte `cudaUUID_t uuid`. The
+/// struct's length differs between toolkits; it is never mirrored whole: a
+/// buffer of kDevicePropBufferSize zero bytes receives it, and
+/// tests/lib/cuda checks these offsets and that bound against
+/// driver_types.h.
+inline constexpr std::size_t kDevicePropLuidOffset = 272;
+inline constexpr std::size_t kDevicePropLuidNodeMaskOffset = 280;
+inline constexpr std::size_t kDevicePropBufferSize = 4096;
+
+/// The level of a mipmapped array that holds the base image.
+inline constexpr unsigned kBaseLevel = 0;
+
 /// cudaExternalSemaphoreHandleDesc: 96 bytes, alignment 8.
 struct ExternalSemaphoreHandleDesc {
   ExternalSemaphoreHandleType type;
@@ -240,6 +254,21 @@ using SignalExternalSemaphoresAsyncFn = Status (*)(void *const *ext_sems, const 
 using WaitExternalSemaphoresAsyncFn = Status (*)(void *const *ext_sems, const ExternalSemaphoreWaitParams *params,
                                                  unsigned int count, void *stream);
 using DestroyExternalSemaphoreFn = Status (*)(void *ext_sem);
+// D3D11 textures (optional entry points, D3D-CUDA-01): the mipmapped array
+// an external memory holds, its base level, 2-D copies between an array and
+// linear memory on a stream, device selection by adapter LUID.
+using ExternalMemoryGetMappedMipmappedArrayFn = Status (*)(void **mipmap, void *ext_mem,
+                                                           const ExternalMemoryMipmappedArrayDesc *desc);
+using GetMipmappedArrayLevelFn = Status (*)(void **level_array, const void *mipmap, unsigned int level);
+using FreeMipmappedArrayFn = Status (*)(void *mipmap);
+using Memcpy2DFromArrayAsyncFn = Status (*)(void *dst, std::size_t dpitch, const void *src, std::size_t w_offset,
+                                            std::size_t h_offset, std::size_t width, std::size_t height,
+                                            MemcpyKind kind, void *stream);
+using Memcpy2DToArrayAsyncFn = Status (*)(void *dst, std::size_t w_offset, std::size_t h_offset, const void *src,
+                                          std::size_t spitch, std::size_t width, std::size_t height, MemcpyKind kind,
+                                          void *stream);
+using GetDevicePropertiesFn = Status (*)(void *prop, int device);
+using SetDeviceFn = Status (*)(int device);
 
 /// The CUDA driver API (cuda.h, cudaGL.h), reached through libcuda.so.1 or
 /// nvcuda.dll when no runtime library is installed. Its descriptors are the
@@ -307,6 +336,65 @@ using ImportExternalMemoryFn = Status (*)(void **ext_mem, const ExternalMemoryHa
 using ExternalMemoryGetMappedBufferFn = Status (*)(DevicePtr *dev_ptr, void *ext_mem,
                                                    const ExternalMemoryBufferDesc *desc);
 using DestroyExternalMemoryFn = Status (*)(void *ext_mem);
+/// CUarray_format values of the D3D11 texel formats (CUDA-D3D-03).
+enum class ArrayFormat : int { UnsignedInt8 = 0x01, Half = 0x10, Float = 0x20 };
+/// CUmemorytype values a 2-D copy names.
+enum class MemoryType : int { Host = 0x01, Device = 0x02, Array = 0x03, Unified = 0x04 };
+
+/// CUDA_ARRAY3D_DESCRIPTOR: 40 bytes, alignment 8.
+struct Array3dDescriptor {
+  std::size_t Width, Height, Depth;
+  ArrayFormat Format;
+  unsigned int NumChannels;
+  unsigned int Flags;
+};
+
+/// CUDA_EXTERNAL_MEMORY_MIPMAPPED_ARRAY_DESC: 120 bytes, alignment 8 (the
+/// driver's own shape, unlike the runtime's channel description).
+struct ExternalMemoryMipmappedArrayDesc {
+  unsigned long long offset;
+  Array3dDescriptor arrayDesc;
+  unsigned int numLevels;
+  unsigned int reserved[16];
+};
+
+/// CUDA_MEMCPY2D (the _v2 layout cuMemcpy2DAsync_v2 reads): 128 bytes.
+struct Memcpy2D {
+  std::size_t srcXInBytes, srcY;
+  MemoryType srcMemoryType;
+  const void *srcHost;
+  DevicePtr srcDevice;
+  void *srcArray;
+  std::size_t srcPitch;
+  std::size_t dstXInBytes, dstY;
+  MemoryType dstMemoryType;
+  void *dstHost;
+  DevicePtr dstDevice;
+  void *dstArray;
+  std::size_t dstPitch;
+  std::size_t WidthInBytes, Height;
+};
+
+#if UINTPTR_MAX == 0xFFFFFFFFFFFFFFFFu
+static_assert(sizeof(Array3dDescriptor) == 40 && offsetof(Array3dDescriptor, Format) == 24 &&
+              offsetof(Array3dDescriptor, NumChannels) == 28);
+static_assert(sizeof(ExternalMemoryMipmappedArrayDesc) == 120 &&
+              offsetof(ExternalMemoryMipmappedArrayDesc, arrayDesc) == 8 &&
+              offsetof(ExternalMemoryMipmappedArrayDesc, numLevels) == 48 &&
+              offsetof(ExternalMemoryMipmappedArrayDesc, reserved) == 52);
+static_assert(sizeof(Memcpy2D) == 128 && offsetof(Memcpy2D, srcMemoryType) == 16 &&
+              offsetof(Memcpy2D, srcArray) == 40 && offsetof(Memcpy2D, dstMemoryType) == 72 &&
+              offsetof(Memcpy2D, dstDevice) == 88 && offsetof(Memcpy2D, dstPitch) == 104 &&
+              offsetof(Memcpy2D, WidthInBytes) == 112);
+#endif
+
+using ExternalMemoryGetMappedMipmappedArrayFn = Status (*)(void **mipmap, void *ext_mem,
+                                                           const ExternalMemoryMipmappedArrayDesc *desc);
+using MipmappedArrayGetLevelFn = Status (*)(void **level_array, void *mipmap, unsigned int level);
+using MipmappedArrayDestroyFn = Status (*)(void *mipmap);
+using Memcpy2DAsyncFn = Status (*)(const Memcpy2D *copy, void *stream);
+using DeviceGetLuidFn = Status (*)(char *luid, unsigned int *node_mask, Device device);
+
 // cuImportExternalSemaphore, cuSignalExternalSemaphoresAsync,
 // cuWaitExternalSemaphoresAsync, cuDestroyExternalSemaphore: the runtime's
 // shapes (CUexternalSemaphore is a pointer, the descriptors are shared).

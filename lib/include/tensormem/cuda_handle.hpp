@@ -2,8 +2,9 @@
 #pragma once
 
 // CUDA access to a storage: a CudaHandle (a GL buffer's CUDA registration,
-// or CUDA external memory imported from a DMA-BUF fd) and CudaMap, a scoped
-// device pointer (CUDA-HANDLE-01..05, CUDA-MAP-01..03, CUDA-DROP-01..02).
+// CUDA external memory imported from a DMA-BUF fd, or a Direct3D 11 texture
+// imported as a CUDA array, cuda_d3d11.hpp) and CudaMap, a scoped device
+// pointer (CUDA-HANDLE-01..06, CUDA-MAP-01..04, CUDA-DROP-01..03).
 // Every failure is an Error; callers then use the ordinary host map.
 
 #include <tensormem/export.hpp>
@@ -12,6 +13,7 @@
 #include <tensormem/result.hpp>
 #include <tensormem/tensormem_cuda.h>
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -53,8 +55,8 @@ TENSORMEM_API std::shared_ptr<CudaGlOps> make_direct_cuda_gl_ops(std::shared_ptr
 /// map() returns the pair only for return code 0 (any other code is a
 /// Device error naming it).
 TENSORMEM_API Result<std::shared_ptr<CudaGlOps>> cuda_gl_ops_from_client(const tm_client_state &state,
-                                                                        tm_cuda_map_fn map, tm_cuda_unmap_fn unmap,
-                                                                        tm_cuda_unregister_fn unregister);
+                                                                         tm_cuda_map_fn map, tm_cuda_unmap_fn unmap,
+                                                                         tm_cuda_unregister_fn unregister);
 inline Result<std::shared_ptr<CudaGlOps>> cuda_gl_ops_from_client(const tm_cuda_gl_ops &ops) {
   return cuda_gl_ops_from_client(ops.state, ops.map, ops.unmap, ops.unregister);
 }
@@ -137,7 +139,8 @@ private:
 /// (ABI-PARTS-04).
 class TENSORMEM_API CudaGlClientParts {
 public:
-  CudaGlClientParts(CudaGlClientParts &&other) noexcept : parts_(other.parts_), owned_(std::exchange(other.owned_, false)) {}
+  CudaGlClientParts(CudaGlClientParts &&other) noexcept
+      : parts_(other.parts_), owned_(std::exchange(other.owned_, false)) {}
   CudaGlClientParts &operator=(CudaGlClientParts &&other) noexcept;
   CudaGlClientParts(const CudaGlClientParts &) = delete;
   CudaGlClientParts &operator=(const CudaGlClientParts &) = delete;
@@ -152,9 +155,28 @@ private:
   bool owned_;
 };
 
-enum class CudaHandleKind : std::uint8_t { GlBuffer, ExternalMemory, Detached };
-/// "GlBuffer", "ExternalMem", "Detached" (CUDA-HANDLE-03).
+enum class CudaHandleKind : std::uint8_t { GlBuffer, ExternalMemory, Detached, D3d11 };
+/// "GlBuffer", "ExternalMem", "Detached", "D3d11" (CUDA-HANDLE-03).
 TENSORMEM_API const char *cuda_handle_kind_name(CudaHandleKind kind) noexcept;
+
+/// The CUDA objects of one imported Direct3D 11 texture (CUDA-D3D-07):
+/// what import_d3d11_texture (cuda_d3d11.hpp) hands to the handle, which
+/// owns them from then on, except the semaphore.
+struct CudaD3d11Objects {
+  std::shared_ptr<const CudaRuntime> runtime;
+  void *ext_mem = nullptr;     ///< the imported texture
+  void *mipmap = nullptr;      ///< its mapped mipmapped array
+  void *array = nullptr;       ///< level 0 of it (owned by the mipmapped array)
+  CudaStream stream = nullptr; ///< the handle's own stream (CUDA-SEM-03)
+  int device = 0;              ///< the CUDA device, selected before every step (HAZ-47)
+  /// Borrowed: the process semaphore of the D3D11 fence, never destroyed
+  /// by a handle (CUDA-SEM-02); null: none.
+  void *semaphore = nullptr;
+  /// The storage's recorded write (0: none), shared with it.
+  std::shared_ptr<const std::atomic<std::uint64_t>> recorded_write;
+  std::size_t row_bytes = 0; ///< tight bytes of one texture row
+  std::size_t rows = 0;      ///< texture height
+};
 
 /// CUDA's view of one storage. Shared (std::shared_ptr) and usable from any
 /// thread; a CudaMap keeps its handle alive.
@@ -172,8 +194,8 @@ public:
   static Result<std::shared_ptr<CudaHandle>> import_dmabuf(const DmaBufStorage &storage,
                                                            std::shared_ptr<const CudaRuntime> runtime = {});
   /// Registers GL buffer `buffer_id` through `ops` (on the GL thread).
-  static Result<std::shared_ptr<CudaHandle>> register_gl_buffer(std::shared_ptr<CudaGlOps> ops,
-                                                                std::uint32_t buffer_id, std::size_t size);
+  static Result<std::shared_ptr<CudaHandle>> register_gl_buffer(std::shared_ptr<CudaGlOps> ops, std::uint32_t buffer_id,
+                                                                std::size_t size);
   /// Adopts an existing GL registration; the handle unregisters it once.
   static std::shared_ptr<CudaHandle> from_gl(void *resource, std::size_t size, std::shared_ptr<CudaGlOps> ops);
   /// Adopts a registration that arrived through the C channel: imports the
@@ -184,12 +206,18 @@ public:
   /// tests with synthetic pointers).
   static std::shared_ptr<CudaHandle> adopt_external(std::shared_ptr<const CudaRuntime> runtime, void *ext_mem,
                                                     void *device_ptr, std::size_t size);
+  /// Adopts the objects of an imported D3D11 texture; the size is
+  /// row_bytes × rows (nullptr when that overflows). Made by
+  /// import_d3d11_texture; it releases them in reverse order of creation.
+  static std::shared_ptr<CudaHandle> adopt_d3d11(CudaD3d11Objects objects);
 
   CudaHandle(const CudaHandle &) = delete;
   CudaHandle &operator=(const CudaHandle &) = delete;
   /// Detached: nothing. GL buffer: unregister once. External memory: cudaFree
   /// of the mapped pointer, THEN cudaDestroyExternalMemory (DESIGN §8; the
   /// seed's CUDA-DROP-02 skips the free, against NVIDIA's reference).
+  /// D3D11 (CUDA-DROP-03): on the handle's device, free the linear buffer,
+  /// destroy the stream, free the mipmapped array, destroy the memory.
   ~CudaHandle();
 
   CudaHandleKind kind() const noexcept;
@@ -199,9 +227,15 @@ public:
 
   /// A device pointer (CUDA-HANDLE-04): GL buffer → mapped through the ops
   /// (released by a GL unmap); external memory → the persistent pointer with
-  /// length size() (released by nothing); detached → InvalidOperation.
+  /// length size() (released by nothing); D3D11 → the texture copied into
+  /// the handle's linear buffer, tight rows (CUDA-HANDLE-06/08; WouldBlock
+  /// when a recorded write cannot be waited for, CUDA-SEM-04); detached →
+  /// InvalidOperation. Maps of one D3D11 handle share its buffer
+  /// (CUDA-HANDLE-09): callers serialise them.
   Result<CudaMap> map() const { return map_impl(false); }
-  /// Same as map() for these kinds, marked writable (CUDA-HANDLE-05).
+  /// Same as map() for the other kinds, marked writable (CUDA-HANDLE-05);
+  /// for D3D11 its release writes the buffer back into the texture and
+  /// synchronises (CUDA-MAP-04).
   Result<CudaMap> map_mut() const { return map_impl(true); }
 
   /// Hands a GL registration across the C ABI (ABI-CUDA-02): on success the
@@ -212,6 +246,7 @@ public:
 
 private:
   struct Token {};
+  struct D3d11State;
   // One plain record for every kind (kind Detached: nothing is owned).
   struct Backing {
     CudaHandleKind kind = CudaHandleKind::Detached;
@@ -220,6 +255,7 @@ private:
     std::shared_ptr<const CudaRuntime> runtime; // ExternalMemory (null: owns nothing)
     void *ext_mem = nullptr;                    // ExternalMemory
     void *device_ptr = nullptr;                 // ExternalMemory
+    std::shared_ptr<D3d11State> d3d11;          // D3d11
   };
 
 public:
@@ -227,6 +263,7 @@ public:
 
 private:
   Result<CudaMap> map_impl(bool writable) const;
+  Result<CudaMap> map_d3d11(const std::shared_ptr<D3d11State> &state, bool writable) const;
 
   mutable std::mutex mu_;
   Backing backing_;

@@ -162,6 +162,44 @@ public:
   Result<void> wait_external_semaphore(void *ext_sem, std::uint64_t value, CudaStream stream) const;
   Result<void> destroy_external_semaphore(void *ext_sem) const;
 
+  // Direct3D 11 textures (D3D-CUDA-01), the steps import_d3d11_texture
+  // composes (cuda_d3d11.hpp). Their entry points are optional like the
+  // semaphore ones: a library without them serves everything else, and
+  // these steps are NotImplemented naming the missing entry point.
+  /// The first entry point of the D3D11 path the library lacks (nullptr:
+  /// none, or nothing loaded).
+  const char *missing_d3d11_symbol() const noexcept;
+  /// Fine when the steps below can run; otherwise why not, for `what`.
+  Result<void> d3d11_usable(const char *what) const;
+  /// Imports the object a Win32 handle shares as external memory of `type`
+  /// declaring `size` bytes, with `flags` (kExternalMemoryDedicated): a
+  /// long, zero-filled descriptor. CUDA takes its own reference; the
+  /// handle stays the caller's.
+  Result<void *> import_external_memory_win32(cudaffi::ExternalMemoryHandleType type, void *handle, std::size_t size,
+                                              unsigned flags) const;
+  /// The base image of `ext_mem` as a one-level mipmapped array of
+  /// `width` × `height` texels of `format` (CUDA-D3D-04); free it with
+  /// free_mipmapped_array() before destroying the memory.
+  Result<void *> external_memory_mipmapped_array(void *ext_mem, const cudaffi::ChannelFormatDesc &format,
+                                                 std::size_t width, std::size_t height) const;
+  /// Level `level` of a mipmapped array (owned by the mipmapped array).
+  Result<void *> mipmapped_array_level(void *mipmap, unsigned level) const;
+  Result<void> free_mipmapped_array(void *mipmap) const;
+  /// Queues on `stream` a copy of `height` rows of `width_bytes` from the
+  /// array's origin to device memory `dst`, rows `dst_pitch` apart.
+  Result<void> copy_array_to_linear(void *dst, std::size_t dst_pitch, void *array, std::size_t width_bytes,
+                                    std::size_t height, CudaStream stream) const;
+  /// Queues on `stream` the reverse copy, from `src` (rows `src_pitch` apart).
+  Result<void> copy_linear_to_array(void *array, const void *src, std::size_t src_pitch, std::size_t width_bytes,
+                                    std::size_t height, CudaStream stream) const;
+  /// The ordinal of the device whose LUID is `luid` (the 8 bytes of a
+  /// Windows LUID: LowPart then HighPart, little-endian). NotImplemented
+  /// when no device has it.
+  Result<int> device_with_luid(const unsigned char (&luid)[8]) const;
+  /// Makes `ordinal` the calling thread's device (cudaSetDevice; the driver
+  /// backend accepts only the device whose context it holds).
+  Result<void> set_device(int ordinal) const;
+
 private:
   CudaRuntime();
   static std::shared_ptr<CudaRuntime> load_api(std::span<const std::string> candidates, CudaBackend backend);

@@ -89,6 +89,32 @@ public:
   virtual CudaCall wait_external_semaphore(void *ext_sem, const cudaffi::ExternalSemaphoreWaitParams &params,
                                            void *stream) const = 0;
   virtual CudaCall destroy_external_semaphore(void *ext_sem) const = 0;
+
+  // D3D11 textures (D3D-CUDA-01): optional entry points too. Call these
+  // only when missing_d3d11_symbol() is null.
+  /// The first entry point of the D3D11 path the library lacks (nullptr:
+  /// all there).
+  virtual const char *missing_d3d11_symbol() const noexcept = 0;
+  /// The 8 LUID bytes and node mask of device `ordinal`.
+  virtual CudaCall device_luid(int ordinal, unsigned char (&luid)[8], unsigned &node_mask) const = 0;
+  /// Makes `ordinal` the calling thread's device (the driver: the device
+  /// whose primary context it holds, anything else is refused).
+  virtual CudaCall set_device(int ordinal) const = 0;
+  /// The base image of `ext_mem` as a one-level mipmapped array of
+  /// `width` × `height` texels described by `format` (the runtime's channel
+  /// description; the driver translates it to its array format).
+  virtual CudaCall external_memory_mipmapped_array(void **mipmap, void *ext_mem,
+                                                   const cudaffi::ChannelFormatDesc &format, std::size_t width,
+                                                   std::size_t height) const = 0;
+  virtual CudaCall mipmapped_array_level(void **array, void *mipmap, unsigned level) const = 0;
+  virtual CudaCall free_mipmapped_array(void *mipmap) const = 0;
+  /// `height` rows of `width_bytes` from the array's origin to `dst`
+  /// (`dst_pitch` apart), queued on `stream`.
+  virtual CudaCall copy_array_to_linear(void *dst, std::size_t dst_pitch, void *array, std::size_t width_bytes,
+                                        std::size_t height, void *stream) const = 0;
+  /// The reverse: `src` (`src_pitch` apart) to the array's origin.
+  virtual CudaCall copy_linear_to_array(void *array, const void *src, std::size_t src_pitch, std::size_t width_bytes,
+                                        std::size_t height, void *stream) const = 0;
 };
 
 /// An API opened from one file: the port, or why the file was rejected.

@@ -62,6 +62,12 @@ struct DriverFunctions {
   drv::SignalExternalSemaphoresAsyncFn signal_semaphores = nullptr;
   drv::WaitExternalSemaphoresAsyncFn wait_semaphores = nullptr;
   drv::DestroyExternalSemaphoreFn destroy_external_semaphore = nullptr;
+  // Optional: the D3D11 texture path (D3D-CUDA-01).
+  drv::DeviceGetLuidFn device_get_luid = nullptr;
+  drv::ExternalMemoryGetMappedMipmappedArrayFn get_mapped_mipmapped_array = nullptr;
+  drv::MipmappedArrayGetLevelFn mipmapped_array_get_level = nullptr;
+  drv::MipmappedArrayDestroyFn mipmapped_array_destroy = nullptr;
+  drv::Memcpy2DAsyncFn memcpy_2d_async = nullptr;
 };
 
 // The _v2 names are the current ABI of the calls cuda.h renames by macro;
@@ -102,6 +108,11 @@ constexpr cuda_library::Symbol kSymbols[] = {
     TM_CU_SYMBOL(signal_semaphores, "cuSignalExternalSemaphoresAsync", false),
     TM_CU_SYMBOL(wait_semaphores, "cuWaitExternalSemaphoresAsync", false),
     TM_CU_SYMBOL(destroy_external_semaphore, "cuDestroyExternalSemaphore", false),
+    TM_CU_SYMBOL(device_get_luid, "cuDeviceGetLuid", false),
+    TM_CU_SYMBOL(get_mapped_mipmapped_array, "cuExternalMemoryGetMappedMipmappedArray", false),
+    TM_CU_SYMBOL(mipmapped_array_get_level, "cuMipmappedArrayGetLevel", false),
+    TM_CU_SYMBOL(mipmapped_array_destroy, "cuMipmappedArrayDestroy", false),
+    TM_CU_SYMBOL(memcpy_2d_async, "cuMemcpy2DAsync_v2", false),
 };
 #undef TM_CU_SYMBOL
 
@@ -272,7 +283,113 @@ public:
     });
   }
 
+  const char *missing_d3d11_symbol() const noexcept override {
+    return first_missing({{fn_.mem_alloc != nullptr, "cuMemAlloc_v2"},
+                          {fn_.device_get_luid != nullptr, "cuDeviceGetLuid"},
+                          {fn_.get_mapped_mipmapped_array != nullptr, "cuExternalMemoryGetMappedMipmappedArray"},
+                          {fn_.mipmapped_array_get_level != nullptr, "cuMipmappedArrayGetLevel"},
+                          {fn_.mipmapped_array_destroy != nullptr, "cuMipmappedArrayDestroy"},
+                          {fn_.memcpy_2d_async != nullptr, "cuMemcpy2DAsync_v2"}});
+  }
+  CudaCall device_luid(int ordinal, unsigned char (&luid)[8], unsigned &node_mask) const override {
+    // Device queries need no context, only cuInit (done by probe()).
+    drv::Device device = 0;
+    if (drv::Status rc = fn_.device_get(&device, ordinal); rc != drv::kSuccess)
+      return {rc, "cuDeviceGet"};
+    char bytes[8] = {};
+    drv::Status rc = fn_.device_get_luid(bytes, &node_mask, device);
+    if (rc == drv::kSuccess)
+      std::memcpy(luid, bytes, sizeof bytes);
+    return {rc, "cuDeviceGetLuid"};
+  }
+  CudaCall set_device(int ordinal) const override {
+    // Every call pushes the primary context of the device probe() chose;
+    // that device is the only one this backend can select.
+    if (!context_ || ordinal != device_)
+      return {drv::kErrorInvalidDevice, "cuDevicePrimaryCtxRetain"};
+    return {drv::kSuccess, "cuDevicePrimaryCtxRetain"};
+  }
+  CudaCall external_memory_mipmapped_array(void **mipmap, void *ext_mem, const cudaffi::ChannelFormatDesc &format,
+                                           std::size_t width, std::size_t height) const override {
+    drv::ExternalMemoryMipmappedArrayDesc desc;
+    cudaffi::zero_fill(desc);
+    if (!array_format(format, desc.arrayDesc.Format, desc.arrayDesc.NumChannels))
+      return {drv::kErrorInvalidValue, "cuExternalMemoryGetMappedMipmappedArray"};
+    desc.offset = 0;
+    desc.arrayDesc.Width = width;
+    desc.arrayDesc.Height = height;
+    desc.arrayDesc.Depth = 0;
+    desc.arrayDesc.Flags = 0;
+    desc.numLevels = 1;
+    return in_context([&]() -> CudaCall {
+      return {fn_.get_mapped_mipmapped_array(mipmap, ext_mem, &desc), "cuExternalMemoryGetMappedMipmappedArray"};
+    });
+  }
+  CudaCall mipmapped_array_level(void **array, void *mipmap, unsigned level) const override {
+    return in_context([&]() -> CudaCall {
+      return {fn_.mipmapped_array_get_level(array, mipmap, level), "cuMipmappedArrayGetLevel"};
+    });
+  }
+  CudaCall free_mipmapped_array(void *mipmap) const override {
+    return in_context([&]() -> CudaCall { return {fn_.mipmapped_array_destroy(mipmap), "cuMipmappedArrayDestroy"}; });
+  }
+  CudaCall copy_array_to_linear(void *dst, std::size_t dst_pitch, void *array, std::size_t width_bytes,
+                                std::size_t height, void *stream) const override {
+    drv::Memcpy2D copy;
+    cudaffi::zero_fill(copy);
+    copy.srcMemoryType = drv::MemoryType::Array;
+    copy.srcArray = array;
+    copy.dstMemoryType = drv::MemoryType::Device;
+    copy.dstDevice = device_address(dst);
+    copy.dstPitch = dst_pitch;
+    copy.WidthInBytes = width_bytes;
+    copy.Height = height;
+    return in_context([&]() -> CudaCall { return {fn_.memcpy_2d_async(&copy, stream), "cuMemcpy2DAsync_v2"}; });
+  }
+  CudaCall copy_linear_to_array(void *array, const void *src, std::size_t src_pitch, std::size_t width_bytes,
+                                std::size_t height, void *stream) const override {
+    drv::Memcpy2D copy;
+    cudaffi::zero_fill(copy);
+    copy.srcMemoryType = drv::MemoryType::Device;
+    copy.srcDevice = device_address(src);
+    copy.srcPitch = src_pitch;
+    copy.dstMemoryType = drv::MemoryType::Array;
+    copy.dstArray = array;
+    copy.WidthInBytes = width_bytes;
+    copy.Height = height;
+    return in_context([&]() -> CudaCall { return {fn_.memcpy_2d_async(&copy, stream), "cuMemcpy2DAsync_v2"}; });
+  }
+
 private:
+  // The driver's array format for a runtime channel description: every
+  // used channel as wide as the first, 8-bit unsigned, 16-bit or 32-bit
+  // float (the CUDA-D3D-03 table); false for anything else.
+  static bool array_format(const cudaffi::ChannelFormatDesc &f, drv::ArrayFormat &format, unsigned &channels) {
+    const int bits[4] = {f.x, f.y, f.z, f.w};
+    channels = 0;
+    for (int b : bits) {
+      if (b == 0)
+        break;
+      if (b != f.x)
+        return false;
+      ++channels;
+    }
+    if (channels == 0)
+      return false;
+    for (unsigned i = channels; i < 4; ++i)
+      if (bits[i] != 0)
+        return false;
+    if (f.f == cudaffi::ChannelFormatKind::Unsigned && f.x == 8)
+      format = drv::ArrayFormat::UnsignedInt8;
+    else if (f.f == cudaffi::ChannelFormatKind::Float && f.x == 16)
+      format = drv::ArrayFormat::Half;
+    else if (f.f == cudaffi::ChannelFormatKind::Float && f.x == 32)
+      format = drv::ArrayFormat::Float;
+    else
+      return false;
+    return true;
+  }
+
   // Runs `call` with the primary context current on this thread: pushed
   // before, popped after, so whatever was current before (nothing, or the
   // application's own context) is current again afterwards.

@@ -6,11 +6,15 @@
 
 #include <tensormem/cuda_handle.hpp>
 
+#include <tensormem/cuda_d3d11.hpp>
+
 #include <tensormem/dmabuf_storage.hpp>
+#include <tensormem/types.hpp>
 #include <tensormem/unique_fd.hpp>
 
 #include <cerrno>
 #include <cstring>
+#include <functional>
 #include <sstream>
 
 #ifndef _WIN32
@@ -43,6 +47,90 @@ private:
 };
 
 } // namespace
+
+// What a D3D11 handle owns, and its linear buffer behind a lock
+// (CUDA-D3D-07). Shared with the write-back of a writable map.
+struct CudaHandle::D3d11State {
+  CudaD3d11Objects objects;
+  std::mutex linear_mu; // held through a copy-in (CUDA-HANDLE-06)
+  void *linear = nullptr;
+
+  ~D3d11State() { release(); }
+  void release() noexcept;
+  void write_back(void *linear_ptr) const noexcept;
+};
+
+namespace {
+
+// The release action of a writable D3D11 map: CudaMap runs a CudaGlOps
+// unmap exactly once (CUDA-MAP-03), and this one writes the linear buffer
+// back into the texture (CUDA-MAP-04).
+class D3d11WriteBack final : public CudaGlOps {
+public:
+  explicit D3d11WriteBack(std::shared_ptr<const void> state, const std::function<void(void *)> &write)
+      : state_(std::move(state)), write_(write) {}
+  Result<CudaDeviceRange> map(void *) override { return Error::invalid_operation("a D3D11 write-back maps nothing"); }
+  void unmap(void *linear) noexcept override { write_(linear); }
+  void unregister(void *) noexcept override {}
+
+private:
+  std::shared_ptr<const void> state_;
+  std::function<void(void *)> write_;
+};
+
+} // namespace
+
+/// \brief CUDA-DROP-03: on the handle's device, the linear buffer, the
+/// stream, the mipmapped array, then the memory it came from.
+void CudaHandle::D3d11State::release() noexcept {
+  const CudaD3d11Objects &o = objects;
+  if (!o.runtime || !o.runtime->loaded())
+    return;
+  // The destructor may run on any thread; a failed selection is logged and
+  // the release goes on (HAZ-47).
+  if (Result<void> selected = o.runtime->set_device(o.device); !selected)
+    quietly([&] { warn("releasing a D3D11 CUDA handle: " + selected.error().message()); });
+  auto report = [](const char *what, const Result<void> &done) {
+    if (!done)
+      quietly([&] { warn(std::string("releasing a D3D11 CUDA handle: ") + what + ": " + done.error().message()); });
+  };
+  if (linear)
+    report("the linear buffer", o.runtime->free(std::exchange(linear, nullptr)));
+  if (o.stream)
+    o.runtime->stream_destroy(o.stream);
+  bool array_freed = true;
+  if (o.mipmap) {
+    Result<void> freed = o.runtime->free_mipmapped_array(o.mipmap);
+    report("the mipmapped array", freed);
+    array_freed = static_cast<bool>(freed);
+  }
+  // Never the memory under an array still mapped from it: left behind.
+  if (o.ext_mem && array_freed)
+    report("the external memory", o.runtime->destroy_external_memory(o.ext_mem));
+  else if (o.ext_mem)
+    quietly([&] { warn("releasing a D3D11 CUDA handle: the external memory is left behind with its array"); });
+  objects = CudaD3d11Objects{};
+}
+
+/// \brief CUDA-MAP-04: copies the linear buffer into level 0 on the
+/// handle's stream and always synchronises it; every failure is a warning,
+/// the only report a release can make (HAZ-59).
+void CudaHandle::D3d11State::write_back(void *linear_ptr) const noexcept {
+  const CudaD3d11Objects &o = objects;
+  if (!o.runtime || !o.runtime->available())
+    return;
+  if (Result<void> selected = o.runtime->set_device(o.device); !selected) {
+    quietly([&] { warn("CUDA writes to a D3D11 texture were lost: " + selected.error().message()); });
+    return;
+  }
+  Result<void> copied =
+      o.runtime->copy_linear_to_array(o.array, linear_ptr, o.row_bytes, o.row_bytes, o.rows, o.stream);
+  if (!copied)
+    quietly([&] { warn("CUDA writes to a D3D11 texture were lost: " + copied.error().message()); });
+  Result<void> synced = o.runtime->stream_synchronize(o.stream);
+  if (!synced)
+    quietly([&] { warn("writing CUDA's copy back into a D3D11 texture: " + synced.error().message()); });
+}
 
 #ifndef _WIN32
 namespace detail {
@@ -109,6 +197,7 @@ const char *cuda_handle_kind_name(CudaHandleKind kind) noexcept {
   case CudaHandleKind::GlBuffer: return "GlBuffer";
   case CudaHandleKind::ExternalMemory: return "ExternalMem";
   case CudaHandleKind::Detached: return "Detached";
+  case CudaHandleKind::D3d11: return "D3d11";
   }
   return "Unknown";
 }
@@ -200,6 +289,17 @@ std::shared_ptr<CudaHandle> CudaHandle::adopt_external(std::shared_ptr<const Cud
   return std::make_shared<CudaHandle>(Token{}, std::move(b), size);
 }
 
+std::shared_ptr<CudaHandle> CudaHandle::adopt_d3d11(CudaD3d11Objects objects) {
+  Result<std::size_t> size = checked_mul(objects.row_bytes, objects.rows, "CudaHandle::adopt_d3d11");
+  if (!size)
+    return nullptr;
+  Backing b;
+  b.kind = CudaHandleKind::D3d11;
+  b.d3d11 = std::make_shared<D3d11State>();
+  b.d3d11->objects = std::move(objects);
+  return std::make_shared<CudaHandle>(Token{}, std::move(b), *size);
+}
+
 CudaHandle::~CudaHandle() {
   const Backing &b = backing_;
   if (b.kind == CudaHandleKind::GlBuffer) {
@@ -258,8 +358,69 @@ Result<CudaMap> CudaHandle::map_impl(bool writable) const {
   }
   if (b.kind == CudaHandleKind::ExternalMemory)
     return CudaMap(std::move(keep), b.device_ptr, size_, writable, nullptr, nullptr);
+  if (b.kind == CudaHandleKind::D3d11 && b.d3d11)
+    return map_d3d11(b.d3d11, writable);
   return Error::invalid_operation("CudaHandle::map: the handle is detached (its GL registration was handed across "
                                   "the C ABI)");
+}
+
+/// \brief CUDA-HANDLE-06: copies level 0 into the linear buffer on the
+/// handle's own stream, behind the recorded write (CUDA-SEM-04), and hands
+/// out the buffer.
+Result<CudaMap> CudaHandle::map_d3d11(const std::shared_ptr<D3d11State> &state, bool writable) const {
+  const CudaD3d11Objects &o = state->objects;
+  const char *what = writable ? "CudaHandle::map_mut (D3D11)" : "CudaHandle::map (D3D11)";
+  if (!o.runtime || !o.runtime->available())
+    return Error::not_implemented(std::string(what) + ": CUDA is unavailable");
+  // Device selection is per thread (HAZ-47).
+  if (Result<void> selected = o.runtime->set_device(o.device); !selected)
+    return std::move(selected).error();
+  std::lock_guard lock(state->linear_mu);
+  if (!state->linear) {
+    Result<void *> allocated = o.runtime->malloc(size_);
+    if (!allocated)
+      return std::move(allocated).error();
+    state->linear = *allocated;
+  }
+  const std::uint64_t recorded = o.recorded_write ? o.recorded_write->load(std::memory_order_acquire) : 0;
+  bool waited = false;
+  std::string why_not;
+  if (recorded != 0 && o.semaphore) {
+    Result<void> queued = o.runtime->wait_external_semaphore(o.semaphore, recorded, o.stream);
+    if (queued)
+      waited = true;
+    else
+      why_not = "the wait could not be queued: " + queued.error().message();
+  } else if (recorded != 0) {
+    why_not = "no fence semaphore was imported";
+  }
+  if (!d3d11_copy_allowed(recorded, waited)) {
+    std::string message = std::string(what) + ": write " + std::to_string(recorded) +
+                          " is recorded on the texture and CUDA cannot wait for it (" + why_not +
+                          "); use the host map, which the device orders";
+    quietly([&] { warn(message); });
+    return Error::would_block(message);
+  }
+  if (Result<void> copied =
+          o.runtime->copy_array_to_linear(state->linear, o.row_bytes, o.array, o.row_bytes, o.rows, o.stream);
+      !copied) {
+    quietly([&] { warn(std::string(what) + ": " + copied.error().message()); });
+    return std::move(copied).error();
+  }
+  if (Result<void> synced = o.runtime->stream_synchronize(o.stream); !synced) {
+    quietly([&] { warn(std::string(what) + ": " + synced.error().message()); });
+    return std::move(synced).error();
+  }
+  std::shared_ptr<CudaGlOps> release;
+  if (writable) {
+    D3d11State *raw = state.get();
+    release = std::make_shared<D3d11WriteBack>(state, [raw](void *linear) { raw->write_back(linear); });
+  }
+  return CudaMap(shared_from_this(), state->linear, size_, writable, std::move(release), state->linear);
+}
+
+bool d3d11_copy_allowed(std::uint64_t recorded_write, bool wait_queued) noexcept {
+  return recorded_write == 0 || wait_queued;
 }
 
 } // namespace tensormem

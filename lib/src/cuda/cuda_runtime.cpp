@@ -8,6 +8,7 @@
 #include <tensormem/cuda_runtime.hpp>
 
 #include <cstdlib>
+#include <cstring>
 #include <iterator>
 #include <mutex>
 #include <new>
@@ -445,6 +446,121 @@ Result<void> CudaRuntime::destroy_external_semaphore(void *ext_sem) const {
   detail::CudaCall call = api_->destroy_external_semaphore(ext_sem);
   if (!call.ok())
     return call_error(call.name, call.status);
+  return {};
+}
+
+const char *CudaRuntime::missing_d3d11_symbol() const noexcept { return api_ ? api_->missing_d3d11_symbol() : nullptr; }
+
+Result<void> CudaRuntime::d3d11_usable(const char *what) const {
+  if (!available_)
+    return unavailable_error(what);
+  if (const char *missing = api_->missing_d3d11_symbol())
+    return Error::not_implemented(std::string(what) + ": the CUDA library " + path_ + " exports no " + missing +
+                                  " (Direct3D 11 textures are unavailable)");
+  return {};
+}
+
+Result<void *> CudaRuntime::import_external_memory_win32(cudaffi::ExternalMemoryHandleType type, void *handle,
+                                                         std::size_t size, unsigned flags) const {
+  if (!available_)
+    return unavailable_error("cudaImportExternalMemory");
+  cudaffi::ExternalMemoryHandleDesc desc;
+  cudaffi::zero_fill(desc);
+  desc.type = type;
+  desc.handle.win32.handle = handle;
+  desc.handle.win32.name = nullptr;
+  desc.size = size;
+  desc.flags = flags;
+  void *ext_mem = nullptr;
+  detail::CudaCall call = api_->import_external_memory(&ext_mem, desc);
+  if (!call.ok())
+    return call_error((std::string(call.name) + "(type " + std::to_string(static_cast<int>(type)) + ", " +
+                       std::to_string(size) + " bytes)")
+                          .c_str(),
+                      call.status);
+  if (!ext_mem)
+    return Error::device(std::string(call.name) + " returned no object");
+  return ext_mem;
+}
+
+Result<void *> CudaRuntime::external_memory_mipmapped_array(void *ext_mem, const cudaffi::ChannelFormatDesc &format,
+                                                            std::size_t width, std::size_t height) const {
+  if (Result<void> usable = d3d11_usable("cudaExternalMemoryGetMappedMipmappedArray"); !usable)
+    return std::move(usable).error();
+  void *mipmap = nullptr;
+  detail::CudaCall call = api_->external_memory_mipmapped_array(&mipmap, ext_mem, format, width, height);
+  if (!call.ok())
+    return call_error(
+        (std::string(call.name) + "(" + std::to_string(width) + "x" + std::to_string(height) + ")").c_str(),
+        call.status);
+  if (!mipmap)
+    return Error::device(std::string(call.name) + " returned no array");
+  return mipmap;
+}
+
+Result<void *> CudaRuntime::mipmapped_array_level(void *mipmap, unsigned level) const {
+  if (Result<void> usable = d3d11_usable("cudaGetMipmappedArrayLevel"); !usable)
+    return std::move(usable).error();
+  void *array = nullptr;
+  detail::CudaCall call = api_->mipmapped_array_level(&array, mipmap, level);
+  if (!call.ok())
+    return call_error(call.name, call.status);
+  if (!array)
+    return Error::device(std::string(call.name) + " returned no array");
+  return array;
+}
+
+Result<void> CudaRuntime::free_mipmapped_array(void *mipmap) const {
+  if (Result<void> usable = d3d11_usable("cudaFreeMipmappedArray"); !usable)
+    return usable;
+  detail::CudaCall call = api_->free_mipmapped_array(mipmap);
+  if (!call.ok())
+    return call_error(call.name, call.status);
+  return {};
+}
+
+Result<void> CudaRuntime::copy_array_to_linear(void *dst, std::size_t dst_pitch, void *array, std::size_t width_bytes,
+                                               std::size_t height, CudaStream stream) const {
+  if (Result<void> usable = d3d11_usable("cudaMemcpy2DFromArrayAsync"); !usable)
+    return usable;
+  detail::CudaCall call = api_->copy_array_to_linear(dst, dst_pitch, array, width_bytes, height, stream);
+  if (!call.ok())
+    return call_error(call.name, call.status);
+  return {};
+}
+
+Result<void> CudaRuntime::copy_linear_to_array(void *array, const void *src, std::size_t src_pitch,
+                                               std::size_t width_bytes, std::size_t height, CudaStream stream) const {
+  if (Result<void> usable = d3d11_usable("cudaMemcpy2DToArrayAsync"); !usable)
+    return usable;
+  detail::CudaCall call = api_->copy_linear_to_array(array, src, src_pitch, width_bytes, height, stream);
+  if (!call.ok())
+    return call_error(call.name, call.status);
+  return {};
+}
+
+Result<int> CudaRuntime::device_with_luid(const unsigned char (&luid)[8]) const {
+  if (Result<void> usable = d3d11_usable("CudaRuntime::device_with_luid"); !usable)
+    return std::move(usable).error();
+  for (int ordinal = 0; ordinal < device_count_; ++ordinal) {
+    unsigned char theirs[8] = {};
+    unsigned node_mask = 0;
+    detail::CudaCall call = api_->device_luid(ordinal, theirs, node_mask);
+    if (!call.ok())
+      return call_error((std::string(call.name) + "(device " + std::to_string(ordinal) + ")").c_str(), call.status);
+    if (std::memcmp(theirs, luid, sizeof theirs) == 0)
+      return ordinal;
+  }
+  return Error::not_implemented("no CUDA device among " + std::to_string(device_count_) +
+                                " has the Direct3D 11 adapter's LUID");
+}
+
+Result<void> CudaRuntime::set_device(int ordinal) const {
+  if (Result<void> usable = d3d11_usable("cudaSetDevice"); !usable)
+    return usable;
+  detail::CudaCall call = api_->set_device(ordinal);
+  if (!call.ok())
+    return call_error((std::string(call.name) + "(device " + std::to_string(ordinal) + ")").c_str(), call.status);
   return {};
 }
 

@@ -3,6 +3,7 @@
 #include "cuda_api.hpp"
 #include "cuda_library.hpp"
 
+#include <cstring>
 #include <iterator>
 
 namespace tensormem::detail {
@@ -39,6 +40,17 @@ struct RuntimeFunctions {
   ffi::WaitExternalSemaphoresAsyncFn wait_semaphores_v2 = nullptr;
   ffi::WaitExternalSemaphoresAsyncFn wait_semaphores_v1 = nullptr;
   ffi::DestroyExternalSemaphoreFn destroy_external_semaphore = nullptr;
+  // Optional: the D3D11 texture path (D3D-CUDA-01). The device properties
+  // prefer the _v2 export (CUDA 12's; CUDA 13 exports only the unsuffixed
+  // name, with the same layout up to the LUID).
+  ffi::ExternalMemoryGetMappedMipmappedArrayFn get_mapped_mipmapped_array = nullptr;
+  ffi::GetMipmappedArrayLevelFn get_mipmapped_array_level = nullptr;
+  ffi::FreeMipmappedArrayFn free_mipmapped_array = nullptr;
+  ffi::Memcpy2DFromArrayAsyncFn memcpy_2d_from_array_async = nullptr;
+  ffi::Memcpy2DToArrayAsyncFn memcpy_2d_to_array_async = nullptr;
+  ffi::GetDevicePropertiesFn get_device_properties_v2 = nullptr;
+  ffi::GetDevicePropertiesFn get_device_properties = nullptr;
+  ffi::SetDeviceFn set_device = nullptr;
 };
 
 #define TM_CUDA_SYMBOL(field, name, required)                                                                          \
@@ -66,6 +78,14 @@ constexpr cuda_library::Symbol kSymbols[] = {
     TM_CUDA_SYMBOL(wait_semaphores_v2, "cudaWaitExternalSemaphoresAsync_v2", false),
     TM_CUDA_SYMBOL(wait_semaphores_v1, "cudaWaitExternalSemaphoresAsync", false),
     TM_CUDA_SYMBOL(destroy_external_semaphore, "cudaDestroyExternalSemaphore", false),
+    TM_CUDA_SYMBOL(get_mapped_mipmapped_array, "cudaExternalMemoryGetMappedMipmappedArray", false),
+    TM_CUDA_SYMBOL(get_mipmapped_array_level, "cudaGetMipmappedArrayLevel", false),
+    TM_CUDA_SYMBOL(free_mipmapped_array, "cudaFreeMipmappedArray", false),
+    TM_CUDA_SYMBOL(memcpy_2d_from_array_async, "cudaMemcpy2DFromArrayAsync", false),
+    TM_CUDA_SYMBOL(memcpy_2d_to_array_async, "cudaMemcpy2DToArrayAsync", false),
+    TM_CUDA_SYMBOL(get_device_properties_v2, "cudaGetDeviceProperties_v2", false),
+    TM_CUDA_SYMBOL(get_device_properties, "cudaGetDeviceProperties", false),
+    TM_CUDA_SYMBOL(set_device, "cudaSetDevice", false),
 };
 #undef TM_CUDA_SYMBOL
 
@@ -80,6 +100,10 @@ public:
       signal_ = {fn_.signal_semaphores_v2, "cudaSignalExternalSemaphoresAsync_v2"};
     else if (fn_.signal_semaphores_v1)
       signal_ = {fn_.signal_semaphores_v1, "cudaSignalExternalSemaphoresAsync"};
+    if (fn_.get_device_properties_v2)
+      properties_ = {fn_.get_device_properties_v2, "cudaGetDeviceProperties_v2"};
+    else if (fn_.get_device_properties)
+      properties_ = {fn_.get_device_properties, "cudaGetDeviceProperties"};
     if (fn_.wait_semaphores_v2)
       wait_ = {fn_.wait_semaphores_v2, "cudaWaitExternalSemaphoresAsync_v2"};
     else if (fn_.wait_semaphores_v1)
@@ -163,6 +187,59 @@ public:
     return {fn_.destroy_external_semaphore(ext_sem), "cudaDestroyExternalSemaphore"};
   }
 
+  const char *missing_d3d11_symbol() const noexcept override {
+    return first_missing({{fn_.malloc != nullptr, "cudaMalloc"},
+                          {fn_.set_device != nullptr, "cudaSetDevice"},
+                          {properties_.fn != nullptr, "cudaGetDeviceProperties"},
+                          {fn_.get_mapped_mipmapped_array != nullptr, "cudaExternalMemoryGetMappedMipmappedArray"},
+                          {fn_.get_mipmapped_array_level != nullptr, "cudaGetMipmappedArrayLevel"},
+                          {fn_.free_mipmapped_array != nullptr, "cudaFreeMipmappedArray"},
+                          {fn_.memcpy_2d_from_array_async != nullptr, "cudaMemcpy2DFromArrayAsync"},
+                          {fn_.memcpy_2d_to_array_async != nullptr, "cudaMemcpy2DToArrayAsync"}});
+  }
+  CudaCall device_luid(int ordinal, unsigned char (&luid)[8], unsigned &node_mask) const override {
+    // Only the LUID is read; the rest of the struct (whose length differs
+    // between toolkits) lands in a buffer longer than any of them.
+    alignas(8) unsigned char prop[ffi::kDevicePropBufferSize] = {};
+    CudaCall call{properties_.fn(prop, ordinal), properties_.name};
+    if (call.ok()) {
+      std::memcpy(luid, prop + ffi::kDevicePropLuidOffset, sizeof luid);
+      std::memcpy(&node_mask, prop + ffi::kDevicePropLuidNodeMaskOffset, sizeof node_mask);
+    }
+    return call;
+  }
+  CudaCall set_device(int ordinal) const override { return {fn_.set_device(ordinal), "cudaSetDevice"}; }
+  CudaCall external_memory_mipmapped_array(void **mipmap, void *ext_mem, const ffi::ChannelFormatDesc &format,
+                                           std::size_t width, std::size_t height) const override {
+    // CUDA-D3D-04: offset 0, one level, flags 0, depth 0.
+    ffi::ExternalMemoryMipmappedArrayDesc desc;
+    ffi::zero_fill(desc);
+    desc.offset = 0;
+    desc.formatDesc = format;
+    desc.extent = ffi::Extent{width, height, 0};
+    desc.flags = 0;
+    desc.numLevels = 1;
+    return {fn_.get_mapped_mipmapped_array(mipmap, ext_mem, &desc), "cudaExternalMemoryGetMappedMipmappedArray"};
+  }
+  CudaCall mipmapped_array_level(void **array, void *mipmap, unsigned level) const override {
+    return {fn_.get_mipmapped_array_level(array, mipmap, level), "cudaGetMipmappedArrayLevel"};
+  }
+  CudaCall free_mipmapped_array(void *mipmap) const override {
+    return {fn_.free_mipmapped_array(mipmap), "cudaFreeMipmappedArray"};
+  }
+  CudaCall copy_array_to_linear(void *dst, std::size_t dst_pitch, void *array, std::size_t width_bytes,
+                                std::size_t height, void *stream) const override {
+    return {fn_.memcpy_2d_from_array_async(dst, dst_pitch, array, 0, 0, width_bytes, height,
+                                           ffi::MemcpyKind::DeviceToDevice, stream),
+            "cudaMemcpy2DFromArrayAsync"};
+  }
+  CudaCall copy_linear_to_array(void *array, const void *src, std::size_t src_pitch, std::size_t width_bytes,
+                                std::size_t height, void *stream) const override {
+    return {fn_.memcpy_2d_to_array_async(array, 0, 0, src, src_pitch, width_bytes, height,
+                                         ffi::MemcpyKind::DeviceToDevice, stream),
+            "cudaMemcpy2DToArrayAsync"};
+  }
+
 private:
   // An entry point with two exported names, and the one resolved.
   template <typename Fn> struct Chosen {
@@ -173,6 +250,7 @@ private:
   RuntimeFunctions fn_;
   Chosen<ffi::SignalExternalSemaphoresAsyncFn> signal_;
   Chosen<ffi::WaitExternalSemaphoresAsyncFn> wait_;
+  Chosen<ffi::GetDevicePropertiesFn> properties_;
 };
 
 } // namespace

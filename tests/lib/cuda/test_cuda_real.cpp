@@ -111,6 +111,21 @@ static_assert(int(ffi::MemcpyKind::DeviceToHost) == cudaMemcpyDeviceToHost);
 static_assert(int(ffi::MemcpyKind::DeviceToDevice) == cudaMemcpyDeviceToDevice);
 static_assert(int(ffi::ChannelFormatKind::Unsigned) == cudaChannelFormatKindUnsigned);
 static_assert(int(ffi::ChannelFormatKind::Float) == cudaChannelFormatKindFloat);
+// D3D-CUDA-01: the texture path's runtime mirrors.
+SAME_LAYOUT(ffi::ChannelFormatDesc, cudaChannelFormatDesc);
+SAME_OFFSET(ffi::ChannelFormatDesc, cudaChannelFormatDesc, w);
+SAME_OFFSET(ffi::ChannelFormatDesc, cudaChannelFormatDesc, f);
+SAME_LAYOUT(ffi::Extent, cudaExtent);
+SAME_LAYOUT(ffi::ExternalMemoryMipmappedArrayDesc, cudaExternalMemoryMipmappedArrayDesc);
+SAME_OFFSET(ffi::ExternalMemoryMipmappedArrayDesc, cudaExternalMemoryMipmappedArrayDesc, formatDesc);
+SAME_OFFSET(ffi::ExternalMemoryMipmappedArrayDesc, cudaExternalMemoryMipmappedArrayDesc, extent);
+SAME_OFFSET(ffi::ExternalMemoryMipmappedArrayDesc, cudaExternalMemoryMipmappedArrayDesc, flags);
+SAME_OFFSET(ffi::ExternalMemoryMipmappedArrayDesc, cudaExternalMemoryMipmappedArrayDesc, numLevels);
+SAME_OFFSET(ffi::ExternalMemoryMipmappedArrayDesc, cudaExternalMemoryMipmappedArrayDesc, reserved);
+static_assert(ffi::kDevicePropLuidOffset == offsetof(cudaDeviceProp, luid));
+static_assert(ffi::kDevicePropLuidNodeMaskOffset == offsetof(cudaDeviceProp, luidDeviceNodeMask));
+static_assert(sizeof(cudaDeviceProp) <= ffi::kDevicePropBufferSize);
+static_assert(sizeof(cudaDeviceProp{}.luid) == 8);
 static_assert(ffi::kErrorInvalidValue == int(cudaErrorInvalidValue));
 static_assert(ffi::kErrorInsufficientDriver == int(cudaErrorInsufficientDriver));
 static_assert(ffi::kErrorNoDevice == int(cudaErrorNoDevice));
@@ -162,6 +177,32 @@ static_assert(int(ffi::ExternalSemaphoreHandleType::TimelineSemaphoreFd) ==
               CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_TIMELINE_SEMAPHORE_FD);
 static_assert(int(ffi::ExternalSemaphoreHandleType::TimelineSemaphoreWin32) ==
               CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_TIMELINE_SEMAPHORE_WIN32);
+// D3D-CUDA-01: the driver's own array descriptor and 2-D copy.
+SAME_LAYOUT(drv::Array3dDescriptor, CUDA_ARRAY3D_DESCRIPTOR);
+SAME_OFFSET(drv::Array3dDescriptor, CUDA_ARRAY3D_DESCRIPTOR, Depth);
+SAME_OFFSET(drv::Array3dDescriptor, CUDA_ARRAY3D_DESCRIPTOR, Format);
+SAME_OFFSET(drv::Array3dDescriptor, CUDA_ARRAY3D_DESCRIPTOR, NumChannels);
+SAME_OFFSET(drv::Array3dDescriptor, CUDA_ARRAY3D_DESCRIPTOR, Flags);
+SAME_LAYOUT(drv::ExternalMemoryMipmappedArrayDesc, CUDA_EXTERNAL_MEMORY_MIPMAPPED_ARRAY_DESC);
+SAME_OFFSET(drv::ExternalMemoryMipmappedArrayDesc, CUDA_EXTERNAL_MEMORY_MIPMAPPED_ARRAY_DESC, arrayDesc);
+SAME_OFFSET(drv::ExternalMemoryMipmappedArrayDesc, CUDA_EXTERNAL_MEMORY_MIPMAPPED_ARRAY_DESC, numLevels);
+SAME_OFFSET(drv::ExternalMemoryMipmappedArrayDesc, CUDA_EXTERNAL_MEMORY_MIPMAPPED_ARRAY_DESC, reserved);
+SAME_LAYOUT(drv::Memcpy2D, CUDA_MEMCPY2D);
+SAME_OFFSET(drv::Memcpy2D, CUDA_MEMCPY2D, srcMemoryType);
+SAME_OFFSET(drv::Memcpy2D, CUDA_MEMCPY2D, srcDevice);
+SAME_OFFSET(drv::Memcpy2D, CUDA_MEMCPY2D, srcArray);
+SAME_OFFSET(drv::Memcpy2D, CUDA_MEMCPY2D, srcPitch);
+SAME_OFFSET(drv::Memcpy2D, CUDA_MEMCPY2D, dstMemoryType);
+SAME_OFFSET(drv::Memcpy2D, CUDA_MEMCPY2D, dstDevice);
+SAME_OFFSET(drv::Memcpy2D, CUDA_MEMCPY2D, dstArray);
+SAME_OFFSET(drv::Memcpy2D, CUDA_MEMCPY2D, dstPitch);
+SAME_OFFSET(drv::Memcpy2D, CUDA_MEMCPY2D, WidthInBytes);
+SAME_OFFSET(drv::Memcpy2D, CUDA_MEMCPY2D, Height);
+static_assert(int(drv::ArrayFormat::UnsignedInt8) == CU_AD_FORMAT_UNSIGNED_INT8);
+static_assert(int(drv::ArrayFormat::Half) == CU_AD_FORMAT_HALF);
+static_assert(int(drv::ArrayFormat::Float) == CU_AD_FORMAT_FLOAT);
+static_assert(int(drv::MemoryType::Device) == CU_MEMORYTYPE_DEVICE);
+static_assert(int(drv::MemoryType::Array) == CU_MEMORYTYPE_ARRAY);
 static_assert(drv::kSuccess == int(CUDA_SUCCESS));
 static_assert(drv::kErrorInvalidValue == int(CUDA_ERROR_INVALID_VALUE));
 static_assert(drv::kErrorOutOfMemory == int(CUDA_ERROR_OUT_OF_MEMORY));
@@ -214,6 +255,11 @@ SAME_ENTRY(drv::ImportExternalSemaphoreFn, cuImportExternalSemaphore);
 SAME_ENTRY(drv::SignalExternalSemaphoresAsyncFn, cuSignalExternalSemaphoresAsync);
 SAME_ENTRY(drv::WaitExternalSemaphoresAsyncFn, cuWaitExternalSemaphoresAsync);
 SAME_ENTRY(drv::DestroyExternalSemaphoreFn, cuDestroyExternalSemaphore);
+SAME_ENTRY(drv::DeviceGetLuidFn, cuDeviceGetLuid);
+SAME_ENTRY(drv::ExternalMemoryGetMappedMipmappedArrayFn, cuExternalMemoryGetMappedMipmappedArray);
+SAME_ENTRY(drv::MipmappedArrayGetLevelFn, cuMipmappedArrayGetLevel);
+SAME_ENTRY(drv::MipmappedArrayDestroyFn, cuMipmappedArrayDestroy);
+SAME_ENTRY(drv::Memcpy2DAsyncFn, cuMemcpy2DAsync_v2);
 // cuGraphicsGLRegisterBuffer is declared in cudaGL.h, which needs the GL
 // headers: lib-cuda-gl-driver calls it through the fake driver instead.
 #endif
@@ -231,6 +277,9 @@ TEST(CudaReal, the_installed_runtime_loads_through_the_ladder_and_degrades_witho
   // a misspelt name would pass every test of the fake.
   const char *missing = rt->missing_semaphore_symbol();
   EXPECT_EQ(missing, nullptr) << rt->runtime_path() << " lacks " << missing;
+  // The same for the Direct3D 11 texture path's entry points (D3D-CUDA-01).
+  const char *missing_d3d11 = rt->missing_d3d11_symbol();
+  EXPECT_EQ(missing_d3d11, nullptr) << rt->runtime_path() << " lacks " << missing_d3d11;
   if (rt->available()) {
     EXPECT_GE(rt->device_count(), 1);
     std::printf("[ info ] CUDA runtime %s with %d device(s)\n", rt->runtime_path().c_str(), rt->device_count());
@@ -277,11 +326,14 @@ TEST(CudaReal, the_toolkit_driver_stub_has_every_required_driver_symbol_but_gl_i
       continue;
     std::printf("[ info ] %s\n", rt->reason().c_str());
     EXPECT_FALSE(rt->available());
-    // The optional semaphore entry points by the names the backend asks for
+    // The optional semaphore and D3D11 entry points by the names the backend asks for
     // (the load stops at the GL call before they would be reported).
     if (void *lib = ::dlopen(stub.c_str(), RTLD_NOW | RTLD_LOCAL)) {
       for (const char *name : {"cuImportExternalSemaphore", "cuSignalExternalSemaphoresAsync",
-                               "cuWaitExternalSemaphoresAsync", "cuDestroyExternalSemaphore"})
+                               "cuWaitExternalSemaphoresAsync", "cuDestroyExternalSemaphore",
+                               // and the D3D11 texture path's (D3D-CUDA-01)
+                               "cuMemAlloc_v2", "cuDeviceGetLuid", "cuExternalMemoryGetMappedMipmappedArray",
+                               "cuMipmappedArrayGetLevel", "cuMipmappedArrayDestroy", "cuMemcpy2DAsync_v2"})
         EXPECT_NE(::dlsym(lib, name), nullptr) << stub << " lacks " << name;
       ::dlclose(lib);
     }
