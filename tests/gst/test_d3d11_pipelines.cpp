@@ -10,6 +10,7 @@
 #include <gst/tensormem/gsttensorfencemeta.h>
 
 #include <string>
+#include <vector>
 
 namespace {
 
@@ -138,4 +139,61 @@ TEST(D3d11Pipeline, InputOutsideTheOfferedPoolIsCopiedOnceIntoATexture) {
   for (guint i = 0; i < 2; ++i)
     EXPECT_TRUE(
         tmtest::frames_equal(gst_sample_get_buffer(plain.samples[i]), gst_sample_get_buffer(ours.samples[i]), &info));
+}
+
+/* tensorinspect reads D3D11 memory like any tensor memory: it names the
+ * D3D11 fence of each write, and its checksum is the plain pipeline's where
+ * the layouts agree (64 RGBA pixels fill a 256-byte pitch). tensorcudaimport
+ * without a CUDA import for textures passes the buffers on unchanged. */
+TEST(D3d11Pipeline, TensorinspectNamesTheD3d11FenceAndTensorcudaimportPassesTexturesOn) {
+  ASSERT_TRUE(g_software_device);
+  auto reports = [](const std::string &description, std::vector<std::string> *fences,
+                    std::vector<std::string> *checksums) {
+    GError *error = nullptr;
+    GstElement *pipeline = gst_parse_launch(description.c_str(), &error);
+    ASSERT_EQ(error, nullptr) << description << ": " << (error ? error->message : "");
+    GstBus *bus = gst_element_get_bus(pipeline);
+    ASSERT_NE(gst_element_set_state(pipeline, GST_STATE_PLAYING), GST_STATE_CHANGE_FAILURE);
+    for (;;) {
+      GstMessage *msg = gst_bus_timed_pop_filtered(
+          bus, tmtest::kTimeout,
+          static_cast<GstMessageType>(GST_MESSAGE_EOS | GST_MESSAGE_ERROR | GST_MESSAGE_ELEMENT));
+      ASSERT_NE(msg, nullptr) << "timed out: " << description;
+      const GstMessageType type = GST_MESSAGE_TYPE(msg);
+      if (type == GST_MESSAGE_ELEMENT) {
+        const GstStructure *s = gst_message_get_structure(msg);
+        if (gst_structure_has_name(s, "tensorinspect")) {
+          const gchar *fence = gst_structure_get_string(s, "fence");
+          const gchar *checksum = gst_structure_get_string(s, "checksum");
+          fences->push_back(fence ? fence : "");
+          checksums->push_back(checksum ? checksum : "");
+        }
+      }
+      gst_message_unref(msg);
+      if (type == GST_MESSAGE_ERROR) {
+        ADD_FAILURE() << "error from " << description;
+        break;
+      }
+      if (type == GST_MESSAGE_EOS)
+        break;
+    }
+    EXPECT_EQ(gst_element_set_state(pipeline, GST_STATE_NULL), GST_STATE_CHANGE_SUCCESS);
+    gst_object_unref(bus);
+    tmtest::release_pipeline(pipeline);
+  };
+  const std::string src = "videotestsrc num-buffers=2 ! video/x-raw,format=RGBA,width=64,height=4 ! ";
+  std::vector<std::string> plain_fences, plain_sums, fences, sums;
+  ASSERT_NO_FATAL_FAILURE(
+      reports(src + "tensorupload storage=system ! tensorinspect ! fakesink", &plain_fences, &plain_sums));
+  ASSERT_NO_FATAL_FAILURE(reports(src + "tensorupload storage=d3d11 ! tensorcudaimport ! tensorinspect ! "
+                                        "tensordownload ! fakesink",
+                                  &fences, &sums));
+  ASSERT_EQ(fences.size(), 2u);
+  ASSERT_EQ(plain_sums.size(), 2u);
+  for (std::size_t i = 0; i < fences.size(); ++i) {
+    EXPECT_EQ(fences[i].rfind("d3d11:", 0), 0u) << "frame " << i << ": " << fences[i];
+    EXPECT_FALSE(sums[i].empty()) << "frame " << i << ": no checksum";
+    EXPECT_EQ(sums[i], plain_sums[i]) << "frame " << i;
+  }
+  EXPECT_NE(fences[0], fences[1]) << "each write has its own fence value";
 }
