@@ -32,7 +32,9 @@ def program_of(entry):
 def skip_reasons(output):
     """{Suite.case: reason} for every skipped case in a program's output."""
     reasons = {}
-    for case, body in SKIP_BLOCK.findall(output or ""):
+    # Programs under Wine end their lines with CR LF.
+    output = (output or "").replace("\r\n", "\n")
+    for case, body in SKIP_BLOCK.findall(output):
         lines = body.strip().splitlines()
         # gtest prints "<file>:<line>: Skipped" and then the message.
         for i, line in enumerate(lines):

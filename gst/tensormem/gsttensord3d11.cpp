@@ -79,8 +79,8 @@ GstMemory *copy_texture(GstTensorMemBaseMemory *base, gssize offset, gssize size
     if (whole) {
       auto storage = gst_tensor_d3d11_memory_get_storage(mem);
       const tensormem::D3d11ImageLayout &layout = storage->layout();
-      auto made = tensormem::D3d11TextureStorage::allocate_image(layout.format, layout.dtype, layout.width,
-                                                                 layout.height, storage->access(), storage->context());
+      auto made = tensormem::D3d11TextureStorage::allocate_image(storage->context(), layout.format, layout.dtype,
+                                                                 layout.width, layout.height, storage->access());
       if (!made)
         GST_WARNING("a texture for the copy: %s", made.error().message().c_str());
       else if ((*made)->size_bytes() != mem->size)
@@ -170,8 +170,8 @@ GstMemory *gst_tensor_d3d11_allocator_alloc_video(GstAllocator *allocator, const
   auto context = gst_tensor_d3d11_device_get_d3d11_context(GST_TENSOR_D3D11_ALLOCATOR_CAST(allocator)->device);
   try {
     auto storage = tensormem::D3d11TextureStorage::allocate_image(
-        format, tensormem::DType::U8, static_cast<std::uint32_t>(GST_VIDEO_INFO_WIDTH(info)),
-        static_cast<std::uint32_t>(GST_VIDEO_INFO_HEIGHT(info)), tensormem::CpuAccess::ReadWrite, std::move(context));
+        std::move(context), format, tensormem::DType::U8, static_cast<std::uint32_t>(GST_VIDEO_INFO_WIDTH(info)),
+        static_cast<std::uint32_t>(GST_VIDEO_INFO_HEIGHT(info)), tensormem::CpuAccess::ReadWrite);
     if (!storage) {
       GST_WARNING_OBJECT(allocator, "%s %dx%d texture: %s", GST_VIDEO_INFO_NAME(info), GST_VIDEO_INFO_WIDTH(info),
                          GST_VIDEO_INFO_HEIGHT(info), storage.error().message().c_str());

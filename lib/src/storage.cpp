@@ -117,7 +117,7 @@ Result<void> Storage::order_before_map(CpuAccess access, bool may_block) noexcep
       if (!waited)
         return Error(waited.error().kind(), "map: waiting for the recorded GPU write: " + waited.error().message());
     }
-    return order_backend(access, may_block);
+    return order_backend_map(access, may_block);
   } catch (const std::bad_alloc &) {
     return Error::io(ENOMEM, "map: ordering behind the recorded GPU writes");
   } catch (...) {

@@ -24,6 +24,11 @@ winpath() { local p; p=$(realpath -m "$1"); echo "Z:${p//\//\\}"; }
 build=$(dirname "$(realpath "$program")")
 export WINEPREFIX=${WINEPREFIX:-$build/wineprefix}
 export WINEDEBUG=${WINEDEBUG:--all}
+# Direct3D 11 (win-d3d11-device, win-lib-d3d11-device): Wine 8's d3d11 runs
+# on wined3d, which needs an X display, so run meson test under xvfb-run -a;
+# the default wined3d renderer needs no HKCU\Software\Wine\Direct3D setting
+# here. Without a display D3D11CreateDevice answers DXGI_ERROR_UNSUPPORTED
+# (0x887A0004) for hardware and WARP alike and the cases fail.
 export WINEDLLOVERRIDES=${WINEDLLOVERRIDES:-mscoree,mshtml=}
 if [[ ! -f "$WINEPREFIX/system.reg" ]]; then
   mkdir -p "$(dirname "$WINEPREFIX")"

@@ -84,10 +84,11 @@ protected:
   /// runs it for any that do not.
   void run_destroy_hooks() noexcept;
 
-  /// Runs at the end of order_before_map, after the generic recorded writes
-  /// were waited for: a backend's own ordering (the D3D11 GPU-side wait) and
-  /// the place it learns whether the coming backend_map may block.
-  virtual Result<void> order_backend(CpuAccess access, bool may_block) noexcept {
+  /// Runs at the end of the map ordering (after the recorded CPU-visible
+  /// writes were waited for), with the map's `may_block`: a storage whose
+  /// backend map itself orders on the GPU (D3D11) learns here whether this
+  /// map may wait. The default does nothing.
+  virtual Result<void> order_backend_map(CpuAccess access, bool may_block) noexcept {
     (void)access;
     (void)may_block;
     return {};

@@ -1,0 +1,17 @@
+// SPDX-License-Identifier: Apache-2.0
+// The conformance suite's device on Windows: the real COM device, hardware
+// falling back to WARP.
+#include "d3d11_test_device.hpp"
+
+namespace d3d11test {
+
+std::shared_ptr<tensormem::D3d11Device> make_device(std::string *why) {
+  auto device = tensormem::create_windows_d3d11_device(tensormem::D3d11DriverType::Hardware);
+  if (!device) {
+    *why = device.error().message();
+    return nullptr;
+  }
+  return *device;
+}
+
+} // namespace d3d11test
