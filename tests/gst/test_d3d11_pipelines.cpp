@@ -144,7 +144,7 @@ TEST(D3d11Pipeline, InputOutsideTheOfferedPoolIsCopiedOnceIntoATexture) {
 /* tensorinspect reads D3D11 memory like any tensor memory: it names the
  * D3D11 fence of each write, and its checksum is the plain pipeline's where
  * the layouts agree (64 RGBA pixels fill a 256-byte pitch). tensorcudaimport
- * without a CUDA import for textures passes the buffers on unchanged. */
+ * in a process without CUDA passes the textures on unchanged. */
 TEST(D3d11Pipeline, TensorinspectNamesTheD3d11FenceAndTensorcudaimportPassesTexturesOn) {
   ASSERT_TRUE(g_software_device);
   auto reports = [](const std::string &description, std::vector<std::string> *fences,
