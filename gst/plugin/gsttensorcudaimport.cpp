@@ -31,7 +31,9 @@
 
 #include <gst/tensormem/gsttensorcaps.h>
 #include <gst/tensormem/gsttensorcudameta.h>
+#include <gst/tensormem/gsttensord3d11.h>
 #include <gst/tensormem/gsttensordmabuf.h>
+#include <gst/tensormem/gsttensorfencemeta.h>
 #include <gst/tensormem/gsttensormemvalidate.h>
 #include <gst/tensormem/gsttensorpbo.h>
 
@@ -102,6 +104,22 @@ GstFlowReturn no_cuda(GstTensorMemCudaImport *self, GstBuffer *buffer, const std
   return GST_FLOW_OK;
 }
 
+/* D3D11 memory: a D3D11 fence meta on the buffer becomes the texture
+ * storage's recorded write, whose counter the CUDA attachment shares, so a
+ * CUDA map waits for it on the stream (through the imported fence
+ * semaphore) instead of on the CPU. */
+void record_d3d11_fences(GstBuffer *buffer, GstMemory *mem) {
+  auto storage = gst_tensor_d3d11_memory_get_storage(mem);
+  if (!storage)
+    return;
+  gpointer state = nullptr;
+  while (GstMeta *meta = gst_buffer_iterate_meta_filtered(buffer, &state, GST_TENSOR_MEM_FENCE_META_API_TYPE)) {
+    auto *fence = reinterpret_cast<GstTensorMemFenceMeta *>(meta);
+    if (fence->kind == GST_TENSOR_MEM_FENCE_KIND_D3D11_FENCE && fence->value > 0)
+      storage->set_gpu_write(fence->value);
+  }
+}
+
 GstFlowReturn import_ip(GstTensorMemCudaImport *self, GstBuffer *buffer) {
   // CUDA maps the memory's fd: a memory longer than its fd must not get there.
   const GstFlowReturn valid =
@@ -123,6 +141,7 @@ GstFlowReturn import_ip(GstTensorMemCudaImport *self, GstBuffer *buffer) {
     return no_cuda(self, buffer, "memory-kind",
                    std::string("memory from allocator ") + (mem->allocator ? mem->allocator->mem_type : "(none)") +
                        " is not tensor memory");
+  record_d3d11_fences(buffer, mem);
   gboolean imported = FALSE;
   tensormem::Result<std::shared_ptr<tensormem::CudaHandle>> handle = gst_tensor_memory_import_cuda(mem, &imported);
   if (!handle)

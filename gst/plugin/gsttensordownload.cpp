@@ -45,6 +45,7 @@
 
 #include <gst/allocators/gstdmabuf.h>
 #include <gst/tensormem/gsttensorcaps.h>
+#include <gst/tensormem/gsttensord3d11.h>
 #include <gst/tensormem/gsttensordownloader.h>
 #include <gst/tensormem/gsttensorfencemeta.h>
 #include <gst/tensormem/gsttensorformat.h>
@@ -70,19 +71,22 @@ namespace {
 #define DOWNLOAD_PLAIN_CAPS GST_VIDEO_CAPS_MAKE(GST_TENSOR_VIDEO_FORMATS)
 #define DOWNLOAD_PBO_CAPS                                                                                              \
   GST_VIDEO_CAPS_MAKE_WITH_FEATURES(GST_CAPS_FEATURE_MEMORY_TENSOR_PBO, GST_TENSOR_VIDEO_FORMATS)
+#define DOWNLOAD_D3D11_CAPS                                                                                            \
+  GST_VIDEO_CAPS_MAKE_WITH_FEATURES(GST_CAPS_FEATURE_MEMORY_TENSOR_D3D11, GST_TENSOR_VIDEO_FORMATS)
 /* One static tensor (tensorconvert, NNStreamer) in any of our memories. */
 #define DOWNLOAD_TENSOR_CAPS(features) "other/tensors" features ", format=(string)static, num_tensors=(int)1"
 #define DOWNLOAD_TENSOR_SINK_CAPS                                                                                      \
   DOWNLOAD_TENSOR_CAPS("")                                                                                             \
-  "; " DOWNLOAD_TENSOR_CAPS("(" GST_CAPS_FEATURE_MEMORY_DMABUF                                                         \
-                            ")") "; " DOWNLOAD_TENSOR_CAPS("(" GST_CAPS_FEATURE_MEMORY_TENSOR_PBO ")")
+  "; " DOWNLOAD_TENSOR_CAPS("(" GST_CAPS_FEATURE_MEMORY_DMABUF ")") "; " DOWNLOAD_TENSOR_CAPS(                         \
+      "(" GST_CAPS_FEATURE_MEMORY_TENSOR_PBO                                                                           \
+      ")") "; " DOWNLOAD_TENSOR_CAPS("(" GST_CAPS_FEATURE_MEMORY_TENSOR_D3D11 ")")
 #define DOWNLOAD_TENSOR_SRC_CAPS                                                                                       \
   DOWNLOAD_TENSOR_CAPS("(" GST_CAPS_FEATURE_MEMORY_DMABUF ")") "; " DOWNLOAD_TENSOR_CAPS("")
 
-GstStaticPadTemplate sink_template =
-    GST_STATIC_PAD_TEMPLATE("sink", GST_PAD_SINK, GST_PAD_ALWAYS,
-                            GST_STATIC_CAPS(DOWNLOAD_PLAIN_CAPS "; " DOWNLOAD_DMABUF_CAPS "; " DOWNLOAD_PBO_CAPS
-                                                                "; " DOWNLOAD_TENSOR_SINK_CAPS));
+GstStaticPadTemplate sink_template = GST_STATIC_PAD_TEMPLATE(
+    "sink", GST_PAD_SINK, GST_PAD_ALWAYS,
+    GST_STATIC_CAPS(DOWNLOAD_PLAIN_CAPS "; " DOWNLOAD_DMABUF_CAPS "; " DOWNLOAD_PBO_CAPS "; " DOWNLOAD_D3D11_CAPS
+                                        "; " DOWNLOAD_TENSOR_SINK_CAPS));
 GstStaticPadTemplate src_template = GST_STATIC_PAD_TEMPLATE(
     "src", GST_PAD_SRC, GST_PAD_ALWAYS,
     GST_STATIC_CAPS(DOWNLOAD_DMABUF_CAPS "; " DOWNLOAD_PLAIN_CAPS "; " DOWNLOAD_TENSOR_SRC_CAPS));

@@ -30,6 +30,19 @@
  * sync after the unmap that hands the bytes to GL) and the output carries it
  * as a #GstTensorMemFenceMeta of kind "egl".
  *
+ * `storage=d3d11` asks for Direct3D 11 textures of the process device,
+ * shared with the rest of the pipeline through a #GstContext of type
+ * %GST_TENSOR_D3D11_DEVICE_CONTEXT_TYPE (gst_tensor_d3d11_device_ensure()).
+ * On Windows that is the real device; elsewhere the software reference
+ * device is used only when the environment asks for it with
+ * `TENSORMEM_D3D11_DEVICE=software`, and without a device the element fails
+ * to go to READY with an error that says so. The output is
+ * `video/x-raw(memory:TensorD3D11)` (#GstTensorMemD3D11Memory): the pool it
+ * offers upstream makes textures with staging, so a producer writes
+ * straight into them; other input is copied once. Every output buffer
+ * carries a #GstTensorMemFenceMeta of kind "d3d11": the process fence's
+ * value signalled after the write (docs/d3d11.md, "GStreamer").
+ *
  * With `storage=dmabuf` the source pad offers `video/x-raw(memory:DMABuf)`
  * first and plain `video/x-raw` second (the memories are DMA-BUF either
  * way); the sink pad takes both. `storage=auto` picks DMA-BUF when a DMA
@@ -51,6 +64,8 @@
 #include "gsttensorupload.h"
 
 #include <gst/tensormem/gsttensorbufferpool.h>
+#include <gst/tensormem/gsttensord3d11.h>
+#include <gst/tensormem/gsttensord3d11device.h>
 #include <gst/tensormem/gsttensordmabuf.h>
 #include <gst/tensormem/gsttensorfencemeta.h>
 #include <gst/tensormem/gsttensorformat.h>
@@ -71,9 +86,11 @@ GST_DEBUG_CATEGORY_STATIC(gst_tensor_upload_debug);
 
 struct _GstTensorMemUpload {
   GstTensorMemTransform parent;
-  GstTensorMemStorage storage;     // the property; guarded by the object lock
-  GstTensorMemGlWorker *gl_worker; // storage=pbo: shared through GstContext; guarded by the object lock
-  GstAllocator *pbo_allocator;     // storage=pbo, between start and stop; guarded by the object lock
+  GstTensorMemStorage storage;           // the property; guarded by the object lock
+  GstTensorMemGlWorker *gl_worker;       // storage=pbo: shared through GstContext; guarded by the object lock
+  GstAllocator *pbo_allocator;           // storage=pbo, between start and stop; guarded by the object lock
+  GstTensorMemD3D11Device *d3d11_device; // storage=d3d11: shared through GstContext; guarded by the object lock
+  GstAllocator *d3d11_allocator;         // storage=d3d11, between start and stop; guarded by the object lock
 };
 
 namespace {
@@ -83,12 +100,14 @@ enum { PROP_0, PROP_STORAGE };
 #define UPLOAD_DMABUF_CAPS GST_VIDEO_CAPS_MAKE_WITH_FEATURES(GST_CAPS_FEATURE_MEMORY_DMABUF, GST_TENSOR_VIDEO_FORMATS)
 #define UPLOAD_PLAIN_CAPS GST_VIDEO_CAPS_MAKE(GST_TENSOR_VIDEO_FORMATS)
 #define UPLOAD_PBO_CAPS GST_VIDEO_CAPS_MAKE_WITH_FEATURES(GST_CAPS_FEATURE_MEMORY_TENSOR_PBO, GST_TENSOR_VIDEO_FORMATS)
+#define UPLOAD_D3D11_CAPS                                                                                              \
+  GST_VIDEO_CAPS_MAKE_WITH_FEATURES(GST_CAPS_FEATURE_MEMORY_TENSOR_D3D11, GST_TENSOR_VIDEO_FORMATS)
 
 GstStaticPadTemplate sink_template = GST_STATIC_PAD_TEMPLATE(
     "sink", GST_PAD_SINK, GST_PAD_ALWAYS, GST_STATIC_CAPS(UPLOAD_PLAIN_CAPS "; " UPLOAD_DMABUF_CAPS));
-GstStaticPadTemplate src_template =
-    GST_STATIC_PAD_TEMPLATE("src", GST_PAD_SRC, GST_PAD_ALWAYS,
-                            GST_STATIC_CAPS(UPLOAD_DMABUF_CAPS "; " UPLOAD_PLAIN_CAPS "; " UPLOAD_PBO_CAPS));
+GstStaticPadTemplate src_template = GST_STATIC_PAD_TEMPLATE(
+    "src", GST_PAD_SRC, GST_PAD_ALWAYS,
+    GST_STATIC_CAPS(UPLOAD_DMABUF_CAPS "; " UPLOAD_PLAIN_CAPS "; " UPLOAD_PBO_CAPS "; " UPLOAD_D3D11_CAPS));
 
 GstTensorMemStorage resolved_storage(GstTensorMemUpload *self) {
   GST_OBJECT_LOCK(self);
@@ -104,12 +123,30 @@ const char *storage_name(GstTensorMemStorage storage) {
   return value ? value->value_nick : "auto";
 }
 
-/* The element's PBO allocator (a new reference), or NULL outside start..stop. */
-GstAllocator *pbo_allocator_of(GstTensorMemUpload *self) {
+/* The element's PBO or D3D11 allocator in `slot` (a new reference), or NULL
+ * outside start..stop. */
+GstAllocator *allocator_of(GstTensorMemUpload *self, GstAllocator *const *slot) {
   GST_OBJECT_LOCK(self);
-  GstAllocator *allocator = self->pbo_allocator ? GST_ALLOCATOR_CAST(gst_object_ref(self->pbo_allocator)) : nullptr;
+  GstAllocator *allocator = *slot ? GST_ALLOCATOR_CAST(gst_object_ref(*slot)) : nullptr;
   GST_OBJECT_UNLOCK(self);
   return allocator;
+}
+
+/* Takes the allocator out of `slot` and drops it. */
+void clear_allocator(GstTensorMemUpload *self, GstAllocator **slot) {
+  GST_OBJECT_LOCK(self);
+  GstAllocator *allocator = *slot;
+  *slot = nullptr;
+  GST_OBJECT_UNLOCK(self);
+  if (allocator)
+    gst_object_unref(allocator);
+}
+
+/* Puts a new allocator into `slot` (which takes its own reference). */
+void set_allocator(GstTensorMemUpload *self, GstAllocator **slot, GstAllocator *allocator) {
+  GST_OBJECT_LOCK(self);
+  gst_object_replace(reinterpret_cast<GstObject **>(slot), GST_OBJECT_CAST(allocator));
+  GST_OBJECT_UNLOCK(self);
 }
 
 void copy_metadata(GstElement *element, GstBuffer *in, GstBuffer *out) {
@@ -122,7 +159,8 @@ gst_tensormem::UploadContext upload_context(GstTensorMemUpload *self) {
   gst_tensormem::UploadContext ctx{};
   ctx.element = GST_ELEMENT(self);
   ctx.storage = resolved_storage(self);
-  ctx.pbo_allocator = pbo_allocator_of(self);
+  ctx.pbo_allocator = allocator_of(self, &self->pbo_allocator);
+  ctx.d3d11_allocator = allocator_of(self, &self->d3d11_allocator);
   ctx.info = gst_tensor_transform_get_info(GST_TENSOR_TRANSFORM(self));
   ctx.copy_metadata = copy_metadata;
   return ctx;
@@ -131,21 +169,27 @@ gst_tensormem::UploadContext upload_context(GstTensorMemUpload *self) {
 void release_context(gst_tensormem::UploadContext &ctx) {
   if (ctx.pbo_allocator)
     gst_object_unref(ctx.pbo_allocator);
+  if (ctx.d3d11_allocator)
+    gst_object_unref(ctx.d3d11_allocator);
   if (ctx.output_pool)
     gst_object_unref(ctx.output_pool);
 }
 
-/* storage=pbo: the GL worker fences what was just written into the output's
- * PBOs and the buffer carries the fence (GstTensorMemFenceMeta), so
- * consumers on other APIs or threads know when the bytes are in the GL
- * buffer. A passed-through input that is not writable is shared first. */
-GstFlowReturn fence_pbo_output(GstTensorMemUpload *self, GstBuffer *inbuf, GstBuffer **outbuf) {
+/* storage=pbo and d3d11: the GL worker (the process D3D11 fence) fences
+ * what was just written into the output's PBOs (textures) and the buffer
+ * carries the fence (GstTensorMemFenceMeta), so consumers on other APIs or
+ * threads know when the bytes are in the GPU buffer. A passed-through input
+ * that is not writable is shared first. */
+GstFlowReturn fence_output(GstTensorMemUpload *self, GstTensorMemStorage storage, GstBuffer *inbuf,
+                           GstBuffer **outbuf) {
   if (*outbuf == inbuf && !gst_buffer_is_writable(inbuf))
     *outbuf = gst_buffer_copy(inbuf); // same memories; base transform drops inbuf
   GError *error = nullptr;
-  if (gst_buffer_fence_tensor_pbo_writes(*outbuf, &error))
+  const bool d3d11 = storage == GST_TENSOR_STORAGE_D3D11;
+  if (d3d11 ? gst_buffer_fence_tensor_d3d11_writes(*outbuf, &error)
+            : gst_buffer_fence_tensor_pbo_writes(*outbuf, &error))
     return GST_FLOW_OK;
-  GST_ELEMENT_ERROR(self, RESOURCE, FAILED, ("Cannot fence the write into PBO memory."),
+  GST_ELEMENT_ERROR(self, RESOURCE, FAILED, ("Cannot fence the write into %s memory.", d3d11 ? "D3D11" : "PBO"),
                     ("%s", error ? error->message : "attaching the fence meta failed"));
   g_clear_error(&error);
   if (*outbuf != inbuf)
@@ -187,8 +231,47 @@ static void gst_tensor_upload_get_property(GObject *object, guint prop_id, GValu
 static void gst_tensor_upload_finalize(GObject *object) {
   auto *self = GST_TENSOR_UPLOAD(object);
   gst_clear_object(&self->pbo_allocator);
+  gst_clear_object(&self->d3d11_allocator);
   gst_clear_object(&self->gl_worker);
+  gst_clear_object(&self->d3d11_device);
   G_OBJECT_CLASS(gst_tensor_upload_parent_class)->finalize(object);
+}
+
+/* storage=d3d11: the device is found (or made) and shared when the element
+ * goes to READY, so that every element of the pipeline has it before any
+ * starts streaming, and the reason a pipeline cannot have one is the error
+ * the application sees. */
+static gboolean ensure_d3d11_device(GstTensorMemUpload *self) {
+  GError *error = nullptr;
+  if (!gst_tensor_d3d11_device_ensure(GST_ELEMENT(self), &self->d3d11_device, &error)) {
+    GST_ELEMENT_ERROR(self, RESOURCE, NOT_FOUND,
+                      ("storage=d3d11: %s. Outside Windows, set TENSORMEM_D3D11_DEVICE=software in the environment "
+                       "to use the software reference device, or choose storage=system, dmabuf or pbo.",
+                       error ? error->message : "no Direct3D 11 device could be had"),
+                      (nullptr));
+    g_clear_error(&error);
+    return FALSE;
+  }
+  GST_OBJECT_LOCK(self);
+  GstTensorMemD3D11Device *device = GST_TENSOR_D3D11_DEVICE(gst_object_ref(self->d3d11_device));
+  GST_OBJECT_UNLOCK(self);
+  GST_INFO_OBJECT(self, "D3D11 device %" GST_PTR_FORMAT " (%s)", device, gst_tensor_d3d11_device_get_name(device));
+  gst_object_unref(device);
+  return TRUE;
+}
+
+/* storage=d3d11 at start: an allocator of textures on the shared device. */
+static gboolean start_d3d11(GstTensorMemUpload *self) {
+  if (!ensure_d3d11_device(self))
+    return FALSE;
+  GST_OBJECT_LOCK(self);
+  GstTensorMemD3D11Device *device = GST_TENSOR_D3D11_DEVICE(gst_object_ref(self->d3d11_device));
+  GST_OBJECT_UNLOCK(self);
+  GstAllocator *allocator = gst_tensor_d3d11_allocator_new(device);
+  gst_object_unref(device);
+  set_allocator(self, &self->d3d11_allocator, allocator);
+  gst_object_unref(allocator);
+  return TRUE;
 }
 
 static gboolean gst_tensor_upload_start(GstBaseTransform *trans) {
@@ -215,6 +298,8 @@ static gboolean gst_tensor_upload_start(GstBaseTransform *trans) {
       return FALSE;
     }
   }
+  if (storage == GST_TENSOR_STORAGE_D3D11)
+    return start_d3d11(self);
   if (storage != GST_TENSOR_STORAGE_PBO)
     return TRUE;
 
@@ -234,37 +319,44 @@ static gboolean gst_tensor_upload_start(GstBaseTransform *trans) {
   GST_INFO_OBJECT(self, "PBO memory of GL worker %" GST_PTR_FORMAT " (%s, %s)", worker,
                   gst_tensor_gl_worker_get_renderer(worker), gst_tensor_gl_worker_get_version(worker));
   gst_object_unref(worker);
-  GST_OBJECT_LOCK(self);
-  gst_object_replace(reinterpret_cast<GstObject **>(&self->pbo_allocator), GST_OBJECT_CAST(allocator));
-  GST_OBJECT_UNLOCK(self);
+  set_allocator(self, &self->pbo_allocator, allocator);
   gst_object_unref(allocator);
   return TRUE;
 }
 
-/* PBO memory already handed out keeps its own allocator (and worker). */
+/* PBO and D3D11 memory already handed out keeps its own allocator (and worker or device). */
 static gboolean gst_tensor_upload_stop(GstBaseTransform *trans) {
   auto *self = GST_TENSOR_UPLOAD(trans);
-  GST_OBJECT_LOCK(self);
-  GstAllocator *allocator = self->pbo_allocator;
-  self->pbo_allocator = nullptr;
-  GST_OBJECT_UNLOCK(self);
-  if (allocator)
-    gst_object_unref(allocator);
+  clear_allocator(self, &self->pbo_allocator);
+  clear_allocator(self, &self->d3d11_allocator);
   return GST_BASE_TRANSFORM_CLASS(gst_tensor_upload_parent_class)->stop(trans);
 }
 
-/* Back in NULL the element lets go of its GL worker, so the next run takes
- * whatever worker the pipeline (or the application) shares then. */
+/* storage=d3d11 finds its device on the way to READY. Back in NULL the
+ * element lets go of its GL worker and D3D11 device, so the next run takes
+ * whatever the pipeline (or the application) shares then. */
 static GstStateChangeReturn gst_tensor_upload_change_state(GstElement *element, GstStateChange transition) {
+  if (transition == GST_STATE_CHANGE_NULL_TO_READY) {
+    auto *self = GST_TENSOR_UPLOAD(element);
+    GST_OBJECT_LOCK(self);
+    const bool d3d11 = self->storage == GST_TENSOR_STORAGE_D3D11;
+    GST_OBJECT_UNLOCK(self);
+    if (d3d11 && !ensure_d3d11_device(self))
+      return GST_STATE_CHANGE_FAILURE;
+  }
   GstStateChangeReturn ret = GST_ELEMENT_CLASS(gst_tensor_upload_parent_class)->change_state(element, transition);
   if (transition == GST_STATE_CHANGE_READY_TO_NULL) {
     auto *self = GST_TENSOR_UPLOAD(element);
     GST_OBJECT_LOCK(self);
     GstTensorMemGlWorker *worker = self->gl_worker;
     self->gl_worker = nullptr;
+    GstTensorMemD3D11Device *device = self->d3d11_device;
+    self->d3d11_device = nullptr;
     GST_OBJECT_UNLOCK(self);
     if (worker)
       gst_object_unref(worker);
+    if (device)
+      gst_object_unref(device);
   }
   return ret;
 }
@@ -272,20 +364,22 @@ static GstStateChangeReturn gst_tensor_upload_change_state(GstElement *element, 
 static void gst_tensor_upload_set_context(GstElement *element, GstContext *context) {
   auto *self = GST_TENSOR_UPLOAD(element);
   gst_tensor_gl_worker_handle_set_context(element, context, &self->gl_worker);
+  gst_tensor_d3d11_device_handle_set_context(element, context, &self->d3d11_device);
   GST_ELEMENT_CLASS(gst_tensor_upload_parent_class)->set_context(element, context);
 }
 
-/* Neighbours asking for the GL worker get ours. */
+/* Neighbours asking for the GL worker or the D3D11 device get ours. */
 static gboolean gst_tensor_upload_query(GstBaseTransform *trans, GstPadDirection direction, GstQuery *query) {
   auto *self = GST_TENSOR_UPLOAD(trans);
-  if (gst_tensor_gl_worker_handle_context_query(GST_ELEMENT(self), query, &self->gl_worker))
+  if (gst_tensor_gl_worker_handle_context_query(GST_ELEMENT(self), query, &self->gl_worker) ||
+      gst_tensor_d3d11_device_handle_context_query(GST_ELEMENT(self), query, &self->d3d11_device))
     return TRUE;
   return GST_BASE_TRANSFORM_CLASS(gst_tensor_upload_parent_class)->query(trans, direction, query);
 }
 
 /* Sink caps → source caps: the same video, as memory:DMABuf first (DMA-BUF
- * storage only) and as plain system-memory caps, or as memory:TensorPBO only
- * (PBO storage). Source caps → sink caps:
+ * storage only) and as plain system-memory caps, or as memory:TensorPBO
+ * (memory:TensorD3D11) only for PBO (D3D11) storage. Source caps → sink caps:
  * plain or memory:DMABuf, whatever the storage (a DMA-BUF input is copied
  * into system storage, or imported into DMA-BUF storage). */
 static GstCaps *gst_tensor_upload_transform_caps(GstBaseTransform *trans, GstPadDirection direction, GstCaps *caps,
@@ -306,7 +400,10 @@ static GstCaps *gst_tensor_upload_transform_caps(GstBaseTransform *trans, GstPad
       result = gst_caps_merge(gst_tensor_transform_caps_with_feature(plain, GST_CAPS_FEATURE_MEMORY_DMABUF), plain);
       break;
     case GST_TENSOR_STORAGE_PBO:
-      result = gst_tensor_transform_caps_with_feature(plain, GST_CAPS_FEATURE_MEMORY_TENSOR_PBO);
+    case GST_TENSOR_STORAGE_D3D11:
+      result = gst_tensor_transform_caps_with_feature(plain, resolved_storage(self) == GST_TENSOR_STORAGE_PBO
+                                                                 ? GST_CAPS_FEATURE_MEMORY_TENSOR_PBO
+                                                                 : GST_CAPS_FEATURE_MEMORY_TENSOR_D3D11);
       gst_caps_unref(plain);
       break;
     default: result = plain; break;
@@ -400,8 +497,8 @@ static GstFlowReturn gst_tensor_upload_prepare_output_buffer(GstBaseTransform *t
                         ("taking the %s path for %" GST_PTR_FORMAT, method.name, inbuf));
       ret = GST_FLOW_ERROR;
     }
-    if (ret == GST_FLOW_OK && ctx.storage == GST_TENSOR_STORAGE_PBO)
-      ret = fence_pbo_output(self, inbuf, outbuf);
+    if (ret == GST_FLOW_OK && (ctx.storage == GST_TENSOR_STORAGE_PBO || ctx.storage == GST_TENSOR_STORAGE_D3D11))
+      ret = fence_output(self, ctx.storage, inbuf, outbuf);
     if (ret == GST_FLOW_OK) {
       GST_LOG_OBJECT(self, "%" GST_PTR_FORMAT " took the %s path", inbuf, method.name);
       gst_tensor_transform_count_buffer(GST_TENSOR_TRANSFORM(self), copied);

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include <gst/tensormem/gsttensorbasememory.h>
 
+#include <gst/tensormem/gsttensorbasememory-private.h>
 #include <gst/tensormem/gsttensormapping-private.h>
 
 #include <tensormem/tensor.hpp>
@@ -142,6 +143,14 @@ static void gst_tensor_mem_base_allocator_init(GstTensorMemBaseAllocator *self) 
   alloc->mem_copy = dispatch_copy;
   alloc->mem_share = dispatch_share;
   alloc->mem_is_span = gst_tensormem::tensor_memory_is_span;
+}
+
+/// \brief A root base memory over all of `tensor`, for allocators that make
+/// their storages themselves.
+GstMemory *gst_tensormem::base_memory_new_over(GstAllocator *allocator, const tensormem::Tensor &tensor,
+                                               gsize align_mask) noexcept {
+  const gsize bytes = tensor.size_bytes();
+  return new_base_memory(allocator, nullptr, tensor, static_cast<GstMemoryFlags>(0), bytes, align_mask, 0, bytes);
 }
 
 /**

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include <gst/tensormem/gsttensorbufferpool.h>
+#include <gst/tensormem/gsttensord3d11.h>
 #include <gst/tensormem/gsttensordmabuf.h>
 #include <gst/tensormem/gsttensorfencemeta.h>
 #include <gst/tensormem/gsttensorformat.h>
@@ -16,8 +17,10 @@ GST_DEBUG_CATEGORY_STATIC(gst_tensor_buffer_pool_debug);
 namespace {
 
 struct GstTensorMemBufferPoolPrivate {
-  GstTensorMemStorage storage; // SYSTEM, DMABUF or PBO, fixed at construction
-  GstAllocator *pbo_allocator; // PBO: the GstTensorMemPboAllocator to use (owned); NULL until known
+  GstTensorMemStorage storage;   // SYSTEM, DMABUF or PBO, fixed at construction
+  GstAllocator *pbo_allocator;   // PBO: the GstTensorMemPboAllocator to use (owned); NULL until known
+  GstAllocator *d3d11_allocator; // D3D11: the GstTensorMemD3D11Allocator to use (owned); NULL until known
+  GstVideoInfo d3d11_info;       // D3D11: the frame every texture holds (set_config)
   /* Unpadded configs: the strides and offsets every buffer's meta carries,
    * from the core's image_layout (one layout engine for pool and core). */
   bool core_layout;
@@ -60,31 +63,29 @@ const char *memory_name(GstTensorMemStorage storage) {
   switch (storage) {
   case GST_TENSOR_STORAGE_DMABUF: return "DMA-BUF";
   case GST_TENSOR_STORAGE_PBO: return "PBO";
+  case GST_TENSOR_STORAGE_D3D11: return "D3D11";
   default: break;
   }
   return "system";
 }
 
-/* PBO memory has no process-wide allocator: each belongs to one GL worker.
- * The config's allocator wins when it is a PBO allocator (and is kept for
- * later configs), else the one the pool was made with. */
-bool force_pbo_allocator(GstBufferPool *pool, GstStructure *config, GstAllocator *allocator,
-                         GstAllocationParams *params) {
-  GstTensorMemBufferPoolPrivate *priv = pool_priv(pool);
-  if (allocator && GST_IS_TENSOR_PBO_ALLOCATOR(allocator)) {
-    if (priv->pbo_allocator != allocator)
-      gst_object_replace(reinterpret_cast<GstObject **>(&priv->pbo_allocator), GST_OBJECT_CAST(allocator));
-  } else if (!priv->pbo_allocator) {
-    GST_WARNING_OBJECT(pool,
-                       "a PBO pool needs a GstTensorMemPboAllocator, in its config or from "
-                       "gst_tensor_buffer_pool_new_for_pbo(); config has %" GST_PTR_FORMAT,
-                       allocator);
+/* PBO and D3D11 memory have no process-wide allocator: each belongs to one
+ * GL worker or D3D11 device. The config's allocator wins when it is of the
+ * right type (and is kept in `slot` for later configs), else the one the
+ * pool was made with. */
+bool force_device_allocator(GstBufferPool *pool, GstStructure *config, GstAllocator *allocator,
+                            GstAllocationParams *params, GType type, GstAllocator **slot, const char *what) {
+  if (allocator && G_TYPE_CHECK_INSTANCE_TYPE(allocator, type)) {
+    if (*slot != allocator)
+      gst_object_replace(reinterpret_cast<GstObject **>(slot), GST_OBJECT_CAST(allocator));
+  } else if (!*slot) {
+    GST_WARNING_OBJECT(pool, "a %s pool needs a %s, in its config or from its constructor; config has %" GST_PTR_FORMAT,
+                       what, g_type_name(type), allocator);
     return false;
   } else if (allocator) {
-    GST_DEBUG_OBJECT(pool, "replacing allocator %" GST_PTR_FORMAT " with %" GST_PTR_FORMAT, allocator,
-                     priv->pbo_allocator);
+    GST_DEBUG_OBJECT(pool, "replacing allocator %" GST_PTR_FORMAT " with %" GST_PTR_FORMAT, allocator, *slot);
   }
-  gst_buffer_pool_config_set_allocator(config, priv->pbo_allocator, params);
+  gst_buffer_pool_config_set_allocator(config, *slot, params);
   return true;
 }
 
@@ -102,8 +103,13 @@ bool force_tensor_allocator(GstBufferPool *pool, GstTensorMemStorage storage, Gs
     return false;
   }
   params.align |= kStrideAlignMask;
+  GstTensorMemBufferPoolPrivate *priv = pool_priv(pool);
   if (storage == GST_TENSOR_STORAGE_PBO)
-    return force_pbo_allocator(pool, config, allocator, &params);
+    return force_device_allocator(pool, config, allocator, &params, GST_TYPE_TENSOR_PBO_ALLOCATOR, &priv->pbo_allocator,
+                                  "PBO");
+  if (storage == GST_TENSOR_STORAGE_D3D11)
+    return force_device_allocator(pool, config, allocator, &params, GST_TYPE_TENSOR_D3D11_ALLOCATOR,
+                                  &priv->d3d11_allocator, "D3D11");
   const bool ours = allocator && (storage == GST_TENSOR_STORAGE_DMABUF ? GST_IS_TENSOR_DMABUF_ALLOCATOR(allocator)
                                                                        : GST_IS_TENSOR_SYSTEM_ALLOCATOR(allocator));
   if (ours) {
@@ -122,6 +128,49 @@ bool force_tensor_allocator(GstBufferPool *pool, GstTensorMemStorage storage, Gs
 
 } // namespace
 
+/* The fence-meta option and timeout of a config, kept in the pool. */
+static void read_fence_config(GstBufferPool *pool, GstStructure *config) {
+  GstTensorMemBufferPoolPrivate *priv = pool_priv(pool);
+  priv->fence_meta = gst_buffer_pool_config_has_option(config, GST_BUFFER_POOL_OPTION_TENSOR_MEM_FENCE_META);
+  guint64 timeout = GST_TENSOR_MEM_FENCE_DEFAULT_TIMEOUT;
+  gst_structure_get_uint64(config, kFenceTimeoutField, &timeout);
+  priv->fence_timeout = timeout;
+}
+
+/* D3D11: the texture's staging layout is the frame layout (every stride the
+ * backing pitch), so GStreamer's alignment options do not apply, and the
+ * buffer size is the texture memory's, learnt from one texture made here. */
+static gboolean set_d3d11_config(GstBufferPool *pool, GstStructure *config, GstCaps *caps, const GstVideoInfo *info,
+                                 guint min_buffers, guint max_buffers) {
+  GstTensorMemBufferPoolPrivate *priv = pool_priv(pool);
+  GstMemory *probe = gst_tensor_d3d11_allocator_alloc_video(priv->d3d11_allocator, info);
+  if (!probe) {
+    GST_WARNING_OBJECT(pool, "no D3D11 texture for %" GST_PTR_FORMAT, caps);
+    return FALSE;
+  }
+  gsize offset[GST_VIDEO_MAX_PLANES];
+  gint stride[GST_VIDEO_MAX_PLANES];
+  const gboolean fits = gst_tensor_d3d11_memory_get_plane_layout(probe, info, offset, stride);
+  const gsize size = probe->size;
+  gst_memory_unref(probe);
+  if (!fits || size > G_MAXUINT) {
+    GST_WARNING_OBJECT(pool, "%" GST_PTR_FORMAT " does not fit a D3D11 texture of %" G_GSIZE_FORMAT " bytes", caps,
+                       size);
+    return FALSE;
+  }
+  priv->d3d11_info = *info;
+  priv->core_layout = false;
+  read_fence_config(pool, config);
+  gst_buffer_pool_config_add_option(config, GST_BUFFER_POOL_OPTION_VIDEO_META);
+  gst_buffer_pool_config_set_params(config, caps, static_cast<guint>(size), min_buffers, max_buffers);
+  GST_DEBUG_OBJECT(pool, "%" GST_PTR_FORMAT ": D3D11 textures, pitch %d, %" G_GSIZE_FORMAT " bytes per buffer", caps,
+                   stride[0], size);
+  // Past GstVideoBufferPool: its config would align GStreamer's own layout.
+  GstBufferPoolClass *grandparent =
+      GST_BUFFER_POOL_CLASS(g_type_class_peek_parent(gst_tensor_buffer_pool_parent_class));
+  return grandparent->set_config(pool, config);
+}
+
 static gboolean gst_tensor_buffer_pool_set_config(GstBufferPool *pool, GstStructure *config) {
   GstCaps *caps = nullptr;
   guint size, min_buffers, max_buffers;
@@ -137,6 +186,8 @@ static gboolean gst_tensor_buffer_pool_set_config(GstBufferPool *pool, GstStruct
   const GstTensorMemStorage storage = pool_storage(pool);
   if (!force_tensor_allocator(pool, storage, config))
     return FALSE;
+  if (storage == GST_TENSOR_STORAGE_D3D11)
+    return set_d3d11_config(pool, config, caps, &info, min_buffers, max_buffers);
 
   /* Merge with an alignment already asked for: its padding is kept, masks
    * are widened to 64 bytes (wider masks are kept where the memory's own
@@ -156,13 +207,7 @@ static gboolean gst_tensor_buffer_pool_set_config(GstBufferPool *pool, GstStruct
     }
     mask |= kStrideAlignMask;
   }
-  {
-    GstTensorMemBufferPoolPrivate *priv = pool_priv(pool);
-    priv->fence_meta = gst_buffer_pool_config_has_option(config, GST_BUFFER_POOL_OPTION_TENSOR_MEM_FENCE_META);
-    guint64 timeout = GST_TENSOR_MEM_FENCE_DEFAULT_TIMEOUT;
-    gst_structure_get_uint64(config, kFenceTimeoutField, &timeout);
-    priv->fence_timeout = timeout;
-  }
+  read_fence_config(pool, config);
   gst_buffer_pool_config_add_option(config, GST_BUFFER_POOL_OPTION_VIDEO_META);
   gst_buffer_pool_config_add_option(config, GST_BUFFER_POOL_OPTION_VIDEO_ALIGNMENT);
   gst_buffer_pool_config_set_video_alignment(config, &align);
@@ -210,10 +255,33 @@ static gboolean gst_tensor_buffer_pool_set_config(GstBufferPool *pool, GstStruct
   return GST_BUFFER_POOL_CLASS(gst_tensor_buffer_pool_parent_class)->set_config(pool, config);
 }
 
+/* D3D11: one texture per buffer, its video meta carrying the staging layout. */
+static GstFlowReturn alloc_d3d11_buffer(GstBufferPool *pool, GstBuffer **buffer) {
+  GstTensorMemBufferPoolPrivate *priv = pool_priv(pool);
+  const GstVideoInfo *info = &priv->d3d11_info;
+  GstMemory *mem = gst_tensor_d3d11_allocator_alloc_video(priv->d3d11_allocator, info);
+  if (!mem)
+    return GST_FLOW_ERROR;
+  gsize offset[GST_VIDEO_MAX_PLANES];
+  gint stride[GST_VIDEO_MAX_PLANES];
+  if (!gst_tensor_d3d11_memory_get_plane_layout(mem, info, offset, stride)) {
+    gst_memory_unref(mem);
+    return GST_FLOW_ERROR;
+  }
+  *buffer = gst_buffer_new();
+  gst_buffer_append_memory(*buffer, mem);
+  gst_buffer_add_video_meta_full(*buffer, GST_VIDEO_FRAME_FLAG_NONE, GST_VIDEO_INFO_FORMAT(info),
+                                 GST_VIDEO_INFO_WIDTH(info), GST_VIDEO_INFO_HEIGHT(info), GST_VIDEO_INFO_N_PLANES(info),
+                                 offset, stride);
+  return GST_FLOW_OK;
+}
+
 static GstFlowReturn gst_tensor_buffer_pool_alloc_buffer(GstBufferPool *pool, GstBuffer **buffer,
                                                          GstBufferPoolAcquireParams *params) {
   const GstFlowReturn ret =
-      GST_BUFFER_POOL_CLASS(gst_tensor_buffer_pool_parent_class)->alloc_buffer(pool, buffer, params);
+      pool_storage(pool) == GST_TENSOR_STORAGE_D3D11
+          ? alloc_d3d11_buffer(pool, buffer)
+          : GST_BUFFER_POOL_CLASS(gst_tensor_buffer_pool_parent_class)->alloc_buffer(pool, buffer, params);
   const GstTensorMemBufferPoolPrivate *priv = pool_priv(pool);
   if (ret != GST_FLOW_OK)
     return ret;
@@ -325,6 +393,7 @@ static void gst_tensor_buffer_pool_get_property(GObject *object, guint prop_id, 
 
 static void gst_tensor_buffer_pool_dispose(GObject *object) {
   gst_clear_object(&pool_priv(GST_BUFFER_POOL_CAST(object))->pbo_allocator);
+  gst_clear_object(&pool_priv(GST_BUFFER_POOL_CAST(object))->d3d11_allocator);
   G_OBJECT_CLASS(gst_tensor_buffer_pool_parent_class)->dispose(object);
 }
 
@@ -419,6 +488,29 @@ GstBufferPool *gst_tensor_buffer_pool_new_for_pbo(GstAllocator *allocator) {
   g_return_val_if_fail(GST_IS_TENSOR_PBO_ALLOCATOR(allocator), nullptr);
   GstBufferPool *pool = gst_tensor_buffer_pool_new_for_storage(GST_TENSOR_STORAGE_PBO);
   pool_priv(pool)->pbo_allocator = GST_ALLOCATOR_CAST(gst_object_ref(allocator));
+  return pool;
+}
+
+/**
+ * gst_tensor_buffer_pool_new_for_d3d11:
+ * @allocator: a #GstTensorMemD3D11Allocator (gst_tensor_d3d11_allocator_new())
+ *
+ * A pool of video buffers in Direct3D 11 textures of @allocator's device:
+ * one texture (with a staging texture for CPU reads and writes) per buffer,
+ * a #GstVideoMeta whose every plane stride is the staging pitch and whose
+ * planes follow each other in texture rows (NV12: chroma at pitch × height).
+ * The buffer size is the texture memory's (pitch × texture rows); read it
+ * back from the config. Alignment options are ignored: the device decides
+ * the pitch.
+ *
+ * Returns: (transfer full): a new #GstBufferPool.
+ *
+ * Since: 0.1
+ */
+GstBufferPool *gst_tensor_buffer_pool_new_for_d3d11(GstAllocator *allocator) {
+  g_return_val_if_fail(GST_IS_TENSOR_D3D11_ALLOCATOR(allocator), nullptr);
+  GstBufferPool *pool = gst_tensor_buffer_pool_new_for_storage(GST_TENSOR_STORAGE_D3D11);
+  pool_priv(pool)->d3d11_allocator = GST_ALLOCATOR_CAST(gst_object_ref(allocator));
   return pool;
 }
 

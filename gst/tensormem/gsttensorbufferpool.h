@@ -69,6 +69,9 @@ GST_TENSORMEM_API
 GstBufferPool *gst_tensor_buffer_pool_new_for_pbo(GstAllocator *allocator);
 
 GST_TENSORMEM_API
+GstBufferPool *gst_tensor_buffer_pool_new_for_d3d11(GstAllocator *allocator);
+
+GST_TENSORMEM_API
 GstTensorMemStorage gst_tensor_buffer_pool_get_storage(GstBufferPool *pool);
 
 GST_TENSORMEM_API

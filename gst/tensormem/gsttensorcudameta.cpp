@@ -248,6 +248,7 @@ const gchar *gst_tensor_cuda_kind_to_string(GstTensorMemCudaKind kind) {
   switch (kind) {
   case GST_TENSOR_CUDA_KIND_EXTERNAL_MEMORY: return "external-memory";
   case GST_TENSOR_CUDA_KIND_GL_BUFFER: return "gl-buffer";
+  case GST_TENSOR_CUDA_KIND_D3D11_TEXTURE: return "d3d11-texture";
   }
   return "unknown";
 }
@@ -261,6 +262,7 @@ GstTensorMemCudaMeta *gst_buffer_add_tensor_cuda_meta(GstBuffer *buffer, std::sh
   switch (handle->kind()) {
   case tensormem::CudaHandleKind::ExternalMemory: kind = GST_TENSOR_CUDA_KIND_EXTERNAL_MEMORY; break;
   case tensormem::CudaHandleKind::GlBuffer: kind = GST_TENSOR_CUDA_KIND_GL_BUFFER; break;
+  case tensormem::CudaHandleKind::D3d11: kind = GST_TENSOR_CUDA_KIND_D3D11_TEXTURE; break;
   default: return nullptr;
   }
   if (offset > handle->size() || size > handle->size() - offset)

@@ -22,10 +22,14 @@ G_BEGIN_DECLS
  *   a DMA-BUF fd (persistent device pointer; maps are free)
  * @GST_TENSOR_CUDA_KIND_GL_BUFFER: a GL buffer (PBO) registered with CUDA
  *   (each map/unmap is a round trip to the GL worker thread)
+ * @GST_TENSOR_CUDA_KIND_D3D11_TEXTURE: a Direct3D 11 texture imported into
+ *   CUDA (a linear buffer or an array copied in and out; a recorded D3D11
+ *   write is waited for on the stream through the fence's semaphore)
  */
 typedef enum {
   GST_TENSOR_CUDA_KIND_EXTERNAL_MEMORY = 0,
   GST_TENSOR_CUDA_KIND_GL_BUFFER = 1,
+  GST_TENSOR_CUDA_KIND_D3D11_TEXTURE = 2,
 } GstTensorMemCudaKind;
 
 #define GST_TENSOR_CUDA_META_API_TYPE (gst_tensor_cuda_meta_api_get_type())

@@ -2,6 +2,7 @@
 #include <gst/tensormem/gsttensordownloader.h>
 
 #include <gst/allocators/gstdmabuf.h>
+#include <gst/tensormem/gsttensord3d11.h>
 #include <gst/tensormem/gsttensorframecopy-private.h>
 #include <gst/tensormem/gsttensormethodtable-private.h>
 #include <gst/tensormem/gsttensorpbo.h>
@@ -152,6 +153,7 @@ GstCaps *download_transform_caps(GstPadDirection direction, GstCaps *caps, GstCa
         append_with_feature(first, caps, i, nullptr);
         append_with_feature(second, caps, i, GST_CAPS_FEATURE_MEMORY_DMABUF);
         append_with_feature(second, caps, i, GST_CAPS_FEATURE_MEMORY_TENSOR_PBO);
+        append_with_feature(second, caps, i, GST_CAPS_FEATURE_MEMORY_TENSOR_D3D11);
       }
     }
     result = gst_caps_merge(first, second);

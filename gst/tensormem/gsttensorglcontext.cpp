@@ -2,6 +2,8 @@
 #include <gst/tensormem/gsttensorglcontext.h>
 #include <gst/tensormem/gsttensormemconfig.h>
 
+#include <gst/tensormem/gsttensorcontextshare-private.h>
+
 #include <tensormem/gl_worker.hpp>
 
 #include <cstring>
@@ -56,53 +58,16 @@ bool worker_ok(GstTensorMemGlWorker *worker) {
   return GST_IS_TENSOR_GL_WORKER(worker) && worker->priv != nullptr && worker->priv->worker != nullptr;
 }
 
-/* The element's current worker (a new reference) or NULL; read under the
- * element's object lock, which guards `*slot`. */
-GstTensorMemGlWorker *current_worker(GstElement *element, GstTensorMemGlWorker **slot) {
-  GST_OBJECT_LOCK(element);
-  GstTensorMemGlWorker *worker = *slot ? GST_TENSOR_GL_WORKER(gst_object_ref(*slot)) : nullptr;
-  GST_OBJECT_UNLOCK(element);
-  return worker;
-}
+/* The GL worker as a shared context object. */
+gboolean worker_object_ok(GstObject *object) { return worker_ok(GST_TENSOR_GL_WORKER(object)); }
 
-struct QueryRun {
-  GstQuery *query;
-  gboolean answered;
-};
+GstObject *make_worker(GError **error) { return GST_OBJECT_CAST(gst_tensor_gl_worker_new(error)); }
 
-/* gst_iterator_fold callback: asks the peer of one pad; stops at the first answer. */
-gboolean query_peer(const GValue *item, GValue *result, gpointer user_data) {
-  auto *run = static_cast<QueryRun *>(user_data);
-  auto *pad = static_cast<GstPad *>(g_value_get_object(item));
-  if (gst_pad_peer_query(pad, run->query)) {
-    run->answered = TRUE;
-    g_value_set_boolean(result, TRUE);
-    return FALSE;
-  }
-  return TRUE;
-}
+const gst_tensormem::SharedContextKind kWorkerKind = {GST_TENSOR_GL_WORKER_CONTEXT_TYPE,
+                                                      GST_TENSOR_GL_WORKER_CONTEXT_FIELD, gst_tensor_gl_worker_get_type,
+                                                      worker_object_ok, make_worker};
 
-/* Runs `query` on the peers of the element's pads of `direction` (src: the
- * query travels downstream, sink: upstream). */
-gboolean run_query(GstElement *element, GstQuery *query, GstPadDirection direction) {
-  GstIterator *it =
-      direction == GST_PAD_SRC ? gst_element_iterate_src_pads(element) : gst_element_iterate_sink_pads(element);
-  QueryRun run{query, FALSE};
-  GValue result = G_VALUE_INIT;
-  g_value_init(&result, G_TYPE_BOOLEAN);
-  for (;;) {
-    const GstIteratorResult res = gst_iterator_fold(it, query_peer, &result, &run);
-    if (res == GST_ITERATOR_RESYNC) {
-      gst_iterator_resync(it);
-      run.answered = FALSE;
-      continue;
-    }
-    break;
-  }
-  g_value_unset(&result);
-  gst_iterator_free(it);
-  return run.answered;
-}
+GstObject **object_slot(GstTensorMemGlWorker **slot) { return reinterpret_cast<GstObject **>(slot); }
 
 } // namespace
 
@@ -268,11 +233,7 @@ void gst_context_set_tensor_gl_worker(GstContext *context, GstTensorMemGlWorker 
   g_return_if_fail(GST_IS_CONTEXT(context));
   g_return_if_fail(gst_context_is_writable(context));
   g_return_if_fail(worker == nullptr || GST_IS_TENSOR_GL_WORKER(worker));
-  GstStructure *s = gst_context_writable_structure(context);
-  if (worker)
-    gst_structure_set(s, GST_TENSOR_GL_WORKER_CONTEXT_FIELD, GST_TYPE_TENSOR_GL_WORKER, worker, nullptr);
-  else
-    gst_structure_remove_field(s, GST_TENSOR_GL_WORKER_CONTEXT_FIELD);
+  gst_tensormem::shared_context_set(kWorkerKind, context, GST_OBJECT_CAST(worker));
 }
 
 /**
@@ -287,23 +248,7 @@ void gst_context_set_tensor_gl_worker(GstContext *context, GstTensorMemGlWorker 
  */
 gboolean gst_context_get_tensor_gl_worker(GstContext *context, GstTensorMemGlWorker **worker) {
   g_return_val_if_fail(GST_IS_CONTEXT(context), FALSE);
-  if (worker)
-    *worker = nullptr;
-  if (std::strcmp(gst_context_get_context_type(context), GST_TENSOR_GL_WORKER_CONTEXT_TYPE) != 0)
-    return FALSE;
-  const GstStructure *s = gst_context_get_structure(context);
-  GstTensorMemGlWorker *found = nullptr;
-  if (!gst_structure_get(s, GST_TENSOR_GL_WORKER_CONTEXT_FIELD, GST_TYPE_TENSOR_GL_WORKER, &found, nullptr) || !found)
-    return FALSE;
-  if (!worker_ok(found)) {
-    gst_object_unref(found);
-    return FALSE;
-  }
-  if (worker)
-    *worker = found;
-  else
-    gst_object_unref(found);
-  return TRUE;
+  return gst_tensormem::shared_context_get(kWorkerKind, context, reinterpret_cast<GstObject **>(worker));
 }
 
 /**
@@ -320,9 +265,7 @@ gboolean gst_context_get_tensor_gl_worker(GstContext *context, GstTensorMemGlWor
  */
 GstContext *gst_context_new_tensor_gl_worker(GstTensorMemGlWorker *worker, gboolean persistent) {
   g_return_val_if_fail(GST_IS_TENSOR_GL_WORKER(worker), nullptr);
-  GstContext *context = gst_context_new(GST_TENSOR_GL_WORKER_CONTEXT_TYPE, persistent);
-  gst_context_set_tensor_gl_worker(context, worker);
-  return context;
+  return gst_tensormem::shared_context_new(kWorkerKind, GST_OBJECT_CAST(worker), persistent);
 }
 
 /**
@@ -346,20 +289,7 @@ gboolean gst_tensor_gl_worker_handle_set_context(GstElement *element, GstContext
                                                  GstTensorMemGlWorker **worker) {
   g_return_val_if_fail(GST_IS_ELEMENT(element), FALSE);
   g_return_val_if_fail(worker != nullptr, FALSE);
-  if (!context)
-    return FALSE;
-  GstTensorMemGlWorker *given = nullptr;
-  if (!gst_context_get_tensor_gl_worker(context, &given))
-    return FALSE;
-  GST_OBJECT_LOCK(element);
-  GstTensorMemGlWorker *old = *worker;
-  *worker = given;
-  GST_OBJECT_UNLOCK(element);
-  if (old != given)
-    GST_DEBUG_OBJECT(element, "GL worker %" GST_PTR_FORMAT " (was %" GST_PTR_FORMAT ")", given, old);
-  if (old)
-    gst_object_unref(old);
-  return TRUE;
+  return gst_tensormem::shared_context_handle_set(kWorkerKind, element, context, object_slot(worker));
 }
 
 /**
@@ -381,23 +311,7 @@ gboolean gst_tensor_gl_worker_handle_context_query(GstElement *element, GstQuery
   g_return_val_if_fail(GST_IS_ELEMENT(element), FALSE);
   g_return_val_if_fail(GST_IS_QUERY(query), FALSE);
   g_return_val_if_fail(worker != nullptr, FALSE);
-  if (GST_QUERY_TYPE(query) != GST_QUERY_CONTEXT)
-    return FALSE;
-  const gchar *type = nullptr;
-  if (!gst_query_parse_context_type(query, &type) || !type || std::strcmp(type, GST_TENSOR_GL_WORKER_CONTEXT_TYPE) != 0)
-    return FALSE;
-  GstTensorMemGlWorker *ours = current_worker(element, worker);
-  if (!ours)
-    return FALSE;
-  GstContext *old = nullptr;
-  gst_query_parse_context(query, &old);
-  GstContext *context = old ? gst_context_copy(old) : gst_context_new(GST_TENSOR_GL_WORKER_CONTEXT_TYPE, FALSE);
-  gst_context_set_tensor_gl_worker(context, ours);
-  gst_query_set_context(query, context);
-  gst_context_unref(context);
-  GST_LOG_OBJECT(element, "answered a context query with %" GST_PTR_FORMAT, ours);
-  gst_object_unref(ours);
-  return TRUE;
+  return gst_tensormem::shared_context_handle_query(kWorkerKind, element, query, object_slot(worker));
 }
 
 /**
@@ -434,48 +348,5 @@ gboolean gst_tensor_gl_worker_handle_context_query(GstElement *element, GstQuery
 gboolean gst_tensor_gl_worker_ensure(GstElement *element, GstTensorMemGlWorker **worker, GError **error) {
   g_return_val_if_fail(GST_IS_ELEMENT(element), FALSE);
   g_return_val_if_fail(worker != nullptr, FALSE);
-
-  auto have = [&]() {
-    GST_OBJECT_LOCK(element);
-    const bool set = *worker != nullptr;
-    GST_OBJECT_UNLOCK(element);
-    return set;
-  };
-  if (have())
-    return TRUE;
-
-  GstQuery *query = gst_query_new_context(GST_TENSOR_GL_WORKER_CONTEXT_TYPE);
-  if (run_query(element, query, GST_PAD_SRC) || run_query(element, query, GST_PAD_SINK)) {
-    GstContext *context = nullptr;
-    gst_query_parse_context(query, &context);
-    if (context) {
-      GST_DEBUG_OBJECT(element, "a neighbour shares its GL worker");
-      gst_element_set_context(element, context);
-      // An element whose set_context does not fill the slot still gets the worker.
-      if (!have())
-        gst_tensor_gl_worker_handle_set_context(element, context, worker);
-    }
-  }
-  gst_query_unref(query);
-  if (have())
-    return TRUE;
-
-  GST_DEBUG_OBJECT(element, "posting need-context for %s", GST_TENSOR_GL_WORKER_CONTEXT_TYPE);
-  gst_element_post_message(element,
-                           gst_message_new_need_context(GST_OBJECT_CAST(element), GST_TENSOR_GL_WORKER_CONTEXT_TYPE));
-  if (have())
-    return TRUE;
-
-  GstTensorMemGlWorker *made = gst_tensor_gl_worker_new(error);
-  if (!made)
-    return FALSE;
-  GstContext *context = gst_context_new_tensor_gl_worker(made, FALSE);
-  gst_element_set_context(element, context);
-  if (!have())
-    gst_tensor_gl_worker_handle_set_context(element, context, worker);
-  GST_INFO_OBJECT(element, "started GL worker %" GST_PTR_FORMAT " (%s) and shares it", made,
-                  gst_tensor_gl_worker_get_renderer(made));
-  gst_object_unref(made);
-  gst_element_post_message(element, gst_message_new_have_context(GST_OBJECT_CAST(element), context));
-  return TRUE;
+  return gst_tensormem::shared_context_ensure(kWorkerKind, element, object_slot(worker), error);
 }

@@ -57,6 +57,7 @@ GstTensorMemStorage gst_tensor_memory_get_storage(GstMemory *mem) {
   case tensormem::StorageKind::Mem: return GST_TENSOR_STORAGE_SYSTEM;
   case tensormem::StorageKind::DmaBuf: return GST_TENSOR_STORAGE_DMABUF;
   case tensormem::StorageKind::Pbo: return GST_TENSOR_STORAGE_PBO;
+  case tensormem::StorageKind::D3d11: return GST_TENSOR_STORAGE_D3D11;
   default: break;
   }
   return GST_TENSOR_STORAGE_AUTO;

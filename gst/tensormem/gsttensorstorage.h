@@ -14,6 +14,11 @@ G_BEGIN_DECLS
  * @GST_TENSOR_STORAGE_PBO: OpenGL pixel buffer objects of a headless GL
  *   worker shared through a #GstContext (see #GstTensorMemPboAllocator);
  *   never picked by %GST_TENSOR_STORAGE_AUTO
+ * @GST_TENSOR_STORAGE_D3D11: Direct3D 11 textures of the process device
+ *   shared through a #GstContext (see #GstTensorMemD3D11Device): the real
+ *   device on Windows, elsewhere the software reference device only with
+ *   `TENSORMEM_D3D11_DEVICE=software`; never picked by
+ *   %GST_TENSOR_STORAGE_AUTO
  *
  * The backend a tensor memory lives in. Elements expose it as their
  * `storage` property.
@@ -25,6 +30,7 @@ typedef enum {
   GST_TENSOR_STORAGE_SYSTEM = 1,
   GST_TENSOR_STORAGE_DMABUF = 2,
   GST_TENSOR_STORAGE_PBO = 3,
+  GST_TENSOR_STORAGE_D3D11 = 4,
 } GstTensorMemStorage;
 
 #define GST_TYPE_TENSOR_STORAGE (gst_tensor_storage_get_type())

@@ -3,6 +3,7 @@
 
 #include <gst/allocators/gstdmabuf.h>
 #include <gst/tensormem/gsttensorbufferpool.h>
+#include <gst/tensormem/gsttensord3d11.h>
 #include <gst/tensormem/gsttensordmabuf.h>
 #include <gst/tensormem/gsttensorframecopy-private.h>
 #include <gst/tensormem/gsttensormemallocator.h>
@@ -79,12 +80,14 @@ gboolean passthrough_propose(const UploadContext &ctx, GstQuery *query) {
   GstAllocator *allocator = nullptr;
   if (storage == GST_TENSOR_STORAGE_PBO)
     allocator = ctx.pbo_allocator ? GST_ALLOCATOR_CAST(gst_object_ref(ctx.pbo_allocator)) : nullptr;
+  else if (storage == GST_TENSOR_STORAGE_D3D11)
+    allocator = ctx.d3d11_allocator ? GST_ALLOCATOR_CAST(gst_object_ref(ctx.d3d11_allocator)) : nullptr;
   else if (storage == GST_TENSOR_STORAGE_DMABUF)
     allocator = gst_tensor_dmabuf_allocator_get();
   else
     allocator = gst_tensor_system_allocator_get();
   if (!allocator) {
-    GST_DEBUG_OBJECT(ctx.element, "no PBO allocator yet: nothing to propose");
+    GST_DEBUG_OBJECT(ctx.element, "no PBO or D3D11 allocator yet: nothing to propose");
     return FALSE;
   }
   GstAllocationParams params;
@@ -221,6 +224,12 @@ GstBufferPool *upload_make_pool(const UploadContext &ctx, GstTensorMemStorage st
       return nullptr;
     }
     pool = gst_tensor_buffer_pool_new_for_pbo(ctx.pbo_allocator);
+  } else if (storage == GST_TENSOR_STORAGE_D3D11) {
+    if (!ctx.d3d11_allocator) {
+      GST_WARNING_OBJECT(ctx.element, "no D3D11 allocator: the element has not started");
+      return nullptr;
+    }
+    pool = gst_tensor_buffer_pool_new_for_d3d11(ctx.d3d11_allocator);
   } else {
     pool = gst_tensor_buffer_pool_new_for_storage(storage);
   }

@@ -14,10 +14,11 @@ namespace gst_tensormem {
 /* What the upload paths need from their element. Borrowed for one call. */
 struct UploadContext {
   GstElement *element;
-  GstTensorMemStorage storage; // resolved: never AUTO
-  GstAllocator *pbo_allocator; // storage=pbo: the element's, else NULL
-  const GstVideoInfo *info;    // the negotiated frame (perform only)
-  GstBufferPool *output_pool;  // the element's decided pool (perform only)
+  GstTensorMemStorage storage;   // resolved: never AUTO
+  GstAllocator *pbo_allocator;   // storage=pbo: the element's, else NULL
+  GstAllocator *d3d11_allocator; // storage=d3d11: the element's, else NULL
+  const GstVideoInfo *info;      // the negotiated frame (perform only)
+  GstBufferPool *output_pool;    // the element's decided pool (perform only)
   /* The element's GstBaseTransform::copy_metadata for a buffer it made. */
   void (*copy_metadata)(GstElement *element, GstBuffer *in, GstBuffer *out);
 };

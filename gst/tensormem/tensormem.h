@@ -8,6 +8,8 @@
 #include <gst/tensormem/gsttensorbasememory.h>
 #include <gst/tensormem/gsttensorbufferpool.h>
 #include <gst/tensormem/gsttensorcudameta.h>
+#include <gst/tensormem/gsttensord3d11.h>
+#include <gst/tensormem/gsttensord3d11device.h>
 #include <gst/tensormem/gsttensordlpack.h>
 #include <gst/tensormem/gsttensordmabuf.h>
 #include <gst/tensormem/gsttensorfencemeta.h>

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Bad input for every element that reads a frame: tensorupload (system,
-// DMA-BUF, and PBO storage where GL exists), tensordownload, tensorinspect,
+// DMA-BUF, D3D11 on the software reference device, and PBO storage where GL
+// exists), tensordownload, tensorinspect,
 // tensorcudaimport and tensorconvert, each in a real pipeline fed by appsrc. Every case
 // must end in an element error from that element whose message names the
 // field and the numbers, with no crash and no out-of-bounds read (the ASan
@@ -25,6 +26,10 @@
 
 namespace {
 
+// storage=d3d11 off Windows: the software reference device, asked for before
+// main (so before any D3D11 use).
+const bool g_software_d3d11 = g_setenv("TENSORMEM_D3D11_DEVICE", "software", TRUE);
+
 /* RGB 333x17: rows of 999 bytes, a default stride of 1000 and a 17000-byte
  * frame, five pages: a CPU read of a memory claiming the frame over a
  * one-page file reaches pages past its end (SIGBUS). */
@@ -43,6 +48,7 @@ struct ElementCase {
 const ElementCase kElements[] = {
     {"UploadSystem", "tensorupload name=el storage=system", false, false, false},
     {"UploadDmaBuf", "tensorupload name=el storage=dmabuf", false, false, false},
+    {"UploadD3d11", "tensorupload name=el storage=d3d11", false, false, false},
 #if defined(TM_TEST_HAVE_GL)
     {"UploadPbo", "tensorupload name=el storage=pbo", true, false, false},
 #endif

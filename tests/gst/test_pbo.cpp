@@ -2,6 +2,7 @@
 // PBO tensor memory against real GL (Mesa llvmpipe, headless): the allocator
 // and its maps, the GL worker shared through GstContext. Every test skips,
 // printing the reason, only when no headless GL context can be made.
+#include "context_watch.hpp"
 #include "gl_test_util.hpp"
 #include "test_util.hpp"
 
@@ -495,32 +496,7 @@ GstTensorMemGlWorker *probe_worker(GstElement *pipeline, const char *name) {
   return worker;
 }
 
-/* Counts need-context and have-context messages of our type, and answers
- * need-context with `answer` when set. */
-struct ContextWatch {
-  GstContext *answer = nullptr;
-  int need = 0;
-  int have = 0;
-};
-
-GstBusSyncReply watch_context(GstBus *, GstMessage *msg, gpointer user_data) {
-  auto *watch = static_cast<ContextWatch *>(user_data);
-  const gchar *type = nullptr;
-  if (GST_MESSAGE_TYPE(msg) == GST_MESSAGE_NEED_CONTEXT && gst_message_parse_context_type(msg, &type) &&
-      g_strcmp0(type, GST_TENSOR_GL_WORKER_CONTEXT_TYPE) == 0) {
-    watch->need++;
-    if (watch->answer)
-      gst_element_set_context(GST_ELEMENT(GST_MESSAGE_SRC(msg)), watch->answer);
-  } else if (GST_MESSAGE_TYPE(msg) == GST_MESSAGE_HAVE_CONTEXT) {
-    GstContext *context = nullptr;
-    gst_message_parse_have_context(msg, &context);
-    if (context && g_strcmp0(gst_context_get_context_type(context), GST_TENSOR_GL_WORKER_CONTEXT_TYPE) == 0)
-      watch->have++;
-    if (context)
-      gst_context_unref(context);
-  }
-  return GST_BUS_PASS;
-}
+using tmtest::ContextWatch;
 
 class GlContextTest : public ::testing::Test {
 protected:
@@ -531,24 +507,12 @@ protected:
     register_probe();
   }
 
-  GstElement *launch(const char *description, ContextWatch *watch) {
-    GError *error = nullptr;
-    GstElement *pipeline = gst_parse_launch(description, &error);
-    EXPECT_EQ(error, nullptr) << (error ? error->message : "");
-    g_clear_error(&error);
-    GstBus *bus = gst_element_get_bus(pipeline);
-    gst_bus_set_sync_handler(bus, watch_context, watch, nullptr);
-    gst_object_unref(bus);
-    return pipeline;
+  static GstElement *launch(const char *description, ContextWatch *watch) {
+    watch->type = GST_TENSOR_GL_WORKER_CONTEXT_TYPE;
+    return tmtest::launch_watched(description, watch);
   }
 
-  static void stop(GstElement *pipeline) {
-    EXPECT_EQ(gst_element_set_state(pipeline, GST_STATE_NULL), GST_STATE_CHANGE_SUCCESS);
-    GstBus *bus = gst_element_get_bus(pipeline);
-    gst_bus_set_sync_handler(bus, nullptr, nullptr, nullptr);
-    gst_object_unref(bus);
-    tmtest::release_pipeline(pipeline);
-  }
+  static void stop(GstElement *pipeline) { tmtest::stop_watched(pipeline); }
 };
 
 } // namespace

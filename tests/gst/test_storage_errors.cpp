@@ -123,6 +123,18 @@ TEST(StorageErrors, PboWithoutEglNamesThePlatformsTriedAndTheOtherStorages) {
   expect_one_upload_error(errors, {"storage=pbo", "EGL_MESA_platform_surfaceless", "storage=system"});
 }
 
+TEST(StorageErrors, D3d11WithoutADeviceNamesTheSoftwareSwitchAndReachesNull) {
+#if defined(_WIN32)
+  GTEST_SKIP() << "Windows has the real D3D11 device";
+#endif
+  // Without TENSORMEM_D3D11_DEVICE=software there is no D3D11 device off
+  // Windows; the process context is only cached once it exists, so this
+  // program's other cases are not affected.
+  g_unsetenv("TENSORMEM_D3D11_DEVICE");
+  const BusErrors errors = run_for_errors("videotestsrc num-buffers=2 ! tensorupload name=up storage=d3d11 ! fakesink");
+  expect_one_upload_error(errors, {"storage=d3d11", "TENSORMEM_D3D11_DEVICE=software", "storage=system"});
+}
+
 TEST(StorageErrors, RequireZeroCopyRefusalNamesTheCopyAndTheFix) {
   // identity drops the allocation query: videotestsrc never sees our pool,
   // so every buffer would need a copy.

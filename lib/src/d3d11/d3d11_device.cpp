@@ -159,10 +159,15 @@ Result<std::shared_ptr<D3d11Device>> process_device() {
 } // namespace
 
 /// \brief The process context, made on first use; a failure is retried by
-/// the next caller (the environment may have changed in between).
+/// the next caller (the environment may have changed in between). It is
+/// never destroyed: a static holder would be registered for destruction
+/// before the statics the device creates on first use (the software
+/// device's handle table), so it would close its fence handle into a table
+/// already gone at exit.
 Result<std::shared_ptr<D3d11Context>> D3d11Context::process() {
   static std::mutex mu;
-  static std::shared_ptr<D3d11Context> made;
+  static auto *const holder = new std::shared_ptr<D3d11Context>();
+  std::shared_ptr<D3d11Context> &made = *holder;
   std::lock_guard lock(mu);
   if (made)
     return made;

@@ -1,0 +1,350 @@
+// SPDX-License-Identifier: Apache-2.0
+#include <gst/tensormem/gsttensord3d11.h>
+
+#include <gst/tensormem/gsttensorbasememory-private.h>
+#include <gst/tensormem/gsttensorfencemeta.h>
+#include <gst/tensormem/gsttensorformat.h>
+#include <gst/tensormem/gsttensormemallocator.h>
+
+#include <tensormem/d3d11_timeline.hpp>
+#include <tensormem/host_pin.hpp>
+#include <tensormem/storage.hpp>
+
+#include <algorithm>
+#include <cstring>
+#include <new>
+#include <optional>
+
+GST_DEBUG_CATEGORY_STATIC(gst_tensor_d3d11_debug);
+#define GST_CAT_DEFAULT gst_tensor_d3d11_debug
+
+G_DEFINE_TYPE_WITH_CODE(GstTensorMemD3D11Allocator, gst_tensor_d3d11_allocator, GST_TYPE_TENSOR_MEM_BASE_ALLOCATOR,
+                        GST_DEBUG_CATEGORY_INIT(gst_tensor_d3d11_debug, "tensormemd3d11", 0,
+                                                "Direct3D 11 texture tensor memory"))
+
+namespace {
+
+/* The alignment a D3D11 memory promises for the address of a map: the
+ * staging map's row alignment is at least 16 on real drivers and 256 on the
+ * software device; 16 is what is promised. */
+constexpr gsize kAlignMask = 16 - 1;
+
+std::shared_ptr<tensormem::D3d11TextureStorage> storage_of(const tensormem::Tensor &tensor) {
+  return std::dynamic_pointer_cast<tensormem::D3d11TextureStorage>(tensor.storage());
+}
+
+/* A new texture memory of `allocator` over `storage`; NULL after a warning. */
+GstMemory *memory_over(GstAllocator *allocator, std::shared_ptr<tensormem::D3d11TextureStorage> storage) {
+  const std::size_t bytes = storage->size_bytes();
+  auto tensor =
+      tensormem::Tensor::wrap(std::move(storage), {bytes}, tensormem::DType::U8, GST_TENSOR_D3D11_MEMORY_TYPE_NAME);
+  if (!tensor) {
+    GST_WARNING_OBJECT(allocator, "a tensor over the texture: %s", tensor.error().message().c_str());
+    return nullptr;
+  }
+  return gst_tensormem::base_memory_new_over(allocator, *tensor, kAlignMask);
+}
+
+/* A texture needs an image: plain byte allocations are refused. */
+gboolean create_storage(GstTensorMemBaseAllocator *allocator, gsize bytes, const GstAllocationParams *,
+                        gpointer) noexcept {
+  GST_WARNING_OBJECT(allocator,
+                     "a %" G_GSIZE_FORMAT "-byte allocation has no image to make a D3D11 texture of: use "
+                     "gst_tensor_d3d11_allocator_alloc_video() (or a tensor buffer pool of storage d3d11)",
+                     bytes);
+  return FALSE;
+}
+
+/* Copies `size` bytes at `offset` of `mem`: the whole memory into a new
+ * texture of the same image, a part of it into system memory (a part of a
+ * texture is not an image). */
+GstMemory *copy_texture(GstTensorMemBaseMemory *base, gssize offset, gssize size) noexcept {
+  GstMemory *mem = GST_MEMORY_CAST(base);
+  if (size < 0)
+    size = static_cast<gssize>(mem->size) - offset;
+  if (offset < 0 || size < 0 || static_cast<gsize>(offset) > mem->size ||
+      static_cast<gsize>(size) > mem->size - static_cast<gsize>(offset)) {
+    GST_WARNING("copy of %" G_GSSIZE_FORMAT " bytes at %" G_GSSIZE_FORMAT " outside the %" G_GSIZE_FORMAT
+                "-byte memory",
+                size, offset, mem->size);
+    return nullptr;
+  }
+  GstMapInfo from;
+  if (!gst_memory_map(mem, &from, GST_MAP_READ))
+    return nullptr;
+  GstMemory *copy = nullptr;
+  const bool whole =
+      offset == 0 && static_cast<gsize>(size) == mem->size && mem->offset == 0 && mem->size == mem->maxsize;
+  try {
+    if (whole) {
+      auto storage = gst_tensor_d3d11_memory_get_storage(mem);
+      const tensormem::D3d11ImageLayout &layout = storage->layout();
+      auto made = tensormem::D3d11TextureStorage::allocate_image(storage->context(), layout.format, layout.dtype,
+                                                                 layout.width, layout.height, storage->access());
+      if (!made)
+        GST_WARNING("a texture for the copy: %s", made.error().message().c_str());
+      else if ((*made)->size_bytes() != mem->size)
+        GST_WARNING("the copy's texture has %zu bytes, the original %" G_GSIZE_FORMAT, (*made)->size_bytes(),
+                    mem->size);
+      else
+        copy = memory_over(mem->allocator, std::move(*made));
+    } else {
+      copy = gst_allocator_alloc(nullptr, static_cast<gsize>(size), nullptr);
+    }
+  } catch (const std::bad_alloc &) {
+    GST_WARNING("out of memory copying a D3D11 memory");
+  }
+  if (copy) {
+    GstMapInfo to;
+    if (gst_memory_map(copy, &to, GST_MAP_WRITE)) {
+      std::memcpy(to.data, from.data + offset, static_cast<gsize>(size));
+      gst_memory_unmap(copy, &to);
+    } else {
+      gst_memory_unref(copy);
+      copy = nullptr;
+    }
+  }
+  gst_memory_unmap(mem, &from);
+  return copy;
+}
+
+} // namespace
+
+static void gst_tensor_d3d11_allocator_dispose(GObject *object) {
+  gst_clear_object(&GST_TENSOR_D3D11_ALLOCATOR(object)->device);
+  G_OBJECT_CLASS(gst_tensor_d3d11_allocator_parent_class)->dispose(object);
+}
+
+static void gst_tensor_d3d11_allocator_class_init(GstTensorMemD3D11AllocatorClass *klass) {
+  G_OBJECT_CLASS(klass)->dispose = gst_tensor_d3d11_allocator_dispose;
+  auto *base_class = GST_TENSOR_MEM_BASE_ALLOCATOR_CLASS(klass);
+  base_class->storage = GST_TENSOR_STORAGE_D3D11;
+  base_class->create = create_storage;
+  base_class->copy = copy_texture;
+}
+
+static void gst_tensor_d3d11_allocator_init(GstTensorMemD3D11Allocator *self) {
+  GST_ALLOCATOR_CAST(self)->mem_type = GST_TENSOR_D3D11_MEMORY_TYPE_NAME;
+}
+
+/**
+ * gst_tensor_d3d11_allocator_new:
+ * @device: the D3D11 device whose textures the allocator makes
+ *
+ * Returns: (transfer full): a new allocator of D3D11 texture memory on @device.
+ *
+ * Since: 0.1
+ */
+GstAllocator *gst_tensor_d3d11_allocator_new(GstTensorMemD3D11Device *device) {
+  g_return_val_if_fail(GST_IS_TENSOR_D3D11_DEVICE(device), nullptr);
+  auto *self = static_cast<GstTensorMemD3D11Allocator *>(g_object_new(GST_TYPE_TENSOR_D3D11_ALLOCATOR, nullptr));
+  gst_object_ref_sink(self);
+  self->device = GST_TENSOR_D3D11_DEVICE(gst_object_ref(device));
+  return GST_ALLOCATOR_CAST(self);
+}
+
+/**
+ * gst_tensor_d3d11_allocator_alloc_video:
+ * @allocator: a #GstTensorMemD3D11Allocator
+ * @info: the frame the texture holds
+ *
+ * A new shared texture for one frame of @info (layouts in docs/d3d11.md:
+ * RGBA, BGRA, BGRx, GRAY8, RGB, planar RGB and the semi-planar NV12/NV16/NV24
+ * as one combined R8 texture), with a staging texture for CPU reads and
+ * writes. The memory is the staging layout: texture rows at the backing
+ * pitch (gst_tensor_d3d11_memory_get_plane_layout() gives the planes).
+ *
+ * Returns: (transfer full) (nullable): the memory, or %NULL after a warning
+ * (a format without a texture layout, or the device refused).
+ *
+ * Since: 0.1
+ */
+GstMemory *gst_tensor_d3d11_allocator_alloc_video(GstAllocator *allocator, const GstVideoInfo *info) {
+  g_return_val_if_fail(GST_IS_TENSOR_D3D11_ALLOCATOR(allocator), nullptr);
+  g_return_val_if_fail(info != nullptr, nullptr);
+  tensormem::PixelFormat format;
+  if (!gst_tensor_pixel_format_from_video_format(GST_VIDEO_INFO_FORMAT(info), &format)) {
+    GST_WARNING_OBJECT(allocator, "%s has no D3D11 texture layout", GST_VIDEO_INFO_NAME(info));
+    return nullptr;
+  }
+  auto context = gst_tensor_d3d11_device_get_d3d11_context(GST_TENSOR_D3D11_ALLOCATOR_CAST(allocator)->device);
+  try {
+    auto storage = tensormem::D3d11TextureStorage::allocate_image(
+        std::move(context), format, tensormem::DType::U8, static_cast<std::uint32_t>(GST_VIDEO_INFO_WIDTH(info)),
+        static_cast<std::uint32_t>(GST_VIDEO_INFO_HEIGHT(info)), tensormem::CpuAccess::ReadWrite);
+    if (!storage) {
+      GST_WARNING_OBJECT(allocator, "%s %dx%d texture: %s", GST_VIDEO_INFO_NAME(info), GST_VIDEO_INFO_WIDTH(info),
+                         GST_VIDEO_INFO_HEIGHT(info), storage.error().message().c_str());
+      return nullptr;
+    }
+    GST_LOG_OBJECT(allocator, "%s %dx%d texture, pitch %zu, %zu bytes", GST_VIDEO_INFO_NAME(info),
+                   GST_VIDEO_INFO_WIDTH(info), GST_VIDEO_INFO_HEIGHT(info), (*storage)->backing_pitch(),
+                   (*storage)->size_bytes());
+    return memory_over(allocator, std::move(*storage));
+  } catch (const std::bad_alloc &) {
+    GST_WARNING_OBJECT(allocator, "out of memory allocating a texture");
+    return nullptr;
+  }
+}
+
+/**
+ * gst_tensor_d3d11_memory_get_plane_layout:
+ * @mem: a D3D11 tensor #GstMemory from gst_tensor_d3d11_allocator_alloc_video()
+ * @info: the frame it was allocated for
+ * @offset: (out caller-allocates): the byte offset of each plane
+ * @stride: (out caller-allocates): the stride of each plane
+ *
+ * Every plane's stride is the backing pitch; the planes follow each other in
+ * texture rows (NV12: the chroma plane at pitch × height).
+ *
+ * Returns: %TRUE when @mem holds @info's planes at the pitch.
+ *
+ * Since: 0.1
+ */
+gboolean gst_tensor_d3d11_memory_get_plane_layout(GstMemory *mem, const GstVideoInfo *info,
+                                                  gsize offset[GST_VIDEO_MAX_PLANES],
+                                                  gint stride[GST_VIDEO_MAX_PLANES]) {
+  g_return_val_if_fail(gst_is_tensor_d3d11_memory(mem), FALSE);
+  g_return_val_if_fail(info != nullptr, FALSE);
+  auto storage = gst_tensor_d3d11_memory_get_storage(mem);
+  const gsize pitch = storage->backing_pitch();
+  if (pitch > static_cast<gsize>(G_MAXINT))
+    return FALSE;
+  gsize rows = 0;
+  for (guint p = 0; p < GST_VIDEO_INFO_N_PLANES(info); ++p) {
+    gint comp[GST_VIDEO_MAX_COMPONENTS];
+    gst_video_format_info_component(info->finfo, p, comp);
+    const gsize row_bytes = static_cast<gsize>(GST_VIDEO_INFO_COMP_PSTRIDE(info, comp[0])) *
+                            static_cast<gsize>(GST_VIDEO_INFO_COMP_WIDTH(info, comp[0]));
+    const gsize plane_rows = static_cast<gsize>(GST_VIDEO_INFO_COMP_HEIGHT(info, comp[0]));
+    gsize start, end, total_rows;
+    if (row_bytes > pitch || __builtin_mul_overflow(rows, pitch, &start) ||
+        __builtin_add_overflow(rows, plane_rows, &total_rows) || __builtin_mul_overflow(total_rows, pitch, &end) ||
+        end > mem->size) {
+      GST_WARNING("plane %u of %s (%" G_GSIZE_FORMAT " bytes × %" G_GSIZE_FORMAT " rows) does not fit %" G_GSIZE_FORMAT
+                  "-byte rows of a %" G_GSIZE_FORMAT "-byte texture memory",
+                  p, GST_VIDEO_INFO_NAME(info), row_bytes, plane_rows, pitch, mem->size);
+      return FALSE;
+    }
+    offset[p] = start;
+    stride[p] = static_cast<gint>(pitch);
+    rows = total_rows;
+  }
+  return TRUE;
+}
+
+/**
+ * gst_buffer_fence_tensor_d3d11_writes:
+ * @buffer: a buffer just written (through CPU maps) into D3D11 memory
+ * @error: (out) (optional): where to put the reason on failure
+ *
+ * Signals the next value of the process fence behind the writes queued on
+ * the device (the publishes of the staging textures), records it as each
+ * texture storage's GPU write, and attaches it to @buffer as a
+ * #GstTensorMemFenceMeta of kind %GST_TENSOR_MEM_FENCE_KIND_D3D11_FENCE.
+ * Buffers without D3D11 memory, and devices without a fence, get nothing.
+ *
+ * Returns: %FALSE with @error set when the signal or the meta failed.
+ *
+ * Since: 0.1
+ */
+gboolean gst_buffer_fence_tensor_d3d11_writes(GstBuffer *buffer, GError **error) {
+  g_return_val_if_fail(GST_IS_BUFFER(buffer), FALSE);
+  GstTensorMemD3D11Device *device = nullptr;
+  for (guint i = 0; i < gst_buffer_n_memory(buffer) && !device; ++i) {
+    GstMemory *mem = gst_buffer_peek_memory(buffer, i);
+    if (gst_is_tensor_d3d11_memory(mem))
+      device = gst_tensor_d3d11_memory_get_device(mem);
+  }
+  if (!device)
+    return TRUE;
+  auto timeline = gst_tensor_d3d11_device_get_fence_timeline(device);
+  if (!timeline)
+    return TRUE;
+  auto value = timeline->issue();
+  if (!value) {
+    g_set_error(error, GST_RESOURCE_ERROR, GST_RESOURCE_ERROR_FAILED, "signalling the D3D11 fence: %s",
+                value.error().message().c_str());
+    return FALSE;
+  }
+  for (guint i = 0; i < gst_buffer_n_memory(buffer); ++i) {
+    if (auto storage = gst_tensor_d3d11_memory_get_storage(gst_buffer_peek_memory(buffer, i)))
+      storage->set_gpu_write(*value);
+  }
+  return gst_buffer_add_tensor_mem_fence_meta(buffer, std::move(timeline), *value, -1, error) != nullptr;
+}
+
+/**
+ * gst_is_tensor_d3d11_memory:
+ * @mem: a #GstMemory
+ *
+ * Returns: %TRUE when @mem was made by a #GstTensorMemD3D11Allocator (shares
+ * included).
+ *
+ * Since: 0.1
+ */
+gboolean gst_is_tensor_d3d11_memory(GstMemory *mem) {
+  return mem != nullptr && mem->allocator != nullptr && GST_IS_TENSOR_D3D11_ALLOCATOR(mem->allocator);
+}
+
+/**
+ * gst_tensor_d3d11_memory_get_device:
+ * @mem: a D3D11 tensor #GstMemory
+ *
+ * Returns: (transfer none) (nullable): the device of @mem's texture, valid
+ * while @mem is alive.
+ *
+ * Since: 0.1
+ */
+GstTensorMemD3D11Device *gst_tensor_d3d11_memory_get_device(GstMemory *mem) {
+  g_return_val_if_fail(gst_is_tensor_d3d11_memory(mem), nullptr);
+  return GST_TENSOR_D3D11_ALLOCATOR_CAST(mem->allocator)->device;
+}
+
+/**
+ * gst_tensor_d3d11_memory_get_tensor:
+ * @mem: a #GstMemory
+ *
+ * C++ only. Like gst_tensor_memory_get_tensor(), for D3D11 tensor memory: a
+ * 1-D u8 tensor over the whole staging layout.
+ *
+ * Returns: (transfer none) (nullable): the tensor, or %NULL when @mem is not
+ * D3D11 tensor memory.
+ *
+ * Since: 0.1
+ */
+const tensormem::Tensor *gst_tensor_d3d11_memory_get_tensor(GstMemory *mem) {
+  return gst_is_tensor_d3d11_memory(mem) ? gst_tensor_memory_get_tensor(mem) : nullptr;
+}
+
+/**
+ * gst_tensor_d3d11_memory_get_storage:
+ * @mem: a #GstMemory
+ *
+ * C++ only.
+ *
+ * Returns: the texture storage behind @mem (a new reference), or an empty
+ * pointer when @mem is not D3D11 tensor memory.
+ *
+ * Since: 0.1
+ */
+std::shared_ptr<tensormem::D3d11TextureStorage> gst_tensor_d3d11_memory_get_storage(GstMemory *mem) {
+  const tensormem::Tensor *tensor = gst_tensor_d3d11_memory_get_tensor(mem);
+  return tensor ? storage_of(*tensor) : nullptr;
+}
+
+/**
+ * gst_tensor_d3d11_memory_get_texture:
+ * @mem: a #GstMemory
+ *
+ * C++ only.
+ *
+ * Returns: the texture behind @mem, or an empty pointer when @mem is not
+ * D3D11 tensor memory.
+ *
+ * Since: 0.1
+ */
+std::shared_ptr<tensormem::D3d11Texture> gst_tensor_d3d11_memory_get_texture(GstMemory *mem) {
+  auto storage = gst_tensor_d3d11_memory_get_storage(mem);
+  return storage ? storage->texture() : nullptr;
+}
