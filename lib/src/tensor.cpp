@@ -109,6 +109,9 @@ Result<HostView> Tensor::map_window(CpuAccess access, std::size_t byte_count, Ma
     return Error::insufficient_capacity(byte_count, capacity_bytes(),
                                         "Tensor::map of " + std::to_string(byte_count) + " bytes at offset " +
                                             std::to_string(offset_));
+  Result<void> window = storage_->check_cpu_window(access, offset_, byte_count);
+  if (!window)
+    return std::move(window).error();
   Result<HostPin> pin = storage_->map(access, wait);
   if (!pin)
     return std::move(pin).error();

@@ -78,6 +78,9 @@ public:
   /// refused for access None (D3D-SYNC-01/02). Writable pins make the host
   /// buffer what sync_for_device publishes.
   Result<HostPin> pin_host(CpuAccess access) override;
+  /// D3D-WIN-04: a write-only map must cover every row from offset 0,
+  /// because its release publishes the whole backing (HAZ-27).
+  Result<void> check_cpu_window(CpuAccess access, std::size_t offset, std::size_t bytes) const override;
   /// Refreshes the host buffer from the texture (D3D-SYNC-03).
   Result<void> sync_for_cpu(CpuAccess access);
   /// Publishes CPU writes to the texture (D3D-SYNC-04).

@@ -44,6 +44,17 @@ public:
   /// address give one.
   virtual Result<HostPin> pin_host(CpuAccess access);
 
+  /// Whether a CPU map of `bytes` bytes at `offset` for `access` may be
+  /// taken (a Tensor asks before every map). The default allows every window
+  /// inside the allocation; a storage whose release publishes more than the
+  /// window refuses the windows that would publish undefined bytes.
+  virtual Result<void> check_cpu_window(CpuAccess access, std::size_t offset, std::size_t bytes) const {
+    (void)access;
+    (void)offset;
+    (void)bytes;
+    return {};
+  }
+
   bool is_mapped() const noexcept { return state_.is_mapped(); }
   const MapState &map_state() const noexcept { return state_; }
 

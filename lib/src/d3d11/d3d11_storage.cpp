@@ -414,6 +414,21 @@ Result<void> D3d11TextureStorage::backend_unmap() noexcept {
   return published;
 }
 
+/// \brief Refuses a write-only window short of the whole backing: its
+/// release would publish rows nobody wrote (HAZ-27).
+Result<void> D3d11TextureStorage::check_cpu_window(CpuAccess access, std::size_t offset, std::size_t bytes) const {
+  if (access != CpuAccess::Write)
+    return {};
+  Result<std::size_t> extent = pitched_extent(bytes);
+  if (!extent)
+    return extent.error();
+  if (offset == 0 && *extent >= size_bytes())
+    return {};
+  return Error::invalid_argument("D3D11 texture: a write-only map of " + std::to_string(bytes) + " bytes at offset " +
+                                 std::to_string(offset) + " covers part of the " + std::to_string(size_bytes()) +
+                                 "-byte texture, and releasing it publishes all of it; map ReadWrite for a window");
+}
+
 Result<HostPin> D3d11TextureStorage::pin_host(CpuAccess access) {
   if (access_ == CpuAccess::None)
     return Error::invalid_operation("D3D11 texture: a tensor with access None has no host pin");

@@ -426,6 +426,28 @@ TEST(D3d11Storage, D3D_WIN_01_a_map_covers_this_tensors_rows_not_the_parents_tai
   EXPECT_EQ(m.error().kind(), ErrorKind::InsufficientCapacity);
 }
 
+TEST(D3d11Storage, D3D_WIN_04_a_partial_write_only_window_is_refused) { // HAZ-27
+  Rig rig;
+  for (CpuAccess kind : {CpuAccess::ReadWrite, CpuAccess::Write}) {
+    Storage_ s = rig.rgba(16, 16, kind);
+    const std::size_t pitch = s->backing_pitch();
+    auto whole = Tensor::wrap(s, {16, 16, 4}, DType::U8);
+    ASSERT_TRUE(whole);
+    EXPECT_TRUE(whole->map(CpuAccess::Write)) << "the whole image (every pitched row) is a full window";
+    auto view = whole->view(pitch, {15, 16, 4});
+    ASSERT_TRUE(view);
+    auto w = view->map(CpuAccess::Write);
+    ASSERT_FALSE(w);
+    EXPECT_EQ(w.error().kind(), ErrorKind::InvalidArgument);
+    EXPECT_NE(w.error().message().find("map ReadWrite"), std::string::npos) << w.error().message();
+    auto top = Tensor::wrap(s, {15, 16, 4}, DType::U8);
+    EXPECT_FALSE(top->map(CpuAccess::Write)) << "rows left out at the end";
+    if (kind == CpuAccess::ReadWrite) {
+      EXPECT_TRUE(view->map(CpuAccess::ReadWrite)) << "ReadWrite is the same window with a refresh";
+    }
+  }
+}
+
 TEST(D3d11Storage, D3D_WIN_01_a_map_and_a_pin_agree_row_for_row_at_the_backing_pitch) {
   Rig rig;
   Storage_ s = rig.image(PixelFormat::RGB, DType::U8, 64, 48, CpuAccess::ReadWrite);
