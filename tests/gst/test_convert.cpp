@@ -425,7 +425,8 @@ TEST(TensorConvert, BadSettingsAreElementErrors) {
       {"std=\"<0.2,0,0.2>\"", "std"},
       {"mean=\"<0.5,0.5>\"", "mean has 2 values"},
       {"std=\"<1,1,1,1>\"", "std has 4 values"},
-      {"storage=pbo", "storage=pbo"},
+      {"storage=pbo backend=cpu", "backend=cpu"},
+      {"storage=system backend=gl", "backend=gl"},
   };
   for (const Bad &bad : bads) {
     SCOPED_TRACE(bad.props);
