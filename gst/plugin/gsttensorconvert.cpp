@@ -14,13 +14,18 @@
  * equal channels), NV12 or I420, in any CPU-mappable memory (system,
  * DMA-BUF, PBO tensor memory). Output: `other/tensors` caps as NNStreamer
  * defines them (`format=static`, `num_tensors=1`, `types`, `dimensions`
- * innermost first: NCHW is `W:H:3:1`, NHWC `3:W:H:1`), in system or DMA-BUF
- * tensor memory (`storage`). Each output buffer carries a
+ * innermost first: NCHW is `W:H:3:1`, NHWC `3:W:H:1`), in system, DMA-BUF
+ * or PBO tensor memory (`storage`). Each output buffer carries a
  * #GstTensorMemResizeMeta saying where the frame landed in the tensor.
  *
- * The conversion runs on the CPU on `n-threads` threads, each converting a
- * band of tensor rows. It reads the frame where it lies and writes the
- * tensor once, so nothing is copied: `copied-bytes` stays 0.
+ * The CPU path converts on `n-threads` threads, each a band of tensor rows,
+ * reading the frame where it lies: nothing is copied. The GL path
+ * (`backend=gl`, or `auto` when the input is PBO memory or downstream takes
+ * only `memory:TensorPBO`) runs one compute pass on the GL worker from the
+ * input PBO into a pooled output PBO, fences the write and attaches the
+ * fence meta, so `tensorcudaimport` hands the tensor to CUDA without a copy;
+ * a frame that is not PBO memory is copied into a PBO first (counted in
+ * `copied-bytes`, refused under `require-zero-copy`).
  *
  * ## Example launch line
  * |[
