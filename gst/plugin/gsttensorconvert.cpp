@@ -416,7 +416,10 @@ GstCaps *gst_tensor_convert_transform_caps(GstBaseTransform *trans, GstPadDirect
     result = gst_pad_get_pad_template_caps(GST_BASE_TRANSFORM_SINK_PAD(trans));
   }
   if (filter) {
-    GstCaps *both = gst_caps_intersect_full(filter, result, GST_CAPS_INTERSECT_FIRST);
+    // Tensor caps keep this element's order (PBO first for PBO input, so
+    // auto stays on the GPU), whatever order a permissive peer lists.
+    GstCaps *both = direction == GST_PAD_SINK ? gst_caps_intersect_full(result, filter, GST_CAPS_INTERSECT_FIRST)
+                                              : gst_caps_intersect_full(filter, result, GST_CAPS_INTERSECT_FIRST);
     gst_caps_unref(result);
     result = both;
   }
