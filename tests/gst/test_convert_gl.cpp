@@ -15,6 +15,7 @@
 #include <gst/check/gstharness.h>
 #include <gst/tensormem/tensormem.h>
 #include <tensormem/cuda_runtime.hpp>
+#include <tensormem/gl_convert.hpp>
 
 #include <set>
 #include <string>
@@ -365,6 +366,52 @@ TEST(TensorConvertGl, BadInputIsAnElementError) {
     EXPECT_EQ(gst_element_set_state(pipeline, GST_STATE_NULL), GST_STATE_CHANGE_SUCCESS);
     tmtest::release_pipeline(pipeline);
   }
+}
+
+} // namespace
+
+namespace {
+
+/* The pass itself refuses what would make the shader read or write outside
+ * its buffers, before anything reaches GL. */
+TEST(GlFrameConverter, RefusesBuffersThatDoNotHoldTheFrameOrTheTensor) {
+  REQUIRE_GL();
+  std::shared_ptr<tensormem::GlWorker> worker = gst_tensor_gl_worker_get_core_gl_worker(tmtest::shared_worker(&no_gl));
+  tensormem::ConvertSpec spec;
+  spec.input = tensormem::PixelFormat::NV12;
+  spec.in_width = 15;
+  spec.in_height = 9;
+  spec.out_width = 7;
+  spec.out_height = 5;
+  spec.dtype = tensormem::DType::U8;
+  tensormem::Result<tensormem::FrameConverter> cpu = tensormem::FrameConverter::create(spec);
+  ASSERT_TRUE(cpu) << cpu.error().message();
+  tensormem::Result<std::shared_ptr<tensormem::GlFrameConverter>> pass =
+      tensormem::GlFrameConverter::create(worker, *cpu);
+  ASSERT_TRUE(pass) << pass.error().message();
+  // 7 * 5 * 3 = 105 bytes of uint8, written as whole words.
+  EXPECT_EQ((*pass)->padded_output_bytes(), 108u);
+  tensormem::Result<tensormem::Tensor> in = worker->create_pbo(256, {256}, tensormem::DType::U8);
+  tensormem::Result<tensormem::Tensor> out = worker->create_pbo(108, {108}, tensormem::DType::U8);
+  ASSERT_TRUE(in && out);
+  const std::uint32_t in_id = tensormem::pbo_storage_of(*in)->buffer_id();
+  const std::uint32_t out_id = tensormem::pbo_storage_of(*out)->buffer_id();
+  tensormem::GlFrameSource src;
+  src.buffer = in_id;
+  src.size = 256;
+  src.stride = {16, 16, 0};
+  src.offset = {0, 16 * 9, 0}; // luma 9 rows of 16, chroma 5 rows of 16: 224 bytes
+  EXPECT_TRUE((*pass)->convert(src, out_id, 108)) << "a frame and tensor that fit";
+  const tensormem::Result<void> short_output = (*pass)->convert(src, out_id, 105);
+  ASSERT_FALSE(short_output);
+  EXPECT_NE(short_output.error().message().find("needs 108"), std::string::npos) << short_output.error().message();
+  tensormem::GlFrameSource past = src;
+  past.offset[1] = 200; // chroma would end at byte 280 of 256
+  EXPECT_FALSE((*pass)->convert(past, out_id, 108));
+  tensormem::GlFrameSource narrow = src;
+  narrow.stride[0] = 14; // a luma row is 15 bytes
+  EXPECT_FALSE((*pass)->convert(narrow, out_id, 108));
+  EXPECT_FALSE((*pass)->convert(src, 0, 108));
 }
 
 } // namespace
