@@ -14,13 +14,18 @@
  * equal channels), NV12 or I420, in any CPU-mappable memory (system,
  * DMA-BUF, PBO tensor memory). Output: `other/tensors` caps as NNStreamer
  * defines them (`format=static`, `num_tensors=1`, `types`, `dimensions`
- * innermost first: NCHW is `W:H:3:1`, NHWC `3:W:H:1`), in system or DMA-BUF
- * tensor memory (`storage`). Each output buffer carries a
+ * innermost first: NCHW is `W:H:3:1`, NHWC `3:W:H:1`), in system, DMA-BUF
+ * or PBO tensor memory (`storage`). Each output buffer carries a
  * #GstTensorMemResizeMeta saying where the frame landed in the tensor.
  *
- * The conversion runs on the CPU on `n-threads` threads, each converting a
- * band of tensor rows. It reads the frame where it lies and writes the
- * tensor once, so nothing is copied: `copied-bytes` stays 0.
+ * The CPU path converts on `n-threads` threads, each a band of tensor rows,
+ * reading the frame where it lies: nothing is copied. The GL path
+ * (`backend=gl`, or `auto` when the input is PBO memory or downstream takes
+ * only `memory:TensorPBO`) runs one compute pass on the GL worker from the
+ * input PBO into a pooled output PBO, fences the write and attaches the
+ * fence meta, so `tensorcudaimport` hands the tensor to CUDA without a copy;
+ * a frame that is not PBO memory is copied into a PBO first (counted in
+ * `copied-bytes`, refused under `require-zero-copy`).
  *
  * ## Example launch line
  * |[
@@ -33,21 +38,31 @@
 #include "gsttensorconvert.h"
 
 #include <gst/tensormem/gsttensordmabuf.h>
+#include <gst/tensormem/gsttensorfencemeta.h>
 #include <gst/tensormem/gsttensorformat.h>
+#include <gst/tensormem/gsttensorglcontext.h>
+#include <gst/tensormem/gsttensormemconfig.h>
 #include <gst/tensormem/gsttensormemory.h>
 #include <gst/tensormem/gsttensormemresizemeta.h>
 #include <gst/tensormem/gsttensormemvalidate.h>
+#include <gst/tensormem/gsttensorpbo.h>
 #include <gst/tensormem/gsttensorstorage.h>
 #include <gst/video/video.h>
 
 #include <tensormem/frame_convert.hpp>
+#if GST_TENSORMEM_HAVE_GL
+#include <tensormem/gl_convert.hpp>
+#endif
 
 #include <algorithm>
 #include <array>
 #include <cmath>
 #include <condition_variable>
+#include <cstring>
 #include <functional>
+#include <memory>
 #include <mutex>
+#include <new>
 #include <optional>
 #include <string>
 #include <system_error>
@@ -123,13 +138,15 @@ GType layout_type() {
   return enum_type(&type, "GstTensorMemTensorLayout", values);
 }
 
-enum Backend { BACKEND_AUTO = 0, BACKEND_CPU = 1 };
+enum Backend { BACKEND_AUTO = 0, BACKEND_CPU = 1, BACKEND_GL = 2 };
 
 GType backend_type() {
   static GType type = 0;
-  static const GEnumValue values[] = {{BACKEND_AUTO, "The best path this build has (today the CPU)", "auto"},
-                                      {BACKEND_CPU, "CPU threads", "cpu"},
-                                      {0, nullptr, nullptr}};
+  static const GEnumValue values[] = {
+      {BACKEND_AUTO, "GL when the input is PBO memory or downstream asks for it, else the CPU", "auto"},
+      {BACKEND_CPU, "CPU threads", "cpu"},
+      {BACKEND_GL, "A GL compute pass on the GL worker, into PBO tensor memory", "gl"},
+      {0, nullptr, nullptr}};
   return enum_type(&type, "GstTensorMemConvertBackend", values);
 }
 
@@ -217,6 +234,14 @@ private:
   std::vector<std::thread> threads_;
 };
 
+/* The GL path's state between set_caps and stop. */
+struct GlPath {
+#if GST_TENSORMEM_HAVE_GL
+  std::shared_ptr<tensormem::GlFrameConverter> pass;
+  std::optional<tensormem::Tensor> staging; // a frame in other memory is copied here on the way
+#endif
+};
+
 } // namespace
 
 struct _GstTensorMemConvert {
@@ -237,12 +262,15 @@ struct _GstTensorMemConvert {
   guint n_threads;
   guint64 copied_bytes;
   gboolean require_zero_copy;
+  GstTensorMemGlWorker *gl_worker; // shared through GstContext; guarded by the object lock
 
   // Streaming thread (set_caps, transform) and start/stop.
   GstVideoInfo in_info;
   std::optional<tensormem::FrameConverter> *converter;
   GstBufferPool *pool;
   RowWorkers *workers;
+  GlPath *gl;  // the GL pass, when set_caps chose PBO output
+  bool use_gl; // set_caps chose the GL path
   guint64 frames;
 };
 
@@ -257,10 +285,11 @@ GstStaticPadTemplate sink_template = GST_STATIC_PAD_TEMPLATE(
     // Sizes stay open here so that a frame size nobody can convert reaches
     // set_caps and ends in this element's error naming it.
     GST_STATIC_CAPS("video/x-raw(ANY), format=(string){ RGBA, BGRA, RGBx, BGRx, RGB, BGR, GRAY8, NV12, I420 }"));
-GstStaticPadTemplate src_template =
-    GST_STATIC_PAD_TEMPLATE("src", GST_PAD_SRC, GST_PAD_ALWAYS,
-                            GST_STATIC_CAPS("other/tensors, format=(string)static, num_tensors=(int)1, "
-                                            "types=(string){ uint8, float16, float32 }"));
+#define CONVERT_TENSOR_CAPS(features)                                                                                  \
+  "other/tensors" features ", format=(string)static, num_tensors=(int)1, types=(string){ uint8, float16, float32 }"
+GstStaticPadTemplate src_template = GST_STATIC_PAD_TEMPLATE(
+    "src", GST_PAD_SRC, GST_PAD_ALWAYS,
+    GST_STATIC_CAPS(CONVERT_TENSOR_CAPS("") "; " CONVERT_TENSOR_CAPS("(" GST_CAPS_FEATURE_MEMORY_TENSOR_PBO ")")));
 
 /* A snapshot of the properties for one negotiation. */
 struct Settings {
@@ -273,14 +302,38 @@ struct Settings {
   std::vector<double> mean, std_dev;
   GstTensorMemStorage storage;
   guint n_threads;
+  gint backend;
 };
 
 Settings settings_of(GstTensorMemConvert *self) {
   GST_OBJECT_LOCK(self);
-  Settings s{self->width,  self->height, self->resize,   self->pad_value, self->order,    self->dtype,
-             self->layout, *self->mean,  *self->std_dev, self->storage,   self->n_threads};
+  Settings s{self->width,  self->height, self->resize,   self->pad_value, self->order,     self->dtype,
+             self->layout, *self->mean,  *self->std_dev, self->storage,   self->n_threads, self->backend};
   GST_OBJECT_UNLOCK(self);
   return s;
+}
+
+/* Which output memories a frame can become, best first: PBO tensor memory
+ * (the GL path) and plain system or DMA-BUF memory (the CPU path).
+ * backend=auto with storage=auto takes PBO when the input is PBO memory
+ * already, or when downstream accepts nothing else. */
+struct Outputs {
+  bool pbo, plain, pbo_first;
+};
+Outputs outputs_for(const Settings &s, bool pbo_input) {
+  if (!GST_TENSORMEM_HAVE_GL || s.backend == BACKEND_CPU)
+    return {false, true, false};
+  if (s.backend == BACKEND_GL || s.storage == GST_TENSOR_STORAGE_PBO)
+    return {true, false, true};
+  if (s.storage == GST_TENSOR_STORAGE_AUTO)
+    return {true, true, pbo_input};
+  return {false, true, false};
+}
+
+bool has_pbo_feature(const GstCaps *caps, guint index) {
+  const GstCapsFeatures *features = gst_caps_get_features(caps, index);
+  return features && !gst_caps_features_is_any(features) &&
+         gst_caps_features_contains(features, GST_CAPS_FEATURE_MEMORY_TENSOR_PBO);
 }
 
 /* A per-channel property as three values: one value applies to every
@@ -343,14 +396,30 @@ GstCaps *gst_tensor_convert_transform_caps(GstBaseTransform *trans, GstPadDirect
   if (direction == GST_PAD_SINK) {
     const Settings s = settings_of(self);
     result = gst_caps_new_empty();
-    for (guint i = 0; i < gst_caps_get_size(caps); ++i)
-      result = gst_caps_merge_structure(result, tensor_structure(s, gst_caps_get_structure(caps, i)));
+    for (guint i = 0; i < gst_caps_get_size(caps); ++i) {
+      GstStructure *tensor = tensor_structure(s, gst_caps_get_structure(caps, i));
+      const Outputs out = outputs_for(s, has_pbo_feature(caps, i));
+      auto add_pbo = [&] {
+        result = gst_caps_merge_structure_full(result, gst_structure_copy(tensor),
+                                               gst_caps_features_new(GST_CAPS_FEATURE_MEMORY_TENSOR_PBO, nullptr));
+      };
+      if (out.pbo && out.pbo_first)
+        add_pbo();
+      if (out.plain)
+        result = gst_caps_merge_structure(result, gst_structure_copy(tensor));
+      if (out.pbo && !out.pbo_first)
+        add_pbo();
+      gst_structure_free(tensor);
+    }
   } else {
     // Any frame size can become the tensor; the formats are the template's.
     result = gst_pad_get_pad_template_caps(GST_BASE_TRANSFORM_SINK_PAD(trans));
   }
   if (filter) {
-    GstCaps *both = gst_caps_intersect_full(filter, result, GST_CAPS_INTERSECT_FIRST);
+    // Tensor caps keep this element's order (PBO first for PBO input, so
+    // auto stays on the GPU), whatever order a permissive peer lists.
+    GstCaps *both = direction == GST_PAD_SINK ? gst_caps_intersect_full(result, filter, GST_CAPS_INTERSECT_FIRST)
+                                              : gst_caps_intersect_full(filter, result, GST_CAPS_INTERSECT_FIRST);
     gst_caps_unref(result);
     result = both;
   }
@@ -366,6 +435,245 @@ void drop_pool(GstTensorMemConvert *self) {
     self->pool = nullptr;
   }
 }
+
+void attach_resize_meta(GstBuffer *outbuf, const tensormem::FrameConverter &converter);
+
+/* The element's GL worker, found through GstContext or made here; FALSE
+ * with `*why` set when none can be had. */
+bool ensure_worker(GstTensorMemConvert *self, std::string *why) {
+  GError *error = nullptr;
+  if (gst_tensor_gl_worker_ensure(GST_ELEMENT(self), &self->gl_worker, &error))
+    return true;
+  *why = error ? error->message : "no GL worker could be had";
+  g_clear_error(&error);
+  return false;
+}
+
+#if GST_TENSORMEM_HAVE_GL
+/* The core of the element's GL worker, or null. */
+std::shared_ptr<tensormem::GlWorker> core_worker(GstTensorMemConvert *self) {
+  GST_OBJECT_LOCK(self);
+  GstTensorMemGlWorker *worker = self->gl_worker ? GST_TENSOR_GL_WORKER(gst_object_ref(self->gl_worker)) : nullptr;
+  GST_OBJECT_UNLOCK(self);
+  if (!worker)
+    return nullptr;
+  std::shared_ptr<tensormem::GlWorker> core = gst_tensor_gl_worker_get_core_gl_worker(worker);
+  gst_object_unref(worker);
+  return core;
+}
+#endif
+
+/* The GL path for `converter`: the compiled pass, and an allocator of PBO
+ * memory on the same worker (a new reference) whose buffers hold
+ * `*buffer_bytes`. NULL after posting the error. */
+GstAllocator *prepare_gl(GstTensorMemConvert *self, const tensormem::FrameConverter &converter, gsize *buffer_bytes) {
+#if GST_TENSORMEM_HAVE_GL
+  std::string why;
+  if (!ensure_worker(self, &why)) {
+    GST_ELEMENT_ERROR(self, RESOURCE, FAILED, ("PBO tensor output needs a GL worker: %s", why.c_str()),
+                      ("use backend=cpu with storage=system or dmabuf on a machine without a usable EGL"));
+    return nullptr;
+  }
+  std::shared_ptr<tensormem::GlWorker> core = core_worker(self);
+  tensormem::Result<std::shared_ptr<tensormem::GlFrameConverter>> pass =
+      tensormem::GlFrameConverter::create(core, converter);
+  if (!pass) {
+    GST_ELEMENT_ERROR(self, RESOURCE, FAILED,
+                      ("The GL conversion pass cannot be made: %s", pass.error().message().c_str()),
+                      ("GL worker %s; use backend=cpu", core ? core->info().version.c_str() : "(none)"));
+    return nullptr;
+  }
+  self->gl->pass = std::move(*pass);
+  *buffer_bytes = self->gl->pass->padded_output_bytes();
+  GST_OBJECT_LOCK(self);
+  GstAllocator *allocator = gst_tensor_pbo_allocator_new(self->gl_worker);
+  GST_OBJECT_UNLOCK(self);
+  GST_INFO_OBJECT(self, "GL compute pass on %s (%s)", core->info().renderer.c_str(), core->info().version.c_str());
+  return allocator;
+#else
+  (void)converter;
+  (void)buffer_bytes;
+  GST_ELEMENT_ERROR(self, CORE, NEGOTIATION, ("PBO tensor output needs OpenGL, which this build lacks"), (nullptr));
+  return nullptr;
+#endif
+}
+
+#if GST_TENSORMEM_HAVE_GL
+constexpr GstClockTime kFenceTimeout = 5 * GST_SECOND;
+
+/* The pass reads the input after its producers' writes: EGL fences are
+ * waited for on the GL queue, other kinds on the CPU. */
+GstFlowReturn wait_input_fences(GstTensorMemConvert *self, GstBuffer *inbuf) {
+  gpointer state = nullptr;
+  while (GstMeta *meta = gst_buffer_iterate_meta_filtered(inbuf, &state, GST_TENSOR_MEM_FENCE_META_API_TYPE)) {
+    auto *fence = reinterpret_cast<GstTensorMemFenceMeta *>(meta);
+    GError *error = nullptr;
+    if (gst_tensor_mem_fence_meta_wait_gpu(fence, self->gl_worker, &error))
+      continue;
+    if (g_error_matches(error, GST_CORE_ERROR, GST_CORE_ERROR_NOT_IMPLEMENTED)) {
+      g_clear_error(&error);
+      if (gst_tensor_mem_fence_meta_wait_cpu(fence, kFenceTimeout, &error))
+        continue;
+    }
+    const GstFlowReturn ret = gst_tensor_mem_element_post_fence_error(GST_ELEMENT(self), inbuf, kFenceTimeout, error);
+    g_clear_error(&error);
+    return ret;
+  }
+  return GST_FLOW_OK;
+}
+
+/* Plane offsets and strides of `inbuf` as its GstVideoMeta (or the caps)
+ * say, plus the memory's offset into its GL buffer. */
+void source_layout(GstTensorMemConvert *self, GstBuffer *inbuf, gsize memory_offset, tensormem::GlFrameSource *src) {
+  const GstVideoMeta *meta = gst_buffer_get_video_meta(inbuf);
+  for (guint p = 0; p < GST_VIDEO_INFO_N_PLANES(&self->in_info) && p < tensormem::kMaxPlanes; ++p) {
+    src->offset[p] = memory_offset + (meta ? meta->offset[p] : GST_VIDEO_INFO_PLANE_OFFSET(&self->in_info, p));
+    src->stride[p] = static_cast<std::size_t>(meta ? meta->stride[p] : GST_VIDEO_INFO_PLANE_STRIDE(&self->in_info, p));
+  }
+}
+
+/* A frame in system, DMA-BUF or another worker's memory: copied row by row
+ * into the staging PBO (laid out as the caps say), counted in
+ * copied-bytes; refused under require-zero-copy. */
+GstFlowReturn stage_frame(GstTensorMemConvert *self, GstBuffer *inbuf, tensormem::GlFrameSource *src) {
+  GST_OBJECT_LOCK(self);
+  const bool zero_copy = self->require_zero_copy;
+  GST_OBJECT_UNLOCK(self);
+  GstMemory *first = gst_buffer_n_memory(inbuf) ? gst_buffer_peek_memory(inbuf, 0) : nullptr;
+  const char *kind = first && first->allocator ? first->allocator->mem_type : "unknown";
+  if (zero_copy) {
+    GST_ELEMENT_ERROR(self, STREAM, FAILED,
+                      ("require-zero-copy=true: frame %" G_GUINT64_FORMAT " is in %s memory, which the GL pass "
+                       "reads only after a copy into a PBO",
+                       self->frames, kind),
+                      ("feed PBO tensor memory of the same GL worker (tensorupload storage=pbo), or set "
+                       "require-zero-copy=false"));
+    return GST_FLOW_ERROR;
+  }
+  const GstFlowReturn fenced = gst_tensor_mem_element_wait_fences(GST_ELEMENT(self), inbuf, kFenceTimeout, nullptr);
+  if (fenced != GST_FLOW_OK)
+    return fenced;
+  const gsize size = (GST_VIDEO_INFO_SIZE(&self->in_info) + 3) / 4 * 4;
+  GlPath &gl = *self->gl;
+  if (!gl.staging) {
+    tensormem::Result<tensormem::Tensor> made = gl.pass->worker()->create_pbo(
+        size, {size}, tensormem::DType::U8, "tensorconvert-staging", tensormem::PboUsage::Upload);
+    if (!made) {
+      GST_ELEMENT_ERROR(self, RESOURCE, NO_SPACE_LEFT, ("Cannot make a %" G_GSIZE_FORMAT "-byte staging PBO", size),
+                        ("%s", made.error().message().c_str()));
+      return GST_FLOW_ERROR;
+    }
+    gl.staging.emplace(std::move(*made));
+  }
+  GstVideoFrame frame;
+  if (!gst_video_frame_map(&frame, &self->in_info, inbuf, GST_MAP_READ)) {
+    GST_ELEMENT_ERROR(self, RESOURCE, READ, ("Cannot read frame %" G_GUINT64_FORMAT, self->frames),
+                      ("gst_video_frame_map failed"));
+    return GST_FLOW_ERROR;
+  }
+  // Waits for the previous pass that read the staging buffer (its fence is
+  // recorded on it) before the CPU overwrites it.
+  tensormem::Result<tensormem::HostPin> pin = gl.staging->storage()->map(tensormem::CpuAccess::Write);
+  if (!pin) {
+    gst_video_frame_unmap(&frame);
+    GST_ELEMENT_ERROR(self, RESOURCE, WRITE, ("Cannot write the staging PBO"), ("%s", pin.error().message().c_str()));
+    return GST_FLOW_ERROR;
+  }
+  guint64 copied = 0;
+  for (guint p = 0; p < GST_VIDEO_FRAME_N_PLANES(&frame); ++p) {
+    // In every input format plane p starts with component p.
+    const gsize row = static_cast<gsize>(GST_VIDEO_FRAME_COMP_WIDTH(&frame, p)) *
+                      static_cast<gsize>(GST_VIDEO_FRAME_COMP_PSTRIDE(&frame, p));
+    const guint rows = GST_VIDEO_FRAME_COMP_HEIGHT(&frame, p);
+    const auto *from = static_cast<const guint8 *>(GST_VIDEO_FRAME_PLANE_DATA(&frame, p));
+    std::byte *to = pin->data() + GST_VIDEO_INFO_PLANE_OFFSET(&self->in_info, p);
+    for (guint r = 0; r < rows; ++r)
+      std::memcpy(to + static_cast<gsize>(r) * GST_VIDEO_INFO_PLANE_STRIDE(&self->in_info, p),
+                  from + static_cast<gsize>(r) * GST_VIDEO_FRAME_PLANE_STRIDE(&frame, p), row);
+    copied += static_cast<guint64>(row) * rows;
+  }
+  *pin = tensormem::HostPin();
+  gst_video_frame_unmap(&frame);
+  GST_OBJECT_LOCK(self);
+  self->copied_bytes += copied;
+  GST_OBJECT_UNLOCK(self);
+  std::shared_ptr<tensormem::PboStorage> storage = tensormem::pbo_storage_of(*gl.staging);
+  src->buffer = storage->buffer_id();
+  src->size = storage->size_bytes();
+  for (guint p = 0; p < GST_VIDEO_INFO_N_PLANES(&self->in_info) && p < tensormem::kMaxPlanes; ++p) {
+    src->offset[p] = GST_VIDEO_INFO_PLANE_OFFSET(&self->in_info, p);
+    src->stride[p] = static_cast<std::size_t>(GST_VIDEO_INFO_PLANE_STRIDE(&self->in_info, p));
+  }
+  return GST_FLOW_OK;
+}
+
+/* One frame through the GL pass: read from the input's PBO where it is one
+ * of this worker's (no copy, no CPU touch), else from the staging PBO;
+ * written into the output's PBO, the write fenced on the output's storage
+ * and carried by a fence meta. */
+GstFlowReturn transform_gl(GstTensorMemConvert *self, GstBuffer *inbuf, GstBuffer *outbuf) {
+  GlPath &gl = *self->gl;
+  const std::shared_ptr<tensormem::GlWorker> &worker = gl.pass->worker();
+  std::shared_ptr<tensormem::PboStorage> out_storage =
+      gst_buffer_n_memory(outbuf) == 1 ? gst_tensor_pbo_memory_get_storage(gst_buffer_peek_memory(outbuf, 0)) : nullptr;
+  if (!out_storage) {
+    GST_ELEMENT_ERROR(self, RESOURCE, WRITE, ("Cannot write tensor %" G_GUINT64_FORMAT, self->frames),
+                      ("the output buffer is not one PBO memory"));
+    return GST_FLOW_ERROR;
+  }
+  tensormem::GlFrameSource src;
+  std::shared_ptr<tensormem::PboStorage> in_storage;
+  GstMemory *in_mem = gst_buffer_n_memory(inbuf) == 1 ? gst_buffer_peek_memory(inbuf, 0) : nullptr;
+  if (in_mem && gst_tensor_pbo_memory_get_core_gl_worker(in_mem) == worker)
+    in_storage = gst_tensor_pbo_memory_get_storage(in_mem);
+  bool direct = false;
+  if (in_storage) {
+    src.buffer = in_storage->buffer_id();
+    src.size = in_storage->size_bytes();
+    source_layout(self, inbuf, in_mem->offset, &src);
+    // A PBO whose planes end inside a partial last word goes the staging way.
+    tensormem::Result<std::size_t> extent = gl.pass->source_extent(src);
+    direct = extent && (*extent + 3) / 4 * 4 <= src.size;
+  }
+  GstFlowReturn ret = direct ? wait_input_fences(self, inbuf) : stage_frame(self, inbuf, &src);
+  if (ret != GST_FLOW_OK)
+    return ret;
+  tensormem::Result<void> ran = gl.pass->convert(src, out_storage->buffer_id(), out_storage->size_bytes());
+  if (!ran) {
+    GST_ELEMENT_ERROR(self, RESOURCE, FAILED, ("The GL pass failed on frame %" G_GUINT64_FORMAT, self->frames),
+                      ("%s", ran.error().message().c_str()));
+    return GST_FLOW_ERROR;
+  }
+  // The output's next CPU map, and every consumer of the fence meta, waits
+  // for the pass; so do CPU writes into what it read (the staging PBO, or
+  // the upstream PBO its pool hands out again).
+  tensormem::Result<std::uint64_t> fenced = worker->fence_write(*out_storage);
+  GError *error = nullptr;
+  if (fenced && *fenced != 0) {
+    tensormem::Storage &read = direct ? static_cast<tensormem::Storage &>(*in_storage)
+                                      : static_cast<tensormem::Storage &>(*gl.staging->storage());
+    tensormem::Result<void> recorded = read.record_write(worker->timeline(), *fenced);
+    if (!recorded)
+      fenced = std::move(recorded).error();
+  }
+  if (!fenced || !gst_buffer_add_tensor_mem_fences_from_memory(outbuf, &error)) {
+    GST_ELEMENT_ERROR(self, RESOURCE, FAILED, ("Cannot fence the GL pass of frame %" G_GUINT64_FORMAT, self->frames),
+                      ("%s", !fenced ? fenced.error().message().c_str()
+                             : error ? error->message
+                                     : "no fence meta"));
+    g_clear_error(&error);
+    return GST_FLOW_ERROR;
+  }
+  attach_resize_meta(outbuf, **self->converter);
+  ++self->frames;
+  return GST_FLOW_OK;
+}
+#else
+GstFlowReturn transform_gl(GstTensorMemConvert *self, GstBuffer *, GstBuffer *) {
+  GST_ELEMENT_ERROR(self, CORE, FAILED, ("This build has no GL path"), (nullptr));
+  return GST_FLOW_ERROR;
+}
+#endif
 
 gboolean gst_tensor_convert_set_caps(GstBaseTransform *trans, GstCaps *incaps, GstCaps *outcaps) {
   auto *self = GST_TENSOR_CONVERT(trans);
@@ -423,25 +731,39 @@ gboolean gst_tensor_convert_set_caps(GstBaseTransform *trans, GstCaps *incaps, G
     return FALSE;
   }
 
-  if (made->output_bytes() > G_MAXUINT) {
+  drop_pool(self);
+  self->gl->~GlPath();
+  new (self->gl) GlPath();
+  // PBO output caps are the GL path's; anything else the CPU path's.
+  self->use_gl = has_pbo_feature(outcaps, 0);
+  gsize buffer_bytes = made->output_bytes();
+  GstAllocator *allocator = nullptr;
+  if (self->use_gl) {
+    allocator = prepare_gl(self, *made, &buffer_bytes);
+    if (!allocator)
+      return FALSE;
+  } else {
+    allocator =
+        s.storage == GST_TENSOR_STORAGE_DMABUF ? gst_tensor_dmabuf_allocator_get() : gst_tensor_system_allocator_get();
+  }
+  if (buffer_bytes > G_MAXUINT) {
+    gst_object_unref(allocator);
     GST_ELEMENT_ERROR(self, LIBRARY, SETTINGS,
                       ("A %ux%u tensor of %s is %" G_GSIZE_FORMAT " bytes, more than a buffer pool holds",
-                       spec.out_width, spec.out_height, dtype_caps_name(spec.dtype), made->output_bytes()),
+                       spec.out_width, spec.out_height, dtype_caps_name(spec.dtype), buffer_bytes),
                       ("input caps %" GST_PTR_FORMAT, incaps));
     return FALSE;
   }
-  drop_pool(self);
-  GstAllocator *allocator =
-      s.storage == GST_TENSOR_STORAGE_DMABUF ? gst_tensor_dmabuf_allocator_get() : gst_tensor_system_allocator_get();
+  // Output buffers come from a pool (PBOs, too: made once, reused).
   GstBufferPool *pool = gst_buffer_pool_new();
   GstStructure *config = gst_buffer_pool_get_config(pool);
-  gst_buffer_pool_config_set_params(config, outcaps, static_cast<guint>(made->output_bytes()), 2, 0);
+  gst_buffer_pool_config_set_params(config, outcaps, static_cast<guint>(buffer_bytes), 2, 0);
   gst_buffer_pool_config_set_allocator(config, allocator, nullptr);
   gst_object_unref(allocator);
   if (!gst_buffer_pool_set_config(pool, config) || !gst_buffer_pool_set_active(pool, TRUE)) {
     gst_object_unref(pool);
     GST_ELEMENT_ERROR(self, RESOURCE, NO_SPACE_LEFT,
-                      ("Cannot make a pool of %" G_GSIZE_FORMAT "-byte tensors", made->output_bytes()), (nullptr));
+                      ("Cannot make a pool of %" G_GSIZE_FORMAT "-byte tensors", buffer_bytes), (nullptr));
     return FALSE;
   }
   self->pool = pool;
@@ -452,9 +774,10 @@ gboolean gst_tensor_convert_set_caps(GstBaseTransform *trans, GstCaps *incaps, G
     delete self->workers;
     self->workers = new RowWorkers(threads);
   }
-  GST_INFO_OBJECT(self, "%ux%u %s -> %s tensor %ux%u, %u thread(s)", spec.in_width, spec.in_height,
-                  GST_VIDEO_INFO_NAME(&info), expected.c_str(), spec.out_width, spec.out_height,
-                  self->workers->threads());
+  GST_INFO_OBJECT(self, "%ux%u %s -> %s tensor %ux%u, %s", spec.in_width, spec.in_height, GST_VIDEO_INFO_NAME(&info),
+                  expected.c_str(), spec.out_width, spec.out_height,
+                  self->use_gl ? "GL compute pass"
+                               : (std::to_string(self->workers->threads()) + " CPU thread(s)").c_str());
   return TRUE;
 }
 
@@ -467,6 +790,10 @@ GstFlowReturn gst_tensor_convert_prepare_output_buffer(GstBaseTransform *trans, 
   const GstFlowReturn acquired = gst_buffer_pool_acquire_buffer(self->pool, outbuf, nullptr);
   if (acquired != GST_FLOW_OK)
     return acquired;
+  // The GL pass writes whole words: its PBOs may be up to 3 bytes longer.
+  const gsize bytes = (*self->converter)->output_bytes();
+  if (gst_buffer_get_size(*outbuf) != bytes)
+    gst_buffer_set_size(*outbuf, static_cast<gssize>(bytes));
   GST_BASE_TRANSFORM_CLASS(gst_tensor_convert_parent_class)->copy_metadata(trans, inbuf, *outbuf);
   return GST_FLOW_OK;
 }
@@ -476,6 +803,8 @@ GstFlowReturn gst_tensor_convert_transform(GstBaseTransform *trans, GstBuffer *i
   const GstFlowReturn valid = gst_tensor_mem_element_validate_buffer(GST_ELEMENT(self), inbuf, &self->in_info);
   if (valid != GST_FLOW_OK)
     return valid;
+  if (self->use_gl)
+    return transform_gl(self, inbuf, outbuf);
   const tensormem::FrameConverter &converter = **self->converter;
   GstVideoFrame frame;
   if (!gst_video_frame_map(&frame, &self->in_info, inbuf, GST_MAP_READ)) {
@@ -509,7 +838,13 @@ GstFlowReturn gst_tensor_convert_transform(GstBaseTransform *trans, GstBuffer *i
   });
   gst_buffer_unmap(outbuf, &out);
   gst_video_frame_unmap(&frame);
+  attach_resize_meta(outbuf, converter);
+  ++self->frames;
+  return GST_FLOW_OK;
+}
 
+/* Says on `outbuf` where the frame landed in the tensor. */
+void attach_resize_meta(GstBuffer *outbuf, const tensormem::FrameConverter &converter) {
   GstTensorMemResizeMeta *meta = gst_buffer_get_tensor_mem_resize_meta(outbuf);
   if (!meta)
     meta = gst_buffer_add_tensor_mem_resize_meta(outbuf);
@@ -527,8 +862,6 @@ GstFlowReturn gst_tensor_convert_transform(GstBaseTransform *trans, GstBuffer *i
   meta->content_y = m.content_y;
   meta->content_width = m.content_width;
   meta->content_height = m.content_height;
-  ++self->frames;
-  return GST_FLOW_OK;
 }
 
 gboolean gst_tensor_convert_start(GstBaseTransform *trans) {
@@ -540,10 +873,32 @@ gboolean gst_tensor_convert_start(GstBaseTransform *trans) {
     GST_ELEMENT_ERROR(self, LIBRARY, SETTINGS, ("%s", why.c_str()), (nullptr));
     return FALSE;
   }
-  if (s.storage == GST_TENSOR_STORAGE_PBO) {
-    GST_ELEMENT_ERROR(self, LIBRARY, SETTINGS, ("tensorconvert writes system or dmabuf tensor memory"),
-                      ("storage=pbo needs a GL conversion path, which this build of tensorconvert does not have; "
-                       "use storage=system or storage=dmabuf"));
+  const bool pbo = s.storage == GST_TENSOR_STORAGE_PBO;
+  const bool plain = s.storage == GST_TENSOR_STORAGE_SYSTEM || s.storage == GST_TENSOR_STORAGE_DMABUF;
+  if (pbo && s.backend == BACKEND_CPU) {
+    GST_ELEMENT_ERROR(self, LIBRARY, SETTINGS, ("storage=pbo is written by the GL path, and backend=cpu was asked"),
+                      ("use backend=gl or auto for PBO output, or storage=system or dmabuf with backend=cpu"));
+    return FALSE;
+  }
+  if (plain && s.backend == BACKEND_GL) {
+    GST_ELEMENT_ERROR(self, LIBRARY, SETTINGS,
+                      ("backend=gl writes PBO tensor memory, and storage=%s was asked",
+                       s.storage == GST_TENSOR_STORAGE_DMABUF ? "dmabuf" : "system"),
+                      ("use storage=pbo or auto with backend=gl, or backend=cpu or auto"));
+    return FALSE;
+  }
+  if (!GST_TENSORMEM_HAVE_GL && (pbo || s.backend == BACKEND_GL)) {
+    GST_ELEMENT_ERROR(self, LIBRARY, SETTINGS,
+                      ("%s needs OpenGL, which this build of gst-tensormem lacks", pbo ? "storage=pbo" : "backend=gl"),
+                      ("use backend=cpu with storage=system or dmabuf"));
+    return FALSE;
+  }
+  // An explicit GL request finds (or makes) its worker now, so a machine
+  // without EGL fails here with the reason, not at negotiation.
+  std::string no_gl;
+  if ((pbo || s.backend == BACKEND_GL) && !ensure_worker(self, &no_gl)) {
+    GST_ELEMENT_ERROR(self, RESOURCE, FAILED, ("%s: %s", pbo ? "storage=pbo" : "backend=gl", no_gl.c_str()),
+                      ("use backend=cpu with storage=system or dmabuf on a machine without a usable EGL"));
     return FALSE;
   }
   self->frames = 0;
@@ -554,6 +909,9 @@ gboolean gst_tensor_convert_stop(GstBaseTransform *trans) {
   auto *self = GST_TENSOR_CONVERT(trans);
   drop_pool(self);
   self->converter->reset();
+  self->gl->~GlPath();
+  new (self->gl) GlPath();
+  self->use_gl = false;
   delete self->workers;
   self->workers = nullptr;
   GST_INFO_OBJECT(self, "converted %" G_GUINT64_FORMAT " frame(s)", self->frames);
@@ -614,10 +972,26 @@ static void gst_tensor_convert_finalize(GObject *object) {
   auto *self = GST_TENSOR_CONVERT(object);
   drop_pool(self);
   delete self->workers;
+  delete self->gl;
+  gst_clear_object(&self->gl_worker);
   delete self->converter;
   delete self->mean;
   delete self->std_dev;
   G_OBJECT_CLASS(gst_tensor_convert_parent_class)->finalize(object);
+}
+
+/* The GL worker is shared with the rest of the pipeline through GstContext. */
+static void gst_tensor_convert_set_context(GstElement *element, GstContext *context) {
+  auto *self = GST_TENSOR_CONVERT(element);
+  gst_tensor_gl_worker_handle_set_context(element, context, &self->gl_worker);
+  GST_ELEMENT_CLASS(gst_tensor_convert_parent_class)->set_context(element, context);
+}
+
+static gboolean gst_tensor_convert_query(GstBaseTransform *trans, GstPadDirection direction, GstQuery *query) {
+  auto *self = GST_TENSOR_CONVERT(trans);
+  if (gst_tensor_gl_worker_handle_context_query(GST_ELEMENT(self), query, &self->gl_worker))
+    return TRUE;
+  return GST_BASE_TRANSFORM_CLASS(gst_tensor_convert_parent_class)->query(trans, direction, query);
 }
 
 static void gst_tensor_convert_class_init(GstTensorMemConvertClass *klass) {
@@ -676,20 +1050,25 @@ static void gst_tensor_convert_class_init(GstTensorMemConvertClass *klass) {
       g_param_spec_enum("backend", "Backend", "Where the conversion runs", backend_type(), BACKEND_AUTO, kRw));
   g_object_class_install_property(
       gobject_class, PROP_STORAGE,
-      g_param_spec_enum("storage", "Storage", "Tensor memory of the output: system (also what auto means) or dmabuf",
-                        GST_TYPE_TENSOR_STORAGE, GST_TENSOR_STORAGE_SYSTEM, kRw));
+      g_param_spec_enum("storage", "Storage",
+                        "Tensor memory of the output: system or dmabuf (the CPU path), pbo (the GL path), or auto: "
+                        "PBO where the GL path runs, else system",
+                        GST_TYPE_TENSOR_STORAGE, GST_TENSOR_STORAGE_AUTO, kRw));
   g_object_class_install_property(gobject_class, PROP_N_THREADS,
                                   g_param_spec_uint("n-threads", "Threads",
                                                     "Threads converting one frame (0: one per CPU, at most 8)", 0, 64,
                                                     0, kRw));
   g_object_class_install_property(gobject_class, PROP_COPIED_BYTES,
                                   g_param_spec_uint64("copied-bytes", "Copied bytes",
-                                                      "Bytes copied on the way (a conversion is not a copy)", 0,
-                                                      G_MAXUINT64, 0, kRo));
+                                                      "Bytes copied on the way (a conversion is not a copy; the GL "
+                                                      "path copying a frame in system memory into a PBO is)",
+                                                      0, G_MAXUINT64, 0, kRo));
   g_object_class_install_property(
       gobject_class, PROP_REQUIRE_ZERO_COPY,
       g_param_spec_boolean("require-zero-copy", "Require zero copy",
-                           "Fail instead of copying a frame on the way (the CPU path never copies)", FALSE, kRw));
+                           "Fail instead of copying a frame on the way (the CPU path never copies; the GL path "
+                           "copies frames that are not PBO memory)",
+                           FALSE, kRw));
 
   gst_element_class_add_static_pad_template(element_class, &sink_template);
   gst_element_class_add_static_pad_template(element_class, &src_template);
@@ -697,6 +1076,8 @@ static void gst_tensor_convert_class_init(GstTensorMemConvertClass *klass) {
                                         "Turns video frames into one model-input tensor: resize, colour, "
                                         "normalisation, layout and type in one pass",
                                         "gst-tensormem developers");
+  element_class->set_context = gst_tensor_convert_set_context;
+  trans_class->query = gst_tensor_convert_query;
   trans_class->transform_caps = gst_tensor_convert_transform_caps;
   trans_class->set_caps = gst_tensor_convert_set_caps;
   trans_class->prepare_output_buffer = gst_tensor_convert_prepare_output_buffer;
@@ -722,7 +1103,7 @@ static void gst_tensor_convert_init(GstTensorMemConvert *self) {
   self->mean = new std::vector<double>{0.0, 0.0, 0.0};
   self->std_dev = new std::vector<double>{1.0, 1.0, 1.0};
   self->backend = BACKEND_AUTO;
-  self->storage = GST_TENSOR_STORAGE_SYSTEM;
+  self->storage = GST_TENSOR_STORAGE_AUTO;
   self->n_threads = 0;
   self->copied_bytes = 0;
   self->require_zero_copy = FALSE;
@@ -730,5 +1111,8 @@ static void gst_tensor_convert_init(GstTensorMemConvert *self) {
   self->converter = new std::optional<tensormem::FrameConverter>();
   self->pool = nullptr;
   self->workers = nullptr;
+  self->gl_worker = nullptr;
+  self->gl = new GlPath();
+  self->use_gl = false;
   self->frames = 0;
 }

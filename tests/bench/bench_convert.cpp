@@ -4,8 +4,13 @@
  * appsrc) into a 640x640 float32 NCHW tensor normalised with ImageNet's mean
  * and std, either by `tensorconvert` or by `videoconvert ! videoscale` to
  * RGB 640x640 followed by a plain normalisation loop over each pulled frame
- * (what an application does by hand). Wall time per frame, median of the
- * batches, and the ratio. Prints a table; asserts nothing.
+ * (what an application does by hand). `tensorconvert` runs its CPU path
+ * and its GL path (a compute pass on the GL worker: llvmpipe, on these same
+ * CPU cores, where no GPU is): from system memory (copied into a PBO on the
+ * way) and from `tensorupload storage=pbo` (the upload's copy included). GL
+ * outputs are mapped once each, which waits for the pass's fence. Wall time
+ * per frame, median of the batches, and the ratios. Prints a table and the
+ * load average; asserts nothing.
  *
  *   bench-convert [FRAMES] [BATCHES]        (defaults 60 3)
  */
@@ -18,6 +23,7 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <thread>
 #include <vector>
@@ -37,9 +43,13 @@ void normalise(const std::uint8_t *rgb, int stride, int w, int h, std::vector<fl
             (rgb[y * stride + x * 3 + c] / 255.f - kMean[c]) / kStd[c];
 }
 
+/* What happens to each pulled buffer. */
+enum class Pull { Keep, Normalise, Map };
+
 /* Pushes `frames` copies of one frame through `middle` and pulls every
- * result, normalising by hand when `by_hand`; microseconds per frame. */
-double run(const char *format, int frames, const std::string &middle, bool by_hand) {
+ * result, normalising by hand or mapping it as `pull` says; microseconds
+ * per frame. */
+double run(const char *format, int frames, const std::string &middle, Pull pull) {
   const std::string caps = std::string("video/x-raw,format=") + format + ",width=1920,height=1080,framerate=30/1";
   const std::string description =
       "appsrc name=src format=time caps=\"" + caps + "\" ! " + middle + " ! appsink name=sink sync=false max-buffers=4";
@@ -72,7 +82,14 @@ double run(const char *format, int frames, const std::string &middle, bool by_ha
   });
   int pulled = 0;
   while (GstSample *sample = gst_app_sink_pull_sample(GST_APP_SINK(sink))) {
-    if (by_hand) {
+    if (pull == Pull::Map) {
+      GstMapInfo map;
+      if (!gst_buffer_map(gst_sample_get_buffer(sample), &map, GST_MAP_READ)) {
+        std::fprintf(stderr, "%s: a tensor does not map\n", description.c_str());
+        std::exit(1);
+      }
+      gst_buffer_unmap(gst_sample_get_buffer(sample), &map);
+    } else if (pull == Pull::Normalise) {
       GstVideoInfo out;
       gst_video_info_from_caps(&out, gst_sample_get_caps(sample));
       GstMapInfo map;
@@ -106,18 +123,43 @@ int main(int argc, char **argv) {
   const std::string ours = "tensorconvert width=640 height=640 dtype=float32 layout=nchw "
                            "mean=\"<0.485,0.456,0.406>\" std=\"<0.229,0.224,0.225>\"";
   const std::string usual = "videoconvert ! videoscale ! video/x-raw,format=RGB,width=640,height=640";
-  std::printf("1080p -> 640x640 float32 NCHW normalised, %d frames, best of %d batches, %u CPUs\n\n", frames, batches,
-              std::thread::hardware_concurrency());
-  std::printf("| input | `videoconvert ! videoscale` + normalisation loop | `tensorconvert` | ratio |\n");
-  std::printf("|---|---|---|---|\n");
+  const std::string gl = ours + " backend=gl";
+  const std::string gl_from_pbo = "tensorupload storage=pbo ! " + gl;
+  GstElementFactory *upload = gst_element_factory_find("tensorupload");
+  const bool have_gl = upload != nullptr && std::getenv("BENCH_NO_GL") == nullptr;
+  if (upload)
+    gst_object_unref(upload);
+  double load[3] = {0, 0, 0};
+  if (std::FILE *f = std::fopen("/proc/loadavg", "r")) {
+    if (std::fscanf(f, "%lf %lf %lf", &load[0], &load[1], &load[2]) != 3)
+      load[0] = load[1] = load[2] = -1;
+    std::fclose(f);
+  }
+  std::printf("1080p -> 640x640 float32 NCHW normalised, %d frames, median of %d batches, %u CPUs, load average "
+              "%.2f %.2f %.2f\n\n",
+              frames, batches, std::thread::hardware_concurrency(), load[0], load[1], load[2]);
+  std::printf("| input | `videoconvert ! videoscale` + normalisation loop | `tensorconvert` CPU | ratio | "
+              "`tensorconvert backend=gl`, system in | ratio | `tensorupload storage=pbo ! tensorconvert "
+              "backend=gl` | ratio |\n");
+  std::printf("|---|---|---|---|---|---|---|---|\n");
   for (const char *format : {"NV12", "RGBA"}) {
-    std::vector<double> a, b;
-    for (int i = 0; i < batches; ++i) { // alternating, so noise hits both
-      a.push_back(run(format, frames, usual, true));
-      b.push_back(run(format, frames, ours, false));
+    std::vector<double> a, b, c, d;
+    for (int i = 0; i < batches; ++i) { // alternating, so noise hits every column
+      a.push_back(run(format, frames, usual, Pull::Normalise));
+      b.push_back(run(format, frames, ours + " backend=cpu", Pull::Keep));
+      if (have_gl) {
+        c.push_back(run(format, frames, gl, Pull::Map));
+        d.push_back(run(format, frames, gl_from_pbo, Pull::Map));
+      }
     }
     const double usual_us = tmbench::stats_of(a).median, ours_us = tmbench::stats_of(b).median;
-    std::printf("| %s | %.0f µs | %.0f µs | %.2f |\n", format, usual_us, ours_us, ours_us / usual_us);
+    std::printf("| %s | %.0f µs | %.0f µs | %.2f |", format, usual_us, ours_us, ours_us / usual_us);
+    if (have_gl) {
+      const double gl_us = tmbench::stats_of(c).median, pbo_us = tmbench::stats_of(d).median;
+      std::printf(" %.0f µs | %.2f | %.0f µs | %.2f |\n", gl_us, gl_us / usual_us, pbo_us, pbo_us / usual_us);
+    } else {
+      std::printf(" (no GL) | | (no GL) | |\n");
+    }
   }
   return 0;
 }

@@ -57,6 +57,10 @@ const ElementCase kElements[] = {
     {"CudaImport", "tensorcudaimport name=el", false, true, true},
     // The formats it converts are in its template; sizes are left open.
     {"Convert", "tensorconvert name=el width=64 height=64", false, true, false},
+#if defined(TM_TEST_HAVE_GL)
+    // The GL path: system-memory frames, validated before the staging copy.
+    {"ConvertGl", "tensorconvert name=el width=64 height=64 backend=gl", true, true, false},
+#endif
 };
 
 void PrintTo(const ElementCase &c, std::ostream *os) { *os << c.launch; }

@@ -117,6 +117,27 @@ private:
   std::array<float, 3> bias_{};
   std::array<float, 3> yuv_row_r_{}, yuv_row_g_{}, yuv_row_b_{}; // Y, Cb, Cr weights (0-255 units)
   std::array<float, 3> yuv_offset_{};                            // subtracted from Y, Cb, Cr first
+
+public:
+  // What convert_rows works from, read by other implementations of the same
+  // conversion (the GL compute path) so that both use one set of numbers.
+
+  /// A source index pair and the weight of the second, as convert_rows samples.
+  using SampleTap = Tap;
+  /// Per content column (row): the luma (packed RGB) taps.
+  const std::vector<Tap> &luma_taps_x() const noexcept { return luma_x_; }
+  const std::vector<Tap> &luma_taps_y() const noexcept { return luma_y_; }
+  /// Per content column (row): the chroma taps (YUV inputs; empty otherwise).
+  const std::vector<Tap> &chroma_taps_x() const noexcept { return chroma_x_; }
+  const std::vector<Tap> &chroma_taps_y() const noexcept { return chroma_y_; }
+  /// Per output channel: a 0-255 value v is written as v * scale + bias.
+  const std::array<float, 3> &channel_scale() const noexcept { return scale_; }
+  const std::array<float, 3> &channel_bias() const noexcept { return bias_; }
+  /// YUV inputs: R, G, B = row · (Y, Cb, Cr - offsets), before clamping.
+  const std::array<float, 3> &yuv_row_r() const noexcept { return yuv_row_r_; }
+  const std::array<float, 3> &yuv_row_g() const noexcept { return yuv_row_g_; }
+  const std::array<float, 3> &yuv_row_b() const noexcept { return yuv_row_b_; }
+  const std::array<float, 3> &yuv_offset() const noexcept { return yuv_offset_; }
 };
 
 /// IEEE 754 binary16 of `value`, rounded to nearest even; overflow gives
