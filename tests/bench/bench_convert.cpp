@@ -4,8 +4,10 @@
  * appsrc) into a 640x640 float32 NCHW tensor normalised with ImageNet's mean
  * and std, either by `tensorconvert` or by `videoconvert ! videoscale` to
  * RGB 640x640 followed by a plain normalisation loop over each pulled frame
- * (what an application does by hand). Wall time per frame, median of the
- * batches, and the ratio. Prints a table; asserts nothing.
+ * (what an application does by hand). Wall time and process CPU time (all
+ * threads: the feeder, the elements' workers, the loop) per frame, median of
+ * the batches, and the ratios; on a shared machine read the CPU columns.
+ * Prints a table; asserts nothing.
  *
  *   bench-convert [FRAMES] [BATCHES]        (defaults 60 3)
  */
@@ -18,6 +20,7 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <ctime>
 #include <string>
 #include <thread>
 #include <vector>
@@ -37,9 +40,21 @@ void normalise(const std::uint8_t *rgb, int stride, int w, int h, std::vector<fl
             (rgb[y * stride + x * 3 + c] / 255.f - kMean[c]) / kStd[c];
 }
 
+/* CPU time of the whole process so far, in microseconds. */
+double process_cpu_us() {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) * 1e6 + static_cast<double>(ts.tv_nsec) / 1e3;
+}
+
+struct PerFrame {
+  double wall_us, cpu_us;
+};
+
 /* Pushes `frames` copies of one frame through `middle` and pulls every
- * result, normalising by hand when `by_hand`; microseconds per frame. */
-double run(const char *format, int frames, const std::string &middle, bool by_hand) {
+ * result, normalising by hand when `by_hand`; wall and CPU microseconds per
+ * frame. */
+PerFrame run(const char *format, int frames, const std::string &middle, bool by_hand) {
   const std::string caps = std::string("video/x-raw,format=") + format + ",width=1920,height=1080,framerate=30/1";
   const std::string description =
       "appsrc name=src format=time caps=\"" + caps + "\" ! " + middle + " ! appsink name=sink sync=false max-buffers=4";
@@ -62,6 +77,7 @@ double run(const char *format, int frames, const std::string &middle, bool by_ha
   gst_element_set_state(pipeline, GST_STATE_PLAYING);
   std::vector<float> tensor;
   const auto start = tmbench::Clock::now();
+  const double cpu_start = process_cpu_us();
   std::thread feeder([&] {
     for (int i = 0; i < frames; ++i) {
       GstBuffer *buffer = gst_buffer_new_memdup(frame.data(), frame.size());
@@ -84,8 +100,9 @@ double run(const char *format, int frames, const std::string &middle, bool by_ha
     gst_sample_unref(sample);
     ++pulled;
   }
-  const double us = tmbench::us_since(start) / frames;
   feeder.join();
+  const double us = tmbench::us_since(start) / frames;
+  const double cpu_us = (process_cpu_us() - cpu_start) / frames;
   if (pulled != frames) {
     std::fprintf(stderr, "%s: %d of %d frames came out\n", description.c_str(), pulled, frames);
     std::exit(1);
@@ -94,7 +111,7 @@ double run(const char *format, int frames, const std::string &middle, bool by_ha
   gst_object_unref(src);
   gst_object_unref(sink);
   gst_object_unref(pipeline);
-  return us;
+  return {us, cpu_us};
 }
 
 } // namespace
@@ -106,18 +123,25 @@ int main(int argc, char **argv) {
   const std::string ours = "tensorconvert width=640 height=640 dtype=float32 layout=nchw "
                            "mean=\"<0.485,0.456,0.406>\" std=\"<0.229,0.224,0.225>\"";
   const std::string usual = "videoconvert ! videoscale ! video/x-raw,format=RGB,width=640,height=640";
-  std::printf("1080p -> 640x640 float32 NCHW normalised, %d frames, best of %d batches, %u CPUs\n\n", frames, batches,
+  std::printf("1080p -> 640x640 float32 NCHW normalised, %d frames, median of %d batches, %u CPUs\n\n", frames, batches,
               std::thread::hardware_concurrency());
-  std::printf("| input | `videoconvert ! videoscale` + normalisation loop | `tensorconvert` | ratio |\n");
-  std::printf("|---|---|---|---|\n");
+  std::printf("| input | `videoconvert ! videoscale` + normalisation loop | `tensorconvert` | ratio | CPU: usual | "
+              "CPU: `tensorconvert` | CPU ratio |\n");
+  std::printf("|---|---|---|---|---|---|---|\n");
   for (const char *format : {"NV12", "RGBA"}) {
-    std::vector<double> a, b;
+    std::vector<double> a, b, ca, cb;
     for (int i = 0; i < batches; ++i) { // alternating, so noise hits both
-      a.push_back(run(format, frames, usual, true));
-      b.push_back(run(format, frames, ours, false));
+      const PerFrame u = run(format, frames, usual, true);
+      const PerFrame o = run(format, frames, ours, false);
+      a.push_back(u.wall_us);
+      ca.push_back(u.cpu_us);
+      b.push_back(o.wall_us);
+      cb.push_back(o.cpu_us);
     }
     const double usual_us = tmbench::stats_of(a).median, ours_us = tmbench::stats_of(b).median;
-    std::printf("| %s | %.0f µs | %.0f µs | %.2f |\n", format, usual_us, ours_us, ours_us / usual_us);
+    const double usual_cpu = tmbench::stats_of(ca).median, ours_cpu = tmbench::stats_of(cb).median;
+    std::printf("| %s | %.0f µs | %.0f µs | %.2f | %.0f µs | %.0f µs | %.2f |\n", format, usual_us, ours_us,
+                ours_us / usual_us, usual_cpu, ours_cpu, ours_cpu / usual_cpu);
   }
   return 0;
 }
