@@ -124,7 +124,6 @@ gboolean check_fd_memories(GstBuffer *buffer, GError **error) {
     if (!gst_is_fd_memory(mem))
       continue;
     const gint fd = gst_fd_memory_get_fd(mem);
-    const char *kind = gst_is_dmabuf_memory(mem) ? "DMA-BUF" : "file";
     guint64 size = 0;
     gboolean known = FALSE;
     /* Our own DMA-BUF memory: its storage measured the fd once, when it was
@@ -146,7 +145,7 @@ gboolean check_fd_memories(GstBuffer *buffer, GError **error) {
                   "Memory %u of the buffer (fd %d) claims maxsize %" G_GSIZE_FORMAT " (offset %" G_GSIZE_FORMAT
                   ", size %" G_GSIZE_FORMAT "), which exceeds the %" G_GUINT64_FORMAT
                   "-byte %s behind it: a read past its end would raise SIGBUS.",
-                  i, fd, mem->maxsize, mem->offset, mem->size, size, kind);
+                  i, fd, mem->maxsize, mem->offset, mem->size, size, gst_is_dmabuf_memory(mem) ? "DMA-BUF" : "file");
       return FALSE;
     }
   }
