@@ -251,6 +251,45 @@ template <typename Tap> PackedRow<Tap> packed_row_for(std::uint32_t bpp) noexcep
   }
 }
 
+/* Two resampled source rows, by source row index: a tensor row blends two
+ * source rows, and the next one mostly needs one of them again. get()
+ * returns row `row`, filling it (fill(row, line)) into the slot that does
+ * not hold `keep` when neither slot has it. */
+template <typename Line> class RowPair {
+public:
+  template <typename Fill> const Line &get(std::uint32_t row, std::uint32_t keep, Fill &fill) {
+    if (held_[0] == row)
+      return lines_[0];
+    if (held_[1] == row)
+      return lines_[1];
+    const int slot = held_[0] == keep ? 1 : 0;
+    fill(row, lines_[slot]);
+    held_[slot] = row;
+    return lines_[slot];
+  }
+  /// Forgets both rows (a new column chunk).
+  void reset() noexcept { held_[0] = held_[1] = kNone; }
+
+private:
+  static constexpr std::uint32_t kNone = std::numeric_limits<std::uint32_t>::max();
+  Line lines_[2];
+  std::uint32_t held_[2] = {kNone, kNone};
+};
+
+/* dst = lerp(a, b, t) over `n` floats: contiguous, so it vectorises. */
+void blend_line(const float *a, const float *b, float t, std::uint32_t n, float *dst) noexcept {
+  std::uint32_t k = 0;
+#if defined(__SSE2__)
+  const __m128 weight = _mm_set1_ps(t);
+  for (; k + 4 <= n; k += 4) {
+    const __m128 va = _mm_loadu_ps(a + k), vb = _mm_loadu_ps(b + k);
+    _mm_storeu_ps(dst + k, _mm_add_ps(va, _mm_mul_ps(_mm_sub_ps(vb, va), weight)));
+  }
+#endif
+  for (; k < n; ++k)
+    dst[k] = lerp(a[k], b[k], t);
+}
+
 #if defined(__SSE2__)
 /* 4-byte pixels with SSE2 (every x86-64): a source row resampled across into
  * `line`, four floats per tensor column in the pixel's byte order. Each lane
@@ -336,35 +375,34 @@ void FrameConverter::convert_rows(const FramePlanes &frame, std::byte *out, std:
   if (y_begin >= y_end)
     return;
 
+  /* Separable everywhere: each source row a tensor row needs is resampled
+   * across once into float lines (kept for the next tensor row, which mostly
+   * reads the same source rows), then two lines are blended vertically in a
+   * contiguous loop. Column chunks outside, rows inside, so the lines stay on
+   * the stack. Each value goes through the same operations as
+   * lerp(lerp(a, b, wx), lerp(c, d, wx), wy), so the results do not change. */
   Packed packed{};
   if (packed_of(spec_.input, &packed)) {
-    /* Separable: each source row a tensor row needs is resampled across once
-     * into a float line per channel (kept for the next tensor row, which
-     * mostly reads the same source rows), then two lines are blended
-     * vertically, a contiguous loop the compiler vectorises. Column chunks
-     * outside, rows inside, so the lines stay on the stack. */
     const std::uint32_t at[3] = {packed.r, packed.g, packed.b};
 #if defined(__SSE2__)
     if (packed.bpp == 4) {
-      alignas(16) float lines[2][4 * kChunk];
+      struct alignas(16) Line {
+        float v[4 * kChunk];
+      };
+      RowPair<Line> rows;
       float *const dst[3] = {rgb[0], rgb[1], rgb[2]};
       for (std::uint32_t j0 = 0; j0 < m.content_width; j0 += kChunk) {
         const std::uint32_t n = std::min(kChunk, m.content_width - j0);
         const Tap *taps = luma_x_.data() + j0;
-        std::uint32_t held[2] = {std::numeric_limits<std::uint32_t>::max(), std::numeric_limits<std::uint32_t>::max()};
-        auto line_of = [&](std::uint32_t i, std::uint32_t keep) -> const float * {
-          if (held[0] == i || held[1] == i)
-            return lines[held[0] == i ? 0 : 1];
-          const int slot = held[0] == keep ? 1 : 0;
-          rgba_row_sse2(frame.data[0] + std::size_t{i} * frame.stride[0], taps, n, lines[slot]);
-          held[slot] = i;
-          return lines[slot];
+        auto fill = [&](std::uint32_t i, Line &line) {
+          rgba_row_sse2(frame.data[0] + std::size_t{i} * frame.stride[0], taps, n, line.v);
         };
+        rows.reset();
         for (std::uint32_t y = y_begin; y < y_end; ++y) {
           const Tap &ty = luma_y_[y - m.content_y];
-          const float *top = line_of(ty.i0, ty.i1);
-          const float *bottom = line_of(ty.i1, ty.i0);
-          rgba_blend_sse2(top, bottom, ty.weight, n, at, dst);
+          const Line &top = rows.get(ty.i0, ty.i1, fill);
+          const Line &bottom = rows.get(ty.i1, ty.i0, fill);
+          rgba_blend_sse2(top.v, bottom.v, ty.weight, n, at, dst);
           write(out, w, h, m.content_x + j0, y, n, planes, scale_.data(), bias_.data());
         }
       }
@@ -372,62 +410,96 @@ void FrameConverter::convert_rows(const FramePlanes &frame, std::byte *out, std:
     }
 #endif
     const PackedRow<Tap> resample = packed_row_for<Tap>(packed.bpp);
-    float lines[2][3][kChunk];
+    struct Line {
+      float v[3][kChunk];
+    };
+    RowPair<Line> rows;
     for (std::uint32_t j0 = 0; j0 < m.content_width; j0 += kChunk) {
       const std::uint32_t n = std::min(kChunk, m.content_width - j0);
       const Tap *taps = luma_x_.data() + j0;
-      std::uint32_t held[2] = {std::numeric_limits<std::uint32_t>::max(), std::numeric_limits<std::uint32_t>::max()};
-      // The slot holding source row `i`, resampling it into the slot that does not hold `keep` when neither has it.
-      auto line_of = [&](std::uint32_t i, std::uint32_t keep) -> int {
-        if (held[0] == i)
-          return 0;
-        if (held[1] == i)
-          return 1;
-        const int slot = held[0] == keep ? 1 : 0;
-        float *dst[3] = {lines[slot][0], lines[slot][1], lines[slot][2]};
+      auto fill = [&](std::uint32_t i, Line &line) {
+        float *dst[3] = {line.v[0], line.v[1], line.v[2]};
         resample(frame.data[0] + std::size_t{i} * frame.stride[0], at, taps, n, dst);
-        held[slot] = i;
-        return slot;
       };
+      rows.reset();
       for (std::uint32_t y = y_begin; y < y_end; ++y) {
         const Tap &ty = luma_y_[y - m.content_y];
-        const int top = line_of(ty.i0, ty.i1);
-        const int bottom = line_of(ty.i1, ty.i0);
-        const float t = ty.weight;
-        for (int ch = 0; ch < 3; ++ch) {
-          const float *a = lines[top][ch], *b = lines[bottom][ch];
-          float *dst = rgb[ch];
-          for (std::uint32_t k = 0; k < n; ++k)
-            dst[k] = lerp(a[k], b[k], t);
-        }
+        const Line &top = rows.get(ty.i0, ty.i1, fill);
+        const Line &bottom = rows.get(ty.i1, ty.i0, fill);
+        for (int ch = 0; ch < 3; ++ch)
+          blend_line(top.v[ch], bottom.v[ch], ty.weight, n, rgb[ch]);
         write(out, w, h, m.content_x + j0, y, n, planes, scale_.data(), bias_.data());
       }
     }
     return;
   }
 
+  // NV12: U and V interleaved in plane 1; I420: U in plane 1, V in plane 2.
   const bool nv12 = spec_.input == PixelFormat::NV12;
-  for (std::uint32_t y = y_begin; y < y_end; ++y) {
-    const Tap &ty = luma_y_[y - m.content_y];
-    const std::uint8_t *r0 = frame.data[0] + ty.i0 * frame.stride[0];
-    const std::uint8_t *r1 = frame.data[0] + ty.i1 * frame.stride[0];
-    for (std::uint32_t j0 = 0; j0 < m.content_width; j0 += kChunk) {
-      const std::uint32_t n = std::min(kChunk, m.content_width - j0);
-      const Tap &cy = chroma_y_[y - m.content_y];
-      const std::size_t step = nv12 ? 2 : 1;
-      // NV12: U and V interleaved in plane 1; I420: U in plane 1, V in plane 2.
-      const std::uint8_t *u0 = frame.data[1] + cy.i0 * frame.stride[1];
-      const std::uint8_t *u1 = frame.data[1] + cy.i1 * frame.stride[1];
-      const std::uint8_t *v0 = nv12 ? u0 + 1 : frame.data[2] + cy.i0 * frame.stride[2];
-      const std::uint8_t *v1 = nv12 ? u1 + 1 : frame.data[2] + cy.i1 * frame.stride[2];
+  const std::size_t step = nv12 ? 2 : 1;
+  struct LumaLine {
+    float v[kChunk];
+  };
+  struct ChromaLine {
+    float u[kChunk], v[kChunk];
+  };
+  RowPair<LumaLine> luma;
+  RowPair<ChromaLine> chroma;
+  float yl[kChunk], ul[kChunk], vl[kChunk];
+  for (std::uint32_t j0 = 0; j0 < m.content_width; j0 += kChunk) {
+    const std::uint32_t n = std::min(kChunk, m.content_width - j0);
+    const Tap *lx = luma_x_.data() + j0;
+    const Tap *cx = chroma_x_.data() + j0;
+    auto fill_luma = [&](std::uint32_t i, LumaLine &line) {
+      const std::uint8_t *row = frame.data[0] + std::size_t{i} * frame.stride[0];
+      for (std::uint32_t k = 0; k < n; ++k)
+        line.v[k] = lerp(row[lx[k].i0], row[lx[k].i1], lx[k].weight);
+    };
+    auto fill_chroma = [&](std::uint32_t i, ChromaLine &line) {
+      const std::uint8_t *u = frame.data[1] + std::size_t{i} * frame.stride[1];
+      const std::uint8_t *v = nv12 ? u + 1 : frame.data[2] + std::size_t{i} * frame.stride[2];
       for (std::uint32_t k = 0; k < n; ++k) {
-        const Tap &tx = luma_x_[j0 + k];
-        const Tap &cx = chroma_x_[j0 + k];
-        const std::size_t a = cx.i0 * step, b = cx.i1 * step;
-        const float yv = lerp(lerp(r0[tx.i0], r0[tx.i1], tx.weight), lerp(r1[tx.i0], r1[tx.i1], tx.weight), ty.weight) -
-                         yuv_offset_[0];
-        const float uv = lerp(lerp(u0[a], u0[b], cx.weight), lerp(u1[a], u1[b], cx.weight), cy.weight) - yuv_offset_[1];
-        const float vv = lerp(lerp(v0[a], v0[b], cx.weight), lerp(v1[a], v1[b], cx.weight), cy.weight) - yuv_offset_[2];
+        const std::size_t a = cx[k].i0 * step, b = cx[k].i1 * step;
+        line.u[k] = lerp(u[a], u[b], cx[k].weight);
+        line.v[k] = lerp(v[a], v[b], cx[k].weight);
+      }
+    };
+    luma.reset();
+    chroma.reset();
+    for (std::uint32_t y = y_begin; y < y_end; ++y) {
+      const Tap &ty = luma_y_[y - m.content_y];
+      const Tap &cy = chroma_y_[y - m.content_y];
+      const LumaLine &y0 = luma.get(ty.i0, ty.i1, fill_luma);
+      const LumaLine &y1 = luma.get(ty.i1, ty.i0, fill_luma);
+      const ChromaLine &c0 = chroma.get(cy.i0, cy.i1, fill_chroma);
+      const ChromaLine &c1 = chroma.get(cy.i1, cy.i0, fill_chroma);
+      blend_line(y0.v, y1.v, ty.weight, n, yl);
+      blend_line(c0.u, c1.u, cy.weight, n, ul);
+      blend_line(c0.v, c1.v, cy.weight, n, vl);
+      std::uint32_t k = 0;
+#if defined(__SSE2__)
+      {
+        // Four pixels at a time, the scalar loop's operations in its order.
+        const __m128 lo = _mm_setzero_ps(), hi = _mm_set1_ps(255.f);
+        const __m128 oy = _mm_set1_ps(yuv_offset_[0]), ou = _mm_set1_ps(yuv_offset_[1]),
+                     ov = _mm_set1_ps(yuv_offset_[2]);
+        const __m128 ry = _mm_set1_ps(yuv_row_r_[0]), rv = _mm_set1_ps(yuv_row_r_[2]);
+        const __m128 gy = _mm_set1_ps(yuv_row_g_[0]), gu = _mm_set1_ps(yuv_row_g_[1]), gv = _mm_set1_ps(yuv_row_g_[2]);
+        const __m128 by = _mm_set1_ps(yuv_row_b_[0]), bu = _mm_set1_ps(yuv_row_b_[1]);
+        auto clamp = [&](__m128 x) { return _mm_max_ps(_mm_min_ps(x, hi), lo); };
+        for (; k + 4 <= n; k += 4) {
+          const __m128 yv = _mm_sub_ps(_mm_loadu_ps(yl + k), oy);
+          const __m128 uv = _mm_sub_ps(_mm_loadu_ps(ul + k), ou);
+          const __m128 vv = _mm_sub_ps(_mm_loadu_ps(vl + k), ov);
+          _mm_storeu_ps(rgb[0] + k, clamp(_mm_add_ps(_mm_mul_ps(ry, yv), _mm_mul_ps(rv, vv))));
+          _mm_storeu_ps(rgb[1] + k,
+                        clamp(_mm_add_ps(_mm_add_ps(_mm_mul_ps(gy, yv), _mm_mul_ps(gu, uv)), _mm_mul_ps(gv, vv))));
+          _mm_storeu_ps(rgb[2] + k, clamp(_mm_add_ps(_mm_mul_ps(by, yv), _mm_mul_ps(bu, uv))));
+        }
+      }
+#endif
+      for (; k < n; ++k) {
+        const float yv = yl[k] - yuv_offset_[0], uv = ul[k] - yuv_offset_[1], vv = vl[k] - yuv_offset_[2];
         rgb[0][k] = std::clamp(yuv_row_r_[0] * yv + yuv_row_r_[2] * vv, 0.f, 255.f);
         rgb[1][k] = std::clamp(yuv_row_g_[0] * yv + yuv_row_g_[1] * uv + yuv_row_g_[2] * vv, 0.f, 255.f);
         rgb[2][k] = std::clamp(yuv_row_b_[0] * yv + yuv_row_b_[1] * uv, 0.f, 255.f);
