@@ -19,8 +19,9 @@ build=${1:-build}
 rounds=${2:-5}
 short=${SHORT:-20000}
 long=${LONG:-200000}
-export GST_PLUGIN_PATH=$PWD/$build/gst/plugin
-export GST_REGISTRY=$PWD/$build/bench-registry.bin
+[[ $build == /* ]] || build=$PWD/$build
+export GST_PLUGIN_PATH=$build/gst/plugin
+export GST_REGISTRY=$build/bench-registry.bin
 [[ -d /dev/dma_heap ]] || export TENSORMEM_DMABUF_SOURCE=${TENSORMEM_DMABUF_SOURCE:-memfd}
 gst-inspect-1.0 tensorupload >/dev/null || { echo "tensorupload not found in $build/gst/plugin" >&2; exit 1; }
 [[ -x /usr/bin/time ]] || { echo "needs /usr/bin/time (Debian package time)" >&2; exit 77; }
