@@ -100,9 +100,7 @@ std::chrono::nanoseconds Storage::fence_timeout() const noexcept {
 Result<void> Storage::order_before_map(CpuAccess access, bool may_block) noexcept {
   try {
     const std::vector<GpuCompletion> writes = gpu_completion();
-    // No clock read for a storage with no recorded write (every CPU-only map).
-    const auto deadline =
-        writes.empty() ? std::chrono::steady_clock::time_point{} : std::chrono::steady_clock::now() + fence_timeout();
+    const auto deadline = std::chrono::steady_clock::now() + fence_timeout();
     for (const GpuCompletion &w : writes) {
       if (!may_block) {
         Result<bool> done = w.timeline->signalled(w.value);
