@@ -208,7 +208,9 @@ static GstFlowReturn gst_tensor_download_prepare_output_buffer(GstBaseTransform 
     return download_tensor(self, inbuf, outbuf);
   const gst_tensormem::DownloadContext ctx = download_context(self);
   GstFlowReturn ret = gst_tensor_mem_element_validate_buffer(GST_ELEMENT(self), inbuf, ctx.info);
-  if (ret == GST_FLOW_OK) // downstream reads the bytes, passed through or copied: they must be complete
+  // Downstream reads the bytes, passed through or copied: they must be complete
+  // (a buffer without a fence meta has nothing to wait for, and skips the deadline's clock read).
+  if (ret == GST_FLOW_OK && gst_buffer_get_meta(inbuf, GST_TENSOR_MEM_FENCE_META_API_TYPE))
     ret = gst_tensor_mem_element_wait_fences(GST_ELEMENT(self), inbuf, GST_TENSOR_MEM_FENCE_DEFAULT_TIMEOUT, nullptr);
   if (ret != GST_FLOW_OK)
     return ret;

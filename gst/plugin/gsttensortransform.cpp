@@ -4,6 +4,8 @@
 #include <gst/tensormem/gsttensormemallocator.h>
 #include <gst/tensormem/gsttensormemvalidate.h>
 
+#include <atomic>
+
 GST_DEBUG_CATEGORY_STATIC(gst_tensor_transform_debug);
 #define GST_CAT_DEFAULT gst_tensor_transform_debug
 
@@ -13,8 +15,10 @@ enum { PROP_0, PROP_COPIED_BYTES, PROP_REQUIRE_ZERO_COPY, PROP_FOREIGN_COPIES, P
 
 struct GstTensorMemTransformPrivate {
   GstVideoInfo info;
-  guint64 copied_bytes;       // guarded by the object lock
-  guint64 buffers;            // this run, for the summary logged at stop
+  guint64 copied_bytes; // guarded by the object lock
+  /* This run, for the summary logged at stop; atomic, so a buffer that
+   * passes through without a copy takes no lock. */
+  std::atomic<guint64> buffers;
   guint64 copied_buffers;     // this run
   gboolean require_zero_copy; // guarded by the object lock
   /* gst_tensor_mem_get_copy_stats() when the element was created: the
@@ -98,8 +102,8 @@ static gboolean gst_tensor_transform_stop(GstBaseTransform *trans) {
   auto *self = GST_TENSOR_TRANSFORM(trans);
   auto *priv = get_priv(self);
   GST_OBJECT_LOCK(self);
-  const guint64 buffers = priv->buffers, copied = priv->copied_buffers, bytes = priv->copied_bytes;
-  priv->buffers = priv->copied_buffers = 0;
+  const guint64 buffers = priv->buffers.exchange(0), copied = priv->copied_buffers, bytes = priv->copied_bytes;
+  priv->copied_buffers = 0;
   GST_OBJECT_UNLOCK(self);
   guint64 foreign_copies, foreign_bytes;
   gst_tensor_mem_get_copy_stats(GST_TENSOR_STORAGE_AUTO, &foreign_copies, &foreign_bytes);
@@ -191,17 +195,16 @@ void gst_tensor_transform_copy_metadata(GstTensorMemTransform *self, GstBuffer *
 
 void gst_tensor_transform_count_buffer(GstTensorMemTransform *self, gsize copied_bytes) {
   auto *priv = get_priv(self);
+  priv->buffers.fetch_add(1, std::memory_order_relaxed);
+  if (copied_bytes == 0)
+    return;
   GST_OBJECT_LOCK(self);
-  priv->buffers++;
-  if (copied_bytes > 0) {
-    priv->copied_bytes += copied_bytes;
-    priv->copied_buffers++;
-  }
+  priv->copied_bytes += copied_bytes;
+  priv->copied_buffers++;
   const guint64 total = priv->copied_bytes;
   GST_OBJECT_UNLOCK(self);
-  if (copied_bytes > 0)
-    GST_DEBUG_OBJECT(self, "copied a %" G_GSIZE_FORMAT "-byte frame, %" G_GUINT64_FORMAT " bytes so far", copied_bytes,
-                     total);
+  GST_DEBUG_OBJECT(self, "copied a %" G_GSIZE_FORMAT "-byte frame, %" G_GUINT64_FORMAT " bytes so far", copied_bytes,
+                   total);
 }
 
 GstCaps *gst_tensor_transform_caps_with_feature(GstCaps *caps, const char *feature) {

@@ -123,15 +123,6 @@ const char *storage_name(GstTensorMemStorage storage) {
   return value ? value->value_nick : "auto";
 }
 
-/* The element's PBO or D3D11 allocator in `slot` (a new reference), or NULL
- * outside start..stop. */
-GstAllocator *allocator_of(GstTensorMemUpload *self, GstAllocator *const *slot) {
-  GST_OBJECT_LOCK(self);
-  GstAllocator *allocator = *slot ? GST_ALLOCATOR_CAST(gst_object_ref(*slot)) : nullptr;
-  GST_OBJECT_UNLOCK(self);
-  return allocator;
-}
-
 /* Takes the allocator out of `slot` and drops it. */
 void clear_allocator(GstTensorMemUpload *self, GstAllocator **slot) {
   GST_OBJECT_LOCK(self);
@@ -158,9 +149,13 @@ void copy_metadata(GstElement *element, GstBuffer *in, GstBuffer *out) {
 gst_tensormem::UploadContext upload_context(GstTensorMemUpload *self) {
   gst_tensormem::UploadContext ctx{};
   ctx.element = GST_ELEMENT(self);
-  ctx.storage = resolved_storage(self);
-  ctx.pbo_allocator = allocator_of(self, &self->pbo_allocator);
-  ctx.d3d11_allocator = allocator_of(self, &self->d3d11_allocator);
+  // One lock for all three: this runs for every buffer.
+  GST_OBJECT_LOCK(self);
+  const GstTensorMemStorage storage = self->storage;
+  ctx.pbo_allocator = self->pbo_allocator ? GST_ALLOCATOR_CAST(gst_object_ref(self->pbo_allocator)) : nullptr;
+  ctx.d3d11_allocator = self->d3d11_allocator ? GST_ALLOCATOR_CAST(gst_object_ref(self->d3d11_allocator)) : nullptr;
+  GST_OBJECT_UNLOCK(self);
+  ctx.storage = gst_tensor_storage_resolve(storage);
   ctx.info = gst_tensor_transform_get_info(GST_TENSOR_TRANSFORM(self));
   ctx.copy_metadata = copy_metadata;
   return ctx;
@@ -488,7 +483,9 @@ static GstFlowReturn gst_tensor_upload_prepare_output_buffer(GstBaseTransform *t
         "require-zero-copy=false to allow one counted copy per frame",
         nullptr);
   if (ret == GST_FLOW_OK) {
-    ctx.output_pool = gst_base_transform_get_buffer_pool(trans);
+    // Only a path that makes a new buffer needs the pool (its lock and reference).
+    if (!gst_tensormem::upload_method_is_passthrough(method))
+      ctx.output_pool = gst_base_transform_get_buffer_pool(trans);
     gsize copied = 0;
     try {
       ret = method.perform(ctx, inbuf, outbuf, &copied);

@@ -1,7 +1,49 @@
 // SPDX-License-Identifier: Apache-2.0
 #include <gst/tensormem/gsttensorframecopy-private.h>
 
+#include <cstring>
+
 namespace gst_tensormem {
+
+namespace {
+
+/* One memcpy per plane when both frames lay the plane's rows out with the
+ * same stride: the rows and the padding between them are one contiguous
+ * run in each (gst_video_frame_copy() copies row by row, a call per row).
+ * FALSE, having copied nothing, for anything else (other strides, palettes,
+ * tiles, sub-byte pixels), which gst_video_frame_copy() handles. */
+bool copy_planes(GstVideoFrame *dest, const GstVideoFrame *src) noexcept {
+  const GstVideoFormatInfo *finfo = dest->info.finfo;
+  if (GST_VIDEO_FORMAT_INFO_FORMAT(finfo) != GST_VIDEO_FRAME_FORMAT(src) || GST_VIDEO_FORMAT_INFO_IS_TILED(finfo) ||
+      GST_VIDEO_FORMAT_INFO_HAS_PALETTE(finfo) || GST_VIDEO_FRAME_WIDTH(dest) != GST_VIDEO_FRAME_WIDTH(src) ||
+      GST_VIDEO_FRAME_HEIGHT(dest) != GST_VIDEO_FRAME_HEIGHT(src) ||
+      GST_VIDEO_INFO_INTERLACE_MODE(&dest->info) == GST_VIDEO_INTERLACE_MODE_ALTERNATE)
+    return false;
+  const guint planes = GST_VIDEO_FRAME_N_PLANES(dest);
+  gsize bytes[GST_VIDEO_MAX_PLANES] = {0};
+  for (guint p = 0; p < planes; ++p) {
+    gint comp[GST_VIDEO_MAX_COMPONENTS];
+    gst_video_format_info_component(finfo, p, comp);
+    const gint stride = GST_VIDEO_FRAME_PLANE_STRIDE(dest, p);
+    if (comp[0] < 0 || stride <= 0 || stride != GST_VIDEO_FRAME_PLANE_STRIDE(src, p))
+      return false;
+    const gint pstride = GST_VIDEO_FRAME_COMP_PSTRIDE(dest, comp[0]);
+    const gint width = GST_VIDEO_FRAME_COMP_WIDTH(dest, comp[0]);
+    const gint rows = GST_VIDEO_FRAME_COMP_HEIGHT(dest, comp[0]);
+    if (pstride <= 0 || width <= 0 || rows <= 0)
+      return false;
+    // (rows - 1) whole strides and the last row's pixels: both frames hold that much (validated / mapped).
+    const gsize row = static_cast<gsize>(width) * static_cast<gsize>(pstride);
+    if (row > static_cast<gsize>(stride))
+      return false;
+    bytes[p] = static_cast<gsize>(stride) * static_cast<gsize>(rows - 1) + row;
+  }
+  for (guint p = 0; p < planes; ++p)
+    std::memcpy(GST_VIDEO_FRAME_PLANE_DATA(dest, p), GST_VIDEO_FRAME_PLANE_DATA(src, p), bytes[p]);
+  return true;
+}
+
+} // namespace
 
 GstFlowReturn copy_frame_into_pool(GstElement *element, GstBufferPool *pool, const GstVideoInfo *info, GstBuffer *in,
                                    GstBuffer **out,
@@ -36,7 +78,7 @@ GstFlowReturn copy_frame_into_pool(GstElement *element, GstBufferPool *pool, con
     gst_clear_buffer(out);
     return GST_FLOW_ERROR;
   }
-  const gboolean done = gst_video_frame_copy(&out_frame, &in_frame);
+  const gboolean done = copy_planes(&out_frame, &in_frame) || gst_video_frame_copy(&out_frame, &in_frame);
   gst_video_frame_unmap(&out_frame);
   gst_video_frame_unmap(&in_frame);
   if (!done) {

@@ -38,6 +38,7 @@
 
 #include <gst/allocators/gstdmabuf.h>
 #include <gst/allocators/gstfdmemory.h>
+#include <gst/tensormem/gsttensormemallocator.h>
 
 #include <cerrno>
 #include <cstdarg>
@@ -123,10 +124,16 @@ gboolean check_fd_memories(GstBuffer *buffer, GError **error) {
     if (!gst_is_fd_memory(mem))
       continue;
     const gint fd = gst_fd_memory_get_fd(mem);
-    const char *kind = gst_is_dmabuf_memory(mem) ? "DMA-BUF" : "file";
     guint64 size = 0;
     gboolean known = FALSE;
-    if (!fd_size(fd, &size, &known)) {
+    /* Our own DMA-BUF memory: its storage measured the fd once, when it was
+     * allocated or imported, and maps exactly that many bytes; compare with
+     * that instead of asking the kernel for every buffer at every element. */
+    const tensormem::Tensor *tensor = gst_tensor_memory_get_tensor(mem);
+    if (tensor && tensor->storage_kind() == tensormem::StorageKind::DmaBuf) {
+      size = tensor->size_bytes();
+      known = TRUE;
+    } else if (!fd_size(fd, &size, &known)) {
       const int err = errno;
       g_set_error(error, GST_RESOURCE_ERROR, GST_RESOURCE_ERROR_READ,
                   "Memory %u of the buffer: fstat on its fd %d failed (%s), so its size cannot be checked.", i, fd,
@@ -138,7 +145,7 @@ gboolean check_fd_memories(GstBuffer *buffer, GError **error) {
                   "Memory %u of the buffer (fd %d) claims maxsize %" G_GSIZE_FORMAT " (offset %" G_GSIZE_FORMAT
                   ", size %" G_GSIZE_FORMAT "), which exceeds the %" G_GUINT64_FORMAT
                   "-byte %s behind it: a read past its end would raise SIGBUS.",
-                  i, fd, mem->maxsize, mem->offset, mem->size, size, kind);
+                  i, fd, mem->maxsize, mem->offset, mem->size, size, gst_is_dmabuf_memory(mem) ? "DMA-BUF" : "file");
       return FALSE;
     }
   }

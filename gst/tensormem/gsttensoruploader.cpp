@@ -58,8 +58,19 @@ bool caps_have_dmabuf(GstCaps *caps) {
 
 /* ---- pass-through: the input is tensor memory of the element's storage ---- */
 
+/* One interface lookup per memory (gst_tensor_memory_get_storage() would
+ * repeat it three times): this runs for every memory of every buffer. */
 bool is_our_storage(const UploadContext &ctx, GstMemory *mem) {
-  return gst_is_tensor_memory(mem) && gst_tensor_memory_get_storage(mem) == ctx.storage;
+  const tensormem::Tensor *tensor = gst_tensor_memory_get_tensor(mem);
+  if (!tensor)
+    return false;
+  switch (ctx.storage) {
+  case GST_TENSOR_STORAGE_SYSTEM: return tensor->storage_kind() == tensormem::StorageKind::Mem;
+  case GST_TENSOR_STORAGE_DMABUF: return tensor->storage_kind() == tensormem::StorageKind::DmaBuf;
+  case GST_TENSOR_STORAGE_PBO: return tensor->storage_kind() == tensormem::StorageKind::Pbo;
+  case GST_TENSOR_STORAGE_D3D11: return tensor->storage_kind() == tensormem::StorageKind::D3d11;
+  default: return false;
+  }
 }
 
 gboolean passthrough_accept(const UploadContext &ctx, GstBuffer *in) { return all_memories(in, is_our_storage, ctx); }
@@ -203,6 +214,8 @@ const UploadMethod kMethods[] = {
 };
 
 } // namespace
+
+bool upload_method_is_passthrough(const UploadMethod &method) { return &method == &kMethods[0]; }
 
 const UploadMethod &upload_method_for(const UploadContext &ctx, GstBuffer *in) {
   ensure_debug_category();

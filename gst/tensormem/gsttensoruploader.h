@@ -37,6 +37,11 @@ struct UploadMethod {
   GstFlowReturn (*perform)(const UploadContext &ctx, GstBuffer *in, GstBuffer **out, gsize *copied);
 };
 
+/* TRUE for the path that hands the input on as it is (it needs no output
+ * pool). */
+GST_TENSORMEM_API
+bool upload_method_is_passthrough(const UploadMethod &method);
+
 /* The first method that accepts `in`: pass-through of our memory, fd import
  * of DMA-BUF memory, or a copy into the output pool (which accepts all). */
 GST_TENSORMEM_API

@@ -9,8 +9,10 @@
  * CPU cores, where no GPU is): from system memory (copied into a PBO on the
  * way) and from `tensorupload storage=pbo` (the upload's copy included). GL
  * outputs are mapped once each, which waits for the pass's fence. Wall time
- * per frame, median of the batches, and the ratios. Prints a table and the
- * load average; asserts nothing.
+ * and process CPU time (all threads: the feeder, the elements' workers, the
+ * loop) per frame, median of the batches, and the ratios; on a shared
+ * machine read the CPU columns. Prints a table and the load average;
+ * asserts nothing.
  *
  *   bench-convert [FRAMES] [BATCHES]        (defaults 60 3)
  */
@@ -24,6 +26,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
 #include <string>
 #include <thread>
 #include <vector>
@@ -46,10 +49,21 @@ void normalise(const std::uint8_t *rgb, int stride, int w, int h, std::vector<fl
 /* What happens to each pulled buffer. */
 enum class Pull { Keep, Normalise, Map };
 
+/* CPU time of the whole process so far, in microseconds. */
+double process_cpu_us() {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) * 1e6 + static_cast<double>(ts.tv_nsec) / 1e3;
+}
+
+struct PerFrame {
+  double wall_us, cpu_us;
+};
+
 /* Pushes `frames` copies of one frame through `middle` and pulls every
- * result, normalising by hand or mapping it as `pull` says; microseconds
- * per frame. */
-double run(const char *format, int frames, const std::string &middle, Pull pull) {
+ * result, normalising by hand or mapping it as `pull` says; wall and CPU
+ * microseconds per frame. */
+PerFrame run(const char *format, int frames, const std::string &middle, Pull pull) {
   const std::string caps = std::string("video/x-raw,format=") + format + ",width=1920,height=1080,framerate=30/1";
   const std::string description =
       "appsrc name=src format=time caps=\"" + caps + "\" ! " + middle + " ! appsink name=sink sync=false max-buffers=4";
@@ -72,6 +86,7 @@ double run(const char *format, int frames, const std::string &middle, Pull pull)
   gst_element_set_state(pipeline, GST_STATE_PLAYING);
   std::vector<float> tensor;
   const auto start = tmbench::Clock::now();
+  const double cpu_start = process_cpu_us();
   std::thread feeder([&] {
     for (int i = 0; i < frames; ++i) {
       GstBuffer *buffer = gst_buffer_new_memdup(frame.data(), frame.size());
@@ -101,8 +116,9 @@ double run(const char *format, int frames, const std::string &middle, Pull pull)
     gst_sample_unref(sample);
     ++pulled;
   }
-  const double us = tmbench::us_since(start) / frames;
   feeder.join();
+  const double us = tmbench::us_since(start) / frames;
+  const double cpu_us = (process_cpu_us() - cpu_start) / frames;
   if (pulled != frames) {
     std::fprintf(stderr, "%s: %d of %d frames came out\n", description.c_str(), pulled, frames);
     std::exit(1);
@@ -111,7 +127,7 @@ double run(const char *format, int frames, const std::string &middle, Pull pull)
   gst_object_unref(src);
   gst_object_unref(sink);
   gst_object_unref(pipeline);
-  return us;
+  return {us, cpu_us};
 }
 
 } // namespace
@@ -138,22 +154,28 @@ int main(int argc, char **argv) {
   std::printf("1080p -> 640x640 float32 NCHW normalised, %d frames, median of %d batches, %u CPUs, load average "
               "%.2f %.2f %.2f\n\n",
               frames, batches, std::thread::hardware_concurrency(), load[0], load[1], load[2]);
-  std::printf("| input | `videoconvert ! videoscale` + normalisation loop | `tensorconvert` CPU | ratio | "
-              "`tensorconvert backend=gl`, system in | ratio | `tensorupload storage=pbo ! tensorconvert "
-              "backend=gl` | ratio |\n");
-  std::printf("|---|---|---|---|---|---|---|---|\n");
+  std::printf("| input | `videoconvert ! videoscale` + normalisation loop | `tensorconvert` CPU | ratio | CPU time: "
+              "usual | CPU time: `tensorconvert` CPU | CPU ratio | `tensorconvert backend=gl`, system in | ratio | "
+              "`tensorupload storage=pbo ! tensorconvert backend=gl` | ratio |\n");
+  std::printf("|---|---|---|---|---|---|---|---|---|---|---|\n");
   for (const char *format : {"NV12", "RGBA"}) {
-    std::vector<double> a, b, c, d;
+    std::vector<double> a, b, ca, cb, c, d;
     for (int i = 0; i < batches; ++i) { // alternating, so noise hits every column
-      a.push_back(run(format, frames, usual, Pull::Normalise));
-      b.push_back(run(format, frames, ours + " backend=cpu", Pull::Keep));
+      const PerFrame u = run(format, frames, usual, Pull::Normalise);
+      const PerFrame o = run(format, frames, ours + " backend=cpu", Pull::Keep);
+      a.push_back(u.wall_us);
+      ca.push_back(u.cpu_us);
+      b.push_back(o.wall_us);
+      cb.push_back(o.cpu_us);
       if (have_gl) {
-        c.push_back(run(format, frames, gl, Pull::Map));
-        d.push_back(run(format, frames, gl_from_pbo, Pull::Map));
+        c.push_back(run(format, frames, gl, Pull::Map).wall_us);
+        d.push_back(run(format, frames, gl_from_pbo, Pull::Map).wall_us);
       }
     }
     const double usual_us = tmbench::stats_of(a).median, ours_us = tmbench::stats_of(b).median;
-    std::printf("| %s | %.0f µs | %.0f µs | %.2f |", format, usual_us, ours_us, ours_us / usual_us);
+    const double usual_cpu = tmbench::stats_of(ca).median, ours_cpu = tmbench::stats_of(cb).median;
+    std::printf("| %s | %.0f µs | %.0f µs | %.2f | %.0f µs | %.0f µs | %.2f |", format, usual_us, ours_us,
+                ours_us / usual_us, usual_cpu, ours_cpu, ours_cpu / usual_cpu);
     if (have_gl) {
       const double gl_us = tmbench::stats_of(c).median, pbo_us = tmbench::stats_of(d).median;
       std::printf(" %.0f µs | %.2f | %.0f µs | %.2f |\n", gl_us, gl_us / usual_us, pbo_us, pbo_us / usual_us);

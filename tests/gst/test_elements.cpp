@@ -25,6 +25,22 @@ TEST_F(ElementTest, UploadCopiesPlainSystemBuffersOnceAndCountsThem) {
   expect_plain_frames_copied(gst_is_tensor_memory, kFrames);
 }
 
+/* Rows as long as the pool's 64-byte-aligned strides, in one plane and in
+ * two: the copy is one memcpy per plane, and every byte of every plane must
+ * still arrive. */
+TEST_F(ElementTest, UploadCopiesAFrameWhoseStrideMatchesThePoolsByteForByte) {
+  start("tensorupload", kAlignedRgba);
+  gst_harness_set_caps_str(h_, kAlignedRgba, kAlignedRgba);
+  expect_plain_frames_copied(gst_is_tensor_memory, kFrames);
+}
+
+TEST_F(ElementTest, UploadCopiesATwoPlaneFrameWhoseStridesMatchThePoolsByteForByte) {
+  constexpr const char *kNv12 = "video/x-raw,format=NV12,width=64,height=34,framerate=30/1";
+  start("tensorupload", kNv12);
+  gst_harness_set_caps_str(h_, kNv12, kNv12);
+  expect_plain_frames_copied(gst_is_tensor_memory, kFrames);
+}
+
 TEST_F(ElementTest, UploadRequireZeroCopyRefusesPlainBuffers) {
   start("tensorupload", kOddRgba);
   g_object_set(h_->element, "require-zero-copy", TRUE, nullptr);

@@ -7,6 +7,11 @@
 #include <limits>
 #include <string>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#include <xmmintrin.h>
+#endif
+
 namespace tensormem {
 namespace {
 
@@ -190,7 +195,15 @@ void write_chunk(std::byte *out, std::size_t w, std::size_t h, std::size_t x0, s
         dst[k * step] = float_to_half(src[k] * a + b);
     } else {
       auto *dst = reinterpret_cast<float *>(out) + base;
-      for (std::uint32_t k = 0; k < n; ++k)
+      std::uint32_t k = 0;
+#if defined(__SSE2__)
+      if constexpr (L == TensorLayout::Nchw) { // contiguous: four at a time, the same multiply and add
+        const __m128 va = _mm_set1_ps(a), vb = _mm_set1_ps(b);
+        for (; k + 4 <= n; k += 4)
+          _mm_storeu_ps(dst + k, _mm_add_ps(_mm_mul_ps(_mm_loadu_ps(src + k), va), vb));
+      }
+#endif
+      for (; k < n; ++k)
         dst[k * step] = src[k] * a + b;
     }
   }
@@ -205,9 +218,130 @@ template <DType D> WriteChunk writer_for(TensorLayout layout) noexcept {
 
 } // namespace
 
+namespace {
+
+/* A horizontally resampled source row of a packed input: for each of `n`
+ * tensor columns, the red, green and blue values between the two taps (in
+ * 0-255 units), one float line per channel. BPP is the pixel size, so the
+ * byte offsets are a multiply by a constant. */
+template <std::uint32_t BPP, typename Tap>
+void packed_row(const std::uint8_t *row, const std::uint32_t at[3], const Tap *taps, std::uint32_t n,
+                float *line[3]) noexcept {
+  float *r = line[0], *g = line[1], *b = line[2];
+  const std::uint32_t ar = at[0], ag = at[1], ab = at[2];
+  for (std::uint32_t k = 0; k < n; ++k) {
+    const std::uint8_t *p0 = row + std::size_t{taps[k].i0} * BPP;
+    const std::uint8_t *p1 = row + std::size_t{taps[k].i1} * BPP;
+    const float w = taps[k].weight;
+    r[k] = lerp(p0[ar], p1[ar], w);
+    g[k] = lerp(p0[ag], p1[ag], w);
+    b[k] = lerp(p0[ab], p1[ab], w);
+  }
+}
+
+template <typename Tap>
+using PackedRow = void (*)(const std::uint8_t *, const std::uint32_t[3], const Tap *, std::uint32_t,
+                           float *[3]) noexcept;
+
+template <typename Tap> PackedRow<Tap> packed_row_for(std::uint32_t bpp) noexcept {
+  switch (bpp) {
+  case 4: return packed_row<4, Tap>;
+  case 3: return packed_row<3, Tap>;
+  default: return packed_row<1, Tap>;
+  }
+}
+
+/* Two resampled source rows, by source row index: a tensor row blends two
+ * source rows, and the next one mostly needs one of them again. get()
+ * returns row `row`, filling it (fill(row, line)) into the slot that does
+ * not hold `keep` when neither slot has it. */
+template <typename Line> class RowPair {
+public:
+  template <typename Fill> const Line &get(std::uint32_t row, std::uint32_t keep, Fill &fill) {
+    if (held_[0] == row)
+      return lines_[0];
+    if (held_[1] == row)
+      return lines_[1];
+    const int slot = held_[0] == keep ? 1 : 0;
+    fill(row, lines_[slot]);
+    held_[slot] = row;
+    return lines_[slot];
+  }
+  /// Forgets both rows (a new column chunk).
+  void reset() noexcept { held_[0] = held_[1] = kNone; }
+
+private:
+  static constexpr std::uint32_t kNone = std::numeric_limits<std::uint32_t>::max();
+  Line lines_[2];
+  std::uint32_t held_[2] = {kNone, kNone};
+};
+
+/* dst = lerp(a, b, t) over `n` floats: contiguous, so it vectorises. */
+void blend_line(const float *a, const float *b, float t, std::uint32_t n, float *dst) noexcept {
+  std::uint32_t k = 0;
+#if defined(__SSE2__)
+  const __m128 weight = _mm_set1_ps(t);
+  for (; k + 4 <= n; k += 4) {
+    const __m128 va = _mm_loadu_ps(a + k), vb = _mm_loadu_ps(b + k);
+    _mm_storeu_ps(dst + k, _mm_add_ps(va, _mm_mul_ps(_mm_sub_ps(vb, va), weight)));
+  }
+#endif
+  for (; k < n; ++k)
+    dst[k] = lerp(a[k], b[k], t);
+}
+
+#if defined(__SSE2__)
+/* 4-byte pixels with SSE2 (every x86-64): a source row resampled across into
+ * `line`, four floats per tensor column in the pixel's byte order. Each lane
+ * computes what lerp() computes, so the results are the scalar path's. */
+template <typename Tap>
+void rgba_row_sse2(const std::uint8_t *row, const Tap *taps, std::uint32_t n, float *line) noexcept {
+  const __m128i zero = _mm_setzero_si128();
+  auto pixel = [&](std::uint32_t i) {
+    std::int32_t bytes;
+    std::memcpy(&bytes, row + std::size_t{i} * 4, sizeof bytes);
+    const __m128i b8 = _mm_cvtsi32_si128(bytes);
+    return _mm_cvtepi32_ps(_mm_unpacklo_epi16(_mm_unpacklo_epi8(b8, zero), zero));
+  };
+  for (std::uint32_t k = 0; k < n; ++k) {
+    const __m128 a = pixel(taps[k].i0), b = pixel(taps[k].i1);
+    _mm_store_ps(line + 4 * k, _mm_add_ps(a, _mm_mul_ps(_mm_sub_ps(b, a), _mm_set1_ps(taps[k].weight))));
+  }
+}
+
+/* Two resampled lines blended vertically with weight `t` into the red, green
+ * and blue planes (lanes at[0], at[1], at[2] of each pixel), four pixels at
+ * a time through a 4x4 transpose. */
+void rgba_blend_sse2(const float *top, const float *bottom, float t, std::uint32_t n, const std::uint32_t at[3],
+                     float *const rgb[3]) noexcept {
+  const __m128 weight = _mm_set1_ps(t);
+  auto blend = [&](std::uint32_t k) {
+    const __m128 a = _mm_load_ps(top + 4 * k), b = _mm_load_ps(bottom + 4 * k);
+    return _mm_add_ps(a, _mm_mul_ps(_mm_sub_ps(b, a), weight));
+  };
+  std::uint32_t k = 0;
+  for (; k + 4 <= n; k += 4) {
+    __m128 lane[4] = {blend(k), blend(k + 1), blend(k + 2), blend(k + 3)};
+    _MM_TRANSPOSE4_PS(lane[0], lane[1], lane[2], lane[3]);
+    for (int ch = 0; ch < 3; ++ch)
+      _mm_storeu_ps(rgb[ch] + k, lane[at[ch]]);
+  }
+  alignas(16) float px[4];
+  for (; k < n; ++k) {
+    _mm_store_ps(px, blend(k));
+    for (int ch = 0; ch < 3; ++ch)
+      rgb[ch][k] = px[at[ch]];
+  }
+}
+#endif
+
+} // namespace
+
 void FrameConverter::convert_rows(const FramePlanes &frame, std::byte *out, std::uint32_t row_begin,
                                   std::uint32_t row_end) const noexcept {
   row_end = std::min(row_end, spec_.out_height);
+  if (row_begin >= row_end)
+    return;
   const FrameMapping &m = mapping_;
   const WriteChunk write = spec_.dtype == DType::U8    ? writer_for<DType::U8>(spec_.layout)
                            : spec_.dtype == DType::F16 ? writer_for<DType::F16>(spec_.layout)
@@ -217,64 +351,161 @@ void FrameConverter::convert_rows(const FramePlanes &frame, std::byte *out, std:
   // Tensor channel c reads plane c (rgb) or 2 - c (bgr).
   const bool bgr = spec_.order == ChannelOrder::Bgr;
   const float *const planes[3] = {rgb[bgr ? 2 : 0], rgb[1], rgb[bgr ? 0 : 2]};
-  const float *const pad_planes[3] = {rgb[0], rgb[0], rgb[0]};
-  auto write_pad = [&](std::size_t y, std::size_t x_begin, std::size_t x_end) {
+
+  // The padding first: whole rows outside the picture, and the margins left and right of it.
+  {
+    const float *const pad_planes[3] = {rgb[0], rgb[0], rgb[0]};
     std::fill_n(rgb[0], kChunk, static_cast<float>(spec_.pad_value));
-    for (std::size_t x = x_begin; x < x_end; x += kChunk)
-      write(out, w, h, x, y, static_cast<std::uint32_t>(std::min<std::size_t>(kChunk, x_end - x)), pad_planes,
-            scale_.data(), bias_.data());
-  };
-  Packed packed{};
-  const bool rgb_input = packed_of(spec_.input, &packed);
-  const bool nv12 = spec_.input == PixelFormat::NV12;
-  for (std::uint32_t y = row_begin; y < row_end; ++y) {
-    if (y < m.content_y || y >= m.content_y + m.content_height) {
-      write_pad(y, 0, w);
-      continue;
+    auto write_pad = [&](std::size_t y, std::size_t x_begin, std::size_t x_end) {
+      for (std::size_t x = x_begin; x < x_end; x += kChunk)
+        write(out, w, h, x, y, static_cast<std::uint32_t>(std::min<std::size_t>(kChunk, x_end - x)), pad_planes,
+              scale_.data(), bias_.data());
+    };
+    for (std::uint32_t y = row_begin; y < row_end; ++y) {
+      if (y < m.content_y || y >= m.content_y + m.content_height) {
+        write_pad(y, 0, w);
+        continue;
+      }
+      write_pad(y, 0, m.content_x);
+      write_pad(y, m.content_x + m.content_width, w);
     }
-    write_pad(y, 0, m.content_x);
-    const Tap &ty = luma_y_[y - m.content_y];
-    const std::uint8_t *r0 = frame.data[0] + ty.i0 * frame.stride[0];
-    const std::uint8_t *r1 = frame.data[0] + ty.i1 * frame.stride[0];
+  }
+  const std::uint32_t y_begin = std::max(row_begin, m.content_y);
+  const std::uint32_t y_end = std::min(row_end, m.content_y + m.content_height);
+  if (y_begin >= y_end)
+    return;
+
+  /* Separable everywhere: each source row a tensor row needs is resampled
+   * across once into float lines (kept for the next tensor row, which mostly
+   * reads the same source rows), then two lines are blended vertically in a
+   * contiguous loop. Column chunks outside, rows inside, so the lines stay on
+   * the stack. Each value goes through the same operations as
+   * lerp(lerp(a, b, wx), lerp(c, d, wx), wy), so the results do not change. */
+  Packed packed{};
+  if (packed_of(spec_.input, &packed)) {
+    const std::uint32_t at[3] = {packed.r, packed.g, packed.b};
+#if defined(__SSE2__)
+    if (packed.bpp == 4) {
+      struct alignas(16) Line {
+        float v[4 * kChunk];
+      };
+      RowPair<Line> rows;
+      float *const dst[3] = {rgb[0], rgb[1], rgb[2]};
+      for (std::uint32_t j0 = 0; j0 < m.content_width; j0 += kChunk) {
+        const std::uint32_t n = std::min(kChunk, m.content_width - j0);
+        const Tap *taps = luma_x_.data() + j0;
+        auto fill = [&](std::uint32_t i, Line &line) {
+          rgba_row_sse2(frame.data[0] + std::size_t{i} * frame.stride[0], taps, n, line.v);
+        };
+        rows.reset();
+        for (std::uint32_t y = y_begin; y < y_end; ++y) {
+          const Tap &ty = luma_y_[y - m.content_y];
+          const Line &top = rows.get(ty.i0, ty.i1, fill);
+          const Line &bottom = rows.get(ty.i1, ty.i0, fill);
+          rgba_blend_sse2(top.v, bottom.v, ty.weight, n, at, dst);
+          write(out, w, h, m.content_x + j0, y, n, planes, scale_.data(), bias_.data());
+        }
+      }
+      return;
+    }
+#endif
+    const PackedRow<Tap> resample = packed_row_for<Tap>(packed.bpp);
+    struct Line {
+      float v[3][kChunk];
+    };
+    RowPair<Line> rows;
     for (std::uint32_t j0 = 0; j0 < m.content_width; j0 += kChunk) {
       const std::uint32_t n = std::min(kChunk, m.content_width - j0);
-      if (rgb_input) {
-        const std::uint32_t at[3] = {packed.r, packed.g, packed.b};
-        for (int ch = 0; ch < 3; ++ch) {
-          float *dst = rgb[ch];
-          for (std::uint32_t k = 0; k < n; ++k) {
-            const Tap &tx = luma_x_[j0 + k];
-            const std::size_t a = tx.i0 * packed.bpp + at[ch], b = tx.i1 * packed.bpp + at[ch];
-            dst[k] = lerp(lerp(r0[a], r0[b], tx.weight), lerp(r1[a], r1[b], tx.weight), ty.weight);
-          }
+      const Tap *taps = luma_x_.data() + j0;
+      auto fill = [&](std::uint32_t i, Line &line) {
+        float *dst[3] = {line.v[0], line.v[1], line.v[2]};
+        resample(frame.data[0] + std::size_t{i} * frame.stride[0], at, taps, n, dst);
+      };
+      rows.reset();
+      for (std::uint32_t y = y_begin; y < y_end; ++y) {
+        const Tap &ty = luma_y_[y - m.content_y];
+        const Line &top = rows.get(ty.i0, ty.i1, fill);
+        const Line &bottom = rows.get(ty.i1, ty.i0, fill);
+        for (int ch = 0; ch < 3; ++ch)
+          blend_line(top.v[ch], bottom.v[ch], ty.weight, n, rgb[ch]);
+        write(out, w, h, m.content_x + j0, y, n, planes, scale_.data(), bias_.data());
+      }
+    }
+    return;
+  }
+
+  // NV12: U and V interleaved in plane 1; I420: U in plane 1, V in plane 2.
+  const bool nv12 = spec_.input == PixelFormat::NV12;
+  const std::size_t step = nv12 ? 2 : 1;
+  struct LumaLine {
+    float v[kChunk];
+  };
+  struct ChromaLine {
+    float u[kChunk], v[kChunk];
+  };
+  RowPair<LumaLine> luma;
+  RowPair<ChromaLine> chroma;
+  float yl[kChunk], ul[kChunk], vl[kChunk];
+  for (std::uint32_t j0 = 0; j0 < m.content_width; j0 += kChunk) {
+    const std::uint32_t n = std::min(kChunk, m.content_width - j0);
+    const Tap *lx = luma_x_.data() + j0;
+    const Tap *cx = chroma_x_.data() + j0;
+    auto fill_luma = [&](std::uint32_t i, LumaLine &line) {
+      const std::uint8_t *row = frame.data[0] + std::size_t{i} * frame.stride[0];
+      for (std::uint32_t k = 0; k < n; ++k)
+        line.v[k] = lerp(row[lx[k].i0], row[lx[k].i1], lx[k].weight);
+    };
+    auto fill_chroma = [&](std::uint32_t i, ChromaLine &line) {
+      const std::uint8_t *u = frame.data[1] + std::size_t{i} * frame.stride[1];
+      const std::uint8_t *v = nv12 ? u + 1 : frame.data[2] + std::size_t{i} * frame.stride[2];
+      for (std::uint32_t k = 0; k < n; ++k) {
+        const std::size_t a = cx[k].i0 * step, b = cx[k].i1 * step;
+        line.u[k] = lerp(u[a], u[b], cx[k].weight);
+        line.v[k] = lerp(v[a], v[b], cx[k].weight);
+      }
+    };
+    luma.reset();
+    chroma.reset();
+    for (std::uint32_t y = y_begin; y < y_end; ++y) {
+      const Tap &ty = luma_y_[y - m.content_y];
+      const Tap &cy = chroma_y_[y - m.content_y];
+      const LumaLine &y0 = luma.get(ty.i0, ty.i1, fill_luma);
+      const LumaLine &y1 = luma.get(ty.i1, ty.i0, fill_luma);
+      const ChromaLine &c0 = chroma.get(cy.i0, cy.i1, fill_chroma);
+      const ChromaLine &c1 = chroma.get(cy.i1, cy.i0, fill_chroma);
+      blend_line(y0.v, y1.v, ty.weight, n, yl);
+      blend_line(c0.u, c1.u, cy.weight, n, ul);
+      blend_line(c0.v, c1.v, cy.weight, n, vl);
+      std::uint32_t k = 0;
+#if defined(__SSE2__)
+      {
+        // Four pixels at a time, the scalar loop's operations in its order.
+        const __m128 lo = _mm_setzero_ps(), hi = _mm_set1_ps(255.f);
+        const __m128 oy = _mm_set1_ps(yuv_offset_[0]), ou = _mm_set1_ps(yuv_offset_[1]),
+                     ov = _mm_set1_ps(yuv_offset_[2]);
+        const __m128 ry = _mm_set1_ps(yuv_row_r_[0]), rv = _mm_set1_ps(yuv_row_r_[2]);
+        const __m128 gy = _mm_set1_ps(yuv_row_g_[0]), gu = _mm_set1_ps(yuv_row_g_[1]), gv = _mm_set1_ps(yuv_row_g_[2]);
+        const __m128 by = _mm_set1_ps(yuv_row_b_[0]), bu = _mm_set1_ps(yuv_row_b_[1]);
+        auto clamp = [&](__m128 x) { return _mm_max_ps(_mm_min_ps(x, hi), lo); };
+        for (; k + 4 <= n; k += 4) {
+          const __m128 yv = _mm_sub_ps(_mm_loadu_ps(yl + k), oy);
+          const __m128 uv = _mm_sub_ps(_mm_loadu_ps(ul + k), ou);
+          const __m128 vv = _mm_sub_ps(_mm_loadu_ps(vl + k), ov);
+          _mm_storeu_ps(rgb[0] + k, clamp(_mm_add_ps(_mm_mul_ps(ry, yv), _mm_mul_ps(rv, vv))));
+          _mm_storeu_ps(rgb[1] + k,
+                        clamp(_mm_add_ps(_mm_add_ps(_mm_mul_ps(gy, yv), _mm_mul_ps(gu, uv)), _mm_mul_ps(gv, vv))));
+          _mm_storeu_ps(rgb[2] + k, clamp(_mm_add_ps(_mm_mul_ps(by, yv), _mm_mul_ps(bu, uv))));
         }
-      } else {
-        const Tap &cy = chroma_y_[y - m.content_y];
-        const std::size_t step = nv12 ? 2 : 1;
-        // NV12: U and V interleaved in plane 1; I420: U in plane 1, V in plane 2.
-        const std::uint8_t *u0 = frame.data[1] + cy.i0 * frame.stride[1];
-        const std::uint8_t *u1 = frame.data[1] + cy.i1 * frame.stride[1];
-        const std::uint8_t *v0 = nv12 ? u0 + 1 : frame.data[2] + cy.i0 * frame.stride[2];
-        const std::uint8_t *v1 = nv12 ? u1 + 1 : frame.data[2] + cy.i1 * frame.stride[2];
-        for (std::uint32_t k = 0; k < n; ++k) {
-          const Tap &tx = luma_x_[j0 + k];
-          const Tap &cx = chroma_x_[j0 + k];
-          const std::size_t a = cx.i0 * step, b = cx.i1 * step;
-          const float yv =
-              lerp(lerp(r0[tx.i0], r0[tx.i1], tx.weight), lerp(r1[tx.i0], r1[tx.i1], tx.weight), ty.weight) -
-              yuv_offset_[0];
-          const float uv =
-              lerp(lerp(u0[a], u0[b], cx.weight), lerp(u1[a], u1[b], cx.weight), cy.weight) - yuv_offset_[1];
-          const float vv =
-              lerp(lerp(v0[a], v0[b], cx.weight), lerp(v1[a], v1[b], cx.weight), cy.weight) - yuv_offset_[2];
-          rgb[0][k] = std::clamp(yuv_row_r_[0] * yv + yuv_row_r_[2] * vv, 0.f, 255.f);
-          rgb[1][k] = std::clamp(yuv_row_g_[0] * yv + yuv_row_g_[1] * uv + yuv_row_g_[2] * vv, 0.f, 255.f);
-          rgb[2][k] = std::clamp(yuv_row_b_[0] * yv + yuv_row_b_[1] * uv, 0.f, 255.f);
-        }
+      }
+#endif
+      for (; k < n; ++k) {
+        const float yv = yl[k] - yuv_offset_[0], uv = ul[k] - yuv_offset_[1], vv = vl[k] - yuv_offset_[2];
+        rgb[0][k] = std::clamp(yuv_row_r_[0] * yv + yuv_row_r_[2] * vv, 0.f, 255.f);
+        rgb[1][k] = std::clamp(yuv_row_g_[0] * yv + yuv_row_g_[1] * uv + yuv_row_g_[2] * vv, 0.f, 255.f);
+        rgb[2][k] = std::clamp(yuv_row_b_[0] * yv + yuv_row_b_[1] * uv, 0.f, 255.f);
       }
       write(out, w, h, m.content_x + j0, y, n, planes, scale_.data(), bias_.data());
     }
-    write_pad(y, m.content_x + m.content_width, w);
   }
 }
 

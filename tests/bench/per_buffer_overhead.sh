@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# CPU time per buffer of zero-copy tensorupload ! tensordownload pairs, side
+# by side with identity ! identity (issue 13: a pair must cost ≤ 1.1× it).
+#
+#   tests/bench/per_buffer_overhead.sh [BUILD_DIR] [ROUNDS]
+#
+# Each pipeline runs as a whole gst-launch-1.0 process at SHORT (20 000) and
+# LONG (200 000) buffers of 64×64 RGBA; what one buffer costs is the
+# difference of the two CPU times divided by LONG - SHORT, so start-up
+# (plugin loading, EGL, caps negotiation) drops out. CPU time (user + system,
+# all threads, from /usr/bin/time) and not wall time, because the machine is
+# shared: other processes steal wall time but not our CPU time. The runs
+# alternate pipeline by pipeline, ROUNDS (default 5) times, and each figure is
+# the median. Not a test: it asserts nothing; docs/performance.md records
+# what it printed.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+build=${1:-build}
+rounds=${2:-5}
+short=${SHORT:-20000}
+long=${LONG:-200000}
+[[ $build == /* ]] || build=$PWD/$build
+export GST_PLUGIN_PATH=$build/gst/plugin
+export GST_REGISTRY=$build/bench-registry.bin
+[[ -d /dev/dma_heap ]] || export TENSORMEM_DMABUF_SOURCE=${TENSORMEM_DMABUF_SOURCE:-memfd}
+gst-inspect-1.0 tensorupload >/dev/null || { echo "tensorupload not found in $build/gst/plugin" >&2; exit 1; }
+[[ -x /usr/bin/time ]] || { echo "needs /usr/bin/time (Debian package time)" >&2; exit 77; }
+
+caps="video/x-raw,format=RGBA,width=64,height=64,framerate=30/1"
+middles=(
+  "identity ! identity"
+  "tensorupload storage=system ! tensordownload"
+  "tensorupload storage=dmabuf ! tensordownload"
+)
+
+# CPU seconds (user + system) of one whole process.
+cpu_time() {
+  local n=$1 middle=$2 out
+  out=$(mktemp)
+  # shellcheck disable=SC2086 # the pipeline text is meant to split into words
+  if /usr/bin/time -o "$out" -f "%U %S" gst-launch-1.0 -q videotestsrc num-buffers=$n pattern=solid-color \
+    ! $caps ! $middle ! fakesink >/dev/null 2>&1; then
+    awk '{printf "%.3f", $1 + $2}' "$out"
+  else
+    echo fail
+  fi
+  rm -f "$out"
+}
+
+declare -A t_short t_long
+for ((r = 0; r < rounds; ++r)); do
+  for m in "${middles[@]}"; do
+    t_short[$m]+="$(cpu_time "$short" "$m") "
+    t_long[$m]+="$(cpu_time "$long" "$m") "
+  done
+done
+
+median() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}'; }
+load=$(cut -d' ' -f1-3 /proc/loadavg)
+printf 'CPU time (user+sys), median of %d alternating rounds; load average %s\n\n' "$rounds" "$load"
+printf '| pipeline middle | CPU s at %d | CPU s at %d | µs per buffer | vs `identity ! identity` |\n' "$short" "$long"
+printf '|---|---|---|---|---|\n'
+ref=""
+for m in "${middles[@]}"; do
+  if [[ ${t_short[$m]}${t_long[$m]} == *fail* ]]; then
+    printf '| `%s` | fail | fail | — | — |\n' "$m"
+    continue
+  fi
+  s=$(echo "${t_short[$m]}" | median)
+  l=$(echo "${t_long[$m]}" | median)
+  per=$(echo "scale=3; ($l - $s) * 1000000 / ($long - $short)" | bc)
+  [[ -n $ref ]] || ref=$per
+  ratio=$(echo "scale=2; $per / $ref" | bc)
+  printf '| `%s` | %s | %s | %s | %s |\n' "$m" "$s" "$l" "$per" "$ratio"
+done
