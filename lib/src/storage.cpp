@@ -211,20 +211,23 @@ Result<std::size_t> Storage::wait_for_reads(std::chrono::nanoseconds timeout) {
 /// WouldBlock while any is outstanding.
 Result<void> Storage::order_before_map(CpuAccess access, bool may_block) noexcept {
   try {
-    const auto deadline = std::chrono::steady_clock::now() + fence_timeout();
-    Result<void> writes = wait_all(gpu_completion(), deadline, may_block, "GPU write");
-    if (!writes)
-      return Error(writes.error().kind(), "map: " + writes.error().message());
-    if (access_writes(access)) {
-      std::vector<GpuCompletion> reads;
-      {
-        std::lock_guard lock(writes_mu_);
+    std::vector<GpuCompletion> writes;
+    std::vector<GpuCompletion> reads;
+    {
+      std::lock_guard lock(writes_mu_);
+      writes = writes_;
+      if (access_writes(access))
         reads = reads_;
-      }
-      Result<void> read = wait_all(reads, deadline, may_block, "read");
-      if (!read)
-        return Error(read.error().kind(), "map: " + read.error().message());
     }
+    if (writes.empty() && reads.empty()) // the common case: no clock read, nothing to wait for
+      return order_backend_map(access, may_block);
+    const auto deadline = std::chrono::steady_clock::now() + fence_timeout();
+    Result<void> written = wait_all(writes, deadline, may_block, "GPU write");
+    if (!written)
+      return Error(written.error().kind(), "map: " + written.error().message());
+    Result<void> read = wait_all(reads, deadline, may_block, "read");
+    if (!read)
+      return Error(read.error().kind(), "map: " + read.error().message());
     return order_backend_map(access, may_block);
   } catch (const std::bad_alloc &) {
     return Error::io(ENOMEM, "map: ordering behind the recorded GPU writes");
