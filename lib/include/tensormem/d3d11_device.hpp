@@ -61,6 +61,9 @@ struct D3d11Capabilities {
   bool device5 = true;      ///< ID3D11Device5: fences, opening shared fences
   bool context4 = true;     ///< ID3D11DeviceContext4: queued Signal / Wait
   bool shared_fence = true; ///< a fence can be created with FENCE_FLAG_SHARED
+  /// A texture can be created with MISC_SHARED_NTHANDLE and gives an NT
+  /// handle (IDXGIResource1::CreateSharedHandle); Wine 8 has none.
+  bool shared_nt_handles = true;
 };
 
 /// The adapter's LUID: what CUDA matches a device against.
@@ -197,7 +200,8 @@ struct SoftwareD3d11Options {
 };
 
 /// The reference device: everywhere, deterministic.
-TENSORMEM_API Result<std::shared_ptr<D3d11Device>> create_software_d3d11_device(const SoftwareD3d11Options &options = {});
+TENSORMEM_API Result<std::shared_ptr<D3d11Device>>
+create_software_d3d11_device(const SoftwareD3d11Options &options = {});
 
 enum class D3d11DriverType : std::uint8_t { Hardware, Warp };
 /// The real device (Windows only; NotImplemented elsewhere). Hardware falls
