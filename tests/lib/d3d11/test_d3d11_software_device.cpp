@@ -246,6 +246,9 @@ TEST(SoftwareD3d11, capability_switches_take_the_degraded_paths) {
   ASSERT_NE((*pctx)->fence(), nullptr);
   EXPECT_FALSE((*pctx)->fence_shared());
   EXPECT_EQ((*pctx)->duplicate_fence_handle().error().kind(), ErrorKind::InvalidOperation);
+  EXPECT_EQ((*pctx)->signal_on(*private_only, *(*pctx)->fence()).error().kind(), ErrorKind::InvalidOperation)
+      << "no other device can signal a private fence";
+  EXPECT_EQ((*pctx)->last_signalled(), 0u);
 
   o = {};
   o.capabilities.context4 = false;

@@ -689,6 +689,40 @@ TEST(D3d11Storage, D3D_IMP_03_a_map_sees_a_second_device_write_the_recorded_comp
   producer.join();
 }
 
+TEST(D3d11Storage, D3D_FENCE_03_a_staging_refresh_waits_for_a_write_queued_on_another_device) { // HAZ-22
+  // The writer is a second device: its queue is not the immediate context's,
+  // so only the GPU wait for the recorded value orders the refresh after it.
+  Rig rig;
+  NEEDS_NT_HANDLES(rig);
+  NEEDS_FENCES(rig);
+  if (!rig.soft)
+    GTEST_SKIP() << "needs the software device's deterministic queues (a real driver may finish the write first)";
+  Storage_ s = rig.rgba(64, 64, CpuAccess::ReadWrite);
+  fill(*s, 0x11);
+  auto producer = rig.second_device();
+  auto texture = producer->open_shared_texture(s->shared_handle_value());
+  ASSERT_TRUE(texture) << texture.error().message();
+  auto handle = rig.context->duplicate_fence_handle();
+  ASSERT_TRUE(handle) << handle.error().message();
+  auto fence = producer->open_shared_fence(handle->value());
+  ASSERT_TRUE(fence) << fence.error().message();
+  std::vector<std::byte> frame(64 * 4 * 64, std::byte{0x5A});
+  ASSERT_TRUE(producer->update_subresource(**texture, frame.data(), 64 * 4));
+  auto written = rig.context->signal_on(*producer, **fence);
+  ASSERT_TRUE(written) << written.error().message();
+  s->set_gpu_write(*written);
+  // A poll queues the refresh and submits it; the producer has not.
+  auto early = s->map(CpuAccess::Read, MapState::Wait::NoWait);
+  ASSERT_FALSE(early) << "mapped before the producer submitted its write";
+  ASSERT_TRUE(early.error().would_block()) << early.error().message();
+  producer->flush();
+  rig.device->flush(); // the application's next submission runs what the wait held
+  Result<HostPin> m = poll_read_map(*s, std::chrono::seconds(5));
+  ASSERT_TRUE(m) << m.error().message();
+  EXPECT_EQ(std::to_integer<int>(m->data()[0]), 0x5A) << "the refresh copied the texture before the producer's write";
+  EXPECT_EQ(std::to_integer<int>(m->data()[63 * s->backing_pitch() + 255]), 0x5A);
+}
+
 TEST(D3d11Storage, D3D_IMP_02_identity_is_the_texture_not_the_handle_value) { // HAZ-35
   Rig rig;
   Storage_ a = rig.rgba(8, 8, CpuAccess::None);
