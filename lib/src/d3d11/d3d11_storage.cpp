@@ -308,6 +308,7 @@ Result<std::shared_ptr<CudaHandle>> D3d11TextureStorage::import_cuda(std::shared
       request.fence_handle = std::move(*fence);
   }
   request.recorded_write = gpu_write_;
+  request.row_pitch = pitch_; // CUDA's buffer strides like the CPU map
   return import_d3d11_texture(std::move(runtime), std::move(request));
 }
 
