@@ -251,6 +251,16 @@ TEST(SoftwareD3d11, capability_switches_take_the_degraded_paths) {
   EXPECT_EQ((*pctx)->last_signalled(), 0u);
 
   o = {};
+  o.capabilities.shared_nt_handles = false;
+  auto unshared = device(o);
+  auto refused = unshared->create_texture(desc_of(false, true));
+  ASSERT_FALSE(refused) << "a SHARED_NTHANDLE texture on a device without shared NT handles";
+  EXPECT_EQ(refused.error().kind(), ErrorKind::InvalidArgument) << refused.error().message();
+  auto plain = texture(*unshared, desc_of(false, false));
+  EXPECT_EQ(unshared->create_shared_handle(*plain).error().kind(), ErrorKind::NotImplemented);
+  EXPECT_EQ(unshared->open_shared_texture(4).error().kind(), ErrorKind::NotImplemented);
+
+  o = {};
   o.capabilities.context4 = false;
   auto no4 = device(o);
   auto f = no4->create_fence(0, false);
