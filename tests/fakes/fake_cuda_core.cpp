@@ -54,6 +54,8 @@ namespace {
 constexpr int kSuccess = 0;
 constexpr int kInvalidValue = 1;
 constexpr int kMemoryAllocation = 2;
+constexpr int kInvalidPitchValue = 12; // runtime only; the driver says kInvalidValue
+constexpr std::size_t kMaxPitch = 2147483647;
 constexpr int kNotInitialized = 3;
 constexpr int kNoDevice = 100;
 constexpr int kInvalidDevice = 101;
@@ -1455,9 +1457,16 @@ int memcpy_2d(const Entry &e, const Copy2D &c) {
     MipArray *mip = find_level(s, c.array);
     if (!mip)
       return kInvalidResourceHandle;
-    if (c.kind != kDeviceToDevice || c.height == 0 || c.width_bytes == 0 || c.pitch < c.width_bytes ||
-        c.array_x_bytes > mip->width_bytes || c.width_bytes > mip->width_bytes - c.array_x_bytes ||
-        c.array_y > mip->height || c.height > mip->height - c.array_y)
+    // As the real calls: a linear pitch below the copied width (from the
+    // linear side's x offset), or above
+    // the device's maximum pitch (cudaDevAttrMaxPitch, 2^31 - 1), is
+    // cudaErrorInvalidPitchValue (12) in the runtime, CUDA_ERROR_INVALID_VALUE
+    // in the driver.
+    if (c.linear_x_bytes > c.pitch || c.width_bytes > c.pitch - c.linear_x_bytes || c.pitch > kMaxPitch)
+      return e.needs_context ? kInvalidValue : kInvalidPitchValue;
+    if (c.kind != kDeviceToDevice || c.height == 0 || c.width_bytes == 0 || c.array_x_bytes > mip->width_bytes ||
+        c.width_bytes > mip->width_bytes - c.array_x_bytes || c.array_y > mip->height ||
+        c.height > mip->height - c.array_y)
       return kInvalidValue;
     // The linear side is device memory covering every row.
     auto *linear = static_cast<unsigned char *>(c.linear) + c.linear_y * c.pitch + c.linear_x_bytes;

@@ -51,8 +51,9 @@ TEST(WinD3d11Device, creates_a_device_and_reports_what_it_found) {
   const std::string name = dev->name();
   EXPECT_TRUE(name == "hardware" || name == "warp") << name;
   const auto caps = dev->capabilities();
-  std::printf("driver %s; device1 %d device5 %d context4 %d shared_fence %d; LUID %08x:%08x\n", dev->name(),
-              caps.device1, caps.device5, caps.context4, caps.shared_fence, dev->adapter().high, dev->adapter().low);
+  std::printf("driver %s; device1 %d device5 %d context4 %d shared_fence %d shared_nt_handles %d; LUID %08x:%08x\n",
+              dev->name(), caps.device1, caps.device5, caps.context4, caps.shared_fence, caps.shared_nt_handles,
+              dev->adapter().high, dev->adapter().low);
   EXPECT_NE(dev->identity(), nullptr);
   auto warp = create_windows_d3d11_device(D3d11DriverType::Warp);
   if (warp) {

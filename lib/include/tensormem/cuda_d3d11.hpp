@@ -33,6 +33,10 @@ struct D3d11CudaImport {
   D3d11AdapterId adapter;                                           ///< tensormem/d3d11_device.hpp
   D3d11NtHandle fence_handle;                                       ///< owned; may be empty
   std::shared_ptr<const std::atomic<std::uint64_t>> recorded_write; ///< shared with the storage
+  /// The row pitch CUDA's linear buffer is laid out at: the storage's
+  /// backing pitch, so a CUDA pointer strides like the CPU map and the
+  /// GstVideoMeta (0: the texture's tight row).
+  std::size_t row_pitch = 0;
 };
 
 /// Imports the texture (CUDA-D3D-01..07, CUDA-LADDER-01..04,
@@ -41,7 +45,8 @@ struct D3d11CudaImport {
 /// memory it came from. Errors: NotImplemented (no usable runtime, a
 /// library without the D3D11 entry points, no CUDA device for the adapter
 /// — cached for the process, a DXGI format CUDA-D3D-03 does not list),
-/// InvalidArgument (no handle, an empty layout), Device (CUDA refused every
+/// InvalidArgument (no handle, an empty layout, a row pitch below the
+/// texture's row), Device (CUDA refused every
 /// rung of the size ladder, or a later step).
 TENSORMEM_API Result<std::shared_ptr<CudaHandle>> import_d3d11_texture(std::shared_ptr<const CudaRuntime> runtime,
                                                                        D3d11CudaImport request);

@@ -176,6 +176,10 @@ struct CudaD3d11Objects {
   std::shared_ptr<const std::atomic<std::uint64_t>> recorded_write;
   std::size_t row_bytes = 0; ///< tight bytes of one texture row
   std::size_t rows = 0;      ///< texture height
+  /// The linear buffer's row pitch: the CPU layout of the memory (the
+  /// staging pitch), so CUDA and the CPU agree on every offset; 0 means
+  /// row_bytes. Never below row_bytes.
+  std::size_t pitch = 0;
 };
 
 /// CUDA's view of one storage. Shared (std::shared_ptr) and usable from any
@@ -207,7 +211,7 @@ public:
   static std::shared_ptr<CudaHandle> adopt_external(std::shared_ptr<const CudaRuntime> runtime, void *ext_mem,
                                                     void *device_ptr, std::size_t size);
   /// Adopts the objects of an imported D3D11 texture; the size is
-  /// row_bytes × rows (nullptr when that overflows). Made by
+  /// pitch × rows (nullptr when that overflows or the pitch is below a row). Made by
   /// import_d3d11_texture; it releases them in reverse order of creation.
   static std::shared_ptr<CudaHandle> adopt_d3d11(CudaD3d11Objects objects);
 
@@ -228,7 +232,8 @@ public:
   /// A device pointer (CUDA-HANDLE-04): GL buffer → mapped through the ops
   /// (released by a GL unmap); external memory → the persistent pointer with
   /// length size() (released by nothing); D3D11 → the texture copied into
-  /// the handle's linear buffer, tight rows (CUDA-HANDLE-06/08; WouldBlock
+  /// the handle's linear buffer, rows at the memory's pitch (CUDA-HANDLE-06;
+  /// CUDA-HANDLE-08 deviates: seed-deviations.md; WouldBlock
   /// when a recorded write cannot be waited for, CUDA-SEM-04); detached →
   /// InvalidOperation. Maps of one D3D11 handle share its buffer
   /// (CUDA-HANDLE-09): callers serialise them.

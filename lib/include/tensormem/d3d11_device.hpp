@@ -61,6 +61,9 @@ struct D3d11Capabilities {
   bool device5 = true;      ///< ID3D11Device5: fences, opening shared fences
   bool context4 = true;     ///< ID3D11DeviceContext4: queued Signal / Wait
   bool shared_fence = true; ///< a fence can be created with FENCE_FLAG_SHARED
+  /// A texture can be created with MISC_SHARED_NTHANDLE and gives an NT
+  /// handle (IDXGIResource1::CreateSharedHandle); Wine 8 has none.
+  bool shared_nt_handles = true;
 };
 
 /// The adapter's LUID: what CUDA matches a device against.
@@ -197,7 +200,8 @@ struct SoftwareD3d11Options {
 };
 
 /// The reference device: everywhere, deterministic.
-TENSORMEM_API Result<std::shared_ptr<D3d11Device>> create_software_d3d11_device(const SoftwareD3d11Options &options = {});
+TENSORMEM_API Result<std::shared_ptr<D3d11Device>>
+create_software_d3d11_device(const SoftwareD3d11Options &options = {});
 
 enum class D3d11DriverType : std::uint8_t { Hardware, Warp };
 /// The real device (Windows only; NotImplemented elsewhere). Hardware falls
@@ -225,7 +229,15 @@ public:
   /// Queues a signal of the next value on the process fence and flushes;
   /// returns the value (0 when there is no fence).
   Result<std::uint64_t> signal();
-  /// The newest value signal() handed out.
+  /// For a producer on another device (a decoder's, a second context) that
+  /// opened the process fence (duplicate_fence_handle(), open_shared_fence):
+  /// hands out the next value and queues its Signal on `producer`'s context
+  /// on `fence`, the producer's object of the process fence. Nothing is
+  /// flushed: the value completes when the producer submits its work, which
+  /// is what a map waits for once the value is recorded (set_gpu_write).
+  /// InvalidOperation without a shared process fence.
+  Result<std::uint64_t> signal_on(D3d11Device &producer, D3d11Fence &fence);
+  /// The newest value signal() or signal_on() handed out.
   std::uint64_t last_signalled() const noexcept;
   /// A new handle of the shared process fence for the caller to own.
   Result<D3d11NtHandle> duplicate_fence_handle() const;

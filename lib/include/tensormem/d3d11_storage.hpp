@@ -47,19 +47,25 @@ public:
   static constexpr std::size_t kHostPinAlign = 64;
 
   /// A new texture (D3D-ALLOC-01..04) with the image's layout, semi-planar
-  /// formats widened to the driver's staging pitch (D3D-LAYOUT-02/03).
+  /// formats widened to the driver's staging pitch (D3D-LAYOUT-02/03). On a
+  /// device without shared NT handles (capabilities().shared_nt_handles
+  /// false, Wine 8) the texture is made unshared and has no handle: the
+  /// operations that need one (import_cuda, shared_handle, d3d11_completion)
+  /// are NotImplemented naming the capability.
   static Result<std::shared_ptr<D3d11TextureStorage>> allocate_image(std::shared_ptr<D3d11Context> context,
                                                                      PixelFormat format, DType dtype,
                                                                      std::uint32_t width, std::uint32_t height,
                                                                      CpuAccess access);
   /// Wraps a texture of the process device after checking it field by field
-  /// (D3D-EXT-01/02); the storage takes its own reference.
+  /// (D3D-EXT-01/02); the storage takes its own reference. A device without
+  /// shared NT handles wraps the texture without one.
   static Result<std::shared_ptr<D3d11TextureStorage>> wrap_texture(std::shared_ptr<D3d11Context> context,
                                                                    std::shared_ptr<D3d11Texture> texture,
                                                                    PixelFormat format, DType dtype, std::uint32_t width,
                                                                    std::uint32_t height, CpuAccess access);
   /// Opens a shared NT handle (borrowed) and, with a completion, orders
-  /// behind the producer (D3D-IMP-01..03).
+  /// behind the producer (D3D-IMP-01..03); NotImplemented on a device
+  /// without shared NT handles.
   static Result<std::shared_ptr<D3d11TextureStorage>>
   open_shared_handle(std::shared_ptr<D3d11Context> context, std::uintptr_t handle, PixelFormat format, DType dtype,
                      std::uint32_t width, std::uint32_t height, CpuAccess access,
@@ -98,7 +104,9 @@ public:
 
   /// A new duplicate of the texture's NT handle for the caller (D3D-FENCE-05).
   Result<D3d11NtHandle> shared_handle() const;
+  /// The texture's own handle (borrowed); 0 on a device without shared NT handles.
   std::uintptr_t shared_handle_value() const noexcept { return handle_.value(); }
+  bool has_shared_handle() const noexcept { return static_cast<bool>(handle_); }
   const std::shared_ptr<D3d11Texture> &texture() const noexcept { return texture_; }
   const D3d11ImageLayout &layout() const noexcept { return layout_; }
   const std::shared_ptr<D3d11Context> &context() const noexcept { return context_; }

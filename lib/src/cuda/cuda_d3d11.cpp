@@ -215,6 +215,13 @@ Result<std::shared_ptr<CudaHandle>> import_d3d11_texture(std::shared_ptr<const C
   Result<std::size_t> tight = checked_mul(*row_bytes, layout.texture_height, "import_d3d11_texture: texture bytes");
   if (!tight)
     return std::move(tight).error();
+  const std::size_t pitch = request.row_pitch ? request.row_pitch : *row_bytes;
+  if (pitch < *row_bytes)
+    return Error::invalid_argument("import_d3d11_texture: row pitch " + std::to_string(pitch) +
+                                   " is below the texture's row of " + std::to_string(*row_bytes) + " bytes");
+  if (Result<std::size_t> linear = checked_mul(pitch, layout.texture_height, "import_d3d11_texture: linear bytes");
+      !linear)
+    return std::move(linear).error();
 
   Result<int> device = process_device(*runtime, request.adapter);
   if (!device)
@@ -262,6 +269,7 @@ Result<std::shared_ptr<CudaHandle>> import_d3d11_texture(std::shared_ptr<const C
   objects.recorded_write = std::move(request.recorded_write);
   objects.row_bytes = *row_bytes;
   objects.rows = layout.texture_height;
+  objects.pitch = pitch;
   std::shared_ptr<CudaHandle> handle = CudaHandle::adopt_d3d11(std::move(objects));
   if (!handle) // unreachable: the size was checked above
     return Error::invalid_size(*tight, "import_d3d11_texture: texture bytes");

@@ -123,8 +123,7 @@ void CudaHandle::D3d11State::write_back(void *linear_ptr) const noexcept {
     quietly([&] { warn("CUDA writes to a D3D11 texture were lost: " + selected.error().message()); });
     return;
   }
-  Result<void> copied =
-      o.runtime->copy_linear_to_array(o.array, linear_ptr, o.row_bytes, o.row_bytes, o.rows, o.stream);
+  Result<void> copied = o.runtime->copy_linear_to_array(o.array, linear_ptr, o.pitch, o.row_bytes, o.rows, o.stream);
   if (!copied)
     quietly([&] { warn("CUDA writes to a D3D11 texture were lost: " + copied.error().message()); });
   Result<void> synced = o.runtime->stream_synchronize(o.stream);
@@ -290,7 +289,11 @@ std::shared_ptr<CudaHandle> CudaHandle::adopt_external(std::shared_ptr<const Cud
 }
 
 std::shared_ptr<CudaHandle> CudaHandle::adopt_d3d11(CudaD3d11Objects objects) {
-  Result<std::size_t> size = checked_mul(objects.row_bytes, objects.rows, "CudaHandle::adopt_d3d11");
+  if (objects.pitch == 0)
+    objects.pitch = objects.row_bytes;
+  if (objects.pitch < objects.row_bytes)
+    return nullptr;
+  Result<std::size_t> size = checked_mul(objects.pitch, objects.rows, "CudaHandle::adopt_d3d11");
   if (!size)
     return nullptr;
   Backing b;
@@ -402,7 +405,7 @@ Result<CudaMap> CudaHandle::map_d3d11(const std::shared_ptr<D3d11State> &state, 
     return Error::would_block(message);
   }
   if (Result<void> copied =
-          o.runtime->copy_array_to_linear(state->linear, o.row_bytes, o.array, o.row_bytes, o.rows, o.stream);
+          o.runtime->copy_array_to_linear(state->linear, o.pitch, o.array, o.row_bytes, o.rows, o.stream);
       !copied) {
     quietly([&] { warn(std::string(what) + ": " + copied.error().message()); });
     return std::move(copied).error();

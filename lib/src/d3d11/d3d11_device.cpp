@@ -122,6 +122,19 @@ Result<std::uint64_t> D3d11Context::signal() {
   return next;
 }
 
+/// \brief The next value, signalled by another device's context.
+Result<std::uint64_t> D3d11Context::signal_on(D3d11Device &producer, D3d11Fence &fence) {
+  if (!fence_shared())
+    return Error::invalid_operation("D3D11 process fence: not shared, so no other device can signal it");
+  std::lock_guard lock(counter_->mu);
+  const std::uint64_t next = counter_->last + 1;
+  Result<void> queued = producer.signal(fence, next);
+  if (!queued)
+    return queued.error();
+  counter_->last = next;
+  return next;
+}
+
 std::uint64_t D3d11Context::last_signalled() const noexcept {
   std::lock_guard lock(counter_->mu);
   return counter_->last;

@@ -20,8 +20,9 @@ std::string layout_text(PixelFormat format, DType dtype, std::uint32_t width, st
          std::to_string(height);
 }
 
-/// D3D-CONST-01 / D3D-CONST-02.
-D3d11TextureDesc texture_desc(const D3d11ImageLayout &layout, bool staging) {
+/// D3D-CONST-01 / D3D-CONST-02; `shareable` false on a device without
+/// shared NT handles (the texture is then unshared, seed-deviations.md).
+D3d11TextureDesc texture_desc(const D3d11ImageLayout &layout, bool staging, bool shareable = true) {
   D3d11TextureDesc d;
   d.width = layout.texture_width;
   d.height = layout.texture_height;
@@ -32,7 +33,8 @@ D3d11TextureDesc texture_desc(const D3d11ImageLayout &layout, bool staging) {
   } else {
     d.usage = d3d11::kUsageDefault;
     d.bind_flags = d3d11::kBindRenderTarget | d3d11::kBindShaderResource;
-    d.misc_flags = d3d11::kMiscShared | d3d11::kMiscSharedNtHandle;
+    if (shareable)
+      d.misc_flags = d3d11::kMiscShared | d3d11::kMiscSharedNtHandle;
   }
   return d;
 }
@@ -71,6 +73,14 @@ Result<D3d11ImageLayout> widen_to_pitch(D3d11Device &device, const D3d11ImageLay
                                     "-texel-wide texture has a staging pitch of " + std::to_string(second->second) +
                                     " bytes; no texture width equals the CPU-visible pitch");
   return widened;
+}
+
+/// \brief What an operation that needs the texture's NT handle answers on a
+/// device that cannot make one.
+Error no_nt_handle(const char *operation) {
+  return Error::not_implemented(std::string(operation) +
+                                ": the D3D11 device offers no shared NT handles (capability shared_nt_handles; "
+                                "Wine 8 has none), so this texture has no handle to give");
 }
 
 Error refuse(const char *field, const std::string &found, const std::string &required) {
@@ -182,13 +192,18 @@ D3d11TextureStorage::allocate_image(std::shared_ptr<D3d11Context> context, Pixel
       return widened.error();
     *layout = *widened;
   }
-  auto texture = device.create_texture(texture_desc(*layout, false));
+  const bool shareable = device.capabilities().shared_nt_handles;
+  auto texture = device.create_texture(texture_desc(*layout, false, shareable));
   if (!texture)
     return texture.error();
-  auto handle = device.create_shared_handle(**texture);
-  if (!handle)
-    return handle.error();
-  return finish(std::move(context), std::move(*texture), std::move(*handle), *layout, access,
+  D3d11NtHandle handle;
+  if (shareable) {
+    auto made = device.create_shared_handle(**texture);
+    if (!made)
+      return made.error();
+    handle = std::move(*made);
+  }
+  return finish(std::move(context), std::move(*texture), std::move(handle), *layout, access,
                 d3d11::kBindRenderTarget | d3d11::kBindShaderResource);
 }
 
@@ -205,13 +220,17 @@ Result<std::shared_ptr<D3d11TextureStorage>> D3d11TextureStorage::wrap_texture(s
   auto layout = check_external(*context, *texture, format, dtype, width, height);
   if (!layout)
     return layout.error();
-  auto handle = context->device().create_shared_handle(*texture);
-  if (!handle)
-    return Error::invalid_argument("external D3D11 texture: no NT handle (was it created with "
-                                   "D3D11_RESOURCE_MISC_SHARED_NTHANDLE?): " +
-                                   handle.error().message());
+  D3d11NtHandle handle; // none on a device that cannot share: the texture stays local
+  if (context->device().capabilities().shared_nt_handles) {
+    auto made = context->device().create_shared_handle(*texture);
+    if (!made)
+      return Error::invalid_argument("external D3D11 texture: no NT handle (was it created with "
+                                     "D3D11_RESOURCE_MISC_SHARED_NTHANDLE?): " +
+                                     made.error().message());
+    handle = std::move(*made);
+  }
   const std::uint32_t bind = texture->desc().bind_flags;
-  return finish(std::move(context), std::move(texture), std::move(*handle), *layout, access, bind);
+  return finish(std::move(context), std::move(texture), std::move(handle), *layout, access, bind);
 }
 
 /// \brief Opens a shared texture; with a completion, orders behind it
@@ -226,6 +245,8 @@ D3d11TextureStorage::open_shared_handle(std::shared_ptr<D3d11Context> context, s
   D3d11Device &device = context->device();
   if (!device.capabilities().device1)
     return Error::not_implemented("shared D3D11 texture: the device has no ID3D11Device1");
+  if (!device.capabilities().shared_nt_handles)
+    return no_nt_handle("shared D3D11 texture");
   auto texture = device.open_shared_texture(handle);
   if (!texture)
     return texture.error();
@@ -275,6 +296,8 @@ BufferIdentity D3d11TextureStorage::identity() const noexcept {
 
 /// \brief CUDA external memory of the texture, ordered by the process fence.
 Result<std::shared_ptr<CudaHandle>> D3d11TextureStorage::import_cuda(std::shared_ptr<const CudaRuntime> runtime) {
+  if (!handle_)
+    return no_nt_handle("D3D11 CUDA import");
   D3d11CudaImport request;
   request.nt_handle = handle_.value();
   request.layout = layout_;
@@ -285,6 +308,7 @@ Result<std::shared_ptr<CudaHandle>> D3d11TextureStorage::import_cuda(std::shared
       request.fence_handle = std::move(*fence);
   }
   request.recorded_write = gpu_write_;
+  request.row_pitch = pitch_; // CUDA's buffer strides like the CPU map
   return import_d3d11_texture(std::move(runtime), std::move(request));
 }
 
@@ -486,6 +510,8 @@ Result<void> D3d11TextureStorage::sync_for_device(CpuAccess access) {
 }
 
 Result<std::optional<std::pair<D3d11NtHandle, std::uint64_t>>> D3d11TextureStorage::d3d11_completion() const {
+  if (!handle_) // a completion orders another device's use of the texture, which it cannot open
+    return no_nt_handle("D3D11 completion");
   const std::uint64_t value = gpu_write_->load();
   if (value == 0)
     return std::optional<std::pair<D3d11NtHandle, std::uint64_t>>{};
@@ -496,6 +522,8 @@ Result<std::optional<std::pair<D3d11NtHandle, std::uint64_t>>> D3d11TextureStora
 }
 
 Result<D3d11NtHandle> D3d11TextureStorage::shared_handle() const {
+  if (!handle_)
+    return no_nt_handle("D3D11 shared handle");
   auto dup = handle_.duplicate();
   if (!dup)
     return Error::io(dup.error().os_error(), "D3D11 shared handle: " + dup.error().message());

@@ -293,6 +293,10 @@ Result<std::shared_ptr<D3d11Texture>> SoftwareD3d11Device::create_texture(const 
   Result<void> ok = check_desc(desc);
   if (!ok)
     return ok.error();
+  // Stricter than Wine, which accepts the flag and then has no handle to
+  // give: a caller that asks for sharing it cannot get is told at once.
+  if ((desc.misc_flags & d3d11::kMiscSharedNtHandle) && !options_.capabilities.shared_nt_handles)
+    return Error::invalid_argument("CreateTexture2D: MISC_SHARED_NTHANDLE on a device without shared NT handles");
   auto memory = std::make_shared<Memory>();
   memory->desc = desc;
   memory->rows = desc.height;
@@ -424,6 +428,8 @@ Result<D3d11NtHandle> SoftwareD3d11Device::create_shared_handle(D3d11Texture &te
   Result<SoftTexture *> t = own_texture(texture, this, "CreateSharedHandle");
   if (!t)
     return t.error();
+  if (!options_.capabilities.shared_nt_handles)
+    return Error::not_implemented("CreateSharedHandle: this device has no shared NT handles");
   if (!(texture.desc().misc_flags & d3d11::kMiscSharedNtHandle))
     return Error::invalid_argument("CreateSharedHandle: the texture was not created with "
                                    "D3D11_RESOURCE_MISC_SHARED_NTHANDLE");
@@ -433,6 +439,8 @@ Result<D3d11NtHandle> SoftwareD3d11Device::create_shared_handle(D3d11Texture &te
 Result<std::shared_ptr<D3d11Texture>> SoftwareD3d11Device::open_shared_texture(std::uintptr_t handle) {
   if (!options_.capabilities.device1)
     return Error::not_implemented("OpenSharedResource1: this device has no ID3D11Device1");
+  if (!options_.capabilities.shared_nt_handles)
+    return Error::not_implemented("OpenSharedResource1: this device has no shared NT handles");
   std::optional<HandleTable::Object> object = handle_table().find(handle);
   if (!object || !std::holds_alternative<std::shared_ptr<Memory>>(*object))
     return Error::invalid_argument("OpenSharedResource1: " + std::to_string(handle) +

@@ -259,6 +259,7 @@ public:
       caps_.shared_fence = SUCCEEDED(device5_->CreateFence(0, D3D11_FENCE_FLAG_SHARED, __uuidof(ID3D11Fence),
                                                            reinterpret_cast<void **>(probe.put())));
     }
+    caps_.shared_nt_handles = probe_shared_nt_handles();
     if (auto dxgi = device_.query<IDXGIDevice>()) {
       Com<IDXGIAdapter> adapter;
       DXGI_ADAPTER_DESC desc{};
@@ -267,6 +268,31 @@ public:
         adapter_.high = desc.AdapterLuid.HighPart;
       }
     }
+  }
+
+  /// \brief Whether a texture made as the storage makes one gives an NT
+  /// handle: Wine 8 accepts MISC_SHARED_NTHANDLE but its textures offer no
+  /// IDXGIResource1, so the storage must know before it allocates.
+  bool probe_shared_nt_handles() noexcept {
+    D3D11_TEXTURE2D_DESC d{};
+    d.Width = d.Height = 1;
+    d.MipLevels = d.ArraySize = 1;
+    d.Format = DXGI_FORMAT_R8G8B8A8_UNORM;
+    d.SampleDesc.Count = 1;
+    d.Usage = D3D11_USAGE_DEFAULT;
+    d.BindFlags = D3D11_BIND_RENDER_TARGET | D3D11_BIND_SHADER_RESOURCE;
+    d.MiscFlags = D3D11_RESOURCE_MISC_SHARED | D3D11_RESOURCE_MISC_SHARED_NTHANDLE;
+    Com<ID3D11Texture2D> tex;
+    if (FAILED(device_->CreateTexture2D(&d, nullptr, tex.put())) || !tex)
+      return false;
+    Com<IDXGIResource1> res;
+    if (FAILED(tex->QueryInterface(__uuidof(IDXGIResource1), reinterpret_cast<void **>(res.put()))))
+      return false;
+    HANDLE h = nullptr;
+    if (FAILED(res->CreateSharedHandle(nullptr, DXGI_SHARED_RESOURCE_READ | DXGI_SHARED_RESOURCE_WRITE, nullptr, &h)))
+      return false;
+    CloseHandle(h);
+    return true;
   }
 
   const char *name() const noexcept override { return name_; }

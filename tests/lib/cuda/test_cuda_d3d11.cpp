@@ -10,6 +10,7 @@
 #include <tensormem/cuda_d3d11.hpp>
 #include <tensormem/d3d11_device.hpp>
 #include <tensormem/d3d11_software_device.hpp>
+#include <tensormem/d3d11_storage.hpp>
 
 #include <gtest/gtest.h>
 
@@ -577,6 +578,90 @@ TEST_F(CudaD3d11, D3D_CUDA_01_without_a_runtime_or_its_d3d11_entry_points_the_im
   EXPECT_EQ(handle.error().kind(), ErrorKind::NotImplemented);
   EXPECT_NE(handle.error().message().find(old->missing_d3d11_symbol()), std::string::npos) << handle.error().message();
   EXPECT_EQ(fake_cudart_calls(nullptr), 0u) << call_log();
+}
+
+// ---- The memory's layout: rows at the staging pitch ------------------------------
+
+TEST_F(CudaD3d11, a_pitched_import_lays_the_linear_buffer_out_at_the_row_pitch_both_ways) {
+  // 33 RGBA texels: a 132-byte row in a 256-byte pitch.
+  SharedTexture t = make_texture(33, 7, DxgiFormat::R8G8B8A8_Unorm, 5);
+  D3d11CudaImport request;
+  request.nt_handle = t.handle.value();
+  request.layout = t.layout;
+  request.adapter = adapter_;
+  request.recorded_write = recorded_;
+  request.row_pitch = 256;
+  Result<std::shared_ptr<CudaHandle>> handle = import_d3d11_texture(runtime_, std::move(request));
+  ASSERT_TRUE(handle) << handle.error().message();
+  EXPECT_EQ((*handle)->size(), 256u * 7u);
+  const std::vector<std::byte> tight = read_back(*t.texture);
+  std::vector<std::byte> pattern(256 * 7);
+  {
+    Result<CudaMap> map = (*handle)->map();
+    ASSERT_TRUE(map) << map.error().message();
+    ASSERT_EQ(map->length(), 256u * 7u);
+    const std::vector<std::byte> got = device_bytes(*map);
+    for (std::size_t y = 0; y < 7; ++y)
+      ASSERT_EQ(0, std::memcmp(got.data() + y * 256, tight.data() + y * 132, 132)) << "row " << y;
+  }
+  for (std::size_t i = 0; i < pattern.size(); ++i)
+    pattern[i] = static_cast<std::byte>((3 * i + 1) % 253);
+  {
+    Result<CudaMap> map = (*handle)->map_mut();
+    ASSERT_TRUE(map) << map.error().message();
+    ASSERT_TRUE(runtime_->memcpy_host_to_device(map->device_ptr(), pattern.data(), pattern.size()));
+  }
+  const std::vector<std::byte> written = read_back(*t.texture);
+  for (std::size_t y = 0; y < 7; ++y)
+    ASSERT_EQ(0, std::memcmp(written.data() + y * 132, pattern.data() + y * 256, 132)) << "row " << y;
+}
+
+TEST_F(CudaD3d11, a_row_pitch_below_the_texture_row_is_refused_before_cuda_is_asked) {
+  SharedTexture t = make_texture(33, 7);
+  D3d11CudaImport request;
+  request.nt_handle = t.handle.value();
+  request.layout = t.layout;
+  request.adapter = adapter_;
+  request.row_pitch = 131;
+  Result<std::shared_ptr<CudaHandle>> handle = import_d3d11_texture(runtime_, std::move(request));
+  ASSERT_FALSE(handle);
+  EXPECT_EQ(handle.error().kind(), ErrorKind::InvalidArgument) << handle.error().message();
+  EXPECT_EQ(fake_cudart_calls("cudaImportExternalMemory"), 0u) << call_log();
+}
+
+/// A storage's CPU map and its CUDA map agree byte for byte at every
+/// offset: same pitch, same rows (pitch-padded RGBA, odd NV12).
+TEST_F(CudaD3d11, a_storage_cuda_map_has_the_cpu_maps_layout) {
+  struct Case {
+    PixelFormat format;
+    std::uint32_t w, h;
+  };
+  for (Case c : {Case{PixelFormat::RGBA, 33, 17}, Case{PixelFormat::RGBA, 1, 1}, Case{PixelFormat::NV12, 33, 17},
+                 Case{PixelFormat::NV12, 321, 241}, Case{PixelFormat::GRAY8, 641, 3}}) {
+    SCOPED_TRACE(std::string(format_info(c.format).name) + " " + std::to_string(c.w) + "x" + std::to_string(c.h));
+    d3d11_cuda_reset_process_state_for_tests();
+    auto storage = D3d11TextureStorage::allocate_image(context_, c.format, DType::U8, c.w, c.h, CpuAccess::ReadWrite);
+    ASSERT_TRUE(storage) << storage.error().message();
+    const std::size_t pitch = (*storage)->backing_pitch(), rows = (*storage)->layout().texture_height;
+    const std::size_t row = (*storage)->layout().tight_row_bytes();
+    {
+      auto w = (*storage)->map(CpuAccess::ReadWrite);
+      ASSERT_TRUE(w) << w.error().message();
+      for (std::size_t y = 0; y < rows; ++y)
+        for (std::size_t x = 0; x < row; ++x)
+          w->data()[y * pitch + x] = static_cast<std::byte>((11 * y + 5 * x + 3) & 0xff);
+    }
+    Result<std::shared_ptr<CudaHandle>> handle = (*storage)->import_cuda(runtime_);
+    ASSERT_TRUE(handle) << handle.error().message();
+    EXPECT_EQ((*handle)->size(), (*storage)->size_bytes());
+    Result<CudaMap> map = (*handle)->map();
+    ASSERT_TRUE(map) << map.error().message();
+    const std::vector<std::byte> got = device_bytes(*map);
+    auto cpu = (*storage)->map(CpuAccess::Read);
+    ASSERT_TRUE(cpu) << cpu.error().message();
+    for (std::size_t y = 0; y < rows; ++y)
+      ASSERT_EQ(0, std::memcmp(got.data() + y * pitch, cpu->data() + y * pitch, row)) << "row " << y;
+  }
 }
 
 } // namespace

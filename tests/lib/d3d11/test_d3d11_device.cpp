@@ -157,6 +157,22 @@ TEST_F(D3d11Port, a_texture_without_the_nt_handle_flag_has_no_shared_handle) {
   EXPECT_EQ(h.error().kind(), ErrorKind::InvalidArgument) << h.error().message();
 }
 
+// What the storage decides its textures' sharing by: a device that reports
+// shared NT handles gives one for a SHARED_NTHANDLE texture, and one that
+// does not (Wine 8) gives none, whether or not it accepts the flag.
+TEST_F(D3d11Port, the_shared_nt_handle_capability_says_whether_a_texture_gives_a_handle) {
+  auto t = device->create_texture(rgba_desc(true));
+  if (device->capabilities().shared_nt_handles) {
+    ASSERT_TRUE(t) << t.error().message();
+    auto h = device->create_shared_handle(**t);
+    EXPECT_TRUE(h) << h.error().message();
+  } else if (t) {
+    auto h = device->create_shared_handle(**t);
+    ASSERT_FALSE(h) << "the device reports no shared NT handles but gave one";
+    EXPECT_EQ(h.error().kind(), ErrorKind::NotImplemented) << h.error().message();
+  }
+}
+
 TEST_F(D3d11Port, a_shared_handle_opens_the_same_texture) {
   if (!device->capabilities().device1)
     GTEST_SKIP() << "the device has no ID3D11Device1 (OpenSharedResource1)";

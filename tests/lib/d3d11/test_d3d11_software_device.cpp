@@ -246,6 +246,19 @@ TEST(SoftwareD3d11, capability_switches_take_the_degraded_paths) {
   ASSERT_NE((*pctx)->fence(), nullptr);
   EXPECT_FALSE((*pctx)->fence_shared());
   EXPECT_EQ((*pctx)->duplicate_fence_handle().error().kind(), ErrorKind::InvalidOperation);
+  EXPECT_EQ((*pctx)->signal_on(*private_only, *(*pctx)->fence()).error().kind(), ErrorKind::InvalidOperation)
+      << "no other device can signal a private fence";
+  EXPECT_EQ((*pctx)->last_signalled(), 0u);
+
+  o = {};
+  o.capabilities.shared_nt_handles = false;
+  auto unshared = device(o);
+  auto refused = unshared->create_texture(desc_of(false, true));
+  ASSERT_FALSE(refused) << "a SHARED_NTHANDLE texture on a device without shared NT handles";
+  EXPECT_EQ(refused.error().kind(), ErrorKind::InvalidArgument) << refused.error().message();
+  auto plain = texture(*unshared, desc_of(false, false));
+  EXPECT_EQ(unshared->create_shared_handle(*plain).error().kind(), ErrorKind::NotImplemented);
+  EXPECT_EQ(unshared->open_shared_texture(4).error().kind(), ErrorKind::NotImplemented);
 
   o = {};
   o.capabilities.context4 = false;
