@@ -127,9 +127,16 @@ class DLPackBuffer:
     def __dlpack_device__(self):
         return self.device
 
-    def __dlpack__(self, stream=None):
+    def __dlpack__(self, stream=None, max_version=None, dl_device=None, copy=None):
         # The tensor is ready when it is handed out (a fence on the buffer was
         # waited for on the CPU), so there is nothing to order on `stream`.
+        # Newer consumers (numpy 2, the 2023 array API) may pass max_version:
+        # an unversioned "dltensor" capsule is the answer a producer without
+        # DLPack 1.0 support gives. A copy or another device is not offered.
+        if copy:
+            raise BufferError("DLPackBuffer hands out the buffer's own memory, never a copy")
+        if dl_device is not None and tuple(dl_device) != self.device:
+            raise BufferError("the tensor is on device %s, not %s" % (self.device, tuple(dl_device)))
         if self._capsule is None:
             raise BufferError("this buffer's DLPack tensor was already handed out")
         capsule, self._capsule = self._capsule, None

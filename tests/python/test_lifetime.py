@@ -11,7 +11,8 @@ by their deleter) and the buffer's own reference count:
   referenced once more while the array lives;
 - the deleter runs exactly once when the array is freed (numpy consumed the
   capsule), and exactly once when a wrapper is dropped unconsumed;
-- a second __dlpack__ is refused, and a refused buffer (NV12, two planes)
+- a second __dlpack__, a copy and another device are refused (and a refusal
+  leaves the tensor to the wrapper), and a refused buffer (NV12, two planes)
   makes no tensor. Exit 77 when gi or numpy is missing."""
 
 import gc
@@ -91,6 +92,12 @@ def main(example_path):
     check(buffer.mini_object.refcount == refs_before + 1,
           "the DLPack tensor holds %d buffer references, expected one" %
           (buffer.mini_object.refcount - refs_before))
+    for request in ({"copy": True}, {"dl_device": (2, 0)}):
+        try:
+            wrapper.__dlpack__(**request)
+            check(False, "__dlpack__(%s) was not refused" % request)
+        except BufferError:
+            pass
     del wrapper
     gc.collect()
     check(stats() == (before[0] + 1, before[1] + 1),
