@@ -25,6 +25,12 @@ packages=(
   libepoxy-dev libegl-dev libegl-mesa0 libgl1-mesa-dri libglx-mesa0 libgbm1 libglapi-mesa
   valgrind
   g++-mingw-w64-x86-64-posix wine64 xvfb xauth
+  # GObject introspection (-Dintrospection: GstTensorMem-1.0.gir/.typelib)
+  # and the Python route to the tensor (examples/python, tests/python):
+  # g-ir-scanner, the GI data of GStreamer's libraries, PyGObject with
+  # GStreamer's overrides, numpy (from_dlpack).
+  gobject-introspection libgirepository1.0-dev gir1.2-gstreamer-1.0 gir1.2-gst-plugins-base-1.0
+  python3-gi python3-gst-1.0 python3-numpy
 )
 # Run-time libraries that the packages above pull in: not installed by name,
 # but kept at the current version because the tests load them (Mesa's EGL

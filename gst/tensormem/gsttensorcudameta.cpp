@@ -137,7 +137,7 @@ GType gst_tensor_cuda_meta_api_get_type(void) {
 /**
  * gst_tensor_cuda_meta_get_info:
  *
- * Returns: the #GstMetaInfo of #GstTensorMemCudaMeta.
+ * Returns: (transfer none): the #GstMetaInfo of #GstTensorMemCudaMeta.
  *
  * Since: 0.1
  */
@@ -240,7 +240,7 @@ gboolean gst_tensor_cuda_meta_is_mapped(GstTensorMemCudaMeta *meta) {
  * gst_tensor_cuda_kind_to_string:
  * @kind: a #GstTensorMemCudaKind
  *
- * Returns: "external-memory" or "gl-buffer".
+ * Returns: (transfer none): "external-memory" or "gl-buffer".
  *
  * Since: 0.1
  */

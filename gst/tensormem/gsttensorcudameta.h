@@ -90,17 +90,28 @@ const gchar *gst_tensor_cuda_kind_to_string(GstTensorMemCudaKind kind);
 G_END_DECLS
 
 #ifdef __cplusplus
-/* Attaches CUDA access to @buffer: @handle covers the whole storage, the
+/**
+ * gst_buffer_add_tensor_cuda_meta: (skip)
+ *
+ * C++ only. Attaches CUDA access to @buffer: @handle covers the whole storage, the
  * meta's device pointer starts @offset bytes into it and covers @size bytes.
  * NULL for an empty handle, a detached handle or a range outside it. */
 GST_TENSORMEM_API
 GstTensorMemCudaMeta *gst_buffer_add_tensor_cuda_meta(GstBuffer *buffer, std::shared_ptr<tensormem::CudaHandle> handle,
                                                       gsize offset, gsize size);
 
+/**
+ * gst_tensor_cuda_meta_get_handle: (skip)
+ *
+ * C++ only. The CUDA handle the meta maps.
+ */
 GST_TENSORMEM_API
 std::shared_ptr<tensormem::CudaHandle> gst_tensor_cuda_meta_get_handle(GstTensorMemCudaMeta *meta);
 
-/* The CUDA handle for tensor @mem (PBO or DMA-BUF memory), cached on the
+/**
+ * gst_tensor_memory_import_cuda: (skip)
+ *
+ * C++ only. The CUDA handle for tensor @mem (PBO or DMA-BUF memory), cached on the
  * memory's root (qdata) so later calls return the same handle. *@imported is
  * set to TRUE when this call made the import. PBO registration runs on the
  * memory's GL worker. Errors: NotImplemented (no CUDA, or memory of another
@@ -109,7 +120,11 @@ GST_TENSORMEM_API
 tensormem::Result<std::shared_ptr<tensormem::CudaHandle>> gst_tensor_memory_import_cuda(GstMemory *mem,
                                                                                         gboolean *imported);
 
-/* The cached handle of @mem, or empty. */
+/**
+ * gst_tensor_memory_peek_cuda: (skip)
+ *
+ * C++ only. The cached handle of @mem, or empty.
+ */
 GST_TENSORMEM_API
 std::shared_ptr<tensormem::CudaHandle> gst_tensor_memory_peek_cuda(GstMemory *mem);
 #endif

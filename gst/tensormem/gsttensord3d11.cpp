@@ -191,8 +191,10 @@ GstMemory *gst_tensor_d3d11_allocator_alloc_video(GstAllocator *allocator, const
  * gst_tensor_d3d11_memory_get_plane_layout:
  * @mem: a D3D11 tensor #GstMemory from gst_tensor_d3d11_allocator_alloc_video()
  * @info: the frame it was allocated for
- * @offset: (out caller-allocates): the byte offset of each plane
- * @stride: (out caller-allocates): the stride of each plane
+ * @offset: (out caller-allocates) (array fixed-size=4): the byte offset of
+ *   each plane (%GST_VIDEO_MAX_PLANES entries)
+ * @stride: (out caller-allocates) (array fixed-size=4): the stride of each
+ *   plane
  *
  * Every plane's stride is the backing pitch; the planes follow each other in
  * texture rows (NV12: the chroma plane at pitch × height).
@@ -302,7 +304,7 @@ GstTensorMemD3D11Device *gst_tensor_d3d11_memory_get_device(GstMemory *mem) {
 }
 
 /**
- * gst_tensor_d3d11_memory_get_tensor:
+ * gst_tensor_d3d11_memory_get_tensor: (skip)
  * @mem: a #GstMemory
  *
  * C++ only. Like gst_tensor_memory_get_tensor(), for D3D11 tensor memory: a
@@ -318,7 +320,7 @@ const tensormem::Tensor *gst_tensor_d3d11_memory_get_tensor(GstMemory *mem) {
 }
 
 /**
- * gst_tensor_d3d11_memory_get_storage:
+ * gst_tensor_d3d11_memory_get_storage: (skip)
  * @mem: a #GstMemory
  *
  * C++ only.
@@ -334,7 +336,7 @@ std::shared_ptr<tensormem::D3d11TextureStorage> gst_tensor_d3d11_memory_get_stor
 }
 
 /**
- * gst_tensor_d3d11_memory_get_texture:
+ * gst_tensor_d3d11_memory_get_texture: (skip)
  * @mem: a #GstMemory
  *
  * C++ only.

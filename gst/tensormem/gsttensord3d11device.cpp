@@ -87,7 +87,7 @@ GstTensorMemD3D11Device *gst_tensor_d3d11_device_new(GError **error) {
 }
 
 /**
- * gst_tensor_d3d11_device_new_wrapped:
+ * gst_tensor_d3d11_device_new_wrapped: (skip)
  * @context: a D3D11 context
  *
  * C++ only. Wraps an existing context (a test's own software device, or the
@@ -113,7 +113,7 @@ GstTensorMemD3D11Device *gst_tensor_d3d11_device_new_wrapped(std::shared_ptr<ten
 }
 
 /**
- * gst_tensor_d3d11_device_get_d3d11_context:
+ * gst_tensor_d3d11_device_get_d3d11_context: (skip)
  * @device: a #GstTensorMemD3D11Device
  *
  * C++ only.
@@ -128,7 +128,7 @@ std::shared_ptr<tensormem::D3d11Context> gst_tensor_d3d11_device_get_d3d11_conte
 }
 
 /**
- * gst_tensor_d3d11_device_get_fence_timeline:
+ * gst_tensor_d3d11_device_get_fence_timeline: (skip)
  * @device: a #GstTensorMemD3D11Device
  *
  * C++ only. The process fence as a timeline, one per device object, made on
@@ -201,7 +201,8 @@ gboolean gst_context_get_tensor_d3d11_device(GstContext *context, GstTensorMemD3
  * gst_tensor_d3d11_device_handle_set_context:
  * @element: the element whose set_context is running
  * @context: the context it was given
- * @device: (inout): the element's device slot, guarded by its object lock
+ * @device: (inout) (transfer full) (nullable): the element's device slot,
+ *   guarded by its object lock
  *
  * For an element's #GstElementClass.set_context: a context holding a device
  * replaces *@device. Chain up to the parent class as well.
@@ -218,13 +219,16 @@ gboolean gst_tensor_d3d11_device_handle_set_context(GstElement *element, GstCont
 }
 
 /**
- * gst_tensor_d3d11_device_handle_context_query:
+ * gst_tensor_d3d11_device_handle_context_query: (skip)
  * @element: the element answering
  * @query: a query
  * @device: the element's device slot, guarded by its object lock
  *
  * For an element's query handlers: answers a context query of type
  * %GST_TENSOR_D3D11_DEVICE_CONTEXT_TYPE with *@device when it has one.
+ *
+ * Not introspectable: @device is the address of the element's slot, read under
+ * its object lock, which a binding cannot pass; elements in C call it.
  *
  * Returns: %TRUE when @query was answered.
  *
@@ -241,7 +245,8 @@ gboolean gst_tensor_d3d11_device_handle_context_query(GstElement *element, GstQu
 /**
  * gst_tensor_d3d11_device_ensure:
  * @element: the element that needs a device
- * @device: (inout): its device slot, guarded by its object lock
+ * @device: (inout) (transfer full) (nullable): its device slot, guarded by
+ *   its object lock
  * @error: (out) (optional): where to put the reason on failure
  *
  * Fills *@device when it is empty, in the order GstGL uses: a linked

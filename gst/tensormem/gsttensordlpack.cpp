@@ -6,6 +6,7 @@
 
 #include <gst/video/video.h>
 
+#include <atomic>
 #include <cstdint>
 #include <cstring>
 #include <new>
@@ -18,6 +19,10 @@ GST_DEBUG_CATEGORY_STATIC(gst_tensor_mem_dlpack_debug);
 namespace {
 
 constexpr GstClockTime kFenceWait = 5 * GST_SECOND;
+
+/* gst_tensor_mem_dlpack_get_stats(): tensors made and released. */
+std::atomic<guint64> tensors_made{0};
+std::atomic<guint64> tensors_released{0};
 
 void init_debug() {
   static gsize done = 0;
@@ -118,6 +123,7 @@ void release(DLManagedTensor *managed) {
     gst_memory_unmap(ctx->memory, &ctx->map);
   gst_buffer_unref(ctx->buffer);
   delete ctx;
+  tensors_released.fetch_add(1, std::memory_order_relaxed);
 }
 
 /* \brief The buffer's CUDA pointer where its CUDA meta maps, else null. */
@@ -240,5 +246,19 @@ DLManagedTensor *gst_tensor_mem_buffer_to_dlpack(GstBuffer *buffer, GstCaps *cap
   t.byte_offset = layout.byte_offset;
   ctx->managed.manager_ctx = ctx;
   ctx->managed.deleter = release;
+  tensors_made.fetch_add(1, std::memory_order_relaxed);
   return &ctx->managed;
+}
+
+/* \brief gst_tensor_mem_buffer_to_dlpack() as an untyped pointer, for bindings. */
+gpointer gst_tensor_mem_buffer_to_dlpack_address(GstBuffer *buffer, GstCaps *caps, GstMapFlags flags, GError **error) {
+  return gst_tensor_mem_buffer_to_dlpack(buffer, caps, flags, error);
+}
+
+/* \brief How many DLPack tensors were made and released in this process. */
+void gst_tensor_mem_dlpack_get_stats(guint64 *made, guint64 *released) {
+  if (made)
+    *made = tensors_made.load(std::memory_order_relaxed);
+  if (released)
+    *released = tensors_released.load(std::memory_order_relaxed);
 }

@@ -242,7 +242,7 @@ gboolean gst_is_tensor_dmabuf_memory(GstMemory *mem) {
 }
 
 /**
- * gst_tensor_dmabuf_allocator_import:
+ * gst_tensor_dmabuf_allocator_import: (skip)
  * @allocator: the DMA-BUF tensor allocator
  * @storage: a DMA-BUF storage
  *
@@ -293,7 +293,7 @@ GstMemory *gst_tensor_dmabuf_memory_import_fd(gint fd, gsize size) {
 }
 
 /**
- * gst_tensor_dmabuf_memory_get_storage:
+ * gst_tensor_dmabuf_memory_get_storage: (skip)
  * @mem: a #GstMemory
  *
  * C++ only.
@@ -311,7 +311,7 @@ std::shared_ptr<tensormem::DmaBufStorage> gst_tensor_dmabuf_memory_get_storage(G
 }
 
 /**
- * gst_tensor_dmabuf_memory_import_storage:
+ * gst_tensor_dmabuf_memory_import_storage: (skip)
  * @mem: a DMA-BUF #GstMemory (gst_is_dmabuf_memory())
  *
  * C++ only. The storage behind @mem: its own for DMA-BUF tensor memory,

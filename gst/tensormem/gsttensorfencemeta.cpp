@@ -215,7 +215,7 @@ GType gst_tensor_mem_fence_meta_api_get_type(void) {
 /**
  * gst_tensor_mem_fence_meta_get_info:
  *
- * Returns: the #GstMetaInfo of #GstTensorMemFenceMeta.
+ * Returns: (transfer none): the #GstMetaInfo of #GstTensorMemFenceMeta.
  *
  * Since: 0.1
  */
@@ -235,8 +235,8 @@ const GstMetaInfo *gst_tensor_mem_fence_meta_get_info(void) {
  * gst_tensor_mem_fence_kind_to_string:
  * @kind: a #GstTensorMemFenceKind
  *
- * Returns: "none", "software", "egl", "sync_file" or "d3d11" (the core's
- * timeline kind names).
+ * Returns: (transfer none): "none", "software", "egl", "sync_file" or
+ * "d3d11" (the core's timeline kind names).
  *
  * Since: 0.1
  */

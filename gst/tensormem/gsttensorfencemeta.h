@@ -166,7 +166,11 @@ GstFlowReturn gst_tensor_mem_element_wait_fences(GstElement *element, GstBuffer 
 G_END_DECLS
 
 #ifdef __cplusplus
-/* Records on @buffer that its memory is written until @timeline reaches
+/**
+ * gst_buffer_add_tensor_mem_fence_meta: (skip)
+ *
+ * C++ only (a std::shared_ptr<tensormem::Timeline>). Records on @buffer that its memory is written until @timeline
+ * reaches
  * @value: the buffer's fence meta for @timeline (or an empty one) is updated
  * to the newer value, else a new meta is added. @sync_file_fd (SyncFile
  * timelines only, -1 otherwise) is duplicated, never taken. NULL, with
@@ -178,13 +182,20 @@ GstTensorMemFenceMeta *gst_buffer_add_tensor_mem_fence_meta(GstBuffer *buffer,
                                                             std::shared_ptr<tensormem::Timeline> timeline,
                                                             guint64 value, gint sync_file_fd, GError **error);
 
-/* Every GPU write recorded on the storages of @buffer's tensor memories
+/**
+ * gst_buffer_add_tensor_mem_fences_from_memory: (skip)
+ *
+ * Declared for C++ only. Every GPU write recorded on the storages of @buffer's tensor memories
  * (tensormem::Storage::gpu_completion()), as fence metas; FALSE with @error
  * set when one could not be added. */
 GST_TENSORMEM_API
 gboolean gst_buffer_add_tensor_mem_fences_from_memory(GstBuffer *buffer, GError **error);
 
-/* The timeline the meta refers to; null for an empty meta. */
+/**
+ * gst_tensor_mem_fence_meta_get_timeline: (skip)
+ *
+ * C++ only. The timeline the meta refers to; null for an empty meta.
+ */
 GST_TENSORMEM_API
 std::shared_ptr<tensormem::Timeline> gst_tensor_mem_fence_meta_get_timeline(GstTensorMemFenceMeta *meta);
 #endif

@@ -26,7 +26,7 @@ constexpr std::array<std::pair<GstVideoFormat, PixelFormat>, 12> kFormats{{
 } // namespace
 
 /**
- * gst_tensor_pixel_format_from_video_format:
+ * gst_tensor_pixel_format_from_video_format: (skip)
  * @format: a #GstVideoFormat
  * @out: (out): the matching tensormem pixel format
  *
@@ -48,7 +48,7 @@ gboolean gst_tensor_pixel_format_from_video_format(GstVideoFormat format, tensor
 }
 
 /**
- * gst_tensor_pixel_format_to_video_format:
+ * gst_tensor_pixel_format_to_video_format: (skip)
  * @format: a tensormem pixel format
  *
  * C++ only.

@@ -108,7 +108,7 @@ GstTensorMemGlWorker *gst_tensor_gl_worker_new(GError **error) {
 }
 
 /**
- * gst_tensor_gl_worker_new_wrapped:
+ * gst_tensor_gl_worker_new_wrapped: (skip)
  * @worker: a running core GL worker
  *
  * C++ only. Wraps an existing core worker (for instance one the application
@@ -137,7 +137,7 @@ GstTensorMemGlWorker *gst_tensor_gl_worker_new_wrapped(std::shared_ptr<tensormem
 }
 
 /**
- * gst_tensor_gl_worker_get_core_gl_worker:
+ * gst_tensor_gl_worker_get_core_gl_worker: (skip)
  * @worker: a #GstTensorMemGlWorker
  *
  * C++ only.
@@ -293,7 +293,7 @@ gboolean gst_tensor_gl_worker_handle_set_context(GstElement *element, GstContext
 }
 
 /**
- * gst_tensor_gl_worker_handle_context_query:
+ * gst_tensor_gl_worker_handle_context_query: (skip)
  * @element: the element the query reached
  * @query: a query
  * @worker: the element's worker slot, guarded by @element's object lock
@@ -301,6 +301,9 @@ gboolean gst_tensor_gl_worker_handle_set_context(GstElement *element, GstContext
  * For an element's query handlers: answers a %GST_QUERY_CONTEXT of type
  * %GST_TENSOR_GL_WORKER_CONTEXT_TYPE with the element's worker, when it has
  * one.
+ *
+ * Not introspectable: @worker is the address of the element's slot, read under
+ * its object lock, which a binding cannot pass; elements in C call it.
  *
  * Returns: %TRUE when the query was answered.
  *

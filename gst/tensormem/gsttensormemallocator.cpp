@@ -19,7 +19,7 @@ gboolean gst_is_tensor_memory(GstMemory *mem) {
 }
 
 /**
- * gst_tensor_memory_get_tensor:
+ * gst_tensor_memory_get_tensor: (skip)
  * @mem: a #GstMemory
  *
  * C++ only. The tensor describing the whole allocation behind @mem (a 1-D

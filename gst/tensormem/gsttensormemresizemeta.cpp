@@ -50,7 +50,7 @@ GType gst_tensor_mem_resize_meta_api_get_type(void) {
 /**
  * gst_tensor_mem_resize_meta_get_info:
  *
- * Returns: the #GstMetaInfo of #GstTensorMemResizeMeta
+ * Returns: (transfer none): the #GstMetaInfo of #GstTensorMemResizeMeta
  *
  * Since: 0.1
  */

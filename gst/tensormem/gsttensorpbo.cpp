@@ -176,7 +176,7 @@ GstTensorMemGlWorker *gst_tensor_pbo_memory_get_gl_worker(GstMemory *mem) {
 }
 
 /**
- * gst_tensor_pbo_memory_get_tensor:
+ * gst_tensor_pbo_memory_get_tensor: (skip)
  * @mem: a #GstMemory
  *
  * C++ only. Like gst_tensor_memory_get_tensor(), for PBO tensor memory: a
@@ -192,7 +192,7 @@ const tensormem::Tensor *gst_tensor_pbo_memory_get_tensor(GstMemory *mem) {
 }
 
 /**
- * gst_tensor_pbo_memory_get_storage:
+ * gst_tensor_pbo_memory_get_storage: (skip)
  * @mem: a #GstMemory
  *
  * C++ only.
@@ -208,7 +208,7 @@ std::shared_ptr<tensormem::PboStorage> gst_tensor_pbo_memory_get_storage(GstMemo
 }
 
 /**
- * gst_tensor_pbo_memory_get_core_gl_worker:
+ * gst_tensor_pbo_memory_get_core_gl_worker: (skip)
  * @mem: a #GstMemory
  *
  * C++ only.

@@ -38,7 +38,11 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(GstTensorMemReadCompletion, gst_tensor_mem_read_co
 G_END_DECLS
 
 #ifdef __cplusplus
-/* Records on the storage of every tensor memory of @buffer that a reader
+/**
+ * gst_buffer_add_tensor_mem_read_completion: (skip)
+ *
+ * C++ only (a std::shared_ptr<tensormem::Timeline>). Records on the storage
+ * of every tensor memory of @buffer that a reader
  * reads it until @timeline reaches @value (a GPU stream's completion, an
  * inference step's): a CPU map that writes the memory, and the pool before
  * it hands the buffer to a producer again, wait for it. The buffer need not

@@ -1,0 +1,123 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
+"""The GstTensorMem-1.0 introspection data covers the C API and loads.
+
+Usage: test_gir.py GIR HEADER...
+
+- Every function that the installed HEADERs declare to C (GST_TENSORMEM_API
+  outside `#ifdef __cplusplus`) is in GIR, and introspectable unless it is
+  one of NOT_INTROSPECTABLE below (each with the reason).
+- The typelib loads (GI_TYPELIB_PATH) and its function list is the GIR's;
+  the annotations come through to Python: (out) parameters return tuples,
+  (rename-to) gives buffer_to_dlpack, (transfer full) constructors return
+  owned objects.
+Prints the functions, one per line. Exit 77 when gi is missing."""
+
+import re
+import sys
+import xml.etree.ElementTree as ET
+
+import pyenv
+
+# C functions introspection cannot use, and why (the doc comment says so
+# too, with (skip)).
+NOT_INTROSPECTABLE = {
+    # DLManagedTensor is DLPack's plain C struct; bindings call
+    # gst_tensor_mem_buffer_to_dlpack_address() (rename-to
+    # gst_tensor_mem_buffer_to_dlpack) instead.
+    "gst_tensor_mem_buffer_to_dlpack",
+    # In-parameters that are the address of an element's slot, read under its
+    # object lock: a binding cannot pass one (elements written in C call them).
+    "gst_tensor_gl_worker_handle_context_query",
+    "gst_tensor_d3d11_device_handle_context_query",
+}
+
+CORE = "{http://www.gtk.org/introspection/core/1.0}"
+C_ID = "{http://www.gtk.org/introspection/c/1.0}identifier"
+
+
+def c_declarations(path):
+    """The functions a C compiler sees in `path` with GST_TENSORMEM_API."""
+    text = open(path).read()
+    text = re.sub(r"#ifdef __cplusplus\n.*?#endif", "", text, flags=re.S)
+    return set(re.findall(r"GST_TENSORMEM_API\s+[^;(]*?\b(gst_\w+)\s*\(", text))
+
+
+def main(gir_path, headers):
+    failures = []
+
+    def check(ok, text):
+        if not ok:
+            failures.append(text)
+            print("FAIL: " + text)
+
+    declared = set()
+    skipped = set()
+    for header in headers:
+        declared |= c_declarations(header)
+    check(len(declared) > 50, "only %d C functions found in the headers" % len(declared))
+
+    functions = {}
+    for element in ET.parse(gir_path).iter():
+        if element.tag in (CORE + "function", CORE + "method", CORE + "constructor") and element.get(C_ID):
+            functions[element.get(C_ID)] = element
+    for name in sorted(declared):
+        if name.endswith("_get_type"):
+            continue  # the GType of a class, boxed or enum: an attribute, not a function
+        element = functions.get(name)
+        if element is None:
+            check(False, "%s is declared to C but missing from the GIR" % name)
+            continue
+        introspectable = element.get("introspectable", "1") == "1"
+        expected = name not in NOT_INTROSPECTABLE
+        if not expected:
+            skipped.add(name)
+        check(introspectable == expected, "%s: introspectable=%s, expected %s" % (name, introspectable, expected))
+        shown = element.get("shadows") or element.get("name")
+        print("%-50s %s%s" % (name, shown, "" if introspectable else "  (skip)"))
+
+    pyenv.require(numpy=False)
+    from gi import _gi
+    from gi.repository import Gst, GstTensorMem
+
+    repo = _gi.Repository.get_default()
+    loaded = set()
+    for info in repo.get_infos("GstTensorMem"):
+        if isinstance(info, _gi.FunctionInfo):
+            loaded.add(info.get_symbol())
+        elif hasattr(info, "get_methods"):
+            loaded |= {m.get_symbol() for m in info.get_methods()}
+    wanted = {n for n, e in functions.items() if e.get("introspectable", "1") == "1" and n in declared}
+    check(wanted <= loaded, "functions of the GIR missing from the typelib: %s" % sorted(wanted - loaded))
+
+    check(GstTensorMem.buffer_to_dlpack.get_symbol() == "gst_tensor_mem_buffer_to_dlpack_address",
+          "GstTensorMem.buffer_to_dlpack is not the introspectable form")
+    stats = GstTensorMem.dlpack_get_stats()
+    check(len(stats) == 2 and stats.made >= stats.released, "dlpack_get_stats() (out) pair: %s" % (stats,))
+    copies = GstTensorMem.get_copy_stats(GstTensorMem.Storage.SYSTEM)
+    check(len(copies) == 2, "get_copy_stats() (out) pair: %s" % (copies,))
+    check(GstTensorMem.storage_resolve(GstTensorMem.Storage.AUTO) != GstTensorMem.Storage.AUTO,
+          "storage_resolve(AUTO) stayed AUTO")
+    allocator = GstTensorMem.SystemAllocator.get()
+    memory = allocator.alloc(256, None)
+    check(GstTensorMem.is_tensor_memory(memory), "system tensor allocator memory is not tensor memory")
+    check(GstTensorMem.memory_get_storage(memory) == GstTensorMem.Storage.SYSTEM, "storage of system memory")
+    pool = GstTensorMem.BufferPool.new_for_storage(GstTensorMem.Storage.SYSTEM)
+    check(isinstance(pool, Gst.BufferPool) and GstTensorMem.BufferPool.get_storage(pool) == GstTensorMem.Storage.SYSTEM,
+          "BufferPool.new_for_storage(SYSTEM): %r" % pool)
+    buffer = Gst.Buffer.new()
+    check(GstTensorMem.buffer_get_tensor_cuda_meta(buffer) is None, "a plain buffer has a CUDA meta")
+    check(not GstTensorMem.buffer_has_tensor_mem_fence(buffer), "a plain buffer has a fence")
+
+    if failures:
+        return 1
+    print("%d C functions: in the GIR and the typelib, %d of them not introspectable" %
+          (len([n for n in declared if not n.endswith("_get_type")]), len(skipped)))
+    return 0
+
+
+if __name__ == "__main__":
+    if len(sys.argv) < 3:
+        print(__doc__)
+        sys.exit(2)
+    sys.exit(main(sys.argv[1], sys.argv[2:]))
