@@ -197,6 +197,13 @@ GstFlowReturn fence_output(GstTensorMemUpload *self, GstTensorMemStorage storage
   return GST_FLOW_ERROR;
 }
 
+/* GstGL interop: a GstGLSyncMeta on the input (glupload, GL decoders) has
+ * passed before any path reads the input's bytes. */
+void honour_gl_sync(GstTensorMemUpload *self, GstBuffer *inbuf) {
+  if (const guint waited = gst_buffer_wait_gl_sync_metas(inbuf))
+    GST_LOG_OBJECT(self, "%" GST_PTR_FORMAT ": waited for %u GstGLSyncMeta(s)", inbuf, waited);
+}
+
 } // namespace
 
 G_DEFINE_TYPE_WITH_CODE(GstTensorMemUpload, gst_tensor_upload, GST_TYPE_TENSOR_TRANSFORM,
@@ -479,6 +486,7 @@ static GstFlowReturn gst_tensor_upload_prepare_output_buffer(GstBaseTransform *t
     release_context(ctx);
     return ret;
   }
+  honour_gl_sync(self, inbuf);
   const gst_tensormem::UploadMethod &method = gst_tensormem::upload_method_for(ctx, inbuf);
   if (method.copies)
     ret = gst_tensor_transform_allow_copy(
