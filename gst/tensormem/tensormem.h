@@ -24,5 +24,6 @@
 
 #if GST_TENSORMEM_HAVE_GL
 #include <gst/tensormem/gsttensorglcontext.h>
+#include <gst/tensormem/gsttensorgstgl.h>
 #include <gst/tensormem/gsttensorpbo.h>
 #endif
