@@ -69,7 +69,9 @@ Result<void> GlWorker::read_texture_into(PboStorage &pbo, const TextureRegion &r
     } else {
       glBindBuffer(GL_PIXEL_PACK_BUFFER, pbo.buffer_id());
       glPixelStorei(GL_PACK_ALIGNMENT, 4);
-      glPixelStorei(GL_PACK_ROW_LENGTH, static_cast<GLint>(region.row_stride / 4));
+      // Tight rows as 0: drivers take their fast (memcpy) path only then.
+      const std::size_t row_texels = region.row_stride / 4;
+      glPixelStorei(GL_PACK_ROW_LENGTH, row_texels == region.width ? 0 : static_cast<GLint>(row_texels));
       glReadPixels(0, 0, static_cast<GLsizei>(region.width), static_cast<GLsizei>(region.height), GL_RGBA,
                    GL_UNSIGNED_BYTE, reinterpret_cast<void *>(region.offset));
       glPixelStorei(GL_PACK_ROW_LENGTH, 0);
