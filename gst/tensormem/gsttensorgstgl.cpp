@@ -65,6 +65,12 @@ void fence_gstgl_commands(GstGLContext *context, gpointer data) {
   else
     gl->Finish(); // no sync objects: wait here instead
 }
+
+/* Deletes the GL sync at `data` in GstGL's context (a read that never ran). */
+void delete_gstgl_sync(GstGLContext *context, gpointer data) {
+  if (data && context->gl_vtable->DeleteSync)
+    context->gl_vtable->DeleteSync(static_cast<GLsync>(data));
+}
 #endif
 
 } // namespace
@@ -264,9 +270,11 @@ gboolean gst_buffer_read_gl_memory_into_tensor_pbo(GstBuffer *outbuf, GstBuffer 
   region.wait_sync = gstgl_done;
   std::shared_ptr<tensormem::PboStorage> storage = gst_tensor_pbo_memory_get_storage(out);
   std::shared_ptr<tensormem::GlWorker> core = gst_tensor_gl_worker_get_core_gl_worker(worker);
-  tensormem::Result<void> read =
-      storage && core ? core->read_texture_into(*storage, region)
-                      : tensormem::Result<void>(tensormem::Error::disconnected("the PBO's GL worker is gone"));
+  tensormem::Result<void> read = tensormem::Error::disconnected("the PBO's GL worker is gone");
+  if (storage && core)
+    read = core->read_texture_into(*storage, region);
+  else
+    gst_gl_context_thread_add(context, delete_gstgl_sync, gstgl_done);
   gst_memory_unmap(in, &map);
   if (!read) {
     g_set_error(error, GST_RESOURCE_ERROR, GST_RESOURCE_ERROR_FAILED, "%s", read.error().message().c_str());

@@ -40,15 +40,21 @@ Result<std::size_t> rows_end(const GlWorker::TextureRegion &r) {
 } // namespace
 
 Result<void> GlWorker::read_texture_into(PboStorage &pbo, const TextureRegion &region) {
+  // A refused region still takes the sync it was handed (never leaked).
+  auto refuse = [&](Error error) -> Result<void> {
+    if (region.wait_sync)
+      (void)submit([sync = static_cast<GLsync>(region.wait_sync)] { glDeleteSync(sync); });
+    return error;
+  };
   if (region.texture == 0)
-    return Error::invalid_argument("read_texture_into: texture name 0");
+    return refuse(Error::invalid_argument("read_texture_into: texture name 0"));
   Result<std::size_t> end = rows_end(region);
   if (!end)
-    return std::move(end).error();
+    return refuse(std::move(end).error());
   if (*end > pbo.size_bytes())
-    return Error::invalid_argument("read_texture_into: " + std::to_string(region.width) + "x" +
-                                   std::to_string(region.height) + " texels need " + std::to_string(*end) +
-                                   " bytes, the PBO has " + std::to_string(pbo.size_bytes()));
+    return refuse(Error::invalid_argument("read_texture_into: " + std::to_string(region.width) + "x" +
+                                          std::to_string(region.height) + " texels need " + std::to_string(*end) +
+                                          " bytes, the PBO has " + std::to_string(pbo.size_bytes())));
   std::string failure;
   Result<void> ran = submit([&] {
     while (glGetError() != GL_NO_ERROR) {
