@@ -8,7 +8,14 @@
 #include <gst/tensormem/gsttensormemory.h>
 #include <gst/tensormem/gsttensorpbo.h>
 
+#include <tensormem/storage.hpp>
+#include <tensormem/tensor.hpp>
+
+#include <algorithm>
 #include <atomic>
+#include <chrono>
+#include <memory>
+#include <string>
 #include <vector>
 
 GST_DEBUG_CATEGORY_STATIC(gst_tensor_buffer_pool_debug);
@@ -31,9 +38,11 @@ struct GstTensorMemBufferPoolPrivate {
   GstClockTime fence_timeout; // bound on acquire's wait for a recycled buffer's fences
   std::atomic<guint64> fence_waits;
   std::atomic<guint64> fence_timeouts;
+  std::atomic<guint64> read_waits;    // recycled buffers acquire waited for because a reader was still reading
+  std::atomic<guint64> read_timeouts; // ... whose reader did not finish within the fence timeout
 };
 
-enum { PROP_0, PROP_FENCE_WAITS, PROP_FENCE_TIMEOUTS };
+enum { PROP_0, PROP_FENCE_WAITS, PROP_FENCE_TIMEOUTS, PROP_READ_WAITS, PROP_READ_TIMEOUTS, PROP_STATS };
 
 constexpr const char *kFenceTimeoutField = "tensormem-fence-timeout";
 
@@ -341,6 +350,66 @@ static void drop_fences(GstTensorMemBufferPoolPrivate *priv, GstBuffer *buffer) 
     gst_buffer_remove_meta(buffer, meta);
 }
 
+/* Gives a recycled buffer back to the pool instead of out: queued again
+ * (DONTWAIT), or freed when `discard` (what it holds cannot be reused). */
+static void put_back(GstBufferPool *pool, GstBuffer **buffer, bool discard) {
+  if (discard)
+    GST_BUFFER_FLAG_SET(*buffer, GST_BUFFER_FLAG_TAG_MEMORY); // freed by release, not queued again
+  // Not ours to unref yet (GstBufferPool sets buffer->pool after this returns).
+  GST_BUFFER_POOL_CLASS(gst_tensor_buffer_pool_parent_class)->release_buffer(pool, *buffer);
+  *buffer = nullptr;
+}
+
+/* Hands out a recycled buffer only once every reader that recorded a read of
+ * its memory (gst_buffer_begin_tensor_mem_read()) has finished, so a
+ * producer never overwrites a frame an inference step still reads: a
+ * bounded CPU wait like the fences', or GST_FLOW_EOS at once with
+ * GST_BUFFER_POOL_ACQUIRE_FLAG_DONTWAIT. A buffer whose reader does not
+ * finish in time leaves the pool and the acquire fails. */
+static GstFlowReturn wait_for_readers(GstBufferPool *pool, GstBuffer **buffer, GstBufferPoolAcquireParams *params) {
+  GstTensorMemBufferPoolPrivate *priv = pool_priv(pool);
+  std::vector<std::shared_ptr<tensormem::Storage>> read;
+  std::string failure;
+  for (guint i = 0; i < gst_buffer_n_memory(*buffer) && failure.empty(); ++i) {
+    const tensormem::Tensor *tensor = gst_tensor_memory_get_tensor(gst_buffer_peek_memory(*buffer, i));
+    if (!tensor)
+      continue;
+    tensormem::Result<std::vector<tensormem::GpuCompletion>> running = tensor->storage()->pending_reads();
+    if (!running)
+      failure = running.error().message();
+    else if (!running->empty())
+      read.push_back(tensor->storage());
+  }
+  if (read.empty() && failure.empty())
+    return GST_FLOW_OK;
+  if (failure.empty() && params && (params->flags & GST_BUFFER_POOL_ACQUIRE_FLAG_DONTWAIT)) {
+    put_back(pool, buffer, false);
+    return GST_FLOW_EOS;
+  }
+  const auto bound = std::chrono::nanoseconds(static_cast<std::int64_t>(std::min<GstClockTime>(
+      priv->fence_timeout, static_cast<GstClockTime>(std::chrono::nanoseconds(std::chrono::hours(24 * 365)).count()))));
+  const auto deadline = std::chrono::steady_clock::now() + bound;
+  for (const auto &storage : read) {
+    if (!failure.empty())
+      break;
+    const auto left =
+        std::max(deadline - std::chrono::steady_clock::now(), std::chrono::steady_clock::duration::zero());
+    tensormem::Result<std::size_t> waited =
+        storage->wait_for_reads(std::chrono::duration_cast<std::chrono::nanoseconds>(left));
+    if (!waited)
+      failure = waited.error().message();
+  }
+  if (!failure.empty()) {
+    priv->read_timeouts++;
+    GST_WARNING_OBJECT(pool, "recycled buffer %p not handed out, a reader of its memory did not finish: %s", *buffer,
+                       failure.c_str());
+    put_back(pool, buffer, true);
+    return GST_FLOW_ERROR;
+  }
+  priv->read_waits++;
+  return GST_FLOW_OK;
+}
+
 /* Hands out a recycled buffer only once every fence it came back with has
  * signalled: a bounded CPU wait (the config's fence timeout, 5 s by
  * default), or at once GST_FLOW_EOS (what GstBufferPool answers for "would
@@ -359,9 +428,7 @@ static GstFlowReturn gst_tensor_buffer_pool_acquire_buffer(GstBufferPool *pool, 
   while (GstMeta *meta = gst_buffer_iterate_meta_filtered(*buffer, &state, GST_TENSOR_MEM_FENCE_META_API_TYPE))
     pending = pending || !gst_tensor_mem_fence_meta_is_signalled(reinterpret_cast<GstTensorMemFenceMeta *>(meta));
   if (pending && params && (params->flags & GST_BUFFER_POOL_ACQUIRE_FLAG_DONTWAIT)) {
-    // Not ours to unref yet (GstBufferPool sets buffer->pool after this returns): straight back, fences kept.
-    GST_BUFFER_POOL_CLASS(gst_tensor_buffer_pool_parent_class)->release_buffer(pool, *buffer);
-    *buffer = nullptr;
+    put_back(pool, buffer, false); // fences kept
     return GST_FLOW_EOS;
   }
   if (pending) {
@@ -371,15 +438,13 @@ static GstFlowReturn gst_tensor_buffer_pool_acquire_buffer(GstBufferPool *pool, 
       GST_WARNING_OBJECT(pool, "recycled buffer %p not handed out, its GPU write never completed: %s", *buffer,
                          error->message);
       g_clear_error(&error);
-      GST_BUFFER_FLAG_SET(*buffer, GST_BUFFER_FLAG_TAG_MEMORY); // freed by release, not queued again
-      GST_BUFFER_POOL_CLASS(gst_tensor_buffer_pool_parent_class)->release_buffer(pool, *buffer);
-      *buffer = nullptr;
+      put_back(pool, buffer, true);
       return GST_FLOW_ERROR;
     }
     priv->fence_waits++;
   }
   drop_fences(priv, *buffer);
-  return GST_FLOW_OK;
+  return wait_for_readers(pool, buffer, params);
 }
 
 static void gst_tensor_buffer_pool_get_property(GObject *object, guint prop_id, GValue *value, GParamSpec *pspec) {
@@ -387,6 +452,15 @@ static void gst_tensor_buffer_pool_get_property(GObject *object, guint prop_id, 
   switch (prop_id) {
   case PROP_FENCE_WAITS: g_value_set_uint64(value, priv->fence_waits.load()); break;
   case PROP_FENCE_TIMEOUTS: g_value_set_uint64(value, priv->fence_timeouts.load()); break;
+  case PROP_READ_WAITS: g_value_set_uint64(value, priv->read_waits.load()); break;
+  case PROP_READ_TIMEOUTS: g_value_set_uint64(value, priv->read_timeouts.load()); break;
+  case PROP_STATS:
+    g_value_take_boxed(value,
+                       gst_structure_new("tensormem-pool-stats", "fence-waits", G_TYPE_UINT64, priv->fence_waits.load(),
+                                         "fence-timeouts", G_TYPE_UINT64, priv->fence_timeouts.load(), "read-waits",
+                                         G_TYPE_UINT64, priv->read_waits.load(), "read-timeouts", G_TYPE_UINT64,
+                                         priv->read_timeouts.load(), nullptr));
+    break;
   default: G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec); break;
   }
 }
@@ -414,6 +488,24 @@ static void gst_tensor_buffer_pool_class_init(GstTensorMemBufferPoolClass *klass
                           "Recycled buffers taken out of the pool because a fence did not signal within the fence "
                           "timeout",
                           0, G_MAXUINT64, 0, static_cast<GParamFlags>(G_PARAM_READABLE | G_PARAM_STATIC_STRINGS)));
+  g_object_class_install_property(
+      G_OBJECT_CLASS(klass), PROP_READ_WAITS,
+      g_param_spec_uint64("read-waits", "Read waits",
+                          "Recycled buffers acquire had to wait for, because a reader of their memory "
+                          "(gst_buffer_begin_tensor_mem_read) had not finished",
+                          0, G_MAXUINT64, 0, static_cast<GParamFlags>(G_PARAM_READABLE | G_PARAM_STATIC_STRINGS)));
+  g_object_class_install_property(
+      G_OBJECT_CLASS(klass), PROP_READ_TIMEOUTS,
+      g_param_spec_uint64("read-timeouts", "Read timeouts",
+                          "Recycled buffers taken out of the pool because a reader of their memory did not finish "
+                          "within the fence timeout",
+                          0, G_MAXUINT64, 0, static_cast<GParamFlags>(G_PARAM_READABLE | G_PARAM_STATIC_STRINGS)));
+  g_object_class_install_property(
+      G_OBJECT_CLASS(klass), PROP_STATS,
+      g_param_spec_boxed("stats", "Statistics",
+                         "The recycling counters in one structure (tensormem-pool-stats: fence-waits, "
+                         "fence-timeouts, read-waits, read-timeouts)",
+                         GST_TYPE_STRUCTURE, static_cast<GParamFlags>(G_PARAM_READABLE | G_PARAM_STATIC_STRINGS)));
   GST_BUFFER_POOL_CLASS(klass)->set_config = gst_tensor_buffer_pool_set_config;
   GST_BUFFER_POOL_CLASS(klass)->alloc_buffer = gst_tensor_buffer_pool_alloc_buffer;
 }
@@ -425,6 +517,8 @@ static void gst_tensor_buffer_pool_init(GstTensorMemBufferPool *self) {
   priv->fence_timeout = GST_TENSOR_MEM_FENCE_DEFAULT_TIMEOUT;
   priv->fence_waits = 0;
   priv->fence_timeouts = 0;
+  priv->read_waits = 0;
+  priv->read_timeouts = 0;
 }
 
 /**

@@ -19,6 +19,7 @@
 #include <gst/tensormem/gsttensormemory.h>
 #include <gst/tensormem/gsttensormemresizemeta.h>
 #include <gst/tensormem/gsttensormemvalidate.h>
+#include <gst/tensormem/gsttensorreadcompletion.h>
 #include <gst/tensormem/gsttensorstorage.h>
 #include <gst/tensormem/tensormem-prelude.h>
 

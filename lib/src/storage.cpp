@@ -56,6 +56,53 @@ Result<HostPin> Storage::pin_host(CpuAccess) {
                                 " storage has no host address that outlives a map; use map()");
 }
 
+namespace {
+
+/// \brief Waits for (or, when `may_block` is false, polls) every completion
+/// in `points`, all together bounded by `deadline`; `what` names them in
+/// the error ("GPU write", "read").
+Result<void> wait_all(const std::vector<GpuCompletion> &points, std::chrono::steady_clock::time_point deadline,
+                      bool may_block, const char *what) {
+  for (const GpuCompletion &p : points) {
+    if (!may_block) {
+      Result<bool> done = p.timeline->signalled(p.value);
+      if (!done)
+        return std::move(done).error();
+      if (!*done)
+        return Error::would_block(std::string("the ") + what + " recorded as value " + std::to_string(p.value) +
+                                  " on " + p.timeline->label() + " has not completed");
+      continue;
+    }
+    const auto left =
+        std::max(deadline - std::chrono::steady_clock::now(), std::chrono::steady_clock::duration::zero());
+    Result<void> waited = p.timeline->wait_cpu(p.value, std::chrono::duration_cast<std::chrono::nanoseconds>(left));
+    if (!waited)
+      return Error(waited.error().kind(),
+                   std::string("waiting for the recorded ") + what + ": " + waited.error().message());
+  }
+  return {};
+}
+
+/// \brief Newest value per timeline into `list` (an older value arriving
+/// late never replaces a newer one).
+void keep_newest(std::vector<GpuCompletion> &list, std::shared_ptr<Timeline> timeline, std::uint64_t value) {
+  auto same = std::find_if(list.begin(), list.end(), [&](const GpuCompletion &c) { return c.timeline == timeline; });
+  if (same == list.end())
+    list.push_back(GpuCompletion{std::move(timeline), value});
+  else
+    same->value = std::max(same->value, value);
+}
+
+/// \brief Drops from `list` every completion that `completed` shows reached.
+void forget_completed(std::vector<GpuCompletion> &list, const std::vector<GpuCompletion> &completed) {
+  std::erase_if(list, [&](const GpuCompletion &r) {
+    return std::any_of(completed.begin(), completed.end(),
+                       [&](const GpuCompletion &c) { return c.timeline == r.timeline && c.value >= r.value; });
+  });
+}
+
+} // namespace
+
 /// \brief Records a GPU write into this storage that completes when
 /// `timeline` reaches `value`; CPU maps wait for it first.
 ///
@@ -70,12 +117,7 @@ Result<void> Storage::record_write(std::shared_ptr<Timeline> timeline, std::uint
   if (!issued || value == 0)
     return issued;
   std::lock_guard lock(writes_mu_);
-  auto same =
-      std::find_if(writes_.begin(), writes_.end(), [&](const GpuCompletion &w) { return w.timeline == timeline; });
-  if (same == writes_.end())
-    writes_.push_back(GpuCompletion{std::move(timeline), value});
-  else
-    same->value = std::max(same->value, value);
+  keep_newest(writes_, std::move(timeline), value);
   return {};
 }
 
@@ -94,28 +136,94 @@ std::chrono::nanoseconds Storage::fence_timeout() const noexcept {
   return std::chrono::nanoseconds(fence_timeout_ns_.load());
 }
 
-/// \brief Orders a CPU map behind every recorded GPU write: a blocking map
-/// waits on the CPU, all writes together bounded by fence_timeout(); a
-/// non-blocking one answers WouldBlock while any write is outstanding.
+/// \brief Records a read of this storage that completes when `timeline`
+/// reaches `value`.
+///
+/// Reads already known complete are dropped first, so a pooled storage read
+/// by a new timeline every frame keeps a short list. Querying them is a
+/// cheap poll for the kinds readers use (software, sync_file).
+/// \return InvalidArgument for a null timeline or a value never issued
+/// (HAZ-23).
+Result<void> Storage::record_read(std::shared_ptr<Timeline> timeline, std::uint64_t value) {
+  if (!timeline)
+    return Error::invalid_argument("record_read: no timeline");
+  Result<void> issued = timeline->check_issued(value, "record_read");
+  if (!issued || value == 0)
+    return issued;
+  try {
+    Result<std::vector<GpuCompletion>> running = pending_reads(); // forgets the completed
+    if (!running)
+      return std::move(running).error();
+    std::lock_guard lock(writes_mu_);
+    keep_newest(reads_, std::move(timeline), value);
+    return {};
+  } catch (const std::bad_alloc &) {
+    return Error::io(ENOMEM, "record_read");
+  }
+}
+
+/// \brief The recorded reads still running; completed ones are forgotten.
+Result<std::vector<GpuCompletion>> Storage::pending_reads() {
+  try {
+    std::vector<GpuCompletion> reads;
+    {
+      std::lock_guard lock(writes_mu_);
+      reads = reads_;
+    }
+    std::vector<GpuCompletion> running;
+    std::vector<GpuCompletion> completed;
+    for (GpuCompletion &r : reads) {
+      Result<bool> done = r.timeline->signalled(r.value);
+      if (!done)
+        return std::move(done).error();
+      (*done ? completed : running).push_back(std::move(r));
+    }
+    if (!completed.empty()) {
+      std::lock_guard lock(writes_mu_);
+      forget_completed(reads_, completed); // a newer read recorded meanwhile stays
+    }
+    return running;
+  } catch (const std::bad_alloc &) {
+    return Error::io(ENOMEM, "pending_reads");
+  }
+}
+
+/// \brief Waits for every recorded read, bounded, and forgets them.
+Result<std::size_t> Storage::wait_for_reads(std::chrono::nanoseconds timeout) {
+  Result<std::vector<GpuCompletion>> running = pending_reads();
+  if (!running)
+    return std::move(running).error();
+  if (running->empty())
+    return std::size_t{0};
+  const auto deadline = std::chrono::steady_clock::now() + std::max(timeout, std::chrono::nanoseconds::zero());
+  Result<void> waited = wait_all(*running, deadline, true, "read");
+  if (!waited)
+    return std::move(waited).error();
+  Result<std::vector<GpuCompletion>> left = pending_reads(); // forgets the ones just waited for
+  if (!left)
+    return std::move(left).error();
+  return running->size();
+}
+
+/// \brief Orders a CPU map behind every recorded GPU write, and a map that
+/// writes also behind every recorded read: a blocking map waits on the CPU,
+/// all together bounded by fence_timeout(); a non-blocking one answers
+/// WouldBlock while any is outstanding.
 Result<void> Storage::order_before_map(CpuAccess access, bool may_block) noexcept {
   try {
-    const std::vector<GpuCompletion> writes = gpu_completion();
     const auto deadline = std::chrono::steady_clock::now() + fence_timeout();
-    for (const GpuCompletion &w : writes) {
-      if (!may_block) {
-        Result<bool> done = w.timeline->signalled(w.value);
-        if (!done)
-          return std::move(done).error();
-        if (!*done)
-          return Error::would_block("map: the GPU write recorded as value " + std::to_string(w.value) + " on " +
-                                    w.timeline->label() + " has not completed");
-        continue;
+    Result<void> writes = wait_all(gpu_completion(), deadline, may_block, "GPU write");
+    if (!writes)
+      return Error(writes.error().kind(), "map: " + writes.error().message());
+    if (access_writes(access)) {
+      std::vector<GpuCompletion> reads;
+      {
+        std::lock_guard lock(writes_mu_);
+        reads = reads_;
       }
-      const auto left =
-          std::max(deadline - std::chrono::steady_clock::now(), std::chrono::steady_clock::duration::zero());
-      Result<void> waited = w.timeline->wait_cpu(w.value, std::chrono::duration_cast<std::chrono::nanoseconds>(left));
-      if (!waited)
-        return Error(waited.error().kind(), "map: waiting for the recorded GPU write: " + waited.error().message());
+      Result<void> read = wait_all(reads, deadline, may_block, "read");
+      if (!read)
+        return Error(read.error().kind(), "map: " + read.error().message());
     }
     return order_backend_map(access, may_block);
   } catch (const std::bad_alloc &) {

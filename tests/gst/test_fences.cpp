@@ -246,6 +246,13 @@ GstBufferPool *gray_pool(bool fence_option, GstClockTime fence_timeout = GST_TEN
   return pool;
 }
 
+GstBufferPoolAcquireParams kDontWait = {GST_FORMAT_UNDEFINED, 0, 0, GST_BUFFER_POOL_ACQUIRE_FLAG_DONTWAIT, {}};
+
+void stop_pool(GstBufferPool *pool) {
+  gst_buffer_pool_set_active(pool, FALSE);
+  gst_object_unref(pool);
+}
+
 guint64 pool_counter(GstBufferPool *pool, const char *name) {
   guint64 n = 0;
   g_object_get(pool, name, &n, nullptr);
@@ -270,8 +277,7 @@ TEST(FencePool, TheOptionGivesEveryBufferOnePooledEmptyMeta) {
   EXPECT_EQ(describe(buffer), "none");
   EXPECT_EQ(timeline.use_count(), 1) << "an idle pooled buffer still holds the timeline";
   gst_buffer_unref(buffer);
-  gst_buffer_pool_set_active(pool, FALSE);
-  gst_object_unref(pool);
+  stop_pool(pool);
 }
 
 /* A consumer dropped a buffer whose GPU write is still running: the pool
@@ -288,9 +294,8 @@ TEST(FencePool, ARecycledBufferIsHandedOutOnlyOnceItsFenceSignalled) {
     add_fence(buffer, timeline, value);
     gst_buffer_unref(buffer); // back to the pool, unsignalled
 
-    GstBufferPoolAcquireParams dontwait = {GST_FORMAT_UNDEFINED, 0, 0, GST_BUFFER_POOL_ACQUIRE_FLAG_DONTWAIT, {}};
-    buffer = nullptr;
-    EXPECT_EQ(gst_buffer_pool_acquire_buffer(pool, &buffer, &dontwait), GST_FLOW_EOS);
+      buffer = nullptr;
+    EXPECT_EQ(gst_buffer_pool_acquire_buffer(pool, &buffer, &kDontWait), GST_FLOW_EOS);
     EXPECT_EQ(buffer, nullptr);
 
     std::thread gpu([&] {
@@ -331,8 +336,209 @@ TEST(FencePool, ABufferWhoseFenceNeverSignalsLeavesThePool) {
   ASSERT_EQ(gst_buffer_pool_acquire_buffer(pool, &buffer, nullptr), GST_FLOW_OK);
   EXPECT_FALSE(gst_buffer_has_tensor_mem_fence(buffer));
   gst_buffer_unref(buffer);
-  gst_buffer_pool_set_active(pool, FALSE);
-  gst_object_unref(pool);
+  stop_pool(pool);
+}
+
+// ---- reader completions -----------------------------------------------------
+
+/* An inference step still reading a frame after the buffer was dropped: the
+ * pool hands the buffer to the next producer only once the read finished. */
+TEST(ReadCompletion, APoolHandsOutABufferOnlyOnceItsReaderFinished) {
+  GstBufferPool *pool = gray_pool(false);
+  GstBuffer *buffer = nullptr;
+  ASSERT_EQ(gst_buffer_pool_acquire_buffer(pool, &buffer, nullptr), GST_FLOW_OK);
+  GstBuffer *first = buffer;
+  GError *error = nullptr;
+  GstTensorMemReadCompletion *read = gst_buffer_begin_tensor_mem_read(buffer, &error);
+  ASSERT_NE(read, nullptr) << error_text(error);
+  gst_buffer_unref(buffer); // dropped while the reader still reads
+
+  buffer = nullptr;
+  EXPECT_EQ(gst_buffer_pool_acquire_buffer(pool, &buffer, &kDontWait), GST_FLOW_EOS);
+  EXPECT_EQ(buffer, nullptr);
+
+  std::thread reader([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    gst_tensor_mem_read_completion_done(read);
+  });
+  ASSERT_EQ(gst_buffer_pool_acquire_buffer(pool, &buffer, nullptr), GST_FLOW_OK);
+  EXPECT_TRUE(gst_tensor_mem_read_completion_is_done(read)) << "handed out while its reader was still reading";
+  reader.join();
+  EXPECT_EQ(buffer, first);
+  EXPECT_EQ(pool_counter(pool, "read-waits"), 1u);
+  EXPECT_EQ(pool_counter(pool, "fence-waits"), 0u) << "a read counted as a fence";
+  GstStructure *stats = nullptr;
+  g_object_get(pool, "stats", &stats, nullptr);
+  ASSERT_NE(stats, nullptr);
+  guint64 read_waits = 0;
+  EXPECT_TRUE(gst_structure_get_uint64(stats, "read-waits", &read_waits));
+  EXPECT_EQ(read_waits, 1u);
+  gst_structure_free(stats);
+  gst_tensor_mem_read_completion_unref(read);
+  gst_buffer_unref(buffer);
+  // A finished read costs the next acquire nothing.
+  ASSERT_EQ(gst_buffer_pool_acquire_buffer(pool, &buffer, &kDontWait), GST_FLOW_OK);
+  EXPECT_EQ(pool_counter(pool, "read-waits"), 1u);
+  gst_buffer_unref(buffer);
+  stop_pool(pool);
+}
+
+TEST(ReadCompletion, AReaderThatNeverFinishesCostsThePoolThatBufferNotAHang) {
+  GstBufferPool *pool = gray_pool(false, kShort);
+  GstBuffer *buffer = nullptr;
+  ASSERT_EQ(gst_buffer_pool_acquire_buffer(pool, &buffer, nullptr), GST_FLOW_OK);
+  GstTensorMemReadCompletion *read = gst_buffer_begin_tensor_mem_read(buffer, nullptr);
+  ASSERT_NE(read, nullptr);
+  gst_buffer_unref(buffer);
+  buffer = nullptr;
+  EXPECT_EQ(gst_buffer_pool_acquire_buffer(pool, &buffer, nullptr), GST_FLOW_ERROR);
+  if (buffer) {
+    ADD_FAILURE() << "a buffer still being read was handed out";
+    gst_buffer_unref(buffer);
+  }
+  EXPECT_EQ(pool_counter(pool, "read-timeouts"), 1u);
+  gst_tensor_mem_read_completion_done(read); // late: the buffer is gone, nothing breaks
+  gst_tensor_mem_read_completion_unref(read);
+  ASSERT_EQ(gst_buffer_pool_acquire_buffer(pool, &buffer, nullptr), GST_FLOW_OK);
+  gst_buffer_unref(buffer);
+  stop_pool(pool);
+}
+
+TEST(ReadCompletion, TheLastReferenceFinishesTheReadAndCopiesShareIt) {
+  GstBufferPool *pool = gray_pool(false);
+  GstBuffer *buffer = nullptr;
+  ASSERT_EQ(gst_buffer_pool_acquire_buffer(pool, &buffer, nullptr), GST_FLOW_OK);
+  // A reader may hold only a shallow copy (a tee branch): the read is on the
+  // memory both share, so it still protects the pool's buffer.
+  GstBuffer *copy = gst_buffer_copy(buffer);
+  GstTensorMemReadCompletion *read = gst_buffer_begin_tensor_mem_read(copy, nullptr);
+  ASSERT_NE(read, nullptr);
+  GstTensorMemReadCompletion *second = gst_tensor_mem_read_completion_ref(read);
+  gst_buffer_unref(copy);
+  gst_buffer_unref(buffer);
+  buffer = nullptr;
+  EXPECT_EQ(gst_buffer_pool_acquire_buffer(pool, &buffer, &kDontWait), GST_FLOW_EOS);
+  gst_tensor_mem_read_completion_unref(read);
+  EXPECT_EQ(gst_buffer_pool_acquire_buffer(pool, &buffer, &kDontWait), GST_FLOW_EOS) << "one reference still reads";
+  gst_tensor_mem_read_completion_unref(second);
+  ASSERT_EQ(gst_buffer_pool_acquire_buffer(pool, &buffer, &kDontWait), GST_FLOW_OK);
+  gst_buffer_unref(buffer);
+  stop_pool(pool);
+}
+
+TEST(ReadCompletion, ABufferWithoutTensorMemoryIsRefused) {
+  GstBuffer *plain = gst_buffer_new_allocate(nullptr, kGraySize, nullptr);
+  GError *error = nullptr;
+  EXPECT_EQ(gst_buffer_begin_tensor_mem_read(plain, &error), nullptr);
+  ASSERT_NE(error, nullptr);
+  EXPECT_NE(std::string(error->message).find("no tensor memory"), std::string::npos) << error->message;
+  g_clear_error(&error);
+  gst_buffer_unref(plain);
+}
+
+TEST(ReadCompletion, AValueTheReadersTimelineNeverIssuedIsRefused) {
+  GstBufferPool *pool = gray_pool(false);
+  GstBuffer *buffer = nullptr;
+  ASSERT_EQ(gst_buffer_pool_acquire_buffer(pool, &buffer, nullptr), GST_FLOW_OK);
+  auto timeline = SoftwareTimeline::create("cuda stream");
+  GError *error = nullptr;
+  EXPECT_FALSE(gst_buffer_add_tensor_mem_read_completion(buffer, timeline, 1, &error));
+  ASSERT_NE(error, nullptr);
+  EXPECT_NE(std::string(error->message).find("record_read: value 1"), std::string::npos) << error->message;
+  g_clear_error(&error);
+  EXPECT_TRUE(gst_buffer_add_tensor_mem_read_completion(buffer, timeline, timeline->issue(), &error))
+      << error_text(error);
+  ASSERT_TRUE(timeline->signal(1));
+  gst_buffer_unref(buffer);
+  stop_pool(pool);
+}
+
+/* decode -> inference where inference reads each frame after the sample was
+ * dropped (through a long-lived address, as a GPU reads memory it was
+ * given): videotestsrc writes moving frames into tensorupload's pool as fast
+ * as the pool lets it; a slow reader re-reads every frame after a delay and
+ * finds exactly the bytes it was handed. */
+TEST(ReadCompletion, AFrameBeingReadIsNeverOverwrittenInA500FramePipeline) {
+  GError *error = nullptr;
+  GstElement *pipeline = gst_parse_launch(
+      "videotestsrc num-buffers=500 pattern=ball ! video/x-raw,format=GRAY8,width=64,height=48 ! "
+      "tensorupload storage=system require-zero-copy=true ! appsink name=sink sync=false max-buffers=4",
+      &error);
+  ASSERT_NE(pipeline, nullptr) << error_text(error);
+  ASSERT_EQ(error, nullptr) << error_text(error);
+  GstElement *sink = gst_bin_get_by_name(GST_BIN(pipeline), "sink");
+  ASSERT_EQ(gst_element_set_state(pipeline, GST_STATE_PLAYING), GST_STATE_CHANGE_ASYNC);
+
+  struct Job {
+    tensormem::HostPin pin;
+    GstTensorMemReadCompletion *read;
+    guint64 sum;
+  };
+  auto checksum = [](const tensormem::HostPin &pin) {
+    guint64 h = 1469598103934665603ull;
+    const auto *p = reinterpret_cast<const guint8 *>(pin.data());
+    for (std::size_t i = 0; i < pin.length(); ++i)
+      h = (h ^ p[i]) * 1099511628211ull;
+    return h;
+  };
+  std::mutex mu;
+  std::condition_variable cv;
+  std::deque<Job> jobs;
+  bool finished = false;
+  guint wrong = 0, read_frames = 0;
+  std::thread inference([&] {
+    std::unique_lock lock(mu);
+    for (;;) {
+      cv.wait(lock, [&] { return finished || !jobs.empty(); });
+      if (jobs.empty())
+        return;
+      Job job = std::move(jobs.front());
+      jobs.pop_front();
+      lock.unlock();
+      std::this_thread::sleep_for(std::chrono::milliseconds(1)); // the model runs
+      if (checksum(job.pin) != job.sum)
+        ++wrong;
+      ++read_frames;
+      job.pin = tensormem::HostPin();
+      gst_tensor_mem_read_completion_done(job.read);
+      gst_tensor_mem_read_completion_unref(job.read);
+      lock.lock();
+    }
+  });
+  guint frames = 0;
+  while (GstSample *sample = gst_app_sink_try_pull_sample(GST_APP_SINK(sink), tmtest::kTimeout)) {
+    GstBuffer *buffer = gst_sample_get_buffer(sample);
+    const tensormem::Tensor *tensor = gst_tensor_memory_get_tensor(gst_buffer_peek_memory(buffer, 0));
+    if (!tensor) {
+      ADD_FAILURE() << "frame " << frames << " is not in tensor memory";
+      gst_sample_unref(sample);
+      break;
+    }
+    tensormem::Result<tensormem::HostPin> pin = tensor->storage()->pin_host(tensormem::CpuAccess::Read);
+    ASSERT_TRUE(pin) << pin.error().message();
+    GstTensorMemReadCompletion *read = gst_buffer_begin_tensor_mem_read(buffer, &error);
+    ASSERT_NE(read, nullptr) << error_text(error);
+    const guint64 sum = checksum(*pin);
+    gst_sample_unref(sample); // the buffer goes back to the pool now
+    {
+      std::lock_guard lock(mu);
+      jobs.push_back(Job{std::move(*pin), read, sum});
+    }
+    cv.notify_one();
+    ++frames;
+  }
+  {
+    std::lock_guard lock(mu);
+    finished = true;
+  }
+  cv.notify_one();
+  inference.join();
+  gst_element_set_state(pipeline, GST_STATE_NULL);
+  gst_object_unref(sink);
+  gst_object_unref(pipeline);
+  EXPECT_EQ(frames, 500u);
+  EXPECT_EQ(read_frames, frames);
+  EXPECT_EQ(wrong, 0u) << "frames overwritten while the reader still read them";
 }
 
 // ---- a producer whose bytes land when its fence signals ----------------------
@@ -755,8 +961,7 @@ TEST_F(EglFences, AFenceAfterAnUploadIsSignalledByTheTimeTheCpuMapRuns) {
   gst_buffer_unmap(buffer, &map);
   EXPECT_TRUE(gst_tensor_mem_fence_meta_wait_gpu(meta, worker, &error)) << error_text(error);
   gst_buffer_unref(buffer);
-  gst_buffer_pool_set_active(pool, FALSE);
-  gst_object_unref(pool);
+  stop_pool(pool);
   gst_object_unref(allocator);
 }
 

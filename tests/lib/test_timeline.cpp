@@ -234,6 +234,120 @@ TEST(MapOrdering, a_map_waits_for_the_writes_of_every_timeline) {
   EXPECT_TRUE(storage->map(CpuAccess::Read));
 }
 
+// Reader completions: a storage read after it was handed on (an inference
+// step on the GPU) must not be written by the CPU until that read is done.
+TEST(RecordRead, keeps_the_newest_value_per_timeline_and_forgets_completed_reads) {
+  auto storage = make_storage();
+  auto a = SoftwareTimeline::create("reader a");
+  auto b = SoftwareTimeline::create("reader b");
+  a->issue();
+  a->issue();
+  b->issue();
+  ASSERT_TRUE(storage->record_read(a, 2));
+  ASSERT_TRUE(storage->record_read(a, 1)); // late and older: ignored
+  ASSERT_TRUE(storage->record_read(b, 1));
+  ASSERT_TRUE(storage->record_read(a, 0)); // "no read": ignored
+  Result<std::vector<GpuCompletion>> running = storage->pending_reads();
+  ASSERT_TRUE(running);
+  ASSERT_EQ(running->size(), 2u);
+  EXPECT_EQ((*running)[0].timeline, a);
+  EXPECT_EQ((*running)[0].value, 2u);
+  ASSERT_TRUE(b->signal(1));
+  running = storage->pending_reads();
+  ASSERT_TRUE(running);
+  ASSERT_EQ(running->size(), 1u) << "a completed read is still pending";
+  EXPECT_EQ((*running)[0].timeline, a);
+  EXPECT_EQ(b.use_count(), 1) << "the storage still holds a completed reader's timeline";
+  EXPECT_TRUE(storage->gpu_completion().empty()) << "a read was recorded as a write";
+}
+
+TEST(RecordRead, refuses_an_unissued_value_and_a_null_timeline_HAZ_23) {
+  auto storage = make_storage();
+  auto t = SoftwareTimeline::create("reader");
+  t->issue();
+  Result<void> refused = storage->record_read(t, 2);
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().kind(), ErrorKind::InvalidArgument);
+  EXPECT_TRUE(contains(refused.error().message(), "record_read: value 2")) << refused.error().message();
+  EXPECT_EQ(storage->record_read(nullptr, 1).error().kind(), ErrorKind::InvalidArgument);
+  EXPECT_TRUE(storage->pending_reads()->empty());
+}
+
+TEST(RecordRead, a_writing_map_waits_for_a_recorded_read_and_a_reading_map_does_not) {
+  auto storage = make_storage();
+  storage->set_fence_timeout(kHangBound);
+  auto t = SoftwareTimeline::create("inference");
+  const auto v = t->issue();
+  ASSERT_TRUE(storage->record_read(t, v));
+
+  // Readers share: a second reader maps at once, even without waiting.
+  EXPECT_TRUE(storage->map(CpuAccess::Read, MapState::Wait::NoWait));
+  Result<HostPin> busy = storage->map(CpuAccess::Write, MapState::Wait::NoWait);
+  ASSERT_FALSE(busy);
+  EXPECT_TRUE(busy.error().would_block());
+  EXPECT_TRUE(contains(busy.error().message(), "read recorded as value 1")) << busy.error().message();
+  EXPECT_TRUE(contains(busy.error().message(), "'inference'")) << busy.error().message();
+
+  std::atomic<bool> read_done{false};
+  auto writer = std::async(std::launch::async, [&] {
+    Result<HostPin> pin = storage->map(CpuAccess::ReadWrite);
+    return std::make_pair(pin.ok(), read_done.load());
+  });
+  std::this_thread::sleep_for(50ms);
+  EXPECT_EQ(writer.wait_for(0s), std::future_status::timeout) << "the write map did not wait for the read";
+  read_done = true;
+  ASSERT_TRUE(t->signal(v));
+  auto [mapped, after_read] = writer.get();
+  EXPECT_TRUE(mapped);
+  EXPECT_TRUE(after_read) << "the CPU wrote into memory a reader was still reading";
+}
+
+TEST(RecordRead, a_read_that_never_completes_bounds_the_writing_map_and_wait_for_reads) {
+  auto storage = make_storage();
+  storage->set_fence_timeout(30ms);
+  auto t = SoftwareTimeline::create("stuck reader");
+  ASSERT_TRUE(storage->record_read(t, t->issue()));
+  Result<HostPin> pin = storage->map(CpuAccess::Write);
+  ASSERT_FALSE(pin);
+  EXPECT_EQ(pin.error().kind(), ErrorKind::WouldBlock);
+  EXPECT_TRUE(contains(pin.error().message(), "'stuck reader'")) << pin.error().message();
+  EXPECT_FALSE(storage->is_mapped());
+  Result<std::size_t> waited = storage->wait_for_reads(20ms);
+  ASSERT_FALSE(waited);
+  EXPECT_EQ(waited.error().kind(), ErrorKind::WouldBlock);
+  EXPECT_TRUE(contains(waited.error().message(), "waiting for the recorded read")) << waited.error().message();
+
+  ASSERT_TRUE(t->signal(1));
+  waited = storage->wait_for_reads(0ns);
+  ASSERT_TRUE(waited);
+  EXPECT_EQ(*waited, 0u) << "a completed read was counted as waited for";
+  EXPECT_TRUE(storage->map(CpuAccess::Write));
+}
+
+TEST(RecordRead, wait_for_reads_waits_for_every_reader_and_counts_them) {
+  auto storage = make_storage();
+  auto a = SoftwareTimeline::create("a");
+  auto b = SoftwareTimeline::create("b");
+  ASSERT_TRUE(storage->record_read(a, a->issue()));
+  ASSERT_TRUE(storage->record_read(b, b->issue()));
+  std::atomic<int> signalled{0};
+  std::thread readers([&] {
+    std::this_thread::sleep_for(30ms);
+    signalled++;
+    (void)a->signal(1);
+    std::this_thread::sleep_for(30ms);
+    signalled++;
+    (void)b->signal(1);
+  });
+  Result<std::size_t> waited = storage->wait_for_reads(kHangBound);
+  const int seen = signalled.load();
+  readers.join();
+  ASSERT_TRUE(waited) << waited.error().message();
+  EXPECT_EQ(*waited, 2u);
+  EXPECT_EQ(seen, 2) << "wait_for_reads returned before every reader finished";
+  EXPECT_TRUE(storage->pending_reads()->empty());
+}
+
 #ifndef _WIN32
 // The sync_file kind's poll() logic, with eventfds standing in for sync_file
 // fds: both poll readable once "signalled". What a real sync_file adds (the

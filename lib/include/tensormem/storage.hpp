@@ -65,7 +65,23 @@ public:
   Result<void> record_write(std::shared_ptr<Timeline> timeline, std::uint64_t value);
   /// The newest recorded write per timeline; empty when none was recorded.
   std::vector<GpuCompletion> gpu_completion() const;
-  /// The bound on the CPU wait a map makes for the recorded writes.
+  /// Records that a reader (a GPU kernel, an inference step running after
+  /// the buffer was handed on) reads this storage until `timeline` reaches
+  /// `value`: CPU maps that write wait for every recorded read first (write
+  /// after read), and pools wait for them before they recycle the memory.
+  /// Per timeline the newest value wins; reads known complete are forgotten
+  /// when the next one is recorded.
+  Result<void> record_read(std::shared_ptr<Timeline> timeline, std::uint64_t value);
+  /// The recorded reads not yet complete (each is polled once; those found
+  /// complete are forgotten).
+  Result<std::vector<GpuCompletion>> pending_reads();
+  /// Waits on the CPU for every recorded read, all together bounded by
+  /// `timeout` (0 polls once), and forgets them. Returns how many had not
+  /// completed when the wait began; WouldBlock naming the first read still
+  /// running when the time ran out.
+  Result<std::size_t> wait_for_reads(std::chrono::nanoseconds timeout);
+  /// The bound on the CPU wait a map makes for the recorded writes (and, for
+  /// a map that writes, the recorded reads).
   void set_fence_timeout(std::chrono::nanoseconds timeout) noexcept;
   std::chrono::nanoseconds fence_timeout() const noexcept;
 
@@ -114,6 +130,7 @@ private:
   MapState state_;
   mutable std::mutex writes_mu_;
   std::vector<GpuCompletion> writes_;
+  std::vector<GpuCompletion> reads_; // under writes_mu_
   std::atomic<std::int64_t> fence_timeout_ns_{std::chrono::nanoseconds(kDefaultFenceTimeout).count()};
   std::mutex hooks_mu_;
   std::vector<std::function<void()>> destroy_hooks_;
