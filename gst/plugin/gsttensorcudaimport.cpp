@@ -228,6 +228,8 @@ static gboolean gst_tensor_cuda_import_set_caps(GstBaseTransform *trans, GstCaps
 
 static GstFlowReturn gst_tensor_cuda_import_transform_ip(GstBaseTransform *trans, GstBuffer *buffer) {
   auto *self = GST_TENSOR_CUDA_IMPORT(trans);
+  // CUDA cannot queue a wait on a GstGL fence: it has passed before the import.
+  gst_buffer_wait_gl_sync_metas(buffer);
   try {
     return import_ip(self, buffer);
   } catch (const std::bad_alloc &) {

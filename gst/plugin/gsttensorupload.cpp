@@ -70,6 +70,8 @@
 #include <gst/tensormem/gsttensorfencemeta.h>
 #include <gst/tensormem/gsttensorformat.h>
 #include <gst/tensormem/gsttensorglcontext.h>
+#include <gst/tensormem/gsttensorgstgl.h>
+#include <gst/tensormem/gsttensormemconfig.h>
 #include <gst/tensormem/gsttensormemory.h>
 #include <gst/tensormem/gsttensormemvalidate.h>
 #include <gst/tensormem/gsttensorpbo.h>
@@ -91,11 +93,13 @@ struct _GstTensorMemUpload {
   GstAllocator *pbo_allocator;           // storage=pbo, between start and stop; guarded by the object lock
   GstTensorMemD3D11Device *d3d11_device; // storage=d3d11: shared through GstContext; guarded by the object lock
   GstAllocator *d3d11_allocator;         // storage=d3d11, between start and stop; guarded by the object lock
+  gboolean gl_input;                     // memory:GLMemory negotiated (GstGL interop); streaming thread
+  guint64 gpu_copied_bytes;              // guarded by the object lock
 };
 
 namespace {
 
-enum { PROP_0, PROP_STORAGE };
+enum { PROP_0, PROP_STORAGE, PROP_GPU_COPIED_BYTES };
 
 #define UPLOAD_DMABUF_CAPS GST_VIDEO_CAPS_MAKE_WITH_FEATURES(GST_CAPS_FEATURE_MEMORY_DMABUF, GST_TENSOR_VIDEO_FORMATS)
 #define UPLOAD_PLAIN_CAPS GST_VIDEO_CAPS_MAKE(GST_TENSOR_VIDEO_FORMATS)
@@ -103,8 +107,20 @@ enum { PROP_0, PROP_STORAGE };
 #define UPLOAD_D3D11_CAPS                                                                                              \
   GST_VIDEO_CAPS_MAKE_WITH_FEATURES(GST_CAPS_FEATURE_MEMORY_TENSOR_D3D11, GST_TENSOR_VIDEO_FORMATS)
 
-GstStaticPadTemplate sink_template = GST_STATIC_PAD_TEMPLATE(
-    "sink", GST_PAD_SINK, GST_PAD_ALWAYS, GST_STATIC_CAPS(UPLOAD_PLAIN_CAPS "; " UPLOAD_DMABUF_CAPS));
+/* GstGL interop: textures of 4-byte formats (an RGBA8 texture holds the
+ * bytes as they are), read into PBOs on the GPU (storage=pbo). */
+#define UPLOAD_GL_MEMORY_CAPS                                                                                          \
+  GST_VIDEO_CAPS_MAKE_WITH_FEATURES(GST_TENSOR_CAPS_FEATURE_MEMORY_GL_MEMORY, "{ RGBA, BGRA, RGBx, BGRx }")            \
+  ", texture-target=(string)2D"
+#if GST_TENSORMEM_HAVE_GSTGL && GST_TENSORMEM_HAVE_GL
+#define UPLOAD_SINK_GL_CAPS "; " UPLOAD_GL_MEMORY_CAPS
+#else
+#define UPLOAD_SINK_GL_CAPS ""
+#endif
+
+GstStaticPadTemplate sink_template =
+    GST_STATIC_PAD_TEMPLATE("sink", GST_PAD_SINK, GST_PAD_ALWAYS,
+                            GST_STATIC_CAPS(UPLOAD_PLAIN_CAPS "; " UPLOAD_DMABUF_CAPS UPLOAD_SINK_GL_CAPS));
 GstStaticPadTemplate src_template = GST_STATIC_PAD_TEMPLATE(
     "src", GST_PAD_SRC, GST_PAD_ALWAYS,
     GST_STATIC_CAPS(UPLOAD_DMABUF_CAPS "; " UPLOAD_PLAIN_CAPS "; " UPLOAD_PBO_CAPS "; " UPLOAD_D3D11_CAPS));
@@ -192,6 +208,120 @@ GstFlowReturn fence_output(GstTensorMemUpload *self, GstTensorMemStorage storage
   return GST_FLOW_ERROR;
 }
 
+/* GstGL interop: a GstGLSyncMeta on the input (glupload, GL decoders) has
+ * passed before any path reads the input's bytes. */
+void honour_gl_sync(GstTensorMemUpload *self, GstBuffer *inbuf) {
+  if (const guint waited = gst_buffer_wait_gl_sync_metas(inbuf))
+    GST_LOG_OBJECT(self, "%" GST_PTR_FORMAT ": waited for %u GstGLSyncMeta(s)", inbuf, waited);
+}
+
+/* GstGL interop, sink caps → source caps: a texture's caps name its
+ * texture target, which tensor memory has not. */
+void drop_gl_fields(GstCaps *caps) {
+  for (guint i = 0; i < gst_caps_get_size(caps); ++i)
+    gst_structure_remove_field(gst_caps_get_structure(caps, i), "texture-target");
+}
+
+/* GstGL interop, source caps → sink caps (storage=pbo only: an upstream
+ * that can give either, like gldownload, would otherwise hand the other
+ * storages textures): the same video as 2D textures of a 4-byte format, last
+ * in preference. */
+GstCaps *with_gl_memory_caps(GstCaps *sink_caps, GstCaps *plain) {
+#if GST_TENSORMEM_HAVE_GSTGL && GST_TENSORMEM_HAVE_GL
+  GstCaps *textures = gst_tensor_transform_caps_with_feature(plain, GST_TENSOR_CAPS_FEATURE_MEMORY_GL_MEMORY);
+  GstCaps *allowed = gst_caps_from_string(UPLOAD_GL_MEMORY_CAPS);
+  GstCaps *gl = gst_caps_intersect_full(textures, allowed, GST_CAPS_INTERSECT_FIRST);
+  gst_caps_unref(textures);
+  gst_caps_unref(allowed);
+  return gst_caps_merge(sink_caps, gl);
+#else
+  (void)plain;
+  return sink_caps;
+#endif
+}
+
+/* GstGL interop at set_caps: memory:GLMemory input is read into PBOs on the
+ * GPU by a GL worker sharing the context of GstGL upstream; it replaces the
+ * element's worker and PBO allocator before the output pool is decided. */
+gboolean negotiate_gl_input(GstTensorMemUpload *self, GstCaps *incaps) {
+  GstCapsFeatures *features = gst_caps_get_features(incaps, 0);
+  self->gl_input = features && gst_caps_features_contains(features, GST_TENSOR_CAPS_FEATURE_MEMORY_GL_MEMORY);
+  if (!self->gl_input)
+    return TRUE;
+  if (resolved_storage(self) != GST_TENSOR_STORAGE_PBO) {
+    GST_ELEMENT_ERROR(self, CORE, NEGOTIATION,
+                      ("memory:GLMemory input needs storage=pbo (this element has storage=%s): GstGL textures are "
+                       "read into OpenGL PBOs on the GPU; put gldownload in front for the other storages.",
+                       storage_name(resolved_storage(self))),
+                      ("caps %" GST_PTR_FORMAT, incaps));
+    return FALSE;
+  }
+  GError *error = nullptr;
+  GST_OBJECT_LOCK(self);
+  GstTensorMemGlWorker *worker = self->gl_worker ? GST_TENSOR_GL_WORKER(gst_object_ref(self->gl_worker)) : nullptr;
+  GST_OBJECT_UNLOCK(self);
+  if (!gst_tensor_gl_worker_ensure_gstgl(GST_ELEMENT(self), &worker, &error)) {
+    GST_ELEMENT_ERROR(self, RESOURCE, SETTINGS, ("memory:GLMemory input: %s.", error ? error->message : "no GL worker"),
+                      ("caps %" GST_PTR_FORMAT, incaps));
+    g_clear_error(&error);
+    gst_clear_object(&worker);
+    return FALSE;
+  }
+  GST_INFO_OBJECT(self, "memory:GLMemory: PBOs of GL worker %" GST_PTR_FORMAT " (%s), sharing GstGL's context", worker,
+                  gst_tensor_gl_worker_get_platform(worker));
+  GstAllocator *allocator = gst_tensor_pbo_allocator_new(worker);
+  set_allocator(self, &self->pbo_allocator, allocator);
+  gst_object_unref(allocator);
+  GST_OBJECT_LOCK(self);
+  gst_object_replace(reinterpret_cast<GstObject **>(&self->gl_worker), GST_OBJECT_CAST(worker));
+  GST_OBJECT_UNLOCK(self);
+  gst_object_unref(worker);
+  return TRUE;
+}
+
+/* GstGL interop, per buffer: the texture is read into a PBO of the output
+ * pool on the GPU (no CPU copy: copied-bytes stays 0, gpu-copied-bytes
+ * counts it). The output keeps the input (its texture) alive until it is
+ * freed, since GstGL reuses textures of released buffers. */
+GstFlowReturn upload_gl_memory(GstTensorMemUpload *self, GstBuffer *inbuf, GstBuffer **outbuf) {
+  const GstVideoInfo *info = gst_tensor_transform_get_info(GST_TENSOR_TRANSFORM(self));
+  GstBufferPool *pool = gst_base_transform_get_buffer_pool(GST_BASE_TRANSFORM(self));
+  if (!pool) {
+    GST_ELEMENT_ERROR(self, CORE, NEGOTIATION, ("No output buffer pool."), ("decide_allocation did not run"));
+    return GST_FLOW_NOT_NEGOTIATED;
+  }
+  if (!gst_buffer_pool_is_active(pool) && !gst_buffer_pool_set_active(pool, TRUE)) {
+    gst_object_unref(pool);
+    GST_ELEMENT_ERROR(self, RESOURCE, SETTINGS, ("Cannot activate the PBO output pool."), (nullptr));
+    return GST_FLOW_ERROR;
+  }
+  GstFlowReturn ret = gst_buffer_pool_acquire_buffer(pool, outbuf, nullptr);
+  gst_object_unref(pool);
+  if (ret != GST_FLOW_OK)
+    return ret;
+  gst_buffer_copy_into(*outbuf, inbuf,
+                       static_cast<GstBufferCopyFlags>(GST_BUFFER_COPY_FLAGS | GST_BUFFER_COPY_TIMESTAMPS), 0,
+                       static_cast<gsize>(-1));
+  gsize gpu_copied = 0;
+  GError *error = nullptr;
+  if (!gst_buffer_read_gl_memory_into_tensor_pbo(*outbuf, inbuf, info, &gpu_copied, &error)) {
+    GST_ELEMENT_ERROR(self, STREAM, FAILED, ("Cannot read the GL texture into PBO memory: %s.", error->message),
+                      ("%" GST_PTR_FORMAT, inbuf));
+    g_clear_error(&error);
+    gst_clear_buffer(outbuf);
+    return GST_FLOW_ERROR;
+  }
+  gst_buffer_add_parent_buffer_meta(*outbuf, inbuf);
+  ret = fence_output(self, GST_TENSOR_STORAGE_PBO, inbuf, outbuf);
+  if (ret != GST_FLOW_OK)
+    return ret;
+  GST_OBJECT_LOCK(self);
+  self->gpu_copied_bytes += gpu_copied;
+  GST_OBJECT_UNLOCK(self);
+  gst_tensor_transform_count_buffer(GST_TENSOR_TRANSFORM(self), 0);
+  return GST_FLOW_OK;
+}
+
 } // namespace
 
 G_DEFINE_TYPE_WITH_CODE(GstTensorMemUpload, gst_tensor_upload, GST_TYPE_TENSOR_TRANSFORM,
@@ -217,6 +347,11 @@ static void gst_tensor_upload_get_property(GObject *object, guint prop_id, GValu
   case PROP_STORAGE:
     GST_OBJECT_LOCK(self);
     g_value_set_enum(value, self->storage);
+    GST_OBJECT_UNLOCK(self);
+    break;
+  case PROP_GPU_COPIED_BYTES:
+    GST_OBJECT_LOCK(self);
+    g_value_set_uint64(value, self->gpu_copied_bytes);
     GST_OBJECT_UNLOCK(self);
     break;
   default: G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec); break;
@@ -388,6 +523,8 @@ static GstCaps *gst_tensor_upload_transform_caps(GstBaseTransform *trans, GstPad
   } else {
     plain = gst_tensor_transform_caps_with_feature(caps, nullptr);
   }
+  if (direction == GST_PAD_SINK)
+    drop_gl_fields(plain);
   GstCaps *result;
   if (direction == GST_PAD_SINK) {
     switch (resolved_storage(self)) {
@@ -405,7 +542,11 @@ static GstCaps *gst_tensor_upload_transform_caps(GstBaseTransform *trans, GstPad
     }
   } else {
     GstCaps *dmabuf = gst_tensor_transform_caps_with_feature(plain, GST_CAPS_FEATURE_MEMORY_DMABUF);
+    GstCaps *gl_plain = gst_caps_ref(plain);
     result = gst_caps_merge(plain, dmabuf);
+    if (resolved_storage(self) == GST_TENSOR_STORAGE_PBO)
+      result = with_gl_memory_caps(result, gl_plain);
+    gst_caps_unref(gl_plain);
   }
   if (filter) {
     GstCaps *tmp = gst_caps_intersect_full(filter, result, GST_CAPS_INTERSECT_FIRST);
@@ -468,12 +609,15 @@ static gboolean gst_tensor_upload_decide_allocation(GstBaseTransform *trans, Gst
 static GstFlowReturn gst_tensor_upload_prepare_output_buffer(GstBaseTransform *trans, GstBuffer *inbuf,
                                                              GstBuffer **outbuf) {
   auto *self = GST_TENSOR_UPLOAD(trans);
+  if (self->gl_input)
+    return upload_gl_memory(self, inbuf, outbuf);
   gst_tensormem::UploadContext ctx = upload_context(self);
   GstFlowReturn ret = gst_tensor_mem_element_validate_buffer(GST_ELEMENT(self), inbuf, ctx.info);
   if (ret != GST_FLOW_OK) {
     release_context(ctx);
     return ret;
   }
+  honour_gl_sync(self, inbuf);
   const gst_tensormem::UploadMethod &method = gst_tensormem::upload_method_for(ctx, inbuf);
   if (method.copies)
     ret = gst_tensor_transform_allow_copy(
@@ -505,6 +649,11 @@ static GstFlowReturn gst_tensor_upload_prepare_output_buffer(GstBaseTransform *t
   return ret;
 }
 
+static gboolean gst_tensor_upload_set_caps(GstBaseTransform *trans, GstCaps *incaps, GstCaps *outcaps) {
+  return GST_BASE_TRANSFORM_CLASS(gst_tensor_upload_parent_class)->set_caps(trans, incaps, outcaps) &&
+         negotiate_gl_input(GST_TENSOR_UPLOAD(trans), incaps);
+}
+
 static void gst_tensor_upload_class_init(GstTensorMemUploadClass *klass) {
   auto *gobject_class = G_OBJECT_CLASS(klass);
   auto *element_class = GST_ELEMENT_CLASS(klass);
@@ -524,6 +673,13 @@ static void gst_tensor_upload_class_init(GstTensorMemUploadClass *klass) {
           GST_TYPE_TENSOR_STORAGE, GST_TENSOR_STORAGE_AUTO,
           static_cast<GParamFlags>(G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY)));
 
+  g_object_class_install_property(
+      gobject_class, PROP_GPU_COPIED_BYTES,
+      g_param_spec_uint64("gpu-copied-bytes", "GPU copied bytes",
+                          "Bytes of frame data copied on the GPU since the element was created: memory:GLMemory "
+                          "textures read into PBO memory (no CPU copy; copied-bytes counts CPU copies)",
+                          0, G_MAXUINT64, 0, static_cast<GParamFlags>(G_PARAM_READABLE | G_PARAM_STATIC_STRINGS)));
+
   gst_element_class_set_static_metadata(element_class, "Tensor upload", "Filter/Video",
                                         "Moves raw video into tensor memory (system, DMA-BUF or OpenGL PBO): "
                                         "zero-copy when upstream writes into the offered tensor buffer pool or hands "
@@ -538,6 +694,7 @@ static void gst_tensor_upload_class_init(GstTensorMemUploadClass *klass) {
   element_class->change_state = gst_tensor_upload_change_state;
   element_class->set_context = gst_tensor_upload_set_context;
   trans_class->transform_caps = gst_tensor_upload_transform_caps;
+  trans_class->set_caps = gst_tensor_upload_set_caps;
   trans_class->propose_allocation = gst_tensor_upload_propose_allocation;
   trans_class->decide_allocation = gst_tensor_upload_decide_allocation;
   trans_class->prepare_output_buffer = gst_tensor_upload_prepare_output_buffer;

@@ -599,7 +599,8 @@ gchar *gst_buffer_describe_tensor_mem_fences(GstBuffer *buffer) {
  *
  * Waits on the CPU for every fence of @buffer within one deadline; each that
  * signals is marked satisfied. What consumers that read the memory on the
- * CPU call before they read.
+ * CPU call before they read. A #GstGLSyncMeta on @buffer is waited for first
+ * (gst_buffer_wait_gl_sync_metas(), counted in @waited).
  *
  * Returns: %TRUE when all have signalled; %FALSE with @error naming the
  * first fence that did not.
@@ -608,8 +609,10 @@ gchar *gst_buffer_describe_tensor_mem_fences(GstBuffer *buffer) {
  */
 gboolean gst_buffer_wait_tensor_mem_fences(GstBuffer *buffer, GstClockTime timeout_ns, guint *waited, GError **error) {
   g_return_val_if_fail(GST_IS_BUFFER(buffer), FALSE);
+  // A GstGLSyncMeta (GstGL producers) first: GstGL bounds its own wait.
+  const guint gl_waited = gst_buffer_wait_gl_sync_metas(buffer);
   if (waited)
-    *waited = 0;
+    *waited = gl_waited;
   // One deadline for all; capped like the core's waits so it cannot wrap.
   const auto deadline = std::chrono::steady_clock::now() +
                         std::min<std::chrono::nanoseconds>(to_duration(timeout_ns), std::chrono::hours(24 * 365));

@@ -163,6 +163,10 @@ GST_TENSORMEM_API
 GstFlowReturn gst_tensor_mem_element_wait_fences(GstElement *element, GstBuffer *buffer, GstClockTime timeout_ns,
                                                  guint *waited);
 
+/* GstGL interop (gsttensorglsync.cpp). */
+GST_TENSORMEM_API
+guint gst_buffer_wait_gl_sync_metas(GstBuffer *buffer);
+
 G_END_DECLS
 
 #ifdef __cplusplus

@@ -25,5 +25,6 @@
 
 #if GST_TENSORMEM_HAVE_GL
 #include <gst/tensormem/gsttensorglcontext.h>
+#include <gst/tensormem/gsttensorgstgl.h>
 #include <gst/tensormem/gsttensorpbo.h>
 #endif

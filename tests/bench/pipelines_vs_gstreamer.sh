@@ -25,7 +25,8 @@ export GST_REGISTRY=$PWD/$build/bench-registry.bin
 gst-inspect-1.0 tensorupload >/dev/null || { echo "tensorupload not found in $build/gst/plugin" >&2; exit 1; }
 gst-inspect-1.0 glupload >/dev/null 2>&1 || echo "note: glupload is missing (gstreamer1.0-gl); its rows fail" >&2
 
-# name|source and caps|middle; every pipeline ends in the same sink. The
+# name|source and caps|middle[|environment]; every pipeline ends in the
+# same sink. The
 # source fills a solid colour, the cheapest fill it has, so that the rows
 # differ by what the middle costs.
 big="videotestsrc num-buffers=300 pattern=solid-color ! video/x-raw,format=RGBA,width=1920,height=1080,framerate=30/1"
@@ -35,6 +36,11 @@ cases=(
   "1080p identity|$big|identity"
   "1080p glupload ! gldownload|$big|glupload ! gldownload"
   "1080p tensorupload storage=pbo ! tensordownload|$big|tensorupload storage=pbo ! tensordownload"
+  # GstGL interop: GstGL's textures into our PBOs on the GPU, against
+  # GstGL's own download, both with GstGL on EGL (it cannot share with our
+  # EGL worker from GLX, its X11 default; docs/pbo.md).
+  "1080p glupload ! gldownload (EGL)|$big|glupload ! gldownload|GST_GL_PLATFORM=egl"
+  "1080p glupload ! tensorupload storage=pbo ! tensordownload (EGL)|$big|glupload ! tensorupload storage=pbo ! tensordownload|GST_GL_PLATFORM=egl"
   "64x64 identity ! identity|$small|identity ! identity"
   "64x64 glupload ! gldownload|$small|glupload ! gldownload"
   "64x64 tensorupload storage=pbo ! tensordownload|$small|tensorupload storage=pbo ! tensordownload"
@@ -45,6 +51,7 @@ cases=(
 declare -A versus=(
   ["1080p glupload ! gldownload"]="1080p identity"
   ["1080p tensorupload storage=pbo ! tensordownload"]="1080p glupload ! gldownload"
+  ["1080p glupload ! tensorupload storage=pbo ! tensordownload (EGL)"]="1080p glupload ! gldownload (EGL)"
   ["64x64 glupload ! gldownload"]="64x64 identity ! identity"
   ["64x64 tensorupload storage=pbo ! tensordownload"]="64x64 glupload ! gldownload"
   ["64x64 tensorupload storage=system ! tensordownload"]="64x64 identity ! identity"
@@ -54,10 +61,10 @@ declare -A versus=(
 declare -A times
 for ((r = 0; r < rounds; ++r)); do
   for c in "${cases[@]}"; do
-    IFS='|' read -r name src middle <<<"$c"
+    IFS='|' read -r name src middle environment <<<"$c"
     start=$(date +%s.%N)
     # shellcheck disable=SC2086 # the pipeline text is meant to split into words
-    if gst-launch-1.0 -q $src ! $middle ! $sink >/dev/null 2>&1; then
+    if env ${environment:-} gst-launch-1.0 -q $src ! $middle ! $sink >/dev/null 2>&1; then
       end=$(date +%s.%N)
       times[$name]+="$(echo "$end - $start" | bc) "
     else

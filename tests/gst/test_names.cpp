@@ -228,14 +228,15 @@ TEST(Names, DebugCategoriesAreTensormemOrAnElementName) {
   }
 }
 
-/* memory:DMABuf is GStreamer's own feature and must stay so; our features
+/* memory:DMABuf is GStreamer's own feature and must stay so (as GstGL's
+ * memory:GLMemory, which tensorupload storage=pbo takes); our features
  * (memory:TensorPBO) begin with memory:Tensor, which neither NNStreamer nor
  * GStreamer uses. */
 TEST(Names, CapsFeaturesAreGStreamersOrOurs) {
   ASSERT_NE(g_registered, nullptr);
   ASSERT_FALSE(g_registered->caps_features.empty());
   for (const std::string &f : g_registered->caps_features) {
-    const bool gstreamer = f == GST_CAPS_FEATURE_MEMORY_SYSTEM_MEMORY || f == "memory:DMABuf";
+    const bool gstreamer = f == GST_CAPS_FEATURE_MEMORY_SYSTEM_MEMORY || f == "memory:DMABuf" || f == "memory:GLMemory";
     EXPECT_TRUE(gstreamer || f.rfind("memory:Tensor", 0) == 0) << f;
   }
 }

@@ -16,6 +16,8 @@
 
 namespace tensormem {
 
+struct HeadlessContext; // the worker's context (private to lib/src/gl)
+
 class GlDisplay;
 
 /// Which GL the worker's context speaks.
@@ -110,6 +112,15 @@ public:
   /// Starts the thread and its context. Device error naming every platform
   /// tried and why it failed when no context could be made.
   static Result<std::shared_ptr<GlWorker>> create();
+  /// A worker whose context lives on another library's EGL display
+  /// (`egl_display`, an EGLDisplay it initialised and terminates) and shares
+  /// objects (textures, buffers, GL syncs) with `egl_context`, an EGLContext
+  /// of that display: GstGL's, so that textures of GL memory can be read
+  /// into PBOs on the GPU (docs/pbo.md, "GstGL interop"). The display is
+  /// never terminated by us. `platform` is what info().platform says. Device
+  /// error when no sharing context could be made (another API, a driver
+  /// that refuses to share).
+  static Result<std::shared_ptr<GlWorker>> create_sharing(void *egl_display, void *egl_context, std::string platform);
   /// shutdown().
   ~GlWorker();
   GlWorker(const GlWorker &) = delete;
@@ -170,10 +181,33 @@ public:
   /// nothing, without EGL_KHR_fence_sync).
   Result<std::uint64_t> fence_write(Storage &storage);
 
+  /// Reads the `region.width` × `region.height` texels of 2D texture
+  /// `region.texture` (a texture of this worker's share group: one of the
+  /// context create_sharing shared with) into `pbo` on the GPU: the texture
+  /// is attached to a framebuffer of this context and read with
+  /// glReadPixels into the buffer bound as GL_PIXEL_PACK_BUFFER, 4 bytes a
+  /// texel (GL_RGBA, GL_UNSIGNED_BYTE), row 0 at `region.offset`, rows
+  /// `region.row_stride` bytes apart. When `region.wait_sync` is set (a
+  /// GLsync of the share group) this context waits for it on the GPU first
+  /// and deletes it. No CPU copy; the caller fences the write
+  /// (fence_write(pbo)) before a CPU reader maps it. InvalidArgument
+  /// when the rows do not fit the PBO or the stride is not a multiple of 4;
+  /// Device error naming the GL error or framebuffer status otherwise.
+  struct TextureRegion {
+    std::uint32_t texture = 0;
+    std::uint32_t width = 0;
+    std::uint32_t height = 0;
+    std::size_t row_stride = 0;
+    std::size_t offset = 0;
+    void *wait_sync = nullptr;
+  };
+  Result<void> read_texture_into(PboStorage &pbo, const TextureRegion &region);
+
   struct Core;
 
 private:
   GlWorker(std::shared_ptr<Core> core, std::thread thread) noexcept;
+  static Result<std::shared_ptr<GlWorker>> start(std::function<Result<HeadlessContext>()> make_context);
 
   std::shared_ptr<Core> core_;
   std::shared_ptr<PboOps> ops_;

@@ -57,7 +57,8 @@ bool persistent_maps_allowed() {
   return !value || std::string_view(value) != "0";
 }
 
-Result<HeadlessContext> context_on(std::shared_ptr<GlDisplay> display, const char *platform, bool want_desktop) {
+Result<HeadlessContext> context_on(std::shared_ptr<GlDisplay> display, const char *platform, bool want_desktop,
+                                   EGLContext share = EGL_NO_CONTEXT) {
   EGLDisplay dpy = display->get();
   const bool no_config =
       display->has_extension("EGL_KHR_no_config_context") || display->has_extension("EGL_MESA_configless_context");
@@ -87,7 +88,7 @@ Result<HeadlessContext> context_on(std::shared_ptr<GlDisplay> display, const cha
                                   EGL_CONTEXT_OPENGL_CORE_PROFILE_BIT_KHR,
                                   EGL_NONE};
   const EGLint gles_attrs[] = {EGL_CONTEXT_CLIENT_VERSION, 3, EGL_NONE};
-  EGLContext context = eglCreateContext(dpy, config, EGL_NO_CONTEXT, want_desktop ? desktop_attrs : gles_attrs);
+  EGLContext context = eglCreateContext(dpy, config, share, want_desktop ? desktop_attrs : gles_attrs);
   if (context == EGL_NO_CONTEXT)
     return Error::device(std::string(what) + ": eglCreateContext: " + egl_error_text());
 
@@ -165,10 +166,11 @@ bool api_allowed(bool desktop) {
   return std::string_view(api) == (desktop ? "desktop" : "gles");
 }
 
-Result<HeadlessContext> context_on(EGLDisplay raw, const char *platform) {
+Result<HeadlessContext> context_on(EGLDisplay raw, const char *platform, EGLContext share = EGL_NO_CONTEXT) {
   if (raw == EGL_NO_DISPLAY)
     return Error::device("no display: " + egl_error_text());
-  Result<std::shared_ptr<GlDisplay>> display = GlDisplay::initialize(raw);
+  Result<std::shared_ptr<GlDisplay>> display =
+      share == EGL_NO_CONTEXT ? GlDisplay::initialize(raw) : GlDisplay::borrow(raw);
   if (!display)
     return std::move(display).error();
   std::string failures;
@@ -178,7 +180,7 @@ Result<HeadlessContext> context_on(EGLDisplay raw, const char *platform) {
                   " skipped by TENSORMEM_GL_API";
       continue;
     }
-    Result<HeadlessContext> ctx = context_on(*display, platform, desktop);
+    Result<HeadlessContext> ctx = context_on(*display, platform, desktop, share);
     if (ctx)
       return ctx;
     failures += std::string(failures.empty() ? "" : "; ") + ctx.error().message();
@@ -222,18 +224,33 @@ Result<std::shared_ptr<GlDisplay>> GlDisplay::initialize(EGLDisplay display) {
   }
   ++holders;
   auto made = std::make_shared<GlDisplay>(Token{}, display);
-  if (made->has_extension("EGL_KHR_fence_sync")) {
-    made->sync_.create = reinterpret_cast<PFNEGLCREATESYNCKHRPROC>(eglGetProcAddress("eglCreateSyncKHR"));
-    made->sync_.destroy = reinterpret_cast<PFNEGLDESTROYSYNCKHRPROC>(eglGetProcAddress("eglDestroySyncKHR"));
-    made->sync_.client_wait = reinterpret_cast<PFNEGLCLIENTWAITSYNCKHRPROC>(eglGetProcAddress("eglClientWaitSyncKHR"));
-    made->sync_.get_attrib = reinterpret_cast<PFNEGLGETSYNCATTRIBKHRPROC>(eglGetProcAddress("eglGetSyncAttribKHR"));
-  }
-  if (made->has_extension("EGL_KHR_wait_sync"))
-    made->sync_.server_wait = reinterpret_cast<PFNEGLWAITSYNCKHRPROC>(eglGetProcAddress("eglWaitSyncKHR"));
+  made->resolve_sync_fns();
   return made;
 }
 
+Result<std::shared_ptr<GlDisplay>> GlDisplay::borrow(EGLDisplay display) {
+  EGLint major = 0, minor = 0;
+  if (!eglInitialize(display, &major, &minor))
+    return Error::device("eglInitialize of the shared display: " + egl_error_text());
+  auto made = std::make_shared<GlDisplay>(Token{}, display, true);
+  made->resolve_sync_fns();
+  return made;
+}
+
+void GlDisplay::resolve_sync_fns() {
+  if (has_extension("EGL_KHR_fence_sync")) {
+    sync_.create = reinterpret_cast<PFNEGLCREATESYNCKHRPROC>(eglGetProcAddress("eglCreateSyncKHR"));
+    sync_.destroy = reinterpret_cast<PFNEGLDESTROYSYNCKHRPROC>(eglGetProcAddress("eglDestroySyncKHR"));
+    sync_.client_wait = reinterpret_cast<PFNEGLCLIENTWAITSYNCKHRPROC>(eglGetProcAddress("eglClientWaitSyncKHR"));
+    sync_.get_attrib = reinterpret_cast<PFNEGLGETSYNCATTRIBKHRPROC>(eglGetProcAddress("eglGetSyncAttribKHR"));
+  }
+  if (has_extension("EGL_KHR_wait_sync"))
+    sync_.server_wait = reinterpret_cast<PFNEGLWAITSYNCKHRPROC>(eglGetProcAddress("eglWaitSyncKHR"));
+}
+
 GlDisplay::~GlDisplay() {
+  if (borrowed_)
+    return; // its owner terminates it
   std::lock_guard lock(display_mu());
   auto it = display_holders().find(display_);
   if (it == display_holders().end())
@@ -297,6 +314,16 @@ Result<HeadlessContext> make_headless_context() {
     note("eglGetDisplay(EGL_DEFAULT_DISPLAY)", ctx.error());
   }
   return Error::device("GL worker: no headless EGL context could be made (" + tried + ")");
+}
+
+Result<HeadlessContext> make_sharing_context(EGLDisplay display, EGLContext share, const char *platform) {
+  if (share == EGL_NO_CONTEXT)
+    return Error::invalid_argument("GL worker: no context to share objects with");
+  Result<HeadlessContext> ctx = context_on(display, platform, share);
+  if (!ctx)
+    return Error::device("GL worker: no context sharing the given EGL context could be made (" + ctx.error().message() +
+                         ")");
+  return ctx;
 }
 
 void destroy_headless_context(HeadlessContext &ctx) noexcept {

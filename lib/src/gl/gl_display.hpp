@@ -20,6 +20,10 @@ class GlDisplay {
 public:
   /// eglInitialize, counted. Device error with the EGL error code on failure.
   static Result<std::shared_ptr<GlDisplay>> initialize(EGLDisplay display);
+  /// A display another library initialised and terminates (GstGL's, for a
+  /// worker that shares its context): eglInitialize (a no-op on an
+  /// initialised display), never eglTerminate, and not counted among ours.
+  static Result<std::shared_ptr<GlDisplay>> borrow(EGLDisplay display);
   ~GlDisplay();
   GlDisplay(const GlDisplay &) = delete;
   GlDisplay &operator=(const GlDisplay &) = delete;
@@ -41,10 +45,13 @@ public:
   const SyncFns &sync() const noexcept { return sync_; }
 
   struct Token {};
-  GlDisplay(Token, EGLDisplay display) noexcept : display_(display) {}
+  GlDisplay(Token, EGLDisplay display, bool borrowed = false) noexcept : display_(display), borrowed_(borrowed) {}
 
 private:
+  void resolve_sync_fns();
+
   EGLDisplay display_;
+  bool borrowed_ = false;
   SyncFns sync_;
 };
 
@@ -60,6 +67,11 @@ struct HeadlessContext {
 /// (the platform and API ladder of GlWorker). The error names every platform
 /// tried and why each failed.
 Result<HeadlessContext> make_headless_context();
+/// A context without a window on `display` (borrowed) sharing objects with
+/// `share` (a context of another library on that display), current on this
+/// thread; the API ladder of make_headless_context. `platform` names it in
+/// GlInfo.
+Result<HeadlessContext> make_sharing_context(EGLDisplay display, EGLContext share, const char *platform);
 /// Releases and destroys what make_headless_context made (on the same thread).
 void destroy_headless_context(HeadlessContext &ctx) noexcept;
 

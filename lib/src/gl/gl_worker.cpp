@@ -391,9 +391,10 @@ private:
   std::weak_ptr<GlWorker> worker_;
 };
 
-void worker_main(std::shared_ptr<GlWorker::Core> core, std::promise<Result<GlInfo>> ready) {
+void worker_main(std::shared_ptr<GlWorker::Core> core, std::promise<Result<GlInfo>> ready,
+                 std::function<Result<HeadlessContext>()> make_context) {
   core->thread_id = std::this_thread::get_id();
-  Result<HeadlessContext> made = make_headless_context();
+  Result<HeadlessContext> made = make_context();
   if (!made) {
     ready.set_value(std::move(made).error());
     return;
@@ -422,12 +423,21 @@ void worker_main(std::shared_ptr<GlWorker::Core> core, std::promise<Result<GlInf
 
 } // namespace
 
-Result<std::shared_ptr<GlWorker>> GlWorker::create() {
+Result<std::shared_ptr<GlWorker>> GlWorker::create() { return start(make_headless_context); }
+
+Result<std::shared_ptr<GlWorker>> GlWorker::create_sharing(void *egl_display, void *egl_context, std::string platform) {
+  return start([egl_display, egl_context, platform = std::move(platform)] {
+    return make_sharing_context(static_cast<EGLDisplay>(egl_display), static_cast<EGLContext>(egl_context),
+                                platform.c_str());
+  });
+}
+
+Result<std::shared_ptr<GlWorker>> GlWorker::start(std::function<Result<HeadlessContext>()> make_context) {
   try {
     auto core = std::make_shared<Core>();
     std::promise<Result<GlInfo>> ready;
     std::future<Result<GlInfo>> started = ready.get_future();
-    std::thread thread(worker_main, core, std::move(ready));
+    std::thread thread(worker_main, core, std::move(ready), std::move(make_context));
     Result<GlInfo> info = started.get();
     if (!info) {
       thread.join();

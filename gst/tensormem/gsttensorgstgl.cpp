@@ -1,0 +1,291 @@
+// SPDX-License-Identifier: Apache-2.0
+/**
+ * SECTION:gsttensorgstgl
+ * @title: GstGL interop
+ * @short_description: GstGL textures into PBO tensor memory on the GPU
+ *
+ * Where a pipeline already has a #GstGLContext (GstGL elements upstream),
+ * PBO tensor memory can be filled from `memory:GLMemory` textures without a
+ * CPU copy: a GL worker whose context lives on GstGL's EGL display and
+ * shares objects with GstGL's context (gst_tensor_gl_worker_ensure_gstgl())
+ * reads each texture into a PBO with a pack-buffer glReadPixels
+ * (gst_buffer_read_gl_memory_into_tensor_pbo()). GstGL must run on EGL
+ * (`GST_GL_PLATFORM=egl` on X11, where it picks GLX by default): GL objects
+ * cannot be shared between a GLX and an EGL context. docs/pbo.md, "GstGL
+ * interop".
+ *
+ * Since: 0.1
+ */
+#include <gst/tensormem/gsttensorgstgl.h>
+
+#include <gst/tensormem/gsttensormemconfig.h>
+#include <gst/tensormem/gsttensorpbo.h>
+
+#include <tensormem/gl_worker.hpp>
+
+#include <new>
+#include <string>
+
+#if GST_TENSORMEM_HAVE_GSTGL && GST_TENSORMEM_HAVE_GL
+#define TENSORMEM_GSTGL_READBACK 1
+#include <gst/gl/egl/gstgldisplay_egl.h>
+#include <gst/gl/gl.h>
+#include <gst/gl/gstglfuncs.h>
+#else
+#define TENSORMEM_GSTGL_READBACK 0
+#endif
+
+#ifndef GL_SYNC_GPU_COMMANDS_COMPLETE
+#define GL_SYNC_GPU_COMMANDS_COMPLETE 0x9117
+#endif
+
+namespace {
+
+#if TENSORMEM_GSTGL_READBACK
+/* On a worker made by gst_tensor_gl_worker_ensure_gstgl(): the GstGLContext
+ * it shares with, and the GstGLDisplayEGL whose EGLDisplay its context lives
+ * on (GstGL terminates that display when the last reference goes, so the
+ * worker holds one until its own context is gone: object data is released
+ * after the worker's finalize). */
+constexpr const char *kSharedContextKey = "gst-tensormem-gstgl-context";
+constexpr const char *kSharedDisplayKey = "gst-tensormem-gstgl-egl-display";
+
+GstGLContext *shared_context_of(GstTensorMemGlWorker *worker) {
+  return static_cast<GstGLContext *>(g_object_get_data(G_OBJECT(worker), kSharedContextKey));
+}
+
+/* A GL sync after every command GstGL's context has queued (run on its
+ * thread), for our context to wait for on the GPU. */
+void fence_gstgl_commands(GstGLContext *context, gpointer data) {
+  const GstGLFuncs *gl = context->gl_vtable;
+  auto *sync = static_cast<gpointer *>(data);
+  *sync = gl->FenceSync ? reinterpret_cast<gpointer>(gl->FenceSync(GL_SYNC_GPU_COMMANDS_COMPLETE, 0)) : nullptr;
+  if (*sync)
+    gl->Flush();
+  else
+    gl->Finish(); // no sync objects: wait here instead
+}
+
+/* Deletes the GL sync at `data` in GstGL's context (a read that never ran). */
+void delete_gstgl_sync(GstGLContext *context, gpointer data) {
+  if (data && context->gl_vtable->DeleteSync)
+    context->gl_vtable->DeleteSync(static_cast<GLsync>(data));
+}
+#endif
+
+} // namespace
+
+/**
+ * gst_tensor_gl_worker_ensure_gstgl:
+ * @element: the element receiving `memory:GLMemory`
+ * @worker: (inout) (transfer full): the element's GL worker; replaced by one
+ *   sharing GstGL's context unless it is one already
+ * @error: a #GError, or %NULL
+ *
+ * Finds the #GstGLContext upstream (the `gst.gl.local_context` query that
+ * GstGL elements answer) and makes a GL worker whose context is created on
+ * that context's EGL display, sharing its objects, so that its textures
+ * can be read into PBOs of the worker (docs/pbo.md, "GstGL interop").
+ *
+ * Returns: %TRUE with *@worker sharing GstGL's context; %FALSE with @error
+ * saying why (no GstGL context upstream, GstGL on GLX instead of EGL, a
+ * driver that refuses to share, a build without GstGL).
+ *
+ * Since: 0.1
+ */
+gboolean gst_tensor_gl_worker_ensure_gstgl(GstElement *element, GstTensorMemGlWorker **worker, GError **error) {
+  g_return_val_if_fail(GST_IS_ELEMENT(element), FALSE);
+  g_return_val_if_fail(worker != nullptr, FALSE);
+#if TENSORMEM_GSTGL_READBACK
+  GstGLContext *context = nullptr;
+  if (!gst_gl_query_local_gl_context(element, GST_PAD_SINK, &context) || !context) {
+    g_set_error(error, GST_RESOURCE_ERROR, GST_RESOURCE_ERROR_NOT_FOUND,
+                "no GstGLContext upstream answered the gst.gl.local_context query: memory:GLMemory input needs a "
+                "GstGL element (glupload, glcolorconvert, a GL decoder) in front");
+    return FALSE;
+  }
+  if (*worker && shared_context_of(*worker) == context) {
+    gst_object_unref(context);
+    return TRUE;
+  }
+  if (gst_gl_context_get_gl_platform(context) != GST_GL_PLATFORM_EGL) {
+    gchar *platform = gst_gl_platform_to_string(gst_gl_context_get_gl_platform(context));
+    g_set_error(error, GST_RESOURCE_ERROR, GST_RESOURCE_ERROR_SETTINGS,
+                "GstGL's context %s runs on %s, and GL objects cannot be shared between a %s context and our EGL "
+                "one: run GstGL on EGL (environment GST_GL_PLATFORM=egl)",
+                GST_OBJECT_NAME(context), platform, platform);
+    g_free(platform);
+    gst_object_unref(context);
+    return FALSE;
+  }
+  GstGLDisplay *display = gst_gl_context_get_display(context);
+  GstGLDisplayEGL *egl_display = gst_gl_display_egl_from_gl_display(display);
+  gst_object_unref(display);
+  if (!egl_display) {
+    g_set_error(error, GST_RESOURCE_ERROR, GST_RESOURCE_ERROR_SETTINGS,
+                "GstGL's display of context %s has no EGL display", GST_OBJECT_NAME(context));
+    gst_object_unref(context);
+    return FALSE;
+  }
+  auto *egl_handle = reinterpret_cast<void *>(gst_gl_display_get_handle(GST_GL_DISPLAY(egl_display)));
+  auto *egl_context = reinterpret_cast<void *>(gst_gl_context_get_gl_context(context));
+  GstTensorMemGlWorker *made = nullptr;
+  try {
+    auto core = tensormem::GlWorker::create_sharing(egl_handle, egl_context,
+                                                    std::string("gstgl-egl:") + GST_OBJECT_NAME(context));
+    if (!core) {
+      g_set_error(error, GST_RESOURCE_ERROR, GST_RESOURCE_ERROR_FAILED, "sharing GstGL's context %s: %s",
+                  GST_OBJECT_NAME(context), core.error().message().c_str());
+    } else {
+      made = gst_tensor_gl_worker_new_wrapped(std::move(*core));
+    }
+  } catch (const std::bad_alloc &) {
+    g_set_error(error, GST_RESOURCE_ERROR, GST_RESOURCE_ERROR_FAILED, "out of memory");
+  }
+  if (!made) {
+    gst_object_unref(egl_display);
+    gst_object_unref(context);
+    return FALSE;
+  }
+  g_object_set_data_full(G_OBJECT(made), kSharedDisplayKey, egl_display, gst_object_unref);
+  g_object_set_data_full(G_OBJECT(made), kSharedContextKey, context, gst_object_unref);
+  gst_object_replace(reinterpret_cast<GstObject **>(worker), GST_OBJECT_CAST(made));
+  gst_object_unref(made);
+  return TRUE;
+#else
+  (void)element;
+  g_set_error(error, GST_RESOURCE_ERROR, GST_RESOURCE_ERROR_NOT_FOUND,
+              "gst-tensormem was built without GstGL interop (-Dgstgl, -Dgl): memory:GLMemory is not accepted");
+  return FALSE;
+#endif
+}
+
+/**
+ * gst_tensor_gl_worker_shares_with_gstgl:
+ * @worker: a #GstTensorMemGlWorker
+ *
+ * Returns: whether @worker was made by gst_tensor_gl_worker_ensure_gstgl()
+ * (its context shares GstGL's objects).
+ *
+ * Since: 0.1
+ */
+gboolean gst_tensor_gl_worker_shares_with_gstgl(GstTensorMemGlWorker *worker) {
+  g_return_val_if_fail(GST_IS_TENSOR_GL_WORKER(worker), FALSE);
+#if TENSORMEM_GSTGL_READBACK
+  return shared_context_of(worker) != nullptr;
+#else
+  return FALSE;
+#endif
+}
+
+/**
+ * gst_buffer_read_gl_memory_into_tensor_pbo:
+ * @outbuf: a buffer of one PBO tensor memory of a worker made by
+ *   gst_tensor_gl_worker_ensure_gstgl()
+ * @inbuf: a buffer of one 2D `memory:GLMemory` texture (RGBA) of a context
+ *   that worker shares with
+ * @info: the frame (4 bytes a pixel)
+ * @gpu_copied: (out) (optional): the frame bytes copied on the GPU
+ * @error: a #GError, or %NULL
+ *
+ * Fills @outbuf's PBO from @inbuf's texture on the GPU, no CPU copy: a
+ * #GstGLSyncMeta of @inbuf is waited for on the GPU in GstGL's context
+ * (gst_gl_sync_meta_wait()), GstGL's context then sets a GL sync after
+ * everything it queued (the texture's upload included), our worker's context
+ * waits for that sync on the GPU and reads the texture into the PBO
+ * (tensormem::GlWorker::read_texture_into(), rows at @outbuf's #GstVideoMeta
+ * offset and stride). The caller fences the write (an EGL fence meta) and
+ * keeps @inbuf alive until the PBO is read (a #GstParentBufferMeta), since
+ * GstGL may reuse the texture once @inbuf is released.
+ *
+ * Returns: %TRUE when the read was queued.
+ *
+ * Since: 0.1
+ */
+gboolean gst_buffer_read_gl_memory_into_tensor_pbo(GstBuffer *outbuf, GstBuffer *inbuf, const GstVideoInfo *info,
+                                                   gsize *gpu_copied, GError **error) {
+  g_return_val_if_fail(GST_IS_BUFFER(outbuf) && GST_IS_BUFFER(inbuf) && info, FALSE);
+  if (gpu_copied)
+    *gpu_copied = 0;
+#if TENSORMEM_GSTGL_READBACK
+  GstMemory *in = gst_buffer_n_memory(inbuf) == 1 ? gst_buffer_peek_memory(inbuf, 0) : nullptr;
+  if (!in || !gst_is_gl_memory(in)) {
+    g_set_error(error, GST_STREAM_ERROR, GST_STREAM_ERROR_FORMAT,
+                "the input is not one GstGLMemory texture (%u memories)", gst_buffer_n_memory(inbuf));
+    return FALSE;
+  }
+  auto *texture = reinterpret_cast<GstGLMemory *>(in);
+  if (gst_gl_memory_get_texture_target(texture) != GST_GL_TEXTURE_TARGET_2D || GST_VIDEO_INFO_N_PLANES(info) != 1 ||
+      GST_VIDEO_INFO_COMP_PSTRIDE(info, 0) != 4) {
+    g_set_error(error, GST_STREAM_ERROR, GST_STREAM_ERROR_FORMAT,
+                "only single-plane 4-byte formats in 2D textures are read on the GPU (got %s, texture target %s)",
+                GST_VIDEO_INFO_NAME(info), gst_gl_texture_target_to_string(gst_gl_memory_get_texture_target(texture)));
+    return FALSE;
+  }
+  GstMemory *out = gst_buffer_n_memory(outbuf) == 1 ? gst_buffer_peek_memory(outbuf, 0) : nullptr;
+  if (!out || !gst_is_tensor_pbo_memory(out)) {
+    g_set_error(error, GST_RESOURCE_ERROR, GST_RESOURCE_ERROR_FAILED, "the output is not one PBO tensor memory");
+    return FALSE;
+  }
+  GstGLContext *context = reinterpret_cast<GstGLBaseMemory *>(in)->context;
+  GstTensorMemGlWorker *worker = gst_tensor_pbo_memory_get_gl_worker(out);
+  GstGLContext *shared = worker ? shared_context_of(worker) : nullptr;
+  if (!shared || (shared != context && !gst_gl_context_can_share(shared, context))) {
+    g_set_error(error, GST_RESOURCE_ERROR, GST_RESOURCE_ERROR_FAILED,
+                "the texture belongs to GstGL context %s, which the PBO's GL worker does not share with",
+                GST_OBJECT_NAME(context));
+    return FALSE;
+  }
+  const guint width = GST_VIDEO_INFO_WIDTH(info), height = GST_VIDEO_INFO_HEIGHT(info);
+  gsize plane_offset = GST_VIDEO_INFO_PLANE_OFFSET(info, 0);
+  gint stride = GST_VIDEO_INFO_PLANE_STRIDE(info, 0);
+  if (GstVideoMeta *meta = gst_buffer_get_video_meta(outbuf)) {
+    plane_offset = meta->offset[0];
+    stride = meta->stride[0];
+  }
+  if (stride <= 0 || plane_offset > G_MAXSIZE - out->offset) {
+    g_set_error(error, GST_STREAM_ERROR, GST_STREAM_ERROR_FORMAT, "the output's layout (stride %d) cannot be read into",
+                stride);
+    return FALSE;
+  }
+
+  GstMapInfo map;
+  // Maps for GL: GstGL uploads pending CPU writes into the texture first.
+  if (!gst_memory_map(in, &map, static_cast<GstMapFlags>(GST_MAP_READ | GST_MAP_GL))) {
+    g_set_error(error, GST_STREAM_ERROR, GST_STREAM_ERROR_FAILED, "cannot map the GL memory for GL");
+    return FALSE;
+  }
+  const guint texture_id = *reinterpret_cast<const guint *>(map.data);
+  if (GstGLSyncMeta *sync_meta = gst_buffer_get_gl_sync_meta(inbuf))
+    gst_gl_sync_meta_wait(sync_meta, context); // GPU-side, in GstGL's context
+  gpointer gstgl_done = nullptr;
+  gst_gl_context_thread_add(context, fence_gstgl_commands, &gstgl_done);
+
+  tensormem::GlWorker::TextureRegion region;
+  region.texture = texture_id;
+  region.width = width;
+  region.height = height;
+  region.row_stride = static_cast<std::size_t>(stride);
+  region.offset = out->offset + plane_offset;
+  region.wait_sync = gstgl_done;
+  std::shared_ptr<tensormem::PboStorage> storage = gst_tensor_pbo_memory_get_storage(out);
+  std::shared_ptr<tensormem::GlWorker> core = gst_tensor_gl_worker_get_core_gl_worker(worker);
+  tensormem::Result<void> read = tensormem::Error::disconnected("the PBO's GL worker is gone");
+  if (storage && core)
+    read = core->read_texture_into(*storage, region);
+  else
+    gst_gl_context_thread_add(context, delete_gstgl_sync, gstgl_done);
+  gst_memory_unmap(in, &map);
+  if (!read) {
+    g_set_error(error, GST_RESOURCE_ERROR, GST_RESOURCE_ERROR_FAILED, "%s", read.error().message().c_str());
+    return FALSE;
+  }
+  if (gpu_copied)
+    *gpu_copied = GST_VIDEO_INFO_SIZE(info);
+  return TRUE;
+#else
+  g_set_error(error, GST_RESOURCE_ERROR, GST_RESOURCE_ERROR_NOT_FOUND,
+              "gst-tensormem was built without GstGL interop (-Dgstgl, -Dgl)");
+  return FALSE;
+#endif
+}
