@@ -209,9 +209,11 @@ static GstFlowReturn gst_tensor_download_prepare_output_buffer(GstBaseTransform 
   const gst_tensormem::DownloadContext ctx = download_context(self);
   GstFlowReturn ret = gst_tensor_mem_element_validate_buffer(GST_ELEMENT(self), inbuf, ctx.info);
   // Downstream reads the bytes, passed through or copied: they must be complete
-  // (a buffer without a fence meta has nothing to wait for, and skips the deadline's clock read).
+  // (a buffer without a fence meta skips the deadline's clock read; a GstGLSyncMeta is still waited for).
   if (ret == GST_FLOW_OK && gst_buffer_get_meta(inbuf, GST_TENSOR_MEM_FENCE_META_API_TYPE))
     ret = gst_tensor_mem_element_wait_fences(GST_ELEMENT(self), inbuf, GST_TENSOR_MEM_FENCE_DEFAULT_TIMEOUT, nullptr);
+  else if (ret == GST_FLOW_OK)
+    gst_buffer_wait_gl_sync_metas(inbuf);
   if (ret != GST_FLOW_OK)
     return ret;
   const gst_tensormem::DownloadMethod &method = gst_tensormem::download_method_for(ctx, inbuf);
