@@ -159,51 +159,55 @@ gpointer tensor_mapping_map(TensorMapping *mapping, GstMemory *mem, GstMapInfo *
       info->user_data[1] = GINT_TO_POINTER(0);
       return held->data();
     }
-    std::lock_guard lock(mapping->mu);
-    tensormem::HostPin pin;
-    if (mapping->write_maps > 0) {
-      pin = mapping->writer.share();
-    } else {
-      auto pinned = mapping->tensor.storage()->map(access, tensormem::MapState::Wait::Block);
-      if (!pinned) {
-        const auto &err = pinned.error();
-        if (err.kind() == tensormem::ErrorKind::Mapped)
-          GST_DEBUG("memory %p: %s map refused: %s", mem, tensormem::access_name(access), err.message().c_str());
-        else
-          GST_WARNING("memory %p: %s map failed (%s): %s", mem, tensormem::access_name(access),
-                      tensormem::error_kind_name(err.kind()), err.message().c_str());
-        return nullptr;
-      }
-      pin = std::move(*pinned);
-    }
-    if (pin.length() < maxsize) {
-      GST_WARNING("memory %p: storage mapped %" G_GSIZE_FORMAT " bytes, the memory spans %" G_GSIZE_FORMAT, mem,
-                  pin.length(), maxsize);
-      return nullptr;
-    }
-    const bool holds_writer = mapping->write_maps > 0 || tensormem::access_writes(access);
-    auto *held = new tensormem::HostPin(holds_writer ? pin.share() : std::move(pin));
-    if (holds_writer) {
-      if (mapping->write_maps++ == 0)
-        mapping->writer = std::move(pin);
-    }
-    info->user_data[0] = held;
-    info->user_data[1] = GINT_TO_POINTER(holds_writer ? 1 : 0);
-    return held->data();
   } catch (const std::bad_alloc &) {
     GST_WARNING("memory %p: out of memory mapping for %s", mem, tensormem::access_name(access));
     return nullptr;
   }
+  const std::shared_ptr<tensormem::Storage> &storage = mapping->tensor.storage();
+  if (storage->size_bytes() < maxsize) {
+    GST_WARNING("memory %p: storage holds %" G_GSIZE_FORMAT " bytes, the memory spans %" G_GSIZE_FORMAT, mem,
+                storage->size_bytes(), maxsize);
+    return nullptr;
+  }
+  std::lock_guard lock(mapping->mu);
+  if (mapping->holds == 0) {
+    auto acquired = storage->acquire_map(access, tensormem::MapState::Wait::Block);
+    if (!acquired) {
+      const auto &err = acquired.error();
+      if (err.kind() == tensormem::ErrorKind::Mapped)
+        GST_DEBUG("memory %p: %s map refused: %s", mem, tensormem::access_name(access), err.message().c_str());
+      else
+        GST_WARNING("memory %p: %s map failed (%s): %s", mem, tensormem::access_name(access),
+                    tensormem::error_kind_name(err.kind()), err.message().c_str());
+      return nullptr;
+    }
+    mapping->data = *acquired;
+    mapping->writer = tensormem::access_writes(access);
+  } else if (tensormem::access_writes(access) && !mapping->writer) {
+    // GStreamer's lock refuses this before it reaches us; the core would too.
+    GST_DEBUG("memory %p: %s map refused: read maps of this memory are live", mem, tensormem::access_name(access));
+    return nullptr;
+  }
+  ++mapping->holds;
+  info->user_data[0] = nullptr;
+  info->user_data[1] = GINT_TO_POINTER(1);
+  return mapping->data;
 }
 
 void tensor_mapping_unmap(TensorMapping *mapping, GstMapInfo *info) noexcept {
-  delete static_cast<tensormem::HostPin *>(info->user_data[0]);
-  info->user_data[0] = nullptr;
-  if (GPOINTER_TO_INT(info->user_data[1]) == 0)
+  if (GPOINTER_TO_INT(info->user_data[1]) == 0) { // a pinned share's map
+    delete static_cast<tensormem::HostPin *>(info->user_data[0]);
+    info->user_data[0] = nullptr;
     return;
+  }
   std::lock_guard lock(mapping->mu);
-  if (--mapping->write_maps == 0)
-    mapping->writer.unmap();
+  if (mapping->holds == 0)
+    return;
+  if (--mapping->holds == 0) {
+    mapping->data = nullptr;
+    mapping->writer = false;
+    mapping->tensor.storage()->release_map();
+  }
 }
 
 bool resolve_memory_range(GstMemory *mem, gssize offset, gssize size, gsize *abs_offset, gsize *abs_size) noexcept {
@@ -327,13 +331,24 @@ GstMemory *share_instead_of_copy(GstMemory *mem, gssize offset, gssize size) noe
   GstBuffer *holder = ref_pool_buffer(mem);
   if (!holder)
     return nullptr;
+  /* Through GStreamer's lock (a memory it would not let us read is not
+   * shared): the memory then holds an acquisition, a read one or the
+   * writer's a decoder still holds while GStreamer makes the buffer
+   * writable, and the share keeps that one live. */
+  const tensormem::Tensor *tensor = gst_tensor_memory_get_tensor(mem);
   GstMapInfo info;
-  if (!gst_memory_map(mem, &info, GST_MAP_READ)) {
+  if (!tensor || !gst_memory_map(mem, &info, GST_MAP_READ)) {
     gst_buffer_unref(holder);
     return nullptr;
   }
-  tensormem::HostPin pin = static_cast<tensormem::HostPin *>(info.user_data[0])->share();
+  auto pinned = tensor->storage()->pin_live_map();
   gst_memory_unmap(mem, &info);
+  if (!pinned) {
+    GST_DEBUG("memory %p: no read pin for a share (%s), copying", mem, pinned.error().message().c_str());
+    gst_buffer_unref(holder);
+    return nullptr;
+  }
+  tensormem::HostPin pin = std::move(*pinned);
   GstMemory *shared = holding_share(mem, -1, std::move(pin), holder);
   if (!shared)
     return nullptr;

@@ -17,25 +17,32 @@ namespace gst_tensormem {
 
 /* The map state of one GstMemory over a tensormem storage.
  *
- * A gst_memory_map is one acquisition through the core map state: readers
- * share one backend mapping and a writer is exclusive, also against users of
- * the storage that never see this GstMemory. GStreamer lets the holder of a
- * write map map the same GstMemory again (gst_video_frame_map maps one
- * memory once per plane); while this memory holds a write acquisition,
- * GStreamer's own lock has already vetted any further map of it, so such a
- * map shares that acquisition instead of asking the core for a second one,
- * which it would refuse. */
+ * The maps of one GstMemory share one acquisition of the core map state,
+ * taken by the first and released by the last: readers share one backend
+ * mapping and a writer is exclusive, also against users of the storage that
+ * never see this GstMemory. GStreamer's own lock has already vetted every
+ * map that reaches us (it lets the holder of a write map map the same memory
+ * again, as gst_video_frame_map does once per plane, and refuses a write map
+ * while reads are live), so a map made while the memory holds an acquisition
+ * joins it instead of asking the core for a second one, which the core would
+ * refuse to a writer. No map allocates: the hold is a count here. */
 struct TensorMapping {
   explicit TensorMapping(const tensormem::Tensor &whole) : tensor(whole) {}
   TensorMapping(const TensorMapping &) = delete;
   TensorMapping &operator=(const TensorMapping &) = delete;
+  /* A memory freed while still mapped (a caller's bug) gives its hold back. */
+  ~TensorMapping() {
+    if (holds > 0)
+      tensor.storage()->release_map();
+  }
 
   /* The whole allocation as a 1-D u8 tensor; its storage() keeps the
    * allocation alive for the memory that owns this mapping. */
   tensormem::Tensor tensor;
   std::mutex mu;
-  tensormem::HostPin writer; // valid while write_maps > 0
-  guint write_maps = 0;
+  std::byte *data = nullptr; // the storage's address while holds > 0
+  guint holds = 0;           // live gst maps of this memory
+  bool writer = false;       // the acquisition writes
 };
 
 /* The mem_map_full body: the base address of the whole allocation (GStreamer

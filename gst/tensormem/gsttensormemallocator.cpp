@@ -14,9 +14,17 @@ static void gst_tensor_mem_allocator_default_init(GstTensorMemAllocatorInterface
  *
  * Since: 0.1
  */
-gboolean gst_is_tensor_memory(GstMemory *mem) {
-  return mem != nullptr && mem->allocator != nullptr && GST_IS_TENSOR_MEM_ALLOCATOR(mem->allocator);
+/* The allocator's tensor interface, or NULL: one interface lookup on its
+ * class, where the checked cast and GET_IFACE would make three per call
+ * (every element asks for every memory of every buffer). */
+static GstTensorMemAllocatorInterface *tensor_interface(GstMemory *mem) noexcept {
+  if (mem == nullptr || mem->allocator == nullptr)
+    return nullptr;
+  return static_cast<GstTensorMemAllocatorInterface *>(
+      g_type_interface_peek(G_OBJECT_GET_CLASS(mem->allocator), GST_TYPE_TENSOR_MEM_ALLOCATOR));
 }
+
+gboolean gst_is_tensor_memory(GstMemory *mem) { return tensor_interface(mem) != nullptr; }
 
 /**
  * gst_tensor_memory_get_tensor: (skip)
@@ -32,11 +40,11 @@ gboolean gst_is_tensor_memory(GstMemory *mem) {
  * Since: 0.1
  */
 const tensormem::Tensor *gst_tensor_memory_get_tensor(GstMemory *mem) {
-  if (!gst_is_tensor_memory(mem))
+  GstTensorMemAllocatorInterface *iface = tensor_interface(mem);
+  if (!iface)
     return nullptr;
-  auto *allocator = GST_TENSOR_MEM_ALLOCATOR(mem->allocator);
   return static_cast<const tensormem::Tensor *>(
-      GST_TENSOR_MEM_ALLOCATOR_GET_IFACE(allocator)->get_tensor(allocator, mem));
+      iface->get_tensor(reinterpret_cast<GstTensorMemAllocator *>(mem->allocator), mem));
 }
 
 /**

@@ -6,6 +6,22 @@
 
 namespace tensormem {
 
+namespace {
+
+/// PBO-MAP-07/08: a mapping the backend made but that cannot be used (null,
+/// or shorter than the allocation) is unmapped again before the error goes
+/// back; the caller publishes Unmapped only after that.
+Result<void> check_backend_mapping(MapPort &port, const BackendMapping &mapped, std::size_t size) {
+  if (mapped.data != nullptr && mapped.length >= size)
+    return {};
+  (void)port.backend_unmap();
+  if (mapped.data == nullptr)
+    return Error::invalid_size(size, "map: the backend returned a null address for " + std::to_string(size) + " bytes");
+  return Error::insufficient_capacity(size, mapped.length, "map: the backend mapped fewer bytes than the allocation");
+}
+
+} // namespace
+
 Result<std::byte *> MapState::acquire(MapPort &port, std::size_t size, CpuAccess access, Wait wait) {
   if (access == CpuAccess::None)
     return Error::invalid_argument("map: access None grants no CPU access; ask for read, write or read-write");
@@ -31,6 +47,20 @@ Result<std::byte *> MapState::acquire(MapPort &port, std::size_t size, CpuAccess
     case Phase::Exclusive:
       return Error::mapped(std::string("map for ") + access_name(access) + ": a writable map is live on this buffer");
     default: break;
+    }
+    if (port.map_is_immediate(access)) {
+      // Nothing to order and nothing that blocks: map in the same critical
+      // section, so no other thread ever sees this map half made.
+      Result<BackendMapping> mapped = port.backend_map(size, access);
+      if (!mapped)
+        return std::move(mapped).error();
+      if (Result<void> usable = check_backend_mapping(port, *mapped, size); !usable)
+        return std::move(usable).error();
+      phase_ = writable ? Phase::Exclusive : Phase::Shared;
+      readers_ = writable ? 0 : 1;
+      data_ = mapped->data;
+      immediate_ = true;
+      return data_;
     }
     phase_ = Phase::Mapping;
   }
@@ -61,17 +91,21 @@ Result<std::byte *> MapState::acquire(MapPort &port, std::size_t size, CpuAccess
   // PBO-MAP-07/08: the backend considers the buffer mapped, so release it
   // while still in Mapping; publishing Unmapped first would let a waiter start
   // a fresh map that races this cleanup.
-  if (mapped->data == nullptr || mapped->length < size) {
-    const BackendMapping bad = *mapped;
-    (void)port.backend_unmap();
+  if (Result<void> usable = check_backend_mapping(port, *mapped, size); !usable) {
     publish(Phase::Unmapped, nullptr);
-    if (bad.data == nullptr)
-      return Error::invalid_size(size,
-                                 "map: the backend returned a null address for " + std::to_string(size) + " bytes");
-    return Error::insufficient_capacity(size, bad.length, "map: the backend mapped fewer bytes than the allocation");
+    return std::move(usable).error();
   }
   publish(writable ? Phase::Exclusive : Phase::Shared, mapped->data);
   return mapped->data;
+}
+
+Result<std::byte *> MapState::retain() {
+  std::lock_guard lock(mu_);
+  switch (phase_) {
+  case Phase::Shared: ++readers_; return data_;
+  case Phase::Exclusive: ++retained_; return data_;
+  default: return Error::mapped("retain: no map is live on this buffer");
+  }
 }
 
 void MapState::release(MapPort &port) noexcept {
@@ -84,8 +118,24 @@ void MapState::release(MapPort &port) noexcept {
         return;
       }
       break;
-    case Phase::Exclusive: break;
+    case Phase::Exclusive:
+      if (retained_ > 0) {
+        --retained_;
+        return;
+      }
+      break;
     default: return; // a release with no acquisition behind it (PBO-MAP-09)
+    }
+    if (immediate_) {
+      Result<void> unmapped = port.backend_unmap();
+      if (!unmapped)
+        log(LogLevel::Warning, "unmap failed, the buffer is treated as unmapped: " + unmapped.error().message());
+      phase_ = Phase::Unmapped;
+      readers_ = 0;
+      data_ = nullptr;
+      immediate_ = false;
+      cv_.notify_all();
+      return;
     }
     phase_ = Phase::Unmapping;
     readers_ = 0;

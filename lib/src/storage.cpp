@@ -17,19 +17,37 @@ public:
   explicit MapLease(std::shared_ptr<Storage> storage) noexcept : storage_(std::move(storage)) {}
   MapLease(const MapLease &) = delete;
   MapLease &operator=(const MapLease &) = delete;
-  ~MapLease() { storage_->state_.release(*storage_); }
+  ~MapLease() { storage_->release_map(); }
 
 private:
   std::shared_ptr<Storage> storage_;
 };
 
-Result<HostPin> Storage::map(CpuAccess access, MapState::Wait wait) {
-  Result<std::byte *> data = state_.acquire(*this, size_, access, wait);
+Result<std::byte *> Storage::acquire_map(CpuAccess access, MapState::Wait wait) {
+  return state_.acquire(*this, size_, access, wait);
+}
+
+namespace {
+
+/// A pin that releases the acquisition behind `data` when its last share goes.
+Result<HostPin> leased_pin(const std::shared_ptr<Storage> &storage, Result<std::byte *> data) {
   if (!data)
     return std::move(data).error();
-  auto lease = std::make_shared<MapLease>(shared_from_this());
-  return HostPin(std::move(lease), *data, size_);
+  try {
+    return HostPin(std::make_shared<MapLease>(storage), *data, storage->size_bytes());
+  } catch (const std::bad_alloc &) {
+    storage->release_map();
+    return Error::io(ENOMEM, "map: the pin's lease");
+  }
 }
+
+} // namespace
+
+Result<HostPin> Storage::map(CpuAccess access, MapState::Wait wait) {
+  return leased_pin(shared_from_this(), acquire_map(access, wait));
+}
+
+Result<HostPin> Storage::pin_live_map() { return leased_pin(shared_from_this(), state_.retain()); }
 
 Storage::~Storage() { run_destroy_hooks(); }
 
@@ -111,14 +129,31 @@ void forget_completed(std::vector<GpuCompletion> &list, const std::vector<GpuCom
 /// \return InvalidArgument for a null timeline or for a value the timeline
 /// never issued: a map would otherwise wait on a point nothing signals (HAZ-23).
 Result<void> Storage::record_write(std::shared_ptr<Timeline> timeline, std::uint64_t value) {
-  if (!timeline)
-    return Error::invalid_argument("record_write: no timeline");
-  Result<void> issued = timeline->check_issued(value, "record_write");
-  if (!issued || value == 0)
-    return issued;
+  Result<void> result;
+  if (!accept_completion(timeline, value, "record_write", &result))
+    return result;
   std::lock_guard lock(writes_mu_);
   keep_newest(writes_, std::move(timeline), value);
+  note_recorded();
   return {};
+}
+
+bool Storage::accept_completion(const std::shared_ptr<Timeline> &timeline, std::uint64_t value, const char *what,
+                                Result<void> *result) {
+  if (!timeline) {
+    *result = Error::invalid_argument(std::string(what) + ": no timeline");
+    return false;
+  }
+  *result = timeline->check_issued(value, what);
+  return *result && value != 0;
+}
+
+void Storage::note_recorded() noexcept {
+  ordering_recorded_.store(!writes_.empty() || !reads_.empty(), std::memory_order_release);
+}
+
+bool Storage::map_is_immediate(CpuAccess access) const noexcept {
+  return !ordering_recorded_.load(std::memory_order_acquire) && backend_is_immediate(access);
 }
 
 /// \brief The newest recorded GPU write on each timeline that wrote here.
@@ -145,17 +180,16 @@ std::chrono::nanoseconds Storage::fence_timeout() const noexcept {
 /// \return InvalidArgument for a null timeline or a value never issued
 /// (HAZ-23).
 Result<void> Storage::record_read(std::shared_ptr<Timeline> timeline, std::uint64_t value) {
-  if (!timeline)
-    return Error::invalid_argument("record_read: no timeline");
-  Result<void> issued = timeline->check_issued(value, "record_read");
-  if (!issued || value == 0)
-    return issued;
+  Result<void> result;
+  if (!accept_completion(timeline, value, "record_read", &result))
+    return result;
   try {
     Result<std::vector<GpuCompletion>> running = pending_reads(); // forgets the completed
     if (!running)
       return std::move(running).error();
     std::lock_guard lock(writes_mu_);
     keep_newest(reads_, std::move(timeline), value);
+    note_recorded();
     return {};
   } catch (const std::bad_alloc &) {
     return Error::io(ENOMEM, "record_read");
@@ -164,6 +198,8 @@ Result<void> Storage::record_read(std::shared_ptr<Timeline> timeline, std::uint6
 
 /// \brief The recorded reads still running; completed ones are forgotten.
 Result<std::vector<GpuCompletion>> Storage::pending_reads() {
+  if (!ordering_recorded_.load(std::memory_order_acquire)) // every pool recycle of a storage nobody read
+    return std::vector<GpuCompletion>{};
   try {
     std::vector<GpuCompletion> reads;
     {
@@ -181,6 +217,7 @@ Result<std::vector<GpuCompletion>> Storage::pending_reads() {
     if (!completed.empty()) {
       std::lock_guard lock(writes_mu_);
       forget_completed(reads_, completed); // a newer read recorded meanwhile stays
+      note_recorded();
     }
     return running;
   } catch (const std::bad_alloc &) {
@@ -210,6 +247,8 @@ Result<std::size_t> Storage::wait_for_reads(std::chrono::nanoseconds timeout) {
 /// all together bounded by fence_timeout(); a non-blocking one answers
 /// WouldBlock while any is outstanding.
 Result<void> Storage::order_before_map(CpuAccess access, bool may_block) noexcept {
+  if (!ordering_recorded_.load(std::memory_order_acquire)) // the common case: no lock, nothing to wait for
+    return order_backend_map(access, may_block);
   try {
     std::vector<GpuCompletion> writes;
     std::vector<GpuCompletion> reads;

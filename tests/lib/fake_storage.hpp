@@ -44,6 +44,10 @@ public:
   std::function<void()> on_map;
   std::function<void()> on_unmap;
   std::atomic<bool> unmap_fails{false};
+  // Declares backend_map/backend_unmap address arithmetic (as heap storage
+  // does), so MapState makes them in one step under its lock. on_map and
+  // on_unmap then run with that lock held and must not ask the map state.
+  std::atomic<bool> immediate{false};
   // Incremented when the fake is destroyed (lifetime tests).
   std::atomic<int> *destroyed = nullptr;
 
@@ -51,6 +55,7 @@ private:
   tensormem::Result<tensormem::BackendMapping> backend_map(std::size_t size,
                                                            tensormem::CpuAccess access) noexcept override;
   tensormem::Result<void> backend_unmap() noexcept override;
+  bool backend_is_immediate(tensormem::CpuAccess) const noexcept override { return immediate.load(); }
 
   FakeMode mode_;
   std::uint64_t key_;

@@ -439,3 +439,173 @@ TEST(MapState, heap_storage_obeys_the_same_reader_writer_rules) {
   ASSERT_FALSE(w);
   EXPECT_EQ(w.error().kind(), ErrorKind::Mapped);
 }
+
+// A storage whose map is address arithmetic (heap memory, a memfd mapping
+// kept for the storage's life) is mapped in one step under MapState's lock.
+// The rules must be the same as on the published path.
+
+namespace {
+
+std::shared_ptr<FakeStorage> immediate_fake(std::size_t size, FakeMode mode = FakeMode::Counting) {
+  auto s = FakeStorage::make(size, mode);
+  s->immediate = true;
+  return s;
+}
+
+} // namespace
+
+TEST(MapStateImmediate, readers_share_one_backend_mapping_and_a_writer_excludes_them) {
+  auto s = immediate_fake(8);
+  Tensor t = wrap(s, {8});
+  {
+    auto a = t.map(CpuAccess::Read);
+    auto b = t.map(CpuAccess::Read);
+    ASSERT_TRUE(a && b);
+    EXPECT_EQ(s->maps, 1);
+    EXPECT_EQ(s->map_state().readers(), 2u);
+    EXPECT_EQ(s->map_state().phase(), MapState::Phase::Shared);
+    auto w = t.map(CpuAccess::Write);
+    ASSERT_FALSE(w);
+    EXPECT_EQ(w.error().kind(), ErrorKind::Mapped);
+    a->unmap();
+    EXPECT_EQ(s->unmaps, 0);
+  }
+  EXPECT_EQ(s->unmaps, 1);
+  EXPECT_FALSE(t.is_mapped());
+  {
+    auto w = t.map(CpuAccess::ReadWrite);
+    ASSERT_TRUE(w);
+    EXPECT_EQ(s->map_state().phase(), MapState::Phase::Exclusive);
+    EXPECT_FALSE(t.map(CpuAccess::Read));
+  }
+  EXPECT_EQ(s->maps, 2);
+  EXPECT_EQ(s->unmaps, 2);
+  EXPECT_EQ(s->violations, 0);
+}
+
+TEST(MapStateImmediate, the_backend_runs_without_a_published_mapping_phase) {
+  auto s = immediate_fake(8);
+  // Asked from another thread while the backend map runs: on the published
+  // path that thread reads Mapping at once; in one step it waits for the lock
+  // and reads the finished map.
+  std::future<MapState::Phase> other;
+  s->on_map = [&] {
+    other = std::async(std::launch::async, [&] { return s->map_state().phase(); });
+    EXPECT_EQ(other.wait_for(50ms), std::future_status::timeout) << "the map state was readable mid-map";
+  };
+  auto m = wrap(s, {8}).map(CpuAccess::Read);
+  ASSERT_TRUE(m);
+  ASSERT_TRUE(other.valid());
+  EXPECT_EQ(other.get(), MapState::Phase::Shared);
+}
+
+TEST(MapStateImmediate, backend_faults_are_handled_as_on_the_published_path) {
+  auto null = immediate_fake(8, FakeMode::Null);
+  auto m = wrap(null, {8}).map(CpuAccess::Read);
+  ASSERT_FALSE(m);
+  EXPECT_EQ(m.error().kind(), ErrorKind::InvalidSize);
+  EXPECT_EQ(null->unmaps, 1); // PBO-MAP-08: released again
+  EXPECT_FALSE(null->is_mapped());
+
+  auto shortened = immediate_fake(32, FakeMode::Short);
+  auto s = wrap(shortened, {32}).map(CpuAccess::Write);
+  ASSERT_FALSE(s);
+  EXPECT_EQ(s.error().kind(), ErrorKind::InsufficientCapacity);
+  EXPECT_EQ(shortened->unmaps, 1); // PBO-MAP-07
+  EXPECT_FALSE(shortened->is_mapped());
+
+  auto failing = immediate_fake(8, FakeMode::Failing);
+  auto f = wrap(failing, {8}).map(CpuAccess::Read);
+  ASSERT_FALSE(f);
+  EXPECT_EQ(f.error().kind(), ErrorKind::InvalidOperation);
+  EXPECT_EQ(failing->unmaps, 0); // PBO-MAP-06: nothing to undo
+  EXPECT_FALSE(failing->is_mapped());
+  for (auto *fake : {null.get(), shortened.get(), failing.get()})
+    EXPECT_EQ(fake->violations, 0);
+}
+
+TEST(MapStateImmediate, a_recorded_write_sends_the_map_through_the_fence_wait) {
+  auto s = immediate_fake(8);
+  auto timeline = SoftwareTimeline::create("gpu");
+  const auto v = timeline->issue();
+  ASSERT_TRUE(s->record_write(timeline, v));
+  auto busy = s->map(CpuAccess::Read, MapState::Wait::NoWait);
+  ASSERT_FALSE(busy) << "an immediate map skipped the recorded GPU write";
+  EXPECT_TRUE(busy.error().would_block());
+  EXPECT_EQ(s->maps, 0);
+  ASSERT_TRUE(timeline->signal(v));
+  EXPECT_TRUE(s->map(CpuAccess::Read, MapState::Wait::NoWait));
+}
+
+TEST(MapStateImmediate, a_recorded_read_holds_back_a_writer_until_it_completes) {
+  auto s = immediate_fake(8);
+  auto timeline = SoftwareTimeline::create("inference");
+  const auto v = timeline->issue();
+  ASSERT_TRUE(s->record_read(timeline, v));
+  EXPECT_TRUE(s->map(CpuAccess::Read, MapState::Wait::NoWait)); // readers never wait for readers
+  auto busy = s->map(CpuAccess::Write, MapState::Wait::NoWait);
+  ASSERT_FALSE(busy) << "an immediate map skipped the recorded read";
+  EXPECT_TRUE(busy.error().would_block());
+  ASSERT_TRUE(timeline->signal(v));
+  EXPECT_TRUE(s->map(CpuAccess::Write, MapState::Wait::NoWait));
+  // Once the read is known complete it is forgotten, and maps are one step again.
+  auto pending = s->pending_reads();
+  ASSERT_TRUE(pending);
+  EXPECT_TRUE(pending->empty());
+  std::future<MapState::Phase> other;
+  s->on_map = [&] {
+    other = std::async(std::launch::async, [&] { return s->map_state().phase(); });
+    other.wait_for(20ms);
+  };
+  auto writer = s->map(CpuAccess::Write);
+  EXPECT_TRUE(writer);
+  ASSERT_TRUE(other.valid());
+  EXPECT_EQ(other.get(), MapState::Phase::Exclusive);
+}
+
+// retain(): one more holder of the map live now, whatever its access.
+
+TEST(MapStateRetain, a_retained_writable_map_outlives_its_owner_release) {
+  for (bool immediate : {false, true}) {
+    auto s = FakeStorage::make(8);
+    s->immediate = immediate;
+    auto owner = s->acquire_map(CpuAccess::Write);
+    ASSERT_TRUE(owner);
+    auto pin = s->pin_live_map();
+    ASSERT_TRUE(pin);
+    EXPECT_EQ(pin->data(), *owner);
+    EXPECT_EQ(pin->length(), 8u);
+    s->release_map(); // the owner's release
+    EXPECT_EQ(s->map_state().phase(), MapState::Phase::Exclusive) << "immediate=" << immediate;
+    EXPECT_EQ(s->unmaps, 0);
+    EXPECT_FALSE(s->map(CpuAccess::Read)) << "a reader got in while the retained writer's bytes were held";
+    pin->unmap();
+    EXPECT_FALSE(s->is_mapped());
+    EXPECT_EQ(s->maps, 1);
+    EXPECT_EQ(s->unmaps, 1);
+    EXPECT_EQ(s->violations, 0);
+  }
+}
+
+TEST(MapStateRetain, a_retained_read_map_counts_as_one_more_reader) {
+  auto s = FakeStorage::make(8);
+  auto reader = s->map(CpuAccess::Read);
+  ASSERT_TRUE(reader);
+  auto pin = s->pin_live_map();
+  ASSERT_TRUE(pin);
+  EXPECT_EQ(s->map_state().readers(), 2u);
+  reader->unmap();
+  EXPECT_TRUE(s->is_mapped());
+  pin->unmap();
+  EXPECT_FALSE(s->is_mapped());
+  EXPECT_EQ(s->unmaps, 1);
+}
+
+TEST(MapStateRetain, nothing_to_retain_when_nothing_is_mapped) {
+  auto s = FakeStorage::make(8);
+  auto pin = s->pin_live_map();
+  ASSERT_FALSE(pin);
+  EXPECT_EQ(pin.error().kind(), ErrorKind::Mapped);
+  EXPECT_FALSE(s->is_mapped());
+  EXPECT_EQ(s->maps, 0);
+}

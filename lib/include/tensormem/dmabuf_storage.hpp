@@ -105,6 +105,7 @@ private:
                                                       const char *what);
   Result<BackendMapping> backend_map(std::size_t size, CpuAccess access) noexcept override;
   Result<void> backend_unmap() noexcept override;
+  bool backend_is_immediate(CpuAccess access) const noexcept override;
   Result<std::byte *> mapping();
   Result<void> sync(std::uint64_t flags, const char *what);
 
@@ -118,6 +119,9 @@ private:
   std::byte *data_ = nullptr;      // the one mmap, made on first use, unmapped at destruction
   std::uint64_t mapped_flags_ = 0; // direction of the live map
   bool sync_unsupported_ = false;  // ENOTTY seen once: memfd
+  // Set under mu_ once data_ exists and sync_unsupported_ is known: a CPU
+  // map is then the kept address alone, read without mu_.
+  std::atomic<bool> plain_mapping_{false};
   std::atomic<std::uint64_t> mmaps_{0};
   std::atomic<std::uint64_t> munmaps_{0};
   std::atomic<std::uint64_t> sync_calls_{0};

@@ -35,6 +35,18 @@ public:
     (void)may_block;
     return {};
   }
+  /// True when a map for `access`, and the unmap after it, is address
+  /// arithmetic only: order_before_map has nothing to wait for, backend_map
+  /// neither blocks nor calls into a driver and cannot be observed half done
+  /// (heap memory; a kept mapping with no cache maintenance). MapState then
+  /// runs backend_map and backend_unmap under its own lock, in one step,
+  /// instead of publishing Mapping and Unmapping around them. Asked with
+  /// MapState's lock held: it must not block or take a lock MapState's
+  /// callers may hold.
+  virtual bool map_is_immediate(CpuAccess access) const noexcept {
+    (void)access;
+    return false;
+  }
 
 protected:
   ~MapPort() = default;
@@ -58,6 +70,12 @@ public:
   /// flight on another thread is reported as WouldBlock instead of waited out.
   Result<std::byte *> acquire(MapPort &port, std::size_t size, CpuAccess access, Wait wait);
 
+  /// One more holder of the map live now, whatever its access: an owner of a
+  /// writable map that hands a view of it to someone who may outlive the
+  /// owner's own release. Each retain is matched by one release(). Mapped
+  /// when nothing is live (or a map or unmap is in flight).
+  Result<std::byte *> retain();
+
   /// Releases one acquisition; the last holder unmaps the backend. A release
   /// with no matching acquisition is ignored (PBO-MAP-09).
   void release(MapPort &port) noexcept;
@@ -73,6 +91,8 @@ private:
   Phase phase_ = Phase::Unmapped;
   std::size_t readers_ = 0;
   std::byte *data_ = nullptr;
+  std::size_t retained_ = 0; // retain()s of an Exclusive map not yet released
+  bool immediate_ = false;   // the live mapping was made in one step; so is its unmap
 };
 
 } // namespace tensormem

@@ -39,6 +39,19 @@ public:
   /// released when the pin (and every share of it) has gone.
   Result<HostPin> map(CpuAccess access, MapState::Wait wait = MapState::Wait::Block);
 
+  /// One map-state acquisition without a pin, for an owner that counts its
+  /// own maps (a GstMemory) and calls release_map() exactly once for it; the
+  /// owner keeps the storage alive meanwhile. The address of the whole
+  /// allocation. Everyone else uses map(), whose pin releases by itself.
+  Result<std::byte *> acquire_map(CpuAccess access, MapState::Wait wait = MapState::Wait::Block);
+  /// Gives back one acquisition taken with acquire_map() (or retained by
+  /// pin_live_map()).
+  void release_map() noexcept { state_.release(*this); }
+  /// A scoped pin of the map live now, whatever its access (MapState::retain):
+  /// for the owner of an acquisition who hands the bytes to someone who may
+  /// outlive the owner's own release. Mapped when no map is live.
+  Result<HostPin> pin_live_map();
+
   /// A long-lived host address of the whole allocation that outlives every
   /// map (SHR-PIN-03). The default refuses: only storages with a stable host
   /// address give one.
@@ -121,16 +134,31 @@ protected:
     return {};
   }
 
-private:
-  friend class MapLease;
+  /// Whether backend_map and backend_unmap for `access` are address
+  /// arithmetic alone right now (see MapPort::map_is_immediate); asked under
+  /// the map state's lock, so it reads atomics only. The default says no.
+  virtual bool backend_is_immediate(CpuAccess access) const noexcept {
+    (void)access;
+    return false;
+  }
 
+private:
   Result<void> order_before_map(CpuAccess access, bool may_block) noexcept final;
+  bool map_is_immediate(CpuAccess access) const noexcept final;
+  /// Checks a completion to be recorded; false (with `*result` set) when
+  /// there is nothing to record: an error, or value 0.
+  static bool accept_completion(const std::shared_ptr<Timeline> &timeline, std::uint64_t value, const char *what,
+                                Result<void> *result);
+  void note_recorded() noexcept; // under writes_mu_
 
   std::size_t size_;
   MapState state_;
   mutable std::mutex writes_mu_;
   std::vector<GpuCompletion> writes_;
   std::vector<GpuCompletion> reads_; // under writes_mu_
+  // Whether writes_ or reads_ holds anything: written under writes_mu_, read
+  // without it by every map, which skips the lists' lock while both are empty.
+  std::atomic<bool> ordering_recorded_{false};
   std::atomic<std::int64_t> fence_timeout_ns_{std::chrono::nanoseconds(kDefaultFenceTimeout).count()};
   std::mutex hooks_mu_;
   std::vector<std::function<void()>> destroy_hooks_;
@@ -161,6 +189,7 @@ public:
 private:
   Result<BackendMapping> backend_map(std::size_t size, CpuAccess access) noexcept override;
   Result<void> backend_unmap() noexcept override { return {}; }
+  bool backend_is_immediate(CpuAccess) const noexcept override { return true; }
 
   std::byte *data_;
   std::uint64_t serial_;

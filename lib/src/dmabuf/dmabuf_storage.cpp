@@ -252,6 +252,8 @@ Result<BackendMapping> DmaBufStorage::backend_map(std::size_t size, CpuAccess ac
   if (access_writes(access) && !writable_)
     return Error::invalid_operation("DmaBufStorage: map for " + std::string(access_name(access)) +
                                     " of a buffer imported read-only");
+  if (plain_mapping_.load(std::memory_order_acquire))
+    return BackendMapping{data_, size};
   std::lock_guard lock(mu_);
   auto data = mapping();
   if (!data)
@@ -260,10 +262,20 @@ Result<BackendMapping> DmaBufStorage::backend_map(std::size_t size, CpuAccess ac
   if (auto s = sync(DMA_BUF_SYNC_START | dir, "START"); !s)
     return std::move(s).error();
   mapped_flags_ = dir;
+  if (sync_unsupported_)
+    plain_mapping_.store(true, std::memory_order_release);
   return BackendMapping{*data, size};
 }
 
+// A fd without the sync ioctl (memfd) whose mapping is made: no syscall and
+// no lock left in a map, so MapState may make it in one step.
+bool DmaBufStorage::backend_is_immediate(CpuAccess access) const noexcept {
+  return plain_mapping_.load(std::memory_order_acquire) && (writable_ || !access_writes(access));
+}
+
 Result<void> DmaBufStorage::backend_unmap() noexcept {
+  if (plain_mapping_.load(std::memory_order_acquire))
+    return {};
   std::lock_guard lock(mu_);
   Result<void> s = sync(DMA_BUF_SYNC_END | mapped_flags_, "END");
   mapped_flags_ = 0;
