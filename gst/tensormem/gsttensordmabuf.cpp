@@ -5,6 +5,9 @@
 #include <gst/tensormem/gsttensorsidecache-private.h>
 
 #include <algorithm>
+#include <atomic>
+#include <cstdint>
+#include <memory>
 #include <new>
 
 GST_DEBUG_CATEGORY_STATIC(gst_tensor_dmabuf_debug);
@@ -19,8 +22,74 @@ GQuark mapping_quark() {
   return quark;
 }
 
+/* What the qdata owns: the mapping, and the memory's place in the index. */
+struct IndexedMapping {
+  GstMemory *mem;
+  TensorMapping *mapping;
+};
+
+/* Every map, unmap and tensor lookup of a DMA-BUF memory needs its mapping,
+ * which lives in the memory's qdata: a lookup there takes GStreamer's one
+ * process-wide qdata mutex and walks a list, several times per buffer. This
+ * index finds it without a lock. A slot is claimed with a compare-and-swap
+ * when the mapping is attached and cleared by the qdata's destroy notify,
+ * which runs before the memory is freed, so a key is never a freed or
+ * reused address while anyone holds the memory to ask for it. A memory that
+ * finds no free slot among its kProbe is looked up in its qdata, as before. */
+class MappingIndex {
+public:
+  void insert(GstMemory *mem, TensorMapping *mapping) noexcept {
+    for (std::size_t i = 0; i < kProbe; ++i) {
+      Slot &slot = slots_[(hash(mem) + i) & (kSlots - 1)];
+      GstMemory *empty = nullptr;
+      if (slot.key.compare_exchange_strong(empty, mem, std::memory_order_acq_rel)) {
+        slot.mapping.store(mapping, std::memory_order_release);
+        return;
+      }
+    }
+  }
+  void erase(GstMemory *mem) noexcept {
+    if (Slot *slot = find(mem)) {
+      slot->mapping.store(nullptr, std::memory_order_relaxed);
+      slot->key.store(nullptr, std::memory_order_release);
+    }
+  }
+  TensorMapping *lookup(GstMemory *mem) noexcept {
+    Slot *slot = find(mem);
+    return slot ? slot->mapping.load(std::memory_order_acquire) : nullptr;
+  }
+
+private:
+  static constexpr std::size_t kSlots = 4096; // a power of two
+  static constexpr std::size_t kProbe = 16;
+  struct Slot {
+    std::atomic<GstMemory *> key{nullptr};
+    std::atomic<TensorMapping *> mapping{nullptr};
+  };
+  static std::size_t hash(GstMemory *mem) noexcept {
+    return static_cast<std::size_t>((reinterpret_cast<std::uintptr_t>(mem) >> 4) * 0x9E3779B97F4A7C15ull >> 40);
+  }
+  Slot *find(GstMemory *mem) noexcept {
+    for (std::size_t i = 0; i < kProbe; ++i) {
+      Slot &slot = slots_[(hash(mem) + i) & (kSlots - 1)];
+      if (slot.key.load(std::memory_order_acquire) == mem)
+        return &slot;
+    }
+    return nullptr;
+  }
+  Slot slots_[kSlots];
+};
+
+MappingIndex &mapping_index() {
+  static auto *index = new MappingIndex(); // never destroyed: memories may outlive static destruction
+  return *index;
+}
+
 TensorMapping *own_mapping(GstMemory *mem) noexcept {
-  return static_cast<TensorMapping *>(gst_mini_object_get_qdata(GST_MINI_OBJECT_CAST(mem), mapping_quark()));
+  if (TensorMapping *indexed = mapping_index().lookup(mem))
+    return indexed;
+  auto *owned = static_cast<IndexedMapping *>(gst_mini_object_get_qdata(GST_MINI_OBJECT_CAST(mem), mapping_quark()));
+  return owned ? owned->mapping : nullptr;
 }
 
 /* Every memory this allocator hands out carries its own mapping; a share
@@ -32,14 +101,21 @@ TensorMapping *mapping_of(GstMemory *mem) noexcept {
   return mapping;
 }
 
-void destroy_mapping(gpointer data) { delete static_cast<TensorMapping *>(data); }
+void destroy_mapping(gpointer data) {
+  auto *owned = static_cast<IndexedMapping *>(data);
+  mapping_index().erase(owned->mem);
+  delete owned->mapping;
+  delete owned;
+}
 
 /* The qdata owns the mapping and so the storage: the storage's fd (which the
  * GstFdMemory borrows with DONT_CLOSE) lives exactly as long as the memory. */
 bool attach_mapping(GstMemory *mem, const tensormem::Tensor &tensor) noexcept {
   try {
-    auto *mapping = new TensorMapping(tensor);
-    gst_mini_object_set_qdata(GST_MINI_OBJECT_CAST(mem), mapping_quark(), mapping, destroy_mapping);
+    auto mapping = std::make_unique<TensorMapping>(tensor);
+    auto *owned = new IndexedMapping{mem, mapping.get()};
+    gst_mini_object_set_qdata(GST_MINI_OBJECT_CAST(mem), mapping_quark(), owned, destroy_mapping);
+    mapping_index().insert(mem, mapping.release());
     return true;
   } catch (const std::bad_alloc &) {
     GST_WARNING("out of memory attaching a tensor mapping to memory %p", mem);

@@ -153,8 +153,8 @@ TEST_F(DmaBufAllocator, ReadersShareOneMmapAndEachBackendMapSyncsOnceInItsDirect
   EXPECT_FALSE(storage->is_mapped());
   // The mmap stays for the storage's life, so the next frame pays no mmap.
   EXPECT_EQ(storage->stats().munmaps, 0u);
-  EXPECT_EQ(g_syncs, (std::vector<std::uint64_t>{DMA_BUF_SYNC_START | DMA_BUF_SYNC_READ,
-                                                 DMA_BUF_SYNC_END | DMA_BUF_SYNC_READ}));
+  EXPECT_EQ(g_syncs,
+            (std::vector<std::uint64_t>{DMA_BUF_SYNC_START | DMA_BUF_SYNC_READ, DMA_BUF_SYNC_END | DMA_BUF_SYNC_READ}));
 
   g_syncs.clear();
   ASSERT_TRUE(gst_memory_map(mem, &a, GST_MAP_WRITE));
@@ -164,10 +164,9 @@ TEST_F(DmaBufAllocator, ReadersShareOneMmapAndEachBackendMapSyncsOnceInItsDirect
   gst_memory_unmap(mem, &a);
   ASSERT_TRUE(gst_memory_map(mem, &a, GST_MAP_READWRITE));
   gst_memory_unmap(mem, &a);
-  EXPECT_EQ(g_syncs, (std::vector<std::uint64_t>{DMA_BUF_SYNC_START | DMA_BUF_SYNC_WRITE,
-                                                 DMA_BUF_SYNC_END | DMA_BUF_SYNC_WRITE,
-                                                 DMA_BUF_SYNC_START | DMA_BUF_SYNC_RW,
-                                                 DMA_BUF_SYNC_END | DMA_BUF_SYNC_RW}));
+  EXPECT_EQ(g_syncs,
+            (std::vector<std::uint64_t>{DMA_BUF_SYNC_START | DMA_BUF_SYNC_WRITE, DMA_BUF_SYNC_END | DMA_BUF_SYNC_WRITE,
+                                        DMA_BUF_SYNC_START | DMA_BUF_SYNC_RW, DMA_BUF_SYNC_END | DMA_BUF_SYNC_RW}));
   EXPECT_EQ(storage->stats().mmaps, 1u);
   gst_memory_unref(share);
   gst_memory_unref(mem);
@@ -231,6 +230,47 @@ TEST_F(DmaBufAllocator, SharesKeepTheFdAndTheStorage) {
   EXPECT_EQ(info.size, 4096u - 64u);
   gst_memory_unmap(share, &info);
   gst_memory_unref(share);
+}
+
+/* Each memory finds its mapping through a fixed-size lock-free index, or
+ * through its qdata where the index has no room: with far more live
+ * memories than the index holds, every one still maps its own storage's
+ * bytes and names its own storage, and memories made after they are freed
+ * (at reused addresses) find theirs, not a stale entry. */
+TEST_F(DmaBufAllocator, EveryMemoryFindsItsOwnStorageBeyondTheMappingIndex) {
+  constexpr int kRoots = 8;
+  constexpr int kSharesPerRoot = 1200; // 9 600 memories, more than the index's 4 096 slots
+  for (int round = 0; round < 2; ++round) {
+    std::vector<GstMemory *> roots, shares;
+    for (int r = 0; r < kRoots; ++r) {
+      GstMemory *root = gst_allocator_alloc(allocator_, 4096, nullptr);
+      ASSERT_NE(root, nullptr);
+      GstMapInfo w;
+      ASSERT_TRUE(gst_memory_map(root, &w, GST_MAP_WRITE));
+      std::memset(w.data, 0x40 + r + round * kRoots, w.size);
+      gst_memory_unmap(root, &w);
+      roots.push_back(root);
+      for (int i = 0; i < kSharesPerRoot; ++i) {
+        GstMemory *share = gst_memory_share(root, i % 4000, 16);
+        ASSERT_NE(share, nullptr);
+        shares.push_back(share);
+      }
+    }
+    for (std::size_t i = 0; i < shares.size(); ++i) {
+      const int r = static_cast<int>(i) / kSharesPerRoot;
+      ASSERT_EQ(gst_tensor_memory_get_tensor(shares[i])->storage(), gst_tensor_memory_get_tensor(roots[r])->storage())
+          << "share " << i;
+      GstMapInfo info;
+      ASSERT_TRUE(gst_memory_map(shares[i], &info, GST_MAP_READ)) << "share " << i;
+      EXPECT_EQ(info.data[0], 0x40 + r + round * kRoots) << "share " << i << " read another storage";
+      gst_memory_unmap(shares[i], &info);
+      EXPECT_FALSE(gst_tensor_memory_get_tensor(shares[i])->storage()->is_mapped());
+    }
+    for (GstMemory *share : shares)
+      gst_memory_unref(share);
+    for (GstMemory *root : roots)
+      gst_memory_unref(root);
+  }
 }
 
 TEST_F(DmaBufAllocator, ImportFdKeepsADupAndTheCallerMayCloseItsFd) {
@@ -340,7 +380,8 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(
         PoolCase{"Rgba320x240", "video/x-raw,format=RGBA,width=320,height=240", tensormem::PixelFormat::RGBA, 320, 240},
         PoolCase{"Rgba321x17", "video/x-raw,format=RGBA,width=321,height=17", tensormem::PixelFormat::RGBA, 321, 17},
-        PoolCase{"Nv12_640x480", "video/x-raw,format=NV12,width=640,height=480", tensormem::PixelFormat::NV12, 640, 480},
+        PoolCase{"Nv12_640x480", "video/x-raw,format=NV12,width=640,height=480", tensormem::PixelFormat::NV12, 640,
+                 480},
         PoolCase{"Nv12_321x17", "video/x-raw,format=NV12,width=321,height=17", tensormem::PixelFormat::NV12, 321, 17},
         PoolCase{"I420_321x17", "video/x-raw,format=I420,width=321,height=17", tensormem::PixelFormat::I420, 321, 17}),
     [](const ::testing::TestParamInfo<PoolCase> &info) { return std::string(info.param.name); });
