@@ -867,19 +867,11 @@ TEST(Tensorinspect, ItsMessageNamesTheFence) {
   GstBuffer *plain = gst_buffer_new_allocate(nullptr, kGraySize, nullptr);
   gst_buffer_memset(plain, 0, 0, kGraySize); // tensorinspect reads every byte
   app.push(plain);
-  std::vector<std::string> fences;
-  GstBus *bus = gst_element_get_bus(app.pipeline);
-  while (fences.size() < 2) {
-    GstMessage *msg = gst_bus_timed_pop_filtered(bus, tmtest::kTimeout, GST_MESSAGE_ELEMENT);
-    ASSERT_NE(msg, nullptr);
-    const GstStructure *s = gst_message_get_structure(msg);
-    if (gst_structure_has_name(s, "tensorinspect"))
-      fences.emplace_back(gst_structure_get_string(s, "fence"));
-    gst_message_unref(msg);
-  }
-  gst_object_unref(bus);
-  EXPECT_EQ(fences[0], "software:1");
-  EXPECT_EQ(fences[1], "none");
+  std::vector<tmtest::InspectReport> reports;
+  const tmtest::PipelineEnd end = tmtest::wait_for_inspect_reports(app.pipeline, &reports, 2);
+  ASSERT_EQ(reports.size(), 2u) << end.error;
+  EXPECT_EQ(reports[0].fence, "software:1");
+  EXPECT_EQ(reports[1].fence, "none");
 }
 
 // ---- a pipeline per kind -----------------------------------------------------
@@ -1009,55 +1001,31 @@ TEST_F(EglFences, ASharedPboBufferPassingThroughIsFencedOnAShallowCopy) {
  * tensordownload in the queue's thread; the bytes match the system-memory
  * run frame for frame. */
 TEST_F(EglFences, APboPipelineOf500BuffersCarriesEglFencesAndEveryFrameIsRight) {
-  auto run = [&](const char *storage, std::vector<std::string> *checksums, std::vector<std::string> *fences) {
+  auto run = [&](const char *storage, tmtest::PipelineRun *out) {
     const std::string description = std::string("videotestsrc num-buffers=") + std::to_string(kFrames) +
                                     " pattern=ball ! video/x-raw,format=RGBA,width=32,height=24 ! tensorupload "
                                     "storage=" +
                                     storage + " ! tensorinspect ! queue ! tensordownload ! fakesink";
-    GError *error = nullptr;
-    GstElement *pipeline = gst_parse_launch(description.c_str(), &error);
-    ASSERT_EQ(error, nullptr) << error_text(error);
-    GstContext *context = gst_context_new_tensor_gl_worker(worker, TRUE);
-    gst_element_set_context(pipeline, context);
-    gst_context_unref(context);
-    GstBus *bus = gst_element_get_bus(pipeline);
-    ASSERT_NE(gst_element_set_state(pipeline, GST_STATE_PLAYING), GST_STATE_CHANGE_FAILURE);
-    for (;;) {
-      GstMessage *msg = gst_bus_timed_pop_filtered(
-          bus, tmtest::kTimeout,
-          static_cast<GstMessageType>(GST_MESSAGE_EOS | GST_MESSAGE_ERROR | GST_MESSAGE_ELEMENT));
-      ASSERT_NE(msg, nullptr);
-      if (GST_MESSAGE_TYPE(msg) == GST_MESSAGE_ERROR) {
-        GError *err = nullptr;
-        gst_message_parse_error(msg, &err, nullptr);
-        ADD_FAILURE() << error_text(err);
-        g_clear_error(&err);
-      }
-      const bool done = GST_MESSAGE_TYPE(msg) != GST_MESSAGE_ELEMENT;
-      const GstStructure *s = gst_message_get_structure(msg);
-      if (!done && gst_structure_has_name(s, "tensorinspect")) {
-        checksums->emplace_back(gst_structure_get_string(s, "checksum"));
-        fences->emplace_back(gst_structure_get_string(s, "fence"));
-      }
-      gst_message_unref(msg);
-      if (done)
-        break;
-    }
-    gst_object_unref(bus);
-    EXPECT_EQ(gst_element_set_state(pipeline, GST_STATE_NULL), GST_STATE_CHANGE_SUCCESS);
-    tmtest::release_pipeline(pipeline);
+    tmtest::run_pipeline(description, out, nullptr, [&](GstElement *pipeline) {
+      GstContext *context = gst_context_new_tensor_gl_worker(worker, TRUE);
+      gst_element_set_context(pipeline, context);
+      gst_context_unref(context);
+    });
+    EXPECT_TRUE(out->eos) << out->error_debug;
   };
-  std::vector<std::string> pbo_sums, pbo_fences, sys_sums, sys_fences;
-  run("pbo", &pbo_sums, &pbo_fences);
-  run("system", &sys_sums, &sys_fences);
-  ASSERT_EQ(pbo_sums.size(), kFrames);
-  EXPECT_EQ(pbo_sums, sys_sums);
+  tmtest::PipelineRun pbo, sys;
+  run("pbo", &pbo);
+  run("system", &sys);
+  ASSERT_EQ(pbo.inspected.size(), kFrames);
+  ASSERT_EQ(sys.inspected.size(), kFrames);
+  for (guint i = 0; i < kFrames; ++i)
+    EXPECT_EQ(pbo.inspected[i].checksum, sys.inspected[i].checksum) << "frame " << i;
   guint egl = 0;
-  for (const std::string &f : pbo_fences)
-    egl += f.rfind("egl:", 0) == 0 ? 1 : 0;
+  for (const tmtest::InspectReport &report : pbo.inspected)
+    egl += report.fence.rfind("egl:", 0) == 0 ? 1 : 0;
   EXPECT_EQ(egl, kFrames) << "a PBO frame left tensorupload without its EGL fence";
-  for (const std::string &f : sys_fences)
-    EXPECT_EQ(f, "none");
+  for (const tmtest::InspectReport &report : sys.inspected)
+    EXPECT_EQ(report.fence, "none");
 }
 #endif
 
