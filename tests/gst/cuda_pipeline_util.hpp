@@ -9,8 +9,10 @@
 #include <gst/tensormem/tensormem.h>
 
 #include <cstdlib>
+#include <optional>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace cudatest {
@@ -31,13 +33,7 @@ inline std::string status_text(int n) {
   return std::string(tested_api() == "driver" ? "(CUresult " : "(cudaError ") + std::to_string(n) + ")";
 }
 
-struct Frame {
-  std::string checksum;
-  std::string path;
-  guint min = 0;
-  guint max = 0;
-  gdouble mean = 0;
-};
+using Frame = tmtest::InspectReport;
 
 struct Run {
   std::vector<Frame> frames;
@@ -137,17 +133,9 @@ inline void run(const std::string &description, Run *run) {
     }
     case GST_MESSAGE_ELEMENT: {
       const GstStructure *s = gst_message_get_structure(msg);
-      if (gst_structure_has_name(s, "tensorinspect")) {
-        Frame f;
-        f.checksum = gst_structure_get_string(s, "checksum");
-        f.path = gst_structure_get_string(s, "path");
-        gst_structure_get_uint(s, "min", &f.min);
-        gst_structure_get_uint(s, "max", &f.max);
-        gst_structure_get_double(s, "mean", &f.mean);
-        guint64 index = 0;
-        gst_structure_get_uint64(s, "frame", &index);
-        EXPECT_EQ(index, run->frames.size());
-        run->frames.push_back(f);
+      if (std::optional<Frame> f = tmtest::inspect_report_of(s)) {
+        EXPECT_EQ(f->frame, run->frames.size());
+        run->frames.push_back(std::move(*f));
       } else if (gst_structure_has_name(s, "tensorinspect-summary")) {
         run->have_summary = true;
         gst_structure_get_uint64(s, "frames", &run->summary_frames);

@@ -4,17 +4,52 @@
 #include "../proc_util.hpp"
 #include "test_util.hpp"
 
+#include <cstddef>
 #include <functional>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace tmtest {
 
 inline constexpr GstClockTime kTimeout = 20 * GST_SECOND;
 
+/* One per-frame report of a tensorinspect element (its "tensorinspect"
+ * element message); strings are empty where the message has none. */
+struct InspectReport {
+  guint64 frame = 0;
+  std::string checksum;
+  std::string fence;
+  std::string path;
+  guint min = 0;
+  guint max = 0;
+  gdouble mean = 0;
+};
+
+/* The report in `s` when it is a tensorinspect report. */
+inline std::optional<InspectReport> inspect_report_of(const GstStructure *s) {
+  if (!s || !gst_structure_has_name(s, "tensorinspect"))
+    return std::nullopt;
+  auto text = [s](const char *field) {
+    const gchar *value = gst_structure_get_string(s, field);
+    return std::string(value ? value : "");
+  };
+  InspectReport report;
+  gst_structure_get_uint64(s, "frame", &report.frame);
+  report.checksum = text("checksum");
+  report.fence = text("fence");
+  report.path = text("path");
+  gst_structure_get_uint(s, "min", &report.min);
+  gst_structure_get_uint(s, "max", &report.max);
+  gst_structure_get_double(s, "mean", &report.mean);
+  return report;
+}
+
 /* What a pipeline run produced: every sample from the appsink named "sink",
- * the bus outcome and the copy counts of the tensorupload named "up" and the
- * tensordownload named "down" (when there are such elements). */
+ * the bus outcome, the reports of its tensorinspect elements in the order
+ * they were posted, and the copy counts of the tensorupload named "up" and
+ * the tensordownload named "down" (when there are such elements). */
 struct PipelineRun {
   std::vector<GstSample *> samples;
   bool eos = false;
@@ -22,6 +57,7 @@ struct PipelineRun {
   GQuark error_domain = 0;
   guint64 upload_copied = 0;
   guint64 download_copied = 0;
+  std::vector<InspectReport> inspected;
 
   PipelineRun() = default;
   PipelineRun(const PipelineRun &) = delete;
@@ -49,32 +85,49 @@ struct PipelineEnd {
   GQuark error_domain = 0;
 };
 
-/* Waits on `pipeline`'s bus for EOS or an error. */
-inline PipelineEnd wait_for_end(GstElement *pipeline) {
+/* Pops `pipeline`'s bus until EOS or an error, or, when `count` is not 0,
+ * until `count` tensorinspect reports have arrived. When `reports` is given,
+ * every tensorinspect report popped on the way is appended to it. */
+inline PipelineEnd wait_for_inspect_reports(GstElement *pipeline, std::vector<InspectReport> *reports,
+                                            std::size_t count = 0) {
   PipelineEnd end;
   GstBus *bus = gst_element_get_bus(pipeline);
-  GstMessage *msg =
-      gst_bus_timed_pop_filtered(bus, kTimeout, static_cast<GstMessageType>(GST_MESSAGE_EOS | GST_MESSAGE_ERROR));
+  const auto types = static_cast<GstMessageType>(GST_MESSAGE_EOS | GST_MESSAGE_ERROR |
+                                                 (reports ? GST_MESSAGE_ELEMENT : GST_MESSAGE_UNKNOWN));
+  std::size_t seen = 0;
+  for (;;) {
+    GstMessage *msg = gst_bus_timed_pop_filtered(bus, kTimeout, types);
+    if (!msg) {
+      end.timed_out = true;
+      end.error = count ? "fewer tensorinspect reports than asked for within the timeout"
+                        : "neither EOS nor an error within the timeout";
+      break;
+    }
+    const GstMessageType type = GST_MESSAGE_TYPE(msg);
+    if (type == GST_MESSAGE_EOS) {
+      end.eos = true;
+    } else if (type == GST_MESSAGE_ERROR) {
+      GError *err = nullptr;
+      gchar *debug = nullptr;
+      gst_message_parse_error(msg, &err, &debug);
+      end.error_domain = err->domain;
+      end.error = std::string(err->message) + " | " + (debug ? debug : "");
+      g_error_free(err);
+      g_free(debug);
+    } else if (std::optional<InspectReport> report = inspect_report_of(gst_message_get_structure(msg))) {
+      reports->push_back(std::move(*report));
+      ++seen;
+    }
+    gst_message_unref(msg);
+    if (type != GST_MESSAGE_ELEMENT || (count && seen == count))
+      break;
+  }
   gst_object_unref(bus);
-  if (!msg) {
-    end.timed_out = true;
-    end.error = "neither EOS nor an error within the timeout";
-    return end;
-  }
-  if (GST_MESSAGE_TYPE(msg) == GST_MESSAGE_EOS) {
-    end.eos = true;
-  } else {
-    GError *err = nullptr;
-    gchar *debug = nullptr;
-    gst_message_parse_error(msg, &err, &debug);
-    end.error_domain = err->domain;
-    end.error = std::string(err->message) + " | " + (debug ? debug : "");
-    g_error_free(err);
-    g_free(debug);
-  }
-  gst_message_unref(msg);
   return end;
 }
+
+/* Waits on `pipeline`'s bus for EOS or an error. */
+inline PipelineEnd wait_for_end(GstElement *pipeline) { return wait_for_inspect_reports(pipeline, nullptr); }
 
 /* Runs `description` to EOS or error and sets it back to NULL, checking
  * that the state change back succeeds. `late_caps`, when given, are set on
@@ -118,7 +171,7 @@ inline void run_pipeline(const std::string &description, PipelineRun *run, const
       run->samples.push_back(sample);
     }
   }
-  const PipelineEnd end = wait_for_end(pipeline);
+  const PipelineEnd end = wait_for_inspect_reports(pipeline, &run->inspected);
   EXPECT_FALSE(end.timed_out) << description << ": " << end.error;
   run->eos = end.eos;
   if (!end.eos && !end.timed_out) {

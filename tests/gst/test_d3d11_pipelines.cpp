@@ -147,53 +147,21 @@ TEST(D3d11Pipeline, InputOutsideTheOfferedPoolIsCopiedOnceIntoATexture) {
  * in a process without CUDA passes the textures on unchanged. */
 TEST(D3d11Pipeline, TensorinspectNamesTheD3d11FenceAndTensorcudaimportPassesTexturesOn) {
   ASSERT_TRUE(g_software_device);
-  auto reports = [](const std::string &description, std::vector<std::string> *fences,
-                    std::vector<std::string> *checksums) {
-    GError *error = nullptr;
-    GstElement *pipeline = gst_parse_launch(description.c_str(), &error);
-    ASSERT_EQ(error, nullptr) << description << ": " << (error ? error->message : "");
-    GstBus *bus = gst_element_get_bus(pipeline);
-    ASSERT_NE(gst_element_set_state(pipeline, GST_STATE_PLAYING), GST_STATE_CHANGE_FAILURE);
-    for (;;) {
-      GstMessage *msg = gst_bus_timed_pop_filtered(
-          bus, tmtest::kTimeout,
-          static_cast<GstMessageType>(GST_MESSAGE_EOS | GST_MESSAGE_ERROR | GST_MESSAGE_ELEMENT));
-      ASSERT_NE(msg, nullptr) << "timed out: " << description;
-      const GstMessageType type = GST_MESSAGE_TYPE(msg);
-      if (type == GST_MESSAGE_ELEMENT) {
-        const GstStructure *s = gst_message_get_structure(msg);
-        if (gst_structure_has_name(s, "tensorinspect")) {
-          const gchar *fence = gst_structure_get_string(s, "fence");
-          const gchar *checksum = gst_structure_get_string(s, "checksum");
-          fences->push_back(fence ? fence : "");
-          checksums->push_back(checksum ? checksum : "");
-        }
-      }
-      gst_message_unref(msg);
-      if (type == GST_MESSAGE_ERROR) {
-        ADD_FAILURE() << "error from " << description;
-        break;
-      }
-      if (type == GST_MESSAGE_EOS)
-        break;
-    }
-    EXPECT_EQ(gst_element_set_state(pipeline, GST_STATE_NULL), GST_STATE_CHANGE_SUCCESS);
-    gst_object_unref(bus);
-    tmtest::release_pipeline(pipeline);
-  };
   const std::string src = "videotestsrc num-buffers=2 ! video/x-raw,format=RGBA,width=64,height=4 ! ";
-  std::vector<std::string> plain_fences, plain_sums, fences, sums;
-  ASSERT_NO_FATAL_FAILURE(
-      reports(src + "tensorupload storage=system ! tensorinspect ! fakesink", &plain_fences, &plain_sums));
-  ASSERT_NO_FATAL_FAILURE(reports(src + "tensorupload storage=d3d11 ! tensorcudaimport ! tensorinspect ! "
-                                        "tensordownload ! fakesink",
-                                  &fences, &sums));
-  ASSERT_EQ(fences.size(), 2u);
-  ASSERT_EQ(plain_sums.size(), 2u);
-  for (std::size_t i = 0; i < fences.size(); ++i) {
-    EXPECT_EQ(fences[i].rfind("d3d11:", 0), 0u) << "frame " << i << ": " << fences[i];
-    EXPECT_FALSE(sums[i].empty()) << "frame " << i << ": no checksum";
-    EXPECT_EQ(sums[i], plain_sums[i]) << "frame " << i;
+  tmtest::PipelineRun plain, ours;
+  ASSERT_NO_FATAL_FAILURE(tmtest::run_pipeline(src + "tensorupload storage=system ! tensorinspect ! fakesink", &plain));
+  ASSERT_NO_FATAL_FAILURE(tmtest::run_pipeline(src + "tensorupload storage=d3d11 ! tensorcudaimport ! tensorinspect ! "
+                                                     "tensordownload ! fakesink",
+                                               &ours));
+  EXPECT_TRUE(plain.eos) << plain.error_debug;
+  EXPECT_TRUE(ours.eos) << ours.error_debug;
+  ASSERT_EQ(ours.inspected.size(), 2u);
+  ASSERT_EQ(plain.inspected.size(), 2u);
+  for (std::size_t i = 0; i < ours.inspected.size(); ++i) {
+    const tmtest::InspectReport &report = ours.inspected[i];
+    EXPECT_EQ(report.fence.rfind("d3d11:", 0), 0u) << "frame " << i << ": " << report.fence;
+    EXPECT_FALSE(report.checksum.empty()) << "frame " << i << ": no checksum";
+    EXPECT_EQ(report.checksum, plain.inspected[i].checksum) << "frame " << i;
   }
-  EXPECT_NE(fences[0], fences[1]) << "each write has its own fence value";
+  EXPECT_NE(ours.inspected[0].fence, ours.inspected[1].fence) << "each write has its own fence value";
 }

@@ -294,7 +294,7 @@ TEST(FencePool, ARecycledBufferIsHandedOutOnlyOnceItsFenceSignalled) {
     add_fence(buffer, timeline, value);
     gst_buffer_unref(buffer); // back to the pool, unsignalled
 
-      buffer = nullptr;
+    buffer = nullptr;
     EXPECT_EQ(gst_buffer_pool_acquire_buffer(pool, &buffer, &kDontWait), GST_FLOW_EOS);
     EXPECT_EQ(buffer, nullptr);
 
@@ -341,19 +341,47 @@ TEST(FencePool, ABufferWhoseFenceNeverSignalsLeavesThePool) {
 
 // ---- reader completions -----------------------------------------------------
 
+/* Most cases begin alike: a consumer takes the one buffer of a gray pool,
+ * hands it to a reader and drops it while the read still runs. */
+class ReadCompletion : public ::testing::Test {
+protected:
+  void TearDown() override {
+    if (pool)
+      stop_pool(pool);
+  }
+
+  /* Starts the pool (fences and reads bounded by `timeout`) and takes its buffer. */
+  void acquire(GstBuffer **buffer, GstClockTime timeout = GST_TENSOR_MEM_FENCE_DEFAULT_TIMEOUT) {
+    pool = gray_pool(false, timeout);
+    ASSERT_EQ(gst_buffer_pool_acquire_buffer(pool, buffer, nullptr), GST_FLOW_OK);
+  }
+
+  /* acquire(), a read begun on the buffer (on a shallow copy of it when
+   * `through_copy`: a reader holding a tee branch's buffer), and every
+   * buffer dropped while the read runs. The caller owns `read`. */
+  void drop_mid_read(GstClockTime timeout = GST_TENSOR_MEM_FENCE_DEFAULT_TIMEOUT, bool through_copy = false) {
+    GstBuffer *buffer = nullptr;
+    ASSERT_NO_FATAL_FAILURE(acquire(&buffer, timeout));
+    first = buffer;
+    GstBuffer *held = through_copy ? gst_buffer_copy(buffer) : buffer;
+    GError *error = nullptr;
+    read = gst_buffer_begin_tensor_mem_read(held, &error);
+    ASSERT_NE(read, nullptr) << error_text(error);
+    if (held != buffer)
+      gst_buffer_unref(held);
+    gst_buffer_unref(buffer);
+  }
+
+  GstBufferPool *pool = nullptr;
+  const GstBuffer *first = nullptr; // the dropped buffer, only to compare addresses with
+  GstTensorMemReadCompletion *read = nullptr;
+};
+
 /* An inference step still reading a frame after the buffer was dropped: the
  * pool hands the buffer to the next producer only once the read finished. */
-TEST(ReadCompletion, APoolHandsOutABufferOnlyOnceItsReaderFinished) {
-  GstBufferPool *pool = gray_pool(false);
+TEST_F(ReadCompletion, APoolHandsOutABufferOnlyOnceItsReaderFinished) {
+  ASSERT_NO_FATAL_FAILURE(drop_mid_read());
   GstBuffer *buffer = nullptr;
-  ASSERT_EQ(gst_buffer_pool_acquire_buffer(pool, &buffer, nullptr), GST_FLOW_OK);
-  GstBuffer *first = buffer;
-  GError *error = nullptr;
-  GstTensorMemReadCompletion *read = gst_buffer_begin_tensor_mem_read(buffer, &error);
-  ASSERT_NE(read, nullptr) << error_text(error);
-  gst_buffer_unref(buffer); // dropped while the reader still reads
-
-  buffer = nullptr;
   EXPECT_EQ(gst_buffer_pool_acquire_buffer(pool, &buffer, &kDontWait), GST_FLOW_EOS);
   EXPECT_EQ(buffer, nullptr);
 
@@ -380,17 +408,11 @@ TEST(ReadCompletion, APoolHandsOutABufferOnlyOnceItsReaderFinished) {
   ASSERT_EQ(gst_buffer_pool_acquire_buffer(pool, &buffer, &kDontWait), GST_FLOW_OK);
   EXPECT_EQ(pool_counter(pool, "read-waits"), 1u);
   gst_buffer_unref(buffer);
-  stop_pool(pool);
 }
 
-TEST(ReadCompletion, AReaderThatNeverFinishesCostsThePoolThatBufferNotAHang) {
-  GstBufferPool *pool = gray_pool(false, kShort);
+TEST_F(ReadCompletion, AReaderThatNeverFinishesCostsThePoolThatBufferNotAHang) {
+  ASSERT_NO_FATAL_FAILURE(drop_mid_read(kShort));
   GstBuffer *buffer = nullptr;
-  ASSERT_EQ(gst_buffer_pool_acquire_buffer(pool, &buffer, nullptr), GST_FLOW_OK);
-  GstTensorMemReadCompletion *read = gst_buffer_begin_tensor_mem_read(buffer, nullptr);
-  ASSERT_NE(read, nullptr);
-  gst_buffer_unref(buffer);
-  buffer = nullptr;
   EXPECT_EQ(gst_buffer_pool_acquire_buffer(pool, &buffer, nullptr), GST_FLOW_ERROR);
   if (buffer) {
     ADD_FAILURE() << "a buffer still being read was handed out";
@@ -401,32 +423,23 @@ TEST(ReadCompletion, AReaderThatNeverFinishesCostsThePoolThatBufferNotAHang) {
   gst_tensor_mem_read_completion_unref(read);
   ASSERT_EQ(gst_buffer_pool_acquire_buffer(pool, &buffer, nullptr), GST_FLOW_OK);
   gst_buffer_unref(buffer);
-  stop_pool(pool);
 }
 
-TEST(ReadCompletion, TheLastReferenceFinishesTheReadAndCopiesShareIt) {
-  GstBufferPool *pool = gray_pool(false);
-  GstBuffer *buffer = nullptr;
-  ASSERT_EQ(gst_buffer_pool_acquire_buffer(pool, &buffer, nullptr), GST_FLOW_OK);
+TEST_F(ReadCompletion, TheLastReferenceFinishesTheReadAndCopiesShareIt) {
   // A reader may hold only a shallow copy (a tee branch): the read is on the
   // memory both share, so it still protects the pool's buffer.
-  GstBuffer *copy = gst_buffer_copy(buffer);
-  GstTensorMemReadCompletion *read = gst_buffer_begin_tensor_mem_read(copy, nullptr);
-  ASSERT_NE(read, nullptr);
+  ASSERT_NO_FATAL_FAILURE(drop_mid_read(GST_TENSOR_MEM_FENCE_DEFAULT_TIMEOUT, /*through_copy=*/true));
   GstTensorMemReadCompletion *second = gst_tensor_mem_read_completion_ref(read);
-  gst_buffer_unref(copy);
-  gst_buffer_unref(buffer);
-  buffer = nullptr;
+  GstBuffer *buffer = nullptr;
   EXPECT_EQ(gst_buffer_pool_acquire_buffer(pool, &buffer, &kDontWait), GST_FLOW_EOS);
   gst_tensor_mem_read_completion_unref(read);
   EXPECT_EQ(gst_buffer_pool_acquire_buffer(pool, &buffer, &kDontWait), GST_FLOW_EOS) << "one reference still reads";
   gst_tensor_mem_read_completion_unref(second);
   ASSERT_EQ(gst_buffer_pool_acquire_buffer(pool, &buffer, &kDontWait), GST_FLOW_OK);
   gst_buffer_unref(buffer);
-  stop_pool(pool);
 }
 
-TEST(ReadCompletion, ABufferWithoutTensorMemoryIsRefused) {
+TEST_F(ReadCompletion, ABufferWithoutTensorMemoryIsRefused) {
   GstBuffer *plain = gst_buffer_new_allocate(nullptr, kGraySize, nullptr);
   GError *error = nullptr;
   EXPECT_EQ(gst_buffer_begin_tensor_mem_read(plain, &error), nullptr);
@@ -436,10 +449,9 @@ TEST(ReadCompletion, ABufferWithoutTensorMemoryIsRefused) {
   gst_buffer_unref(plain);
 }
 
-TEST(ReadCompletion, AValueTheReadersTimelineNeverIssuedIsRefused) {
-  GstBufferPool *pool = gray_pool(false);
+TEST_F(ReadCompletion, AValueTheReadersTimelineNeverIssuedIsRefused) {
   GstBuffer *buffer = nullptr;
-  ASSERT_EQ(gst_buffer_pool_acquire_buffer(pool, &buffer, nullptr), GST_FLOW_OK);
+  ASSERT_NO_FATAL_FAILURE(acquire(&buffer));
   auto timeline = SoftwareTimeline::create("cuda stream");
   GError *error = nullptr;
   EXPECT_FALSE(gst_buffer_add_tensor_mem_read_completion(buffer, timeline, 1, &error));
@@ -450,7 +462,6 @@ TEST(ReadCompletion, AValueTheReadersTimelineNeverIssuedIsRefused) {
       << error_text(error);
   ASSERT_TRUE(timeline->signal(1));
   gst_buffer_unref(buffer);
-  stop_pool(pool);
 }
 
 /* decode -> inference where inference reads each frame after the sample was
@@ -458,7 +469,7 @@ TEST(ReadCompletion, AValueTheReadersTimelineNeverIssuedIsRefused) {
  * given): videotestsrc writes moving frames into tensorupload's pool as fast
  * as the pool lets it; a slow reader re-reads every frame after a delay and
  * finds exactly the bytes it was handed. */
-TEST(ReadCompletion, AFrameBeingReadIsNeverOverwrittenInA500FramePipeline) {
+TEST_F(ReadCompletion, AFrameBeingReadIsNeverOverwrittenInA500FramePipeline) {
   GError *error = nullptr;
   GstElement *pipeline = gst_parse_launch(
       "videotestsrc num-buffers=500 pattern=ball ! video/x-raw,format=GRAY8,width=64,height=48 ! "
@@ -867,19 +878,11 @@ TEST(Tensorinspect, ItsMessageNamesTheFence) {
   GstBuffer *plain = gst_buffer_new_allocate(nullptr, kGraySize, nullptr);
   gst_buffer_memset(plain, 0, 0, kGraySize); // tensorinspect reads every byte
   app.push(plain);
-  std::vector<std::string> fences;
-  GstBus *bus = gst_element_get_bus(app.pipeline);
-  while (fences.size() < 2) {
-    GstMessage *msg = gst_bus_timed_pop_filtered(bus, tmtest::kTimeout, GST_MESSAGE_ELEMENT);
-    ASSERT_NE(msg, nullptr);
-    const GstStructure *s = gst_message_get_structure(msg);
-    if (gst_structure_has_name(s, "tensorinspect"))
-      fences.emplace_back(gst_structure_get_string(s, "fence"));
-    gst_message_unref(msg);
-  }
-  gst_object_unref(bus);
-  EXPECT_EQ(fences[0], "software:1");
-  EXPECT_EQ(fences[1], "none");
+  std::vector<tmtest::InspectReport> reports;
+  const tmtest::PipelineEnd end = tmtest::wait_for_inspect_reports(app.pipeline, &reports, 2);
+  ASSERT_EQ(reports.size(), 2u) << end.error;
+  EXPECT_EQ(reports[0].fence, "software:1");
+  EXPECT_EQ(reports[1].fence, "none");
 }
 
 // ---- a pipeline per kind -----------------------------------------------------
@@ -1009,55 +1012,31 @@ TEST_F(EglFences, ASharedPboBufferPassingThroughIsFencedOnAShallowCopy) {
  * tensordownload in the queue's thread; the bytes match the system-memory
  * run frame for frame. */
 TEST_F(EglFences, APboPipelineOf500BuffersCarriesEglFencesAndEveryFrameIsRight) {
-  auto run = [&](const char *storage, std::vector<std::string> *checksums, std::vector<std::string> *fences) {
+  auto run = [&](const char *storage, tmtest::PipelineRun *out) {
     const std::string description = std::string("videotestsrc num-buffers=") + std::to_string(kFrames) +
                                     " pattern=ball ! video/x-raw,format=RGBA,width=32,height=24 ! tensorupload "
                                     "storage=" +
                                     storage + " ! tensorinspect ! queue ! tensordownload ! fakesink";
-    GError *error = nullptr;
-    GstElement *pipeline = gst_parse_launch(description.c_str(), &error);
-    ASSERT_EQ(error, nullptr) << error_text(error);
-    GstContext *context = gst_context_new_tensor_gl_worker(worker, TRUE);
-    gst_element_set_context(pipeline, context);
-    gst_context_unref(context);
-    GstBus *bus = gst_element_get_bus(pipeline);
-    ASSERT_NE(gst_element_set_state(pipeline, GST_STATE_PLAYING), GST_STATE_CHANGE_FAILURE);
-    for (;;) {
-      GstMessage *msg = gst_bus_timed_pop_filtered(
-          bus, tmtest::kTimeout,
-          static_cast<GstMessageType>(GST_MESSAGE_EOS | GST_MESSAGE_ERROR | GST_MESSAGE_ELEMENT));
-      ASSERT_NE(msg, nullptr);
-      if (GST_MESSAGE_TYPE(msg) == GST_MESSAGE_ERROR) {
-        GError *err = nullptr;
-        gst_message_parse_error(msg, &err, nullptr);
-        ADD_FAILURE() << error_text(err);
-        g_clear_error(&err);
-      }
-      const bool done = GST_MESSAGE_TYPE(msg) != GST_MESSAGE_ELEMENT;
-      const GstStructure *s = gst_message_get_structure(msg);
-      if (!done && gst_structure_has_name(s, "tensorinspect")) {
-        checksums->emplace_back(gst_structure_get_string(s, "checksum"));
-        fences->emplace_back(gst_structure_get_string(s, "fence"));
-      }
-      gst_message_unref(msg);
-      if (done)
-        break;
-    }
-    gst_object_unref(bus);
-    EXPECT_EQ(gst_element_set_state(pipeline, GST_STATE_NULL), GST_STATE_CHANGE_SUCCESS);
-    tmtest::release_pipeline(pipeline);
+    tmtest::run_pipeline(description, out, nullptr, [&](GstElement *pipeline) {
+      GstContext *context = gst_context_new_tensor_gl_worker(worker, TRUE);
+      gst_element_set_context(pipeline, context);
+      gst_context_unref(context);
+    });
+    EXPECT_TRUE(out->eos) << out->error_debug;
   };
-  std::vector<std::string> pbo_sums, pbo_fences, sys_sums, sys_fences;
-  run("pbo", &pbo_sums, &pbo_fences);
-  run("system", &sys_sums, &sys_fences);
-  ASSERT_EQ(pbo_sums.size(), kFrames);
-  EXPECT_EQ(pbo_sums, sys_sums);
+  tmtest::PipelineRun pbo, sys;
+  run("pbo", &pbo);
+  run("system", &sys);
+  ASSERT_EQ(pbo.inspected.size(), kFrames);
+  ASSERT_EQ(sys.inspected.size(), kFrames);
+  for (guint i = 0; i < kFrames; ++i)
+    EXPECT_EQ(pbo.inspected[i].checksum, sys.inspected[i].checksum) << "frame " << i;
   guint egl = 0;
-  for (const std::string &f : pbo_fences)
-    egl += f.rfind("egl:", 0) == 0 ? 1 : 0;
+  for (const tmtest::InspectReport &report : pbo.inspected)
+    egl += report.fence.rfind("egl:", 0) == 0 ? 1 : 0;
   EXPECT_EQ(egl, kFrames) << "a PBO frame left tensorupload without its EGL fence";
-  for (const std::string &f : sys_fences)
-    EXPECT_EQ(f, "none");
+  for (const tmtest::InspectReport &report : sys.inspected)
+    EXPECT_EQ(report.fence, "none");
 }
 #endif
 
