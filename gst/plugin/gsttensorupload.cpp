@@ -638,7 +638,11 @@ static GstFlowReturn gst_tensor_upload_prepare_output_buffer(GstBaseTransform *t
                         ("taking the %s path for %" GST_PTR_FORMAT, method.name, inbuf));
       ret = GST_FLOW_ERROR;
     }
-    if (ret == GST_FLOW_OK && (ctx.storage == GST_TENSOR_STORAGE_PBO || ctx.storage == GST_TENSOR_STORAGE_D3D11))
+    // The CPU wrote these bytes (a copy, or a producer that wrote into our pool): a persistently and
+    // coherently mapped PBO needs no fence for that, and no GL-thread trip per frame (issue 13).
+    if (ret == GST_FLOW_OK &&
+        (ctx.storage == GST_TENSOR_STORAGE_D3D11 ||
+         (ctx.storage == GST_TENSOR_STORAGE_PBO && gst_buffer_tensor_pbo_cpu_writes_need_fence(*outbuf))))
       ret = fence_output(self, ctx.storage, inbuf, outbuf);
     if (ret == GST_FLOW_OK) {
       GST_LOG_OBJECT(self, "%" GST_PTR_FORMAT " took the %s path", inbuf, method.name);

@@ -1,17 +1,23 @@
 // SPDX-License-Identifier: Apache-2.0
 #include <gst/tensormem/gsttensorframecopy-private.h>
 
-#include <cstring>
+#include <tensormem/row_copy.hpp>
+
+#include <cstddef>
 
 namespace gst_tensormem {
 
 namespace {
 
-/* One memcpy per plane when both frames lay the plane's rows out with the
- * same stride: the rows and the padding between them are one contiguous
- * run in each (gst_video_frame_copy() copies row by row, a call per row).
- * FALSE, having copied nothing, for anything else (other strides, palettes,
- * tiles, sub-byte pixels), which gst_video_frame_copy() handles. */
+/* Each plane's rows copied with tensormem::copy_rows(): one memcpy when both
+ * frames lay the rows out with the same stride (the rows and the padding
+ * between them are one contiguous run in each), else row by row, streaming
+ * (non-temporal stores) from the size at which glibc's memcpy would stream
+ * one block of the same bytes, so a strided frame costs what a contiguous
+ * one does (gst_video_frame_copy() is a memcpy per row with cached stores
+ * at any size). FALSE, having copied nothing, for anything else (palettes,
+ * tiles, sub-byte pixels, rows longer than a stride), which
+ * gst_video_frame_copy() handles. */
 bool copy_planes(GstVideoFrame *dest, const GstVideoFrame *src) noexcept {
   const GstVideoFormatInfo *finfo = dest->info.finfo;
   if (GST_VIDEO_FORMAT_INFO_FORMAT(finfo) != GST_VIDEO_FRAME_FORMAT(src) || GST_VIDEO_FORMAT_INFO_IS_TILED(finfo) ||
@@ -20,26 +26,37 @@ bool copy_planes(GstVideoFrame *dest, const GstVideoFrame *src) noexcept {
       GST_VIDEO_INFO_INTERLACE_MODE(&dest->info) == GST_VIDEO_INTERLACE_MODE_ALTERNATE)
     return false;
   const guint planes = GST_VIDEO_FRAME_N_PLANES(dest);
-  gsize bytes[GST_VIDEO_MAX_PLANES] = {0};
+  gsize row_bytes[GST_VIDEO_MAX_PLANES] = {0};
+  gsize rows[GST_VIDEO_MAX_PLANES] = {0};
   for (guint p = 0; p < planes; ++p) {
     gint comp[GST_VIDEO_MAX_COMPONENTS];
     gst_video_format_info_component(finfo, p, comp);
-    const gint stride = GST_VIDEO_FRAME_PLANE_STRIDE(dest, p);
-    if (comp[0] < 0 || stride <= 0 || stride != GST_VIDEO_FRAME_PLANE_STRIDE(src, p))
+    const gint dstride = GST_VIDEO_FRAME_PLANE_STRIDE(dest, p);
+    const gint sstride = GST_VIDEO_FRAME_PLANE_STRIDE(src, p);
+    if (comp[0] < 0 || dstride <= 0 || sstride <= 0)
       return false;
     const gint pstride = GST_VIDEO_FRAME_COMP_PSTRIDE(dest, comp[0]);
     const gint width = GST_VIDEO_FRAME_COMP_WIDTH(dest, comp[0]);
-    const gint rows = GST_VIDEO_FRAME_COMP_HEIGHT(dest, comp[0]);
-    if (pstride <= 0 || width <= 0 || rows <= 0)
+    const gint height = GST_VIDEO_FRAME_COMP_HEIGHT(dest, comp[0]);
+    if (pstride <= 0 || width <= 0 || height <= 0)
       return false;
-    // (rows - 1) whole strides and the last row's pixels: both frames hold that much (validated / mapped).
-    const gsize row = static_cast<gsize>(width) * static_cast<gsize>(pstride);
-    if (row > static_cast<gsize>(stride))
+    // Both frames hold (rows - 1) whole strides and the last row's pixels (validated / mapped).
+    if (!g_size_checked_mul(&row_bytes[p], static_cast<gsize>(width), static_cast<gsize>(pstride)) ||
+        row_bytes[p] > static_cast<gsize>(MIN(dstride, sstride)))
       return false;
-    bytes[p] = static_cast<gsize>(stride) * static_cast<gsize>(rows - 1) + row;
+    rows[p] = static_cast<gsize>(height);
   }
-  for (guint p = 0; p < planes; ++p)
-    std::memcpy(GST_VIDEO_FRAME_PLANE_DATA(dest, p), GST_VIDEO_FRAME_PLANE_DATA(src, p), bytes[p]);
+  for (guint p = 0; p < planes; ++p) {
+    tensormem::Result<void> done =
+        tensormem::copy_rows(static_cast<std::byte *>(GST_VIDEO_FRAME_PLANE_DATA(dest, p)),
+                             static_cast<gsize>(GST_VIDEO_FRAME_PLANE_STRIDE(dest, p)),
+                             static_cast<const std::byte *>(GST_VIDEO_FRAME_PLANE_DATA(src, p)),
+                             static_cast<gsize>(GST_VIDEO_FRAME_PLANE_STRIDE(src, p)), row_bytes[p], rows[p]);
+    if (!done) { // the checks above rule this out; planes already copied are harmless to copy again
+      GST_WARNING("plane %u: %s", p, done.error().message().c_str());
+      return false;
+    }
+  }
   return true;
 }
 

@@ -176,6 +176,41 @@ GstTensorMemGlWorker *gst_tensor_pbo_memory_get_gl_worker(GstMemory *mem) {
 }
 
 /**
+ * gst_buffer_tensor_pbo_cpu_writes_need_fence:
+ * @buffer: a #GstBuffer
+ *
+ * Whether bytes the CPU just wrote into @buffer's PBO memory need a fence
+ * (gst_buffer_fence_tensor_pbo_writes()) before GL or another API reads
+ * them. A PBO mapped per call does: its unmap, which hands the bytes to GL,
+ * is a GL command of the worker's context. A PBO mapped persistently and
+ * coherently (see docs/pbo.md) does not: a CPU write into it is visible to
+ * every GL command issued after the write returns, in any context, with no
+ * GL command of ours in between, so the bytes are complete when the write
+ * returns, as in system memory. GPU writes into either kind still need
+ * their fence.
+ *
+ * Returns: %TRUE when some memory of @buffer is PBO memory mapped per call
+ * (or of a worker that is gone); %FALSE when @buffer has no PBO memory or
+ * all of it is persistently and coherently mapped.
+ *
+ * Since: 0.1
+ */
+gboolean gst_buffer_tensor_pbo_cpu_writes_need_fence(GstBuffer *buffer) {
+  g_return_val_if_fail(GST_IS_BUFFER(buffer), TRUE);
+#if GST_TENSORMEM_HAVE_GL
+  for (guint i = 0; i < gst_buffer_n_memory(buffer); ++i) {
+    GstMemory *mem = gst_buffer_peek_memory(buffer, i);
+    if (!gst_is_tensor_pbo_memory(mem))
+      continue;
+    std::shared_ptr<tensormem::GlWorker> worker = gst_tensor_pbo_memory_get_core_gl_worker(mem);
+    if (!worker || !worker->info().persistent_maps)
+      return TRUE;
+  }
+#endif
+  return FALSE; // (without OpenGL no PBO memory exists)
+}
+
+/**
  * gst_tensor_pbo_memory_get_tensor: (skip)
  * @mem: a #GstMemory
  *

@@ -101,6 +101,9 @@ guint gst_tensor_pbo_memory_get_buffer_id(GstMemory *mem);
 GST_TENSORMEM_API
 GstTensorMemGlWorker *gst_tensor_pbo_memory_get_gl_worker(GstMemory *mem);
 
+GST_TENSORMEM_API
+gboolean gst_buffer_tensor_pbo_cpu_writes_need_fence(GstBuffer *buffer);
+
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(GstTensorMemPboAllocator, gst_object_unref)
 
 G_END_DECLS
