@@ -30,6 +30,15 @@
  * sync after the unmap that hands the bytes to GL) and the output carries it
  * as a #GstTensorMemFenceMeta of kind "egl".
  *
+ * `storage=pbo` also takes GstGL's textures (`video/x-raw(memory:GLMemory)`,
+ * 4-byte formats, 2D). With GstGL on EGL a GL worker sharing GstGL's
+ * context reads each texture into a PBO on the GPU: no CPU copy,
+ * #GstTensorMemUpload:gpu-copied-bytes counts it. With GstGL on GLX (its
+ * X11 default; no sharing with EGL) GstGL downloads each texture and the
+ * frame is copied once into a PBO (counted; refused under
+ * `require-zero-copy=true`, whose error names `GST_GL_PLATFORM=egl`).
+ * docs/pbo.md, "GstGL interop".
+ *
  * `storage=d3d11` asks for Direct3D 11 textures of the process device,
  * shared with the rest of the pipeline through a #GstContext of type
  * %GST_TENSOR_D3D11_DEVICE_CONTEXT_TYPE (gst_tensor_d3d11_device_ensure()).
