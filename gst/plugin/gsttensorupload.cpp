@@ -30,6 +30,15 @@
  * sync after the unmap that hands the bytes to GL) and the output carries it
  * as a #GstTensorMemFenceMeta of kind "egl".
  *
+ * `storage=pbo` also takes GstGL's textures (`video/x-raw(memory:GLMemory)`,
+ * 4-byte formats, 2D). With GstGL on EGL a GL worker sharing GstGL's
+ * context reads each texture into a PBO on the GPU: no CPU copy,
+ * #GstTensorMemUpload:gpu-copied-bytes counts it. With GstGL on GLX (its
+ * X11 default; no sharing with EGL) GstGL downloads each texture and the
+ * frame is copied once into a PBO (counted; refused under
+ * `require-zero-copy=true`, whose error names `GST_GL_PLATFORM=egl`).
+ * docs/pbo.md, "GstGL interop".
+ *
  * `storage=d3d11` asks for Direct3D 11 textures of the process device,
  * shared with the rest of the pipeline through a #GstContext of type
  * %GST_TENSOR_D3D11_DEVICE_CONTEXT_TYPE (gst_tensor_d3d11_device_ensure()).
@@ -86,6 +95,13 @@
 GST_DEBUG_CATEGORY_STATIC(gst_tensor_upload_debug);
 #define GST_CAT_DEFAULT gst_tensor_upload_debug
 
+/* GstGL interop: how memory:GLMemory textures reach PBO memory. */
+enum GstTensorMemGlRoute {
+  GL_ROUTE_UNDECIDED,
+  GL_ROUTE_GPU, // our worker shares GstGL's EGL context: read on the GPU
+  GL_ROUTE_CPU, // it cannot (GstGL on GLX): GstGL downloads, one CPU copy
+};
+
 struct _GstTensorMemUpload {
   GstTensorMemTransform parent;
   GstTensorMemStorage storage;           // the property; guarded by the object lock
@@ -94,6 +110,8 @@ struct _GstTensorMemUpload {
   GstTensorMemD3D11Device *d3d11_device; // storage=d3d11: shared through GstContext; guarded by the object lock
   GstAllocator *d3d11_allocator;         // storage=d3d11, between start and stop; guarded by the object lock
   gboolean gl_input;                     // memory:GLMemory negotiated (GstGL interop); streaming thread
+  GstTensorMemGlRoute gl_route;          // how textures reach PBOs, decided at the first buffer; streaming thread
+  GstBufferPool *gl_pool;                // PBOs for memory:GLMemory input, of gl_route's worker; streaming thread
   guint64 gpu_copied_bytes;              // guarded by the object lock
 };
 
@@ -240,29 +258,94 @@ GstCaps *with_gl_memory_caps(GstCaps *sink_caps, GstCaps *plain) {
 #endif
 }
 
-/* GstGL interop at set_caps: memory:GLMemory input is read into PBOs on the
- * GPU by a GL worker sharing the context of GstGL upstream; it replaces the
- * element's worker and PBO allocator before the output pool is decided. */
+/* GstGL interop: forgets the route and its pool (new caps, stop). */
+void reset_gl_route(GstTensorMemUpload *self) {
+  self->gl_route = GL_ROUTE_UNDECIDED;
+  if (GstBufferPool *pool = self->gl_pool) {
+    self->gl_pool = nullptr;
+    gst_buffer_pool_set_active(pool, FALSE);
+    gst_object_unref(pool);
+  }
+}
+
+/* GstGL interop at set_caps: memory:GLMemory needs storage=pbo; the route is
+ * decided at the first buffer, from the context of its texture (a GstGL
+ * source may make its context only after the caps: gltestsrc). */
 gboolean negotiate_gl_input(GstTensorMemUpload *self, GstCaps *incaps) {
+  reset_gl_route(self);
   GstCapsFeatures *features = gst_caps_get_features(incaps, 0);
   self->gl_input = features && gst_caps_features_contains(features, GST_TENSOR_CAPS_FEATURE_MEMORY_GL_MEMORY);
-  if (!self->gl_input)
+  if (!self->gl_input || resolved_storage(self) == GST_TENSOR_STORAGE_PBO)
     return TRUE;
-  if (resolved_storage(self) != GST_TENSOR_STORAGE_PBO) {
-    GST_ELEMENT_ERROR(self, CORE, NEGOTIATION,
-                      ("memory:GLMemory input needs storage=pbo (this element has storage=%s): GstGL textures are "
-                       "read into OpenGL PBOs on the GPU; put gldownload in front for the other storages.",
-                       storage_name(resolved_storage(self))),
-                      ("caps %" GST_PTR_FORMAT, incaps));
+  GST_ELEMENT_ERROR(self, CORE, NEGOTIATION,
+                    ("memory:GLMemory input needs storage=pbo (this element has storage=%s): GstGL textures are "
+                     "read into OpenGL PBOs; put gldownload in front for the other storages.",
+                     storage_name(resolved_storage(self))),
+                    ("caps %" GST_PTR_FORMAT, incaps));
+  return FALSE;
+}
+
+/* A pool of PBOs of `allocator` for the output caps into gl_pool. */
+gboolean make_gl_pool(GstTensorMemUpload *self, GstAllocator *allocator) {
+  GstCaps *caps = gst_pad_get_current_caps(GST_BASE_TRANSFORM_SRC_PAD(self));
+  if (!caps) {
+    GST_ELEMENT_ERROR(self, CORE, NEGOTIATION, ("No output caps."), (nullptr));
     return FALSE;
   }
+  gst_tensormem::UploadContext ctx = upload_context(self);
+  gst_object_replace(reinterpret_cast<GstObject **>(&ctx.pbo_allocator), GST_OBJECT_CAST(allocator));
+  guint size = 0;
+  self->gl_pool =
+      gst_tensormem::upload_make_pool(ctx, GST_TENSOR_STORAGE_PBO, caps, GST_VIDEO_INFO_SIZE(ctx.info), 0, 0, &size);
+  release_context(ctx);
+  gst_caps_unref(caps);
+  if (self->gl_pool && gst_buffer_pool_set_active(self->gl_pool, TRUE))
+    return TRUE;
+  GST_ELEMENT_ERROR(self, RESOURCE, SETTINGS, ("Cannot make a PBO pool for memory:GLMemory input."), (nullptr));
+  return FALSE;
+}
+
+/* GstGL interop at the first buffer: where our worker can share the
+ * texture's context (GstGL on EGL), a worker sharing it replaces the
+ * element's and textures are read on the GPU; where it cannot (GstGL on
+ * GLX, its X11 default), GstGL downloads each texture on its own thread
+ * and the frame is copied into PBO memory of the element's worker, a
+ * counted copy that require-zero-copy=true refuses, naming the fix. */
+gboolean choose_gl_route(GstTensorMemUpload *self, GstBuffer *inbuf) {
+  GstMemory *mem = gst_buffer_n_memory(inbuf) > 0 ? gst_buffer_peek_memory(inbuf, 0) : nullptr;
   GError *error = nullptr;
+  gchar *why = nullptr;
+  const gboolean shareable = mem && gst_tensor_gl_memory_can_share(mem, &why);
+  if (why) { // GL memory of a context we cannot share
+    GST_OBJECT_LOCK(self);
+    GstAllocator *allocator = self->pbo_allocator ? GST_ALLOCATOR_CAST(gst_object_ref(self->pbo_allocator)) : nullptr;
+    GST_OBJECT_UNLOCK(self);
+    gchar *message = g_strdup_printf("require-zero-copy=true refuses the CPU copy of memory:GLMemory input: %s; "
+                                     "set GST_GL_PLATFORM=egl in the environment so that textures are read on "
+                                     "the GPU",
+                                     why);
+    const gboolean allowed =
+        gst_tensor_transform_allow_copy(GST_TENSOR_TRANSFORM(self), inbuf, message, why) == GST_FLOW_OK;
+    g_free(message);
+    GST_INFO_OBJECT(self, "memory:GLMemory: %s: GstGL downloads each texture, one CPU copy into PBO memory", why);
+    g_free(why);
+    const gboolean made = allowed && allocator && make_gl_pool(self, allocator);
+    if (allowed && !allocator)
+      GST_ELEMENT_ERROR(self, RESOURCE, SETTINGS, ("storage=pbo has no PBO allocator."), (nullptr));
+    if (allocator)
+      gst_object_unref(allocator);
+    self->gl_route = made ? GL_ROUTE_CPU : GL_ROUTE_UNDECIDED;
+    return made;
+  }
   GST_OBJECT_LOCK(self);
   GstTensorMemGlWorker *worker = self->gl_worker ? GST_TENSOR_GL_WORKER(gst_object_ref(self->gl_worker)) : nullptr;
   GST_OBJECT_UNLOCK(self);
-  if (!gst_tensor_gl_worker_ensure_gstgl(GST_ELEMENT(self), &worker, &error)) {
+  // Not GL memory at all: the query names what is missing upstream.
+  const gboolean shared = shareable ? gst_tensor_gl_worker_ensure_for_gl_memory(mem, &worker, &error)
+                                    : gst_tensor_gl_worker_ensure_gstgl(GST_ELEMENT(self), &worker, &error);
+  if (!shared) {
     GST_ELEMENT_ERROR(self, RESOURCE, SETTINGS, ("memory:GLMemory input: %s.", error ? error->message : "no GL worker"),
-                      ("caps %" GST_PTR_FORMAT, incaps));
+                      ("%" GST_PTR_FORMAT, inbuf));
     g_clear_error(&error);
     gst_clear_object(&worker);
     return FALSE;
@@ -271,54 +354,54 @@ gboolean negotiate_gl_input(GstTensorMemUpload *self, GstCaps *incaps) {
                   gst_tensor_gl_worker_get_platform(worker));
   GstAllocator *allocator = gst_tensor_pbo_allocator_new(worker);
   set_allocator(self, &self->pbo_allocator, allocator);
-  gst_object_unref(allocator);
   GST_OBJECT_LOCK(self);
   gst_object_replace(reinterpret_cast<GstObject **>(&self->gl_worker), GST_OBJECT_CAST(worker));
   GST_OBJECT_UNLOCK(self);
   gst_object_unref(worker);
-  return TRUE;
+  const gboolean made = make_gl_pool(self, allocator);
+  gst_object_unref(allocator);
+  self->gl_route = made ? GL_ROUTE_GPU : GL_ROUTE_UNDECIDED;
+  return made;
 }
 
-/* GstGL interop, per buffer: the texture is read into a PBO of the output
- * pool on the GPU (no CPU copy: copied-bytes stays 0, gpu-copied-bytes
- * counts it). The output keeps the input (its texture) alive until it is
- * freed, since GstGL reuses textures of released buffers. */
+/* GstGL interop, per buffer: on the GPU route the texture is read into a PBO
+ * on the GPU (no CPU copy: copied-bytes stays 0, gpu-copied-bytes counts
+ * it), and the output keeps the input (its texture) alive until it is
+ * freed, since GstGL reuses textures of released buffers; on the CPU route
+ * GstGL downloads it and the frame is copied (copied-bytes counts it). */
 GstFlowReturn upload_gl_memory(GstTensorMemUpload *self, GstBuffer *inbuf, GstBuffer **outbuf) {
-  const GstVideoInfo *info = gst_tensor_transform_get_info(GST_TENSOR_TRANSFORM(self));
-  GstBufferPool *pool = gst_base_transform_get_buffer_pool(GST_BASE_TRANSFORM(self));
-  if (!pool) {
-    GST_ELEMENT_ERROR(self, CORE, NEGOTIATION, ("No output buffer pool."), ("decide_allocation did not run"));
-    return GST_FLOW_NOT_NEGOTIATED;
-  }
-  if (!gst_buffer_pool_is_active(pool) && !gst_buffer_pool_set_active(pool, TRUE)) {
-    gst_object_unref(pool);
-    GST_ELEMENT_ERROR(self, RESOURCE, SETTINGS, ("Cannot activate the PBO output pool."), (nullptr));
+  if (self->gl_route == GL_ROUTE_UNDECIDED && !choose_gl_route(self, inbuf))
     return GST_FLOW_ERROR;
-  }
-  GstFlowReturn ret = gst_buffer_pool_acquire_buffer(pool, outbuf, nullptr);
-  gst_object_unref(pool);
+  const GstVideoInfo *info = gst_tensor_transform_get_info(GST_TENSOR_TRANSFORM(self));
+  GstFlowReturn ret = gst_buffer_pool_acquire_buffer(self->gl_pool, outbuf, nullptr);
   if (ret != GST_FLOW_OK)
     return ret;
   gst_buffer_copy_into(*outbuf, inbuf,
                        static_cast<GstBufferCopyFlags>(GST_BUFFER_COPY_FLAGS | GST_BUFFER_COPY_TIMESTAMPS), 0,
                        static_cast<gsize>(-1));
-  gsize gpu_copied = 0;
+  const bool gpu = self->gl_route == GL_ROUTE_GPU;
+  gsize copied = 0;
   GError *error = nullptr;
-  if (!gst_buffer_read_gl_memory_into_tensor_pbo(*outbuf, inbuf, info, &gpu_copied, &error)) {
+  if (!gpu)
+    honour_gl_sync(self, inbuf);
+  if (gpu ? !gst_buffer_read_gl_memory_into_tensor_pbo(*outbuf, inbuf, info, &copied, &error)
+          : !gst_buffer_copy_gl_memory_into_tensor(*outbuf, inbuf, info, &copied, &error)) {
     GST_ELEMENT_ERROR(self, STREAM, FAILED, ("Cannot read the GL texture into PBO memory: %s.", error->message),
                       ("%" GST_PTR_FORMAT, inbuf));
     g_clear_error(&error);
     gst_clear_buffer(outbuf);
     return GST_FLOW_ERROR;
   }
-  gst_buffer_add_parent_buffer_meta(*outbuf, inbuf);
-  ret = fence_output(self, GST_TENSOR_STORAGE_PBO, inbuf, outbuf);
-  if (ret != GST_FLOW_OK)
-    return ret;
-  GST_OBJECT_LOCK(self);
-  self->gpu_copied_bytes += gpu_copied;
-  GST_OBJECT_UNLOCK(self);
-  gst_tensor_transform_count_buffer(GST_TENSOR_TRANSFORM(self), 0);
+  if (gpu) {
+    gst_buffer_add_parent_buffer_meta(*outbuf, inbuf);
+    ret = fence_output(self, GST_TENSOR_STORAGE_PBO, inbuf, outbuf);
+    if (ret != GST_FLOW_OK)
+      return ret;
+    GST_OBJECT_LOCK(self);
+    self->gpu_copied_bytes += copied;
+    GST_OBJECT_UNLOCK(self);
+  }
+  gst_tensor_transform_count_buffer(GST_TENSOR_TRANSFORM(self), gpu ? 0 : copied);
   return GST_FLOW_OK;
 }
 
@@ -457,6 +540,7 @@ static gboolean gst_tensor_upload_start(GstBaseTransform *trans) {
 /* PBO and D3D11 memory already handed out keeps its own allocator (and worker or device). */
 static gboolean gst_tensor_upload_stop(GstBaseTransform *trans) {
   auto *self = GST_TENSOR_UPLOAD(trans);
+  reset_gl_route(self);
   clear_allocator(self, &self->pbo_allocator);
   clear_allocator(self, &self->d3d11_allocator);
   return GST_BASE_TRANSFORM_CLASS(gst_tensor_upload_parent_class)->stop(trans);

@@ -66,6 +66,53 @@ void fence_gstgl_commands(GstGLContext *context, gpointer data) {
     gl->Finish(); // no sync objects: wait here instead
 }
 
+/* A worker sharing `context` into *worker (kept when it shares already). */
+gboolean ensure_sharing_worker(GstGLContext *context, GstTensorMemGlWorker **worker, GError **error) {
+  if (*worker && shared_context_of(*worker) == context)
+    return TRUE;
+  if (gst_gl_context_get_gl_platform(context) != GST_GL_PLATFORM_EGL) {
+    gchar *platform = gst_gl_platform_to_string(gst_gl_context_get_gl_platform(context));
+    g_set_error(error, GST_RESOURCE_ERROR, GST_RESOURCE_ERROR_SETTINGS,
+                "GstGL's context %s runs on %s, and GL objects cannot be shared between a %s context and our EGL "
+                "one: run GstGL on EGL (environment GST_GL_PLATFORM=egl)",
+                GST_OBJECT_NAME(context), platform, platform);
+    g_free(platform);
+    return FALSE;
+  }
+  GstGLDisplay *display = gst_gl_context_get_display(context);
+  GstGLDisplayEGL *egl_display = gst_gl_display_egl_from_gl_display(display);
+  gst_object_unref(display);
+  if (!egl_display) {
+    g_set_error(error, GST_RESOURCE_ERROR, GST_RESOURCE_ERROR_SETTINGS,
+                "GstGL's display of context %s has no EGL display", GST_OBJECT_NAME(context));
+    return FALSE;
+  }
+  auto *egl_handle = reinterpret_cast<void *>(gst_gl_display_get_handle(GST_GL_DISPLAY(egl_display)));
+  auto *egl_context = reinterpret_cast<void *>(gst_gl_context_get_gl_context(context));
+  GstTensorMemGlWorker *made = nullptr;
+  try {
+    auto core = tensormem::GlWorker::create_sharing(egl_handle, egl_context,
+                                                    std::string("gstgl-egl:") + GST_OBJECT_NAME(context));
+    if (!core) {
+      g_set_error(error, GST_RESOURCE_ERROR, GST_RESOURCE_ERROR_FAILED, "sharing GstGL's context %s: %s",
+                  GST_OBJECT_NAME(context), core.error().message().c_str());
+    } else {
+      made = gst_tensor_gl_worker_new_wrapped(std::move(*core));
+    }
+  } catch (const std::bad_alloc &) {
+    g_set_error(error, GST_RESOURCE_ERROR, GST_RESOURCE_ERROR_FAILED, "out of memory");
+  }
+  if (!made) {
+    gst_object_unref(egl_display);
+    return FALSE;
+  }
+  g_object_set_data_full(G_OBJECT(made), kSharedDisplayKey, egl_display, gst_object_unref);
+  g_object_set_data_full(G_OBJECT(made), kSharedContextKey, gst_object_ref(context), gst_object_unref);
+  gst_object_replace(reinterpret_cast<GstObject **>(worker), GST_OBJECT_CAST(made));
+  gst_object_unref(made);
+  return TRUE;
+}
+
 /* Deletes the GL sync at `data` in GstGL's context (a read that never ran). */
 void delete_gstgl_sync(GstGLContext *context, gpointer data) {
   if (data && context->gl_vtable->DeleteSync)
@@ -104,58 +151,85 @@ gboolean gst_tensor_gl_worker_ensure_gstgl(GstElement *element, GstTensorMemGlWo
                 "GstGL element (glupload, glcolorconvert, a GL decoder) in front");
     return FALSE;
   }
-  if (*worker && shared_context_of(*worker) == context) {
-    gst_object_unref(context);
-    return TRUE;
-  }
-  if (gst_gl_context_get_gl_platform(context) != GST_GL_PLATFORM_EGL) {
-    gchar *platform = gst_gl_platform_to_string(gst_gl_context_get_gl_platform(context));
-    g_set_error(error, GST_RESOURCE_ERROR, GST_RESOURCE_ERROR_SETTINGS,
-                "GstGL's context %s runs on %s, and GL objects cannot be shared between a %s context and our EGL "
-                "one: run GstGL on EGL (environment GST_GL_PLATFORM=egl)",
-                GST_OBJECT_NAME(context), platform, platform);
-    g_free(platform);
-    gst_object_unref(context);
-    return FALSE;
-  }
-  GstGLDisplay *display = gst_gl_context_get_display(context);
-  GstGLDisplayEGL *egl_display = gst_gl_display_egl_from_gl_display(display);
-  gst_object_unref(display);
-  if (!egl_display) {
-    g_set_error(error, GST_RESOURCE_ERROR, GST_RESOURCE_ERROR_SETTINGS,
-                "GstGL's display of context %s has no EGL display", GST_OBJECT_NAME(context));
-    gst_object_unref(context);
-    return FALSE;
-  }
-  auto *egl_handle = reinterpret_cast<void *>(gst_gl_display_get_handle(GST_GL_DISPLAY(egl_display)));
-  auto *egl_context = reinterpret_cast<void *>(gst_gl_context_get_gl_context(context));
-  GstTensorMemGlWorker *made = nullptr;
-  try {
-    auto core = tensormem::GlWorker::create_sharing(egl_handle, egl_context,
-                                                    std::string("gstgl-egl:") + GST_OBJECT_NAME(context));
-    if (!core) {
-      g_set_error(error, GST_RESOURCE_ERROR, GST_RESOURCE_ERROR_FAILED, "sharing GstGL's context %s: %s",
-                  GST_OBJECT_NAME(context), core.error().message().c_str());
-    } else {
-      made = gst_tensor_gl_worker_new_wrapped(std::move(*core));
-    }
-  } catch (const std::bad_alloc &) {
-    g_set_error(error, GST_RESOURCE_ERROR, GST_RESOURCE_ERROR_FAILED, "out of memory");
-  }
-  if (!made) {
-    gst_object_unref(egl_display);
-    gst_object_unref(context);
-    return FALSE;
-  }
-  g_object_set_data_full(G_OBJECT(made), kSharedDisplayKey, egl_display, gst_object_unref);
-  g_object_set_data_full(G_OBJECT(made), kSharedContextKey, context, gst_object_unref);
-  gst_object_replace(reinterpret_cast<GstObject **>(worker), GST_OBJECT_CAST(made));
-  gst_object_unref(made);
-  return TRUE;
+  const gboolean made = ensure_sharing_worker(context, worker, error);
+  gst_object_unref(context);
+  return made;
 #else
   (void)element;
   g_set_error(error, GST_RESOURCE_ERROR, GST_RESOURCE_ERROR_NOT_FOUND,
               "gst-tensormem was built without GstGL interop (-Dgstgl, -Dgl): memory:GLMemory is not accepted");
+  return FALSE;
+#endif
+}
+
+/**
+ * gst_tensor_gl_worker_ensure_for_gl_memory:
+ * @memory: a #GstGLMemory (`memory:GLMemory`)
+ * @worker: (inout) (transfer full): the element's GL worker; replaced by one
+ *   sharing @memory's #GstGLContext unless it is one already
+ * @error: a #GError, or %NULL
+ *
+ * Like gst_tensor_gl_worker_ensure_gstgl(), for the context that made the
+ * texture of @memory, which a source that makes its context only after the
+ * caps (gltestsrc) needs: nobody answers the context query at set_caps.
+ *
+ * Returns: %TRUE with *@worker sharing @memory's context; %FALSE with @error
+ * saying why (not GL memory, GstGL on GLX: gst_tensor_gl_memory_can_share()).
+ *
+ * Since: 0.1
+ */
+gboolean gst_tensor_gl_worker_ensure_for_gl_memory(GstMemory *memory, GstTensorMemGlWorker **worker, GError **error) {
+  g_return_val_if_fail(memory != nullptr && worker != nullptr, FALSE);
+#if TENSORMEM_GSTGL_READBACK
+  if (!gst_is_gl_memory(memory)) {
+    g_set_error(error, GST_STREAM_ERROR, GST_STREAM_ERROR_FORMAT,
+                "the buffer is not GstGLMemory (memory of %s), though the caps say memory:GLMemory",
+                memory->allocator ? GST_OBJECT_NAME(memory->allocator) : "no allocator");
+    return FALSE;
+  }
+  return ensure_sharing_worker(reinterpret_cast<GstGLBaseMemory *>(memory)->context, worker, error);
+#else
+  g_set_error(error, GST_RESOURCE_ERROR, GST_RESOURCE_ERROR_NOT_FOUND,
+              "gst-tensormem was built without GstGL interop (-Dgstgl, -Dgl): memory:GLMemory is not accepted");
+  return FALSE;
+#endif
+}
+
+/**
+ * gst_tensor_gl_memory_can_share:
+ * @memory: a #GstGLMemory
+ * @why: (out) (optional) (transfer full): when %FALSE for GL memory, why
+ *   not; left alone when @memory is not a #GstGLMemory
+ *
+ * Whether a GL worker of ours can share objects with the #GstGLContext of
+ * @memory, so that its texture can be read on the GPU: only when GstGL runs
+ * on EGL. GstGL on GLX (its default on X11) cannot share with our EGL
+ * context; its textures are then read on GstGL's own thread and copied on
+ * the CPU (gst_buffer_copy_gl_memory_into_tensor()).
+ *
+ * Returns: whether the texture can be read on the GPU by our worker.
+ *
+ * Since: 0.1
+ */
+gboolean gst_tensor_gl_memory_can_share(GstMemory *memory, gchar **why) {
+  g_return_val_if_fail(memory != nullptr, FALSE);
+#if TENSORMEM_GSTGL_READBACK
+  if (!gst_is_gl_memory(memory))
+    return FALSE;
+  GstGLContext *context = reinterpret_cast<GstGLBaseMemory *>(memory)->context;
+  const GstGLPlatform platform = gst_gl_context_get_gl_platform(context);
+  if (platform == GST_GL_PLATFORM_EGL)
+    return TRUE;
+  if (why) {
+    gchar *name = gst_gl_platform_to_string(platform);
+    *why = g_strdup_printf("GstGL's context %s runs on %s, and GL objects cannot be shared between a %s context and "
+                           "our EGL one",
+                           GST_OBJECT_NAME(context), name, name);
+    g_free(name);
+  }
+  return FALSE;
+#else
+  (void)why;
   return FALSE;
 #endif
 }
@@ -288,4 +362,53 @@ gboolean gst_buffer_read_gl_memory_into_tensor_pbo(GstBuffer *outbuf, GstBuffer 
               "gst-tensormem was built without GstGL interop (-Dgstgl, -Dgl)");
   return FALSE;
 #endif
+}
+
+/**
+ * gst_buffer_copy_gl_memory_into_tensor:
+ * @outbuf: a writable buffer of tensor memory (any storage the CPU can map
+ *   for writing; PBO memory for tensorupload)
+ * @inbuf: a buffer of `memory:GLMemory` of any #GstGLContext
+ * @info: the frame
+ * @copied: (out) (optional): the bytes copied on the CPU
+ * @error: a #GError, or %NULL
+ *
+ * The path where our worker cannot share GstGL's context (GstGL on GLX,
+ * gst_tensor_gl_memory_can_share()): @inbuf is mapped for reading, which
+ * makes GstGL read its textures on its own context's thread into its CPU
+ * copy, and the frame is copied row by row into @outbuf's CPU mapping. One
+ * CPU copy a frame, which the caller counts (`copied-bytes`).
+ *
+ * Returns: %TRUE when @outbuf holds the frame.
+ *
+ * Since: 0.1
+ */
+gboolean gst_buffer_copy_gl_memory_into_tensor(GstBuffer *outbuf, GstBuffer *inbuf, const GstVideoInfo *info,
+                                               gsize *copied, GError **error) {
+  g_return_val_if_fail(GST_IS_BUFFER(outbuf) && GST_IS_BUFFER(inbuf) && info, FALSE);
+  if (copied)
+    *copied = 0;
+  GstVideoFrame in, out;
+  if (!gst_video_frame_map(&in, info, inbuf, GST_MAP_READ)) {
+    g_set_error(error, GST_STREAM_ERROR, GST_STREAM_ERROR_FAILED,
+                "GstGL could not map its texture memory for reading (a %s %dx%d frame)", GST_VIDEO_INFO_NAME(info),
+                GST_VIDEO_INFO_WIDTH(info), GST_VIDEO_INFO_HEIGHT(info));
+    return FALSE;
+  }
+  if (!gst_video_frame_map(&out, info, outbuf, GST_MAP_WRITE)) {
+    gst_video_frame_unmap(&in);
+    g_set_error(error, GST_RESOURCE_ERROR, GST_RESOURCE_ERROR_FAILED, "cannot map the tensor memory for writing");
+    return FALSE;
+  }
+  const gboolean done = gst_video_frame_copy(&out, &in);
+  gst_video_frame_unmap(&out);
+  gst_video_frame_unmap(&in);
+  if (!done) {
+    g_set_error(error, GST_STREAM_ERROR, GST_STREAM_ERROR_FAILED, "copying the %s frame failed",
+                GST_VIDEO_INFO_NAME(info));
+    return FALSE;
+  }
+  if (copied)
+    *copied = GST_VIDEO_INFO_SIZE(info);
+  return TRUE;
 }

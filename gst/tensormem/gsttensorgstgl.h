@@ -21,10 +21,20 @@ GST_TENSORMEM_API
 gboolean gst_tensor_gl_worker_ensure_gstgl(GstElement *element, GstTensorMemGlWorker **worker, GError **error);
 
 GST_TENSORMEM_API
+gboolean gst_tensor_gl_worker_ensure_for_gl_memory(GstMemory *memory, GstTensorMemGlWorker **worker, GError **error);
+
+GST_TENSORMEM_API
+gboolean gst_tensor_gl_memory_can_share(GstMemory *memory, gchar **why);
+
+GST_TENSORMEM_API
 gboolean gst_tensor_gl_worker_shares_with_gstgl(GstTensorMemGlWorker *worker);
 
 GST_TENSORMEM_API
 gboolean gst_buffer_read_gl_memory_into_tensor_pbo(GstBuffer *outbuf, GstBuffer *inbuf, const GstVideoInfo *info,
                                                    gsize *gpu_copied, GError **error);
+
+GST_TENSORMEM_API
+gboolean gst_buffer_copy_gl_memory_into_tensor(GstBuffer *outbuf, GstBuffer *inbuf, const GstVideoInfo *info,
+                                               gsize *copied, GError **error);
 
 G_END_DECLS

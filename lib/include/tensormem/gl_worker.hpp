@@ -181,18 +181,40 @@ public:
   /// nothing, without EGL_KHR_fence_sync).
   Result<std::uint64_t> fence_write(Storage &storage);
 
+  /// How read_texture_into moves texels into the PBO (docs/pbo.md, "GstGL
+  /// interop", and docs/performance.md for what each costs).
+  enum class TextureRead {
+    /// texture_read_path(): the fastest this context has.
+    Auto,
+    /// The texture attached to a framebuffer, glReadPixels into the PBO
+    /// bound as GL_PIXEL_PACK_BUFFER (every GL and GLES 3.0).
+    PackReadPixels,
+    /// glGetTextureSubImage into the bound pack buffer (desktop GL 4.5 or
+    /// ARB_get_texture_sub_image; not in GLES).
+    PackGetTexImage,
+    /// A compute shader: texelFetch of each texel, packed into the PBO
+    /// bound as a shader storage buffer (desktop GL 4.3, GLES 3.1).
+    Compute,
+    /// glReadPixels from the framebuffer into the PBO's CPU mapping (no pack
+    /// buffer bound): the driver's plain copy. Where the renderer runs on
+    /// the CPU (Mesa llvmpipe, softpipe) its "GPU" memory is CPU memory
+    /// anyway, so this is no extra copy there; on hardware it would stall.
+    MappedReadPixels,
+  };
+
   /// Reads the `region.width` × `region.height` texels of 2D texture
   /// `region.texture` (a texture of this worker's share group: one of the
-  /// context create_sharing shared with) into `pbo` on the GPU: the texture
-  /// is attached to a framebuffer of this context and read with
-  /// glReadPixels into the buffer bound as GL_PIXEL_PACK_BUFFER, 4 bytes a
-  /// texel (GL_RGBA, GL_UNSIGNED_BYTE), row 0 at `region.offset`, rows
-  /// `region.row_stride` bytes apart. When `region.wait_sync` is set (a
-  /// GLsync of the share group) this context waits for it on the GPU first
-  /// and deletes it. No CPU copy; the caller fences the write
-  /// (fence_write(pbo)) before a CPU reader maps it. InvalidArgument
-  /// when the rows do not fit the PBO or the stride is not a multiple of 4;
-  /// Device error naming the GL error or framebuffer status otherwise.
+  /// context create_sharing shared with) into `pbo`, 4 bytes a texel as
+  /// GL_RGBA / GL_UNSIGNED_BYTE read them (the texture's bytes as stored in
+  /// an RGBA8 texture), texel row 0 at `region.offset`, rows
+  /// `region.row_stride` bytes apart, by `region.path` (Auto:
+  /// texture_read_path()). When `region.wait_sync` is set (a GLsync of the
+  /// share group) this context waits for it on the GPU first and deletes
+  /// it. No CPU copy of ours; the caller fences the write (fence_write(pbo))
+  /// before a CPU reader maps it. InvalidArgument when the rows do not fit
+  /// the PBO or the stride or offset is not a multiple of 4; NotImplemented
+  /// when this context lacks the path asked for; Device error naming the GL
+  /// error or framebuffer status otherwise.
   struct TextureRegion {
     std::uint32_t texture = 0;
     std::uint32_t width = 0;
@@ -200,8 +222,19 @@ public:
     std::size_t row_stride = 0;
     std::size_t offset = 0;
     void *wait_sync = nullptr;
+    TextureRead path = TextureRead::Auto;
   };
   Result<void> read_texture_into(PboStorage &pbo, const TextureRegion &region);
+  /// Whether this context has `path` (Auto: always).
+  bool has_texture_read(TextureRead path) const noexcept;
+  /// The path Auto takes: TENSORMEM_GL_TEXTURE_READ (readpixels, gettexture,
+  /// compute, mapped) when set and this context has it, else
+  /// PackReadPixels: on Mesa llvmpipe no other path was faster beyond noise
+  /// and the compute one was ten times slower (docs/performance.md); the
+  /// others stay for measuring other drivers.
+  TextureRead texture_read_path() const noexcept;
+  /// "auto", "readpixels", "gettexture", "compute" or "mapped".
+  static const char *texture_read_name(TextureRead path) noexcept;
 
   struct Core;
 

@@ -4,6 +4,7 @@
 // tensor into another. Everything that decides a value (taps, channel scale
 // and bias, colour matrix) comes from the FrameConverter, so the two paths
 // differ only in float rounding.
+#include "gl_compute.hpp"
 #include "gl_task.hpp"
 
 #include <tensormem/gl_convert.hpp>
@@ -161,21 +162,6 @@ void main() {
 }
 )GLSL";
 
-std::string shader_log(GLuint object, bool program) {
-  GLint length = 0;
-  if (program)
-    glGetProgramiv(object, GL_INFO_LOG_LENGTH, &length);
-  else
-    glGetShaderiv(object, GL_INFO_LOG_LENGTH, &length);
-  std::string text(static_cast<std::size_t>(std::max(length, 1)), '\0');
-  if (program)
-    glGetProgramInfoLog(object, length, nullptr, text.data());
-  else
-    glGetShaderInfoLog(object, length, nullptr, text.data());
-  text.resize(std::strlen(text.c_str()));
-  return text;
-}
-
 } // namespace
 
 GlFrameConverter::GlFrameConverter(std::shared_ptr<GlWorker> worker, const FrameConverter &converter) noexcept
@@ -199,8 +185,7 @@ Result<std::shared_ptr<GlFrameConverter>> GlFrameConverter::create(std::shared_p
   if (!worker)
     return Error::invalid_argument("GlFrameConverter: no GL worker");
   const GlInfo &info = worker->info();
-  const int version = info.major * 10 + info.minor;
-  if (version < (info.api == GlApi::Gles ? 31 : 43))
+  if (!gl_compute::available(info))
     return Error::not_implemented("GlFrameConverter: compute shaders need desktop GL 4.3 or GLES 3.1; the GL worker "
                                   "has " +
                                   info.version);
@@ -228,8 +213,7 @@ Result<std::shared_ptr<GlFrameConverter>> GlFrameConverter::create(std::shared_p
   const bool yuv = spec.input == PixelFormat::NV12 || spec.input == PixelFormat::I420;
 
   std::string &src = self->source_;
-  src = info.api == GlApi::Gles ? "#version 310 es\nprecision highp float;\nprecision highp int;\n"
-                                : "#version 430 core\n";
+  src = gl_compute::glsl_header(info);
   define(src, "OUT_W", spec.out_width);
   define(src, "PLANE", plane);
   define(src, "ELEMENTS", elements);
@@ -307,24 +291,10 @@ Result<std::shared_ptr<GlFrameConverter>> GlFrameConverter::create(std::shared_p
           return Error::invalid_shape("GlFrameConverter: the tensor's " + std::to_string(raw->padded_bytes_) +
                                       " bytes exceed GL_MAX_SHADER_STORAGE_BLOCK_SIZE (" + std::to_string(max_block) +
                                       ")");
-        GLuint shader = glCreateShader(GL_COMPUTE_SHADER);
-        const char *text = raw->source_.c_str();
-        glShaderSource(shader, 1, &text, nullptr);
-        glCompileShader(shader);
-        GLint ok = GL_FALSE;
-        glGetShaderiv(shader, GL_COMPILE_STATUS, &ok);
-        if (ok != GL_TRUE) {
-          std::string why = shader_log(shader, false);
-          glDeleteShader(shader);
-          return Error::device("GlFrameConverter: compiling the compute shader: " + why);
-        }
-        raw->program_ = glCreateProgram();
-        glAttachShader(raw->program_, shader);
-        glLinkProgram(raw->program_);
-        glDeleteShader(shader);
-        glGetProgramiv(raw->program_, GL_LINK_STATUS, &ok);
-        if (ok != GL_TRUE)
-          return Error::device("GlFrameConverter: linking the compute shader: " + shader_log(raw->program_, true));
+        Result<GLuint> program = gl_compute::build_program(raw->source_, "GlFrameConverter");
+        if (!program)
+          return std::move(program).error();
+        raw->program_ = *program;
         raw->offset_location_ = glGetUniformLocation(raw->program_, "plane_offset");
         raw->stride_location_ = glGetUniformLocation(raw->program_, "plane_stride");
         glGenBuffers(1, &raw->taps_);
@@ -408,12 +378,7 @@ Result<void> GlFrameConverter::convert(const GlFrameSource &source, std::uint32_
         glDispatchCompute(gx, gy, 1);
         // CPU maps (persistent or not) and later GL reads of the buffers see
         // the shader's writes once the caller's fence has signalled.
-        GLbitfield barriers =
-            GL_BUFFER_UPDATE_BARRIER_BIT | GL_SHADER_STORAGE_BARRIER_BIT | GL_PIXEL_BUFFER_BARRIER_BIT;
-        // GLES knows the client-mapped bit only with EXT_buffer_storage.
-        if (worker_->info().api == GlApi::DesktopCore || worker_->info().persistent_maps)
-          barriers |= GL_CLIENT_MAPPED_BUFFER_BARRIER_BIT;
-        glMemoryBarrier(barriers);
+        glMemoryBarrier(gl_compute::storage_write_barriers(worker_->info()));
         for (GLuint b = 0; b < 3; ++b)
           glBindBufferBase(GL_SHADER_STORAGE_BUFFER, b, 0);
         glUseProgram(0);
