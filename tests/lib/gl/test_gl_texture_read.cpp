@@ -135,6 +135,10 @@ std::vector<Case> cases() {
   std::vector<Case> all;
   for (const char *api : {"desktop", "gles"})
     for (Path path : {Path::PackReadPixels, Path::PackGetTexImage, Path::Compute, Path::MappedReadPixels}) {
+      // OpenGL ES has no glGetTextureSubImage: no such case to run there
+      // (TextureReadRefusals checks that a GLES worker does not offer it).
+      if (std::string(api) == "gles" && path == Path::PackGetTexImage)
+        continue;
       all.push_back({api, path, 33, 17, 0, 0});
       all.push_back({api, path, 1, 1, 0, 0});
       all.push_back({api, path, 67, 3, 5, 12}); // padded rows at an offset
@@ -183,6 +187,21 @@ TEST_F(TextureReadRefusals, BadRegions) {
   region.texture = 0;
   region.row_stride = 16;
   EXPECT_EQ(worker->read_texture_into(*storage, region).error().kind(), ErrorKind::InvalidArgument);
+}
+
+TEST(TextureReadGles, GetTextureIsNotOfferedAndForcingItFallsBackToAPathThatExists) {
+  ::setenv("TENSORMEM_GL_API", "gles", 1);
+  auto made = GlWorker::create();
+  ::unsetenv("TENSORMEM_GL_API");
+  if (!made)
+    GTEST_SKIP() << "no headless GLES here: " << made.error().message();
+  std::shared_ptr<GlWorker> gles = std::move(*made);
+  EXPECT_FALSE(gles->has_texture_read(Path::PackGetTexImage)) << gles->info().version;
+  ::setenv("TENSORMEM_GL_TEXTURE_READ", "gettexture", 1);
+  const Path forced = gles->texture_read_path();
+  ::unsetenv("TENSORMEM_GL_TEXTURE_READ");
+  EXPECT_NE(forced, Path::PackGetTexImage);
+  EXPECT_TRUE(gles->has_texture_read(forced));
 }
 
 TEST_F(TextureReadRefusals, AutoFollowsTheVariableOnlyWhereThePathExists) {
