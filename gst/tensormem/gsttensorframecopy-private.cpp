@@ -62,6 +62,10 @@ bool copy_planes(GstVideoFrame *dest, const GstVideoFrame *src) noexcept {
 
 } // namespace
 
+bool copy_video_frame(GstVideoFrame *dest, const GstVideoFrame *src) noexcept {
+  return copy_planes(dest, src) || gst_video_frame_copy(dest, src);
+}
+
 GstFlowReturn copy_frame_into_pool(GstElement *element, GstBufferPool *pool, const GstVideoInfo *info, GstBuffer *in,
                                    GstBuffer **out,
                                    void (*copy_metadata)(GstElement *element, GstBuffer *in, GstBuffer *out)) noexcept {
@@ -95,7 +99,7 @@ GstFlowReturn copy_frame_into_pool(GstElement *element, GstBufferPool *pool, con
     gst_clear_buffer(out);
     return GST_FLOW_ERROR;
   }
-  const gboolean done = copy_planes(&out_frame, &in_frame) || gst_video_frame_copy(&out_frame, &in_frame);
+  const gboolean done = copy_video_frame(&out_frame, &in_frame);
   gst_video_frame_unmap(&out_frame);
   gst_video_frame_unmap(&in_frame);
   if (!done) {

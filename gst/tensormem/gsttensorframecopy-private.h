@@ -8,6 +8,12 @@
 
 namespace gst_tensormem {
 
+/* Copies `src` into `dest` (same format and size): each plane's rows with
+ * tensormem::copy_rows(), or gst_video_frame_copy() for the layouts it
+ * does not cover (palettes, tiles, sub-byte pixels). FALSE when the copy
+ * failed. */
+bool copy_video_frame(GstVideoFrame *dest, const GstVideoFrame *src) noexcept;
+
 /* Copies the frame `in` (laid out as its GstVideoMeta or `info` says) into a
  * buffer acquired from `pool` (activated here on first use), with
  * `copy_metadata(element, in, out)` run on it first. Posts an element error

@@ -16,6 +16,7 @@
  *
  * Since: 0.1
  */
+#include <gst/tensormem/gsttensorframecopy-private.h>
 #include <gst/tensormem/gsttensorgstgl.h>
 
 #include <gst/tensormem/gsttensormemconfig.h>
@@ -400,7 +401,7 @@ gboolean gst_buffer_copy_gl_memory_into_tensor(GstBuffer *outbuf, GstBuffer *inb
     g_set_error(error, GST_RESOURCE_ERROR, GST_RESOURCE_ERROR_FAILED, "cannot map the tensor memory for writing");
     return FALSE;
   }
-  const gboolean done = gst_video_frame_copy(&out, &in);
+  const gboolean done = gst_tensormem::copy_video_frame(&out, &in);
   gst_video_frame_unmap(&out);
   gst_video_frame_unmap(&in);
   if (!done) {
