@@ -195,7 +195,10 @@ void gst_tensor_transform_copy_metadata(GstTensorMemTransform *self, GstBuffer *
 
 void gst_tensor_transform_count_buffer(GstTensorMemTransform *self, gsize copied_bytes) {
   auto *priv = get_priv(self);
-  priv->buffers.fetch_add(1, std::memory_order_relaxed);
+  /* Only the streaming thread (under the sink pad's stream lock) counts, so
+   * a plain load and store: a locked add would wait here for the frame's
+   * pending stores to drain, on every buffer. */
+  priv->buffers.store(priv->buffers.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
   if (copied_bytes == 0)
     return;
   GST_OBJECT_LOCK(self);

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include <gst/tensormem/gsttensordmabuf.h>
 
+#include <gst/tensormem/gsttensordmabuf-private.h>
 #include <gst/tensormem/gsttensormapping-private.h>
 #include <gst/tensormem/gsttensorsidecache-private.h>
 
@@ -284,6 +285,14 @@ static void gst_tensor_dmabuf_allocator_init(GstTensorMemDmaBufAllocator *self) 
   alloc->mem_is_span = gst_tensormem::tensor_memory_is_span;
   // GstFdAllocator sets CUSTOM_ALLOC; this allocator implements alloc().
   GST_OBJECT_FLAG_UNSET(alloc, GST_ALLOCATOR_FLAG_CUSTOM_ALLOC);
+}
+
+const tensormem::Tensor *gst_tensormem::own_dmabuf_tensor(GstMemory *mem) noexcept {
+  if (mem == nullptr || mem->allocator == nullptr ||
+      G_TYPE_FROM_INSTANCE(mem->allocator) != GST_TYPE_TENSOR_DMABUF_ALLOCATOR)
+    return nullptr;
+  TensorMapping *mapping = mapping_of(mem);
+  return mapping ? &mapping->tensor : nullptr;
 }
 
 /**

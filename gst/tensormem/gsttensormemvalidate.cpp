@@ -38,6 +38,7 @@
 
 #include <gst/allocators/gstdmabuf.h>
 #include <gst/allocators/gstfdmemory.h>
+#include <gst/tensormem/gsttensordmabuf-private.h>
 #include <gst/tensormem/gsttensormemallocator.h>
 
 #include <cerrno>
@@ -121,23 +122,23 @@ gboolean check_fd_memories(GstBuffer *buffer, GError **error) {
   const guint n = gst_buffer_n_memory(buffer);
   for (guint i = 0; i < n; ++i) {
     GstMemory *mem = gst_buffer_peek_memory(buffer, i);
-    if (!gst_is_fd_memory(mem))
-      continue;
-    const gint fd = gst_fd_memory_get_fd(mem);
     guint64 size = 0;
     gboolean known = FALSE;
-    /* Our own DMA-BUF memory: its storage measured the fd once, when it was
-     * allocated or imported, and maps exactly that many bytes; compare with
-     * that instead of asking the kernel for every buffer at every element. */
-    const tensormem::Tensor *tensor = gst_tensor_memory_get_tensor(mem);
-    if (tensor && tensor->storage_kind() == tensormem::StorageKind::DmaBuf) {
-      size = tensor->size_bytes();
+    /* Our own DMA-BUF memory (the commonest fd memory here, checked at
+     * every element for every buffer): its storage measured the fd once,
+     * when it was allocated or imported, and maps exactly that many bytes;
+     * compare with that instead of asking the kernel, and find it by the
+     * allocator's exact type instead of the fd and interface lookups. */
+    if (const tensormem::Tensor *own = gst_tensormem::own_dmabuf_tensor(mem)) {
+      size = own->size_bytes();
       known = TRUE;
-    } else if (!fd_size(fd, &size, &known)) {
+    } else if (!gst_is_fd_memory(mem)) {
+      continue;
+    } else if (!fd_size(gst_fd_memory_get_fd(mem), &size, &known)) {
       const int err = errno;
       g_set_error(error, GST_RESOURCE_ERROR, GST_RESOURCE_ERROR_READ,
-                  "Memory %u of the buffer: fstat on its fd %d failed (%s), so its size cannot be checked.", i, fd,
-                  g_strerror(err));
+                  "Memory %u of the buffer: fstat on its fd %d failed (%s), so its size cannot be checked.", i,
+                  gst_fd_memory_get_fd(mem), g_strerror(err));
       return FALSE;
     }
     if (known && static_cast<guint64>(mem->maxsize) > size) {
@@ -145,7 +146,8 @@ gboolean check_fd_memories(GstBuffer *buffer, GError **error) {
                   "Memory %u of the buffer (fd %d) claims maxsize %" G_GSIZE_FORMAT " (offset %" G_GSIZE_FORMAT
                   ", size %" G_GSIZE_FORMAT "), which exceeds the %" G_GUINT64_FORMAT
                   "-byte %s behind it: a read past its end would raise SIGBUS.",
-                  i, fd, mem->maxsize, mem->offset, mem->size, size, gst_is_dmabuf_memory(mem) ? "DMA-BUF" : "file");
+                  i, gst_fd_memory_get_fd(mem), mem->maxsize, mem->offset, mem->size, size,
+                  gst_is_dmabuf_memory(mem) ? "DMA-BUF" : "file");
       return FALSE;
     }
   }
@@ -268,9 +270,26 @@ gboolean check_meta_plane(GstBuffer *buffer, const GstVideoMeta *meta, const Gst
   return TRUE;
 }
 
+/* The meta places every plane where the caps' default layout does. */
+bool meta_is_default_layout(const GstVideoMeta *meta, const GstVideoInfo *info) {
+  for (guint p = 0; p < meta->n_planes; ++p) {
+    if (meta->offset[p] != GST_VIDEO_INFO_PLANE_OFFSET(info, p) ||
+        meta->stride[p] != GST_VIDEO_INFO_PLANE_STRIDE(info, p))
+      return false;
+  }
+  return true;
+}
+
 gboolean check_meta_layout(GstBuffer *buffer, const GstVideoMeta *meta, const GstVideoInfo *info, GError **error) {
   if (!check_meta_matches_caps(meta, info, error))
     return FALSE;
+  /* The commonest buffer (a pool's: one memory, the caps' own layout, the
+   * whole frame): the default layout's planes lie inside the frame's size,
+   * so they lie inside this memory. Anything else, a short buffer included,
+   * is checked plane by plane, which names the plane that does not fit. */
+  if (gst_buffer_n_memory(buffer) == 1 && gst_buffer_get_size(buffer) >= GST_VIDEO_INFO_SIZE(info) &&
+      meta_is_default_layout(meta, info))
+    return TRUE;
   for (guint p = 0; p < meta->n_planes; ++p) {
     if (!check_meta_plane(buffer, meta, info, p, error))
       return FALSE;

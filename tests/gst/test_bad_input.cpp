@@ -224,6 +224,10 @@ const BufferCase kBufferCases[] = {
     {"PlaneAcrossTwoMemories",
      plane_across_two_memories,
      {"plane 0", "ends at byte 16999", "past the end of memory 0 (bytes 0 to 8000"}},
+    // The caps' own layout in one memory, two bytes short: checked plane by plane all the same.
+    {"DefaultLayoutMetaOnAShortBuffer",
+     [] { return with_meta(kFrameSize - 2, 0, kStride); },
+     {"plane 0", "ends at byte 16999", "past the end of the 16998-byte buffer"}},
     {"BufferShorterThanTheCapsFrame",
      [] { return plain(kFrameSize - 1); },
      {"buffer size 16999 is smaller than the 17000-byte 333x17 RGB frame"}},
@@ -365,6 +369,14 @@ TEST(ValidateBuffer, AcceptsTheDefaultAndPaddedLayoutsOfEveryKindOfFormat) {
   }
 }
 
+/* The caps' own layout with the last row's padding cut off (16 999 of the
+ * frame's 17 000 bytes): every plane still fits, so the buffer is read. */
+TEST(ValidateBuffer, AcceptsTheDefaultLayoutWithoutTheLastRowsPadding) {
+  const GstVideoInfo info = tmtest::info_from_string(kCaps);
+  EXPECT_EQ(validation_error(with_meta(kFrameSize - 1, 0, kStride), &info), "");
+  EXPECT_EQ(validation_error(with_meta(kFrameSize, 0, kStride), &info), "");
+}
+
 TEST(ValidateBuffer, RefusesAPlainFdMemoryLongerThanItsFile) {
   const GstVideoInfo info = tmtest::info_from_string(kCaps);
   const int fd = memfd_create("short-file", MFD_CLOEXEC);
@@ -377,6 +389,36 @@ TEST(ValidateBuffer, RefusesAPlainFdMemoryLongerThanItsFile) {
   const std::string text = validation_error(buffer, &info);
   EXPECT_NE(text.find("maxsize 17000"), std::string::npos) << text;
   EXPECT_NE(text.find("exceeds the 4096-byte file"), std::string::npos) << text;
+}
+
+/* Our own DMA-BUF memory is measured by its storage (sized once, when the fd
+ * was imported), not by asking the kernel per buffer: a memory whose maxsize
+ * was widened past that size behind the allocator's back is still refused,
+ * and an honest one is accepted. */
+TEST(ValidateBuffer, MeasuresOurOwnDmaBufMemoryByItsStorage) {
+  const GstVideoInfo info = tmtest::info_from_string(kCaps);
+  for (const gsize file_size : {gsize{4096}, kFrameSize}) {
+    const int fd = memfd_create("own-dmabuf", MFD_CLOEXEC);
+    ASSERT_GE(fd, 0);
+    ASSERT_EQ(ftruncate(fd, static_cast<off_t>(file_size)), 0);
+    GstMemory *mem = gst_tensor_dmabuf_memory_import_fd(fd, 0);
+    close(fd); // the memory keeps its own dup
+    ASSERT_NE(mem, nullptr);
+    ASSERT_TRUE(gst_is_tensor_dmabuf_memory(mem));
+    const gsize honest = mem->maxsize;
+    mem->maxsize = mem->size = kFrameSize; // a memory lying about its size when the file is short
+    GstBuffer *buffer = gst_buffer_new();
+    gst_buffer_append_memory(buffer, gst_memory_ref(mem));
+    const std::string text = validation_error(buffer, &info);
+    if (file_size < kFrameSize) {
+      EXPECT_NE(text.find("maxsize 17000"), std::string::npos) << text;
+      EXPECT_NE(text.find("exceeds the 4096-byte DMA-BUF"), std::string::npos) << text;
+    } else {
+      EXPECT_EQ(text, "");
+    }
+    mem->maxsize = mem->size = honest;
+    gst_memory_unref(mem);
+  }
 }
 
 TEST(ValidateBuffer, RefusesATiledLayout) {
