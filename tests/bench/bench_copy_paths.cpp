@@ -11,7 +11,9 @@
  * thread that pushes (the copies run on it), so that other processes on a
  * shared machine do not count. Prints a table; asserts nothing. Besides
  * the floors of a contiguous frame, one floor copies the download row's
- * strided frame row by row as gst_video_frame_copy() would. Run it again
+ * strided frame row by row as gst_video_frame_copy() would, and one row
+ * pushes the frame through `identity` in the same harness: what every
+ * element row pays besides its copy, taken off in the last column. Run it again
  * with GLIBC_TUNABLES=glibc.cpu.x86_non_temporal_threshold=0x100000 to see
  * the copies where memcpy streams frames of these sizes (a smaller cache).
  *
@@ -80,7 +82,8 @@ GstBuffer *frame_with_stride(const Size &s, gint stride) {
 /* `frames` pushes of `input` (a new reference each time) through
  * `description`, each output pulled and dropped; microseconds per frame.
  * The element named "el" must report copied-bytes > 0, so that a row that
- * stopped copying is not mistaken for a fast copy. */
+ * stopped copying is not mistaken for a fast copy; a description without
+ * an "el" (the harness's own cost) must copy nothing instead. */
 double through(const std::string &description, const Size &s, GstBuffer *input, int frames, std::string *why,
                const char *out_feature = nullptr) {
   GstHarness *h = gst_harness_new_parse(description.c_str());
@@ -104,15 +107,21 @@ double through(const std::string &description, const Size &s, GstBuffer *input, 
   }
   const double us = (thread_cpu_us() - start) / frames;
   guint64 copied = 0;
-  if (GstElement *el = gst_bin_get_by_name(GST_BIN(h->element), "el")) {
+  GstElement *el = gst_bin_get_by_name(GST_BIN(h->element), "el");
+  if (el)
     g_object_get(el, "copied-bytes", &copied, nullptr);
-    gst_object_unref(el);
-  }
+  GstBuffer *out = gst_harness_push_and_pull(h, gst_buffer_ref(input));
+  // identity may hand back a new buffer (ours is not writable), but it shares the input's memory.
+  const bool passed_through = out && gst_buffer_n_memory(out) == gst_buffer_n_memory(input) &&
+                              gst_buffer_peek_memory(out, 0) == gst_buffer_peek_memory(input, 0);
+  gst_clear_buffer(&out);
   gst_harness_teardown(h);
-  if (copied == 0) {
-    *why = "the element copied nothing";
+  if (el ? copied == 0 : !passed_through) {
+    *why = el ? "the element copied nothing" : "the harness did not hand the input frame back";
+    gst_clear_object(&el);
     return -1;
   }
+  gst_clear_object(&el);
   return us;
 }
 
@@ -186,6 +195,10 @@ int main(int argc, char **argv) {
     }
     rows.emplace_back("`tensordownload` (rows 256 bytes longer than the picture, copied into the default layout)",
                       [&](int n, std::string *why) { return through("tensordownload name=el", s, padded, n, why); });
+    /* What every element row pays besides its copy: a push into the
+     * harness and a pull out of it, here of a frame no one copies. */
+    rows.emplace_back("`identity` through the same harness (no copy: the harness's own cost per frame)",
+                      [&](int n, std::string *why) { return through("identity", s, padded, n, why); });
 
     for (int b = 0; b < batches; ++b)
       for (Row &r : rows) {
@@ -197,18 +210,27 @@ int main(int argc, char **argv) {
       }
 
     std::printf("\n%s (%" G_GSIZE_FORMAT " bytes of picture)\n\n", s.name, bytes);
-    std::printf("| path | µs per frame | GB/s | vs memcpy (one destination) | vs memcpy (two in turn) |\n"
-                "|---|---|---|---|---|\n");
+    std::printf("| path | µs per frame | GB/s | vs memcpy (one destination) | vs memcpy (two in turn) | "
+                "copy alone (harness's own cost taken off): vs memcpy (two in turn) |\n"
+                "|---|---|---|---|---|---|\n");
     const double floor_us = tmbench::stats_of(rows[0].samples).median;
     const double floor2_us = tmbench::stats_of(rows[1].samples).median;
+    const Row &harness = rows.back();
+    const double harness_us = harness.samples.empty() ? 0 : tmbench::stats_of(harness.samples).median;
     for (const Row &r : rows) {
       if (r.samples.empty()) {
-        std::printf("| %s | — | — | not run: %s | |\n", r.name.c_str(), r.why.c_str());
+        std::printf("| %s | — | — | not run: %s | | |\n", r.name.c_str(), r.why.c_str());
         continue;
       }
       const double us = tmbench::stats_of(r.samples).median;
-      std::printf("| %s | %.1f | %.2f | %.2f× | %.2f× |\n", r.name.c_str(), us, bytes / us / 1e3, floor_us / us,
+      std::printf("| %s | %.1f | %.2f | %.2f× | %.2f× |", r.name.c_str(), us, bytes / us / 1e3, floor_us / us,
                   floor2_us / us);
+      // Element rows (they go through the harness): the copy without the harness's push and pull.
+      const bool element_row = r.name[0] == '`' && &r != &harness;
+      if (element_row && !harness.samples.empty())
+        std::printf(" %.2f× |\n", floor2_us / (us - harness_us));
+      else
+        std::printf(" |\n");
     }
     for (int i = 0; i < 2; ++i) {
       gst_buffer_unmap(targets[i], &out[i]);

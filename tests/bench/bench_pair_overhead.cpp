@@ -14,7 +14,8 @@
 // run. CPU time of the whole process (all streaming threads), not wall time:
 // other processes on the cores steal wall time, not this process's CPU time.
 // The pipelines alternate within each round; printed are the median and the
-// least of the per-round figures. Asserts nothing.
+// least of the per-round figures, and the median (least, most) of each
+// pair's ratio to identity ! identity in the same round. Asserts nothing.
 #include <gst/gst.h>
 
 #include <algorithm>
@@ -105,14 +106,21 @@ int main(int argc, char **argv) {
   std::printf("CPU time of this process per buffer, (run of %ld - run of %ld buffers) / %ld, %d alternating "
               "rounds; 64x64 RGBA, videotestsrc pattern=solid-color ! <middle> ! fakesink\n\n",
               long_run, short_run, long_run - short_run, rounds);
-  std::printf("| pipeline middle | us per buffer: median | ratio | least | ratio |\n|---|---|---|---|---|\n");
+  std::printf("| pipeline middle | µs per buffer: median | ratio | least | ratio | ratio within each round: median "
+              "| least | most |\n|---|---|---|---|---|---|---|---|\n");
   const double base_median = median_of(per_buffer[0]);
   const double base_least = *std::min_element(per_buffer[0].begin(), per_buffer[0].end());
   for (std::size_t i = 0; i < kCount; ++i) {
     const double median = median_of(per_buffer[i]);
     const double least = *std::min_element(per_buffer[i].begin(), per_buffer[i].end());
-    std::printf("| `%s` | %.3f | %.2f | %.3f | %.2f |\n", kMiddles[i], median, median / base_median, least,
-                least / base_least);
+    /* Against identity ! identity of the same round, a few seconds apart:
+     * a slower spell of the machine slows both alike. */
+    std::vector<double> ratios;
+    for (int r = 0; r < rounds; ++r)
+      ratios.push_back(per_buffer[i][static_cast<std::size_t>(r)] / per_buffer[0][static_cast<std::size_t>(r)]);
+    std::printf("| `%s` | %.3f | %.2f | %.3f | %.2f | %.2f | %.2f | %.2f |\n", kMiddles[i], median,
+                median / base_median, least, least / base_least, median_of(ratios),
+                *std::min_element(ratios.begin(), ratios.end()), *std::max_element(ratios.begin(), ratios.end()));
   }
   return 0;
 }
