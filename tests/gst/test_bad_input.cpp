@@ -363,6 +363,12 @@ TEST(ValidateBuffer, AcceptsTheDefaultAndPaddedLayoutsOfEveryKindOfFormat) {
     ASSERT_TRUE(gst_tensor_mem_video_info_from_caps(&info, parsed, &error)) << caps << ": " << error->message;
     gst_caps_unref(parsed);
     EXPECT_EQ(validation_error(plain(GST_VIDEO_INFO_SIZE(&info)), &info), "") << caps << " default layout";
+    // The same layout described by a meta (what a pool adds): its planes are not checked one by one.
+    GstBuffer *described = plain(GST_VIDEO_INFO_SIZE(&info));
+    gst_buffer_add_video_meta_full(described, GST_VIDEO_FRAME_FLAG_NONE, GST_VIDEO_INFO_FORMAT(&info),
+                                   GST_VIDEO_INFO_WIDTH(&info), GST_VIDEO_INFO_HEIGHT(&info),
+                                   GST_VIDEO_INFO_N_PLANES(&info), info.offset, info.stride);
+    EXPECT_EQ(validation_error(described, &info), "") << caps << " default layout with a GstVideoMeta";
     GstVideoInfo padded = info;
     GstBuffer *buffer = aligned_frame(&padded, 63);
     EXPECT_EQ(validation_error(buffer, &info), "") << caps << " 64-byte strides";
