@@ -53,6 +53,7 @@ double run_pipeline(const char *middle, long buffers) {
     g_clear_error(&error);
     return -1;
   }
+  g_clear_error(&error); // a warning about a pipeline that was made all the same
   gst_element_set_state(pipeline, GST_STATE_PLAYING);
   GstBus *bus = gst_element_get_bus(pipeline);
   GstMessage *msg = gst_bus_timed_pop_filtered(bus, GST_CLOCK_TIME_NONE,
