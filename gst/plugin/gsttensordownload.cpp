@@ -98,12 +98,12 @@ constexpr const char *kLayoutCopyMessage =
     "ANY caps), so it needs a copy into the default layout, and require-zero-copy is set.";
 
 void copy_metadata(GstElement *element, GstBuffer *in, GstBuffer *out) {
-  gst_tensor_transform_copy_metadata(GST_TENSOR_TRANSFORM(element), in, out);
+  gst_tensor_transform_copy_metadata(GST_TENSOR_TRANSFORM_CAST(element), in, out);
 }
 
 gst_tensormem::DownloadContext download_context(GstTensorMemDownload *self) {
-  return {GST_ELEMENT(self),
-          gst_tensor_transform_get_info(GST_TENSOR_TRANSFORM(self)),
+  return {GST_ELEMENT_CAST(self),
+          gst_tensor_transform_get_info(GST_TENSOR_TRANSFORM_CAST(self)),
           self->downstream_video_meta,
           self->output_dmabuf,
           self->copy_pool,
@@ -189,36 +189,37 @@ static gboolean gst_tensor_download_stop(GstBaseTransform *trans) {
  * complete: every memory of ours maps for the CPU, and a tensor has no
  * layout a consumer could misread. */
 static GstFlowReturn download_tensor(GstTensorMemDownload *self, GstBuffer *inbuf, GstBuffer **outbuf) {
-  if (gst_tensor_mem_element_validate_tensor_buffer(GST_ELEMENT(self), inbuf, self->tensor_bytes) != GST_FLOW_OK)
+  if (gst_tensor_mem_element_validate_tensor_buffer(GST_ELEMENT_CAST(self), inbuf, self->tensor_bytes) != GST_FLOW_OK)
     return GST_FLOW_ERROR;
   const GstFlowReturn ret =
-      gst_tensor_mem_element_wait_fences(GST_ELEMENT(self), inbuf, GST_TENSOR_MEM_FENCE_DEFAULT_TIMEOUT, nullptr);
+      gst_tensor_mem_element_wait_fences(GST_ELEMENT_CAST(self), inbuf, GST_TENSOR_MEM_FENCE_DEFAULT_TIMEOUT, nullptr);
   if (ret != GST_FLOW_OK)
     return ret;
   *outbuf = inbuf;
-  gst_tensor_transform_count_buffer(GST_TENSOR_TRANSFORM(self), 0);
+  gst_tensor_transform_count_buffer(GST_TENSOR_TRANSFORM_CAST(self), 0);
   return GST_FLOW_OK;
 }
 
 /* The path is chosen and taken here, copy included. */
 static GstFlowReturn gst_tensor_download_prepare_output_buffer(GstBaseTransform *trans, GstBuffer *inbuf,
                                                                GstBuffer **outbuf) {
-  auto *self = GST_TENSOR_DOWNLOAD(trans);
+  auto *self = GST_TENSOR_DOWNLOAD_CAST(trans);
   if (self->tensor_bytes)
     return download_tensor(self, inbuf, outbuf);
   const gst_tensormem::DownloadContext ctx = download_context(self);
-  GstFlowReturn ret = gst_tensor_mem_element_validate_buffer(GST_ELEMENT(self), inbuf, ctx.info);
+  GstFlowReturn ret = gst_tensor_mem_element_validate_buffer(GST_ELEMENT_CAST(self), inbuf, ctx.info);
   // Downstream reads the bytes, passed through or copied: they must be complete
   // (a buffer without a fence meta skips the deadline's clock read; a GstGLSyncMeta is still waited for).
   if (ret == GST_FLOW_OK && gst_buffer_get_meta(inbuf, GST_TENSOR_MEM_FENCE_META_API_TYPE))
-    ret = gst_tensor_mem_element_wait_fences(GST_ELEMENT(self), inbuf, GST_TENSOR_MEM_FENCE_DEFAULT_TIMEOUT, nullptr);
+    ret = gst_tensor_mem_element_wait_fences(GST_ELEMENT_CAST(self), inbuf, GST_TENSOR_MEM_FENCE_DEFAULT_TIMEOUT,
+                                             nullptr);
   else if (ret == GST_FLOW_OK)
     gst_buffer_wait_gl_sync_metas(inbuf);
   if (ret != GST_FLOW_OK)
     return ret;
   const gst_tensormem::DownloadMethod &method = gst_tensormem::download_method_for(ctx, inbuf);
   if (method.copies) {
-    ret = gst_tensor_transform_allow_copy(GST_TENSOR_TRANSFORM(self), inbuf, kLayoutCopyMessage, nullptr);
+    ret = gst_tensor_transform_allow_copy(GST_TENSOR_TRANSFORM_CAST(self), inbuf, kLayoutCopyMessage, nullptr);
     if (ret != GST_FLOW_OK)
       return ret;
   }
@@ -226,7 +227,7 @@ static GstFlowReturn gst_tensor_download_prepare_output_buffer(GstBaseTransform 
   ret = method.perform(ctx, inbuf, outbuf, &copied);
   if (ret == GST_FLOW_OK) {
     GST_LOG_OBJECT(self, "%" GST_PTR_FORMAT " took the %s path", inbuf, method.name);
-    gst_tensor_transform_count_buffer(GST_TENSOR_TRANSFORM(self), copied);
+    gst_tensor_transform_count_buffer(GST_TENSOR_TRANSFORM_CAST(self), copied);
   }
   return ret;
 }

@@ -9,6 +9,8 @@ G_BEGIN_DECLS
 
 #define GST_TYPE_TENSOR_TRANSFORM (gst_tensor_transform_get_type())
 G_DECLARE_DERIVABLE_TYPE(GstTensorMemTransform, gst_tensor_transform, GST, TENSOR_TRANSFORM, GstBaseTransform)
+/* Unchecked, for the per-buffer paths (like GStreamer's own *_CAST macros). */
+#define GST_TENSOR_TRANSFORM_CAST(obj) ((GstTensorMemTransform *)(obj))
 
 /* The common part of the tensor elements: negotiated video info, the
  * copied-bytes counter and the require-zero-copy switch. */

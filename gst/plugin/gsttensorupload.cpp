@@ -175,14 +175,14 @@ void set_allocator(GstTensorMemUpload *self, GstAllocator **slot, GstAllocator *
 }
 
 void copy_metadata(GstElement *element, GstBuffer *in, GstBuffer *out) {
-  gst_tensor_transform_copy_metadata(GST_TENSOR_TRANSFORM(element), in, out);
+  gst_tensor_transform_copy_metadata(GST_TENSOR_TRANSFORM_CAST(element), in, out);
 }
 
 /* What the upload paths need from this element. `pbo_allocator` is a new
  * reference (or NULL), released by release_context(). */
 gst_tensormem::UploadContext upload_context(GstTensorMemUpload *self) {
   gst_tensormem::UploadContext ctx{};
-  ctx.element = GST_ELEMENT(self);
+  ctx.element = GST_ELEMENT_CAST(self);
   // One lock for all three: this runs for every buffer.
   GST_OBJECT_LOCK(self);
   const GstTensorMemStorage storage = self->storage;
@@ -190,7 +190,7 @@ gst_tensormem::UploadContext upload_context(GstTensorMemUpload *self) {
   ctx.d3d11_allocator = self->d3d11_allocator ? GST_ALLOCATOR_CAST(gst_object_ref(self->d3d11_allocator)) : nullptr;
   GST_OBJECT_UNLOCK(self);
   ctx.storage = gst_tensor_storage_resolve(storage);
-  ctx.info = gst_tensor_transform_get_info(GST_TENSOR_TRANSFORM(self));
+  ctx.info = gst_tensor_transform_get_info(GST_TENSOR_TRANSFORM_CAST(self));
   ctx.copy_metadata = copy_metadata;
   return ctx;
 }
@@ -692,11 +692,11 @@ static gboolean gst_tensor_upload_decide_allocation(GstBaseTransform *trans, Gst
  * left to do. */
 static GstFlowReturn gst_tensor_upload_prepare_output_buffer(GstBaseTransform *trans, GstBuffer *inbuf,
                                                              GstBuffer **outbuf) {
-  auto *self = GST_TENSOR_UPLOAD(trans);
+  auto *self = GST_TENSOR_UPLOAD_CAST(trans);
   if (self->gl_input)
     return upload_gl_memory(self, inbuf, outbuf);
   gst_tensormem::UploadContext ctx = upload_context(self);
-  GstFlowReturn ret = gst_tensor_mem_element_validate_buffer(GST_ELEMENT(self), inbuf, ctx.info);
+  GstFlowReturn ret = gst_tensor_mem_element_validate_buffer(GST_ELEMENT_CAST(self), inbuf, ctx.info);
   if (ret != GST_FLOW_OK) {
     release_context(ctx);
     return ret;
@@ -705,7 +705,7 @@ static GstFlowReturn gst_tensor_upload_prepare_output_buffer(GstBaseTransform *t
   const gst_tensormem::UploadMethod &method = gst_tensormem::upload_method_for(ctx, inbuf);
   if (method.copies)
     ret = gst_tensor_transform_allow_copy(
-        GST_TENSOR_TRANSFORM(self), inbuf,
+        GST_TENSOR_TRANSFORM_CAST(self), inbuf,
         "require-zero-copy=true refuses a copy: the input is neither memory of the offered tensor buffer pool nor "
         "memory this storage can import; let upstream take the pool (it must not drop the allocation query), or set "
         "require-zero-copy=false to allow one counted copy per frame",
@@ -730,7 +730,7 @@ static GstFlowReturn gst_tensor_upload_prepare_output_buffer(GstBaseTransform *t
       ret = fence_output(self, ctx.storage, inbuf, outbuf);
     if (ret == GST_FLOW_OK) {
       GST_LOG_OBJECT(self, "%" GST_PTR_FORMAT " took the %s path", inbuf, method.name);
-      gst_tensor_transform_count_buffer(GST_TENSOR_TRANSFORM(self), copied);
+      gst_tensor_transform_count_buffer(GST_TENSOR_TRANSFORM_CAST(self), copied);
     }
   }
   release_context(ctx);
