@@ -372,7 +372,7 @@ gboolean choose_gl_route(GstTensorMemUpload *self, GstBuffer *inbuf) {
 GstFlowReturn upload_gl_memory(GstTensorMemUpload *self, GstBuffer *inbuf, GstBuffer **outbuf) {
   if (self->gl_route == GL_ROUTE_UNDECIDED && !choose_gl_route(self, inbuf))
     return GST_FLOW_ERROR;
-  const GstVideoInfo *info = gst_tensor_transform_get_info(GST_TENSOR_TRANSFORM(self));
+  const GstVideoInfo *info = gst_tensor_transform_get_info(GST_TENSOR_TRANSFORM_CAST(self));
   GstFlowReturn ret = gst_buffer_pool_acquire_buffer(self->gl_pool, outbuf, nullptr);
   if (ret != GST_FLOW_OK)
     return ret;
@@ -401,7 +401,7 @@ GstFlowReturn upload_gl_memory(GstTensorMemUpload *self, GstBuffer *inbuf, GstBu
     self->gpu_copied_bytes += copied;
     GST_OBJECT_UNLOCK(self);
   }
-  gst_tensor_transform_count_buffer(GST_TENSOR_TRANSFORM(self), gpu ? 0 : copied);
+  gst_tensor_transform_count_buffer(GST_TENSOR_TRANSFORM_CAST(self), gpu ? 0 : copied);
   return GST_FLOW_OK;
 }
 

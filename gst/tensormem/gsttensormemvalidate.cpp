@@ -154,8 +154,8 @@ gboolean check_fd_memories(GstBuffer *buffer, GError **error) {
   return TRUE;
 }
 
-gboolean check_default_layout(GstBuffer *buffer, const GstVideoInfo *info, GError **error) {
-  const gsize buffer_size = gst_buffer_get_size(buffer);
+/* `buffer_size`: the buffer's size, measured once by the caller for every check. */
+gboolean check_default_layout(gsize buffer_size, const GstVideoInfo *info, GError **error) {
   if (buffer_size < GST_VIDEO_INFO_SIZE(info)) {
     g_set_error(error, GST_STREAM_ERROR, GST_STREAM_ERROR_FORMAT,
                 "The buffer size %" G_GSIZE_FORMAT " is smaller than the %" G_GSIZE_FORMAT
@@ -199,10 +199,9 @@ gboolean check_meta_matches_caps(const GstVideoMeta *meta, const GstVideoInfo *i
 }
 
 /* Plane `p` of the meta: stride, extent and placement inside one memory. */
-gboolean check_meta_plane(GstBuffer *buffer, const GstVideoMeta *meta, const GstVideoInfo *info, guint p,
-                          GError **error) {
+gboolean check_meta_plane(GstBuffer *buffer, gsize buffer_size, const GstVideoMeta *meta, const GstVideoInfo *info,
+                          guint p, GError **error) {
   const char *format = GST_VIDEO_INFO_NAME(info);
-  const gsize buffer_size = gst_buffer_get_size(buffer);
   const gint stride = meta->stride[p];
   const gsize offset = meta->offset[p];
   PlaneShape shape;
@@ -280,18 +279,19 @@ bool meta_is_default_layout(const GstVideoMeta *meta, const GstVideoInfo *info) 
   return true;
 }
 
-gboolean check_meta_layout(GstBuffer *buffer, const GstVideoMeta *meta, const GstVideoInfo *info, GError **error) {
+gboolean check_meta_layout(GstBuffer *buffer, gsize buffer_size, const GstVideoMeta *meta, const GstVideoInfo *info,
+                           GError **error) {
   if (!check_meta_matches_caps(meta, info, error))
     return FALSE;
   /* The commonest buffer (a pool's: one memory, the caps' own layout, the
    * whole frame): the default layout's planes lie inside the frame's size,
    * so they lie inside this memory. Anything else, a short buffer included,
    * is checked plane by plane, which names the plane that does not fit. */
-  if (gst_buffer_n_memory(buffer) == 1 && gst_buffer_get_size(buffer) >= GST_VIDEO_INFO_SIZE(info) &&
+  if (gst_buffer_n_memory(buffer) == 1 && buffer_size >= GST_VIDEO_INFO_SIZE(info) &&
       meta_is_default_layout(meta, info))
     return TRUE;
   for (guint p = 0; p < meta->n_planes; ++p) {
-    if (!check_meta_plane(buffer, meta, info, p, error))
+    if (!check_meta_plane(buffer, buffer_size, meta, info, p, error))
       return FALSE;
   }
   return TRUE;
@@ -420,7 +420,8 @@ gboolean gst_tensor_mem_validate_buffer(GstBuffer *buffer, const GstVideoInfo *i
   g_return_val_if_fail(GST_IS_BUFFER(buffer), FALSE);
   g_return_val_if_fail(info != nullptr && info->finfo != nullptr, FALSE);
   g_return_val_if_fail(GST_VIDEO_INFO_FORMAT(info) != GST_VIDEO_FORMAT_UNKNOWN, FALSE);
-  if (gst_buffer_get_size(buffer) == 0) {
+  const gsize buffer_size = gst_buffer_get_size(buffer);
+  if (buffer_size == 0) {
     g_set_error(error, GST_STREAM_ERROR, GST_STREAM_ERROR_FORMAT,
                 "The buffer size is 0 (%u memories): it holds none of the %" G_GSIZE_FORMAT
                 " bytes of the %dx%d %s frame the caps describe.",
@@ -431,7 +432,8 @@ gboolean gst_tensor_mem_validate_buffer(GstBuffer *buffer, const GstVideoInfo *i
   if (!check_fd_memories(buffer, error))
     return FALSE;
   const GstVideoMeta *meta = gst_buffer_get_video_meta(buffer);
-  return meta ? check_meta_layout(buffer, meta, info, error) : check_default_layout(buffer, info, error);
+  return meta ? check_meta_layout(buffer, buffer_size, meta, info, error)
+              : check_default_layout(buffer_size, info, error);
 }
 
 /**
