@@ -21,6 +21,7 @@ const char *error_kind_name(ErrorKind kind) noexcept {
   case ErrorKind::WouldBlock: return "WouldBlock";
   case ErrorKind::Io: return "Io";
   case ErrorKind::Device: return "Device";
+  case ErrorKind::Cancelled: return "Cancelled";
   }
   return "Unknown";
 }

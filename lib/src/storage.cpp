@@ -78,9 +78,9 @@ namespace {
 
 /// \brief Waits for (or, when `may_block` is false, polls) every completion
 /// in `points`, all together bounded by `deadline`; `what` names them in
-/// the error ("GPU write", "read").
+/// the error ("GPU write", "read"); `cancel` (or null) can end the wait.
 Result<void> wait_all(const std::vector<GpuCompletion> &points, std::chrono::steady_clock::time_point deadline,
-                      bool may_block, const char *what) {
+                      bool may_block, const char *what, const WaitCancel *cancel = nullptr) {
   for (const GpuCompletion &p : points) {
     if (!may_block) {
       Result<bool> done = p.timeline->signalled(p.value);
@@ -93,7 +93,8 @@ Result<void> wait_all(const std::vector<GpuCompletion> &points, std::chrono::ste
     }
     const auto left =
         std::max(deadline - std::chrono::steady_clock::now(), std::chrono::steady_clock::duration::zero());
-    Result<void> waited = p.timeline->wait_cpu(p.value, std::chrono::duration_cast<std::chrono::nanoseconds>(left));
+    Result<void> waited =
+        p.timeline->wait_cpu(p.value, std::chrono::duration_cast<std::chrono::nanoseconds>(left), cancel);
     if (!waited)
       return Error(waited.error().kind(),
                    std::string("waiting for the recorded ") + what + ": " + waited.error().message());
@@ -226,14 +227,14 @@ Result<std::vector<GpuCompletion>> Storage::pending_reads() {
 }
 
 /// \brief Waits for every recorded read, bounded, and forgets them.
-Result<std::size_t> Storage::wait_for_reads(std::chrono::nanoseconds timeout) {
+Result<std::size_t> Storage::wait_for_reads(std::chrono::nanoseconds timeout, const WaitCancel *cancel) {
   Result<std::vector<GpuCompletion>> running = pending_reads();
   if (!running)
     return std::move(running).error();
   if (running->empty())
     return std::size_t{0};
   const auto deadline = std::chrono::steady_clock::now() + std::max(timeout, std::chrono::nanoseconds::zero());
-  Result<void> waited = wait_all(*running, deadline, true, "read");
+  Result<void> waited = wait_all(*running, deadline, true, "read", cancel);
   if (!waited)
     return std::move(waited).error();
   Result<std::vector<GpuCompletion>> left = pending_reads(); // forgets the ones just waited for

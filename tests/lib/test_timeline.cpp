@@ -473,3 +473,89 @@ TEST(SyncFileTimeline, a_map_waits_for_a_recorded_fd_write) {
   EXPECT_TRUE(storage->map(CpuAccess::Read));
 }
 #endif
+
+// ---- cancellable waits (issue 28) -------------------------------------------
+// A streaming thread blocked on a fence that never signals must let the
+// pipeline flush or stop: a wait given a WaitCancel ends with Cancelled once
+// it is cancelled from another thread, for every kind, long before its own
+// bound (kHangBound: reaching it would fail the kind check below).
+namespace {
+
+/// Waits on `t` for `value` on another thread, cancels `cancel` after a
+/// while and returns what the wait answered.
+Result<void> wait_then_cancel(Timeline &t, std::uint64_t value, CancelFlag &cancel) {
+  auto waiter = std::async(std::launch::async, [&] { return t.wait_cpu(value, kHangBound, &cancel); });
+  EXPECT_EQ(waiter.wait_for(30ms), std::future_status::timeout) << "the wait ended before it was cancelled";
+  cancel.cancel();
+  return waiter.get();
+}
+
+void expect_cancelled(const Result<void> &r, const std::string &label) {
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().kind(), ErrorKind::Cancelled) << r.error().message();
+  EXPECT_TRUE(contains(r.error().message(), label)) << r.error().message();
+}
+
+} // namespace
+
+TEST(CancellableWait, a_software_wait_ends_cancelled_when_another_thread_cancels_it) {
+  auto t = SoftwareTimeline::create("never");
+  const std::uint64_t v = t->issue();
+  CancelFlag cancel;
+  expect_cancelled(wait_then_cancel(*t, v, cancel), "software timeline 'never'");
+  EXPECT_FALSE(*t->signalled(v));
+}
+
+TEST(CancellableWait, a_cancelled_flag_ends_a_new_wait_at_once_and_reset_allows_waiting_again) {
+  auto t = SoftwareTimeline::create("stuck");
+  const std::uint64_t v = t->issue();
+  CancelFlag cancel;
+  cancel.cancel();
+  expect_cancelled(t->wait_cpu(v, kHangBound, &cancel), "'stuck'");
+  cancel.reset();
+  std::thread producer([&] {
+    std::this_thread::sleep_for(20ms);
+    ASSERT_TRUE(t->signal(v));
+  });
+  EXPECT_TRUE(t->wait_cpu(v, kHangBound, &cancel));
+  producer.join();
+}
+
+TEST(CancellableWait, a_reached_value_passes_even_when_cancelled_and_a_timeout_still_expires) {
+  auto t = SoftwareTimeline::create("done");
+  const std::uint64_t v = t->issue();
+  ASSERT_TRUE(t->signal(v));
+  CancelFlag cancel;
+  cancel.cancel();
+  EXPECT_TRUE(t->wait_cpu(v, kHangBound, &cancel)) << "the work was done: nothing to cancel";
+  CancelFlag idle;
+  Result<void> expired = t->wait_cpu(t->issue(), 20ms, &idle);
+  ASSERT_FALSE(expired);
+  EXPECT_EQ(expired.error().kind(), ErrorKind::WouldBlock) << expired.error().message();
+}
+
+TEST(CancellableWait, wait_for_reads_ends_cancelled) {
+  auto storage = make_storage();
+  auto reader = SoftwareTimeline::create("inference");
+  ASSERT_TRUE(storage->record_read(reader, reader->issue()));
+  CancelFlag cancel;
+  auto waiter = std::async(std::launch::async, [&] { return storage->wait_for_reads(kHangBound, &cancel); });
+  EXPECT_EQ(waiter.wait_for(30ms), std::future_status::timeout);
+  cancel.cancel();
+  Result<std::size_t> r = waiter.get();
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().kind(), ErrorKind::Cancelled) << r.error().message();
+  EXPECT_EQ(storage->pending_reads()->size(), 1u) << "a cancelled wait forgot a read still running";
+}
+
+#ifndef _WIN32
+TEST(CancellableWait, a_sync_file_wait_ends_cancelled) {
+  auto t = SyncFileTimeline::create("camera");
+  UniqueFd fd(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+  ASSERT_TRUE(fd.valid());
+  Result<std::uint64_t> v = t->adopt(std::move(fd));
+  ASSERT_TRUE(v);
+  CancelFlag cancel;
+  expect_cancelled(wait_then_cancel(*t, *v, cancel), "sync_file timeline 'camera'");
+}
+#endif

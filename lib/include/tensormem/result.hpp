@@ -28,6 +28,9 @@ enum class ErrorKind : int {
   WouldBlock,
   Io,
   Device,
+  /// A wait ended early because its caller asked (WaitCancel): a flush or a
+  /// state change, not a failure of the work waited for.
+  Cancelled,
 };
 
 TENSORMEM_API const char *error_kind_name(ErrorKind kind) noexcept;
@@ -51,6 +54,7 @@ public:
   static Error would_block(std::string what) { return {ErrorKind::WouldBlock, std::move(what)}; }
   static Error io(int os_error, std::string what);
   static Error device(std::string what) { return {ErrorKind::Device, std::move(what)}; }
+  static Error cancelled(std::string what) { return {ErrorKind::Cancelled, std::move(what)}; }
   /// InvalidArgument for an fd of the wrong kind, carrying its filesystem magic.
   static Error unsupported_fd(std::uint32_t fs_magic, std::string what);
 

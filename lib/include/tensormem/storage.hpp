@@ -91,8 +91,9 @@ public:
   /// Waits on the CPU for every recorded read, all together bounded by
   /// `timeout` (0 polls once), and forgets them. Returns how many had not
   /// completed when the wait began; WouldBlock naming the first read still
-  /// running when the time ran out.
-  Result<std::size_t> wait_for_reads(std::chrono::nanoseconds timeout);
+  /// running when the time ran out; Cancelled soon after `cancel` (when
+  /// given) is cancelled.
+  Result<std::size_t> wait_for_reads(std::chrono::nanoseconds timeout, const WaitCancel *cancel = nullptr);
   /// The bound on the CPU wait a map makes for the recorded writes (and, for
   /// a map that writes, the recorded reads).
   void set_fence_timeout(std::chrono::nanoseconds timeout) noexcept;

@@ -101,7 +101,9 @@ typedef enum tm_status {
   TM_ERROR_IO = 11,
   TM_ERROR_DEVICE = 12,
   /* Something the library did not expect (out of memory, say). */
-  TM_ERROR_INTERNAL = 13
+  TM_ERROR_INTERNAL = 13,
+  /* A wait ended early at its caller's request (ErrorKind::Cancelled). */
+  TM_ERROR_CANCELLED = 14
 } tm_status;
 
 /* Mirrors tensormem::DType. */

@@ -6,6 +6,7 @@
 #include <tensormem/result.hpp>
 #include <tensormem/unique_fd.hpp>
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -18,6 +19,33 @@
 namespace tensormem {
 
 class GlWorker;
+
+/// Asked by a long CPU wait whether its caller wants it to end early: how a
+/// streaming thread's fence or reader wait is released when the pipeline
+/// flushes or goes down. A wait given one checks it at least every
+/// kCancelCheckInterval, whatever kind of object it waits on (so cancelling
+/// needs no wake-up machinery per kind), and ends with ErrorKind::Cancelled
+/// unless the value was reached. Completion is never delayed by the checks: each
+/// slice of the wait returns as soon as the work completes.
+class TENSORMEM_API WaitCancel {
+public:
+  virtual ~WaitCancel() = default;
+  virtual bool cancelled() const noexcept = 0;
+};
+
+/// How often a cancellable wait looks at its WaitCancel.
+inline constexpr std::chrono::milliseconds kCancelCheckInterval{5};
+
+/// A WaitCancel set and cleared by hand (a buffer pool's flushing state).
+class TENSORMEM_API CancelFlag final : public WaitCancel {
+public:
+  void cancel() noexcept { flag_.store(true, std::memory_order_release); }
+  void reset() noexcept { flag_.store(false, std::memory_order_release); }
+  bool cancelled() const noexcept override { return flag_.load(std::memory_order_acquire); }
+
+private:
+  std::atomic<bool> flag_{false};
+};
 
 /// What signals a timeline.
 enum class TimelineKind { Software, EglSync, SyncFile, D3d11Fence };
@@ -50,8 +78,9 @@ public:
 
   /// Whether `value` has been reached, without waiting.
   Result<bool> signalled(std::uint64_t value);
-  /// Blocks until `value` is reached, for at most `timeout`.
-  Result<void> wait_cpu(std::uint64_t value, std::chrono::nanoseconds timeout);
+  /// Blocks until `value` is reached, for at most `timeout`; with `cancel`,
+  /// also ends (ErrorKind::Cancelled) soon after it is cancelled.
+  Result<void> wait_cpu(std::uint64_t value, std::chrono::nanoseconds timeout, const WaitCancel *cancel = nullptr);
   /// Makes `gl`'s command queue wait for `value` on the GPU. Only an EGL
   /// timeline can; the others answer NotImplemented and the caller waits on
   /// the CPU instead.

@@ -37,7 +37,11 @@ tm_status report(tm_error *err, tm_status status, std::string_view message) noex
 }
 
 tm_status report(tm_error *err, const Error &error) noexcept {
-  return report(err, static_cast<tm_status>(static_cast<int>(error.kind()) + 1), error.message());
+  // Cancelled came after TM_ERROR_INTERNAL took the next number.
+  const tm_status status = error.kind() == ErrorKind::Cancelled
+                               ? TM_ERROR_CANCELLED
+                               : static_cast<tm_status>(static_cast<int>(error.kind()) + 1);
+  return report(err, status, error.message());
 }
 
 tm_status report_internal(tm_error *err) noexcept {

@@ -65,18 +65,34 @@ Result<bool> Timeline::signalled(std::uint64_t value) {
 }
 
 /// \brief Blocks until the timeline reaches `value`, for at most `timeout`.
+/// \param cancel When given, looked at every kCancelCheckInterval: the
+/// kind's own wait runs in slices that long, each returning at once when the
+/// value is reached.
 /// \return WouldBlock naming the timeline and the value when the time ran out;
-/// InvalidArgument, before any waiting, for a value never issued.
-Result<void> Timeline::wait_cpu(std::uint64_t value, std::chrono::nanoseconds timeout) {
+/// Cancelled when `cancel` asked first; InvalidArgument, before any waiting,
+/// for a value never issued.
+Result<void> Timeline::wait_cpu(std::uint64_t value, std::chrono::nanoseconds timeout, const WaitCancel *cancel) {
   Result<void> issued = check_issued(value, "wait_cpu");
   if (!issued || value == 0)
     return issued;
-  Result<void> waited = block_until(value, deadline_after(timeout));
-  if (!waited && waited.error().would_block())
-    return Error::would_block("wait_cpu: " + label() + " did not reach value " + std::to_string(value) + " within " +
-                              std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(timeout).count()) +
-                              " ms (last issued " + std::to_string(last_issued()) + ")");
-  return waited;
+  const auto deadline = deadline_after(timeout);
+  for (;;) {
+    const auto slice_end =
+        cancel != nullptr ? std::min(deadline, std::chrono::steady_clock::now() + kCancelCheckInterval) : deadline;
+    Result<void> waited = block_until(value, slice_end);
+    if (waited || !waited.error().would_block())
+      return waited;
+    // Checked after each slice: a value already reached passes even when
+    // the caller has cancelled meanwhile.
+    if (cancel != nullptr && cancel->cancelled())
+      return Error::cancelled("wait_cpu: the wait for value " + std::to_string(value) + " on " + label() +
+                              " was cancelled");
+    if (slice_end >= deadline)
+      break;
+  }
+  return Error::would_block("wait_cpu: " + label() + " did not reach value " + std::to_string(value) + " within " +
+                            std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(timeout).count()) +
+                            " ms (last issued " + std::to_string(last_issued()) + ")");
 }
 
 /// \brief The default for kinds that cannot queue a wait on a GL context.

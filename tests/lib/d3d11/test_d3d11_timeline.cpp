@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <future>
 
 using namespace tensormem;
 
@@ -54,17 +55,32 @@ TEST(D3d11FenceTimeline, HAZ_23_a_value_never_signalled_is_refused_before_any_wa
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(1));
 }
 
+/// A producer on a second device owns a gate fence; `r`'s device waits on
+/// it on the GPU, so a value issued after that is not reached until open().
+struct Gate {
+  std::shared_ptr<SoftwareD3d11Device> producer = *SoftwareD3d11Device::create();
+  std::shared_ptr<D3d11Fence> fence;
+
+  explicit Gate(Rig &r) {
+    auto made = producer->create_fence(0, true);
+    EXPECT_TRUE(made);
+    fence = *made;
+    auto handle = fence->create_shared_handle();
+    EXPECT_TRUE(handle);
+    auto opened = r.device->open_shared_fence(handle->value());
+    EXPECT_TRUE(opened);
+    EXPECT_TRUE(r.device->wait_gpu(**opened, 1));
+  }
+  void open(Rig &r) {
+    EXPECT_TRUE(producer->signal(*fence, 1));
+    producer->flush();
+    r.device->flush();
+  }
+};
+
 TEST(D3d11FenceTimeline, a_signal_behind_a_gpu_wait_is_issued_but_not_reached_until_the_wait_clears) {
   Rig r = rig();
-  // A producer on a second device owns the gate; this device waits on it.
-  auto producer = *SoftwareD3d11Device::create();
-  auto gate = producer->create_fence(0, true);
-  ASSERT_TRUE(gate);
-  auto handle = (*gate)->create_shared_handle();
-  ASSERT_TRUE(handle);
-  auto opened = r.device->open_shared_fence(handle->value());
-  ASSERT_TRUE(opened);
-  ASSERT_TRUE(r.device->wait_gpu(**opened, 1));
+  Gate gate(r);
   auto v = r.timeline->issue();
   ASSERT_TRUE(v);
   EXPECT_FALSE(*r.timeline->signalled(*v)) << "a signal behind an unsatisfied GPU wait completed";
@@ -72,10 +88,26 @@ TEST(D3d11FenceTimeline, a_signal_behind_a_gpu_wait_is_issued_but_not_reached_un
   ASSERT_FALSE(w);
   EXPECT_TRUE(w.error().would_block()) << w.error().message();
   EXPECT_NE(w.error().message().find("d3d11 timeline 'process fence'"), std::string::npos) << w.error().message();
-  ASSERT_TRUE(producer->signal(**gate, 1));
-  producer->flush();
-  r.device->flush();
+  gate.open(r);
   EXPECT_TRUE(*r.timeline->signalled(*v));
+}
+
+// Issue 28: a CPU wait on a D3D11 value that is never reached ends when its
+// caller cancels it (a flush, a state change), long before its own bound.
+TEST(D3d11FenceTimeline, a_wait_on_a_value_never_reached_ends_cancelled_when_cancelled) {
+  Rig r = rig();
+  Gate gate(r);
+  auto v = r.timeline->issue();
+  ASSERT_TRUE(v);
+  CancelFlag cancel;
+  auto waiter = std::async(std::launch::async, [&] { return r.timeline->wait_cpu(*v, std::chrono::hours(1), &cancel); });
+  EXPECT_EQ(waiter.wait_for(std::chrono::milliseconds(30)), std::future_status::timeout);
+  cancel.cancel();
+  auto w = waiter.get();
+  ASSERT_FALSE(w);
+  EXPECT_EQ(w.error().kind(), ErrorKind::Cancelled) << w.error().message();
+  EXPECT_NE(w.error().message().find("d3d11 timeline 'process fence'"), std::string::npos) << w.error().message();
+  gate.open(r); // let the device's queue drain before it goes
 }
 
 TEST(D3d11FenceTimeline, a_context_without_a_fence_has_no_timeline) {
