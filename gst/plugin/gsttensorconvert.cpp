@@ -263,6 +263,7 @@ struct _GstTensorMemConvert {
   guint64 copied_bytes;
   gboolean require_zero_copy;
   GstTensorMemGlWorker *gl_worker; // shared through GstContext; guarded by the object lock
+  GCancellable *waits;             // cancelled on flush-start and PAUSED→READY
 
   // Streaming thread (set_caps, transform) and start/stop.
   GstVideoInfo in_info;
@@ -512,8 +513,12 @@ GstFlowReturn wait_input_fences(GstTensorMemConvert *self, GstBuffer *inbuf) {
       continue;
     if (g_error_matches(error, GST_CORE_ERROR, GST_CORE_ERROR_NOT_IMPLEMENTED)) {
       g_clear_error(&error);
-      if (gst_tensor_mem_fence_meta_wait_cpu(fence, kFenceTimeout, &error))
+      if (gst_tensor_mem_fence_meta_wait_cpu_cancellable(fence, kFenceTimeout, self->waits, &error))
         continue;
+    }
+    if (g_error_matches(error, G_IO_ERROR, G_IO_ERROR_CANCELLED)) {
+      g_clear_error(&error);
+      return GST_FLOW_FLUSHING;
     }
     const GstFlowReturn ret = gst_tensor_mem_element_post_fence_error(GST_ELEMENT(self), inbuf, kFenceTimeout, error);
     g_clear_error(&error);
@@ -550,7 +555,8 @@ GstFlowReturn stage_frame(GstTensorMemConvert *self, GstBuffer *inbuf, tensormem
                        "require-zero-copy=false"));
     return GST_FLOW_ERROR;
   }
-  const GstFlowReturn fenced = gst_tensor_mem_element_wait_fences(GST_ELEMENT(self), inbuf, kFenceTimeout, nullptr);
+  const GstFlowReturn fenced =
+      gst_tensor_mem_element_wait_fences(GST_ELEMENT(self), inbuf, kFenceTimeout, self->waits, nullptr);
   if (fenced != GST_FLOW_OK)
     return fenced;
   const gsize size = (GST_VIDEO_INFO_SIZE(&self->in_info) + 3) / 4 * 4;
@@ -805,6 +811,16 @@ GstFlowReturn gst_tensor_convert_transform(GstBaseTransform *trans, GstBuffer *i
     return valid;
   if (self->use_gl)
     return transform_gl(self, inbuf, outbuf);
+  // The CPU reads the frame: its producers' writes must be complete (the
+  // same bounded, cancellable wait every element makes before reading).
+  if (gst_buffer_get_meta(inbuf, GST_TENSOR_MEM_FENCE_META_API_TYPE)) {
+    const GstFlowReturn fenced = gst_tensor_mem_element_wait_fences(
+        GST_ELEMENT(self), inbuf, GST_TENSOR_MEM_FENCE_DEFAULT_TIMEOUT, self->waits, nullptr);
+    if (fenced != GST_FLOW_OK)
+      return fenced;
+  } else {
+    gst_buffer_wait_gl_sync_metas(inbuf);
+  }
   const tensormem::FrameConverter &converter = **self->converter;
   GstVideoFrame frame;
   if (!gst_video_frame_map(&frame, &self->in_info, inbuf, GST_MAP_READ)) {
@@ -974,6 +990,7 @@ static void gst_tensor_convert_finalize(GObject *object) {
   delete self->workers;
   delete self->gl;
   gst_clear_object(&self->gl_worker);
+  g_clear_object(&self->waits);
   delete self->converter;
   delete self->mean;
   delete self->std_dev;
@@ -992,6 +1009,17 @@ static gboolean gst_tensor_convert_query(GstBaseTransform *trans, GstPadDirectio
   if (gst_tensor_gl_worker_handle_context_query(GST_ELEMENT(self), query, &self->gl_worker))
     return TRUE;
   return GST_BASE_TRANSFORM_CLASS(gst_tensor_convert_parent_class)->query(trans, direction, query);
+}
+
+static gboolean gst_tensor_convert_sink_event(GstBaseTransform *trans, GstEvent *event) {
+  gst_tensor_mem_transform_watch_event(trans, GST_TENSOR_CONVERT(trans)->waits, event);
+  return GST_BASE_TRANSFORM_CLASS(gst_tensor_convert_parent_class)->sink_event(trans, event);
+}
+
+static GstStateChangeReturn gst_tensor_convert_change_state(GstElement *element, GstStateChange transition) {
+  gst_tensor_mem_transform_watch_state_change(GST_BASE_TRANSFORM(element), GST_TENSOR_CONVERT(element)->waits,
+                                              transition);
+  return GST_ELEMENT_CLASS(gst_tensor_convert_parent_class)->change_state(element, transition);
 }
 
 static void gst_tensor_convert_class_init(GstTensorMemConvertClass *klass) {
@@ -1078,6 +1106,8 @@ static void gst_tensor_convert_class_init(GstTensorMemConvertClass *klass) {
                                         "gst-tensormem developers");
   element_class->set_context = gst_tensor_convert_set_context;
   trans_class->query = gst_tensor_convert_query;
+  trans_class->sink_event = gst_tensor_convert_sink_event;
+  element_class->change_state = gst_tensor_convert_change_state;
   trans_class->transform_caps = gst_tensor_convert_transform_caps;
   trans_class->set_caps = gst_tensor_convert_set_caps;
   trans_class->prepare_output_buffer = gst_tensor_convert_prepare_output_buffer;
@@ -1112,6 +1142,7 @@ static void gst_tensor_convert_init(GstTensorMemConvert *self) {
   self->pool = nullptr;
   self->workers = nullptr;
   self->gl_worker = nullptr;
+  self->waits = g_cancellable_new();
   self->gl = new GlPath();
   self->use_gl = false;
   self->frames = 0;

@@ -192,7 +192,8 @@ static GstFlowReturn download_tensor(GstTensorMemDownload *self, GstBuffer *inbu
   if (gst_tensor_mem_element_validate_tensor_buffer(GST_ELEMENT_CAST(self), inbuf, self->tensor_bytes) != GST_FLOW_OK)
     return GST_FLOW_ERROR;
   const GstFlowReturn ret =
-      gst_tensor_mem_element_wait_fences(GST_ELEMENT_CAST(self), inbuf, GST_TENSOR_MEM_FENCE_DEFAULT_TIMEOUT, nullptr);
+      gst_tensor_mem_element_wait_fences(GST_ELEMENT_CAST(self), inbuf, GST_TENSOR_MEM_FENCE_DEFAULT_TIMEOUT,
+                                         gst_tensor_transform_get_waits(GST_TENSOR_TRANSFORM_CAST(self)), nullptr);
   if (ret != GST_FLOW_OK)
     return ret;
   *outbuf = inbuf;
@@ -212,7 +213,7 @@ static GstFlowReturn gst_tensor_download_prepare_output_buffer(GstBaseTransform 
   // (a buffer without a fence meta skips the deadline's clock read; a GstGLSyncMeta is still waited for).
   if (ret == GST_FLOW_OK && gst_buffer_get_meta(inbuf, GST_TENSOR_MEM_FENCE_META_API_TYPE))
     ret = gst_tensor_mem_element_wait_fences(GST_ELEMENT_CAST(self), inbuf, GST_TENSOR_MEM_FENCE_DEFAULT_TIMEOUT,
-                                             nullptr);
+                                             gst_tensor_transform_get_waits(GST_TENSOR_TRANSFORM_CAST(self)), nullptr);
   else if (ret == GST_FLOW_OK)
     gst_buffer_wait_gl_sync_metas(inbuf);
   if (ret != GST_FLOW_OK)

@@ -68,6 +68,7 @@ struct _GstTensorMemInspect {
   GstBaseTransform parent;
   gboolean silent;      // object lock
   gchar *last_checksum; // object lock
+  GCancellable *waits;  // cancelled on flush-start and PAUSED→READY
   // Streaming thread.
   GstVideoInfo info;
   gboolean have_info;
@@ -244,7 +245,7 @@ GstFlowReturn inspect_ip(GstTensorMemInspect *self, GstBuffer *buffer) {
     return valid;
   gchar *fence = gst_buffer_describe_tensor_mem_fences(buffer);
   const GstFlowReturn fenced =
-      gst_tensor_mem_element_wait_fences(GST_ELEMENT(self), buffer, GST_TENSOR_MEM_FENCE_DEFAULT_TIMEOUT, nullptr);
+      gst_tensor_mem_element_wait_fences(GST_ELEMENT(self), buffer, GST_TENSOR_MEM_FENCE_DEFAULT_TIMEOUT, self->waits, nullptr);
   if (fenced != GST_FLOW_OK) {
     g_free(fence);
     return fenced;
@@ -299,6 +300,7 @@ static void gst_tensor_inspect_finalize(GObject *object) {
   auto *self = GST_TENSOR_INSPECT(object);
   g_free(self->last_checksum);
   free_scratch(self);
+  g_clear_object(&self->waits);
   G_OBJECT_CLASS(gst_tensor_inspect_parent_class)->finalize(object);
 }
 
@@ -375,6 +377,7 @@ static GstFlowReturn gst_tensor_inspect_transform_ip(GstBaseTransform *trans, Gs
 
 static gboolean gst_tensor_inspect_sink_event(GstBaseTransform *trans, GstEvent *event) {
   auto *self = GST_TENSOR_INSPECT(trans);
+  gst_tensor_mem_transform_watch_event(trans, self->waits, event);
   if (GST_EVENT_TYPE(event) == GST_EVENT_EOS) {
     GstStructure *s =
         gst_structure_new("tensorinspect-summary", "frames", G_TYPE_UINT64, self->frames, "cuda-frames", G_TYPE_UINT64,
@@ -382,6 +385,12 @@ static gboolean gst_tensor_inspect_sink_event(GstBaseTransform *trans, GstEvent 
     gst_element_post_message(GST_ELEMENT(self), gst_message_new_element(GST_OBJECT(self), s));
   }
   return GST_BASE_TRANSFORM_CLASS(gst_tensor_inspect_parent_class)->sink_event(trans, event);
+}
+
+static GstStateChangeReturn gst_tensor_inspect_change_state(GstElement *element, GstStateChange transition) {
+  gst_tensor_mem_transform_watch_state_change(GST_BASE_TRANSFORM(element), GST_TENSOR_INSPECT(element)->waits,
+                                              transition);
+  return GST_ELEMENT_CLASS(gst_tensor_inspect_parent_class)->change_state(element, transition);
 }
 
 static void gst_tensor_inspect_class_init(GstTensorMemInspectClass *klass) {
@@ -392,6 +401,7 @@ static void gst_tensor_inspect_class_init(GstTensorMemInspectClass *klass) {
   gobject_class->finalize = gst_tensor_inspect_finalize;
   gobject_class->set_property = gst_tensor_inspect_set_property;
   gobject_class->get_property = gst_tensor_inspect_get_property;
+  element_class->change_state = GST_DEBUG_FUNCPTR(gst_tensor_inspect_change_state);
 
   g_object_class_install_property(
       gobject_class, PROP_SILENT,
@@ -424,6 +434,7 @@ static void gst_tensor_inspect_class_init(GstTensorMemInspectClass *klass) {
 static void gst_tensor_inspect_init(GstTensorMemInspect *self) {
   self->silent = FALSE;
   self->last_checksum = nullptr;
+  self->waits = g_cancellable_new();
   self->have_info = FALSE;
   self->scratch = nullptr;
   self->scratch_size = 0;

@@ -17,6 +17,10 @@
  * without a fence passes through untouched; buffers are never copied or
  * written.
  *
+ * A wait never holds the pipeline: a flush (flushing seek) or setting the
+ * pipeline to READY or NULL ends it within milliseconds, and the buffer is
+ * dropped (%GST_FLOW_FLUSHING), not passed on unfinished.
+ *
  * #GstTensorMemSync:waited counts the fences it waited for (those not
  * satisfied yet when they arrived), #GstTensorMemSync:timed-out the fences
  * that did not signal in time.
@@ -40,6 +44,7 @@ struct _GstTensorMemSync {
   GstClockTime timeout; // object lock
   guint64 waited;       // object lock
   guint64 timed_out;    // object lock
+  GCancellable *waits;  // cancelled on flush-start and PAUSED→READY
 };
 
 namespace {
@@ -86,7 +91,12 @@ static GstFlowReturn gst_tensor_sync_transform_ip(GstBaseTransform *trans, GstBu
   GST_OBJECT_UNLOCK(self);
   guint waited = 0;
   GError *error = nullptr;
-  const gboolean done = gst_buffer_wait_tensor_mem_fences(buffer, timeout, &waited, &error);
+  const gboolean done = gst_buffer_wait_tensor_mem_fences_cancellable(buffer, timeout, self->waits, &waited, &error);
+  if (!done && g_error_matches(error, G_IO_ERROR, G_IO_ERROR_CANCELLED)) {
+    GST_DEBUG_OBJECT(self, "%s; %" GST_PTR_FORMAT " not passed on", error->message, buffer);
+    g_clear_error(&error);
+    return GST_FLOW_FLUSHING;
+  }
   // Counted before the error is posted: an application reading the counter on the error sees it.
   GST_OBJECT_LOCK(self);
   self->waited += waited;
@@ -103,6 +113,22 @@ static GstFlowReturn gst_tensor_sync_transform_ip(GstBaseTransform *trans, GstBu
   return ret;
 }
 
+static gboolean gst_tensor_sync_sink_event(GstBaseTransform *trans, GstEvent *event) {
+  gst_tensor_mem_transform_watch_event(trans, GST_TENSOR_SYNC(trans)->waits, event);
+  return GST_BASE_TRANSFORM_CLASS(gst_tensor_sync_parent_class)->sink_event(trans, event);
+}
+
+static GstStateChangeReturn gst_tensor_sync_change_state(GstElement *element, GstStateChange transition) {
+  gst_tensor_mem_transform_watch_state_change(GST_BASE_TRANSFORM(element), GST_TENSOR_SYNC(element)->waits,
+                                              transition);
+  return GST_ELEMENT_CLASS(gst_tensor_sync_parent_class)->change_state(element, transition);
+}
+
+static void gst_tensor_sync_finalize(GObject *object) {
+  g_clear_object(&GST_TENSOR_SYNC(object)->waits);
+  G_OBJECT_CLASS(gst_tensor_sync_parent_class)->finalize(object);
+}
+
 static void gst_tensor_sync_class_init(GstTensorMemSyncClass *klass) {
   auto *gobject_class = G_OBJECT_CLASS(klass);
   auto *element_class = GST_ELEMENT_CLASS(klass);
@@ -110,6 +136,8 @@ static void gst_tensor_sync_class_init(GstTensorMemSyncClass *klass) {
 
   gobject_class->set_property = gst_tensor_sync_set_property;
   gobject_class->get_property = gst_tensor_sync_get_property;
+  gobject_class->finalize = gst_tensor_sync_finalize;
+  element_class->change_state = GST_DEBUG_FUNCPTR(gst_tensor_sync_change_state);
 
   g_object_class_install_property(
       gobject_class, PROP_TIMEOUT,
@@ -136,6 +164,7 @@ static void gst_tensor_sync_class_init(GstTensorMemSyncClass *klass) {
                                         "gst-tensormem developers");
 
   trans_class->transform_ip = GST_DEBUG_FUNCPTR(gst_tensor_sync_transform_ip);
+  trans_class->sink_event = GST_DEBUG_FUNCPTR(gst_tensor_sync_sink_event);
   trans_class->passthrough_on_same_caps = TRUE;
   trans_class->transform_ip_on_passthrough = TRUE;
 }
@@ -144,5 +173,6 @@ static void gst_tensor_sync_init(GstTensorMemSync *self) {
   self->timeout = GST_TENSOR_MEM_FENCE_DEFAULT_TIMEOUT;
   self->waited = 0;
   self->timed_out = 0;
+  self->waits = g_cancellable_new();
   gst_base_transform_set_passthrough(GST_BASE_TRANSFORM(self), TRUE);
 }

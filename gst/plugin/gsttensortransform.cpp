@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "gsttensortransform.h"
 
+#include <gst/tensormem/gsttensorfencemeta.h>
 #include <gst/tensormem/gsttensormemallocator.h>
 #include <gst/tensormem/gsttensormemvalidate.h>
 
@@ -25,6 +26,9 @@ struct GstTensorMemTransformPrivate {
    * foreign-copies properties count from there. */
   guint64 foreign_copies_base;
   guint64 foreign_bytes_base;
+  /* Cancelled on flush-start and PAUSED→READY: the fence and pool waits of
+   * the streaming thread end with GST_FLOW_FLUSHING. */
+  GCancellable *waits;
 };
 
 } // namespace
@@ -116,12 +120,30 @@ static gboolean gst_tensor_transform_stop(GstBaseTransform *trans) {
   return TRUE;
 }
 
+static gboolean gst_tensor_transform_sink_event(GstBaseTransform *trans, GstEvent *event) {
+  gst_tensor_mem_transform_watch_event(trans, get_priv(GST_TENSOR_TRANSFORM_CAST(trans))->waits, event);
+  return GST_BASE_TRANSFORM_CLASS(gst_tensor_transform_parent_class)->sink_event(trans, event);
+}
+
+static GstStateChangeReturn gst_tensor_transform_change_state(GstElement *element, GstStateChange transition) {
+  gst_tensor_mem_transform_watch_state_change(GST_BASE_TRANSFORM(element),
+                                              get_priv(GST_TENSOR_TRANSFORM_CAST(element))->waits, transition);
+  return GST_ELEMENT_CLASS(gst_tensor_transform_parent_class)->change_state(element, transition);
+}
+
+static void gst_tensor_transform_finalize(GObject *object) {
+  g_clear_object(&get_priv(GST_TENSOR_TRANSFORM_CAST(object))->waits);
+  G_OBJECT_CLASS(gst_tensor_transform_parent_class)->finalize(object);
+}
+
 static void gst_tensor_transform_class_init(GstTensorMemTransformClass *klass) {
   auto *gobject_class = G_OBJECT_CLASS(klass);
   auto *trans_class = GST_BASE_TRANSFORM_CLASS(klass);
 
   gobject_class->set_property = gst_tensor_transform_set_property;
   gobject_class->get_property = gst_tensor_transform_get_property;
+  gobject_class->finalize = gst_tensor_transform_finalize;
+  GST_ELEMENT_CLASS(klass)->change_state = gst_tensor_transform_change_state;
 
   g_object_class_install_property(
       gobject_class, PROP_COPIED_BYTES,
@@ -153,6 +175,7 @@ static void gst_tensor_transform_class_init(GstTensorMemTransformClass *klass) {
   trans_class->set_caps = gst_tensor_transform_set_caps;
   trans_class->transform = gst_tensor_transform_transform;
   trans_class->stop = gst_tensor_transform_stop;
+  trans_class->sink_event = gst_tensor_transform_sink_event;
 
   gst_type_mark_as_plugin_api(GST_TYPE_TENSOR_TRANSFORM, static_cast<GstPluginAPIFlags>(0));
 }
@@ -160,10 +183,13 @@ static void gst_tensor_transform_class_init(GstTensorMemTransformClass *klass) {
 static void gst_tensor_transform_init(GstTensorMemTransform *self) {
   auto *priv = get_priv(self);
   gst_video_info_init(&priv->info);
+  priv->waits = g_cancellable_new();
   gst_tensor_mem_get_copy_stats(GST_TENSOR_STORAGE_AUTO, &priv->foreign_copies_base, &priv->foreign_bytes_base);
 }
 
 const GstVideoInfo *gst_tensor_transform_get_info(GstTensorMemTransform *self) { return &get_priv(self)->info; }
+
+GCancellable *gst_tensor_transform_get_waits(GstTensorMemTransform *self) { return get_priv(self)->waits; }
 
 GstFlowReturn gst_tensor_transform_allow_copy(GstTensorMemTransform *self, GstBuffer *inbuf, const char *message,
                                               const char *detail) {

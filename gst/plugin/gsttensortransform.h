@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
+#include <gio/gio.h>
 #include <gst/base/gstbasetransform.h>
 #include <gst/gst.h>
 #include <gst/video/video.h>
@@ -19,6 +20,12 @@ struct _GstTensorMemTransformClass {
 };
 
 const GstVideoInfo *gst_tensor_transform_get_info(GstTensorMemTransform *self);
+
+/* The element's GCancellable for the fence waits of its streaming thread:
+ * cancelled on flush-start and on PAUSED→READY (with the output pool set
+ * flushing), reset on flush-stop and READY→PAUSED. Pass it to
+ * gst_tensor_mem_element_wait_fences(). */
+GCancellable *gst_tensor_transform_get_waits(GstTensorMemTransform *self);
 
 /* Allocates nothing: decides whether a copy of `inbuf` may happen. Under
  * require-zero-copy it posts an element error and returns GST_FLOW_ERROR.

@@ -710,9 +710,16 @@ static GstFlowReturn gst_tensor_upload_prepare_output_buffer(GstBaseTransform *t
         "memory this storage can import; let upstream take the pool (it must not drop the allocation query), or set "
         "require-zero-copy=false to allow one counted copy per frame",
         nullptr);
+  // A path that makes a new buffer reads the input (a copy) or hands its
+  // memory on in a buffer of ours: the producers' writes must be complete
+  // first. Passed through, the buffer keeps its fences for downstream.
+  const bool new_buffer = !gst_tensormem::upload_method_is_passthrough(method);
+  if (ret == GST_FLOW_OK && new_buffer && gst_buffer_get_meta(inbuf, GST_TENSOR_MEM_FENCE_META_API_TYPE))
+    ret = gst_tensor_mem_element_wait_fences(GST_ELEMENT_CAST(self), inbuf, GST_TENSOR_MEM_FENCE_DEFAULT_TIMEOUT,
+                                             gst_tensor_transform_get_waits(GST_TENSOR_TRANSFORM_CAST(self)), nullptr);
   if (ret == GST_FLOW_OK) {
     // Only a path that makes a new buffer needs the pool (its lock and reference).
-    if (!gst_tensormem::upload_method_is_passthrough(method))
+    if (new_buffer)
       ctx.output_pool = gst_base_transform_get_buffer_pool(trans);
     gsize copied = 0;
     try {

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include <gst/tensormem/gsttensorbufferpool.h>
+#include <gst/tensormem/gsttensorcancel-private.h>
 #include <gst/tensormem/gsttensord3d11.h>
 #include <gst/tensormem/gsttensordmabuf.h>
 #include <gst/tensormem/gsttensorfencemeta.h>
@@ -40,6 +41,10 @@ struct GstTensorMemBufferPoolPrivate {
   std::atomic<guint64> fence_timeouts;
   std::atomic<guint64> read_waits;    // recycled buffers acquire waited for because a reader was still reading
   std::atomic<guint64> read_timeouts; // ... whose reader did not finish within the fence timeout
+  /* Cancelled while the pool is flushing (gst_buffer_pool_set_flushing(),
+   * and deactivation): acquire's fence and reader waits then end at once with
+   * GST_FLOW_FLUSHING, so the element acquiring can be stopped. */
+  GCancellable *flushing;
 };
 
 enum { PROP_0, PROP_FENCE_WAITS, PROP_FENCE_TIMEOUTS, PROP_READ_WAITS, PROP_READ_TIMEOUTS, PROP_STATS };
@@ -394,8 +399,13 @@ static GstFlowReturn wait_for_readers(GstBufferPool *pool, GstBuffer **buffer, G
       break;
     const auto left =
         std::max(deadline - std::chrono::steady_clock::now(), std::chrono::steady_clock::duration::zero());
+    const gst_tensormem::CancellableWait cancel(priv->flushing);
     tensormem::Result<std::size_t> waited =
-        storage->wait_for_reads(std::chrono::duration_cast<std::chrono::nanoseconds>(left));
+        storage->wait_for_reads(std::chrono::duration_cast<std::chrono::nanoseconds>(left), cancel.get());
+    if (!waited && waited.error().kind() == tensormem::ErrorKind::Cancelled) {
+      put_back(pool, buffer, false); // the reader still holds it; recycled as usual later
+      return GST_FLOW_FLUSHING;
+    }
     if (!waited)
       failure = waited.error().message();
   }
@@ -433,7 +443,12 @@ static GstFlowReturn gst_tensor_buffer_pool_acquire_buffer(GstBufferPool *pool, 
   }
   if (pending) {
     GError *error = nullptr;
-    if (!gst_buffer_wait_tensor_mem_fences(*buffer, priv->fence_timeout, nullptr, &error)) {
+    if (!gst_buffer_wait_tensor_mem_fences_cancellable(*buffer, priv->fence_timeout, priv->flushing, nullptr, &error)) {
+      if (g_error_matches(error, G_IO_ERROR, G_IO_ERROR_CANCELLED)) {
+        g_clear_error(&error);
+        put_back(pool, buffer, false); // fences kept
+        return GST_FLOW_FLUSHING;
+      }
       priv->fence_timeouts++;
       GST_WARNING_OBJECT(pool, "recycled buffer %p not handed out, its GPU write never completed: %s", *buffer,
                          error->message);
@@ -471,7 +486,27 @@ static void gst_tensor_buffer_pool_dispose(GObject *object) {
   G_OBJECT_CLASS(gst_tensor_buffer_pool_parent_class)->dispose(object);
 }
 
+static void gst_tensor_buffer_pool_flush_start(GstBufferPool *pool) {
+  g_cancellable_cancel(pool_priv(pool)->flushing);
+  if (auto flush_start = GST_BUFFER_POOL_CLASS(gst_tensor_buffer_pool_parent_class)->flush_start)
+    flush_start(pool);
+}
+
+static void gst_tensor_buffer_pool_flush_stop(GstBufferPool *pool) {
+  g_cancellable_reset(pool_priv(pool)->flushing);
+  if (auto flush_stop = GST_BUFFER_POOL_CLASS(gst_tensor_buffer_pool_parent_class)->flush_stop)
+    flush_stop(pool);
+}
+
+static void gst_tensor_buffer_pool_finalize(GObject *object) {
+  g_clear_object(&pool_priv(GST_BUFFER_POOL_CAST(object))->flushing);
+  G_OBJECT_CLASS(gst_tensor_buffer_pool_parent_class)->finalize(object);
+}
+
 static void gst_tensor_buffer_pool_class_init(GstTensorMemBufferPoolClass *klass) {
+  G_OBJECT_CLASS(klass)->finalize = gst_tensor_buffer_pool_finalize;
+  GST_BUFFER_POOL_CLASS(klass)->flush_start = gst_tensor_buffer_pool_flush_start;
+  GST_BUFFER_POOL_CLASS(klass)->flush_stop = gst_tensor_buffer_pool_flush_stop;
   G_OBJECT_CLASS(klass)->dispose = gst_tensor_buffer_pool_dispose;
   G_OBJECT_CLASS(klass)->get_property = gst_tensor_buffer_pool_get_property;
   GST_BUFFER_POOL_CLASS(klass)->reset_buffer = gst_tensor_buffer_pool_reset_buffer;
@@ -519,6 +554,7 @@ static void gst_tensor_buffer_pool_init(GstTensorMemBufferPool *self) {
   priv->fence_timeouts = 0;
   priv->read_waits = 0;
   priv->read_timeouts = 0;
+  priv->flushing = g_cancellable_new();
 }
 
 /**

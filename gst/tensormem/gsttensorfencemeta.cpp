@@ -26,6 +26,8 @@
 #include <gst/tensormem/gsttensormemconfig.h>
 #include <gst/tensormem/gsttensorpbo.h>
 
+#include <gst/tensormem/gsttensorcancel-private.h>
+
 #include <tensormem/gl_worker.hpp>
 #include <tensormem/storage.hpp>
 #include <tensormem/tensor.hpp>
@@ -179,6 +181,10 @@ gboolean fence_meta_transform(GstBuffer *dest, GstMeta *meta, GstBuffer *, GQuar
 }
 
 void set_error_from(GError **error, const GstTensorMemFenceMeta *meta, const tensormem::Error &e, const char *what) {
+  if (e.kind() == tensormem::ErrorKind::Cancelled) {
+    g_set_error(error, G_IO_ERROR, G_IO_ERROR_CANCELLED, "%s for fence %s was cancelled", what, describe(meta).c_str());
+    return;
+  }
   const gint code = e.kind() == tensormem::ErrorKind::WouldBlock
                         ? GST_RESOURCE_ERROR_BUSY
                         : (e.kind() == tensormem::ErrorKind::InvalidArgument ? GST_RESOURCE_ERROR_SETTINGS
@@ -424,10 +430,34 @@ gboolean gst_tensor_mem_fence_meta_is_signalled(GstTensorMemFenceMeta *meta) {
  * Since: 0.1
  */
 gboolean gst_tensor_mem_fence_meta_wait_cpu(GstTensorMemFenceMeta *meta, GstClockTime timeout_ns, GError **error) {
+  return gst_tensor_mem_fence_meta_wait_cpu_cancellable(meta, timeout_ns, nullptr, error);
+}
+
+/**
+ * gst_tensor_mem_fence_meta_wait_cpu_cancellable:
+ * @meta: a #GstTensorMemFenceMeta
+ * @timeout_ns: the longest wait, in nanoseconds
+ * @cancellable: (nullable): ends the wait early once cancelled
+ * @error: a #GError, or %NULL
+ *
+ * gst_tensor_mem_fence_meta_wait_cpu() that also returns within a few
+ * milliseconds of @cancellable being cancelled (from any thread), whatever
+ * kind of fence it waits on: how an element releases its streaming thread on
+ * a flush or on the way down to READY.
+ *
+ * Returns: %TRUE once signalled; %FALSE with @error set as for
+ * gst_tensor_mem_fence_meta_wait_cpu(), or %G_IO_ERROR_CANCELLED when
+ * @cancellable ended the wait (the meta is not marked satisfied then).
+ *
+ * Since: 0.1
+ */
+gboolean gst_tensor_mem_fence_meta_wait_cpu_cancellable(GstTensorMemFenceMeta *meta, GstClockTime timeout_ns,
+                                                        GCancellable *cancellable, GError **error) {
   g_return_val_if_fail(meta != nullptr && meta->priv != nullptr, FALSE);
   if (!has_fence(meta) || meta->priv->satisfied.load())
     return TRUE;
-  tensormem::Result<void> waited = meta->priv->timeline->wait_cpu(meta->value, to_duration(timeout_ns));
+  const gst_tensormem::CancellableWait cancel(cancellable);
+  tensormem::Result<void> waited = meta->priv->timeline->wait_cpu(meta->value, to_duration(timeout_ns), cancel.get());
   if (!waited) {
     set_error_from(error, meta, waited.error(), "CPU wait");
     return FALSE;
@@ -608,6 +638,26 @@ gchar *gst_buffer_describe_tensor_mem_fences(GstBuffer *buffer) {
  * Since: 0.1
  */
 gboolean gst_buffer_wait_tensor_mem_fences(GstBuffer *buffer, GstClockTime timeout_ns, guint *waited, GError **error) {
+  return gst_buffer_wait_tensor_mem_fences_cancellable(buffer, timeout_ns, nullptr, waited, error);
+}
+
+/**
+ * gst_buffer_wait_tensor_mem_fences_cancellable:
+ * @buffer: a #GstBuffer
+ * @timeout_ns: the longest wait for all fences together, in nanoseconds
+ * @cancellable: (nullable): ends the wait early once cancelled
+ * @waited: (out) (optional): how many fences were waited for
+ * @error: a #GError, or %NULL
+ *
+ * gst_buffer_wait_tensor_mem_fences() that also returns within a few
+ * milliseconds of @cancellable being cancelled, with %G_IO_ERROR_CANCELLED.
+ *
+ * Returns: %TRUE when all have signalled.
+ *
+ * Since: 0.1
+ */
+gboolean gst_buffer_wait_tensor_mem_fences_cancellable(GstBuffer *buffer, GstClockTime timeout_ns,
+                                                       GCancellable *cancellable, guint *waited, GError **error) {
   g_return_val_if_fail(GST_IS_BUFFER(buffer), FALSE);
   // A GstGLSyncMeta (GstGL producers) first: GstGL bounds its own wait.
   const guint gl_waited = gst_buffer_wait_gl_sync_metas(buffer);
@@ -624,7 +674,7 @@ gboolean gst_buffer_wait_tensor_mem_fences(GstBuffer *buffer, GstClockTime timeo
     const auto left =
         std::max(deadline - std::chrono::steady_clock::now(), std::chrono::steady_clock::duration::zero());
     const auto left_ns = static_cast<GstClockTime>(std::chrono::duration_cast<std::chrono::nanoseconds>(left).count());
-    if (!gst_tensor_mem_fence_meta_wait_cpu(m, left_ns, error))
+    if (!gst_tensor_mem_fence_meta_wait_cpu_cancellable(m, left_ns, cancellable, error))
       return FALSE;
     if (waited)
       ++*waited;
@@ -671,23 +721,101 @@ GstFlowReturn gst_tensor_mem_element_post_fence_error(GstElement *element, GstBu
  * @element: the element about to read @buffer
  * @buffer: a #GstBuffer
  * @timeout_ns: the longest wait for all fences of @buffer together
+ * @cancellable: (nullable): the element's own, cancelled on flush-start and
+ *   on PAUSED→READY (gst_tensor_mem_transform_watch_event(),
+ *   gst_tensor_mem_transform_watch_state_change())
  * @waited: (out) (optional): how many fences were waited for
  *
- * gst_buffer_wait_tensor_mem_fences() for an element: when a fence does not
- * signal in time it posts the element error of
- * gst_tensor_mem_element_post_fence_error().
+ * gst_buffer_wait_tensor_mem_fences_cancellable() for an element: when a
+ * fence does not signal in time it posts the element error of
+ * gst_tensor_mem_element_post_fence_error(); when @cancellable ends the wait
+ * nothing is posted and the buffer must not be passed on.
  *
- * Returns: %GST_FLOW_OK, or %GST_FLOW_ERROR after the error was posted.
+ * Returns: %GST_FLOW_OK; %GST_FLOW_FLUSHING when the wait was cancelled;
+ * %GST_FLOW_ERROR after the error was posted.
  *
  * Since: 0.1
  */
 GstFlowReturn gst_tensor_mem_element_wait_fences(GstElement *element, GstBuffer *buffer, GstClockTime timeout_ns,
-                                                 guint *waited) {
+                                                 GCancellable *cancellable, guint *waited) {
   g_return_val_if_fail(GST_IS_ELEMENT(element), GST_FLOW_ERROR);
   GError *error = nullptr;
-  if (gst_buffer_wait_tensor_mem_fences(buffer, timeout_ns, waited, &error))
+  if (gst_buffer_wait_tensor_mem_fences_cancellable(buffer, timeout_ns, cancellable, waited, &error))
     return GST_FLOW_OK;
+  if (g_error_matches(error, G_IO_ERROR, G_IO_ERROR_CANCELLED)) {
+    GST_DEBUG_OBJECT(element, "fence wait for %" GST_PTR_FORMAT " cancelled: %s", buffer, error->message);
+    g_clear_error(&error);
+    return GST_FLOW_FLUSHING;
+  }
   const GstFlowReturn ret = gst_tensor_mem_element_post_fence_error(element, buffer, timeout_ns, error);
   g_clear_error(&error);
   return ret;
+}
+
+/**
+ * gst_tensor_mem_transform_interrupt_waits:
+ * @trans: a #GstBaseTransform that waits for fences on its streaming thread
+ * @cancellable: the element's #GCancellable for those waits
+ * @interrupt: %TRUE to release every wait now and refuse new ones, %FALSE to
+ *   allow waiting again
+ *
+ * Cancels (or resets) @cancellable and sets the element's output pool
+ * flushing (or not), so that a streaming thread blocked on a fence that
+ * never signals, or on a pool buffer a reader still holds, returns
+ * %GST_FLOW_FLUSHING within milliseconds. Elements call it through
+ * gst_tensor_mem_transform_watch_event() and
+ * gst_tensor_mem_transform_watch_state_change().
+ *
+ * Since: 0.1
+ */
+void gst_tensor_mem_transform_interrupt_waits(GstBaseTransform *trans, GCancellable *cancellable, gboolean interrupt) {
+  g_return_if_fail(GST_IS_BASE_TRANSFORM(trans) && G_IS_CANCELLABLE(cancellable));
+  GST_DEBUG_OBJECT(trans, "%s the streaming thread's waits", interrupt ? "interrupting" : "allowing");
+  if (interrupt)
+    g_cancellable_cancel(cancellable);
+  else
+    g_cancellable_reset(cancellable);
+  if (GstBufferPool *pool = gst_base_transform_get_buffer_pool(trans)) {
+    if (gst_buffer_pool_is_active(pool))
+      gst_buffer_pool_set_flushing(pool, interrupt);
+    gst_object_unref(pool);
+  }
+}
+
+/**
+ * gst_tensor_mem_transform_watch_event:
+ * @trans: the element
+ * @cancellable: the element's #GCancellable for its streaming-thread waits
+ * @event: an event arriving on @trans's sink pad
+ *
+ * What an element's sink_event calls first: flush-start interrupts the
+ * waits, flush-stop allows them again.
+ *
+ * Since: 0.1
+ */
+void gst_tensor_mem_transform_watch_event(GstBaseTransform *trans, GCancellable *cancellable, GstEvent *event) {
+  if (GST_EVENT_TYPE(event) == GST_EVENT_FLUSH_START)
+    gst_tensor_mem_transform_interrupt_waits(trans, cancellable, TRUE);
+  else if (GST_EVENT_TYPE(event) == GST_EVENT_FLUSH_STOP)
+    gst_tensor_mem_transform_interrupt_waits(trans, cancellable, FALSE);
+}
+
+/**
+ * gst_tensor_mem_transform_watch_state_change:
+ * @trans: the element
+ * @cancellable: the element's #GCancellable for its streaming-thread waits
+ * @transition: the transition about to be made
+ *
+ * What an element's change_state calls before chaining up: PAUSED→READY
+ * interrupts the waits (the pads cannot be deactivated while the streaming
+ * thread is blocked in one), READY→PAUSED allows them again.
+ *
+ * Since: 0.1
+ */
+void gst_tensor_mem_transform_watch_state_change(GstBaseTransform *trans, GCancellable *cancellable,
+                                                 GstStateChange transition) {
+  if (transition == GST_STATE_CHANGE_PAUSED_TO_READY)
+    gst_tensor_mem_transform_interrupt_waits(trans, cancellable, TRUE);
+  else if (transition == GST_STATE_CHANGE_READY_TO_PAUSED)
+    gst_tensor_mem_transform_interrupt_waits(trans, cancellable, FALSE);
 }

@@ -3,6 +3,9 @@
 
 #include <gst/tensormem/tensormem-prelude.h>
 
+#include <gio/gio.h>
+#include <gst/base/gstbasetransform.h>
+
 #ifdef __cplusplus
 #include <tensormem/timeline.hpp>
 
@@ -126,6 +129,10 @@ GST_TENSORMEM_API
 gboolean gst_tensor_mem_fence_meta_wait_cpu(GstTensorMemFenceMeta *meta, GstClockTime timeout_ns, GError **error);
 
 GST_TENSORMEM_API
+gboolean gst_tensor_mem_fence_meta_wait_cpu_cancellable(GstTensorMemFenceMeta *meta, GstClockTime timeout_ns,
+                                                        GCancellable *cancellable, GError **error);
+
+GST_TENSORMEM_API
 gboolean gst_tensor_mem_fence_meta_wait_gpu(GstTensorMemFenceMeta *meta, GstTensorMemGlWorker *worker, GError **error);
 
 GST_TENSORMEM_API
@@ -156,12 +163,26 @@ GST_TENSORMEM_API
 gboolean gst_buffer_wait_tensor_mem_fences(GstBuffer *buffer, GstClockTime timeout_ns, guint *waited, GError **error);
 
 GST_TENSORMEM_API
+gboolean gst_buffer_wait_tensor_mem_fences_cancellable(GstBuffer *buffer, GstClockTime timeout_ns,
+                                                       GCancellable *cancellable, guint *waited, GError **error);
+
+GST_TENSORMEM_API
 GstFlowReturn gst_tensor_mem_element_post_fence_error(GstElement *element, GstBuffer *buffer, GstClockTime timeout_ns,
                                                       const GError *error);
 
 GST_TENSORMEM_API
 GstFlowReturn gst_tensor_mem_element_wait_fences(GstElement *element, GstBuffer *buffer, GstClockTime timeout_ns,
-                                                 guint *waited);
+                                                 GCancellable *cancellable, guint *waited);
+
+GST_TENSORMEM_API
+void gst_tensor_mem_transform_interrupt_waits(GstBaseTransform *trans, GCancellable *cancellable, gboolean interrupt);
+
+GST_TENSORMEM_API
+void gst_tensor_mem_transform_watch_event(GstBaseTransform *trans, GCancellable *cancellable, GstEvent *event);
+
+GST_TENSORMEM_API
+void gst_tensor_mem_transform_watch_state_change(GstBaseTransform *trans, GCancellable *cancellable,
+                                                 GstStateChange transition);
 
 /* GstGL interop (gsttensorglsync.cpp). */
 GST_TENSORMEM_API

@@ -27,10 +27,12 @@
 
 #include <condition_variable>
 #include <cstdint>
+#include <cstdio>
 #include <deque>
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -1050,5 +1052,215 @@ TEST_F(EglFences, APboPipelineOf500BuffersIsFencedAsItsMapsNeedAndEveryFrameIsRi
     EXPECT_EQ(report.fence, "none");
 }
 #endif
+
+
+// ---- waits a flush or a state change interrupts (issue 28) -------------------
+// A buffer whose fence never signals must not hold the pipeline: setting it to
+// NULL, or flushing, releases the streaming thread blocked in the element's
+// wait (GST_FLOW_FLUSHING: no error, the unfinished frame never passed on),
+// for every element that waits and every timeline kind built here. Without
+// the interruption tensorsync (timeout: the maximum) never returns and the
+// others post their fence-timeout error after 5 s: both fail these tests.
+
+enum class NeverKind { Software, SyncFile, D3d11 };
+
+const char *never_kind_name(NeverKind kind) {
+  switch (kind) {
+  case NeverKind::Software: return "software";
+  case NeverKind::SyncFile: return "sync_file";
+  case NeverKind::D3d11: return "d3d11";
+  }
+  return "?";
+}
+
+/* A fence of `kind` that nothing will signal while the test runs. */
+struct NeverSignalled {
+  explicit NeverSignalled(NeverKind kind) : kind(kind) {
+    switch (kind) {
+    case NeverKind::Software: {
+      auto t = SoftwareTimeline::create("never");
+      value = t->issue();
+      timeline = t;
+      break;
+    }
+    case NeverKind::SyncFile: {
+      auto t = SyncFileTimeline::create("never");
+      trigger = UniqueFd(eventfd(0, EFD_CLOEXEC));
+      fd = UniqueFd(dup(trigger.get()));
+      auto v = t->adopt(UniqueFd(dup(trigger.get())));
+      EXPECT_TRUE(v);
+      value = v ? *v : 0;
+      timeline = t;
+      break;
+    }
+    case NeverKind::D3d11:
+      gate.emplace();
+      value = gate->held_value();
+      timeline = gate->timeline;
+      break;
+    }
+  }
+  ~NeverSignalled() {
+    if (gate)
+      gate->open(); // the software device's queue drains before it goes
+  }
+  GstBuffer *buffer() {
+    GstBuffer *b = gst_buffer_new_allocate(nullptr, kGraySize, nullptr);
+    gst_buffer_memset(b, 0, 0x42, kGraySize);
+    add_fence(b, timeline, value, fd.get());
+    return b;
+  }
+
+  NeverKind kind;
+  std::shared_ptr<tensormem::Timeline> timeline;
+  std::uint64_t value = 0;
+  UniqueFd trigger, fd;
+  std::optional<D3d11Gate> gate;
+};
+
+/* The elements that wait before they read or hand on a frame. */
+std::vector<std::string> waiting_elements() {
+  std::vector<std::string> out = {"tensorsync timeout=18446744073709551615", "tensordownload", "tensorinspect",
+                                  "tensorconvert backend=cpu width=8 height=8", "tensorupload storage=system",
+                                  "tensorupload storage=dmabuf"};
+#if defined(TM_TEST_HAVE_GL)
+  std::string why;
+  if (tmtest::shared_worker(&why))
+    out.push_back("tensorconvert backend=gl width=8 height=8");
+  else
+    std::printf("tensorconvert backend=gl left out: no headless GL here: %s\n", why.c_str());
+#endif
+  return out;
+}
+
+GstMessage *pop_error_now(GstElement *pipeline) {
+  GstBus *bus = gst_element_get_bus(pipeline);
+  GstMessage *msg = gst_bus_pop_filtered(bus, GST_MESSAGE_ERROR);
+  gst_object_unref(bus);
+  return msg;
+}
+
+std::string error_of(GstMessage *msg) {
+  if (!msg)
+    return "none";
+  GError *error = nullptr;
+  gst_message_parse_error(msg, &error, nullptr);
+  std::string text = error ? error->message : "?";
+  g_clear_error(&error);
+  return text;
+}
+
+/* appsrc ! queue ! ELEMENT ! appsink, PLAYING, with a never-signalled fenced
+ * buffer pushed: the element's streaming thread (the queue's) is in the wait. */
+struct StuckPipeline {
+  explicit StuckPipeline(const std::string &element, NeverSignalled &fence) : app("queue ! " + element + " name=el !") {
+    app.push(fence.buffer());
+    // The frame must be held: passing it on would hand downstream unfinished bytes.
+    GstSample *early = gst_app_sink_try_pull_sample(GST_APP_SINK(app.sink), 200 * GST_MSECOND);
+    EXPECT_EQ(early, nullptr) << "the frame was passed on before its fence signalled";
+    if (early)
+      gst_sample_unref(early);
+  }
+  AppPipeline app;
+};
+
+TEST(FenceInterrupt, SettingThePipelineToNullEndsEveryElementsWait) {
+  for (const std::string &element : waiting_elements()) {
+    for (NeverKind kind : {NeverKind::Software, NeverKind::SyncFile, NeverKind::D3d11}) {
+      SCOPED_TRACE(element + ", " + never_kind_name(kind) + " fence");
+      NeverSignalled fence(kind);
+      StuckPipeline stuck(element, fence);
+      const auto start = std::chrono::steady_clock::now();
+      EXPECT_EQ(gst_element_set_state(stuck.app.pipeline, GST_STATE_NULL), GST_STATE_CHANGE_SUCCESS);
+      const auto ms =
+          std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start).count();
+      GstMessage *error = pop_error_now(stuck.app.pipeline);
+      EXPECT_EQ(error, nullptr) << "the wait ran into its bound instead of being interrupted: " << error_of(error);
+      if (error)
+        gst_message_unref(error);
+      std::printf("%-45s %-9s fence: NULL reached in %lld ms\n", element.c_str(), never_kind_name(kind),
+                  static_cast<long long>(ms));
+    }
+  }
+}
+
+TEST(FenceInterrupt, AFlushEndsTheWaitAndTheElementWaitsAgainAfterIt) {
+  for (const std::string &element : waiting_elements()) {
+    SCOPED_TRACE(element);
+    NeverSignalled fence(NeverKind::Software);
+    StuckPipeline stuck(element, fence);
+    GstPad *src = gst_element_get_static_pad(stuck.app.src, "src");
+    // What a flushing seek sends downstream, from the application's thread.
+    EXPECT_TRUE(gst_pad_push_event(src, gst_event_new_flush_start()));
+    EXPECT_TRUE(gst_pad_push_event(src, gst_event_new_flush_stop(TRUE)));
+    GstSegment segment;
+    gst_segment_init(&segment, GST_FORMAT_TIME);
+    EXPECT_TRUE(gst_pad_push_event(src, gst_event_new_segment(&segment)));
+    gst_object_unref(src);
+    GstMessage *error = pop_error_now(stuck.app.pipeline);
+    EXPECT_EQ(error, nullptr) << error_of(error);
+    if (error)
+      gst_message_unref(error);
+    // After the flush the element waits for fences again: a frame whose fence
+    // signals goes through, the stuck one never did.
+    auto later = SoftwareTimeline::create("after the flush");
+    GstBuffer *buffer = gst_buffer_new_allocate(nullptr, kGraySize, nullptr);
+    gst_buffer_memset(buffer, 0, 0x17, kGraySize);
+    const auto value = later->issue();
+    add_fence(buffer, later, value);
+    std::thread producer([&] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      (void)later->signal(value);
+    });
+    stuck.app.push(buffer);
+    GstSample *sample = stuck.app.pull();
+    producer.join();
+    ASSERT_NE(sample, nullptr) << "nothing came through after the flush";
+    GstTensorMemFenceMeta *meta = gst_buffer_get_tensor_mem_fence_meta(gst_sample_get_buffer(sample));
+    if (meta && gst_tensor_mem_fence_meta_get_timeline(meta) == later) {
+      EXPECT_TRUE(gst_tensor_mem_fence_meta_is_satisfied(meta)) << "passed on before its fence signalled";
+    }
+    gst_sample_unref(sample);
+  }
+}
+
+TEST(FenceInterrupt, AFlushingPoolEndsAnAcquireWaitingForAFenceOrAReader) {
+  for (bool reader : {false, true}) {
+    SCOPED_TRACE(reader ? "a reader that never finishes" : "a fence that never signals");
+    GstBufferPool *pool = gray_pool(false, G_MAXUINT64);
+    auto timeline = SoftwareTimeline::create("never");
+    GstBuffer *buffer = nullptr;
+    ASSERT_EQ(gst_buffer_pool_acquire_buffer(pool, &buffer, nullptr), GST_FLOW_OK);
+    GstTensorMemReadCompletion *read = nullptr;
+    if (reader) {
+      read = gst_buffer_begin_tensor_mem_read(buffer, nullptr);
+      ASSERT_NE(read, nullptr);
+    } else {
+      add_fence(buffer, timeline, timeline->issue());
+    }
+    gst_buffer_unref(buffer);
+    buffer = nullptr;
+    std::thread flusher([&] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      gst_buffer_pool_set_flushing(pool, TRUE);
+    });
+    EXPECT_EQ(gst_buffer_pool_acquire_buffer(pool, &buffer, nullptr), GST_FLOW_FLUSHING);
+    flusher.join();
+    EXPECT_EQ(buffer, nullptr);
+    EXPECT_EQ(pool_counter(pool, reader ? "read-timeouts" : "fence-timeouts"), 0u) << "counted as a timeout";
+    // Once the work completes and the pool stops flushing, the buffer is handed out again.
+    gst_buffer_pool_set_flushing(pool, FALSE);
+    if (reader) {
+      gst_tensor_mem_read_completion_done(read);
+    } else {
+      ASSERT_TRUE(timeline->signal(1));
+    }
+    ASSERT_EQ(gst_buffer_pool_acquire_buffer(pool, &buffer, nullptr), GST_FLOW_OK);
+    gst_buffer_unref(buffer);
+    if (read)
+      gst_tensor_mem_read_completion_unref(read);
+    stop_pool(pool);
+  }
+}
 
 } // namespace

@@ -114,6 +114,7 @@ public:
     g_type_ensure(gst_video_meta_api_get_type());
     g_type_ensure(gst_parent_buffer_meta_api_get_type());
     g_type_ensure(gst_param_spec_array_get_type()); // tensorconvert's mean and std
+    g_type_ensure(g_cancellable_get_type());        // every element's interruptible waits
     const std::set<std::string> types_before = all_types();
     const std::set<std::string> categories_before = all_debug_categories();
     ASSERT_EQ(types_before.count("GstTensorMemUpload"), 0u) << "the plugin was loaded before the first snapshot";
