@@ -247,6 +247,13 @@ TEST(TensorConvert, BadSettingsAreElementErrors) {
       {"std=\"<1,1,1,1>\"", "std has 4 values"},
       {"storage=pbo backend=cpu", "backend=cpu"},
       {"storage=system backend=gl", "backend=gl"},
+      // Settings whose outputs cannot all be finite in the chosen type (issue
+      // 28): refused by channel, value and range, on either path.
+      {"dtype=float16 std=\"<1e-30,1,1>\"", "channel 0: mean 0 and std 1e-30"},
+      {"dtype=float16 mean=\"<1000000,-1000000,0>\"", "beyond float16's range of +-65504"},
+      {"dtype=float32 std=\"<1,1,1e-40>\"", "channel 2"},
+      {"dtype=float32 mean=\"<-3e38,0,0>\" std=\"<0.1,1,1>\"", "beyond float32's range"},
+      {"dtype=float16 std=\"<0.00001,0.00001,0.00001>\" backend=gl", "float16"},
   };
   for (const Bad &bad : bads) {
     SCOPED_TRACE(bad.props);

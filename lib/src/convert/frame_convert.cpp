@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <limits>
 #include <string>
@@ -81,6 +82,40 @@ std::uint16_t float_to_half(float value) noexcept {
   return static_cast<std::uint16_t>(half);
 }
 
+namespace {
+
+/// \brief Refuses a mean/std pair that would write a value the output type
+/// cannot hold. Every converted value is x * scale + bias with x an 8-bit
+/// sample (0..255: pixels, padding and YUV after clamping) and scale, bias the
+/// floats the conversion itself uses, so the two ends x = 0 and x = 255 bound
+/// them all. Checked here, once for both the CPU and the GL path.
+Result<void> check_finite_outputs(const ConvertSpec &spec) {
+  if (spec.dtype == DType::U8)
+    return {};
+  const bool half = spec.dtype == DType::F16;
+  const double limit = half ? 65504.0 : static_cast<double>(std::numeric_limits<float>::max());
+  for (std::size_t c = 0; c < 3; ++c) {
+    const float scale = 1.f / (255.f * spec.std[c]);
+    const float bias = -spec.mean[c] / spec.std[c];
+    const double at_zero = bias;
+    const double at_full = static_cast<double>(std::fma(255.f, scale, bias));
+    const double worst = std::isfinite(at_full) && std::abs(at_zero) <= std::abs(at_full) ? at_full : at_zero;
+    if (std::isfinite(scale) && std::isfinite(bias) && std::isfinite(at_full) && std::abs(at_full) <= limit &&
+        std::abs(at_zero) <= limit)
+      continue;
+    char text[320];
+    std::snprintf(text, sizeof text,
+                  "FrameConverter: channel %zu: mean %g and std %g give output values up to %g, beyond %s's "
+                  "range of +-%g; choose a mean and std that keep (x/255 - mean)/std finite for x in 0..255",
+                  c, static_cast<double>(spec.mean[c]), static_cast<double>(spec.std[c]),
+                  std::isfinite(worst) ? worst : HUGE_VAL, half ? "float16" : "float32", limit);
+    return Error::invalid_argument(text);
+  }
+  return {};
+}
+
+} // namespace
+
 Result<FrameConverter> FrameConverter::create(const ConvertSpec &spec) {
   Packed packed{};
   if (!packed_of(spec.input, &packed) && !is_yuv420(spec.input))
@@ -99,6 +134,8 @@ Result<FrameConverter> FrameConverter::create(const ConvertSpec &spec) {
                                      std::to_string(spec.mean[c]) + " and std " + std::to_string(spec.std[c]) +
                                      "; both must be finite and the std not 0");
   }
+  if (Result<void> finite = check_finite_outputs(spec); !finite)
+    return std::move(finite).error();
   if (is_yuv420(spec.input) && (!(spec.kr > 0 && spec.kb > 0 && spec.kr + spec.kb < 1)))
     return Error::invalid_argument("FrameConverter: colour matrix weights Kr " + std::to_string(spec.kr) + ", Kb " +
                                    std::to_string(spec.kb) + " are not a matrix");
