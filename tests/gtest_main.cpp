@@ -12,12 +12,16 @@
  * no other process can choose: "<program>.pid<N>.json". An explicit file name
  * (GTEST_OUTPUT naming a file, or a --gtest_output argument, which
  * InitGoogleTest applies after this) is left alone. */
+#include "gl_driver_pin.hpp"
+
 #include <gtest/gtest.h>
 
 #include <string>
 #include <unistd.h>
 
 int main(int argc, char **argv) {
+  // Before any test can start EGL (see gl_driver_pin.hpp).
+  tmtest::pin_gl_drivers();
   // Before InitGoogleTest: that is where GoogleTest opens its report
   // listener with the file name the flag holds at that moment.
   const std::string output = GTEST_FLAG_GET(output);

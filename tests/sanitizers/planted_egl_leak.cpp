@@ -10,6 +10,8 @@
 //   planted-egl-leak --clean    the same without the planted leak: nothing
 //                               may be reported (the driver's leaks are
 //                               suppressed)
+#include "../gl_driver_pin.hpp"
+
 #include <tensormem/gl_worker.hpp>
 
 #include <epoxy/egl.h>
@@ -42,6 +44,8 @@ int main(int argc, char **argv) {
     return 2;
   }
   const bool plant = std::string_view(argv[1]) == "--plant";
+  // As every test program does: the driver stays mapped, so its frames are named.
+  tmtest::pin_gl_drivers();
   auto worker = tensormem::GlWorker::create();
   if (!worker) {
     std::printf("SKIP: no headless GL here: %s\n", worker.error().message().c_str());
