@@ -73,8 +73,11 @@ namespace {
   GST_VIDEO_CAPS_MAKE_WITH_FEATURES(GST_CAPS_FEATURE_MEMORY_TENSOR_PBO, GST_TENSOR_VIDEO_FORMATS)
 #define DOWNLOAD_D3D11_CAPS                                                                                            \
   GST_VIDEO_CAPS_MAKE_WITH_FEATURES(GST_CAPS_FEATURE_MEMORY_TENSOR_D3D11, GST_TENSOR_VIDEO_FORMATS)
-/* One static tensor (tensorconvert, NNStreamer) in any of our memories. */
-#define DOWNLOAD_TENSOR_CAPS(features) "other/tensors" features ", format=(string)static, num_tensors=(int)1"
+/* Tensors (tensorconvert, NNStreamer) in any of our memories. The template
+ * takes any other/tensors so that what it cannot handle (more than one
+ * tensor, flexible or sparse formats) reaches set_caps and is refused there
+ * by name, not as a bare not-negotiated. */
+#define DOWNLOAD_TENSOR_CAPS(features) "other/tensors" features
 #define DOWNLOAD_TENSOR_SINK_CAPS                                                                                      \
   DOWNLOAD_TENSOR_CAPS("")                                                                                             \
   "; " DOWNLOAD_TENSOR_CAPS("(" GST_CAPS_FEATURE_MEMORY_DMABUF ")") "; " DOWNLOAD_TENSOR_CAPS(                         \

@@ -328,6 +328,22 @@ TEST_P(BadCaps, AreANegotiationErrorNamingTheFieldAndThePipelineReturnsToNull) {
   expect_error_from_element(outcome, GST_CORE_ERROR, GST_CORE_ERROR_NEGOTIATION, bad.expect);
 }
 
+/* Tensor caps an element cannot handle are refused by the element, naming
+ * what it takes, not by a pad template as a bare not-negotiated (issue 28:
+ * tensordownload said only not-negotiated for num_tensors=2). */
+TEST(BadTensorCaps, MoreThanOneTensorIsANegotiationErrorNamingNumTensors) {
+  const char *caps = "other/tensors,format=static,num_tensors=2,types=(string)uint8.uint8,"
+                     "dimensions=(string)4:1.4:1,framerate=0/1";
+  for (const ElementCase element : {ElementCase{"Download", "tensordownload name=el", false, false, false},
+                                    ElementCase{"Inspect", "tensorinspect name=el", false, true, true}}) {
+    SCOPED_TRACE(element.launch);
+    Outcome outcome;
+    ASSERT_NO_FATAL_FAILURE(run_with(element, caps, plain(8), &outcome));
+    EXPECT_FALSE(outcome.eos) << "two tensors were accepted";
+    expect_error_from_element(outcome, GST_CORE_ERROR, GST_CORE_ERROR_NEGOTIATION, {"num_tensors=1"});
+  }
+}
+
 /* The pure checks, without an element: every layout GStreamer itself makes
  * passes (palettes and packed sub-byte formats included), and what the
  * element suites cannot reach is refused with its field named. */
