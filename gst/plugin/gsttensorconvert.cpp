@@ -833,9 +833,12 @@ GstFlowReturn gst_tensor_convert_transform(GstBaseTransform *trans, GstBuffer *i
     if (out.memory)
       gst_buffer_unmap(outbuf, &out);
     gst_video_frame_unmap(&frame);
-    GST_ELEMENT_ERROR(
-        self, RESOURCE, WRITE, ("Cannot write tensor %" G_GUINT64_FORMAT, self->frames),
-        ("the output buffer does not map for writing with %" G_GSIZE_FORMAT " bytes", converter.output_bytes()));
+    const gchar *why = gst_tensor_memory_get_last_map_failure();
+    GST_ELEMENT_ERROR(self, RESOURCE, WRITE,
+                      ("Cannot write tensor %" G_GUINT64_FORMAT ": %s", self->frames,
+                       why ? why : "the output buffer does not map for writing"),
+                      ("mapping %" G_GSIZE_FORMAT " bytes of %" GST_PTR_FORMAT " for writing", converter.output_bytes(),
+                       outbuf));
     return GST_FLOW_ERROR;
   }
   tensormem::FramePlanes planes;

@@ -143,8 +143,28 @@ gsize max_align_mask(GstTensorMemStorage storage) noexcept {
   }
 }
 
+namespace {
+
+/* Why the last map of tensor memory on this thread failed ("" after a map
+ * that worked): GstMemory's map has no error out-parameter, and an element
+ * whose map failed should say why (gst_tensor_memory_get_last_map_failure). */
+thread_local std::string t_last_map_failure;
+
+void note_map_failure(const char *text) noexcept {
+  try {
+    t_last_map_failure = text;
+  } catch (const std::bad_alloc &) {
+    t_last_map_failure.clear(); // nothing better to say than "failed"
+  }
+}
+
+} // namespace
+
+const char *last_map_failure() noexcept { return t_last_map_failure.empty() ? nullptr : t_last_map_failure.c_str(); }
+
 gpointer tensor_mapping_map(TensorMapping *mapping, GstMemory *mem, GstMapInfo *info, gsize maxsize) noexcept {
   ensure_debug_category();
+  t_last_map_failure.clear();
   const tensormem::CpuAccess access = access_from_map_flags(info->flags);
   try {
     if (GST_MINI_OBJECT_FLAG_IS_SET(mem, kPinnedShareFlag)) {
@@ -152,6 +172,7 @@ gpointer tensor_mapping_map(TensorMapping *mapping, GstMemory *mem, GstMapInfo *
       const PinnedShare *pinned = pinned_share_of(mem);
       if (!pinned || tensormem::access_writes(access) || pinned->pin.length() < maxsize) {
         GST_WARNING("memory %p: %s map of a pinned share refused", mem, tensormem::access_name(access));
+        note_map_failure("a read-only share of tensor memory cannot be mapped this way");
         return nullptr;
       }
       auto *held = new tensormem::HostPin(pinned->pin.share());
@@ -161,12 +182,14 @@ gpointer tensor_mapping_map(TensorMapping *mapping, GstMemory *mem, GstMapInfo *
     }
   } catch (const std::bad_alloc &) {
     GST_WARNING("memory %p: out of memory mapping for %s", mem, tensormem::access_name(access));
+    note_map_failure("out of memory");
     return nullptr;
   }
   const std::shared_ptr<tensormem::Storage> &storage = mapping->tensor.storage();
   if (storage->size_bytes() < maxsize) {
     GST_WARNING("memory %p: storage holds %" G_GSIZE_FORMAT " bytes, the memory spans %" G_GSIZE_FORMAT, mem,
                 storage->size_bytes(), maxsize);
+    note_map_failure("the memory spans more bytes than its storage holds");
     return nullptr;
   }
   std::lock_guard lock(mapping->mu);
@@ -179,6 +202,7 @@ gpointer tensor_mapping_map(TensorMapping *mapping, GstMemory *mem, GstMapInfo *
       else
         GST_WARNING("memory %p: %s map failed (%s): %s", mem, tensormem::access_name(access),
                     tensormem::error_kind_name(err.kind()), err.message().c_str());
+      note_map_failure(err.message().c_str());
       return nullptr;
     }
     mapping->data = *acquired;
@@ -186,6 +210,7 @@ gpointer tensor_mapping_map(TensorMapping *mapping, GstMemory *mem, GstMapInfo *
   } else if (tensormem::access_writes(access) && !mapping->writer) {
     // GStreamer's lock refuses this before it reaches us; the core would too.
     GST_DEBUG("memory %p: %s map refused: read maps of this memory are live", mem, tensormem::access_name(access));
+    note_map_failure("read maps of this memory are live");
     return nullptr;
   }
   ++mapping->holds;

@@ -49,6 +49,10 @@ struct TensorMapping {
  * adds mem->offset), or NULL after a log line. Never throws. */
 gpointer tensor_mapping_map(TensorMapping *mapping, GstMemory *mem, GstMapInfo *info, gsize maxsize) noexcept;
 
+/* Why the last tensor_mapping_map on this thread failed; NULL after one that
+ * worked (and before any). */
+const char *last_map_failure() noexcept;
+
 /* The mem_unmap_full body for a map made by tensor_mapping_map. */
 void tensor_mapping_unmap(TensorMapping *mapping, GstMapInfo *info) noexcept;
 

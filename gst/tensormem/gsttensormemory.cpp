@@ -65,3 +65,19 @@ GstAllocator *gst_tensor_system_allocator_get(void) {
   return gst_tensormem::registered_allocator(&registered, GST_TYPE_TENSOR_SYSTEM_ALLOCATOR,
                                              GST_TENSOR_SYSTEM_MEMORY_TYPE_NAME);
 }
+
+/**
+ * gst_tensor_memory_get_last_map_failure:
+ *
+ * #GstMemory's map has no error to return: when gst_memory_map() (or
+ * gst_buffer_map(), gst_video_frame_map()) of tensor memory fails, this says
+ * why, for the element error that follows ("mmap of the DMA-BUF failed:
+ * Cannot allocate memory", "out of memory", ...). Per thread; cleared by the
+ * next map of tensor memory on the same thread.
+ *
+ * Returns: (nullable) (transfer none): why the last map of tensor memory on
+ *   the calling thread failed, or %NULL after one that worked.
+ *
+ * Since: 0.1
+ */
+const gchar *gst_tensor_memory_get_last_map_failure(void) { return gst_tensormem::last_map_failure(); }

@@ -66,6 +66,9 @@ GType gst_tensor_system_allocator_get_type(void);
 GST_TENSORMEM_API
 GstAllocator *gst_tensor_system_allocator_get(void);
 
+GST_TENSORMEM_API
+const gchar *gst_tensor_memory_get_last_map_failure(void);
+
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(GstTensorMemSystemAllocator, gst_object_unref)
 
 G_END_DECLS

@@ -16,8 +16,12 @@
 #include <gst/app/gstappsrc.h>
 #include <gst/tensormem/tensormem.h>
 
+#include <fcntl.h>
 #include <sys/mman.h>
 #include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 
 #include <ostream>
 #include <string>
@@ -342,6 +346,50 @@ TEST(BadTensorCaps, MoreThanOneTensorIsANegotiationErrorNamingNumTensors) {
     EXPECT_FALSE(outcome.eos) << "two tensors were accepted";
     expect_error_from_element(outcome, GST_CORE_ERROR, GST_CORE_ERROR_NEGOTIATION, {"num_tensors=1"});
   }
+}
+
+/* Our DMA-BUF memory over a memfd sealed against writes: it imports (the fd
+ * is read-write) but every mmap of it fails with EPERM, as a map that fails
+ * for lack of memory or address space does with ENOMEM. */
+GstMemory *unmappable_dmabuf(gsize size) {
+  const int fd = memfd_create("write-sealed", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+  EXPECT_GE(fd, 0);
+  EXPECT_EQ(ftruncate(fd, static_cast<off_t>(size)), 0);
+  EXPECT_EQ(fcntl(fd, F_ADD_SEALS, F_SEAL_WRITE), 0);
+  GstMemory *mem = gst_tensor_dmabuf_memory_import_fd(fd, size);
+  close(fd);
+  return mem;
+}
+
+/* GstMemory's map has no error: the cause of a failed map of tensor memory
+ * is kept per thread, so that elements name it (issue 28: an ENOMEM mmap
+ * read "does not map for writing", the cause only in the debug log). */
+TEST(MapFailure, TheCauseOfAFailedMapIsKeptAndAMapThatWorksClearsIt) {
+  GstMemory *mem = unmappable_dmabuf(4096);
+  ASSERT_NE(mem, nullptr);
+  GstMapInfo info;
+  EXPECT_FALSE(gst_memory_map(mem, &info, GST_MAP_READ));
+  const gchar *why = gst_tensor_memory_get_last_map_failure();
+  ASSERT_NE(why, nullptr);
+  EXPECT_NE(std::string(why).find("mmap"), std::string::npos) << why;
+  EXPECT_NE(std::string(why).find(std::strerror(EPERM)), std::string::npos) << why;
+  gst_memory_unref(mem);
+  GstMemory *fine = gst_allocator_alloc(gst_tensor_dmabuf_allocator_get(), 4096, nullptr);
+  ASSERT_TRUE(gst_memory_map(fine, &info, GST_MAP_WRITE));
+  EXPECT_EQ(gst_tensor_memory_get_last_map_failure(), nullptr);
+  gst_memory_unmap(fine, &info);
+  gst_memory_unref(fine);
+}
+
+TEST(MapFailure, AnElementThatCannotMapItsInputNamesTheCause) {
+  GstBuffer *buffer = gst_buffer_new();
+  gst_buffer_append_memory(buffer, unmappable_dmabuf(kFrameSize));
+  Outcome outcome;
+  ASSERT_NO_FATAL_FAILURE(run_with({"UploadSystem", "tensorupload name=el storage=system", false, false, false},
+                                   "video/x-raw,format=GRAY8,width=100,height=170,framerate=30/1", buffer, &outcome));
+  EXPECT_FALSE(outcome.eos);
+  EXPECT_EQ(outcome.from, "el") << outcome.text;
+  EXPECT_NE(outcome.text.find(std::strerror(EPERM)), std::string::npos) << outcome.text;
 }
 
 /* The pure checks, without an element: every layout GStreamer itself makes
