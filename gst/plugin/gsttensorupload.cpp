@@ -744,8 +744,27 @@ static GstFlowReturn gst_tensor_upload_prepare_output_buffer(GstBaseTransform *t
   return ret;
 }
 
+/* storage=d3d11 advertises every format the other storages take (the
+ * template is one for all), but DXGI has no texture for some (I420 and the
+ * other three-plane YUV formats): refused here by name, not left to fail in
+ * the pool as a bare not-negotiated. */
+static gboolean check_d3d11_format(GstTensorMemUpload *self, GstCaps *outcaps) {
+  const GstCapsFeatures *features = gst_caps_get_features(outcaps, 0);
+  GstVideoInfo info;
+  if (!features || !gst_caps_features_contains(features, GST_CAPS_FEATURE_MEMORY_TENSOR_D3D11) ||
+      !gst_video_info_from_caps(&info, outcaps) || gst_tensor_d3d11_has_texture_layout(&info))
+    return TRUE;
+  GST_ELEMENT_ERROR(self, CORE, NEGOTIATION,
+                    ("storage=d3d11 has no Direct3D 11 texture for %s frames.", GST_VIDEO_INFO_NAME(&info)),
+                    ("textures hold RGBA, BGRA, BGRx, GRAY8, RGB, planar RGB, NV12, NV16 and NV24; put videoconvert "
+                     "before tensorupload (NV12 for YUV), or choose storage=system, dmabuf or pbo. Caps: %" GST_PTR_FORMAT,
+                     outcaps));
+  return FALSE;
+}
+
 static gboolean gst_tensor_upload_set_caps(GstBaseTransform *trans, GstCaps *incaps, GstCaps *outcaps) {
-  return GST_BASE_TRANSFORM_CLASS(gst_tensor_upload_parent_class)->set_caps(trans, incaps, outcaps) &&
+  return check_d3d11_format(GST_TENSOR_UPLOAD(trans), outcaps) &&
+         GST_BASE_TRANSFORM_CLASS(gst_tensor_upload_parent_class)->set_caps(trans, incaps, outcaps) &&
          negotiate_gl_input(GST_TENSOR_UPLOAD(trans), incaps);
 }
 

@@ -144,6 +144,28 @@ GstAllocator *gst_tensor_d3d11_allocator_new(GstTensorMemD3D11Device *device) {
 }
 
 /**
+ * gst_tensor_d3d11_has_texture_layout:
+ * @info: a frame
+ *
+ * Whether one Direct3D 11 texture can hold a frame of @info (docs/d3d11.md:
+ * RGBA, BGRA, BGRx, GRAY8, RGB, planar RGB, NV12, NV16, NV24; not the
+ * three-plane YUV formats such as I420, which DXGI has no texture for).
+ *
+ * Returns: %TRUE when gst_tensor_d3d11_allocator_alloc_video() has a layout
+ *   for @info.
+ *
+ * Since: 0.1
+ */
+gboolean gst_tensor_d3d11_has_texture_layout(const GstVideoInfo *info) {
+  g_return_val_if_fail(info != nullptr, FALSE);
+  tensormem::PixelFormat format;
+  return gst_tensor_pixel_format_from_video_format(GST_VIDEO_INFO_FORMAT(info), &format) &&
+         tensormem::image_d3d11_layout(format, tensormem::DType::U8, static_cast<std::uint32_t>(GST_VIDEO_INFO_WIDTH(info)),
+                                       static_cast<std::uint32_t>(GST_VIDEO_INFO_HEIGHT(info)))
+             .has_value();
+}
+
+/**
  * gst_tensor_d3d11_allocator_alloc_video:
  * @allocator: a #GstTensorMemD3D11Allocator
  * @info: the frame the texture holds

@@ -99,6 +99,9 @@ GST_TENSORMEM_API
 GstMemory *gst_tensor_d3d11_allocator_alloc_video(GstAllocator *allocator, const GstVideoInfo *info);
 
 GST_TENSORMEM_API
+gboolean gst_tensor_d3d11_has_texture_layout(const GstVideoInfo *info);
+
+GST_TENSORMEM_API
 gboolean gst_tensor_d3d11_memory_get_plane_layout(GstMemory *mem, const GstVideoInfo *info,
                                                   gsize offset[GST_VIDEO_MAX_PLANES],
                                                   gint stride[GST_VIDEO_MAX_PLANES]);

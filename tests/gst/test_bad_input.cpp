@@ -348,6 +348,24 @@ TEST(BadTensorCaps, MoreThanOneTensorIsANegotiationErrorNamingNumTensors) {
   }
 }
 
+/* storage=d3d11 takes the template's formats, but DXGI has no texture for
+ * three-plane YUV: an element error naming the format and what to do, not a
+ * bare not-negotiated (issue 28). */
+TEST(D3d11Formats, AFormatWithoutATextureIsRefusedByName) {
+  Outcome outcome;
+  const gsize i420 = 64 * 48 * 3 / 2;
+  ASSERT_NO_FATAL_FAILURE(run_with({"UploadD3d11", "tensorupload name=el storage=d3d11", false, false, false},
+                                   "video/x-raw,format=I420,width=64,height=48,framerate=30/1", plain(i420), &outcome));
+  EXPECT_FALSE(outcome.eos);
+  expect_error_from_element(outcome, GST_CORE_ERROR, GST_CORE_ERROR_NEGOTIATION,
+                            {"no Direct3D 11 texture for I420", "NV12"});
+  // NV12, the texture YUV format, goes through.
+  Outcome nv12;
+  ASSERT_NO_FATAL_FAILURE(run_with({"UploadD3d11", "tensorupload name=el storage=d3d11", false, false, false},
+                                   "video/x-raw,format=NV12,width=64,height=48,framerate=30/1", plain(i420), &nv12));
+  EXPECT_TRUE(nv12.eos) << nv12.text;
+}
+
 /* Our DMA-BUF memory over a memfd sealed against writes: it imports (the fd
  * is read-write) but every mmap of it fails with EPERM, as a map that fails
  * for lack of memory or address space does with ENOMEM. */
