@@ -200,6 +200,13 @@ static void gst_tensor_cuda_import_get_property(GObject *object, guint prop_id, 
   }
 }
 
+/* A stopped pipeline holds no foreign DMA-BUF through the imports kept for
+ * re-wrapping producers. */
+static gboolean gst_tensor_cuda_import_stop(GstBaseTransform *) {
+  gst_tensor_dmabuf_forget_foreign_imports();
+  return TRUE;
+}
+
 static gboolean gst_tensor_cuda_import_start(GstBaseTransform *trans) {
   auto *self = GST_TENSOR_CUDA_IMPORT(trans);
   if (self->warned)
@@ -279,6 +286,7 @@ static void gst_tensor_cuda_import_class_init(GstTensorMemCudaImportClass *klass
                                         "gst-tensormem developers");
 
   trans_class->start = GST_DEBUG_FUNCPTR(gst_tensor_cuda_import_start);
+  trans_class->stop = GST_DEBUG_FUNCPTR(gst_tensor_cuda_import_stop);
   trans_class->set_caps = GST_DEBUG_FUNCPTR(gst_tensor_cuda_import_set_caps);
   trans_class->transform_ip = GST_DEBUG_FUNCPTR(gst_tensor_cuda_import_transform_ip);
   trans_class->passthrough_on_same_caps = FALSE;

@@ -543,6 +543,7 @@ static gboolean gst_tensor_upload_stop(GstBaseTransform *trans) {
   reset_gl_route(self);
   clear_allocator(self, &self->pbo_allocator);
   clear_allocator(self, &self->d3d11_allocator);
+  gst_tensor_dmabuf_forget_foreign_imports(); // a stopped pipeline holds no foreign buffer
   return GST_BASE_TRANSFORM_CLASS(gst_tensor_upload_parent_class)->stop(trans);
 }
 

@@ -9,7 +9,9 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <new>
+#include <vector>
 
 GST_DEBUG_CATEGORY_STATIC(gst_tensor_dmabuf_debug);
 #define GST_CAT_DEFAULT gst_tensor_dmabuf_debug
@@ -133,6 +135,65 @@ bool attach_mapping(GstMemory *mem, const tensormem::Tensor &tensor) noexcept {
 gst_tensormem::SideCache<tensormem::DmaBufStorage> &foreign_imports() {
   static auto *cache = new gst_tensormem::SideCache<tensormem::DmaBufStorage>();
   return *cache;
+}
+
+/* The foreign buffers imported most recently, kept (with everything cached
+ * per storage, such as the CUDA handle) after the memory they came in dies.
+ * A producer that wraps the same DMA-BUFs in new GstMemory objects every
+ * frame (fds received over a socket, a camera's buffers wrapped per request:
+ * a new wrapper and a new fd number each time) finds its buffers here by
+ * file identity instead of importing each frame again. Holding an import
+ * holds a dup of its fd, so a key here cannot be reused by another file.
+ * Bounded: beyond kRecent buffers the least recently used one is dropped,
+ * and gst_tensor_dmabuf_forget_foreign_imports() (elements call it at stop)
+ * drops them all. */
+class RecentImports {
+public:
+  /* Enough for a decoder's whole frame pool (an H.264 DPB of 16 plus the
+   * frames in flight). */
+  static constexpr std::size_t kRecent = 32;
+
+  std::shared_ptr<tensormem::DmaBufStorage> find(const gst_tensormem::SideKey &key) {
+    std::lock_guard lock(mu_);
+    auto it = std::find_if(list_.begin(), list_.end(), [&](const Entry &e) { return same(e.first, key); });
+    if (it == list_.end())
+      return nullptr;
+    std::rotate(list_.begin(), it, it + 1); // most recent first
+    return list_.front().second;
+  }
+
+  void remember(const gst_tensormem::SideKey &key, std::shared_ptr<tensormem::DmaBufStorage> storage) {
+    std::shared_ptr<tensormem::DmaBufStorage> dropped; // released after the lock
+    std::lock_guard lock(mu_);
+    auto it = std::find_if(list_.begin(), list_.end(), [&](const Entry &e) { return same(e.first, key); });
+    if (it != list_.end()) {
+      std::rotate(list_.begin(), it, it + 1);
+      return;
+    }
+    if (list_.size() == kRecent) {
+      dropped = std::move(list_.back().second);
+      list_.pop_back();
+    }
+    list_.emplace(list_.begin(), key, std::move(storage));
+  }
+
+  void clear() {
+    std::vector<Entry> dropped; // released after the lock
+    std::lock_guard lock(mu_);
+    dropped.swap(list_);
+  }
+
+private:
+  using Entry = std::pair<gst_tensormem::SideKey, std::shared_ptr<tensormem::DmaBufStorage>>;
+  static bool same(const gst_tensormem::SideKey &a, const gst_tensormem::SideKey &b) { return !(a < b) && !(b < a); }
+
+  std::mutex mu_;
+  std::vector<Entry> list_;
+};
+
+RecentImports &recent_imports() {
+  static auto *recent = new RecentImports();
+  return *recent;
 }
 
 /* A root GstFdMemory of `maxsize` bytes over `storage`'s own fd. */
@@ -417,10 +478,30 @@ tensormem::Result<std::shared_ptr<tensormem::DmaBufStorage>> gst_tensor_dmabuf_m
   if (!id)
     return std::move(id).error();
   const gst_tensormem::SideKey key{*id, nullptr};
-  if (auto cached = foreign_imports().find(key))
+  if (auto cached = foreign_imports().find(key)) {
+    recent_imports().remember(key, cached);
     return cached;
+  }
+  if (auto recent = recent_imports().find(key)) // the same buffer in a new wrapper
+    return foreign_imports().insert_for_object(GST_MINI_OBJECT_CAST(mem), key, std::move(recent));
   auto storage = tensormem::DmaBufStorage::import(fd, 0);
   if (!storage)
     return std::move(storage).error();
-  return foreign_imports().insert_for_object(GST_MINI_OBJECT_CAST(mem), key, std::move(*storage));
+  auto stored = foreign_imports().insert_for_object(GST_MINI_OBJECT_CAST(mem), key, std::move(*storage));
+  recent_imports().remember(key, stored);
+  return stored;
 }
+
+/**
+ * gst_tensor_dmabuf_forget_foreign_imports:
+ *
+ * Drops the imports of foreign DMA-BUFs kept after their memory died (at
+ * most 32, the most recently used: what lets a producer that re-wraps the
+ * same buffers every frame be imported once per buffer, not per frame).
+ * Imports whose memory is still alive stay. `tensorupload` and
+ * `tensorcudaimport` call it when they stop, so a stopped pipeline holds no
+ * foreign buffer; a pipeline still running imports its buffers once more.
+ *
+ * Since: 0.1
+ */
+void gst_tensor_dmabuf_forget_foreign_imports(void) { recent_imports().clear(); }

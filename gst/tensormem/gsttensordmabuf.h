@@ -73,6 +73,9 @@ gboolean gst_is_tensor_dmabuf_memory(GstMemory *mem);
 GST_TENSORMEM_API
 GstMemory *gst_tensor_dmabuf_memory_import_fd(gint fd, gsize size);
 
+GST_TENSORMEM_API
+void gst_tensor_dmabuf_forget_foreign_imports(void);
+
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(GstTensorMemDmaBufAllocator, gst_object_unref)
 
 G_END_DECLS

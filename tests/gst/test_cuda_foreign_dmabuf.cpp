@@ -18,6 +18,7 @@
 #include <tensormem/cuda_runtime.hpp>
 
 #include <array>
+#include <atomic>
 #include <string>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -60,21 +61,41 @@ public:
       gst_memory_unref(mem);
     gst_object_unref(allocator_);
   }
-  GstBuffer *frame(int n) const {
+  /* Frame `n`: a buffer holding one of the pool's memories, or with
+   * `rewrap` a new GstDmaBufAllocator memory over a new fd (a dup) of the
+   * same buffer, as a producer that receives fds over a socket makes. */
+  GstBuffer *frame(int n, bool rewrap = false) {
     GstBuffer *buffer = gst_buffer_new();
-    gst_buffer_append_memory(buffer, gst_memory_ref(memories_[n % kPoolSize]));
+    GstMemory *mem = memories_[n % kPoolSize];
+    if (rewrap) {
+      GstMemory *wrapper = gst_dmabuf_allocator_alloc(allocator_, dup(gst_dmabuf_memory_get_fd(mem)), kFrameBytes);
+      // Counts the wrapper's death: the next frame waits for it, so no
+      // earlier wrapper of the same buffer can still hold its import.
+      gst_mini_object_set_qdata(GST_MINI_OBJECT_CAST(wrapper), g_quark_from_static_string("test-wrapper"),
+                                &wrappers_gone_, [](gpointer gone) { ++*static_cast<std::atomic<int> *>(gone); });
+      gst_buffer_append_memory(buffer, wrapper);
+    } else {
+      gst_buffer_append_memory(buffer, gst_memory_ref(mem));
+    }
     GST_BUFFER_PTS(buffer) = gst_util_uint64_scale(n, GST_SECOND, 30);
     GST_BUFFER_DURATION(buffer) = gst_util_uint64_scale(1, GST_SECOND, 30);
     return buffer;
   }
   GstMemory *memory(int i) const { return memories_[i]; }
+  /* Waits (bounded) until `n` re-wrapped memories have been freed. */
+  bool wrappers_gone(int n) const {
+    for (int i = 0; i < 5000 && wrappers_gone_.load() < n; ++i)
+      g_usleep(1000);
+    return wrappers_gone_.load() >= n;
+  }
 
 private:
+  std::atomic<int> wrappers_gone_{0};
   GstAllocator *allocator_ = nullptr;
   std::array<GstMemory *, kPoolSize> memories_{};
 };
 
-TEST(CudaForeignDmaBuf, each_foreign_buffer_is_imported_into_cuda_once) {
+void import_pool_frames(bool rewrap) {
   ASSERT_TRUE(tensormem::cuda_available()) << tensormem::CudaRuntime::get()->reason();
   fake_cudart_clear_faults();
   fake_cudart_reset_counters();
@@ -88,7 +109,7 @@ TEST(CudaForeignDmaBuf, each_foreign_buffer_is_imported_into_cuda_once) {
         "appsrc name=src format=time caps=video/x-raw,format=RGBA,width=" + std::to_string(kWidth) +
         ",height=" + std::to_string(kHeight) +
         ",framerate=30/1 ! tensorupload name=up storage=dmabuf require-zero-copy=true ! "
-        "tensorcudaimport name=imp require-cuda=true ! fakesink name=sink sync=false";
+        "tensorcudaimport name=imp require-cuda=true ! fakesink name=sink sync=false enable-last-sample=false";
     GError *error = nullptr;
     GstElement *pipeline = gst_parse_launch(description.c_str(), &error);
     ASSERT_EQ(error, nullptr) << error->message;
@@ -98,10 +119,13 @@ TEST(CudaForeignDmaBuf, each_foreign_buffer_is_imported_into_cuda_once) {
     ASSERT_EQ(gst_element_set_state(pipeline, GST_STATE_PLAYING), GST_STATE_CHANGE_ASYNC);
     for (int n = 0; n < kFrames; ++n) {
       GstFlowReturn ret = GST_FLOW_ERROR;
-      GstBuffer *buffer = pool.frame(n);
+      GstBuffer *buffer = pool.frame(n, rewrap);
       g_signal_emit_by_name(src, "push-buffer", buffer, &ret);
       gst_buffer_unref(buffer);
       ASSERT_EQ(ret, GST_FLOW_OK) << "frame " << n;
+      if (rewrap) {
+        ASSERT_TRUE(pool.wrappers_gone(n + 1)) << "frame " << n << " was never released";
+      }
     }
     GstFlowReturn ret = GST_FLOW_ERROR;
     g_signal_emit_by_name(src, "end-of-stream", &ret);
@@ -133,10 +157,19 @@ TEST(CudaForeignDmaBuf, each_foreign_buffer_is_imported_into_cuda_once) {
     gst_object_unref(src);
     tmtest::release_pipeline(pipeline);
   }
-  // The pool is gone: the imported storages and their CUDA handles with it.
+  // The pool and the pipeline are gone: the imported storages and their
+  // CUDA handles with them (the stopped elements let go of the imports kept
+  // for re-wrapping producers).
   EXPECT_EQ(fake_cudart_calls("cudaDestroyExternalMemory"), static_cast<unsigned long>(kPoolSize));
   EXPECT_EQ(fake_cudart_live(nullptr), 0u) << "CUDA objects outlived the foreign buffers";
   EXPECT_EQ(fake_cudart_violations(), 0u);
 }
+
+TEST(CudaForeignDmaBuf, each_foreign_buffer_is_imported_into_cuda_once) { import_pool_frames(false); }
+
+/* Issue 27: the same four buffers in a new wrapper and under a new fd number
+ * every frame are still four buffers: identified by their file (device,
+ * inode), imported four times in 200 frames, not 200. */
+TEST(CudaForeignDmaBuf, a_buffer_rewrapped_every_frame_is_imported_once) { import_pool_frames(true); }
 
 } // namespace

@@ -439,3 +439,44 @@ TEST(DmaBufHeap, AllocatesFromARealHeapWhereOneExists) {
 }
 
 } // namespace
+
+/* Foreign DMA-BUFs re-wrapped every frame are found again by their file
+ * (issue 27), but the imports kept after their wrappers died are bounded:
+ * the 32 most recently used stay, older ones go, and
+ * gst_tensor_dmabuf_forget_foreign_imports() drops them all. */
+TEST(ForeignDmaBufImports, KeptAfterTheirWrapperDiesAreBoundedAndForgotten) {
+  constexpr int kBuffers = 40, kKept = 32;
+  GstAllocator *foreign = gst_dmabuf_allocator_new();
+  std::vector<int> fds;
+  std::vector<std::weak_ptr<tensormem::DmaBufStorage>> imports;
+  for (int i = 0; i < kBuffers; ++i) {
+    const int fd = memfd_create("foreign", MFD_CLOEXEC);
+    ASSERT_GE(fd, 0);
+    ASSERT_EQ(ftruncate(fd, 4096), 0);
+    fds.push_back(fd);
+    GstMemory *wrapper = gst_dmabuf_allocator_alloc(foreign, dup(fd), 4096);
+    auto storage = gst_tensor_dmabuf_memory_import_storage(wrapper);
+    ASSERT_TRUE(storage) << storage.error().message();
+    imports.push_back(*storage);
+    gst_memory_unref(wrapper);
+  }
+  int alive = 0;
+  for (int i = 0; i < kBuffers; ++i)
+    alive += imports[i].expired() ? 0 : 1;
+  EXPECT_EQ(alive, kKept) << "imports kept beyond their wrappers are not bounded";
+  for (int i = 0; i < kBuffers - kKept; ++i)
+    EXPECT_TRUE(imports[i].expired()) << "buffer " << i << " is not among the most recently used";
+  // A kept buffer in a new wrapper under a new fd is the same import.
+  GstMemory *again = gst_dmabuf_allocator_alloc(foreign, dup(fds.back()), 4096);
+  auto found = gst_tensor_dmabuf_memory_import_storage(again);
+  ASSERT_TRUE(found);
+  EXPECT_EQ(*found, imports.back().lock());
+  found = tensormem::Error::invalid_argument("released");
+  gst_memory_unref(again);
+  gst_tensor_dmabuf_forget_foreign_imports();
+  for (int i = 0; i < kBuffers; ++i)
+    EXPECT_TRUE(imports[i].expired()) << "buffer " << i << " outlived forget_foreign_imports";
+  for (int fd : fds)
+    close(fd);
+  gst_object_unref(foreign);
+}
