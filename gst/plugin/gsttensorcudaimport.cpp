@@ -115,8 +115,13 @@ void record_d3d11_fences(GstBuffer *buffer, GstMemory *mem) {
   gpointer state = nullptr;
   while (GstMeta *meta = gst_buffer_iterate_meta_filtered(buffer, &state, GST_TENSOR_MEM_FENCE_META_API_TYPE)) {
     auto *fence = reinterpret_cast<GstTensorMemFenceMeta *>(meta);
-    if (fence->kind == GST_TENSOR_MEM_FENCE_KIND_D3D11_FENCE && fence->value > 0)
-      storage->set_gpu_write(fence->value);
+    if (fence->kind != GST_TENSOR_MEM_FENCE_KIND_D3D11_FENCE || fence->value == 0)
+      continue;
+    // The meta refused unissued values when it was added; this cannot fail
+    // unless the meta's timeline is another process fence than the storage's.
+    if (tensormem::Result<void> recorded = storage->set_gpu_write(fence->value); !recorded)
+      GST_WARNING("D3D11 fence %" G_GUINT64_FORMAT " not recorded on the texture: %s", fence->value,
+                  recorded.error().message().c_str());
   }
 }
 

@@ -292,8 +292,14 @@ gboolean gst_buffer_fence_tensor_d3d11_writes(GstBuffer *buffer, GError **error)
     return FALSE;
   }
   for (guint i = 0; i < gst_buffer_n_memory(buffer); ++i) {
-    if (auto storage = gst_tensor_d3d11_memory_get_storage(gst_buffer_peek_memory(buffer, i)))
-      storage->set_gpu_write(*value);
+    auto storage = gst_tensor_d3d11_memory_get_storage(gst_buffer_peek_memory(buffer, i));
+    if (!storage)
+      continue;
+    if (tensormem::Result<void> recorded = storage->set_gpu_write(*value); !recorded) {
+      g_set_error(error, GST_RESOURCE_ERROR, GST_RESOURCE_ERROR_FAILED, "recording the D3D11 write: %s",
+                  recorded.error().message().c_str());
+      return FALSE;
+    }
   }
   return gst_buffer_add_tensor_mem_fence_meta(buffer, std::move(timeline), *value, -1, error) != nullptr;
 }

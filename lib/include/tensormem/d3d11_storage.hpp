@@ -93,8 +93,10 @@ public:
   Result<void> sync_for_device(CpuAccess access);
 
   /// Records a value of the process fence a producer signalled after writing
-  /// the texture; never moves back (D3D-FENCE-02).
-  void set_gpu_write(std::uint64_t value) noexcept;
+  /// the texture; never moves back (D3D-FENCE-02). A value above the fence's
+  /// newest signalled one is refused (InvalidArgument, nothing recorded):
+  /// nothing would ever reach it (HAZ-23, as for every timeline kind).
+  Result<void> set_gpu_write(std::uint64_t value);
   std::uint64_t last_gpu_write() const noexcept { return gpu_write_->load(); }
   /// The counter itself, shared with a CUDA attachment.
   std::shared_ptr<std::atomic<std::uint64_t>> gpu_write_counter() const noexcept { return gpu_write_; }

@@ -286,7 +286,8 @@ D3d11TextureStorage::open_shared_handle(std::shared_ptr<D3d11Context> context, s
   auto local = context->signal(); // HAZ-36: a point on this device's fence, never the producer's value
   if (!local)
     return local.error();
-  (*storage)->set_gpu_write(*local);
+  if (Result<void> recorded = (*storage)->set_gpu_write(*local); !recorded)
+    return recorded.error();
   return storage;
 }
 
@@ -312,10 +313,16 @@ Result<std::shared_ptr<CudaHandle>> D3d11TextureStorage::import_cuda(std::shared
   return import_d3d11_texture(std::move(runtime), std::move(request));
 }
 
-void D3d11TextureStorage::set_gpu_write(std::uint64_t value) noexcept {
+Result<void> D3d11TextureStorage::set_gpu_write(std::uint64_t value) {
+  const std::uint64_t newest = context_->last_signalled();
+  if (value > newest)
+    return Error::invalid_argument("set_gpu_write: value " + std::to_string(value) +
+                                   " of the D3D11 process fence was never signalled (newest " + std::to_string(newest) +
+                                   "); nothing would ever reach it");
   std::uint64_t seen = gpu_write_->load();
   while (value > seen && !gpu_write_->compare_exchange_weak(seen, value)) {
   }
+  return {};
 }
 
 /// \brief D3D-FENCE-03: a GPU-side wait for the recorded write, only where
