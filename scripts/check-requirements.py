@@ -24,7 +24,12 @@ Not citations, on purpose:
 A definition is a line of docs/requirements.md that starts a table row or a list
 item with the ID: "| ID |" or "- ID" / "* ID" (the ID may be in backticks or bold).
 
-Exit 0 when both sets are equal, 1 naming every difference, 2 on a usage error.
+Every test file (a name starting with "test_") that a definition row names in
+its last cell must cite that ID itself: a row cannot claim a test that does
+not say it covers the requirement.
+
+Exit 0 when both sets are equal and no row overstates, 1 naming every
+difference, 2 on a usage error.
 --list prints the cited IDs (one a line, sorted) and exits 0.
 """
 
@@ -129,6 +134,37 @@ def defined_ids(doc_path):
     return defined, duplicates
 
 
+def listed_tests(doc_path):
+    """{ID: [test file names]} from the last cell of each definition row: the
+    files a row names whose name starts with "test_" (the tests it claims)."""
+    listed = {}
+    with open(doc_path, encoding="utf-8") as f:
+        for line in f:
+            m = DEFINITION_RE.match(line)
+            if not m or not line.lstrip().startswith("|"):
+                continue
+            cells = [c.strip() for c in line.strip().strip("|").split("|")]
+            names = re.findall(r"[A-Za-z0-9_./-]+", cells[-1]) if len(cells) > 1 else []
+            tests = [os.path.basename(n) for n in names if os.path.basename(n).startswith("test_")]
+            if tests:
+                listed[m.group(1)] = tests
+    return listed
+
+
+def overstated(listed, cited):
+    """(ID, test file) pairs where the row names a test file that never cites the ID."""
+    by_name = {}
+    for i, files in cited.items():
+        for rel in files:
+            by_name.setdefault((i, os.path.basename(rel)), True)
+    out = []
+    for i, tests in sorted(listed.items()):
+        for t in tests:
+            if (i, t) not in by_name:
+                out.append((i, t))
+    return out
+
+
 def main(argv):
     args = [a for a in argv[1:] if a != "--list"]
     if len(args) > 1:
@@ -157,7 +193,12 @@ def main(argv):
               % (i, REQUIREMENTS_DOC, defined[i]))
     for d in duplicates:
         print("check-requirements: %s is defined twice in %s" % (d, REQUIREMENTS_DOC))
-    if undefined or uncited or duplicates:
+    # Traceability that cannot overstate: a test file a row names must cite
+    # the row's ID (in a comment or a test name).
+    claims = overstated(listed_tests(doc_path), cited)
+    for i, t in claims:
+        print("check-requirements: %s lists %s, which never cites it" % (i, t))
+    if undefined or uncited or duplicates or claims:
         return 1
     print("check-requirements: %d requirement IDs cited, all defined in %s"
           % (len(cited), REQUIREMENTS_DOC))

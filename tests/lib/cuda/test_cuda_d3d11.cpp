@@ -208,6 +208,7 @@ TEST(CudaD3d11Rules, CUDA_D3D_03_channel_descriptions_by_dxgi_format) {
 
 // ---- The size ladder -------------------------------------------------------------
 
+// CUDA-D3D-01: a successful import is a D3D11 handle.
 TEST_F(CudaD3d11, CUDA_LADDER_04_a_texture_without_padding_maps_at_its_tight_size) {
   SharedTexture t = make_texture(256, 128);
   Result<std::shared_ptr<CudaHandle>> handle = import(t);
@@ -465,6 +466,7 @@ TEST_F(CudaD3d11, CUDA_SEM_04_truth_table_through_the_handle) {
 
 // ---- Failure paths ------------------------------------------------------------
 
+// CUDA-D3D-01: an import that fails at any call releases what it had made.
 TEST_F(CudaD3d11, D3D_CUDA_01_a_fault_at_any_call_leaves_nothing_behind_but_what_cuda_refused_to_release) {
   std::vector<const char *> calls = {"cudaGetDeviceProperties",
                                      "cudaImportExternalMemory",
@@ -582,6 +584,8 @@ TEST_F(CudaD3d11, D3D_CUDA_01_without_a_runtime_or_its_d3d11_entry_points_the_im
 
 // ---- The memory's layout: rows at the staging pitch ------------------------------
 
+// CUDA-HANDLE-08 (our deviation): the mapping is pitch × texture rows, row n
+// at n × pitch.
 TEST_F(CudaD3d11, a_pitched_import_lays_the_linear_buffer_out_at_the_row_pitch_both_ways) {
   // 33 RGBA texels: a 132-byte row in a 256-byte pitch.
   SharedTexture t = make_texture(33, 7, DxgiFormat::R8G8B8A8_Unorm, 5);
@@ -631,6 +635,7 @@ TEST_F(CudaD3d11, a_row_pitch_below_the_texture_row_is_refused_before_cuda_is_as
 
 /// A storage's CPU map and its CUDA map agree byte for byte at every
 /// offset: same pitch, same rows (pitch-padded RGBA, odd NV12).
+/// CUDA-HANDLE-08: the handle is the storage's pitch × texture rows.
 TEST_F(CudaD3d11, a_storage_cuda_map_has_the_cpu_maps_layout) {
   struct Case {
     PixelFormat format;

@@ -153,6 +153,8 @@ bool all_equal(const std::vector<std::uint8_t> &v, std::uint8_t byte) {
 
 // ---- layouts and strides -------------------------------------------------------
 
+// D3D-CONST-02: a staging texture with bind or misc flags, without CPU read and
+// write, or of another size or format fails to create, map or copy here.
 TEST(D3d11Storage, D3D_LAYOUT_07_every_layout_row_allocates_and_round_trips_through_map) {
   const struct {
     PixelFormat f;
@@ -190,6 +192,8 @@ TEST(D3d11Storage, D3D_LAYOUT_07_every_layout_row_allocates_and_round_trips_thro
   }
 }
 
+// D3D-LAYOUT-02: widened to the staging pitch, rounded to even (the error for
+// no width matching the pitch is not exercised: no test device gives one).
 TEST(D3d11Storage, D3D_LAYOUT_04_nv_textures_are_as_wide_as_their_pitch) {
   for (std::uint32_t align : {256u, 1u}) {
     Rig rig(align);
@@ -220,6 +224,8 @@ TEST(D3d11Storage, D3D_LAYOUT_03_nv_textures_with_cpu_access_none_share_the_stri
   }
 }
 
+// D3D-ALLOC-02: an access None tensor gets no staging texture.
+// D3D-SYNC-02: a host pin of an access None tensor is refused.
 TEST(D3d11Storage, D3D_LAYOUT_06_hardware_only_tensors_refuse_maps_and_have_no_staging) {
   Rig rig;
   Storage_ s = rig.rgba(64, 32, CpuAccess::None);
@@ -355,6 +361,8 @@ TEST(D3d11Storage, D3D_EXT_04_a_write_only_nv_tensor_uploads_its_chroma_lines_at
 
 // ---- maps --------------------------------------------------------------------
 
+// D3D-ALLOC-02: a Write tensor gets no staging (no row stride); the Read wrap
+// reads the texture through its own.
 TEST(D3d11Storage, D3D_MAP_07_write_only_uses_the_shadow_and_lands_in_the_texture) {
   Rig rig;
   Storage_ w = rig.rgba(64, 32, CpuAccess::Write);
@@ -403,6 +411,8 @@ TEST(D3d11Storage, D3D_MAP_04_a_blocking_map_refreshes_past_an_abandoned_try_map
   EXPECT_TRUE(reads(*old_, 0x22)) << "the blocking map returned the abandoned copy's frame";
 }
 
+// D3D-MAP-03: a poll flushes the copy it queues, is WouldBlock while the copy
+// runs and leaves it pending (one copy for all the polls).
 TEST(D3d11Storage, D3D_TRY_03_try_map_eventually_succeeds_and_returns_the_written_bytes) { // HAZ-26
   Rig rig(256, 3);
   Storage_ s = rig.rgba(64, 64, CpuAccess::ReadWrite);
@@ -421,6 +431,8 @@ TEST(D3d11Storage, D3D_TRY_03_try_map_eventually_succeeds_and_returns_the_writte
   }
 }
 
+// D3D-MAP-06: the writer's release copies staging into the texture, which the
+// next read refreshes from (that it also flushes is not isolated here).
 TEST(D3d11Storage, D3D_STATE_03_second_reader_shares_the_map_and_a_writer_is_refused_while_mapped) { // HAZ-19
   Rig rig;
   Storage_ s = rig.rgba(16, 16, CpuAccess::ReadWrite);
@@ -509,6 +521,8 @@ TEST(D3d11Storage, D3D_WIN_04_a_partial_write_only_window_is_refused) { // HAZ-2
   }
 }
 
+// D3D-LAYOUT-01: the backing pitch is the driver's staging pitch (padded on the
+// 256-aligned device), not the tight row.
 TEST(D3d11Storage, D3D_WIN_01_a_map_and_a_pin_agree_row_for_row_at_the_backing_pitch) {
   Rig rig;
   Storage_ s = rig.image(PixelFormat::RGB, DType::U8, 64, 48, CpuAccess::ReadWrite);
@@ -530,6 +544,7 @@ TEST(D3d11Storage, D3D_WIN_01_a_map_and_a_pin_agree_row_for_row_at_the_backing_p
     ASSERT_EQ(std::to_integer<std::size_t>(pin->data()[y * pitch + row - 1]), y) << "row " << y;
 }
 
+// D3D-CONST-03: host pins are 64-byte aligned.
 TEST(D3d11Storage, D3D_BACK_04_a_host_pin_is_64_byte_aligned) { // HAZ-21
   Rig rig;
   for (auto [w, h] : {std::pair{64u, 64u}, std::pair{37u, 5u}, std::pair{1u, 1u}}) {
@@ -540,6 +555,10 @@ TEST(D3d11Storage, D3D_BACK_04_a_host_pin_is_64_byte_aligned) { // HAZ-21
   }
 }
 
+// D3D-SYNC-01/02: the pin is the host buffer, not the staging mapping, and
+// takes no claim (the maps and syncs still run); a written pin is what
+// sync_for_device publishes. D3D-SYNC-03: sync_for_cpu refreshes the pin from
+// the texture (its refusal while staging is mapped is not exercised).
 TEST(D3d11Storage, D3D_SYNC_04_host_pin_keeps_one_address_across_syncs) { // HAZ-20, HAZ-30, HAZ-32
   Rig rig;
   Storage_ s = rig.rgba(16, 16, CpuAccess::ReadWrite);
@@ -696,6 +715,8 @@ TEST(D3d11Storage, D3D_IMP_03_a_map_sees_a_second_device_write_the_recorded_comp
   producer.join();
 }
 
+// D3D-MAP-03: a poll's refresh is ordered behind the recorded write and is
+// WouldBlock until it can run.
 TEST(D3d11Storage, D3D_FENCE_03_a_staging_refresh_waits_for_a_write_queued_on_another_device) { // HAZ-22
   // The writer is a second device: its queue is not the immediate context's,
   // so only the GPU wait for the recorded value orders the refresh after it.
