@@ -392,7 +392,9 @@ TEST(MapFailure, TheCauseOfAFailedMapIsKeptAndAMapThatWorksClearsIt) {
   EXPECT_NE(std::string(why).find("mmap"), std::string::npos) << why;
   EXPECT_NE(std::string(why).find(std::strerror(EPERM)), std::string::npos) << why;
   gst_memory_unref(mem);
-  GstMemory *fine = gst_allocator_alloc(gst_tensor_dmabuf_allocator_get(), 4096, nullptr);
+  GstAllocator *allocator = gst_tensor_dmabuf_allocator_get();
+  GstMemory *fine = gst_allocator_alloc(allocator, 4096, nullptr);
+  gst_object_unref(allocator);
   ASSERT_TRUE(gst_memory_map(fine, &info, GST_MAP_WRITE));
   EXPECT_EQ(gst_tensor_memory_get_last_map_failure(), nullptr);
   gst_memory_unmap(fine, &info);
