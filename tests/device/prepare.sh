@@ -28,6 +28,19 @@ debs=(
   libmount1 libselinux1 libblkid1 zlib1g libgudev-1.0-0 libstdc++6 libgcc-s1
 )
 
+# Debian 13 renamed many libraries for the 64-bit time_t transition
+# (liborc-0.4-0 -> liborc-0.4-0t64); the old name may survive there only as a
+# virtual or transitional package without the library. The t64 name wins
+# wherever it exists, so one list serves Debian 12 and 13.
+current_names() {
+  local p
+  for p in "$@"; do
+    if apt-cache show "${p}t64" >/dev/null 2>&1; then echo "${p}t64"; else echo "$p"; fi
+  done
+}
+mapfile -t gl_debs < <(current_names "${gl_debs[@]}")
+mapfile -t debs < <(current_names "${debs[@]}")
+
 rm -rf "$KIT"
 mkdir -p "$KIT/gl-debs" "$KIT/debs"
 (cd "$KIT/gl-debs" && apt-get download -qq "${gl_debs[@]}")
