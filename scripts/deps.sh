@@ -6,7 +6,28 @@
 # package is present at its candidate version it changes nothing. The package
 # lists are refreshed when they are older than a day
 # (TENSORMEM_DEPS_REFRESH=always|never overrides).
+#   scripts/deps.sh          everything (scripts/test.sh, CI)
+#   scripts/deps.sh --demo   only what building and running the demo need
+#                            (scripts/demo.sh): no test tool chain, no Wine
 set -euo pipefail
+
+mode=all
+for arg in "$@"; do
+  case "$arg" in
+    --demo) mode=demo ;;
+    *) echo "usage: $0 [--demo]" >&2; exit 2 ;;
+  esac
+done
+
+# Building libtensormem, libgsttensormem and the plugin, and running the
+# demo's pipelines: a decoder (openh264 in plugins-bad), headless GL.
+demo_packages=(
+  meson ninja-build pkg-config g++ python3
+  libgstreamer1.0-dev libgstreamer-plugins-base1.0-dev
+  gstreamer1.0-tools gstreamer1.0-plugins-base gstreamer1.0-plugins-good gstreamer1.0-plugins-bad
+  libxxhash-dev libdlpack-dev
+  libepoxy-dev libegl-dev libegl-mesa0 libgl1-mesa-dri libglx-mesa0 libgbm1 libglapi-mesa
+)
 
 packages=(
   meson ninja-build pkg-config g++ python3
@@ -32,6 +53,10 @@ packages=(
   gobject-introspection libgirepository1.0-dev gir1.2-gstreamer-1.0 gir1.2-gst-plugins-base-1.0
   python3-gi python3-gst-1.0 python3-numpy
 )
+if [[ $mode == demo ]]; then
+  packages=("${demo_packages[@]}")
+fi
+
 # Run-time libraries that the packages above pull in: not installed by name,
 # but kept at the current version because the tests load them (Mesa's EGL
 # driver, GLib, GStreamer's own libraries).
