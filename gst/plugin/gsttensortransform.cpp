@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "gsttensortransform.h"
 
+#include <gst/tensormem/gsttensorbackend-private.h>
 #include <gst/tensormem/gsttensorfencemeta.h>
 #include <gst/tensormem/gsttensormemallocator.h>
 #include <gst/tensormem/gsttensormemvalidate.h>
@@ -237,9 +238,5 @@ void gst_tensor_transform_count_buffer(GstTensorMemTransform *self, gsize copied
 }
 
 GstCaps *gst_tensor_transform_caps_with_feature(GstCaps *caps, const char *feature) {
-  GstCaps *out = gst_caps_new_empty();
-  for (guint i = 0; i < gst_caps_get_size(caps); ++i)
-    gst_caps_append_structure_full(out, gst_structure_copy(gst_caps_get_structure(caps, i)),
-                                   feature ? gst_caps_features_new(feature, nullptr) : nullptr);
-  return out;
+  return gst_tensormem::caps_with_feature(caps, feature);
 }

@@ -72,6 +72,7 @@
  */
 #include "gsttensorupload.h"
 
+#include <gst/tensormem/gsttensorbackend-private.h>
 #include <gst/tensormem/gsttensorbufferpool.h>
 #include <gst/tensormem/gsttensord3d11.h>
 #include <gst/tensormem/gsttensord3d11device.h>
@@ -86,7 +87,6 @@
 #include <gst/tensormem/gsttensorpbo.h>
 #include <gst/tensormem/gsttensoruploader.h>
 
-#include <tensormem/dmabuf_storage.hpp>
 
 #include <memory>
 #include <new>
@@ -104,11 +104,7 @@ enum GstTensorMemGlRoute {
 
 struct _GstTensorMemUpload {
   GstTensorMemTransform parent;
-  GstTensorMemStorage storage;           // the property; guarded by the object lock
-  GstTensorMemGlWorker *gl_worker;       // storage=pbo: shared through GstContext; guarded by the object lock
-  GstAllocator *pbo_allocator;           // storage=pbo, between start and stop; guarded by the object lock
-  GstTensorMemD3D11Device *d3d11_device; // storage=d3d11: shared through GstContext; guarded by the object lock
-  GstAllocator *d3d11_allocator;         // storage=d3d11, between start and stop; guarded by the object lock
+  gst_tensormem::ElementBackend *backend; // the storage property, its shared device and allocator
   gboolean gl_input;                     // memory:GLMemory negotiated (GstGL interop); streaming thread
   GstTensorMemGlRoute gl_route;          // how textures reach PBOs, decided at the first buffer; streaming thread
   GstBufferPool *gl_pool;                // PBOs for memory:GLMemory input, of gl_route's worker; streaming thread
@@ -143,87 +139,29 @@ GstStaticPadTemplate src_template = GST_STATIC_PAD_TEMPLATE(
     "src", GST_PAD_SRC, GST_PAD_ALWAYS,
     GST_STATIC_CAPS(UPLOAD_DMABUF_CAPS "; " UPLOAD_PLAIN_CAPS "; " UPLOAD_PBO_CAPS "; " UPLOAD_D3D11_CAPS));
 
-GstTensorMemStorage resolved_storage(GstTensorMemUpload *self) {
-  GST_OBJECT_LOCK(self);
-  const GstTensorMemStorage storage = self->storage;
-  GST_OBJECT_UNLOCK(self);
-  return gst_tensor_storage_resolve(storage);
-}
-
-/* The property's nick: "auto", "system", "dmabuf" or "pbo". */
-const char *storage_name(GstTensorMemStorage storage) {
-  // The storage property's GParamSpec holds a reference to the enum class.
-  GEnumValue *value = g_enum_get_value(static_cast<GEnumClass *>(g_type_class_peek(GST_TYPE_TENSOR_STORAGE)), storage);
-  return value ? value->value_nick : "auto";
-}
-
-/* Takes the allocator out of `slot` and drops it. */
-void clear_allocator(GstTensorMemUpload *self, GstAllocator **slot) {
-  GST_OBJECT_LOCK(self);
-  GstAllocator *allocator = *slot;
-  *slot = nullptr;
-  GST_OBJECT_UNLOCK(self);
-  if (allocator)
-    gst_object_unref(allocator);
-}
-
-/* Puts a new allocator into `slot` (which takes its own reference). */
-void set_allocator(GstTensorMemUpload *self, GstAllocator **slot, GstAllocator *allocator) {
-  GST_OBJECT_LOCK(self);
-  gst_object_replace(reinterpret_cast<GstObject **>(slot), GST_OBJECT_CAST(allocator));
-  GST_OBJECT_UNLOCK(self);
-}
+const gst_tensormem::Backend &backend_of(GstTensorMemUpload *self) { return self->backend->backend(); }
 
 void copy_metadata(GstElement *element, GstBuffer *in, GstBuffer *out) {
   gst_tensor_transform_copy_metadata(GST_TENSOR_TRANSFORM_CAST(element), in, out);
 }
 
-/* What the upload paths need from this element. `pbo_allocator` is a new
+/* What the upload paths need from this element. `allocator` is a new
  * reference (or NULL), released by release_context(). */
 gst_tensormem::UploadContext upload_context(GstTensorMemUpload *self) {
   gst_tensormem::UploadContext ctx{};
   ctx.element = GST_ELEMENT_CAST(self);
-  // One lock for all three: this runs for every buffer.
-  GST_OBJECT_LOCK(self);
-  const GstTensorMemStorage storage = self->storage;
-  ctx.pbo_allocator = self->pbo_allocator ? GST_ALLOCATOR_CAST(gst_object_ref(self->pbo_allocator)) : nullptr;
-  ctx.d3d11_allocator = self->d3d11_allocator ? GST_ALLOCATOR_CAST(gst_object_ref(self->d3d11_allocator)) : nullptr;
-  GST_OBJECT_UNLOCK(self);
-  ctx.storage = gst_tensor_storage_resolve(storage);
+  ctx.backend = &backend_of(self);
+  ctx.allocator = self->backend->allocator();
   ctx.info = gst_tensor_transform_get_info(GST_TENSOR_TRANSFORM_CAST(self));
   ctx.copy_metadata = copy_metadata;
   return ctx;
 }
 
 void release_context(gst_tensormem::UploadContext &ctx) {
-  if (ctx.pbo_allocator)
-    gst_object_unref(ctx.pbo_allocator);
-  if (ctx.d3d11_allocator)
-    gst_object_unref(ctx.d3d11_allocator);
+  if (ctx.allocator)
+    gst_object_unref(ctx.allocator);
   if (ctx.output_pool)
     gst_object_unref(ctx.output_pool);
-}
-
-/* storage=pbo and d3d11: the GL worker (the process D3D11 fence) fences
- * what was just written into the output's PBOs (textures) and the buffer
- * carries the fence (GstTensorMemFenceMeta), so consumers on other APIs or
- * threads know when the bytes are in the GPU buffer. A passed-through input
- * that is not writable is shared first. */
-GstFlowReturn fence_output(GstTensorMemUpload *self, GstTensorMemStorage storage, GstBuffer *inbuf,
-                           GstBuffer **outbuf) {
-  if (*outbuf == inbuf && !gst_buffer_is_writable(inbuf))
-    *outbuf = gst_buffer_copy(inbuf); // same memories; base transform drops inbuf
-  GError *error = nullptr;
-  const bool d3d11 = storage == GST_TENSOR_STORAGE_D3D11;
-  if (d3d11 ? gst_buffer_fence_tensor_d3d11_writes(*outbuf, &error)
-            : gst_buffer_fence_tensor_pbo_writes(*outbuf, &error))
-    return GST_FLOW_OK;
-  GST_ELEMENT_ERROR(self, RESOURCE, FAILED, ("Cannot fence the write into %s memory.", d3d11 ? "D3D11" : "PBO"),
-                    ("%s", error ? error->message : "attaching the fence meta failed"));
-  g_clear_error(&error);
-  if (*outbuf != inbuf)
-    gst_clear_buffer(outbuf);
-  return GST_FLOW_ERROR;
 }
 
 /* GstGL interop: a GstGLSyncMeta on the input (glupload, GL decoders) has
@@ -275,12 +213,12 @@ gboolean negotiate_gl_input(GstTensorMemUpload *self, GstCaps *incaps) {
   reset_gl_route(self);
   GstCapsFeatures *features = gst_caps_get_features(incaps, 0);
   self->gl_input = features && gst_caps_features_contains(features, GST_TENSOR_CAPS_FEATURE_MEMORY_GL_MEMORY);
-  if (!self->gl_input || resolved_storage(self) == GST_TENSOR_STORAGE_PBO)
+  if (!self->gl_input || &backend_of(self) == &gst_tensormem::pbo_backend())
     return TRUE;
   GST_ELEMENT_ERROR(self, CORE, NEGOTIATION,
                     ("memory:GLMemory input needs storage=pbo (this element has storage=%s): GstGL textures are "
                      "read into OpenGL PBOs; put gldownload in front for the other storages.",
-                     storage_name(resolved_storage(self))),
+                     gst_tensormem::storage_nick(backend_of(self).storage)),
                     ("caps %" GST_PTR_FORMAT, incaps));
   return FALSE;
 }
@@ -292,12 +230,10 @@ gboolean make_gl_pool(GstTensorMemUpload *self, GstAllocator *allocator) {
     GST_ELEMENT_ERROR(self, CORE, NEGOTIATION, ("No output caps."), (nullptr));
     return FALSE;
   }
-  gst_tensormem::UploadContext ctx = upload_context(self);
-  gst_object_replace(reinterpret_cast<GstObject **>(&ctx.pbo_allocator), GST_OBJECT_CAST(allocator));
   guint size = 0;
-  self->gl_pool =
-      gst_tensormem::upload_make_pool(ctx, GST_TENSOR_STORAGE_PBO, caps, GST_VIDEO_INFO_SIZE(ctx.info), 0, 0, &size);
-  release_context(ctx);
+  self->gl_pool = gst_tensormem::backend_make_pool(
+      gst_tensormem::pbo_backend(), GST_ELEMENT_CAST(self), allocator, caps,
+      GST_VIDEO_INFO_SIZE(gst_tensor_transform_get_info(GST_TENSOR_TRANSFORM_CAST(self))), 0, 0, &size);
   gst_caps_unref(caps);
   if (self->gl_pool && gst_buffer_pool_set_active(self->gl_pool, TRUE))
     return TRUE;
@@ -317,9 +253,7 @@ gboolean choose_gl_route(GstTensorMemUpload *self, GstBuffer *inbuf) {
   gchar *why = nullptr;
   const gboolean shareable = mem && gst_tensor_gl_memory_can_share(mem, &why);
   if (why) { // GL memory of a context we cannot share
-    GST_OBJECT_LOCK(self);
-    GstAllocator *allocator = self->pbo_allocator ? GST_ALLOCATOR_CAST(gst_object_ref(self->pbo_allocator)) : nullptr;
-    GST_OBJECT_UNLOCK(self);
+    GstAllocator *allocator = self->backend->allocator();
     gchar *message = g_strdup_printf("require-zero-copy=true refuses the CPU copy of memory:GLMemory input: %s; "
                                      "set GST_GL_PLATFORM=egl in the environment so that textures are read on "
                                      "the GPU",
@@ -337,9 +271,7 @@ gboolean choose_gl_route(GstTensorMemUpload *self, GstBuffer *inbuf) {
     self->gl_route = made ? GL_ROUTE_CPU : GL_ROUTE_UNDECIDED;
     return made;
   }
-  GST_OBJECT_LOCK(self);
-  GstTensorMemGlWorker *worker = self->gl_worker ? GST_TENSOR_GL_WORKER(gst_object_ref(self->gl_worker)) : nullptr;
-  GST_OBJECT_UNLOCK(self);
+  auto *worker = reinterpret_cast<GstTensorMemGlWorker *>(self->backend->device());
   // Not GL memory at all: the query names what is missing upstream.
   const gboolean shared = shareable ? gst_tensor_gl_worker_ensure_for_gl_memory(mem, &worker, &error)
                                     : gst_tensor_gl_worker_ensure_gstgl(GST_ELEMENT(self), &worker, &error);
@@ -352,14 +284,11 @@ gboolean choose_gl_route(GstTensorMemUpload *self, GstBuffer *inbuf) {
   }
   GST_INFO_OBJECT(self, "memory:GLMemory: PBOs of GL worker %" GST_PTR_FORMAT " (%s), sharing GstGL's context", worker,
                   gst_tensor_gl_worker_get_platform(worker));
-  GstAllocator *allocator = gst_tensor_pbo_allocator_new(worker);
-  set_allocator(self, &self->pbo_allocator, allocator);
-  GST_OBJECT_LOCK(self);
-  gst_object_replace(reinterpret_cast<GstObject **>(&self->gl_worker), GST_OBJECT_CAST(worker));
-  GST_OBJECT_UNLOCK(self);
+  self->backend->use_device(GST_OBJECT_CAST(worker));
   gst_object_unref(worker);
-  const gboolean made = make_gl_pool(self, allocator);
-  gst_object_unref(allocator);
+  GstAllocator *allocator = self->backend->allocator();
+  const gboolean made = allocator && make_gl_pool(self, allocator);
+  gst_clear_object(&allocator);
   self->gl_route = made ? GL_ROUTE_GPU : GL_ROUTE_UNDECIDED;
   return made;
 }
@@ -394,7 +323,7 @@ GstFlowReturn upload_gl_memory(GstTensorMemUpload *self, GstBuffer *inbuf, GstBu
   }
   if (gpu) {
     gst_buffer_add_parent_buffer_meta(*outbuf, inbuf);
-    ret = fence_output(self, GST_TENSOR_STORAGE_PBO, inbuf, outbuf);
+    ret = self->backend->fence_writes(inbuf, outbuf);
     if (ret != GST_FLOW_OK)
       return ret;
     GST_OBJECT_LOCK(self);
@@ -415,9 +344,7 @@ static void gst_tensor_upload_set_property(GObject *object, guint prop_id, const
   auto *self = GST_TENSOR_UPLOAD(object);
   switch (prop_id) {
   case PROP_STORAGE:
-    GST_OBJECT_LOCK(self);
-    self->storage = static_cast<GstTensorMemStorage>(g_value_get_enum(value));
-    GST_OBJECT_UNLOCK(self);
+    self->backend->set_storage(static_cast<GstTensorMemStorage>(g_value_get_enum(value)));
     gst_base_transform_reconfigure_src(GST_BASE_TRANSFORM(self));
     break;
   default: G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec); break;
@@ -428,9 +355,7 @@ static void gst_tensor_upload_get_property(GObject *object, guint prop_id, GValu
   auto *self = GST_TENSOR_UPLOAD(object);
   switch (prop_id) {
   case PROP_STORAGE:
-    GST_OBJECT_LOCK(self);
-    g_value_set_enum(value, self->storage);
-    GST_OBJECT_UNLOCK(self);
+    g_value_set_enum(value, self->backend->storage());
     break;
   case PROP_GPU_COPIED_BYTES:
     GST_OBJECT_LOCK(self);
@@ -443,153 +368,48 @@ static void gst_tensor_upload_get_property(GObject *object, guint prop_id, GValu
 
 static void gst_tensor_upload_finalize(GObject *object) {
   auto *self = GST_TENSOR_UPLOAD(object);
-  gst_clear_object(&self->pbo_allocator);
-  gst_clear_object(&self->d3d11_allocator);
-  gst_clear_object(&self->gl_worker);
-  gst_clear_object(&self->d3d11_device);
+  delete self->backend;
   G_OBJECT_CLASS(gst_tensor_upload_parent_class)->finalize(object);
 }
 
-/* storage=d3d11: the device is found (or made) and shared when the element
- * goes to READY, so that every element of the pipeline has it before any
- * starts streaming, and the reason a pipeline cannot have one is the error
- * the application sees. */
-static gboolean ensure_d3d11_device(GstTensorMemUpload *self) {
-  GError *error = nullptr;
-  if (!gst_tensor_d3d11_device_ensure(GST_ELEMENT(self), &self->d3d11_device, &error)) {
-    GST_ELEMENT_ERROR(self, RESOURCE, NOT_FOUND,
-                      ("storage=d3d11: %s. Outside Windows, set TENSORMEM_D3D11_DEVICE=software in the environment "
-                       "to use the software reference device, or choose storage=system, dmabuf or pbo.",
-                       error ? error->message : "no Direct3D 11 device could be had"),
-                      (nullptr));
-    g_clear_error(&error);
-    return FALSE;
-  }
-  GST_OBJECT_LOCK(self);
-  GstTensorMemD3D11Device *device = GST_TENSOR_D3D11_DEVICE(gst_object_ref(self->d3d11_device));
-  GST_OBJECT_UNLOCK(self);
-  GST_INFO_OBJECT(self, "D3D11 device %" GST_PTR_FORMAT " (%s)", device, gst_tensor_d3d11_device_get_name(device));
-  gst_object_unref(device);
-  return TRUE;
-}
-
-/* storage=d3d11 at start: an allocator of textures on the shared device. */
-static gboolean start_d3d11(GstTensorMemUpload *self) {
-  if (!ensure_d3d11_device(self))
-    return FALSE;
-  GST_OBJECT_LOCK(self);
-  GstTensorMemD3D11Device *device = GST_TENSOR_D3D11_DEVICE(gst_object_ref(self->d3d11_device));
-  GST_OBJECT_UNLOCK(self);
-  GstAllocator *allocator = gst_tensor_d3d11_allocator_new(device);
-  gst_object_unref(device);
-  set_allocator(self, &self->d3d11_allocator, allocator);
-  gst_object_unref(allocator);
-  return TRUE;
-}
-
 static gboolean gst_tensor_upload_start(GstBaseTransform *trans) {
-  auto *self = GST_TENSOR_UPLOAD(trans);
-  GST_OBJECT_LOCK(self);
-  const GstTensorMemStorage storage = self->storage;
-  GST_OBJECT_UNLOCK(self);
-  if (storage == GST_TENSOR_STORAGE_AUTO) {
-    const GstTensorMemStorage resolved = gst_tensor_storage_resolve(storage);
-    GST_INFO_OBJECT(self, "storage=auto resolves to %s: %s", storage_name(resolved),
-                    resolved == GST_TENSOR_STORAGE_DMABUF ? "a DMA heap under /dev/dma_heap is usable"
-                                                          : "no usable DMA heap under /dev/dma_heap");
-  } else {
-    GST_INFO_OBJECT(self, "storage=%s", storage_name(storage));
-  }
-  /* A storage this machine cannot give fails here, once, with the reason
-   * and the fix, instead of as "not-negotiated" from upstream when the pool
-   * it was offered cannot be activated. */
-  if (storage == GST_TENSOR_STORAGE_DMABUF) {
-    auto usable = tensormem::DmaBufStorage::check_source();
-    if (!usable) {
-      GST_ELEMENT_ERROR(self, RESOURCE, OPEN_READ_WRITE, ("storage=dmabuf: %s", usable.error().message().c_str()),
-                        (nullptr));
-      return FALSE;
-    }
-  }
-  if (storage == GST_TENSOR_STORAGE_D3D11)
-    return start_d3d11(self);
-  if (storage != GST_TENSOR_STORAGE_PBO)
-    return TRUE;
-
-  GError *error = nullptr;
-  if (!gst_tensor_gl_worker_ensure(GST_ELEMENT(self), &self->gl_worker, &error)) {
-    GST_ELEMENT_ERROR(self, RESOURCE, FAILED,
-                      ("storage=pbo: %s; use storage=system or storage=dmabuf on a machine without a usable EGL",
-                       error ? error->message : "no GL worker could be had"),
-                      (nullptr));
-    g_clear_error(&error);
-    return FALSE;
-  }
-  GST_OBJECT_LOCK(self);
-  GstTensorMemGlWorker *worker = GST_TENSOR_GL_WORKER(gst_object_ref(self->gl_worker));
-  GST_OBJECT_UNLOCK(self);
-  GstAllocator *allocator = gst_tensor_pbo_allocator_new(worker);
-  GST_INFO_OBJECT(self, "PBO memory of GL worker %" GST_PTR_FORMAT " (%s, %s)", worker,
-                  gst_tensor_gl_worker_get_renderer(worker), gst_tensor_gl_worker_get_version(worker));
-  gst_object_unref(worker);
-  set_allocator(self, &self->pbo_allocator, allocator);
-  gst_object_unref(allocator);
-  return TRUE;
+  return GST_TENSOR_UPLOAD(trans)->backend->start();
 }
 
-/* PBO and D3D11 memory already handed out keeps its own allocator (and worker or device). */
+/* Memory already handed out keeps its own allocator (and worker or device). */
 static gboolean gst_tensor_upload_stop(GstBaseTransform *trans) {
   auto *self = GST_TENSOR_UPLOAD(trans);
   reset_gl_route(self);
-  clear_allocator(self, &self->pbo_allocator);
-  clear_allocator(self, &self->d3d11_allocator);
+  self->backend->stop();
   gst_tensor_dmabuf_forget_foreign_imports(); // a stopped pipeline holds no foreign buffer
   return GST_BASE_TRANSFORM_CLASS(gst_tensor_upload_parent_class)->stop(trans);
 }
 
-/* storage=d3d11 finds its device on the way to READY. Back in NULL the
- * element lets go of its GL worker and D3D11 device, so the next run takes
- * whatever the pipeline (or the application) shares then. */
+/* A backend that wants its device before streaming (D3D11) finds it on the
+ * way to READY, so every element of the pipeline has it before any starts
+ * and the reason a pipeline cannot have one is the error the application
+ * sees. Back in NULL the element lets go of its shared objects, so the next
+ * run takes whatever the pipeline (or the application) shares then. */
 static GstStateChangeReturn gst_tensor_upload_change_state(GstElement *element, GstStateChange transition) {
-  if (transition == GST_STATE_CHANGE_NULL_TO_READY) {
-    auto *self = GST_TENSOR_UPLOAD(element);
-    GST_OBJECT_LOCK(self);
-    const bool d3d11 = self->storage == GST_TENSOR_STORAGE_D3D11;
-    GST_OBJECT_UNLOCK(self);
-    if (d3d11 && !ensure_d3d11_device(self))
-      return GST_STATE_CHANGE_FAILURE;
-  }
+  auto *self = GST_TENSOR_UPLOAD(element);
+  if (transition == GST_STATE_CHANGE_NULL_TO_READY && !self->backend->open())
+    return GST_STATE_CHANGE_FAILURE;
   GstStateChangeReturn ret = GST_ELEMENT_CLASS(gst_tensor_upload_parent_class)->change_state(element, transition);
-  if (transition == GST_STATE_CHANGE_READY_TO_NULL) {
-    auto *self = GST_TENSOR_UPLOAD(element);
-    GST_OBJECT_LOCK(self);
-    GstTensorMemGlWorker *worker = self->gl_worker;
-    self->gl_worker = nullptr;
-    GstTensorMemD3D11Device *device = self->d3d11_device;
-    self->d3d11_device = nullptr;
-    GST_OBJECT_UNLOCK(self);
-    if (worker)
-      gst_object_unref(worker);
-    if (device)
-      gst_object_unref(device);
-  }
+  if (transition == GST_STATE_CHANGE_READY_TO_NULL)
+    self->backend->close();
   return ret;
 }
 
 static void gst_tensor_upload_set_context(GstElement *element, GstContext *context) {
-  auto *self = GST_TENSOR_UPLOAD(element);
-  gst_tensor_gl_worker_handle_set_context(element, context, &self->gl_worker);
-  gst_tensor_d3d11_device_handle_set_context(element, context, &self->d3d11_device);
+  GST_TENSOR_UPLOAD(element)->backend->handle_set_context(context);
   GST_ELEMENT_CLASS(gst_tensor_upload_parent_class)->set_context(element, context);
 }
 
-/* Neighbours asking for the GL worker or the D3D11 device get ours. */
+/* Neighbours asking for our GL worker or D3D11 device get it. */
 static gboolean gst_tensor_upload_query(GstBaseTransform *trans, GstPadDirection direction, GstQuery *query) {
   auto *self = GST_TENSOR_UPLOAD(trans);
-  if (gst_tensor_gl_worker_handle_context_query(GST_ELEMENT(self), query, &self->gl_worker) ||
-      gst_tensor_d3d11_device_handle_context_query(GST_ELEMENT(self), query, &self->d3d11_device))
-    return TRUE;
-  return GST_BASE_TRANSFORM_CLASS(gst_tensor_upload_parent_class)->query(trans, direction, query);
+  return self->backend->handle_context_query(query) ||
+         GST_BASE_TRANSFORM_CLASS(gst_tensor_upload_parent_class)->query(trans, direction, query);
 }
 
 /* Sink caps → source caps: the same video, as memory:DMABuf first (DMA-BUF
@@ -612,24 +432,18 @@ static GstCaps *gst_tensor_upload_transform_caps(GstBaseTransform *trans, GstPad
     drop_gl_fields(plain);
   GstCaps *result;
   if (direction == GST_PAD_SINK) {
-    switch (resolved_storage(self)) {
-    case GST_TENSOR_STORAGE_DMABUF:
-      result = gst_caps_merge(gst_tensor_transform_caps_with_feature(plain, GST_CAPS_FEATURE_MEMORY_DMABUF), plain);
-      break;
-    case GST_TENSOR_STORAGE_PBO:
-    case GST_TENSOR_STORAGE_D3D11:
-      result = gst_tensor_transform_caps_with_feature(plain, resolved_storage(self) == GST_TENSOR_STORAGE_PBO
-                                                                 ? GST_CAPS_FEATURE_MEMORY_TENSOR_PBO
-                                                                 : GST_CAPS_FEATURE_MEMORY_TENSOR_D3D11);
+    const gst_tensormem::Backend &backend = backend_of(self);
+    result = gst_tensormem::caps_with_feature(plain, backend.caps_feature);
+    // DMA-BUF memory maps as system memory too: plain caps second.
+    if (&backend == &gst_tensormem::dmabuf_backend())
+      result = gst_caps_merge(result, plain);
+    else
       gst_caps_unref(plain);
-      break;
-    default: result = plain; break;
-    }
   } else {
     GstCaps *dmabuf = gst_tensor_transform_caps_with_feature(plain, GST_CAPS_FEATURE_MEMORY_DMABUF);
     GstCaps *gl_plain = gst_caps_ref(plain);
     result = gst_caps_merge(plain, dmabuf);
-    if (resolved_storage(self) == GST_TENSOR_STORAGE_PBO)
+    if (&backend_of(self) == &gst_tensormem::pbo_backend())
       result = with_gl_memory_caps(result, gl_plain);
     gst_caps_unref(gl_plain);
   }
@@ -676,8 +490,8 @@ static gboolean gst_tensor_upload_decide_allocation(GstBaseTransform *trans, Gst
 
   guint size = 0;
   gst_tensormem::UploadContext ctx = upload_context(self);
-  GstBufferPool *pool = gst_tensormem::upload_make_pool(ctx, ctx.storage, caps, GST_VIDEO_INFO_SIZE(&info), min_buffers,
-                                                        max_buffers, &size);
+  GstBufferPool *pool = gst_tensormem::backend_make_pool(*ctx.backend, GST_ELEMENT_CAST(self), ctx.allocator, caps,
+                                                        GST_VIDEO_INFO_SIZE(&info), min_buffers, max_buffers, &size);
   release_context(ctx);
   if (!pool)
     return FALSE;
@@ -732,10 +546,8 @@ static GstFlowReturn gst_tensor_upload_prepare_output_buffer(GstBaseTransform *t
     }
     // The CPU wrote these bytes (a copy, or a producer that wrote into our pool): a persistently and
     // coherently mapped PBO needs no fence for that, and no GL-thread trip per frame (issue 13).
-    if (ret == GST_FLOW_OK &&
-        (ctx.storage == GST_TENSOR_STORAGE_D3D11 ||
-         (ctx.storage == GST_TENSOR_STORAGE_PBO && gst_buffer_tensor_pbo_cpu_writes_need_fence(*outbuf))))
-      ret = fence_output(self, ctx.storage, inbuf, outbuf);
+    if (ret == GST_FLOW_OK)
+      ret = self->backend->fence_cpu_writes(inbuf, outbuf);
     if (ret == GST_FLOW_OK) {
       GST_LOG_OBJECT(self, "%" GST_PTR_FORMAT " took the %s path", inbuf, method.name);
       gst_tensor_transform_count_buffer(GST_TENSOR_TRANSFORM_CAST(self), copied);
@@ -818,7 +630,7 @@ static void gst_tensor_upload_class_init(GstTensorMemUploadClass *klass) {
 }
 
 static void gst_tensor_upload_init(GstTensorMemUpload *self) {
-  self->storage = GST_TENSOR_STORAGE_AUTO;
+  self->backend = new gst_tensormem::ElementBackend(GST_ELEMENT_CAST(self));
   // Our order (memory:DMABuf first for DMA-BUF storage) over "same caps as upstream first".
   gst_base_transform_set_prefer_passthrough(GST_BASE_TRANSFORM(self), FALSE);
 }

@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include <gst/tensormem/gsttensorbufferpool.h>
+
+#include <gst/tensormem/gsttensorbackend-private.h>
 #include <gst/tensormem/gsttensorcancel-private.h>
 #include <gst/tensormem/gsttensord3d11.h>
 #include <gst/tensormem/gsttensordmabuf.h>
@@ -669,3 +671,15 @@ void gst_tensor_buffer_pool_config_set_fence_timeout(GstStructure *config, GstCl
   g_return_if_fail(config != nullptr);
   gst_structure_set(config, kFenceTimeoutField, G_TYPE_UINT64, static_cast<guint64>(timeout), nullptr);
 }
+
+namespace gst_tensormem {
+
+GstBufferPool *new_tensor_pool(GstTensorMemStorage storage, GstAllocator *allocator) {
+  switch (storage) {
+  case GST_TENSOR_STORAGE_PBO: return gst_tensor_buffer_pool_new_for_pbo(allocator);
+  case GST_TENSOR_STORAGE_D3D11: return gst_tensor_buffer_pool_new_for_d3d11(allocator);
+  default: return gst_tensor_buffer_pool_new_for_storage(storage);
+  }
+}
+
+} // namespace gst_tensormem

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 #include <gst/tensormem/gsttensord3d11.h>
 
+#include <gst/tensormem/gsttensorbackend-private.h>
 #include <gst/tensormem/gsttensorbasememory-private.h>
+#include <gst/tensormem/gsttensord3d11device.h>
 #include <gst/tensormem/gsttensorfencemeta.h>
 #include <gst/tensormem/gsttensorformat.h>
 #include <gst/tensormem/gsttensormemallocator.h>
@@ -378,3 +380,53 @@ std::shared_ptr<tensormem::D3d11Texture> gst_tensor_d3d11_memory_get_texture(Gst
   auto storage = gst_tensor_d3d11_memory_get_storage(mem);
   return storage ? storage->texture() : nullptr;
 }
+
+/* ---- the D3D11 backend: the process device, shared through GstContext ---- */
+
+namespace gst_tensormem {
+
+namespace {
+gboolean d3d11_ensure_device(GstElement *element, GstObject **slot, GError **error) {
+  return gst_tensor_d3d11_device_ensure(element, reinterpret_cast<GstTensorMemD3D11Device **>(slot), error);
+}
+gboolean d3d11_handle_set_context(GstElement *element, GstContext *context, GstObject **slot) {
+  return gst_tensor_d3d11_device_handle_set_context(element, context,
+                                                    reinterpret_cast<GstTensorMemD3D11Device **>(slot));
+}
+gboolean d3d11_handle_context_query(GstElement *element, GstQuery *query, GstObject **slot) {
+  return gst_tensor_d3d11_device_handle_context_query(element, query,
+                                                      reinterpret_cast<GstTensorMemD3D11Device **>(slot));
+}
+void d3d11_describe_device(GstElement *element, GstObject *device) {
+  GST_INFO_OBJECT(element, "D3D11 device %" GST_PTR_FORMAT " (%s)", device,
+                  gst_tensor_d3d11_device_get_name(GST_TENSOR_D3D11_DEVICE(device)));
+}
+GstAllocator *d3d11_new_allocator(GstObject *device) {
+  return device ? gst_tensor_d3d11_allocator_new(GST_TENSOR_D3D11_DEVICE(device)) : nullptr;
+}
+/* Every write into a texture is ordered by the process fence. */
+gboolean d3d11_cpu_writes_need_fence(GstBuffer *) { return TRUE; }
+} // namespace
+
+const Backend &d3d11_backend() {
+  static const Backend backend = {
+      .storage = GST_TENSOR_STORAGE_D3D11,
+      .memory_name = "D3D11",
+      .caps_feature = GST_CAPS_FEATURE_MEMORY_TENSOR_D3D11,
+      .kind = tensormem::StorageKind::D3d11,
+      .ensure_device = d3d11_ensure_device,
+      .handle_set_context = d3d11_handle_set_context,
+      .handle_context_query = d3d11_handle_context_query,
+      .device_at_ready = true,
+      .device_error = GST_RESOURCE_ERROR_NOT_FOUND,
+      .device_failure = "storage=d3d11: %s. Outside Windows, set TENSORMEM_D3D11_DEVICE=software in the environment "
+                        "to use the software reference device, or choose storage=system, dmabuf or pbo.",
+      .describe_device = d3d11_describe_device,
+      .new_allocator = d3d11_new_allocator,
+      .cpu_writes_need_fence = d3d11_cpu_writes_need_fence,
+      .fence_writes = gst_buffer_fence_tensor_d3d11_writes,
+  };
+  return backend;
+}
+
+} // namespace gst_tensormem

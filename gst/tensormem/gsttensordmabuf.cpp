@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include <gst/tensormem/gsttensordmabuf.h>
 
+#include <gst/tensormem/gsttensorbackend-private.h>
 #include <gst/tensormem/gsttensordmabuf-private.h>
 #include <gst/tensormem/gsttensormapping-private.h>
 #include <gst/tensormem/gsttensorsidecache-private.h>
@@ -505,3 +506,33 @@ tensormem::Result<std::shared_ptr<tensormem::DmaBufStorage>> gst_tensor_dmabuf_m
  * Since: 0.1
  */
 void gst_tensor_dmabuf_forget_foreign_imports(void) { recent_imports().clear(); }
+
+/* ---- the DMA-BUF backend ---- */
+
+namespace gst_tensormem {
+
+namespace {
+gboolean dmabuf_check_usable(GstElement *element) {
+  auto usable = tensormem::DmaBufStorage::check_source();
+  if (usable)
+    return TRUE;
+  GST_ELEMENT_ERROR(element, RESOURCE, OPEN_READ_WRITE, ("storage=dmabuf: %s", usable.error().message().c_str()),
+                    (nullptr));
+  return FALSE;
+}
+GstAllocator *dmabuf_new_allocator(GstObject *) { return gst_tensor_dmabuf_allocator_get(); }
+} // namespace
+
+const Backend &dmabuf_backend() {
+  static const Backend backend = {
+      .storage = GST_TENSOR_STORAGE_DMABUF,
+      .memory_name = "DMA-BUF",
+      .caps_feature = GST_CAPS_FEATURE_MEMORY_DMABUF,
+      .kind = tensormem::StorageKind::DmaBuf,
+      .check_usable = dmabuf_check_usable,
+      .new_allocator = dmabuf_new_allocator,
+  };
+  return backend;
+}
+
+} // namespace gst_tensormem

@@ -24,7 +24,6 @@
 #include <gst/tensormem/gsttensorglcontext.h>
 #include <gst/tensormem/gsttensormemallocator.h>
 #include <gst/tensormem/gsttensormemconfig.h>
-#include <gst/tensormem/gsttensorpbo.h>
 
 #include <gst/tensormem/gsttensorcancel-private.h>
 
@@ -343,46 +342,6 @@ gboolean gst_buffer_add_tensor_mem_fences_from_memory(GstBuffer *buffer, GError 
     }
   }
   return TRUE;
-}
-
-/**
- * gst_buffer_fence_tensor_pbo_writes:
- * @buffer: a writable #GstBuffer
- * @error: a #GError, or %NULL
- *
- * For a buffer just written into PBO memory: the memory's GL worker fences
- * the GL commands queued so far (the unmap that hands the CPU's bytes to GL
- * included) and records the fence on each PBO storage, and the buffer gets
- * the fence metas of every write recorded on its storages. Does nothing for
- * a buffer without PBO memory, or a worker without EGL_KHR_fence_sync.
- *
- * Returns: %FALSE with @error set when fencing or attaching failed.
- *
- * Since: 0.1
- */
-gboolean gst_buffer_fence_tensor_pbo_writes(GstBuffer *buffer, GError **error) {
-  g_return_val_if_fail(GST_IS_BUFFER(buffer), FALSE);
-#if GST_TENSORMEM_HAVE_GL
-  bool any = false;
-  for (guint i = 0; i < gst_buffer_n_memory(buffer); ++i) {
-    GstMemory *mem = gst_buffer_peek_memory(buffer, i);
-    std::shared_ptr<tensormem::PboStorage> storage = gst_tensor_pbo_memory_get_storage(mem);
-    std::shared_ptr<tensormem::GlWorker> worker = gst_tensor_pbo_memory_get_core_gl_worker(mem);
-    if (!storage || !worker)
-      continue;
-    tensormem::Result<std::uint64_t> fenced = worker->fence_write(*storage);
-    if (!fenced) {
-      g_set_error(error, GST_RESOURCE_ERROR, GST_RESOURCE_ERROR_FAILED, "fencing the write into memory %u: %s", i,
-                  fenced.error().message().c_str());
-      return FALSE;
-    }
-    any = true;
-  }
-  return !any || gst_buffer_add_tensor_mem_fences_from_memory(buffer, error);
-#else
-  (void)error;
-  return TRUE;
-#endif
 }
 
 std::shared_ptr<tensormem::Timeline> gst_tensor_mem_fence_meta_get_timeline(GstTensorMemFenceMeta *meta) {

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include <gst/tensormem/gsttensormemory.h>
 
+#include <gst/tensormem/gsttensorbackend-private.h>
+
 #include <gst/tensormem/gsttensormapping-private.h>
 
 #include <tensormem/storage.hpp>
@@ -81,3 +83,24 @@ GstAllocator *gst_tensor_system_allocator_get(void) {
  * Since: 0.1
  */
 const gchar *gst_tensor_memory_get_last_map_failure(void) { return gst_tensormem::last_map_failure(); }
+
+/* ---- the system-memory backend ---- */
+
+namespace gst_tensormem {
+
+namespace {
+GstAllocator *system_new_allocator(GstObject *) { return gst_tensor_system_allocator_get(); }
+} // namespace
+
+const Backend &system_backend() {
+  static const Backend backend = {
+      .storage = GST_TENSOR_STORAGE_SYSTEM,
+      .memory_name = "system",
+      .caps_feature = nullptr,
+      .kind = tensormem::StorageKind::Mem,
+      .new_allocator = system_new_allocator,
+  };
+  return backend;
+}
+
+} // namespace gst_tensormem

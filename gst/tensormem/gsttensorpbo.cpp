@@ -2,6 +2,8 @@
 #include <gst/tensormem/gsttensormemconfig.h>
 #include <gst/tensormem/gsttensorpbo.h>
 
+#include <gst/tensormem/gsttensorbackend-private.h>
+#include <gst/tensormem/gsttensorfencemeta.h>
 #include <gst/tensormem/gsttensormapping-private.h>
 
 #include <tensormem/gl_worker.hpp>
@@ -259,3 +261,89 @@ std::shared_ptr<tensormem::GlWorker> gst_tensor_pbo_memory_get_core_gl_worker(Gs
   GstTensorMemGlWorker *worker = GST_TENSOR_PBO_ALLOCATOR_CAST(mem->allocator)->worker;
   return worker ? gst_tensor_gl_worker_get_core_gl_worker(worker) : nullptr;
 }
+
+/**
+ * gst_buffer_fence_tensor_pbo_writes:
+ * @buffer: a writable #GstBuffer
+ * @error: a #GError, or %NULL
+ *
+ * For a buffer just written into PBO memory: the memory's GL worker fences
+ * the GL commands queued so far (the unmap that hands the CPU's bytes to GL
+ * included) and records the fence on each PBO storage, and the buffer gets
+ * the fence metas of every write recorded on its storages. Does nothing for
+ * a buffer without PBO memory, or a worker without EGL_KHR_fence_sync.
+ *
+ * Returns: %FALSE with @error set when fencing or attaching failed.
+ *
+ * Since: 0.1
+ */
+gboolean gst_buffer_fence_tensor_pbo_writes(GstBuffer *buffer, GError **error) {
+  g_return_val_if_fail(GST_IS_BUFFER(buffer), FALSE);
+#if GST_TENSORMEM_HAVE_GL
+  bool any = false;
+  for (guint i = 0; i < gst_buffer_n_memory(buffer); ++i) {
+    GstMemory *mem = gst_buffer_peek_memory(buffer, i);
+    std::shared_ptr<tensormem::PboStorage> storage = gst_tensor_pbo_memory_get_storage(mem);
+    std::shared_ptr<tensormem::GlWorker> worker = gst_tensor_pbo_memory_get_core_gl_worker(mem);
+    if (!storage || !worker)
+      continue;
+    tensormem::Result<std::uint64_t> fenced = worker->fence_write(*storage);
+    if (!fenced) {
+      g_set_error(error, GST_RESOURCE_ERROR, GST_RESOURCE_ERROR_FAILED, "fencing the write into memory %u: %s", i,
+                  fenced.error().message().c_str());
+      return FALSE;
+    }
+    any = true;
+  }
+  return !any || gst_buffer_add_tensor_mem_fences_from_memory(buffer, error);
+#else
+  (void)error;
+  return TRUE;
+#endif
+}
+
+/* ---- the PBO backend: a GL worker shared through GstContext ---- */
+
+namespace gst_tensormem {
+
+namespace {
+gboolean pbo_ensure_device(GstElement *element, GstObject **slot, GError **error) {
+  return gst_tensor_gl_worker_ensure(element, reinterpret_cast<GstTensorMemGlWorker **>(slot), error);
+}
+gboolean pbo_handle_set_context(GstElement *element, GstContext *context, GstObject **slot) {
+  return gst_tensor_gl_worker_handle_set_context(element, context, reinterpret_cast<GstTensorMemGlWorker **>(slot));
+}
+gboolean pbo_handle_context_query(GstElement *element, GstQuery *query, GstObject **slot) {
+  return gst_tensor_gl_worker_handle_context_query(element, query, reinterpret_cast<GstTensorMemGlWorker **>(slot));
+}
+void pbo_describe_device(GstElement *element, GstObject *device) {
+  auto *worker = GST_TENSOR_GL_WORKER(device);
+  GST_INFO_OBJECT(element, "PBO memory of GL worker %" GST_PTR_FORMAT " (%s, %s)", worker,
+                  gst_tensor_gl_worker_get_renderer(worker), gst_tensor_gl_worker_get_version(worker));
+}
+GstAllocator *pbo_new_allocator(GstObject *device) {
+  return device ? gst_tensor_pbo_allocator_new(GST_TENSOR_GL_WORKER(device)) : nullptr;
+}
+} // namespace
+
+const Backend &pbo_backend() {
+  static const Backend backend = {
+      .storage = GST_TENSOR_STORAGE_PBO,
+      .memory_name = "PBO",
+      .caps_feature = GST_CAPS_FEATURE_MEMORY_TENSOR_PBO,
+      .kind = tensormem::StorageKind::Pbo,
+      .ensure_device = pbo_ensure_device,
+      .handle_set_context = pbo_handle_set_context,
+      .handle_context_query = pbo_handle_context_query,
+      .device_at_ready = false,
+      .device_error = GST_RESOURCE_ERROR_FAILED,
+      .device_failure = "storage=pbo: %s; use storage=system or storage=dmabuf on a machine without a usable EGL",
+      .describe_device = pbo_describe_device,
+      .new_allocator = pbo_new_allocator,
+      .cpu_writes_need_fence = gst_buffer_tensor_pbo_cpu_writes_need_fence,
+      .fence_writes = gst_buffer_fence_tensor_pbo_writes,
+  };
+  return backend;
+}
+
+} // namespace gst_tensormem

@@ -29,14 +29,6 @@ void ensure_debug_category() {
   }
 }
 
-const char *storage_name(GstTensorMemStorage storage) {
-  auto *klass = static_cast<GEnumClass *>(g_type_class_ref(GST_TYPE_TENSOR_STORAGE));
-  GEnumValue *value = g_enum_get_value(klass, storage);
-  const char *name = value ? value->value_nick : "auto";
-  g_type_class_unref(klass); // the enum class lives as long as its static type
-  return name;
-}
-
 bool all_memories(GstBuffer *buffer, bool (*is_kind)(const UploadContext &, GstMemory *), const UploadContext &ctx) {
   const guint n = gst_buffer_n_memory(buffer);
   if (n == 0)
@@ -62,15 +54,7 @@ bool caps_have_dmabuf(GstCaps *caps) {
  * repeat it three times): this runs for every memory of every buffer. */
 bool is_our_storage(const UploadContext &ctx, GstMemory *mem) {
   const tensormem::Tensor *tensor = gst_tensor_memory_get_tensor(mem);
-  if (!tensor)
-    return false;
-  switch (ctx.storage) {
-  case GST_TENSOR_STORAGE_SYSTEM: return tensor->storage_kind() == tensormem::StorageKind::Mem;
-  case GST_TENSOR_STORAGE_DMABUF: return tensor->storage_kind() == tensormem::StorageKind::DmaBuf;
-  case GST_TENSOR_STORAGE_PBO: return tensor->storage_kind() == tensormem::StorageKind::Pbo;
-  case GST_TENSOR_STORAGE_D3D11: return tensor->storage_kind() == tensormem::StorageKind::D3d11;
-  default: return false;
-  }
+  return tensor && tensor->storage_kind() == ctx.backend->kind;
 }
 
 gboolean passthrough_accept(const UploadContext &ctx, GstBuffer *in) { return all_memories(in, is_our_storage, ctx); }
@@ -87,18 +71,11 @@ gboolean passthrough_propose(const UploadContext &ctx, GstQuery *query) {
     GST_DEBUG_OBJECT(ctx.element, "allocation query without raw video caps: %" GST_PTR_FORMAT, caps);
     return FALSE;
   }
-  const GstTensorMemStorage storage = caps_have_dmabuf(caps) ? GST_TENSOR_STORAGE_DMABUF : ctx.storage;
-  GstAllocator *allocator = nullptr;
-  if (storage == GST_TENSOR_STORAGE_PBO)
-    allocator = ctx.pbo_allocator ? GST_ALLOCATOR_CAST(gst_object_ref(ctx.pbo_allocator)) : nullptr;
-  else if (storage == GST_TENSOR_STORAGE_D3D11)
-    allocator = ctx.d3d11_allocator ? GST_ALLOCATOR_CAST(gst_object_ref(ctx.d3d11_allocator)) : nullptr;
-  else if (storage == GST_TENSOR_STORAGE_DMABUF)
-    allocator = gst_tensor_dmabuf_allocator_get();
-  else
-    allocator = gst_tensor_system_allocator_get();
+  const Backend &backend = caps_have_dmabuf(caps) ? dmabuf_backend() : *ctx.backend;
+  GstAllocator *allocator = &backend == ctx.backend ? (ctx.allocator ? GST_ALLOCATOR_CAST(gst_object_ref(ctx.allocator)) : nullptr)
+                                                    : backend.new_allocator(nullptr);
   if (!allocator) {
-    GST_DEBUG_OBJECT(ctx.element, "no PBO or D3D11 allocator yet: nothing to propose");
+    GST_DEBUG_OBJECT(ctx.element, "no %s allocator yet: nothing to propose", backend.memory_name);
     return FALSE;
   }
   GstAllocationParams params;
@@ -106,8 +83,8 @@ gboolean passthrough_propose(const UploadContext &ctx, GstQuery *query) {
   params.align = GST_TENSOR_BUFFER_POOL_STRIDE_ALIGN - 1;
   if (need_pool) {
     guint size = 0;
-    GstBufferPool *pool =
-        upload_make_pool(ctx, storage, caps, GST_VIDEO_INFO_SIZE(&info), kProposedMinBuffers, 0, &size);
+    GstBufferPool *pool = backend_make_pool(backend, ctx.element, allocator, caps, GST_VIDEO_INFO_SIZE(&info),
+                                            kProposedMinBuffers, 0, &size);
     if (!pool) {
       gst_object_unref(allocator);
       return FALSE;
@@ -124,7 +101,7 @@ gboolean passthrough_propose(const UploadContext &ctx, GstQuery *query) {
 
 GstFlowReturn passthrough_perform(const UploadContext &ctx, GstBuffer *in, GstBuffer **out, gsize *) {
   GST_LOG_OBJECT(ctx.element, "%" GST_PTR_FORMAT " is %s tensor memory already, passing it through", in,
-                 storage_name(ctx.storage));
+                 ctx.backend->memory_name);
   *out = in;
   return GST_FLOW_OK;
 }
@@ -134,7 +111,7 @@ GstFlowReturn passthrough_perform(const UploadContext &ctx, GstBuffer *in, GstBu
 bool is_dmabuf(const UploadContext &, GstMemory *mem) { return gst_is_dmabuf_memory(mem); }
 
 gboolean fd_import_accept(const UploadContext &ctx, GstBuffer *in) {
-  return ctx.storage == GST_TENSOR_STORAGE_DMABUF && all_memories(in, is_dmabuf, ctx);
+  return ctx.backend == &dmabuf_backend() && all_memories(in, is_dmabuf, ctx);
 }
 
 /* Upstream's own DMA-BUF pool is what this path wants: nothing to ask. */
@@ -225,38 +202,6 @@ const UploadMethod &upload_method_for(const UploadContext &ctx, GstBuffer *in) {
 gboolean upload_propose_allocation(const UploadContext &ctx, GstQuery *query) {
   ensure_debug_category();
   return propose_all(kMethods, ctx, query);
-}
-
-GstBufferPool *upload_make_pool(const UploadContext &ctx, GstTensorMemStorage storage, GstCaps *caps, guint size,
-                                guint min_buffers, guint max_buffers, guint *aligned_size) {
-  ensure_debug_category();
-  GstBufferPool *pool;
-  if (storage == GST_TENSOR_STORAGE_PBO) {
-    if (!ctx.pbo_allocator) {
-      GST_WARNING_OBJECT(ctx.element, "no PBO allocator: the element has not started");
-      return nullptr;
-    }
-    pool = gst_tensor_buffer_pool_new_for_pbo(ctx.pbo_allocator);
-  } else if (storage == GST_TENSOR_STORAGE_D3D11) {
-    if (!ctx.d3d11_allocator) {
-      GST_WARNING_OBJECT(ctx.element, "no D3D11 allocator: the element has not started");
-      return nullptr;
-    }
-    pool = gst_tensor_buffer_pool_new_for_d3d11(ctx.d3d11_allocator);
-  } else {
-    pool = gst_tensor_buffer_pool_new_for_storage(storage);
-  }
-  GstStructure *config = gst_buffer_pool_get_config(pool);
-  gst_buffer_pool_config_set_params(config, caps, size, min_buffers, max_buffers);
-  if (!gst_buffer_pool_set_config(pool, config)) {
-    GST_WARNING_OBJECT(ctx.element, "%s tensor buffer pool refused caps %" GST_PTR_FORMAT, storage_name(storage), caps);
-    gst_object_unref(pool);
-    return nullptr;
-  }
-  config = gst_buffer_pool_get_config(pool);
-  gst_buffer_pool_config_get_params(config, nullptr, aligned_size, nullptr, nullptr);
-  gst_structure_free(config);
-  return pool;
 }
 
 } // namespace gst_tensormem

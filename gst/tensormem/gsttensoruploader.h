@@ -5,7 +5,7 @@
  * and how it makes the output (perform). C++ only; not installed. */
 #pragma once
 
-#include <gst/tensormem/gsttensorstorage.h>
+#include <gst/tensormem/gsttensorbackend-private.h>
 #include <gst/tensormem/tensormem-prelude.h>
 #include <gst/video/video.h>
 
@@ -14,9 +14,8 @@ namespace gst_tensormem {
 /* What the upload paths need from their element. Borrowed for one call. */
 struct UploadContext {
   GstElement *element;
-  GstTensorMemStorage storage;   // resolved: never AUTO
-  GstAllocator *pbo_allocator;   // storage=pbo: the element's, else NULL
-  GstAllocator *d3d11_allocator; // storage=d3d11: the element's, else NULL
+  const Backend *backend;        // the element's storage, resolved
+  GstAllocator *allocator;       // the backend's allocator between start and stop, else NULL
   const GstVideoInfo *info;      // the negotiated frame (perform only)
   GstBufferPool *output_pool;    // the element's decided pool (perform only)
   /* The element's GstBaseTransform::copy_metadata for a buffer it made. */
@@ -51,10 +50,5 @@ const UploadMethod &upload_method_for(const UploadContext &ctx, GstBuffer *in);
 GST_TENSORMEM_API
 gboolean upload_propose_allocation(const UploadContext &ctx, GstQuery *query);
 
-/* A tensor pool of `storage` configured for `caps` (what the copy path
- * writes into); NULL after a warning when the pool refuses the config. */
-GST_TENSORMEM_API
-GstBufferPool *upload_make_pool(const UploadContext &ctx, GstTensorMemStorage storage, GstCaps *caps, guint size,
-                                guint min_buffers, guint max_buffers, guint *aligned_size);
 
 } // namespace gst_tensormem

@@ -1,0 +1,156 @@
+// SPDX-License-Identifier: Apache-2.0
+/* Private to libgsttensormem: one backend per storage family, and the state
+ * an element keeps for the backend of its storage.
+ *
+ * A Backend says everything an element needs to know about a storage: the
+ * caps feature of its memory, the process-wide object it needs (a GL worker,
+ * a D3D11 device: shared through GstContext) and when to find it, the start
+ * check that names what this machine lacks, its allocator and pool, and how
+ * a CPU write into its memory is fenced. Each storage unit defines its entry
+ * (gsttensormemallocator.cpp, gsttensordmabuf.cpp, gsttensorpbo.cpp,
+ * gsttensord3d11.cpp); backend_for() is the one switch over storages.
+ *
+ * ElementBackend is what an element holds: the storage property, the shared
+ * objects its neighbours or the application gave it, and the allocator
+ * between start and stop. Elements call it and never name a storage.
+ * C++ only; not installed. */
+#pragma once
+
+#include <gst/tensormem/gsttensorstorage.h>
+#include <gst/tensormem/tensormem-prelude.h>
+#include <gst/video/video.h>
+
+#include <tensormem/types.hpp>
+
+#include <cstddef>
+
+/* A class's members are exported as GST_TENSORMEM_API exports a function
+ * (the plugin links to them); GStreamer's macro is for declarations only. */
+#define GST_TENSORMEM_CLASS_API __attribute__((visibility("default")))
+
+namespace gst_tensormem {
+
+struct Backend {
+  GstTensorMemStorage storage;
+  /* In messages: "system", "DMA-BUF", "PBO", "D3D11". */
+  const char *memory_name;
+  /* The caps feature of the output memory; NULL: plain system-memory caps. */
+  const char *caps_feature = nullptr;
+  tensormem::StorageKind kind;
+
+  /* The shared object this storage needs, or all NULL. The slot holds a
+   * GstObject of the backend's type. */
+  gboolean (*ensure_device)(GstElement *element, GstObject **slot, GError **error) = nullptr;
+  gboolean (*handle_set_context)(GstElement *element, GstContext *context, GstObject **slot) = nullptr;
+  gboolean (*handle_context_query)(GstElement *element, GstQuery *query, GstObject **slot) = nullptr;
+  /* TRUE: the device is found on the way to READY, so that every element has
+   * it before any streams (D3D11); else at start. */
+  bool device_at_ready = false;
+  /* Posted when no device can be had: the error, then the fix (printf format
+   * with the reason as its one %s). */
+  GstResourceError device_error = GST_RESOURCE_ERROR_FAILED;
+  const char *device_failure = nullptr;
+  /* Logs which device was found. */
+  void (*describe_device)(GstElement *element, GstObject *device) = nullptr;
+
+  /* Start check: FALSE after an element error naming what is missing. NULL: none. */
+  gboolean (*check_usable)(GstElement *element) = nullptr;
+  /* The allocator of this storage's memory (new reference); `device` is the
+   * slot's object, NULL for storages without one. */
+  GstAllocator *(*new_allocator)(GstObject *device) = nullptr;
+  /* After a CPU write into a buffer of this memory: TRUE when it needs a
+   * fence (fence_writes adds one). NULL: never. */
+  gboolean (*cpu_writes_need_fence)(GstBuffer *buffer) = nullptr;
+  gboolean (*fence_writes)(GstBuffer *buffer, GError **error) = nullptr;
+};
+
+/* Each storage unit's entry. */
+GST_TENSORMEM_API
+const Backend &system_backend();
+GST_TENSORMEM_API
+const Backend &dmabuf_backend();
+GST_TENSORMEM_API
+const Backend &pbo_backend();
+GST_TENSORMEM_API
+const Backend &d3d11_backend();
+
+/* The backend of `storage`, resolved (gst_tensor_storage_resolve()). */
+GST_TENSORMEM_API
+const Backend &backend_for(GstTensorMemStorage storage);
+
+/* The property's nick: "auto", "system", "dmabuf", "pbo" or "d3d11". */
+GST_TENSORMEM_API
+const char *storage_nick(GstTensorMemStorage storage);
+
+/* `caps` with every structure's features replaced by `feature` (NULL: none). */
+GST_TENSORMEM_API
+GstCaps *caps_with_feature(GstCaps *caps, const char *feature);
+
+/* A pool of the backend's memory configured for `caps`; NULL after a warning
+ * when the element has no allocator yet or the pool refuses the config. */
+GST_TENSORMEM_API
+GstBufferPool *backend_make_pool(const Backend &backend, GstElement *element, GstAllocator *allocator, GstCaps *caps,
+                                 guint size, guint min_buffers, guint max_buffers, guint *aligned_size);
+
+/* A tensor pool of `storage` (not AUTO) whose buffers are memory of
+ * `allocator` (the backend's). Defined by the pool (gsttensorbufferpool.cpp). */
+GST_TENSORMEM_API
+GstBufferPool *new_tensor_pool(GstTensorMemStorage storage, GstAllocator *allocator);
+
+/* One element's use of the backend of its storage property. The element's
+ * object lock guards every field; the methods take it themselves. */
+class GST_TENSORMEM_CLASS_API ElementBackend {
+public:
+  explicit ElementBackend(GstElement *element, GstTensorMemStorage storage = GST_TENSOR_STORAGE_AUTO);
+  ~ElementBackend();
+  ElementBackend(const ElementBackend &) = delete;
+  ElementBackend &operator=(const ElementBackend &) = delete;
+
+  /* The property (AUTO allowed; mutable in NULL and READY). */
+  void set_storage(GstTensorMemStorage storage);
+  GstTensorMemStorage storage() const;
+  /* The backend the property resolves to. */
+  const Backend &backend() const;
+
+  /* GstElement::change_state: NULL→READY finds the device of a backend
+   * that wants it then (FALSE after an element error); READY→NULL lets go
+   * of every shared object, so the next run takes what is shared then. */
+  gboolean open();
+  void close();
+  /* GstBaseTransform::start/stop: the start check, the device, the allocator. */
+  gboolean start();
+  void stop();
+
+  /* GstElement::set_context and context queries, for every backend's shared
+   * object (a context may arrive before the storage is chosen). */
+  void handle_set_context(GstContext *context);
+  gboolean handle_context_query(GstQuery *query);
+
+  /* New references (or NULL): the allocator between start and stop, the
+   * backend's shared object. */
+  GstAllocator *allocator() const;
+  GstObject *device() const;
+  /* Replaces the backend's shared object and its allocator (GstGL interop:
+   * a GL worker that shares GstGL's context). */
+  void use_device(GstObject *device);
+
+  /* After a CPU write into `*outbuf` (the input itself when passed
+   * through): fences it where the backend needs that; GST_FLOW_ERROR after
+   * an element error. A passed-through input that is not writable is shared
+   * first. */
+  GstFlowReturn fence_cpu_writes(GstBuffer *inbuf, GstBuffer **outbuf) const;
+  /* Fences a write into `*outbuf` unconditionally (a GPU write). */
+  GstFlowReturn fence_writes(GstBuffer *inbuf, GstBuffer **outbuf) const;
+
+private:
+  static constexpr std::size_t kSlots = 4; // one per backend_for() entry
+  GstObject **slot_of(const Backend &backend);
+  gboolean ensure_device(const Backend &backend);
+
+  GstElement *element_;
+  GstTensorMemStorage storage_;
+  GstObject *devices_[kSlots] = {};
+  GstAllocator *allocator_ = nullptr;
+};
+
+} // namespace gst_tensormem
