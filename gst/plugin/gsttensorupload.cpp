@@ -73,42 +73,27 @@
 #include "gsttensorupload.h"
 
 #include <gst/tensormem/gsttensorbackend-private.h>
-#include <gst/tensormem/gsttensorbufferpool.h>
 #include <gst/tensormem/gsttensord3d11.h>
-#include <gst/tensormem/gsttensord3d11device.h>
 #include <gst/tensormem/gsttensordmabuf.h>
 #include <gst/tensormem/gsttensorfencemeta.h>
 #include <gst/tensormem/gsttensorformat.h>
-#include <gst/tensormem/gsttensorglcontext.h>
 #include <gst/tensormem/gsttensorgstgl.h>
 #include <gst/tensormem/gsttensormemconfig.h>
-#include <gst/tensormem/gsttensormemory.h>
 #include <gst/tensormem/gsttensormemvalidate.h>
 #include <gst/tensormem/gsttensorpbo.h>
 #include <gst/tensormem/gsttensoruploader.h>
 
 
-#include <memory>
-#include <new>
 #include <string>
 
 GST_DEBUG_CATEGORY_STATIC(gst_tensor_upload_debug);
 #define GST_CAT_DEFAULT gst_tensor_upload_debug
 
-/* GstGL interop: how memory:GLMemory textures reach PBO memory. */
-enum GstTensorMemGlRoute {
-  GL_ROUTE_UNDECIDED,
-  GL_ROUTE_GPU, // our worker shares GstGL's EGL context: read on the GPU
-  GL_ROUTE_CPU, // it cannot (GstGL on GLX): GstGL downloads, one CPU copy
-};
-
 struct _GstTensorMemUpload {
   GstTensorMemTransform parent;
   gst_tensormem::ElementBackend *backend; // the storage property, its shared device and allocator
-  gboolean gl_input;                     // memory:GLMemory negotiated (GstGL interop); streaming thread
-  GstTensorMemGlRoute gl_route;          // how textures reach PBOs, decided at the first buffer; streaming thread
-  GstBufferPool *gl_pool;                // PBOs for memory:GLMemory input, of gl_route's worker; streaming thread
-  guint64 gpu_copied_bytes;              // guarded by the object lock
+  gst_tensormem::Uploader *uploader;      // the upload methods and their state; streaming thread
+  guint64 gpu_copied_bytes;               // guarded by the object lock
 };
 
 namespace {
@@ -145,15 +130,21 @@ void copy_metadata(GstElement *element, GstBuffer *in, GstBuffer *out) {
   gst_tensor_transform_copy_metadata(GST_TENSOR_TRANSFORM_CAST(element), in, out);
 }
 
+GstFlowReturn allow_copy(GstElement *element, GstBuffer *inbuf, const char *refusal, const char *why) {
+  return gst_tensor_transform_allow_copy(GST_TENSOR_TRANSFORM_CAST(element), inbuf, refusal, why);
+}
+
 /* What the upload paths need from this element. `allocator` is a new
  * reference (or NULL), released by release_context(). */
 gst_tensormem::UploadContext upload_context(GstTensorMemUpload *self) {
   gst_tensormem::UploadContext ctx{};
   ctx.element = GST_ELEMENT_CAST(self);
+  ctx.element_backend = self->backend;
   ctx.backend = &backend_of(self);
   ctx.allocator = self->backend->allocator();
   ctx.info = gst_tensor_transform_get_info(GST_TENSOR_TRANSFORM_CAST(self));
   ctx.copy_metadata = copy_metadata;
+  ctx.allow_copy = allow_copy;
   return ctx;
 }
 
@@ -176,162 +167,6 @@ void honour_gl_sync(GstTensorMemUpload *self, GstBuffer *inbuf) {
 void drop_gl_fields(GstCaps *caps) {
   for (guint i = 0; i < gst_caps_get_size(caps); ++i)
     gst_structure_remove_field(gst_caps_get_structure(caps, i), "texture-target");
-}
-
-/* GstGL interop, source caps → sink caps (storage=pbo only: an upstream
- * that can give either, like gldownload, would otherwise hand the other
- * storages textures): the same video as 2D textures of a 4-byte format, last
- * in preference. */
-GstCaps *with_gl_memory_caps(GstCaps *sink_caps, GstCaps *plain) {
-#if GST_TENSORMEM_HAVE_GSTGL && GST_TENSORMEM_HAVE_GL
-  GstCaps *textures = gst_tensor_transform_caps_with_feature(plain, GST_TENSOR_CAPS_FEATURE_MEMORY_GL_MEMORY);
-  GstCaps *allowed = gst_caps_from_string(UPLOAD_GL_MEMORY_CAPS);
-  GstCaps *gl = gst_caps_intersect_full(textures, allowed, GST_CAPS_INTERSECT_FIRST);
-  gst_caps_unref(textures);
-  gst_caps_unref(allowed);
-  return gst_caps_merge(sink_caps, gl);
-#else
-  (void)plain;
-  return sink_caps;
-#endif
-}
-
-/* GstGL interop: forgets the route and its pool (new caps, stop). */
-void reset_gl_route(GstTensorMemUpload *self) {
-  self->gl_route = GL_ROUTE_UNDECIDED;
-  if (GstBufferPool *pool = self->gl_pool) {
-    self->gl_pool = nullptr;
-    gst_buffer_pool_set_active(pool, FALSE);
-    gst_object_unref(pool);
-  }
-}
-
-/* GstGL interop at set_caps: memory:GLMemory needs storage=pbo; the route is
- * decided at the first buffer, from the context of its texture (a GstGL
- * source may make its context only after the caps: gltestsrc). */
-gboolean negotiate_gl_input(GstTensorMemUpload *self, GstCaps *incaps) {
-  reset_gl_route(self);
-  GstCapsFeatures *features = gst_caps_get_features(incaps, 0);
-  self->gl_input = features && gst_caps_features_contains(features, GST_TENSOR_CAPS_FEATURE_MEMORY_GL_MEMORY);
-  if (!self->gl_input || &backend_of(self) == &gst_tensormem::pbo_backend())
-    return TRUE;
-  GST_ELEMENT_ERROR(self, CORE, NEGOTIATION,
-                    ("memory:GLMemory input needs storage=pbo (this element has storage=%s): GstGL textures are "
-                     "read into OpenGL PBOs; put gldownload in front for the other storages.",
-                     gst_tensormem::storage_nick(backend_of(self).storage)),
-                    ("caps %" GST_PTR_FORMAT, incaps));
-  return FALSE;
-}
-
-/* A pool of PBOs of `allocator` for the output caps into gl_pool. */
-gboolean make_gl_pool(GstTensorMemUpload *self, GstAllocator *allocator) {
-  GstCaps *caps = gst_pad_get_current_caps(GST_BASE_TRANSFORM_SRC_PAD(self));
-  if (!caps) {
-    GST_ELEMENT_ERROR(self, CORE, NEGOTIATION, ("No output caps."), (nullptr));
-    return FALSE;
-  }
-  guint size = 0;
-  self->gl_pool = gst_tensormem::backend_make_pool(
-      gst_tensormem::pbo_backend(), GST_ELEMENT_CAST(self), allocator, caps,
-      GST_VIDEO_INFO_SIZE(gst_tensor_transform_get_info(GST_TENSOR_TRANSFORM_CAST(self))), 0, 0, &size);
-  gst_caps_unref(caps);
-  if (self->gl_pool && gst_buffer_pool_set_active(self->gl_pool, TRUE))
-    return TRUE;
-  GST_ELEMENT_ERROR(self, RESOURCE, SETTINGS, ("Cannot make a PBO pool for memory:GLMemory input."), (nullptr));
-  return FALSE;
-}
-
-/* GstGL interop at the first buffer: where our worker can share the
- * texture's context (GstGL on EGL), a worker sharing it replaces the
- * element's and textures are read on the GPU; where it cannot (GstGL on
- * GLX, its X11 default), GstGL downloads each texture on its own thread
- * and the frame is copied into PBO memory of the element's worker, a
- * counted copy that require-zero-copy=true refuses, naming the fix. */
-gboolean choose_gl_route(GstTensorMemUpload *self, GstBuffer *inbuf) {
-  GstMemory *mem = gst_buffer_n_memory(inbuf) > 0 ? gst_buffer_peek_memory(inbuf, 0) : nullptr;
-  GError *error = nullptr;
-  gchar *why = nullptr;
-  const gboolean shareable = mem && gst_tensor_gl_memory_can_share(mem, &why);
-  if (why) { // GL memory of a context we cannot share
-    GstAllocator *allocator = self->backend->allocator();
-    gchar *message = g_strdup_printf("require-zero-copy=true refuses the CPU copy of memory:GLMemory input: %s; "
-                                     "set GST_GL_PLATFORM=egl in the environment so that textures are read on "
-                                     "the GPU",
-                                     why);
-    const gboolean allowed =
-        gst_tensor_transform_allow_copy(GST_TENSOR_TRANSFORM(self), inbuf, message, why) == GST_FLOW_OK;
-    g_free(message);
-    GST_INFO_OBJECT(self, "memory:GLMemory: %s: GstGL downloads each texture, one CPU copy into PBO memory", why);
-    g_free(why);
-    const gboolean made = allowed && allocator && make_gl_pool(self, allocator);
-    if (allowed && !allocator)
-      GST_ELEMENT_ERROR(self, RESOURCE, SETTINGS, ("storage=pbo has no PBO allocator."), (nullptr));
-    if (allocator)
-      gst_object_unref(allocator);
-    self->gl_route = made ? GL_ROUTE_CPU : GL_ROUTE_UNDECIDED;
-    return made;
-  }
-  auto *worker = reinterpret_cast<GstTensorMemGlWorker *>(self->backend->device());
-  // Not GL memory at all: the query names what is missing upstream.
-  const gboolean shared = shareable ? gst_tensor_gl_worker_ensure_for_gl_memory(mem, &worker, &error)
-                                    : gst_tensor_gl_worker_ensure_gstgl(GST_ELEMENT(self), &worker, &error);
-  if (!shared) {
-    GST_ELEMENT_ERROR(self, RESOURCE, SETTINGS, ("memory:GLMemory input: %s.", error ? error->message : "no GL worker"),
-                      ("%" GST_PTR_FORMAT, inbuf));
-    g_clear_error(&error);
-    gst_clear_object(&worker);
-    return FALSE;
-  }
-  GST_INFO_OBJECT(self, "memory:GLMemory: PBOs of GL worker %" GST_PTR_FORMAT " (%s), sharing GstGL's context", worker,
-                  gst_tensor_gl_worker_get_platform(worker));
-  self->backend->use_device(GST_OBJECT_CAST(worker));
-  gst_object_unref(worker);
-  GstAllocator *allocator = self->backend->allocator();
-  const gboolean made = allocator && make_gl_pool(self, allocator);
-  gst_clear_object(&allocator);
-  self->gl_route = made ? GL_ROUTE_GPU : GL_ROUTE_UNDECIDED;
-  return made;
-}
-
-/* GstGL interop, per buffer: on the GPU route the texture is read into a PBO
- * on the GPU (no CPU copy: copied-bytes stays 0, gpu-copied-bytes counts
- * it), and the output keeps the input (its texture) alive until it is
- * freed, since GstGL reuses textures of released buffers; on the CPU route
- * GstGL downloads it and the frame is copied (copied-bytes counts it). */
-GstFlowReturn upload_gl_memory(GstTensorMemUpload *self, GstBuffer *inbuf, GstBuffer **outbuf) {
-  if (self->gl_route == GL_ROUTE_UNDECIDED && !choose_gl_route(self, inbuf))
-    return GST_FLOW_ERROR;
-  const GstVideoInfo *info = gst_tensor_transform_get_info(GST_TENSOR_TRANSFORM_CAST(self));
-  GstFlowReturn ret = gst_buffer_pool_acquire_buffer(self->gl_pool, outbuf, nullptr);
-  if (ret != GST_FLOW_OK)
-    return ret;
-  gst_buffer_copy_into(*outbuf, inbuf,
-                       static_cast<GstBufferCopyFlags>(GST_BUFFER_COPY_FLAGS | GST_BUFFER_COPY_TIMESTAMPS), 0,
-                       static_cast<gsize>(-1));
-  const bool gpu = self->gl_route == GL_ROUTE_GPU;
-  gsize copied = 0;
-  GError *error = nullptr;
-  if (!gpu)
-    honour_gl_sync(self, inbuf);
-  if (gpu ? !gst_buffer_read_gl_memory_into_tensor_pbo(*outbuf, inbuf, info, &copied, &error)
-          : !gst_buffer_copy_gl_memory_into_tensor(*outbuf, inbuf, info, &copied, &error)) {
-    GST_ELEMENT_ERROR(self, STREAM, FAILED, ("Cannot read the GL texture into PBO memory: %s.", error->message),
-                      ("%" GST_PTR_FORMAT, inbuf));
-    g_clear_error(&error);
-    gst_clear_buffer(outbuf);
-    return GST_FLOW_ERROR;
-  }
-  if (gpu) {
-    gst_buffer_add_parent_buffer_meta(*outbuf, inbuf);
-    ret = self->backend->fence_writes(inbuf, outbuf);
-    if (ret != GST_FLOW_OK)
-      return ret;
-    GST_OBJECT_LOCK(self);
-    self->gpu_copied_bytes += copied;
-    GST_OBJECT_UNLOCK(self);
-  }
-  gst_tensor_transform_count_buffer(GST_TENSOR_TRANSFORM_CAST(self), gpu ? 0 : copied);
-  return GST_FLOW_OK;
 }
 
 } // namespace
@@ -368,6 +203,7 @@ static void gst_tensor_upload_get_property(GObject *object, guint prop_id, GValu
 
 static void gst_tensor_upload_finalize(GObject *object) {
   auto *self = GST_TENSOR_UPLOAD(object);
+  delete self->uploader;
   delete self->backend;
   G_OBJECT_CLASS(gst_tensor_upload_parent_class)->finalize(object);
 }
@@ -379,7 +215,7 @@ static gboolean gst_tensor_upload_start(GstBaseTransform *trans) {
 /* Memory already handed out keeps its own allocator (and worker or device). */
 static gboolean gst_tensor_upload_stop(GstBaseTransform *trans) {
   auto *self = GST_TENSOR_UPLOAD(trans);
-  reset_gl_route(self);
+  self->uploader->reset();
   self->backend->stop();
   gst_tensor_dmabuf_forget_foreign_imports(); // a stopped pipeline holds no foreign buffer
   return GST_BASE_TRANSFORM_CLASS(gst_tensor_upload_parent_class)->stop(trans);
@@ -441,11 +277,10 @@ static GstCaps *gst_tensor_upload_transform_caps(GstBaseTransform *trans, GstPad
       gst_caps_unref(plain);
   } else {
     GstCaps *dmabuf = gst_tensor_transform_caps_with_feature(plain, GST_CAPS_FEATURE_MEMORY_DMABUF);
-    GstCaps *gl_plain = gst_caps_ref(plain);
-    result = gst_caps_merge(plain, dmabuf);
-    if (&backend_of(self) == &gst_tensormem::pbo_backend())
-      result = with_gl_memory_caps(result, gl_plain);
-    gst_caps_unref(gl_plain);
+    gst_tensormem::UploadContext ctx = upload_context(self);
+    GstCaps *more = self->uploader->sink_caps(ctx, plain);
+    release_context(ctx);
+    result = gst_caps_merge(gst_caps_merge(plain, dmabuf), more);
   }
   if (filter) {
     GstCaps *tmp = gst_caps_intersect_full(filter, result, GST_CAPS_INTERSECT_FIRST);
@@ -467,7 +302,7 @@ static gboolean gst_tensor_upload_propose_allocation(GstBaseTransform *trans, Gs
     return FALSE;
 
   gst_tensormem::UploadContext ctx = upload_context(self);
-  const gboolean proposed = gst_tensormem::upload_propose_allocation(ctx, query);
+  const gboolean proposed = self->uploader->propose_allocation(ctx, query);
   release_context(ctx);
   return proposed;
 }
@@ -508,17 +343,14 @@ static gboolean gst_tensor_upload_decide_allocation(GstBaseTransform *trans, Gst
 static GstFlowReturn gst_tensor_upload_prepare_output_buffer(GstBaseTransform *trans, GstBuffer *inbuf,
                                                              GstBuffer **outbuf) {
   auto *self = GST_TENSOR_UPLOAD_CAST(trans);
-  if (self->gl_input)
-    return upload_gl_memory(self, inbuf, outbuf);
   gst_tensormem::UploadContext ctx = upload_context(self);
-  GstFlowReturn ret = gst_tensor_mem_element_validate_buffer(GST_ELEMENT_CAST(self), inbuf, ctx.info);
-  if (ret != GST_FLOW_OK) {
-    release_context(ctx);
-    return ret;
+  const gst_tensormem::UploadMethod &method = self->uploader->method_for(ctx, inbuf);
+  GstFlowReturn ret = GST_FLOW_OK;
+  if (method.raw_input) {
+    ret = gst_tensor_mem_element_validate_buffer(GST_ELEMENT_CAST(self), inbuf, ctx.info);
+    honour_gl_sync(self, inbuf);
   }
-  honour_gl_sync(self, inbuf);
-  const gst_tensormem::UploadMethod &method = gst_tensormem::upload_method_for(ctx, inbuf);
-  if (method.copies)
+  if (ret == GST_FLOW_OK && method.copies)
     ret = gst_tensor_transform_allow_copy(
         GST_TENSOR_TRANSFORM_CAST(self), inbuf,
         "require-zero-copy=true refuses a copy: the input is neither memory of the offered tensor buffer pool nor "
@@ -528,57 +360,44 @@ static GstFlowReturn gst_tensor_upload_prepare_output_buffer(GstBaseTransform *t
   // A path that makes a new buffer reads the input (a copy) or hands its
   // memory on in a buffer of ours: the producers' writes must be complete
   // first. Passed through, the buffer keeps its fences for downstream.
-  const bool new_buffer = !gst_tensormem::upload_method_is_passthrough(method);
-  if (ret == GST_FLOW_OK && new_buffer && gst_buffer_get_meta(inbuf, GST_TENSOR_MEM_FENCE_META_API_TYPE))
+  const bool new_buffer = !gst_tensormem::Uploader::is_passthrough(method);
+  if (ret == GST_FLOW_OK && method.raw_input && new_buffer &&
+      gst_buffer_get_meta(inbuf, GST_TENSOR_MEM_FENCE_META_API_TYPE))
     ret = gst_tensor_mem_element_wait_fences(GST_ELEMENT_CAST(self), inbuf, GST_TENSOR_MEM_FENCE_DEFAULT_TIMEOUT,
                                              gst_tensor_transform_get_waits(GST_TENSOR_TRANSFORM_CAST(self)), nullptr);
+  gst_tensormem::UploadResult result;
   if (ret == GST_FLOW_OK) {
     // Only a path that makes a new buffer needs the pool (its lock and reference).
     if (new_buffer)
       ctx.output_pool = gst_base_transform_get_buffer_pool(trans);
-    gsize copied = 0;
-    try {
-      ret = method.perform(ctx, inbuf, outbuf, &copied);
-    } catch (const std::bad_alloc &) {
-      GST_ELEMENT_ERROR(self, RESOURCE, NO_SPACE_LEFT, ("Out of memory."),
-                        ("taking the %s path for %" GST_PTR_FORMAT, method.name, inbuf));
-      ret = GST_FLOW_ERROR;
-    }
-    // The CPU wrote these bytes (a copy, or a producer that wrote into our pool): a persistently and
-    // coherently mapped PBO needs no fence for that, and no GL-thread trip per frame (issue 13).
-    if (ret == GST_FLOW_OK)
-      ret = self->backend->fence_cpu_writes(inbuf, outbuf);
-    if (ret == GST_FLOW_OK) {
-      GST_LOG_OBJECT(self, "%" GST_PTR_FORMAT " took the %s path", inbuf, method.name);
-      gst_tensor_transform_count_buffer(GST_TENSOR_TRANSFORM_CAST(self), copied);
+    ret = self->uploader->perform(method, ctx, inbuf, outbuf, &result);
+  }
+  // The CPU wrote these bytes (a copy, or a producer that wrote into our pool): a persistently and
+  // coherently mapped PBO needs no fence for that, and no GL-thread trip per frame (issue 13).
+  if (ret == GST_FLOW_OK && method.raw_input)
+    ret = self->backend->fence_cpu_writes(inbuf, outbuf);
+  if (ret == GST_FLOW_OK) {
+    GST_LOG_OBJECT(self, "%" GST_PTR_FORMAT " took the %s path", inbuf, method.name);
+    gst_tensor_transform_count_buffer(GST_TENSOR_TRANSFORM_CAST(self), result.copied);
+    if (result.gpu_copied) {
+      GST_OBJECT_LOCK(self);
+      self->gpu_copied_bytes += result.gpu_copied;
+      GST_OBJECT_UNLOCK(self);
     }
   }
   release_context(ctx);
   return ret;
 }
 
-/* storage=d3d11 advertises every format the other storages take (the
- * template is one for all), but DXGI has no texture for some (I420 and the
- * other three-plane YUV formats): refused here by name, not left to fail in
- * the pool as a bare not-negotiated. */
-static gboolean check_d3d11_format(GstTensorMemUpload *self, GstCaps *outcaps) {
-  const GstCapsFeatures *features = gst_caps_get_features(outcaps, 0);
-  GstVideoInfo info;
-  if (!features || !gst_caps_features_contains(features, GST_CAPS_FEATURE_MEMORY_TENSOR_D3D11) ||
-      !gst_video_info_from_caps(&info, outcaps) || gst_tensor_d3d11_has_texture_layout(&info))
-    return TRUE;
-  GST_ELEMENT_ERROR(self, CORE, NEGOTIATION,
-                    ("storage=d3d11 has no Direct3D 11 texture for %s frames.", GST_VIDEO_INFO_NAME(&info)),
-                    ("textures hold RGBA, BGRA, BGRx, GRAY8, RGB, planar RGB, NV12, NV16 and NV24; put videoconvert "
-                     "before tensorupload (NV12 for YUV), or choose storage=system, dmabuf or pbo. Caps: %" GST_PTR_FORMAT,
-                     outcaps));
-  return FALSE;
-}
-
 static gboolean gst_tensor_upload_set_caps(GstBaseTransform *trans, GstCaps *incaps, GstCaps *outcaps) {
-  return check_d3d11_format(GST_TENSOR_UPLOAD(trans), outcaps) &&
-         GST_BASE_TRANSFORM_CLASS(gst_tensor_upload_parent_class)->set_caps(trans, incaps, outcaps) &&
-         negotiate_gl_input(GST_TENSOR_UPLOAD(trans), incaps);
+  auto *self = GST_TENSOR_UPLOAD(trans);
+  if (!self->backend->check_caps(outcaps) ||
+      !GST_BASE_TRANSFORM_CLASS(gst_tensor_upload_parent_class)->set_caps(trans, incaps, outcaps))
+    return FALSE;
+  gst_tensormem::UploadContext ctx = upload_context(self);
+  const gboolean set = self->uploader->set_caps(ctx, incaps, outcaps);
+  release_context(ctx);
+  return set;
 }
 
 static void gst_tensor_upload_class_init(GstTensorMemUploadClass *klass) {
@@ -631,6 +450,7 @@ static void gst_tensor_upload_class_init(GstTensorMemUploadClass *klass) {
 
 static void gst_tensor_upload_init(GstTensorMemUpload *self) {
   self->backend = new gst_tensormem::ElementBackend(GST_ELEMENT_CAST(self));
+  self->uploader = new gst_tensormem::Uploader();
   // Our order (memory:DMABuf first for DMA-BUF storage) over "same caps as upstream first".
   gst_base_transform_set_prefer_passthrough(GST_BASE_TRANSFORM(self), FALSE);
 }

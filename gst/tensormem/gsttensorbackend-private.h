@@ -53,6 +53,9 @@ struct Backend {
   /* Logs which device was found. */
   void (*describe_device)(GstElement *element, GstObject *device) = nullptr;
 
+  /* At set_caps, for output caps of this memory: FALSE after an element
+   * error naming a format the memory cannot hold. NULL: all can. */
+  gboolean (*check_caps)(GstElement *element, GstCaps *caps) = nullptr;
   /* Start check: FALSE after an element error naming what is missing. NULL: none. */
   gboolean (*check_usable)(GstElement *element) = nullptr;
   /* The allocator of this storage's memory (new reference); `device` is the
@@ -125,6 +128,10 @@ public:
    * object (a context may arrive before the storage is chosen). */
   void handle_set_context(GstContext *context);
   gboolean handle_context_query(GstQuery *query);
+
+  /* GstBaseTransform::set_caps: FALSE after an element error when output
+   * caps of the backend's memory name a format it cannot hold. */
+  gboolean check_caps(GstCaps *outcaps) const;
 
   /* New references (or NULL): the allocator between start and stop, the
    * backend's shared object. */

@@ -208,6 +208,16 @@ gboolean ElementBackend::handle_context_query(GstQuery *query) {
   return FALSE;
 }
 
+gboolean ElementBackend::check_caps(GstCaps *outcaps) const {
+  const Backend &backend = this->backend();
+  if (!backend.check_caps || !backend.caps_feature)
+    return TRUE;
+  const GstCapsFeatures *features = gst_caps_get_features(outcaps, 0);
+  if (!features || !gst_caps_features_contains(features, backend.caps_feature))
+    return TRUE;
+  return backend.check_caps(element_, outcaps);
+}
+
 GstAllocator *ElementBackend::allocator() const {
   // A storage without a device has one process-wide allocator: the current
   // property's, even when it changed after start.

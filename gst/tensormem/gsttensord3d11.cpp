@@ -404,6 +404,21 @@ void d3d11_describe_device(GstElement *element, GstObject *device) {
 GstAllocator *d3d11_new_allocator(GstObject *device) {
   return device ? gst_tensor_d3d11_allocator_new(GST_TENSOR_D3D11_DEVICE(device)) : nullptr;
 }
+/* Advertised with every format the other storages take (the template is
+ * one for all), but DXGI has no texture for some (I420 and the other
+ * three-plane YUV formats): refused by name, not left to fail in the pool as
+ * a bare not-negotiated. */
+gboolean d3d11_check_caps(GstElement *element, GstCaps *caps) {
+  GstVideoInfo info;
+  if (!gst_video_info_from_caps(&info, caps) || gst_tensor_d3d11_has_texture_layout(&info))
+    return TRUE;
+  GST_ELEMENT_ERROR(element, CORE, NEGOTIATION,
+                    ("storage=d3d11 has no Direct3D 11 texture for %s frames.", GST_VIDEO_INFO_NAME(&info)),
+                    ("textures hold RGBA, BGRA, BGRx, GRAY8, RGB, planar RGB, NV12, NV16 and NV24; put videoconvert "
+                     "before tensorupload (NV12 for YUV), or choose storage=system, dmabuf or pbo. Caps: %" GST_PTR_FORMAT,
+                     caps));
+  return FALSE;
+}
 /* Every write into a texture is ordered by the process fence. */
 gboolean d3d11_cpu_writes_need_fence(GstBuffer *) { return TRUE; }
 } // namespace
@@ -422,6 +437,7 @@ const Backend &d3d11_backend() {
       .device_failure = "storage=d3d11: %s. Outside Windows, set TENSORMEM_D3D11_DEVICE=software in the environment "
                         "to use the software reference device, or choose storage=system, dmabuf or pbo.",
       .describe_device = d3d11_describe_device,
+      .check_caps = d3d11_check_caps,
       .new_allocator = d3d11_new_allocator,
       .cpu_writes_need_fence = d3d11_cpu_writes_need_fence,
       .fence_writes = gst_buffer_fence_tensor_d3d11_writes,

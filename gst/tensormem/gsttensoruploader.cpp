@@ -3,13 +3,15 @@
 
 #include <gst/allocators/gstdmabuf.h>
 #include <gst/tensormem/gsttensorbufferpool.h>
-#include <gst/tensormem/gsttensord3d11.h>
 #include <gst/tensormem/gsttensordmabuf.h>
+#include <gst/tensormem/gsttensorfencemeta.h>
 #include <gst/tensormem/gsttensorframecopy-private.h>
+#include <gst/tensormem/gsttensorgstgl.h>
 #include <gst/tensormem/gsttensormemallocator.h>
+#include <gst/tensormem/gsttensormemconfig.h>
 #include <gst/tensormem/gsttensormemory.h>
-#include <gst/tensormem/gsttensormethodtable-private.h>
 
+#include <iterator>
 #include <utility>
 
 GST_DEBUG_CATEGORY_STATIC(gst_tensor_uploader_debug);
@@ -57,7 +59,9 @@ bool is_our_storage(const UploadContext &ctx, GstMemory *mem) {
   return tensor && tensor->storage_kind() == ctx.backend->kind;
 }
 
-gboolean passthrough_accept(const UploadContext &ctx, GstBuffer *in) { return all_memories(in, is_our_storage, ctx); }
+gboolean passthrough_accept(const UploadContext &ctx, void *, GstBuffer *in) {
+  return all_memories(in, is_our_storage, ctx);
+}
 
 /* Our pool, the allocator and GstVideoMeta, so the producer writes straight
  * into tensor memory and the buffer passes through. An upstream that
@@ -99,7 +103,7 @@ gboolean passthrough_propose(const UploadContext &ctx, GstQuery *query) {
   return TRUE;
 }
 
-GstFlowReturn passthrough_perform(const UploadContext &ctx, GstBuffer *in, GstBuffer **out, gsize *) {
+GstFlowReturn passthrough_perform(const UploadContext &ctx, void *, GstBuffer *in, GstBuffer **out, UploadResult *) {
   GST_LOG_OBJECT(ctx.element, "%" GST_PTR_FORMAT " is %s tensor memory already, passing it through", in,
                  ctx.backend->memory_name);
   *out = in;
@@ -110,7 +114,7 @@ GstFlowReturn passthrough_perform(const UploadContext &ctx, GstBuffer *in, GstBu
 
 bool is_dmabuf(const UploadContext &, GstMemory *mem) { return gst_is_dmabuf_memory(mem); }
 
-gboolean fd_import_accept(const UploadContext &ctx, GstBuffer *in) {
+gboolean fd_import_accept(const UploadContext &ctx, void *, GstBuffer *in) {
   return ctx.backend == &dmabuf_backend() && all_memories(in, is_dmabuf, ctx);
 }
 
@@ -120,7 +124,7 @@ gboolean fd_import_propose(const UploadContext &, GstQuery *) { return FALSE; }
 /* Wraps each DMA-BUF memory of `in` as DMA-BUF tensor memory of the same
  * buffer (the import is cached per buffer, see
  * gst_tensor_dmabuf_memory_import_storage()), without a copy. */
-GstFlowReturn fd_import_perform(const UploadContext &ctx, GstBuffer *in, GstBuffer **outbuf, gsize *) {
+GstFlowReturn fd_import_perform(const UploadContext &ctx, void *, GstBuffer *in, GstBuffer **outbuf, UploadResult *) {
   GST_LOG_OBJECT(ctx.element, "%" GST_PTR_FORMAT " is DMA-BUF memory, importing it", in);
   GstAllocator *allocator = gst_tensor_dmabuf_allocator_get();
   GstBuffer *out = gst_buffer_new();
@@ -173,35 +177,274 @@ GstFlowReturn fd_import_perform(const UploadContext &ctx, GstBuffer *in, GstBuff
 
 /* ---- copy: anything else, once, into the element's output pool ---- */
 
-gboolean copy_accept(const UploadContext &, GstBuffer *) { return TRUE; }
+gboolean copy_accept(const UploadContext &, void *, GstBuffer *) { return TRUE; }
 
 gboolean copy_propose(const UploadContext &, GstQuery *) { return FALSE; }
 
-GstFlowReturn copy_perform(const UploadContext &ctx, GstBuffer *in, GstBuffer **out, gsize *copied) {
+GstFlowReturn copy_perform(const UploadContext &ctx, void *, GstBuffer *in, GstBuffer **out, UploadResult *result) {
   const GstFlowReturn ret = copy_frame_into_pool(ctx.element, ctx.output_pool, ctx.info, in, out, ctx.copy_metadata);
   if (ret == GST_FLOW_OK)
-    *copied = GST_VIDEO_INFO_SIZE(ctx.info);
+    result->copied = GST_VIDEO_INFO_SIZE(ctx.info);
+  return ret;
+}
+
+/* ---- GstGL textures (memory:GLMemory), for PBO storage ---- */
+
+/* How textures reach PBO memory, decided at the first buffer from the
+ * context of its texture (a GstGL source may make its context only after
+ * the caps: gltestsrc). */
+enum class GlRoute {
+  Undecided,
+  Gpu, // our worker shares GstGL's EGL context: read on the GPU
+  Cpu, // it cannot (GstGL on GLX): GstGL downloads, one CPU copy
+};
+
+struct GlState {
+  gboolean input = FALSE;   // memory:GLMemory negotiated
+  GlRoute route = GlRoute::Undecided;
+  GstBufferPool *pool = nullptr; // PBOs of the route's worker
+  GstCaps *outcaps = nullptr;
+};
+
+void *gl_new_state() { return new GlState(); }
+
+void gl_reset(void *state) {
+  auto *gl = static_cast<GlState *>(state);
+  gl->route = GlRoute::Undecided;
+  if (GstBufferPool *pool = gl->pool) {
+    gl->pool = nullptr;
+    gst_buffer_pool_set_active(pool, FALSE);
+    gst_object_unref(pool);
+  }
+}
+
+void gl_free_state(void *state) {
+  auto *gl = static_cast<GlState *>(state);
+  gl_reset(gl);
+  gst_clear_caps(&gl->outcaps);
+  delete gl;
+}
+
+/* Textures of 4-byte formats (an RGBA8 texture holds the bytes as they
+ * are), 2D. */
+constexpr const char *kGlMemoryCaps =
+    "video/x-raw(" GST_TENSOR_CAPS_FEATURE_MEMORY_GL_MEMORY "), format=(string){ RGBA, BGRA, RGBx, BGRx }, "
+    "texture-target=(string)2D";
+
+/* Source caps → sink caps (storage=pbo only: an upstream that can give
+ * either, like gldownload, would otherwise hand the other storages
+ * textures): the same video as textures, last in preference. */
+GstCaps *gl_sink_caps(const UploadContext &ctx, GstCaps *plain) {
+#if GST_TENSORMEM_HAVE_GSTGL && GST_TENSORMEM_HAVE_GL
+  if (ctx.backend != &pbo_backend())
+    return nullptr;
+  GstCaps *textures = caps_with_feature(plain, GST_TENSOR_CAPS_FEATURE_MEMORY_GL_MEMORY);
+  GstCaps *allowed = gst_caps_from_string(kGlMemoryCaps);
+  GstCaps *gl = gst_caps_intersect_full(textures, allowed, GST_CAPS_INTERSECT_FIRST);
+  gst_caps_unref(textures);
+  gst_caps_unref(allowed);
+  return gl;
+#else
+  (void)ctx;
+  (void)plain;
+  return nullptr;
+#endif
+}
+
+/* memory:GLMemory needs storage=pbo. */
+gboolean gl_set_caps(const UploadContext &ctx, void *state, GstCaps *incaps, GstCaps *outcaps) {
+  auto *gl = static_cast<GlState *>(state);
+  gl_reset(gl);
+  gst_caps_replace(&gl->outcaps, outcaps);
+  GstCapsFeatures *features = gst_caps_get_features(incaps, 0);
+  gl->input = features && gst_caps_features_contains(features, GST_TENSOR_CAPS_FEATURE_MEMORY_GL_MEMORY);
+  if (!gl->input || ctx.backend == &pbo_backend())
+    return TRUE;
+  GST_ELEMENT_ERROR(ctx.element, CORE, NEGOTIATION,
+                    ("memory:GLMemory input needs storage=pbo (this element has storage=%s): GstGL textures are "
+                     "read into OpenGL PBOs; put gldownload in front for the other storages.",
+                     storage_nick(ctx.backend->storage)),
+                    ("caps %" GST_PTR_FORMAT, incaps));
+  return FALSE;
+}
+
+gboolean gl_accept(const UploadContext &, void *state, GstBuffer *) { return static_cast<GlState *>(state)->input; }
+
+/* GstGL's own pool serves the textures: nothing to ask. */
+gboolean gl_propose(const UploadContext &, GstQuery *) { return FALSE; }
+
+/* A pool of PBOs of the element's allocator for the output caps. */
+gboolean gl_make_pool(const UploadContext &ctx, GlState *gl) {
+  GstAllocator *allocator = ctx.element_backend->allocator();
+  guint size = 0;
+  if (allocator && gl->outcaps)
+    gl->pool = backend_make_pool(pbo_backend(), ctx.element, allocator, gl->outcaps, GST_VIDEO_INFO_SIZE(ctx.info), 0,
+                                 0, &size);
+  gst_clear_object(&allocator);
+  if (gl->pool && gst_buffer_pool_set_active(gl->pool, TRUE))
+    return TRUE;
+  GST_ELEMENT_ERROR(ctx.element, RESOURCE, SETTINGS, ("Cannot make a PBO pool for memory:GLMemory input."),
+                    ("allocator %s, caps %" GST_PTR_FORMAT, allocator ? "present" : "missing", gl->outcaps));
+  return FALSE;
+}
+
+/* Where our worker can share the texture's context (GstGL on EGL), a worker
+ * sharing it replaces the element's and textures are read on the GPU; where
+ * it cannot (GstGL on GLX, its X11 default), GstGL downloads each texture on
+ * its own thread and the frame is copied into PBO memory of the element's
+ * worker, a counted copy that require-zero-copy=true refuses, naming the
+ * fix. */
+gboolean gl_choose_route(const UploadContext &ctx, GlState *gl, GstBuffer *in) {
+  GstMemory *mem = gst_buffer_n_memory(in) > 0 ? gst_buffer_peek_memory(in, 0) : nullptr;
+  gchar *why = nullptr;
+  const gboolean shareable = mem && gst_tensor_gl_memory_can_share(mem, &why);
+  if (why) { // GL memory of a context we cannot share
+    gchar *refusal = g_strdup_printf("require-zero-copy=true refuses the CPU copy of memory:GLMemory input: %s; "
+                                     "set GST_GL_PLATFORM=egl in the environment so that textures are read on "
+                                     "the GPU",
+                                     why);
+    const gboolean allowed = ctx.allow_copy(ctx.element, in, refusal, why) == GST_FLOW_OK;
+    g_free(refusal);
+    GST_INFO_OBJECT(ctx.element, "memory:GLMemory: %s: GstGL downloads each texture, one CPU copy into PBO memory",
+                    why);
+    g_free(why);
+    gl->route = allowed && gl_make_pool(ctx, gl) ? GlRoute::Cpu : GlRoute::Undecided;
+    return gl->route != GlRoute::Undecided;
+  }
+  auto *worker = reinterpret_cast<GstTensorMemGlWorker *>(ctx.element_backend->device());
+  GError *error = nullptr;
+  // Not GL memory at all: the query names what is missing upstream.
+  const gboolean shared = shareable ? gst_tensor_gl_worker_ensure_for_gl_memory(mem, &worker, &error)
+                                    : gst_tensor_gl_worker_ensure_gstgl(ctx.element, &worker, &error);
+  if (!shared) {
+    GST_ELEMENT_ERROR(ctx.element, RESOURCE, SETTINGS,
+                      ("memory:GLMemory input: %s.", error ? error->message : "no GL worker"), ("%" GST_PTR_FORMAT, in));
+    g_clear_error(&error);
+    gst_clear_object(&worker);
+    return FALSE;
+  }
+  GST_INFO_OBJECT(ctx.element, "memory:GLMemory: PBOs of GL worker %" GST_PTR_FORMAT " (%s), sharing GstGL's context",
+                  worker, gst_tensor_gl_worker_get_platform(worker));
+  ctx.element_backend->use_device(GST_OBJECT_CAST(worker));
+  gst_object_unref(worker);
+  gl->route = gl_make_pool(ctx, gl) ? GlRoute::Gpu : GlRoute::Undecided;
+  return gl->route != GlRoute::Undecided;
+}
+
+/* On the GPU route the texture is read into a PBO on the GPU (no CPU copy),
+ * the write fenced, and the output keeps the input (its texture) alive until
+ * it is freed, since GstGL reuses textures of released buffers; on the CPU
+ * route GstGL downloads it (after its GstGLSyncMeta) and the frame is
+ * copied. */
+GstFlowReturn gl_perform(const UploadContext &ctx, void *state, GstBuffer *in, GstBuffer **out, UploadResult *result) {
+  auto *gl = static_cast<GlState *>(state);
+  if (gl->route == GlRoute::Undecided && !gl_choose_route(ctx, gl, in))
+    return GST_FLOW_ERROR;
+  GstFlowReturn ret = gst_buffer_pool_acquire_buffer(gl->pool, out, nullptr);
+  if (ret != GST_FLOW_OK)
+    return ret;
+  gst_buffer_copy_into(*out, in, static_cast<GstBufferCopyFlags>(GST_BUFFER_COPY_FLAGS | GST_BUFFER_COPY_TIMESTAMPS),
+                       0, static_cast<gsize>(-1));
+  const bool gpu = gl->route == GlRoute::Gpu;
+  gsize copied = 0;
+  GError *error = nullptr;
+  if (!gpu)
+    gst_buffer_wait_gl_sync_metas(in);
+  if (gpu ? !gst_buffer_read_gl_memory_into_tensor_pbo(*out, in, ctx.info, &copied, &error)
+          : !gst_buffer_copy_gl_memory_into_tensor(*out, in, ctx.info, &copied, &error)) {
+    GST_ELEMENT_ERROR(ctx.element, STREAM, FAILED, ("Cannot read the GL texture into PBO memory: %s.", error->message),
+                      ("%" GST_PTR_FORMAT, in));
+    g_clear_error(&error);
+    gst_clear_buffer(out);
+    return GST_FLOW_ERROR;
+  }
+  if (!gpu) {
+    result->copied = copied;
+    return GST_FLOW_OK;
+  }
+  gst_buffer_add_parent_buffer_meta(*out, in);
+  ret = ctx.element_backend->fence_writes(in, out);
+  if (ret == GST_FLOW_OK)
+    result->gpu_copied = copied;
   return ret;
 }
 
 const UploadMethod kMethods[] = {
-    {"pass-through", FALSE, passthrough_accept, passthrough_propose, passthrough_perform},
-    {"fd-import", FALSE, fd_import_accept, fd_import_propose, fd_import_perform},
-    {"copy", TRUE, copy_accept, copy_propose, copy_perform},
+    {"gstgl", FALSE, FALSE, gl_new_state, gl_free_state, gl_sink_caps, gl_set_caps, gl_reset, gl_accept, gl_propose,
+     gl_perform},
+    {"pass-through", FALSE, TRUE, nullptr, nullptr, nullptr, nullptr, nullptr, passthrough_accept, passthrough_propose,
+     passthrough_perform},
+    {"fd-import", FALSE, TRUE, nullptr, nullptr, nullptr, nullptr, nullptr, fd_import_accept, fd_import_propose,
+     fd_import_perform},
+    {"copy", TRUE, TRUE, nullptr, nullptr, nullptr, nullptr, nullptr, copy_accept, copy_propose, copy_perform},
 };
+constexpr const UploadMethod &kPassthrough = kMethods[1];
 
 } // namespace
 
-bool upload_method_is_passthrough(const UploadMethod &method) { return &method == &kMethods[0]; }
+static_assert(std::size(kMethods) <= 4, "Uploader keeps one state slot per method");
 
-const UploadMethod &upload_method_for(const UploadContext &ctx, GstBuffer *in) {
+Uploader::Uploader() {
   ensure_debug_category();
-  return first_accepting(kMethods, ctx, in);
+  for (std::size_t i = 0; i < std::size(kMethods); ++i)
+    states_[i] = kMethods[i].new_state ? kMethods[i].new_state() : nullptr;
 }
 
-gboolean upload_propose_allocation(const UploadContext &ctx, GstQuery *query) {
-  ensure_debug_category();
-  return propose_all(kMethods, ctx, query);
+Uploader::~Uploader() {
+  for (std::size_t i = 0; i < std::size(kMethods); ++i) {
+    if (kMethods[i].free_state)
+      kMethods[i].free_state(states_[i]);
+  }
+}
+
+void *Uploader::state_of(const UploadMethod &method) { return states_[&method - kMethods]; }
+
+GstCaps *Uploader::sink_caps(const UploadContext &ctx, GstCaps *plain) {
+  GstCaps *result = gst_caps_new_empty();
+  for (const UploadMethod &method : kMethods) {
+    if (!method.sink_caps)
+      continue;
+    if (GstCaps *more = method.sink_caps(ctx, plain))
+      result = gst_caps_merge(result, more);
+  }
+  return result;
+}
+
+gboolean Uploader::set_caps(const UploadContext &ctx, GstCaps *incaps, GstCaps *outcaps) {
+  for (const UploadMethod &method : kMethods) {
+    if (method.set_caps && !method.set_caps(ctx, state_of(method), incaps, outcaps))
+      return FALSE;
+  }
+  return TRUE;
+}
+
+void Uploader::reset() {
+  for (const UploadMethod &method : kMethods) {
+    if (method.reset)
+      method.reset(state_of(method));
+  }
+}
+
+const UploadMethod &Uploader::method_for(const UploadContext &ctx, GstBuffer *in) {
+  for (const UploadMethod &method : kMethods) {
+    if (method.accept(ctx, state_of(method), in))
+      return method;
+  }
+  return kMethods[std::size(kMethods) - 1];
+}
+
+GstFlowReturn Uploader::perform(const UploadMethod &method, const UploadContext &ctx, GstBuffer *in, GstBuffer **out,
+                                UploadResult *result) {
+  return method.perform(ctx, state_of(method), in, out, result);
+}
+
+bool Uploader::is_passthrough(const UploadMethod &method) { return &method == &kPassthrough; }
+
+gboolean Uploader::propose_allocation(const UploadContext &ctx, GstQuery *query) {
+  gboolean proposed = FALSE;
+  for (const UploadMethod &method : kMethods)
+    proposed |= method.propose(ctx, query);
+  return proposed;
 }
 
 } // namespace gst_tensormem
