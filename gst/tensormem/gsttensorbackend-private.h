@@ -137,6 +137,11 @@ public:
    * backend's shared object. */
   GstAllocator *allocator() const;
   GstObject *device() const;
+  /* The shared object of `backend` (any entry, not only the property's):
+   * found or made without posting anything (FALSE with `error` set), and
+   * read (a new reference, or NULL). */
+  gboolean find_device(const Backend &backend, GError **error);
+  GstObject *device_of(const Backend &backend) const;
   /* Replaces the backend's shared object and its allocator (GstGL interop:
    * a GL worker that shares GstGL's context). */
   void use_device(GstObject *device);

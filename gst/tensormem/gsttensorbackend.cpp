@@ -128,11 +128,17 @@ GstTensorMemStorage ElementBackend::storage() const {
 
 const Backend &ElementBackend::backend() const { return backend_for(storage()); }
 
+gboolean ElementBackend::find_device(const Backend &backend, GError **error) {
+  return !backend.ensure_device || backend.ensure_device(element_, slot_of(backend), error);
+}
+
+GstObject *ElementBackend::device_of(const Backend &backend) const {
+  return peek_ref(element_, const_cast<ElementBackend *>(this)->slot_of(backend));
+}
+
 gboolean ElementBackend::ensure_device(const Backend &backend) {
-  if (!backend.ensure_device)
-    return TRUE;
   GError *error = nullptr;
-  if (!backend.ensure_device(element_, slot_of(backend), &error)) {
+  if (!find_device(backend, &error)) {
     gchar *message = g_strdup_printf(backend.device_failure, error ? error->message : "no device could be had");
     gst_element_message_full(element_, GST_MESSAGE_ERROR, GST_RESOURCE_ERROR, backend.device_error, message, nullptr,
                              __FILE__, GST_FUNCTION, __LINE__);
@@ -140,7 +146,7 @@ gboolean ElementBackend::ensure_device(const Backend &backend) {
     return FALSE;
   }
   if (backend.describe_device) {
-    GstObject *device = peek_ref(element_, slot_of(backend));
+    GstObject *device = device_of(backend);
     backend.describe_device(element_, device);
     gst_clear_object(&device);
   }
@@ -227,10 +233,7 @@ GstAllocator *ElementBackend::allocator() const {
   return GST_ALLOCATOR_CAST(peek_ref(element_, reinterpret_cast<GstObject *const *>(&allocator_)));
 }
 
-GstObject *ElementBackend::device() const {
-  const Backend &backend = this->backend();
-  return peek_ref(element_, const_cast<ElementBackend *>(this)->slot_of(backend));
-}
+GstObject *ElementBackend::device() const { return device_of(backend()); }
 
 void ElementBackend::use_device(GstObject *device) {
   const Backend &backend = this->backend();

@@ -1,0 +1,97 @@
+// SPDX-License-Identifier: Apache-2.0
+/* Private to libgsttensormem and its elements: the frame → tensor converter
+ * behind tensorconvert (as GstGLColorConvert is behind glcolorconvert).
+ *
+ * It owns everything between negotiation and the output buffer: the
+ * conversion (tensormem::FrameConverter), its output pool, the CPU path's row
+ * threads, and the GL path (the compute pass on a GL worker shared through
+ * GstContext, the staging PBO for frames in other memory, the waits for the
+ * input's fences and the fence of the pass's write). The element keeps its
+ * properties and caps and hands each frame over. The batching element reuses
+ * it per slot. C++ only; not installed. */
+#pragma once
+
+#include <gst/tensormem/gsttensorbackend-private.h>
+#include <gst/tensormem/tensormem-prelude.h>
+#include <gio/gio.h>
+#include <gst/video/video.h>
+
+#include <tensormem/frame_convert.hpp>
+
+#include <memory>
+#include <vector>
+
+namespace gst_tensormem {
+
+/* Where a conversion runs: the property's values. */
+enum class ConvertBackend : gint { Auto = 0, Cpu = 1, Gl = 2 };
+
+/* A snapshot of the element's properties for one negotiation. */
+struct ConvertSettings {
+  guint width = 0, height = 0; // 0: the frame's
+  tensormem::ResizeMode resize = tensormem::ResizeMode::Stretch;
+  guint pad_value = 0;
+  tensormem::ChannelOrder order = tensormem::ChannelOrder::Rgb;
+  tensormem::DType dtype = tensormem::DType::F32;
+  tensormem::TensorLayout layout = tensormem::TensorLayout::Nchw;
+  std::vector<double> mean{0.0, 0.0, 0.0}, std_dev{1.0, 1.0, 1.0};
+  GstTensorMemStorage storage = GST_TENSOR_STORAGE_AUTO;
+  guint n_threads = 0; // 0: one per CPU, at most 8
+  ConvertBackend backend = ConvertBackend::Auto;
+};
+
+/* What a conversion asks of its element, per frame. */
+struct ConvertHooks {
+  GCancellable *waits; // cancels fence waits (flush, PAUSED→READY)
+  /* The element's require-zero-copy check (see UploadContext::allow_copy). */
+  GstFlowReturn (*allow_copy)(GstElement *element, GstBuffer *in, const char *refusal, const char *why);
+};
+
+/* NNStreamer's caps name of a tensor element type ("uint8", "float16", "float32"). */
+GST_TENSORMEM_API
+const char *tensor_type_name(tensormem::DType dtype);
+
+class GST_TENSORMEM_CLASS_API TensorConverter {
+public:
+  explicit TensorConverter(GstElement *element);
+  ~TensorConverter();
+  TensorConverter(const TensorConverter &) = delete;
+  TensorConverter &operator=(const TensorConverter &) = delete;
+
+  /* Source caps for video caps `caps` (the tensor's type always, its
+   * dimensions where the sizes are known), PBO first where the GL path is
+   * preferred. */
+  static GstCaps *tensor_caps(const ConvertSettings &s, GstCaps *caps);
+
+  /* GstBaseTransform::start: settings that cannot work together fail here,
+   * and an explicit GL request finds its GL worker (FALSE after an element
+   * error). stop() forgets the negotiation. */
+  gboolean start(const ConvertSettings &s);
+  void stop();
+  /* READY→NULL: lets go of the GL worker. */
+  void close();
+  void handle_set_context(GstContext *context);
+  gboolean handle_context_query(GstQuery *query);
+
+  /* The conversion, its pool and its path for these caps; FALSE after an
+   * element error naming what does not fit. */
+  gboolean set_caps(const ConvertSettings &s, GstCaps *incaps, GstCaps *outcaps);
+  bool negotiated() const;
+  /* An output buffer of the pool, sized to the tensor. */
+  GstFlowReturn acquire(GstBuffer **out);
+  /* Converts `in` into `out`; *copied is the bytes copied on the way (the
+   * GL path staging a frame in other memory). */
+  GstFlowReturn convert(GstBuffer *in, GstBuffer *out, const ConvertHooks &hooks, gsize *copied);
+
+  guint64 frames() const { return frames_; }
+
+  struct Impl; // the state of one negotiation
+
+private:
+  GstElement *element_;
+  ElementBackend devices_; // the GL worker, shared through GstContext
+  std::unique_ptr<Impl> impl_;
+  guint64 frames_ = 0;
+};
+
+} // namespace gst_tensormem
