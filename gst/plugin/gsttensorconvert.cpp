@@ -27,6 +27,16 @@
  * a frame that is not PBO memory is copied into a PBO first (counted in
  * `copied-bytes`, refused under `require-zero-copy`).
  *
+ * Built against GStreamer 1.26 or later (GST_TENSORMEM_HAVE_TENSOR_META),
+ * every tensor also carries a GstTensorMeta (GStreamer's analytics library)
+ * describing it: id #GstTensorMemConvert:tensor-id, the data type, dims batch
+ * first in the layout's order (NCHW: 1, 3, H, W), row-major and contiguous,
+ * its data buffer sharing the tensor's own memory (no copy). `output=meta`
+ * passes the video frame on instead, untouched, with the tensor (a pooled
+ * buffer, the CPU path) attached as its GstTensorMeta, the way GStreamer's
+ * inference elements carry tensors beside the frame so that tensor decoders
+ * and overlays keep it.
+ *
  * ## Example launch line
  * |[
  * gst-launch-1.0 videotestsrc num-buffers=10 ! tensorconvert width=640 height=640 resize=letterbox \
@@ -39,6 +49,7 @@
 
 #include <gst/tensormem/gsttensorconverter-private.h>
 #include <gst/tensormem/gsttensorformat.h>
+#include <gst/tensormem/gsttensormemconfig.h>
 #include <gst/tensormem/gsttensorpbo.h>
 #include <gst/tensormem/gsttensorstorage.h>
 
@@ -64,6 +75,8 @@ enum {
   PROP_BACKEND,
   PROP_STORAGE,
   PROP_N_THREADS,
+  PROP_OUTPUT,
+  PROP_TENSOR_ID,
 };
 
 /* The element's own enums, one GType each (their values are the core's),
@@ -122,6 +135,16 @@ GType backend_type() {
   return enum_type(&type, "GstTensorMemConvertBackend", values);
 }
 
+GType output_type() {
+  static GType type = 0;
+  static const GEnumValue values[] = {
+      {static_cast<gint>(gst_tensormem::ConvertOutput::Tensor), "The tensor itself (other/tensors)", "tensor"},
+      {static_cast<gint>(gst_tensormem::ConvertOutput::Meta),
+       "The video frame, with the tensor attached as a GstTensorMeta (GStreamer 1.26)", "meta"},
+      {0, nullptr, nullptr}};
+  return enum_type(&type, "GstTensorMemConvertOutput", values);
+}
+
 } // namespace
 
 struct _GstTensorMemConvert {
@@ -143,9 +166,16 @@ GstStaticPadTemplate sink_template = GST_STATIC_PAD_TEMPLATE(
     GST_STATIC_CAPS("video/x-raw(ANY), format=(string){ RGBA, BGRA, RGBx, BGRx, RGB, BGR, GRAY8, NV12, I420 }"));
 #define CONVERT_TENSOR_CAPS(features)                                                                                  \
   "other/tensors" features ", format=(string)static, num_tensors=(int)1, types=(string){ uint8, float16, float32 }"
-GstStaticPadTemplate src_template = GST_STATIC_PAD_TEMPLATE(
-    "src", GST_PAD_SRC, GST_PAD_ALWAYS,
-    GST_STATIC_CAPS(CONVERT_TENSOR_CAPS("") "; " CONVERT_TENSOR_CAPS("(" GST_CAPS_FEATURE_MEMORY_TENSOR_PBO ")")));
+#if GST_TENSORMEM_HAVE_TENSOR_META
+/* output=meta: the frame goes on, the tensor beside it. */
+#define CONVERT_META_CAPS "; video/x-raw(ANY), format=(string){ RGBA, BGRA, RGBx, BGRx, RGB, BGR, GRAY8, NV12, I420 }"
+#else
+#define CONVERT_META_CAPS ""
+#endif
+GstStaticPadTemplate src_template =
+    GST_STATIC_PAD_TEMPLATE("src", GST_PAD_SRC, GST_PAD_ALWAYS,
+                            GST_STATIC_CAPS(CONVERT_TENSOR_CAPS("") "; " CONVERT_TENSOR_CAPS(
+                                "(" GST_CAPS_FEATURE_MEMORY_TENSOR_PBO ")") CONVERT_META_CAPS));
 
 gst_tensormem::ConvertSettings settings_of(GstTensorMemConvert *self) {
   GST_OBJECT_LOCK(self);
@@ -174,9 +204,12 @@ void get_array(const std::vector<double> &values, GValue *value) {
 GstCaps *gst_tensor_convert_transform_caps(GstBaseTransform *trans, GstPadDirection direction, GstCaps *caps,
                                            GstCaps *filter) {
   auto *self = GST_TENSOR_CONVERT(trans);
+  const gst_tensormem::ConvertSettings s = settings_of(self);
   GstCaps *result;
-  if (direction == GST_PAD_SINK)
-    result = gst_tensormem::TensorConverter::tensor_caps(settings_of(self), caps);
+  if (GST_TENSORMEM_HAVE_TENSOR_META && s.output == gst_tensormem::ConvertOutput::Meta) // the frame passes
+    result = gst_caps_ref(caps);
+  else if (direction == GST_PAD_SINK)
+    result = gst_tensormem::TensorConverter::tensor_caps(s, caps);
   else // any frame size can become the tensor; the formats are the template's
     result = gst_pad_get_pad_template_caps(GST_BASE_TRANSFORM_SINK_PAD(trans));
   if (filter) {
@@ -199,6 +232,13 @@ gboolean gst_tensor_convert_set_caps(GstBaseTransform *trans, GstCaps *incaps, G
 
 GstFlowReturn gst_tensor_convert_prepare_output_buffer(GstBaseTransform *trans, GstBuffer *inbuf, GstBuffer **outbuf) {
   auto *self = GST_TENSOR_CONVERT(trans);
+  GST_OBJECT_LOCK(self);
+  const bool output_meta = self->settings->output == gst_tensormem::ConvertOutput::Meta;
+  GST_OBJECT_UNLOCK(self);
+  if (output_meta) { // the frame itself, its metadata writable (its memory shared, not copied)
+    *outbuf = gst_buffer_is_writable(inbuf) ? inbuf : gst_buffer_copy(inbuf);
+    return GST_FLOW_OK;
+  }
   const GstFlowReturn acquired = self->converter->acquire(outbuf);
   if (acquired == GST_FLOW_OK)
     gst_tensor_transform_copy_metadata(GST_TENSOR_TRANSFORM_CAST(self), inbuf, *outbuf);
@@ -249,11 +289,13 @@ static void gst_tensor_convert_set_property(GObject *object, guint prop_id, cons
   case PROP_BACKEND: s.backend = static_cast<gst_tensormem::ConvertBackend>(g_value_get_enum(value)); break;
   case PROP_STORAGE: s.storage = static_cast<GstTensorMemStorage>(g_value_get_enum(value)); break;
   case PROP_N_THREADS: s.n_threads = g_value_get_uint(value); break;
+  case PROP_OUTPUT: s.output = static_cast<gst_tensormem::ConvertOutput>(g_value_get_enum(value)); break;
+  case PROP_TENSOR_ID: s.tensor_id = g_value_get_string(value) ? g_value_get_string(value) : "input"; break;
   default: G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec); break;
   }
   GST_OBJECT_UNLOCK(self);
   // A new tensor shape or type means new output caps.
-  if (prop_id != PROP_N_THREADS)
+  if (prop_id != PROP_N_THREADS && prop_id != PROP_TENSOR_ID)
     gst_base_transform_reconfigure_src(GST_BASE_TRANSFORM(self));
 }
 
@@ -274,6 +316,8 @@ static void gst_tensor_convert_get_property(GObject *object, guint prop_id, GVal
   case PROP_BACKEND: g_value_set_enum(value, static_cast<gint>(s.backend)); break;
   case PROP_STORAGE: g_value_set_enum(value, s.storage); break;
   case PROP_N_THREADS: g_value_set_uint(value, s.n_threads); break;
+  case PROP_OUTPUT: g_value_set_enum(value, static_cast<gint>(s.output)); break;
+  case PROP_TENSOR_ID: g_value_set_string(value, s.tensor_id.c_str()); break;
   default: G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec); break;
   }
   GST_OBJECT_UNLOCK(self);
@@ -370,6 +414,18 @@ static void gst_tensor_convert_class_init(GstTensorMemConvertClass *klass) {
                                   g_param_spec_uint("n-threads", "Threads",
                                                     "Threads converting one frame (0: one per CPU, at most 8)", 0, 64,
                                                     0, kRw));
+  g_object_class_install_property(
+      gobject_class, PROP_OUTPUT,
+      g_param_spec_enum("output", "Output",
+                        "What goes downstream: the tensor (other/tensors), or the video frame with the tensor "
+                        "attached as a GstTensorMeta (needs GStreamer 1.26; CPU path)",
+                        output_type(), static_cast<gint>(gst_tensormem::ConvertOutput::Tensor),
+                        static_cast<GParamFlags>(kRw | GST_PARAM_MUTABLE_READY)));
+  g_object_class_install_property(
+      gobject_class, PROP_TENSOR_ID,
+      g_param_spec_string("tensor-id", "Tensor id",
+                          "The id of the GstTensorMeta's tensor (GStreamer 1.26), e.g. the model input's name",
+                          "input", kRw));
   gst_element_class_add_static_pad_template(element_class, &sink_template);
   gst_element_class_add_static_pad_template(element_class, &src_template);
   gst_element_class_set_static_metadata(element_class, "Tensor convert", "Filter/Converter/Video",
@@ -391,6 +447,7 @@ static void gst_tensor_convert_class_init(GstTensorMemConvertClass *klass) {
   gst_type_mark_as_plugin_api(dtype_type(), static_cast<GstPluginAPIFlags>(0));
   gst_type_mark_as_plugin_api(layout_type(), static_cast<GstPluginAPIFlags>(0));
   gst_type_mark_as_plugin_api(backend_type(), static_cast<GstPluginAPIFlags>(0));
+  gst_type_mark_as_plugin_api(output_type(), static_cast<GstPluginAPIFlags>(0));
 }
 
 static void gst_tensor_convert_init(GstTensorMemConvert *self) {

@@ -19,12 +19,17 @@
 #include <tensormem/frame_convert.hpp>
 
 #include <memory>
+#include <string>
 #include <vector>
 
 namespace gst_tensormem {
 
 /* Where a conversion runs: the property's values. */
 enum class ConvertBackend : gint { Auto = 0, Cpu = 1, Gl = 2 };
+
+/* What the element outputs: the tensor itself (other/tensors), or the video
+ * frame with the tensor attached as a GstTensorMeta (GStreamer 1.26). */
+enum class ConvertOutput : gint { Tensor = 0, Meta = 1 };
 
 /* A snapshot of the element's properties for one negotiation. */
 struct ConvertSettings {
@@ -38,6 +43,8 @@ struct ConvertSettings {
   GstTensorMemStorage storage = GST_TENSOR_STORAGE_AUTO;
   guint n_threads = 0; // 0: one per CPU, at most 8
   ConvertBackend backend = ConvertBackend::Auto;
+  ConvertOutput output = ConvertOutput::Tensor;
+  std::string tensor_id = "input"; // the GstTensorMeta's id
 };
 
 /* What a conversion asks of its element, per frame. */
@@ -77,10 +84,13 @@ public:
    * element error naming what does not fit. */
   gboolean set_caps(const ConvertSettings &s, GstCaps *incaps, GstCaps *outcaps);
   bool negotiated() const;
-  /* An output buffer of the pool, sized to the tensor. */
+  /* output=tensor: an output buffer of the pool, sized to the tensor. */
   GstFlowReturn acquire(GstBuffer **out);
-  /* Converts `in` into `out`; *copied is the bytes copied on the way (the
-   * GL path staging a frame in other memory). */
+  /* output=tensor: converts `in` into `out`. output=meta: converts `in` into
+   * a tensor of the pool and attaches it to `out` (the frame, writable) as a
+   * GstTensorMeta. *copied is the bytes copied on the way (the GL path
+   * staging a frame in other memory). Where GstTensorMeta exists (1.26) the
+   * tensor output carries one too, over its own memory. */
   GstFlowReturn convert(GstBuffer *in, GstBuffer *out, const ConvertHooks &hooks, gsize *copied);
 
   guint64 frames() const { return frames_; }
@@ -88,6 +98,8 @@ public:
   struct Impl; // the state of one negotiation
 
 private:
+  GstFlowReturn convert_into(GstBuffer *in, GstBuffer *tensor, const ConvertHooks &hooks, gsize *copied);
+
   GstElement *element_;
   ElementBackend devices_; // the GL worker, shared through GstContext
   std::unique_ptr<Impl> impl_;

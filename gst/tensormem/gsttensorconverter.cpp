@@ -14,6 +14,9 @@
 #if GST_TENSORMEM_HAVE_GL
 #include <tensormem/gl_convert.hpp>
 #endif
+#if GST_TENSORMEM_HAVE_TENSOR_META
+#include <gst/analytics/analytics.h>
+#endif
 
 #include <algorithm>
 #include <array>
@@ -195,6 +198,43 @@ void attach_resize_meta(GstBuffer *outbuf, const tensormem::FrameConverter &conv
   meta->content_height = m.content_height;
 }
 
+#if GST_TENSORMEM_HAVE_TENSOR_META
+/* GStreamer's own description of the tensor (GstTensorMeta, 1.26) on
+ * `target` (writable): `data` (transfer full; NULL: a buffer sharing
+ * `target`'s memory, no copy) holds its bytes, row-major and contiguous,
+ * dims batch first as the layout orders them. */
+void attach_tensor_meta(GstBuffer *target, GstBuffer *data, const tensormem::ConvertSpec &spec, GQuark id) {
+  GstTensorMeta *meta = gst_buffer_get_tensor_meta(target);
+  if (!meta)
+    meta = gst_buffer_add_tensor_meta(target);
+  // A view of the same memories, made by hand: gst_buffer_copy_region() would
+  // add a GstParentBufferMeta holding `target`, which holds this meta, a
+  // cycle that never frees. A consumer keeping the view beyond `target` only
+  // makes the pool discard the buffer (its memory is shared), never reuse it.
+  if (!data) {
+    data = gst_buffer_new();
+    for (guint i = 0; i < gst_buffer_n_memory(target); ++i)
+      gst_buffer_append_memory(data, gst_memory_ref(gst_buffer_peek_memory(target, i)));
+  }
+  GstTensorDataType type = GST_TENSOR_DATA_TYPE_FLOAT32;
+  if (spec.dtype == tensormem::DType::U8)
+    type = GST_TENSOR_DATA_TYPE_UINT8;
+  else if (spec.dtype == tensormem::DType::F16)
+    type = GST_TENSOR_DATA_TYPE_FLOAT16;
+  const gsize h = spec.out_height, w = spec.out_width;
+  gsize nchw[] = {1, 3, h, w}, nhwc[] = {1, h, w, 3};
+  GstTensor *tensor = gst_tensor_new_simple(id, type, data, GST_TENSOR_DIM_ORDER_ROW_MAJOR, 4,
+                                            spec.layout == tensormem::TensorLayout::Nchw ? nchw : nhwc);
+  if (!tensor) { // the size disagrees with the dims; never for our own output
+    gst_buffer_unref(data);
+    return;
+  }
+  auto **tensors = g_new(GstTensor *, 1);
+  tensors[0] = tensor;
+  gst_tensor_meta_set(meta, 1, tensors);
+}
+#endif
+
 } // namespace
 
 const char *tensor_type_name(tensormem::DType dtype) {
@@ -209,6 +249,8 @@ const char *tensor_type_name(tensormem::DType dtype) {
 
 struct TensorConverter::Impl {
   GstVideoInfo in_info;
+  bool output_meta = false;
+  GQuark tensor_id = 0;
   std::optional<tensormem::FrameConverter> converter;
   GstBufferPool *pool = nullptr;
   std::unique_ptr<RowWorkers> workers;
@@ -281,6 +323,18 @@ gboolean TensorConverter::start(const ConvertSettings &s) {
     GST_ELEMENT_ERROR(element_, LIBRARY, SETTINGS,
                       ("backend=gl writes PBO tensor memory, and storage=%s was asked", storage_nick(s.storage)),
                       ("use storage=pbo or auto with backend=gl, or backend=cpu or auto"));
+    return FALSE;
+  }
+  if (s.output == ConvertOutput::Meta && (pbo || s.backend == ConvertBackend::Gl)) {
+    GST_ELEMENT_ERROR(element_, LIBRARY, SETTINGS,
+                      ("output=meta converts on the CPU path, and %s was asked", pbo ? "storage=pbo" : "backend=gl"),
+                      ("use backend=cpu or auto with storage=system, dmabuf or auto, or output=tensor"));
+    return FALSE;
+  }
+  if (s.output == ConvertOutput::Meta && !GST_TENSORMEM_HAVE_TENSOR_META) {
+    GST_ELEMENT_ERROR(element_, LIBRARY, SETTINGS,
+                      ("output=meta needs GstTensorMeta (GStreamer 1.26's analytics library), which this build lacks"),
+                      ("use output=tensor, or build gst-tensormem against GStreamer 1.26 or later"));
     return FALSE;
   }
   if (!GST_TENSORMEM_HAVE_GL && (pbo || s.backend == ConvertBackend::Gl)) {
@@ -552,8 +606,9 @@ gboolean TensorConverter::set_caps(const ConvertSettings &s, GstCaps *incaps, Gs
     spec.full_range = info.colorimetry.range == GST_VIDEO_COLOR_RANGE_0_255;
   }
 
+  const bool output_meta = s.output == ConvertOutput::Meta;
   const GstStructure *out = gst_caps_get_structure(outcaps, 0);
-  const char *dims = gst_structure_get_string(out, "dimensions");
+  const char *dims = output_meta ? nullptr : gst_structure_get_string(out, "dimensions");
   const std::string expected = dimensions_of(spec.layout, spec.out_width, spec.out_height);
   if (dims && expected != dims) {
     GST_ELEMENT_ERROR(element_, CORE, NEGOTIATION,
@@ -569,8 +624,13 @@ gboolean TensorConverter::set_caps(const ConvertSettings &s, GstCaps *incaps, Gs
   }
 
   auto impl = std::make_unique<Impl>();
-  // PBO output caps are the GL path's; anything else the CPU path's.
-  impl->use_gl = has_feature(outcaps, 0, GST_CAPS_FEATURE_MEMORY_TENSOR_PBO);
+  impl->output_meta = output_meta;
+  impl->tensor_id = g_quark_from_string(s.tensor_id.c_str());
+  // PBO output caps are the GL path's; anything else the CPU path's. With
+  // output=meta the pool's buffers are tensors beside the frame.
+  impl->use_gl = !output_meta && has_feature(outcaps, 0, GST_CAPS_FEATURE_MEMORY_TENSOR_PBO);
+  GstCaps *pool_caps = output_meta ? gst_caps_new_full(tensor_structure(s, gst_caps_get_structure(incaps, 0)), nullptr)
+                                   : gst_caps_ref(outcaps);
   gsize buffer_bytes = made->output_bytes();
   GstAllocator *allocator = nullptr;
   if (impl->use_gl) {
@@ -581,6 +641,7 @@ gboolean TensorConverter::set_caps(const ConvertSettings &s, GstCaps *incaps, Gs
                         ("PBO tensor output needs a GL worker: %s", error ? error->message : "no GL worker"),
                         ("use backend=cpu with storage=system or dmabuf on a machine without a usable EGL"));
       g_clear_error(&error);
+      gst_caps_unref(pool_caps);
       return FALSE;
     }
     GstObject *worker = devices_.device_of(pbo_backend());
@@ -592,6 +653,7 @@ gboolean TensorConverter::set_caps(const ConvertSettings &s, GstCaps *incaps, Gs
                         ("The GL conversion pass cannot be made: %s", pass.error().message().c_str()),
                         ("GL worker %s; use backend=cpu", core ? core->info().version.c_str() : "(none)"));
       gst_clear_object(&worker);
+      gst_caps_unref(pool_caps);
       return FALSE;
     }
     impl->pass = std::move(*pass);
@@ -611,6 +673,7 @@ gboolean TensorConverter::set_caps(const ConvertSettings &s, GstCaps *incaps, Gs
   }
   if (buffer_bytes > G_MAXUINT) {
     gst_object_unref(allocator);
+    gst_caps_unref(pool_caps);
     GST_ELEMENT_ERROR(element_, LIBRARY, SETTINGS,
                       ("A %ux%u tensor of %s is %" G_GSIZE_FORMAT " bytes, more than a buffer pool holds",
                        spec.out_width, spec.out_height, tensor_type_name(spec.dtype), buffer_bytes),
@@ -620,7 +683,8 @@ gboolean TensorConverter::set_caps(const ConvertSettings &s, GstCaps *incaps, Gs
   // Output buffers come from a pool (PBOs, too: made once, reused).
   GstBufferPool *pool = gst_buffer_pool_new();
   GstStructure *config = gst_buffer_pool_get_config(pool);
-  gst_buffer_pool_config_set_params(config, outcaps, static_cast<guint>(buffer_bytes), 2, 0);
+  gst_buffer_pool_config_set_params(config, pool_caps, static_cast<guint>(buffer_bytes), 2, 0);
+  gst_caps_unref(pool_caps);
   gst_buffer_pool_config_set_allocator(config, allocator, nullptr);
   gst_object_unref(allocator);
   if (!gst_buffer_pool_set_config(pool, config) || !gst_buffer_pool_set_active(pool, TRUE)) {
@@ -664,6 +728,37 @@ GstFlowReturn TensorConverter::acquire(GstBuffer **out) {
 
 GstFlowReturn TensorConverter::convert(GstBuffer *inbuf, GstBuffer *outbuf, const ConvertHooks &hooks, gsize *copied) {
   *copied = 0;
+  if (!impl_->output_meta) {
+    const GstFlowReturn ret = convert_into(inbuf, outbuf, hooks, copied);
+#if GST_TENSORMEM_HAVE_TENSOR_META
+    // GStreamer's description of the same bytes: a buffer sharing the
+    // output's memory, no copy.
+    if (ret == GST_FLOW_OK)
+      attach_tensor_meta(outbuf, nullptr, impl_->converter->spec(), impl_->tensor_id);
+#endif
+    return ret;
+  }
+  GstBuffer *tensor = nullptr;
+  GstFlowReturn ret = acquire(&tensor);
+  if (ret != GST_FLOW_OK)
+    return ret;
+  gst_buffer_copy_into(tensor, inbuf, GST_BUFFER_COPY_TIMESTAMPS, 0, static_cast<gsize>(-1));
+  ret = convert_into(inbuf, tensor, hooks, copied);
+  if (ret != GST_FLOW_OK) {
+    gst_buffer_unref(tensor);
+    return ret;
+  }
+  attach_resize_meta(outbuf, *impl_->converter);
+#if GST_TENSORMEM_HAVE_TENSOR_META
+  attach_tensor_meta(outbuf, tensor, impl_->converter->spec(), impl_->tensor_id);
+#else
+  gst_buffer_unref(tensor); // start() refuses output=meta without GstTensorMeta
+#endif
+  return GST_FLOW_OK;
+}
+
+GstFlowReturn TensorConverter::convert_into(GstBuffer *inbuf, GstBuffer *outbuf, const ConvertHooks &hooks,
+                                            gsize *copied) {
   Impl &impl = *impl_;
   const GstFlowReturn valid = gst_tensor_mem_element_validate_buffer(element_, inbuf, &impl.in_info);
   if (valid != GST_FLOW_OK)

@@ -254,6 +254,12 @@ TEST(TensorConvert, BadSettingsAreElementErrors) {
       {"dtype=float32 std=\"<1,1,1e-40>\"", "channel 2"},
       {"dtype=float32 mean=\"<-3e38,0,0>\" std=\"<0.1,1,1>\"", "beyond float32's range"},
       {"dtype=float16 std=\"<0.00001,0.00001,0.00001>\" backend=gl", "float16"},
+      // output=meta runs on the CPU path, and needs GStreamer 1.26's GstTensorMeta.
+      {"output=meta backend=gl", "output=meta converts on the CPU path"},
+      {"output=meta storage=pbo", "storage=pbo was asked"},
+#if !GST_TENSORMEM_HAVE_TENSOR_META
+      {"output=meta", "output=meta needs GstTensorMeta"},
+#endif
   };
   for (const Bad &bad : bads) {
     SCOPED_TRACE(bad.props);
@@ -362,3 +368,4 @@ TEST(TensorConvert, NnstreamerTensorCapsAreAcceptedDownstream) {
 }
 
 } // namespace
+

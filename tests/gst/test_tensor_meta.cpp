@@ -1,0 +1,127 @@
+// SPDX-License-Identifier: Apache-2.0
+/* GstTensorMeta (GStreamer 1.26's analytics library) on tensorconvert's
+ * output, read only through GStreamer's own API, as a tensor decoder or an
+ * inference element that knows nothing of gst-tensormem reads it. Built
+ * where the library exists (GST_TENSORMEM_HAVE_TENSOR_META: the Debian 13
+ * leg of scripts/test.sh). */
+#include "pipeline_util.hpp"
+#include "test_util.hpp"
+
+#include <gst/analytics/analytics.h>
+#include <gst/tensormem/tensormem.h>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+namespace {
+
+const GstTensor *only_tensor(GstBuffer *buffer) {
+  GstTensorMeta *meta = gst_buffer_get_tensor_meta(buffer);
+  if (!meta || meta->num_tensors != 1)
+    return nullptr;
+  return meta->tensors[0];
+}
+
+std::vector<gsize> dims_of(const GstTensor *tensor) {
+  return std::vector<gsize>(tensor->dims, tensor->dims + tensor->num_dims);
+}
+
+std::vector<guint8> bytes_of(GstBuffer *buffer) {
+  std::vector<guint8> bytes(gst_buffer_get_size(buffer));
+  gst_buffer_extract(buffer, 0, bytes.data(), bytes.size());
+  return bytes;
+}
+
+const std::string kSource = "videotestsrc num-buffers=3 pattern=ball ! video/x-raw,format=RGBA,width=64,height=48 ! ";
+
+} // namespace
+
+/* The issue's example: float32, 1×3×224×224 for width=224 height=224
+ * layout=nchw, its data buffer the tensor's own memory (no copy). */
+TEST(TensorMeta, TensorOutputDescribesItsOwnMemory) {
+  tmtest::PipelineRun run;
+  tmtest::run_pipeline(kSource + "tensorconvert name=conv width=224 height=224 layout=nchw ! appsink name=sink", &run);
+  ASSERT_TRUE(run.eos) << run.error_debug;
+  ASSERT_EQ(run.samples.size(), 3u);
+  for (GstSample *sample : run.samples) {
+    GstBuffer *buffer = gst_sample_get_buffer(sample);
+    const GstTensor *tensor = only_tensor(buffer);
+    ASSERT_NE(tensor, nullptr) << "no GstTensorMeta with one tensor";
+    EXPECT_EQ(tensor->data_type, GST_TENSOR_DATA_TYPE_FLOAT32);
+    EXPECT_EQ(tensor->dims_order, GST_TENSOR_DIM_ORDER_ROW_MAJOR);
+    EXPECT_EQ(tensor->layout, GST_TENSOR_LAYOUT_CONTIGUOUS);
+    EXPECT_EQ(dims_of(tensor), (std::vector<gsize>{1, 3, 224, 224}));
+    EXPECT_STREQ(g_quark_to_string(tensor->id), "input");
+    ASSERT_NE(tensor->data, nullptr);
+    EXPECT_EQ(gst_buffer_get_size(tensor->data), 224u * 224 * 3 * 4);
+    ASSERT_EQ(gst_buffer_n_memory(tensor->data), gst_buffer_n_memory(buffer));
+    for (guint i = 0; i < gst_buffer_n_memory(buffer); ++i)
+      EXPECT_EQ(gst_buffer_peek_memory(tensor->data, i), gst_buffer_peek_memory(buffer, i)) << "memory " << i;
+    GstMapInfo a, b;
+    ASSERT_TRUE(gst_buffer_map(buffer, &a, GST_MAP_READ));
+    ASSERT_TRUE(gst_buffer_map(tensor->data, &b, GST_MAP_READ));
+    EXPECT_EQ(a.data, b.data) << "the meta's buffer must map the tensor's own bytes";
+    gst_buffer_unmap(tensor->data, &b);
+    gst_buffer_unmap(buffer, &a);
+  }
+}
+
+/* Every dtype and layout: the meta's type, and dims batch first in the
+ * layout's order. */
+TEST(TensorMeta, TypesAndLayoutsAreDescribed) {
+  struct Want {
+    const char *props;
+    GstTensorDataType type;
+    std::vector<gsize> dims;
+    gsize element_bytes;
+  };
+  const Want wants[] = {
+      {"dtype=uint8 layout=nhwc", GST_TENSOR_DATA_TYPE_UINT8, {1, 11, 19, 3}, 1},
+      {"dtype=float16 layout=nchw", GST_TENSOR_DATA_TYPE_FLOAT16, {1, 3, 11, 19}, 2},
+      {"dtype=float32 layout=nhwc", GST_TENSOR_DATA_TYPE_FLOAT32, {1, 11, 19, 3}, 4},
+  };
+  for (const Want &want : wants) {
+    SCOPED_TRACE(want.props);
+    tmtest::PipelineRun run;
+    tmtest::run_pipeline(kSource + "tensorconvert width=19 height=11 tensor-id=images " + want.props +
+                             " ! appsink name=sink",
+                         &run);
+    ASSERT_TRUE(run.eos) << run.error_debug;
+    ASSERT_FALSE(run.samples.empty());
+    const GstTensor *tensor = only_tensor(gst_sample_get_buffer(run.samples[0]));
+    ASSERT_NE(tensor, nullptr);
+    EXPECT_EQ(tensor->data_type, want.type);
+    EXPECT_EQ(dims_of(tensor), want.dims);
+    EXPECT_STREQ(g_quark_to_string(tensor->id), "images");
+    EXPECT_EQ(gst_buffer_get_size(tensor->data), 19u * 11 * 3 * want.element_bytes);
+  }
+}
+
+/* output=meta: the frame goes downstream untouched (byte-exact against the
+ * pipeline without tensorconvert, its caps video), and its GstTensorMeta
+ * holds the same tensor that output=tensor makes, byte for byte. */
+TEST(TensorMeta, MetaOutputPassesTheFrameWithTheTensorBeside) {
+  const std::string conv = "tensorconvert width=32 height=24 resize=letterbox mean=<0.5> std=<0.25> ";
+  tmtest::PipelineRun frames, tensors, both;
+  tmtest::run_pipeline(kSource + "appsink name=sink", &frames);
+  tmtest::run_pipeline(kSource + conv + "! appsink name=sink", &tensors);
+  tmtest::run_pipeline(kSource + conv + "output=meta ! appsink name=sink", &both);
+  ASSERT_TRUE(frames.eos) << frames.error_debug;
+  ASSERT_TRUE(tensors.eos) << tensors.error_debug;
+  ASSERT_TRUE(both.eos) << both.error_debug;
+  ASSERT_EQ(both.samples.size(), frames.samples.size());
+  ASSERT_EQ(both.samples.size(), tensors.samples.size());
+  for (std::size_t i = 0; i < both.samples.size(); ++i) {
+    SCOPED_TRACE(i);
+    GstCaps *caps = gst_sample_get_caps(both.samples[i]);
+    EXPECT_TRUE(gst_structure_has_name(gst_caps_get_structure(caps, 0), "video/x-raw"));
+    GstBuffer *frame = gst_sample_get_buffer(both.samples[i]);
+    EXPECT_EQ(bytes_of(frame), bytes_of(gst_sample_get_buffer(frames.samples[i])));
+    const GstTensor *tensor = only_tensor(frame);
+    ASSERT_NE(tensor, nullptr);
+    EXPECT_EQ(dims_of(tensor), (std::vector<gsize>{1, 3, 24, 32}));
+    EXPECT_EQ(bytes_of(tensor->data), bytes_of(gst_sample_get_buffer(tensors.samples[i])));
+    EXPECT_EQ(GST_BUFFER_PTS(tensor->data), GST_BUFFER_PTS(frame));
+  }
+}
