@@ -4,7 +4,8 @@
 # identity (issue 13): whole-process wall time of gst-launch-1.0, the two
 # pipelines run alternately, median of RUNS each, for avdec_h264 and
 # openh264dec on a 1080p H.264 stream of FRAMES frames encoded first with
-# openh264enc. Prints a table; docs/performance.md records a run.
+# openh264enc. Prints a table; docs/performance.md records the latest run and
+# docs/performance-history.md the earlier ones.
 #
 # Usage: tests/bench/decode_bench.sh [BUILD_DIR]   (default: build)
 # Environment: FRAMES (120), RUNS (7), WIDTH x HEIGHT (1920x1080),

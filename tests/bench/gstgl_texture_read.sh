@@ -12,7 +12,8 @@
 #
 #   tests/bench/gstgl_texture_read.sh [BUILD_DIR] [ROUNDS]
 #
-# Not a test: it asserts nothing; docs/performance.md records what it printed.
+# Not a test: it asserts nothing; docs/performance.md records its latest run
+# (earlier ones: docs/performance-history.md).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 build=${1:-build}

@@ -11,7 +11,8 @@
 # fakesink) runs under callgrind --separate-threads at N1 and at N2 buffers
 # (environment; defaults 1000 and 3000); the streaming thread's count at N2
 # minus that at N1, divided by N2 - N1, is what one buffer costs there.
-# Asserts nothing; docs/performance.md records what it printed.
+# Asserts nothing; docs/performance.md records its latest run (earlier ones:
+# docs/performance-history.md).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 build=${1:-build}

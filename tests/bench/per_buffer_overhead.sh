@@ -12,8 +12,9 @@
 # count) and not wall time, because the machine is
 # shared: other processes steal wall time but not our CPU time. The runs
 # alternate pipeline by pipeline, ROUNDS (default 5) times, and each figure is
-# the median (and the least, see the table). Not a test: it asserts nothing; docs/performance.md records
-# what it printed.
+# the median (and the least, see the table). Not a test: it asserts nothing;
+# docs/performance-history.md records its runs, docs/performance.md the range
+# of its latest.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 build=${1:-build}

@@ -10,7 +10,8 @@
 # frame (filesink to /dev/null), so a pipeline cannot win by never touching
 # the bytes. GstGL needs a window system: the script re-executes itself under
 # xvfb-run when DISPLAY is unset. Not a test: it asserts nothing;
-# docs/performance.md records what it printed.
+# docs/performance.md quotes its latest run (earlier ones:
+# docs/performance-history.md).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 build=${1:-build}
