@@ -125,3 +125,22 @@ TEST(TensorMeta, MetaOutputPassesTheFrameWithTheTensorBeside) {
     EXPECT_EQ(GST_BUFFER_PTS(tensor->data), GST_BUFFER_PTS(frame));
   }
 }
+
+/* The tensor elements after tensorconvert hand the buffer on: its
+ * GstTensorMeta goes with it, still over the buffer's own memory. */
+TEST(TensorMeta, TheMetaTravelsThroughOurTensorElements) {
+  tmtest::PipelineRun run;
+  tmtest::run_pipeline(kSource + "tensorconvert width=16 height=8 ! tensordownload require-zero-copy=true ! "
+                                 "tensorsync ! tensorinspect ! tensorcudaimport ! appsink name=sink",
+                       &run);
+  ASSERT_TRUE(run.eos) << run.error_debug;
+  ASSERT_EQ(run.samples.size(), 3u);
+  for (GstSample *sample : run.samples) {
+    GstBuffer *buffer = gst_sample_get_buffer(sample);
+    const GstTensor *tensor = only_tensor(buffer);
+    ASSERT_NE(tensor, nullptr);
+    EXPECT_EQ(dims_of(tensor), (std::vector<gsize>{1, 3, 8, 16}));
+    ASSERT_EQ(gst_buffer_n_memory(tensor->data), gst_buffer_n_memory(buffer));
+    EXPECT_EQ(gst_buffer_peek_memory(tensor->data, 0), gst_buffer_peek_memory(buffer, 0));
+  }
+}
