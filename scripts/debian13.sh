@@ -41,9 +41,11 @@ fi
 # namespace (a mount made outside this script): removing the root then
 # would remove what is mounted there.
 check_no_mounts() {
-  if findmnt -rn -o TARGET | grep -q "^$build/"; then
+  local mounted
+  mounted=$(findmnt -rn -o TARGET | awk -v dir="$build/" 'index($0, dir) == 1')
+  if [[ -n $mounted ]]; then
     echo "debian13: something is mounted below $build; unmount it first:" >&2
-    findmnt -rn -o TARGET | grep "^$build/" >&2
+    echo "$mounted" >&2
     exit 1
   fi
 }
@@ -64,7 +66,7 @@ setup() {
   fi
   # An install interrupted by a killed run leaves dpkg half-way; finish it.
   # apt's and dpkg's chatter goes to a log; deps.sh's own lines are shown.
-  if ! { run_in_root "$src" dpkg --configure -a && run_in_root "$src" scripts/deps.sh --quick-linux; } \
+  if ! { (run_in_root "$src" dpkg --configure -a) && (run_in_root "$src" scripts/deps.sh --quick-linux); } \
     >"$build/deps.log" 2>&1; then
     tail -n 40 "$build/deps.log"
     echo "debian13: installing the packages failed; the log: $build/deps.log" >&2
@@ -74,7 +76,7 @@ setup() {
 }
 
 # run_in_root DIR CMD...: CMD inside the root, in DIR, with a clean
-# environment plus passed_env.
+# environment plus passed_env, in place of this shell.
 run_in_root() {
   local dir=$1
   shift
@@ -83,7 +85,9 @@ run_in_root() {
   cp -L /etc/resolv.conf "$rootfs/etc/resolv.conf"
   mkdir -p "$rootfs$src" "$build" "$src/build-results"
   mapfile -t pass < <(passed_env)
-  unshare --mount --propagation private -- "$0" __enter "$dir" "${pass[@]}" -- "$@"
+  # exec: nothing of this script runs after the command (which may be long,
+  # and outlive an edit of this file).
+  exec unshare --mount --propagation private -- "$0" __enter "$dir" "${pass[@]}" -- "$@"
 }
 
 # Inside the new namespace: mounts, then chroot.
