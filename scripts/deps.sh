@@ -9,13 +9,22 @@
 #   scripts/deps.sh          everything (scripts/test.sh, CI)
 #   scripts/deps.sh --demo   only what building and running the demo need
 #                            (scripts/demo.sh): no test tool chain, no Wine
+#   scripts/deps.sh --quick-linux
+#                            what the quick Linux suites need (build/ and its
+#                            tests, Python tests included), without the tools
+#                            only the host's other runs use: no MinGW-w64,
+#                            Wine, valgrind or debootstrap (the Debian 13
+#                            root of scripts/test.sh --debian13)
+# Works on Debian 12 and 13: the names below are Debian 12's, and each
+# resolves to its Debian 13 name where that differs (resolve, below).
 set -euo pipefail
 
 mode=all
 for arg in "$@"; do
   case "$arg" in
     --demo) mode=demo ;;
-    *) echo "usage: $0 [--demo]" >&2; exit 2 ;;
+    --quick-linux) mode=quick-linux ;;
+    *) echo "usage: $0 [--demo|--quick-linux]" >&2; exit 2 ;;
   esac
 done
 
@@ -44,8 +53,7 @@ packages=(
   # DLPack's header (gst_tensor_mem_buffer_to_dlpack).
   libdlpack-dev
   libepoxy-dev libegl-dev libegl-mesa0 libgl1-mesa-dri libglx-mesa0 libgbm1 libglapi-mesa
-  valgrind
-  g++-mingw-w64-x86-64-posix wine64 xvfb xauth
+  xvfb xauth
   # GObject introspection (-Dintrospection: GstTensorMem-1.0.gir/.typelib)
   # and the Python route to the tensor (examples/python, tests/python):
   # g-ir-scanner, the GI data of GStreamer's libraries, PyGObject with
@@ -53,9 +61,13 @@ packages=(
   gobject-introspection libgirepository1.0-dev gir1.2-gstreamer-1.0 gir1.2-gst-plugins-base-1.0
   python3-gi python3-gst-1.0 python3-numpy
 )
-if [[ $mode == demo ]]; then
-  packages=("${demo_packages[@]}")
-fi
+# Only the host's full set: the valgrind run, the Windows cross-build under
+# Wine, and debootstrap for the Debian 13 root (scripts/test.sh --debian13).
+host_only_packages=(valgrind g++-mingw-w64-x86-64-posix wine64 debootstrap)
+case $mode in
+  demo) packages=("${demo_packages[@]}") ;;
+  all) packages+=("${host_only_packages[@]}") ;;
+esac
 
 # Run-time libraries that the packages above pull in: not installed by name,
 # but kept at the current version because the tests load them (Mesa's EGL
@@ -78,6 +90,7 @@ if [[ $refresh == always ]] ||
 fi
 
 # installed version vs candidate, one line per package: name installed candidate
+# (a name the lists do not know prints nothing)
 outdated() {
   LC_ALL=C apt-cache policy "$@" 2>/dev/null | awk '
     /^[^ ]/ { name = $1; sub(":$", "", name) }
@@ -85,6 +98,32 @@ outdated() {
     /Candidate:/ { cand[name] = $2 }
     END { for (n in cand) print n, inst[n], cand[n] }'
 }
+
+# resolve NAME...: each name as this machine's release spells it. Debian 13
+# renamed many libraries for the 64-bit time_t transition (libglib2.0-0 ->
+# libglib2.0-0t64) and left some old names only as virtual packages
+# (libglapi-mesa, provided by mesa-libgallium since Mesa 25). A name with a
+# candidate version stays; else its t64 name if that has one; else the single
+# package that provides it; else it stays as it is, and apt says what is wrong.
+resolve() {
+  local -A candidate=()
+  local name installed cand p
+  while read -r name installed cand; do candidate[$name]=$cand; done < <(outdated "$@" "${@/%/t64}")
+  for p in "$@"; do
+    if [[ ${candidate[$p]:-(none)} != "(none)" ]]; then
+      echo "$p"
+    elif [[ ${candidate[${p}t64]:-(none)} != "(none)" ]]; then
+      echo "${p}t64"
+    else
+      local providers
+      mapfile -t providers < <(LC_ALL=C apt-cache showpkg "$p" 2>/dev/null |
+        sed '1,/^Reverse Provides:/d' | awk 'NF { print $1 }' | sort -u)
+      if ((${#providers[@]} == 1)); then echo "${providers[0]}"; else echo "$p"; fi
+    fi
+  done
+}
+mapfile -t packages < <(resolve "${packages[@]}")
+mapfile -t runtime < <(resolve "${runtime[@]}")
 
 todo=()
 while read -r name installed candidate; do

@@ -3,21 +3,33 @@
 #   scripts/test.sh          quick mode: one debug-optimised build, every test,
 #                            and the MinGW-w64 cross-build's tests under Wine
 #   scripts/test.sh --full   also an ASan/UBSan build and a valgrind run of the
-#                            core and GStreamer tests (what CI runs)
+#                            core and GStreamer tests, then the Debian 13 leg
+#                            (what CI runs)
+#   scripts/test.sh --debian13
+#                            only the Debian 13 leg: the quick build and its
+#                            suites (Python's included) inside a Debian 13 root
+#                            (GStreamer 1.26) made once under build-debian13/
+#                            (scripts/debian13.sh); with --quick, after the
+#                            quick mode
 # Ends with "N passed, N failed, N skipped", counted from the tests' own
 # results; exits non-zero when anything failed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
 
-full=0
+host=""   # the runs on this machine itself: quick, full, or none
+debian13=0
 for arg in "$@"; do
   case "$arg" in
-    --full) full=1 ;;
-    --quick) full=0 ;;
-    *) echo "usage: $0 [--quick|--full]" >&2; exit 2 ;;
+    --full) host=full debian13=1 ;;
+    --quick) host=quick ;;
+    --debian13) debian13=1 ;;
+    *) echo "usage: $0 [--quick|--full|--debian13]" >&2; exit 2 ;;
   esac
 done
+if [[ -z $host ]] && ((!debian13)); then host=quick; fi
+full=0
+[[ $host == full ]] && full=1
 
 scripts/deps.sh
 
@@ -57,34 +69,54 @@ run_suite() {
 # side do not both reach for :99.
 run_prefix=(xvfb-run -a -n $((100 + $$ % 800)) -s "-screen 0 1280x1024x24 -noreset")
 
-echo "== build (debugoptimized) in build/"
-scripts/build.sh build
-run_suite quick build
+# The runs on this machine itself.
+if [[ -n $host ]]; then
+  echo "== build (debugoptimized) in build/"
+  scripts/build.sh build
+  run_suite quick build
 
-# Windows: libtensormem and its portable tests cross-built with MinGW-w64, run
-# under Wine (tests/windows/wine-run.sh).
-echo "== cross-build (MinGW-w64, Windows x86_64) in build-win/"
-scripts/build.sh build-win --cross-file tests/windows/mingw-w64-x86_64.ini \
-  -Dgst=disabled -Dgl=disabled -Dbench=disabled
-run_suite windows build-win
+  # Windows: libtensormem and its portable tests cross-built with MinGW-w64, run
+  # under Wine (tests/windows/wine-run.sh).
+  echo "== cross-build (MinGW-w64, Windows x86_64) in build-win/"
+  scripts/build.sh build-win --cross-file tests/windows/mingw-w64-x86_64.ini \
+    -Dgst=disabled -Dgl=disabled -Dbench=disabled
+  run_suite windows build-win
 
-if ((full)); then
-  echo "== build (ASan + UBSan) in build-asan/"
-  scripts/build.sh build-asan -Db_sanitize=address,undefined -Db_lundef=false -Dbuildtype=debug \
-    -Dcpp_args=-fno-sanitize-recover=all -Dc_args=-fno-sanitize-recover=all -Dbench=disabled
-  GST_REGISTRY_FORK=no G_SLICE=always-malloc G_DEBUG=gc-friendly \
-    ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:halt_on_error=1:fast_unwind_on_malloc=0 \
-    LSAN_OPTIONS="suppressions=$root/tests/sanitizers/lsan.supp:print_suppressions=0" \
-    UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-    run_suite asan build-asan --timeout-multiplier 4 --no-suite device
+  if ((full)); then
+    echo "== build (ASan + UBSan) in build-asan/"
+    scripts/build.sh build-asan -Db_sanitize=address,undefined -Db_lundef=false -Dbuildtype=debug \
+      -Dcpp_args=-fno-sanitize-recover=all -Dc_args=-fno-sanitize-recover=all -Dbench=disabled
+    GST_REGISTRY_FORK=no G_SLICE=always-malloc G_DEBUG=gc-friendly \
+      ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:halt_on_error=1:fast_unwind_on_malloc=0 \
+      LSAN_OPTIONS="suppressions=$root/tests/sanitizers/lsan.supp:print_suppressions=0" \
+      UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+      run_suite asan build-asan --timeout-multiplier 4 --no-suite device
 
-  echo "== valgrind (memcheck) over the quick build"
-  GST_REGISTRY_FORK=no G_SLICE=always-malloc G_DEBUG=gc-friendly \
-    run_suite valgrind build --suite lib --suite gst --no-suite leaks-on-purpose --no-suite no-valgrind --timeout-multiplier 10 \
-    --wrapper "valgrind --quiet --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite --show-leak-kinds=definite --suppressions=$root/tests/sanitizers/valgrind.supp --suppressions=$root/tests/lib/gl/gl.supp --num-callers=30"
+    echo "== valgrind (memcheck) over the quick build"
+    GST_REGISTRY_FORK=no G_SLICE=always-malloc G_DEBUG=gc-friendly \
+      run_suite valgrind build --suite lib --suite gst --no-suite leaks-on-purpose --no-suite no-valgrind --timeout-multiplier 10 \
+      --wrapper "valgrind --quiet --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite --show-leak-kinds=definite --suppressions=$root/tests/sanitizers/valgrind.supp --suppressions=$root/tests/lib/gl/gl.supp --num-callers=30"
+  fi
 fi
 
-# The full mode (CI) accepts only the skips tests/expected-skips.txt names.
+# Debian 13: the quick build and run once more on the next Debian release's
+# GStreamer, compiler and Mesa, inside a root of its own (scripts/debian13.sh;
+# made once, then reused). The quick build's options, with the parts it must
+# not quietly lose made required: GStreamer, GL, and introspection for the
+# Python tests (tests/python).
+if ((debian13)); then
+  echo "== Debian 13 root (trixie) in build-debian13/root"
+  scripts/debian13.sh setup
+  echo "== build (debugoptimized) in build-debian13/build, inside the Debian 13 root"
+  scripts/debian13.sh run scripts/build.sh build-debian13/build -Dgst=enabled -Dgl=enabled -Dintrospection=enabled
+  # meson test and the virtual X server run inside the root; the build's
+  # paths are the same inside and outside, so its logs read alike here.
+  run_prefix=(scripts/debian13.sh run "${run_prefix[@]}")
+  run_suite debian13 build-debian13/build
+fi
+
+# The full mode (CI) and the Debian 13 leg alone (a CI leg, on a root this
+# script made) accept only the skips tests/expected-skips.txt names.
 strict=()
-((full)) && strict=(--expected-skips tests/expected-skips.txt)
+if ((full)) || [[ -z $host ]]; then strict=(--expected-skips tests/expected-skips.txt); fi
 python3 scripts/summarize.py "${strict[@]}" "$results" "${runs[@]}"
