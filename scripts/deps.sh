@@ -46,6 +46,9 @@ packages=(
   # benchmarks that compare against glupload/gldownload; avdec_h264 for the
   # decoder tests and tests/bench/decode_bench.sh (its cases skip without it).
   gstreamer1.0-plugins-bad gstreamer1.0-gl gstreamer1.0-libav
+  # GStreamer's analytics library (GstTensorMeta, GStreamer 1.26): tensors
+  # carry it where it exists (meson finds it; nothing on 1.22).
+  libgstreamer-plugins-bad1.0-dev
   libgtest-dev libbenchmark-dev
   libxxhash-dev
   # DXGI format values checked against dxgiformat.h (tests/lib/d3d11).

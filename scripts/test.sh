@@ -102,13 +102,14 @@ fi
 # Debian 13: the quick build and run once more on the next Debian release's
 # GStreamer, compiler and Mesa, inside a root of its own (scripts/debian13.sh;
 # made once, then reused). The quick build's options, with the parts it must
-# not quietly lose made required: GStreamer, GL, and introspection for the
-# Python tests (tests/python).
+# not quietly lose made required: GStreamer, GL, introspection for the
+# Python tests (tests/python), and GstTensorMeta (tests/gst/test_tensor_meta.cpp).
 if ((debian13)); then
   echo "== Debian 13 root (trixie) in build-debian13/root"
   scripts/debian13.sh setup
   echo "== build (debugoptimized) in build-debian13/build, inside the Debian 13 root"
-  scripts/debian13.sh run scripts/build.sh build-debian13/build -Dgst=enabled -Dgl=enabled -Dintrospection=enabled
+  scripts/debian13.sh run scripts/build.sh build-debian13/build -Dgst=enabled -Dgl=enabled -Dintrospection=enabled \
+    -Danalytics=enabled
   # meson test and the virtual X server run inside the root; the build's
   # paths are the same inside and outside, so its logs read alike here.
   run_prefix=(scripts/debian13.sh run "${run_prefix[@]}")
