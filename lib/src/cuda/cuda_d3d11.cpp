@@ -191,7 +191,7 @@ void d3d11_cuda_reset_process_state_for_tests() noexcept {
 
 /// \brief CUDA-D3D-01..07: the import, or why not, with nothing left behind.
 Result<std::shared_ptr<CudaHandle>> import_d3d11_texture(std::shared_ptr<const CudaRuntime> runtime,
-                                                         D3d11CudaImport request) {
+                                                         D3d11TextureHandle request) {
   if (!runtime)
     runtime = CudaRuntime::get();
   if (Result<void> usable = runtime->d3d11_usable("import_d3d11_texture"); !usable)
