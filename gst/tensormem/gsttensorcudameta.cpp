@@ -20,7 +20,7 @@
 #include "gsttensormemallocator.h"
 
 #include <tensormem/cuda_import.hpp>
-#include <tensormem/cuda_runtime.hpp>
+#include <tensormem/internal/cuda_runtime.hpp>
 
 #include <mutex>
 #include <new>

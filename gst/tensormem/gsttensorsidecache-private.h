@@ -7,7 +7,7 @@
 
 #include <gst/gst.h>
 
-#include <tensormem/side_cache.hpp>
+#include <tensormem/internal/side_cache.hpp>
 #include <tensormem/storage.hpp>
 
 #include <cstdint>
@@ -21,8 +21,7 @@ using SideKey = tensormem::StorageKey;
 
 /* Anchors entry `serial` under `key` of `cache` to `anchor`: dropped when
  * `anchor` is finalized. */
-void anchor_to_object(tensormem::SideCacheBase &cache, GstMiniObject *anchor, const SideKey &key,
-                      std::uint64_t serial);
+void anchor_to_object(tensormem::SideCacheBase &cache, GstMiniObject *anchor, const SideKey &key, std::uint64_t serial);
 
 /* libtensormem's per-buffer cache (tensormem/side_cache.hpp: one lock that
  * guards the map only, entries dropped with the storage they were cached

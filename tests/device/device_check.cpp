@@ -23,9 +23,9 @@
 //            the caller's fd stays open either way
 #include <tensormem/cuda_handle.hpp>
 #include <tensormem/cuda_import.hpp>
-#include <tensormem/cuda_runtime.hpp>
-#include <tensormem/cuda_semaphore.hpp>
 #include <tensormem/dmabuf_storage.hpp>
+#include <tensormem/internal/cuda_runtime.hpp>
+#include <tensormem/internal/cuda_semaphore.hpp>
 #if !defined(TM_DEVICE_NO_GL)
 #include <tensormem/gl_cuda.hpp>
 #include <tensormem/gl_worker.hpp>

@@ -9,7 +9,7 @@
 
 #include <tensormem/export.hpp>
 
-#include <tensormem/cuda_runtime.hpp>
+#include <tensormem/cuda_types.hpp>
 #include <tensormem/result.hpp>
 #include <tensormem/tensormem_cuda.h>
 

@@ -104,8 +104,8 @@ public:
   virtual const void *identity_scope() const noexcept { return nullptr; }
 
   /// How another API reaches this storage's bytes (storage_handle.hpp): the
-  /// storage says what it is, each importer decides what to do with it. Borrowed parts stay valid while the storage lives. The default
-  /// refuses with NotImplemented naming the kind.
+  /// storage says what it is, each importer decides what to do with it. Borrowed parts stay valid while the storage
+  /// lives. The default refuses with NotImplemented naming the kind.
   virtual Result<StorageHandle> export_handle();
 
   /// Runs `hook` once when the storage is destroyed, before its backend

@@ -5,9 +5,9 @@
 // semaphore (CUDA-D3D-02, CUDA-SEM-01..03).
 #include "cuda_log.hpp"
 
-#include <tensormem/cuda_d3d11.hpp>
+#include <tensormem/internal/cuda_d3d11.hpp>
 
-#include <tensormem/cuda_semaphore.hpp>
+#include <tensormem/internal/cuda_semaphore.hpp>
 #include <tensormem/types.hpp>
 
 #include <limits>

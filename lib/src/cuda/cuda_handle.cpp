@@ -6,7 +6,7 @@
 
 #include <tensormem/cuda_handle.hpp>
 
-#include <tensormem/cuda_d3d11.hpp>
+#include <tensormem/internal/cuda_d3d11.hpp>
 
 #include <tensormem/types.hpp>
 #include <tensormem/unique_fd.hpp>

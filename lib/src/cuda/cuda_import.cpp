@@ -4,9 +4,9 @@
 // handle per buffer, and the tensor maps made through it.
 #include <tensormem/cuda_import.hpp>
 
-#include <tensormem/cuda_d3d11.hpp>
+#include <tensormem/internal/cuda_d3d11.hpp>
+#include <tensormem/internal/side_cache.hpp>
 #include <tensormem/log.hpp>
-#include <tensormem/side_cache.hpp>
 #include <tensormem/storage_handle.hpp>
 #ifdef TENSORMEM_HAVE_GL
 #include <tensormem/gl_cuda.hpp>

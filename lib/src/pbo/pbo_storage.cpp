@@ -4,7 +4,6 @@
 #include <tensormem/log.hpp>
 #include <tensormem/pbo_storage.hpp>
 
-
 #include <sstream>
 
 namespace tensormem {

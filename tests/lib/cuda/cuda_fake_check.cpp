@@ -21,8 +21,8 @@
 // driver (TENSORMEM_CUDA_API=driver).
 #include <tensormem/cuda_handle.hpp>
 #include <tensormem/cuda_import.hpp>
-#include <tensormem/cuda_semaphore.hpp>
 #include <tensormem/dmabuf_storage.hpp>
+#include <tensormem/internal/cuda_semaphore.hpp>
 
 #include "fake_cudart.h"
 
@@ -105,8 +105,7 @@ int main(int argc, char **argv) {
     auto rt = CudaRuntime::get();
     std::printf("%s\n", rt->reason().c_str());
     return !rt->loaded() && rt->backend() == CudaBackend::None &&
-                   rt->reason().find("no-such-libcuda.so.1") != std::string::npos &&
-                   !import_cuda(**storage)
+                   rt->reason().find("no-such-libcuda.so.1") != std::string::npos && !import_cuda(**storage)
                ? 0
                : 10;
   }

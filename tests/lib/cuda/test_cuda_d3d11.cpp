@@ -7,11 +7,11 @@
 // Linux refuses them, and so does the fake by default.
 #include "cuda_test_util.hpp"
 
-#include <tensormem/cuda_d3d11.hpp>
 #include <tensormem/cuda_import.hpp>
 #include <tensormem/d3d11_device.hpp>
-#include <tensormem/d3d11_software_device.hpp>
 #include <tensormem/d3d11_storage.hpp>
+#include <tensormem/internal/cuda_d3d11.hpp>
+#include <tensormem/internal/d3d11_software_device.hpp>
 
 #include <gtest/gtest.h>
 

@@ -7,6 +7,7 @@
 #include <tensormem/cuda_import.hpp>
 #include <tensormem/gl_cuda.hpp>
 #include <tensormem/gl_worker.hpp>
+#include <tensormem/internal/cuda_runtime.hpp>
 #include <tensormem/pbo_storage.hpp>
 #include <tensormem/tensor.hpp>
 

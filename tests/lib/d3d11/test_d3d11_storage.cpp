@@ -13,9 +13,9 @@
 #include "d3d11_test_device.hpp"
 
 #include <tensormem/cuda_import.hpp>
-#include <tensormem/cuda_runtime.hpp>
-#include <tensormem/d3d11_software_device.hpp>
 #include <tensormem/d3d11_storage.hpp>
+#include <tensormem/internal/cuda_runtime.hpp>
+#include <tensormem/internal/d3d11_software_device.hpp>
 #include <tensormem/tensor.hpp>
 
 #include <gtest/gtest.h>

@@ -11,11 +11,11 @@
 
 #include <tensormem/export.hpp>
 
-#include <tensormem/cuda_ffi.hpp>
 #include <tensormem/cuda_handle.hpp>
-#include <tensormem/cuda_runtime.hpp>
 #include <tensormem/d3d11_device.hpp>
 #include <tensormem/d3d11_layout.hpp>
+#include <tensormem/internal/cuda_ffi.hpp>
+#include <tensormem/internal/cuda_runtime.hpp>
 #include <tensormem/result.hpp>
 #include <tensormem/storage_handle.hpp>
 
