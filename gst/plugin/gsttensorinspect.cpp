@@ -51,7 +51,7 @@
 #include <gst/tensormem/gsttensormemvalidate.h>
 #include <gst/video/video.h>
 
-#include <tensormem/cuda_runtime.hpp>
+#include <tensormem/internal/cuda_runtime.hpp>
 
 #include <cstdio>
 #include <new>

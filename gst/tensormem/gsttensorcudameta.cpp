@@ -18,9 +18,9 @@
 #include "gsttensorcudameta.h"
 
 #include "gsttensormemallocator.h"
-#include "gsttensorsidecache-private.h"
 
-#include <tensormem/cuda_runtime.hpp>
+#include <tensormem/cuda_import.hpp>
+#include <tensormem/internal/cuda_runtime.hpp>
 
 #include <mutex>
 #include <new>
@@ -64,15 +64,11 @@ void cuda_meta_free(GstMeta *meta, GstBuffer *) {
  * transform function leaves it off the destination). */
 gboolean cuda_meta_transform(GstBuffer *, GstMeta *, GstBuffer *, GQuark, gpointer) { return FALSE; }
 
-/* The CUDA handle of each storage, keyed on its identity: every GstMemory
- * over one storage (a pooled memory, or a new wrapper per frame of one
- * imported DMA-BUF) shares one import, dropped when the storage dies. The
- * handle's destructor unregisters (GL, on the worker) or frees and destroys
- * the external memory; the cache never runs it under its lock. */
-gst_tensormem::SideCache<tensormem::CudaHandle> &cuda_handles() {
-  static auto *cache = new gst_tensormem::SideCache<tensormem::CudaHandle>();
-  return *cache;
-}
+/* The CUDA handle of each storage lives in libtensormem's one cache of
+ * imports (tensormem/cuda_import.hpp), keyed on the storage's identity: every
+ * GstMemory over one storage (a pooled memory, or a new wrapper per frame of
+ * one imported DMA-BUF) shares one import, dropped when the storage dies. A
+ * meta only holds a reference for its mapping. */
 
 void ensure_debug() {
   static std::once_flag once;
@@ -286,7 +282,7 @@ std::shared_ptr<tensormem::CudaHandle> gst_tensor_cuda_meta_get_handle(GstTensor
 std::shared_ptr<tensormem::CudaHandle> gst_tensor_memory_peek_cuda(GstMemory *mem) {
   g_return_val_if_fail(mem != nullptr, nullptr);
   const tensormem::Tensor *tensor = gst_tensor_memory_get_tensor(mem);
-  return tensor ? cuda_handles().find(gst_tensormem::SideKey::of(*tensor->storage())) : nullptr;
+  return tensor ? tensormem::cached_cuda_handle(*tensor->storage()) : nullptr;
 }
 
 tensormem::Result<std::shared_ptr<tensormem::CudaHandle>> gst_tensor_memory_import_cuda(GstMemory *mem,
@@ -303,25 +299,23 @@ tensormem::Result<std::shared_ptr<tensormem::CudaHandle>> gst_tensor_memory_impo
   if (!tensor)
     return tensormem::Error::not_implemented("memory is not tensor memory");
   std::shared_ptr<tensormem::Storage> storage_of_mem = tensor->storage();
-  if (auto cached = cuda_handles().find(gst_tensormem::SideKey::of(*storage_of_mem)))
+  if (auto cached = tensormem::cached_cuda_handle(*storage_of_mem))
     return cached;
 
   std::shared_ptr<const tensormem::CudaRuntime> rt = tensormem::CudaRuntime::get();
   if (!rt->available())
     return rt->unavailable_error("tensor memory import");
 
-  // The storage knows how CUDA reaches it (fd import, GL registration).
-  tensormem::Result<std::shared_ptr<tensormem::CudaHandle>> result = storage_of_mem->import_cuda(rt);
-  if (!result)
-    return result;
-  /* Two importers racing (a tee) may both have imported, without a lock
-   * held across the CUDA call: the first handle cached wins, the other is
-   * released here. */
-  std::shared_ptr<tensormem::CudaHandle> cached = cuda_handles().insert_for_storage(*storage_of_mem, *result);
-  if (cached != *result)
+  /* The storage's exported handle says how CUDA reaches it (fd import, GL
+   * registration, D3D11 texture). Two importers racing (a tee) may both
+   * import: the first handle cached wins, the other is released. */
+  bool fresh = false;
+  tensormem::Result<std::shared_ptr<tensormem::CudaHandle>> cached =
+      tensormem::import_cuda_cached(*storage_of_mem, rt, &fresh);
+  if (!cached || !fresh)
     return cached;
   if (imported)
     *imported = TRUE;
-  GST_DEBUG("imported memory %p into CUDA: %s", static_cast<void *>(root), cached->describe().c_str());
+  GST_DEBUG("imported memory %p into CUDA: %s", static_cast<void *>(root), (*cached)->describe().c_str());
   return cached;
 }

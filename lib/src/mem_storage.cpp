@@ -67,4 +67,6 @@ Result<HostPin> MemStorage::pin_host(CpuAccess access) {
   return HostPin(shared_from_this(), data_, size_bytes());
 }
 
+Result<StorageHandle> MemStorage::export_handle() { return StorageHandle(HostMemoryHandle{data_, size_bytes()}); }
+
 } // namespace tensormem

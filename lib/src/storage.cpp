@@ -1,8 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include <tensormem/storage.hpp>
 
-#include <tensormem/cuda_handle.hpp>
-
 #include <algorithm>
 #include <cerrno>
 #include <new>
@@ -64,9 +62,9 @@ void Storage::on_destroy(std::function<void()> hook) {
   destroy_hooks_.push_back(std::move(hook));
 }
 
-Result<std::shared_ptr<CudaHandle>> Storage::import_cuda(std::shared_ptr<const CudaRuntime>) {
-  return Error::not_implemented(std::string("import_cuda: ") + storage_kind_name(kind()) +
-                                " storage has no CUDA import (only DMA-BUF and PBO storages have one)");
+Result<StorageHandle> Storage::export_handle() {
+  return Error::not_implemented(std::string("export_handle: ") + storage_kind_name(kind()) +
+                                " storage exports no handle");
 }
 
 Result<HostPin> Storage::pin_host(CpuAccess) {

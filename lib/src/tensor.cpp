@@ -1,8 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include <tensormem/tensor.hpp>
 
-#include <tensormem/log.hpp>
-
 #include <cctype>
 #include <sstream>
 
@@ -57,7 +55,6 @@ Result<Tensor> Tensor::view(std::size_t offset_bytes, Shape shape) const {
                                         "Tensor::view " + shape_to_string(shape) + " at offset " +
                                             std::to_string(*start));
   Tensor out(storage_, std::move(shape), dtype_, name_, *start, *bytes);
-  out.cuda_ = cuda_;
   return out;
 }
 
@@ -142,36 +139,5 @@ std::string Tensor::describe() const {
      << ", size: " << storage_->size_bytes() << ", key: " << identity().key << " }";
   return os.str();
 }
-
-Result<void> Tensor::attach_cuda(std::shared_ptr<CudaHandle> handle) {
-  if (!handle)
-    return Error::invalid_argument("Tensor::attach_cuda: null handle");
-  if (handle->size() < storage_->size_bytes())
-    return Error::insufficient_capacity(storage_->size_bytes(), handle->size(),
-                                        "Tensor::attach_cuda: the CUDA handle must cover the whole allocation");
-  cuda_ = std::move(handle);
-  return {};
-}
-
-std::optional<CudaMap> Tensor::cuda_map_window(bool writable) const {
-  if (!cuda_)
-    return std::nullopt;
-  Result<CudaMap> map = writable ? cuda_->map_mut() : cuda_->map();
-  if (!map) {
-    log(LogLevel::Debug, "Tensor::cuda_map: " + map.error().message() + "; use the host map");
-    return std::nullopt;
-  }
-  if (!map->narrow(offset_, nbytes_)) {
-    log(LogLevel::Debug, "Tensor::cuda_map: the CUDA mapping holds " + std::to_string(map->length()) +
-                             " bytes, the window is " + std::to_string(nbytes_) + " at offset " +
-                             std::to_string(offset_) + "; use the host map");
-    return std::nullopt;
-  }
-  return std::optional<CudaMap>(std::move(*map));
-}
-
-std::optional<CudaMap> Tensor::cuda_map() const { return cuda_map_window(false); }
-
-std::optional<CudaMap> Tensor::cuda_map_mut() const { return cuda_map_window(true); }
 
 } // namespace tensormem

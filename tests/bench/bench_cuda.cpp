@@ -18,8 +18,8 @@
 #include <gst/tensormem/tensormem.h>
 #include <gst/video/video.h>
 
-#include <tensormem/cuda_runtime.hpp>
 #include <tensormem/gl_worker.hpp>
+#include <tensormem/internal/cuda_runtime.hpp>
 
 #include <algorithm>
 #include <chrono>

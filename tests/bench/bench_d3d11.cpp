@@ -10,8 +10,8 @@
 
 #include "bench_util.hpp"
 
-#include <tensormem/d3d11_software_device.hpp>
 #include <tensormem/d3d11_storage.hpp>
+#include <tensormem/internal/d3d11_software_device.hpp>
 
 #include <cstdio>
 #include <cstdlib>

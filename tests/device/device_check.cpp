@@ -15,16 +15,17 @@
 //            CPU map afterwards
 //   memfd    importing a memfd as CUDA external memory fails cleanly (the
 //            driver takes only its own OpaqueFd exports): an Error, the
-//            caller's fd still open, Tensor::cuda_map() none, map() works
+//            caller's fd still open, cuda_map() none, map() works
 //   latency  CUDA map+unmap of a 1080p RGBA PBO (a GL worker round trip)
 //   semaphore  the library exports all four external-semaphore calls, and a
 //            memfd offered as an OpaqueFd semaphore (not one a driver
 //            exported) is refused cleanly or, if taken, destroyed cleanly;
 //            the caller's fd stays open either way
 #include <tensormem/cuda_handle.hpp>
-#include <tensormem/cuda_runtime.hpp>
-#include <tensormem/cuda_semaphore.hpp>
+#include <tensormem/cuda_import.hpp>
 #include <tensormem/dmabuf_storage.hpp>
+#include <tensormem/internal/cuda_runtime.hpp>
+#include <tensormem/internal/cuda_semaphore.hpp>
 #if !defined(TM_DEVICE_NO_GL)
 #include <tensormem/gl_cuda.hpp>
 #include <tensormem/gl_worker.hpp>
@@ -91,11 +92,11 @@ void check_pbo(const std::shared_ptr<const CudaRuntime> &rt, const std::shared_p
   Result<std::shared_ptr<CudaHandle>> h = CudaHandle::register_gl_buffer(ops, storage->buffer_id(), kSize);
   if (!h)
     return report(false, "pbo", "cudaGraphicsGLRegisterBuffer: " + h.error().message());
-  if (!t->attach_cuda(*h))
+  if (!attach_cuda(*t->storage(), *h))
     return report(false, "pbo", "attach_cuda failed");
   std::vector<std::byte> host(kSize);
   {
-    std::optional<CudaMap> m = t->cuda_map();
+    std::optional<CudaMap> m = cuda_map(*t);
     if (!m)
       return report(false, "pbo", "cuda_map returned none");
     Result<void> c = rt->memcpy_device_to_host(host.data(), m->device_ptr(), kSize);
@@ -112,7 +113,7 @@ void check_pbo(const std::shared_ptr<const CudaRuntime> &rt, const std::shared_p
   for (std::size_t i = 0; i < host.size(); ++i)
     host[i] = static_cast<std::byte>((i * 17 + 3) & 0xff);
   {
-    std::optional<CudaMap> m = t->cuda_map_mut();
+    std::optional<CudaMap> m = cuda_map_mut(*t);
     if (!m)
       return report(false, "pbo", "cuda_map_mut returned none");
     Result<void> c = rt->memcpy_host_to_device(m->device_ptr(), host.data(), kSize);
@@ -163,14 +164,14 @@ void check_memfd() {
   if (!s)
     return report(false, "memfd", "memfd allocation: " + s.error().message());
   const int fd = (*s)->fd();
-  Result<std::shared_ptr<CudaHandle>> h = CudaHandle::import_dmabuf(**s);
+  Result<std::shared_ptr<CudaHandle>> h = import_cuda(**s);
   if (h)
     return report(false, "memfd", "the driver accepted a memfd as OpaqueFd external memory (unexpected)");
   const bool fd_open = ::fcntl(fd, F_GETFD) != -1;
   Result<Tensor> t = Tensor::wrap(*s, {4096}, DType::U8);
   if (!t)
     return report(false, "memfd", "wrap: " + t.error().message());
-  const bool no_cuda = !t->cuda_map().has_value();
+  const bool no_cuda = !cuda_map(*t).has_value();
   Result<HostView> v = t->map(CpuAccess::Read);
   const bool host_ok = static_cast<bool>(v);
   report(fd_open && no_cuda && host_ok, "memfd",

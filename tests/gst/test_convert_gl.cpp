@@ -14,8 +14,8 @@
 #include <gst/app/gstappsrc.h>
 #include <gst/check/gstharness.h>
 #include <gst/tensormem/tensormem.h>
-#include <tensormem/cuda_runtime.hpp>
 #include <tensormem/gl_convert.hpp>
+#include <tensormem/internal/cuda_runtime.hpp>
 
 #include <set>
 #include <string>

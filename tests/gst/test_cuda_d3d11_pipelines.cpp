@@ -15,9 +15,9 @@
 
 #include <gst/tensormem/gsttensordlpack.h>
 
-#include <tensormem/cuda_d3d11.hpp>
-#include <tensormem/cuda_runtime.hpp>
 #include <tensormem/d3d11_timeline.hpp>
+#include <tensormem/internal/cuda_d3d11.hpp>
+#include <tensormem/internal/cuda_runtime.hpp>
 
 #include <cstring>
 #include <string>

@@ -10,7 +10,7 @@
 
 #include "fake_cudart.h"
 
-#include <tensormem/cuda_runtime.hpp>
+#include <tensormem/internal/cuda_runtime.hpp>
 
 #include <cstdlib>
 #include <string>

@@ -15,7 +15,7 @@
 
 #include <gst/allocators/gstdmabuf.h>
 #include <gst/tensormem/tensormem.h>
-#include <tensormem/cuda_runtime.hpp>
+#include <tensormem/internal/cuda_runtime.hpp>
 
 #include <array>
 #include <atomic>

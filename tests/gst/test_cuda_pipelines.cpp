@@ -14,7 +14,7 @@
 #include <gst/check/gstharness.h>
 
 #include <gst/tensormem/tensormem.h>
-#include <tensormem/cuda_runtime.hpp>
+#include <tensormem/internal/cuda_runtime.hpp>
 
 #include <ostream>
 #include <string>

@@ -5,7 +5,7 @@
 // warning, cuda-available is FALSE, and require-cuda=true is an error.
 #include "cuda_pipeline_util.hpp"
 
-#include <tensormem/cuda_runtime.hpp>
+#include <tensormem/internal/cuda_runtime.hpp>
 
 namespace {
 

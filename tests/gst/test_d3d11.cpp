@@ -14,7 +14,7 @@
 #include <gst/tensormem/gsttensorstorage.h>
 
 #include <tensormem/d3d11_device.hpp>
-#include <tensormem/d3d11_software_device.hpp>
+#include <tensormem/internal/d3d11_software_device.hpp>
 
 #include <memory>
 #include <string>

@@ -15,8 +15,8 @@
 #include <gst/check/gstharness.h>
 #include <gst/tensormem/tensormem.h>
 
-#include <tensormem/d3d11_software_device.hpp>
 #include <tensormem/d3d11_timeline.hpp>
+#include <tensormem/internal/d3d11_software_device.hpp>
 #include <tensormem/timeline.hpp>
 #if defined(TM_TEST_HAVE_GL)
 #include <tensormem/gl_worker.hpp>

@@ -347,3 +347,17 @@ TEST(TensorLife, PBO_LIFE_03_debug_names_the_buffer) {
   EXPECT_NE(text.find("key: 77"), std::string::npos) << text;
   EXPECT_NE(text.find("Pbo"), std::string::npos) << text;
 }
+
+TEST(StorageExport, heap_memory_exports_its_address_and_a_storage_without_an_export_refuses) {
+  auto mem = std::move(MemStorage::allocate(100)).value();
+  Result<StorageHandle> h = mem->export_handle();
+  ASSERT_TRUE(h) << h.error().message();
+  const auto *host = std::get_if<HostMemoryHandle>(&*h);
+  ASSERT_NE(host, nullptr);
+  EXPECT_EQ(host->size, 100u);
+  HostPin pin = std::move(mem->pin_host(CpuAccess::Read)).value();
+  EXPECT_EQ(host->data, pin.data());
+  Result<StorageHandle> none = FakeStorage::make(16)->export_handle();
+  ASSERT_FALSE(none);
+  EXPECT_EQ(none.error().kind(), ErrorKind::NotImplemented);
+}

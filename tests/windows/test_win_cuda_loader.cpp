@@ -10,7 +10,7 @@
 // runtime it accepted, so meson runs every case in a process of its own
 // (tests/windows/meson.build lists them).
 #include <tensormem/cuda_handle.hpp>
-#include <tensormem/cuda_runtime.hpp>
+#include <tensormem/internal/cuda_runtime.hpp>
 
 #include <gtest/gtest.h>
 

@@ -9,7 +9,7 @@
 
 #include <tensormem/export.hpp>
 
-#include <tensormem/cuda_runtime.hpp>
+#include <tensormem/cuda_types.hpp>
 #include <tensormem/result.hpp>
 #include <tensormem/tensormem_cuda.h>
 
@@ -22,8 +22,6 @@
 #include <utility>
 
 namespace tensormem {
-
-class DmaBufStorage;
 
 /// The GL side of a GL-buffer registration (CUDA-GL-04). Every call runs on
 /// the thread where the buffer's GL context is current: an implementation
@@ -65,7 +63,7 @@ inline Result<std::shared_ptr<CudaGlOps>> cuda_gl_ops_from_client(const tm_cuda_
 /// and used on another thread. Its release action (a GL unmap for a GL
 /// buffer, nothing for persistent external memory) runs exactly once: on
 /// release() or on destruction, whichever comes first. It keeps its handle
-/// alive. Header-only on purpose: Tensor uses it in every build.
+/// alive. Header-only, so it costs nothing in a build that never loads CUDA.
 class CudaMap {
 public:
   CudaMap() noexcept = default;
@@ -193,9 +191,6 @@ public:
   /// Errors: NotImplemented (no usable runtime), InvalidArgument/InvalidSize
   /// (bad fd or size), Io (the dup failed), Device (the runtime refused).
   static Result<std::shared_ptr<CudaHandle>> import_dma_fd(int fd, std::size_t size,
-                                                           std::shared_ptr<const CudaRuntime> runtime = {});
-  /// import_dma_fd(storage.fd(), storage.size_bytes()).
-  static Result<std::shared_ptr<CudaHandle>> import_dmabuf(const DmaBufStorage &storage,
                                                            std::shared_ptr<const CudaRuntime> runtime = {});
   /// Registers GL buffer `buffer_id` through `ops` (on the GL thread).
   static Result<std::shared_ptr<CudaHandle>> register_gl_buffer(std::shared_ptr<CudaGlOps> ops, std::uint32_t buffer_id,

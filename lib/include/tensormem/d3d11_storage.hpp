@@ -50,7 +50,7 @@ public:
   /// formats widened to the driver's staging pitch (D3D-LAYOUT-02/03). On a
   /// device without shared NT handles (capabilities().shared_nt_handles
   /// false, Wine 8) the texture is made unshared and has no handle: the
-  /// operations that need one (import_cuda, shared_handle, d3d11_completion)
+  /// operations that need one (export_handle, shared_handle, d3d11_completion)
   /// are NotImplemented naming the capability.
   static Result<std::shared_ptr<D3d11TextureStorage>> allocate_image(std::shared_ptr<D3d11Context> context,
                                                                      PixelFormat format, DType dtype,
@@ -75,10 +75,11 @@ public:
   StorageKind kind() const noexcept override { return StorageKind::D3d11; }
   /// The texture object's address (D3D-IMP-02), never a handle value.
   BufferIdentity identity() const noexcept override;
-  /// CUDA's view of the texture (D3D-CUDA-01): imported through its NT handle
-  /// (borrowed) with a fresh duplicate of the process fence handle where the
-  /// fence is shared, sharing the recorded-write counter.
-  Result<std::shared_ptr<CudaHandle>> import_cuda(std::shared_ptr<const CudaRuntime> runtime) override;
+  /// The texture's NT handle (borrowed) with a fresh duplicate of the
+  /// process fence handle where the fence is shared, sharing the
+  /// recorded-write counter (D3d11TextureHandle; D3D-CUDA-01). NotImplemented
+  /// on a device without shared NT handles.
+  Result<StorageHandle> export_handle() override;
 
   /// The host buffer (created on first use), never the staging mapping;
   /// refused for access None (D3D-SYNC-01/02). Writable pins make the host
@@ -98,7 +99,7 @@ public:
   /// nothing would ever reach it (HAZ-23, as for every timeline kind).
   Result<void> set_gpu_write(std::uint64_t value);
   std::uint64_t last_gpu_write() const noexcept { return gpu_write_->load(); }
-  /// The counter itself, shared with a CUDA attachment.
+  /// The counter itself, shared with an exported handle's importer.
   std::shared_ptr<std::atomic<std::uint64_t>> gpu_write_counter() const noexcept { return gpu_write_; }
   /// A new handle of the process fence and the recorded value; nullopt when
   /// nothing is recorded (D3D-FENCE-04).

@@ -77,8 +77,8 @@ public:
   /// made on first use and kept for the storage's life (the pin keeps the
   /// storage). Pin holders order their own accesses with sync_for_cpu/device.
   Result<HostPin> pin_host(CpuAccess access) override;
-  /// External memory imported from (a dup of) this storage's fd.
-  Result<std::shared_ptr<CudaHandle>> import_cuda(std::shared_ptr<const CudaRuntime> runtime) override;
+  /// The storage's own fd (borrowed) over the whole buffer (DmaBufHandle).
+  Result<StorageHandle> export_handle() override;
 
   /// The storage's own fd (borrowed: valid while the storage lives).
   int fd() const noexcept { return fd_.get(); }

@@ -2,7 +2,7 @@
 #pragma once
 
 #include <tensormem/cuda_handle.hpp>
-#include <tensormem/cuda_runtime.hpp>
+#include <tensormem/cuda_types.hpp>
 #include <tensormem/export.hpp>
 #include <tensormem/gl_worker.hpp>
 

@@ -16,7 +16,7 @@
 
 namespace tensormem {
 
-class CudaGlOps;
+class GlWorker;
 
 /// The port through which a PBO storage reaches GL (PBO-OPS-01..08). The
 /// storage never calls GL itself. Every call blocks until done, is usable
@@ -33,9 +33,10 @@ public:
   virtual Result<void> unmap_buffer(std::uint32_t buffer_id) noexcept = 0;
   /// Deletes the buffer; fire-and-forget.
   virtual void delete_buffer(std::uint32_t buffer_id) noexcept = 0;
-  /// How CUDA reaches this port's GL buffers (registration and maps on the
-  /// GL thread), or null where it cannot (the default; a worker that is gone).
-  virtual std::shared_ptr<CudaGlOps> cuda_gl_ops(std::shared_ptr<const CudaRuntime> runtime) noexcept;
+  /// The GL worker whose context holds this port's buffers, through which
+  /// another API reaches them; null where there is none (the default: a
+  /// client's port; a worker that is gone).
+  virtual std::shared_ptr<GlWorker> gl_worker() const noexcept { return nullptr; }
 };
 
 /// One OpenGL pixel buffer object as a storage. Its identity is (Pbo, GL
@@ -58,8 +59,8 @@ public:
   Result<HostPin> pin_host(CpuAccess access) override;
   /// GL names are unique per context only: the port (one per GL worker) scopes them.
   const void *identity_scope() const noexcept override { return ops_.get(); }
-  /// A CUDA registration of the GL buffer through the port's CudaGlOps.
-  Result<std::shared_ptr<CudaHandle>> import_cuda(std::shared_ptr<const CudaRuntime> runtime) override;
+  /// The GL buffer and its port's worker (GlBufferHandle).
+  Result<StorageHandle> export_handle() override;
 
   std::uint32_t buffer_id() const noexcept { return buffer_id_; }
   const std::shared_ptr<PboOps> &ops() const noexcept { return ops_; }

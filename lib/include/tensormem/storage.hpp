@@ -5,6 +5,7 @@
 
 #include <tensormem/host_pin.hpp>
 #include <tensormem/map_state.hpp>
+#include <tensormem/storage_handle.hpp>
 #include <tensormem/timeline.hpp>
 
 #include <atomic>
@@ -17,9 +18,6 @@
 #include <vector>
 
 namespace tensormem {
-
-class CudaHandle;
-class CudaRuntime;
 
 /// One backend allocation: it owns the resource, its identity and its map
 /// state. Storages live in std::shared_ptr (tensors, views and pins share
@@ -105,14 +103,14 @@ public:
   /// identity key on (identity, scope).
   virtual const void *identity_scope() const noexcept { return nullptr; }
 
-  /// CUDA's view of this storage, made by the storage because only it knows
-  /// how (DMA-BUF: external memory from its fd; PBO: a GL registration on its
-  /// GL thread). The default refuses with NotImplemented naming the kind.
-  virtual Result<std::shared_ptr<CudaHandle>> import_cuda(std::shared_ptr<const CudaRuntime> runtime);
+  /// How another API reaches this storage's bytes (storage_handle.hpp): the
+  /// storage says what it is, each importer decides what to do with it. Borrowed parts stay valid while the storage
+  /// lives. The default refuses with NotImplemented naming the kind.
+  virtual Result<StorageHandle> export_handle();
 
   /// Runs `hook` once when the storage is destroyed, before its backend
-  /// resource is released: side data kept elsewhere for this storage (a CUDA
-  /// registration of its GL buffer, an imported copy's bookkeeping) goes
+  /// resource is released: side data kept elsewhere for this storage (another
+  /// API's import of its buffer, an imported copy's bookkeeping) goes
   /// first, while the resource it refers to still exists. Hooks must not
   /// throw; they run in the order they were added.
   void on_destroy(std::function<void()> hook);
@@ -165,6 +163,22 @@ private:
   std::vector<std::function<void()>> destroy_hooks_;
 };
 
+/// Which buffer a storage is, for caches of side data kept per buffer: its
+/// identity in the scope where that is unique (Storage::identity_scope).
+struct StorageKey {
+  BufferIdentity id;
+  const void *scope = nullptr;
+
+  static StorageKey of(const Storage &storage) noexcept { return {storage.identity(), storage.identity_scope()}; }
+  friend bool operator<(const StorageKey &a, const StorageKey &b) noexcept {
+    if (a.id.kind != b.id.kind)
+      return a.id.kind < b.id.kind;
+    if (a.id.key != b.id.key)
+      return a.id.key < b.id.key;
+    return std::less<const void *>()(a.scope, b.scope);
+  }
+};
+
 /// Heap storage: a 64-byte aligned allocation (SHR-PIN-02) that obeys the
 /// same reader/writer rules as the GPU storages because it maps through the
 /// same MapState.
@@ -179,6 +193,8 @@ public:
   StorageKind kind() const noexcept override { return StorageKind::Mem; }
   BufferIdentity identity() const noexcept override { return BufferIdentity::derived(StorageKind::Mem, serial_); }
   Result<HostPin> pin_host(CpuAccess access) override;
+  /// The heap address (HostMemoryHandle).
+  Result<StorageHandle> export_handle() override;
 
 private:
   struct Token {};

@@ -3,7 +3,6 @@
 
 #include <tensormem/export.hpp>
 
-#include <tensormem/cuda_handle.hpp>
 #include <tensormem/host_pin.hpp>
 #include <tensormem/storage.hpp>
 
@@ -70,19 +69,6 @@ public:
   /// Debug text: type, name, shape, dtype, offset and the storage.
   std::string describe() const;
 
-  /// Attaches CUDA's view of this tensor's storage (a handle covering the
-  /// whole allocation: smaller → InsufficientCapacity). This tensor and
-  /// every copy or view made from it afterwards share it. CPU maps are not
-  /// affected in any way.
-  Result<void> attach_cuda(std::shared_ptr<CudaHandle> handle);
-  void detach_cuda() noexcept { cuda_.reset(); }
-  const std::shared_ptr<CudaHandle> &cuda_handle() const noexcept { return cuda_; }
-  /// A device pointer to this tensor's window, or nullopt — at once when no
-  /// handle is attached, otherwise when the handle cannot map (logged at
-  /// debug level). On nullopt use map().
-  std::optional<CudaMap> cuda_map() const;
-  std::optional<CudaMap> cuda_map_mut() const;
-
 private:
   Tensor(std::shared_ptr<Storage> storage, Shape shape, DType dtype, std::string name, std::size_t offset,
          std::size_t nbytes)
@@ -90,7 +76,6 @@ private:
         nbytes_(nbytes) {}
 
   Result<HostView> map_window(CpuAccess access, std::size_t byte_count, MapState::Wait wait) const;
-  std::optional<CudaMap> cuda_map_window(bool writable) const;
 
   std::shared_ptr<Storage> storage_;
   Shape shape_;
@@ -98,7 +83,6 @@ private:
   std::string name_;
   std::size_t offset_;
   std::size_t nbytes_;
-  std::shared_ptr<CudaHandle> cuda_;
 };
 
 } // namespace tensormem

@@ -7,8 +7,8 @@
 // above this line.
 #pragma once
 
-#include <tensormem/cuda_ffi.hpp>
-#include <tensormem/cuda_runtime.hpp>
+#include <tensormem/internal/cuda_ffi.hpp>
+#include <tensormem/internal/cuda_runtime.hpp>
 
 #include <cstddef>
 #include <cstdint>

@@ -5,9 +5,9 @@
 // semaphore (CUDA-D3D-02, CUDA-SEM-01..03).
 #include "cuda_log.hpp"
 
-#include <tensormem/cuda_d3d11.hpp>
+#include <tensormem/internal/cuda_d3d11.hpp>
 
-#include <tensormem/cuda_semaphore.hpp>
+#include <tensormem/internal/cuda_semaphore.hpp>
 #include <tensormem/types.hpp>
 
 #include <limits>
@@ -191,7 +191,7 @@ void d3d11_cuda_reset_process_state_for_tests() noexcept {
 
 /// \brief CUDA-D3D-01..07: the import, or why not, with nothing left behind.
 Result<std::shared_ptr<CudaHandle>> import_d3d11_texture(std::shared_ptr<const CudaRuntime> runtime,
-                                                         D3d11CudaImport request) {
+                                                         D3d11TextureHandle request) {
   if (!runtime)
     runtime = CudaRuntime::get();
   if (Result<void> usable = runtime->d3d11_usable("import_d3d11_texture"); !usable)

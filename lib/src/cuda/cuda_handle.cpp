@@ -1,14 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
-// CudaHandle: DMA-BUF import as external memory, GL registrations routed
+// CudaHandle: external memory imported from a DMA-BUF fd, GL registrations routed
 // through CudaGlOps, maps and destruction order.
 #include "cuda_fd.hpp"
 #include "cuda_log.hpp"
 
 #include <tensormem/cuda_handle.hpp>
 
-#include <tensormem/cuda_d3d11.hpp>
+#include <tensormem/internal/cuda_d3d11.hpp>
 
-#include <tensormem/dmabuf_storage.hpp>
 #include <tensormem/types.hpp>
 #include <tensormem/unique_fd.hpp>
 
@@ -242,11 +241,6 @@ Result<std::shared_ptr<CudaHandle>> CudaHandle::import_dma_fd(int fd, std::size_
   void *device_ptr = *mapped;
   return adopt_external(std::move(runtime), ext_mem, device_ptr, size);
 #endif
-}
-
-Result<std::shared_ptr<CudaHandle>> CudaHandle::import_dmabuf(const DmaBufStorage &storage,
-                                                              std::shared_ptr<const CudaRuntime> runtime) {
-  return import_dma_fd(storage.fd(), storage.size_bytes(), std::move(runtime));
 }
 
 Result<std::shared_ptr<CudaHandle>> CudaHandle::register_gl_buffer(std::shared_ptr<CudaGlOps> ops,

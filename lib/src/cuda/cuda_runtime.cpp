@@ -5,7 +5,7 @@
 #include "cuda_library.hpp"
 #include "cuda_log.hpp"
 
-#include <tensormem/cuda_runtime.hpp>
+#include <tensormem/internal/cuda_runtime.hpp>
 
 #include <cstdlib>
 #include <cstring>

@@ -5,7 +5,7 @@
 #include "cuda_fd.hpp"
 #include "cuda_log.hpp"
 
-#include <tensormem/cuda_semaphore.hpp>
+#include <tensormem/internal/cuda_semaphore.hpp>
 
 #include <string>
 #include <utility>

@@ -2,7 +2,6 @@
 // The D3D11 texture storage (spec §4): construction and validation, the two
 // CPU backings, maps through the shared MapState, host pins with explicit
 // syncs, and ordering behind recorded GPU writes.
-#include <tensormem/cuda_d3d11.hpp>
 #include <tensormem/d3d11_storage.hpp>
 #include <tensormem/log.hpp>
 
@@ -295,22 +294,22 @@ BufferIdentity D3d11TextureStorage::identity() const noexcept {
   return BufferIdentity::derived(StorageKind::D3d11, texture_->address());
 }
 
-/// \brief CUDA external memory of the texture, ordered by the process fence.
-Result<std::shared_ptr<CudaHandle>> D3d11TextureStorage::import_cuda(std::shared_ptr<const CudaRuntime> runtime) {
+/// \brief The shared texture, its fence and the recorded write, for an importer.
+Result<StorageHandle> D3d11TextureStorage::export_handle() {
   if (!handle_)
-    return no_nt_handle("D3D11 CUDA import");
-  D3d11CudaImport request;
-  request.nt_handle = handle_.value();
-  request.layout = layout_;
-  request.adapter = context_->device().adapter();
+    return no_nt_handle("D3D11 export_handle");
+  D3d11TextureHandle out;
+  out.nt_handle = handle_.value();
+  out.layout = layout_;
+  out.adapter = context_->device().adapter();
   if (context_->fence_shared()) {
     auto fence = context_->duplicate_fence_handle();
     if (fence) // no handle only means no GPU-side ordering (CUDA-D3D-06)
-      request.fence_handle = std::move(*fence);
+      out.fence_handle = std::move(*fence);
   }
-  request.recorded_write = gpu_write_;
-  request.row_pitch = pitch_; // CUDA's buffer strides like the CPU map
-  return import_d3d11_texture(std::move(runtime), std::move(request));
+  out.recorded_write = gpu_write_;
+  out.row_pitch = pitch_; // an importer's copy strides like the CPU map
+  return StorageHandle(std::move(out));
 }
 
 Result<void> D3d11TextureStorage::set_gpu_write(std::uint64_t value) {

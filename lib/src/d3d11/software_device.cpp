@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The reference D3D11 device (see d3d11_software_device.hpp for what it
 // models and why).
-#include <tensormem/d3d11_software_device.hpp>
+#include <tensormem/internal/d3d11_software_device.hpp>
 
 #include <algorithm>
 #include <condition_variable>

@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include <tensormem/dmabuf_storage.hpp>
 
-#include <tensormem/cuda_handle.hpp>
 #include <tensormem/log.hpp>
 
 #include <cerrno>
@@ -190,9 +189,7 @@ Result<void> DmaBufStorage::check_source(const DmaBufOptions &options) {
                        "); set TENSORMEM_DMABUF_SOURCE=memfd to use memfd-backed buffers");
 }
 
-Result<std::shared_ptr<CudaHandle>> DmaBufStorage::import_cuda(std::shared_ptr<const CudaRuntime> runtime) {
-  return CudaHandle::import_dmabuf(*this, std::move(runtime));
-}
+Result<StorageHandle> DmaBufStorage::export_handle() { return StorageHandle(DmaBufHandle{fd(), 0, size_bytes()}); }
 
 Result<BufferIdentity> DmaBufStorage::identity_of(int fd) {
   struct stat st {};

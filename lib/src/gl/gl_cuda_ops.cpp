@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include <tensormem/gl_cuda.hpp>
+#include <tensormem/internal/cuda_runtime.hpp>
 #include <tensormem/log.hpp>
 
 #include "gl_task.hpp"

@@ -4,7 +4,6 @@
 
 #include <tensormem/gl_worker.hpp>
 
-#include <tensormem/gl_cuda.hpp>
 #include <tensormem/log.hpp>
 
 #include <epoxy/gl.h>
@@ -356,17 +355,12 @@ class GlPboOps final : public PboOps {
 public:
   explicit GlPboOps(std::shared_ptr<GlWorker::Core> core) noexcept : core_(std::move(core)) {}
 
-  /// Set once by GlWorker::create: CUDA interop runs through the worker,
-  /// which its CudaGlOps keep alive so that unregistration finds the GL thread.
+  /// Set once by GlWorker::create: other APIs (CUDA) reach the buffers
+  /// through the worker, which their imports keep alive so that releasing
+  /// them finds the GL thread.
   void set_worker(std::weak_ptr<GlWorker> worker) noexcept { worker_ = std::move(worker); }
 
-  std::shared_ptr<CudaGlOps> cuda_gl_ops(std::shared_ptr<const CudaRuntime> runtime) noexcept override {
-    try {
-      return make_gl_worker_cuda_gl_ops(worker_.lock(), std::move(runtime));
-    } catch (const std::bad_alloc &) {
-      return nullptr;
-    }
-  }
+  std::shared_ptr<GlWorker> gl_worker() const noexcept override { return worker_.lock(); }
 
   Result<BackendMapping> map_buffer(std::uint32_t id, std::size_t size, CpuAccess access) noexcept override {
     if (std::optional<Result<BackendMapping>> held = core_->persistent_map(id, size))

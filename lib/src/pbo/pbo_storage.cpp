@@ -4,8 +4,6 @@
 #include <tensormem/log.hpp>
 #include <tensormem/pbo_storage.hpp>
 
-#include <tensormem/cuda_handle.hpp>
-
 #include <sstream>
 
 namespace tensormem {
@@ -29,7 +27,8 @@ PboStorage::PboStorage(Token, std::uint32_t buffer_id, std::size_t size, std::sh
 // PBO-LIFE-01: the storage is the one owner of the GL buffer; copies, views,
 // maps, parts and imported channels all hold the storage, so this runs once.
 PboStorage::~PboStorage() {
-  // A CUDA registration of the buffer is released before the buffer goes.
+  // Another API's import of the buffer (a CUDA registration) is released
+  // before the buffer goes.
   run_destroy_hooks();
   ops_->delete_buffer(buffer_id_);
 }
@@ -145,14 +144,8 @@ std::string describe_pbo(const Tensor &tensor) {
   return os.str();
 }
 
-std::shared_ptr<CudaGlOps> PboOps::cuda_gl_ops(std::shared_ptr<const CudaRuntime>) noexcept { return nullptr; }
-
-Result<std::shared_ptr<CudaHandle>> PboStorage::import_cuda(std::shared_ptr<const CudaRuntime> runtime) {
-  std::shared_ptr<CudaGlOps> gl = ops_->cuda_gl_ops(std::move(runtime));
-  if (!gl)
-    return Error::not_implemented("PboStorage::import_cuda: the GL port of buffer " + std::to_string(buffer_id_) +
-                                  " offers no CUDA interop (its GL worker is gone, or it is a client's port)");
-  return CudaHandle::register_gl_buffer(std::move(gl), buffer_id_, size_bytes());
+Result<StorageHandle> PboStorage::export_handle() {
+  return StorageHandle(GlBufferHandle{buffer_id_, size_bytes(), ops_->gl_worker()});
 }
 
 } // namespace tensormem

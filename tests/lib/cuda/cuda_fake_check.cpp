@@ -20,8 +20,9 @@
 // meson runs each against the fake runtime and again against the fake
 // driver (TENSORMEM_CUDA_API=driver).
 #include <tensormem/cuda_handle.hpp>
-#include <tensormem/cuda_semaphore.hpp>
+#include <tensormem/cuda_import.hpp>
 #include <tensormem/dmabuf_storage.hpp>
+#include <tensormem/internal/cuda_semaphore.hpp>
 
 #include "fake_cudart.h"
 
@@ -104,12 +105,11 @@ int main(int argc, char **argv) {
     auto rt = CudaRuntime::get();
     std::printf("%s\n", rt->reason().c_str());
     return !rt->loaded() && rt->backend() == CudaBackend::None &&
-                   rt->reason().find("no-such-libcuda.so.1") != std::string::npos &&
-                   !CudaHandle::import_dmabuf(**storage)
+                   rt->reason().find("no-such-libcuda.so.1") != std::string::npos && !import_cuda(**storage)
                ? 0
                : 10;
   }
-  auto h = CudaHandle::import_dmabuf(**storage);
+  auto h = import_cuda(**storage);
   if (std::strcmp(mode, "leak") == 0) {
     if (!h)
       return 5;

@@ -8,7 +8,7 @@
 #pragma once
 
 #include <tensormem/cuda_handle.hpp>
-#include <tensormem/cuda_runtime.hpp>
+#include <tensormem/internal/cuda_runtime.hpp>
 
 #include "../../proc_util.hpp"
 #include "fake_cudart.h"

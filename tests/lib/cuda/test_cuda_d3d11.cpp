@@ -7,10 +7,11 @@
 // Linux refuses them, and so does the fake by default.
 #include "cuda_test_util.hpp"
 
-#include <tensormem/cuda_d3d11.hpp>
+#include <tensormem/cuda_import.hpp>
 #include <tensormem/d3d11_device.hpp>
-#include <tensormem/d3d11_software_device.hpp>
 #include <tensormem/d3d11_storage.hpp>
+#include <tensormem/internal/cuda_d3d11.hpp>
+#include <tensormem/internal/d3d11_software_device.hpp>
 
 #include <gtest/gtest.h>
 
@@ -134,7 +135,7 @@ protected:
   }
 
   Result<std::shared_ptr<CudaHandle>> import(SharedTexture &t, bool with_fence = false) {
-    D3d11CudaImport request;
+    D3d11TextureHandle request;
     request.nt_handle = t.handle.value();
     request.layout = t.layout;
     request.adapter = adapter_;
@@ -558,7 +559,7 @@ TEST_F(CudaD3d11, D3D_CUDA_01_without_a_runtime_or_its_d3d11_entry_points_the_im
   SharedTexture t = make_texture(16, 16);
   const std::string missing[] = {"/nonexistent/libcudart.so"};
   std::shared_ptr<const CudaRuntime> none = cudatest::load_same_api(missing);
-  D3d11CudaImport request;
+  D3d11TextureHandle request;
   request.nt_handle = t.handle.value();
   request.layout = t.layout;
   request.adapter = adapter_;
@@ -570,7 +571,7 @@ TEST_F(CudaD3d11, D3D_CUDA_01_without_a_runtime_or_its_d3d11_entry_points_the_im
   std::shared_ptr<const CudaRuntime> old = cudatest::load_same_api(old_library);
   ASSERT_TRUE(old->available()) << old->reason();
   ASSERT_NE(old->missing_d3d11_symbol(), nullptr);
-  D3d11CudaImport again;
+  D3d11TextureHandle again;
   again.nt_handle = t.handle.value();
   again.layout = t.layout;
   again.adapter = adapter_;
@@ -589,7 +590,7 @@ TEST_F(CudaD3d11, D3D_CUDA_01_without_a_runtime_or_its_d3d11_entry_points_the_im
 TEST_F(CudaD3d11, a_pitched_import_lays_the_linear_buffer_out_at_the_row_pitch_both_ways) {
   // 33 RGBA texels: a 132-byte row in a 256-byte pitch.
   SharedTexture t = make_texture(33, 7, DxgiFormat::R8G8B8A8_Unorm, 5);
-  D3d11CudaImport request;
+  D3d11TextureHandle request;
   request.nt_handle = t.handle.value();
   request.layout = t.layout;
   request.adapter = adapter_;
@@ -622,7 +623,7 @@ TEST_F(CudaD3d11, a_pitched_import_lays_the_linear_buffer_out_at_the_row_pitch_b
 
 TEST_F(CudaD3d11, a_row_pitch_below_the_texture_row_is_refused_before_cuda_is_asked) {
   SharedTexture t = make_texture(33, 7);
-  D3d11CudaImport request;
+  D3d11TextureHandle request;
   request.nt_handle = t.handle.value();
   request.layout = t.layout;
   request.adapter = adapter_;
@@ -656,7 +657,7 @@ TEST_F(CudaD3d11, a_storage_cuda_map_has_the_cpu_maps_layout) {
         for (std::size_t x = 0; x < row; ++x)
           w->data()[y * pitch + x] = static_cast<std::byte>((11 * y + 5 * x + 3) & 0xff);
     }
-    Result<std::shared_ptr<CudaHandle>> handle = (*storage)->import_cuda(runtime_);
+    Result<std::shared_ptr<CudaHandle>> handle = import_cuda(**storage, runtime_);
     ASSERT_TRUE(handle) << handle.error().message();
     EXPECT_EQ((*handle)->size(), (*storage)->size_bytes());
     Result<CudaMap> map = (*handle)->map();

@@ -6,6 +6,7 @@
 // without a CUDA handle reads its bytes on the host path as before.
 #include "cuda_test_util.hpp"
 
+#include <tensormem/cuda_import.hpp>
 #include <tensormem/dmabuf_storage.hpp>
 #include <tensormem/tensor.hpp>
 
@@ -45,6 +46,7 @@ protected:
   void TearDown() override {
     fake_cudart_set_accept_dmabuf(0);
     tensor.reset();
+    storage.reset(); // an attached handle is cached for the buffer until its storage dies
     EXPECT_EQ(fake_cudart_live(nullptr), 0u) << "a CUDA object outlived the test";
   }
 
@@ -64,7 +66,7 @@ protected:
 
 TEST_F(DesktopDriver, a_memfd_import_is_refused_with_invalid_value_and_leaves_nothing_behind) {
   const int fds = count_open_fds();
-  Result<std::shared_ptr<CudaHandle>> h = CudaHandle::import_dmabuf(*storage);
+  Result<std::shared_ptr<CudaHandle>> h = import_cuda(*storage);
   ASSERT_FALSE(h) << "a desktop driver does not import a memfd as OpaqueFd memory";
   EXPECT_EQ(h.error().kind(), ErrorKind::Device);
   EXPECT_NE(h.error().message().find(call_name("cudaImportExternalMemory", "cuImportExternalMemory") + "(OpaqueFd"),
@@ -78,10 +80,10 @@ TEST_F(DesktopDriver, a_memfd_import_is_refused_with_invalid_value_and_leaves_no
 }
 
 TEST_F(DesktopDriver, a_tensor_left_without_cuda_reads_the_same_bytes_on_the_host_path) {
-  Result<std::shared_ptr<CudaHandle>> h = CudaHandle::import_dmabuf(*storage);
+  Result<std::shared_ptr<CudaHandle>> h = import_cuda(*storage);
   ASSERT_FALSE(h);
-  EXPECT_EQ(tensor->cuda_handle(), nullptr);
-  EXPECT_FALSE(tensor->cuda_map());
+  EXPECT_EQ(cached_cuda_handle(*tensor->storage()), nullptr);
+  EXPECT_FALSE(cuda_map(*tensor));
   EXPECT_EQ(fake_cudart_calls("cudaMemcpy"), 0u);
   expect_the_ramp_on_the_host_path();
 }
@@ -90,11 +92,11 @@ TEST_F(DesktopDriver, the_same_memfd_imports_once_the_fake_emulates_a_jetson_cla
   // The refusal above is the desktop mode and nothing else: switched to a
   // driver that takes DMA-BUF, the same storage imports and CUDA sees its bytes.
   fake_cudart_set_accept_dmabuf(1);
-  Result<std::shared_ptr<CudaHandle>> h = CudaHandle::import_dmabuf(*storage);
+  Result<std::shared_ptr<CudaHandle>> h = import_cuda(*storage);
   ASSERT_TRUE(h) << h.error().message();
-  ASSERT_TRUE(tensor->attach_cuda(*h));
+  ASSERT_TRUE(attach_cuda(*tensor->storage(), *h));
   {
-    std::optional<CudaMap> m = tensor->cuda_map();
+    std::optional<CudaMap> m = cuda_map(*tensor);
     ASSERT_TRUE(m);
     std::vector<unsigned char> back(kBytes);
     ASSERT_TRUE(CudaRuntime::get()->memcpy_device_to_host(back.data(), m->device_ptr(), kBytes));

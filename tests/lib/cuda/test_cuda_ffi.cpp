@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // FFI mirrors without any CUDA header (CUDA-FFI-01..09, DESIGN §8). The
 // comparison with a real driver_types.h is test_cuda_real.cpp.
-#include <tensormem/cuda_ffi.hpp>
+#include <tensormem/internal/cuda_ffi.hpp>
 
 #include <gtest/gtest.h>
 

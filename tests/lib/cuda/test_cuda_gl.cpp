@@ -4,8 +4,10 @@
 // with glMapBufferRange on the worker thread. The CudaGlOps below posts
 // each call to the worker, as the GL worker's own implementation must.
 #include <tensormem/cuda_handle.hpp>
+#include <tensormem/cuda_import.hpp>
 #include <tensormem/gl_cuda.hpp>
 #include <tensormem/gl_worker.hpp>
+#include <tensormem/internal/cuda_runtime.hpp>
 #include <tensormem/pbo_storage.hpp>
 #include <tensormem/tensor.hpp>
 
@@ -47,9 +49,9 @@ TEST(CudaGl, CUDA_GL_01_02_a_pbo_registered_mapped_written_and_read_back_through
   auto ops = make_gl_worker_cuda_gl_ops(*worker, rt);
   Result<std::shared_ptr<CudaHandle>> h = CudaHandle::register_gl_buffer(ops, storage->buffer_id(), 4096);
   ASSERT_TRUE(h) << h.error().message();
-  ASSERT_TRUE(pbo.attach_cuda(*h));
+  ASSERT_TRUE(attach_cuda(*pbo.storage(), *h));
   {
-    std::optional<CudaMap> m = pbo.cuda_map_mut();
+    std::optional<CudaMap> m = cuda_map_mut(pbo);
     ASSERT_TRUE(m);
     EXPECT_EQ(m->length(), 4096u);
     std::vector<unsigned char> pattern(4096);
@@ -63,7 +65,7 @@ TEST(CudaGl, CUDA_GL_01_02_a_pbo_registered_mapped_written_and_read_back_through
     for (std::size_t i = 0; i < 4096; ++i)
       ASSERT_EQ(static_cast<unsigned char>(v->bytes()[i]), static_cast<unsigned char>(i * 13 + 1)) << i;
   }
-  pbo.detach_cuda();
+  detach_cuda(*pbo.storage());
   h->reset();
   EXPECT_EQ(fake_calls("cudaGraphicsGLRegisterBuffer"), 1u);
   EXPECT_EQ(fake_calls("cudaGraphicsMapResources"), 1u);

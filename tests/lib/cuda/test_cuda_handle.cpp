@@ -5,6 +5,7 @@
 // injection at every call, and the destruction order.
 #include "cuda_test_util.hpp"
 
+#include <tensormem/cuda_import.hpp>
 #include <tensormem/dmabuf_storage.hpp>
 #include <tensormem/log.hpp>
 
@@ -218,7 +219,7 @@ TEST_F(CudaHandleTest, direct_gl_ops_reach_the_runtime_and_fail_cleanly_without_
 
 TEST_F(CudaHandleTest, CUDA_DMA_01_import_round_trips_real_bytes_both_ways) {
   auto storage = memfd_storage(4096);
-  Result<std::shared_ptr<CudaHandle>> h = CudaHandle::import_dmabuf(*storage);
+  Result<std::shared_ptr<CudaHandle>> h = import_cuda(*storage);
   ASSERT_TRUE(h) << h.error().message();
   EXPECT_EQ((*h)->kind(), CudaHandleKind::ExternalMemory);
   EXPECT_EQ((*h)->size(), 4096u);
@@ -260,7 +261,7 @@ TEST_F(CudaHandleTest, CUDA_DMA_02_cuda_owns_a_dup_and_the_storage_fd_is_untouch
   auto storage = memfd_storage(8192);
   int before = count_open_fds();
   {
-    auto h = CudaHandle::import_dmabuf(*storage);
+    auto h = import_cuda(*storage);
     ASSERT_TRUE(h) << h.error().message();
     int taken = fake_cudart_last_import_fd();
     EXPECT_NE(taken, storage->fd());
@@ -279,7 +280,7 @@ TEST_F(CudaHandleTest, CUDA_DMA_03_the_descriptor_is_opaque_fd_with_a_zero_tail)
   // non-zero reserved tail, and checks the mapped-buffer descriptor alike;
   // an accepted import is the observable proof.
   auto storage = memfd_storage(4096);
-  auto h = CudaHandle::import_dmabuf(*storage);
+  auto h = import_cuda(*storage);
   ASSERT_TRUE(h) << h.error().message();
   EXPECT_EQ(call_log(), "cudaImportExternalMemory cudaExternalMemoryGetMappedBuffer");
 }
@@ -288,7 +289,7 @@ TEST_F(CudaHandleTest, CUDA_DMA_04_a_refused_import_reclaims_the_dup_and_leaves_
   auto storage = memfd_storage(4096);
   int before = count_open_fds();
   fake_cudart_set_fault("cudaImportExternalMemory", 1, 1, 0);
-  auto h = CudaHandle::import_dmabuf(*storage);
+  auto h = import_cuda(*storage);
   ASSERT_FALSE(h);
   EXPECT_EQ(h.error().kind(), ErrorKind::Device);
   // The message names the call and the number CUDA was given: the dup.
@@ -306,7 +307,7 @@ TEST_F(CudaHandleTest, HAZ_43_an_import_that_closes_the_fd_anyway_does_not_crash
   auto storage = memfd_storage(4096);
   int before = count_open_fds();
   fake_cudart_set_fault("cudaImportExternalMemory", 999, 1, /*close_fd=*/1);
-  auto h = CudaHandle::import_dmabuf(*storage);
+  auto h = import_cuda(*storage);
   ASSERT_FALSE(h);
   EXPECT_EQ(h.error().kind(), ErrorKind::Device);
   EXPECT_EQ(count_open_fds(), before);
@@ -325,7 +326,7 @@ TEST_F(CudaHandleTest, HAZ_43_a_number_reused_after_the_runtime_closed_it_is_lef
   ASSERT_GE(probe, 0);
   ::close(probe);
   fake_cudart_set_fault("cudaImportExternalMemory", 999, 1, 2);
-  auto h = CudaHandle::import_dmabuf(*storage);
+  auto h = import_cuda(*storage);
   ASSERT_FALSE(h);
   ASSERT_TRUE(fd_is_open(probe)) << "the reused number was closed by a blind close";
   struct stat st {
@@ -341,7 +342,7 @@ TEST_F(CudaHandleTest, CUDA_DMA_05_a_refused_buffer_mapping_destroys_the_externa
   auto storage = memfd_storage(4096);
   int before = count_open_fds();
   fake_cudart_set_fault("cudaExternalMemoryGetMappedBuffer", 2, 1, 0);
-  auto h = CudaHandle::import_dmabuf(*storage);
+  auto h = import_cuda(*storage);
   ASSERT_FALSE(h);
   EXPECT_EQ(h.error().kind(), ErrorKind::Device);
   EXPECT_NE(h.error().message().find(call_name("cudaExternalMemoryGetMappedBuffer", "cuExternalMemoryGetMappedBuffer")),
@@ -366,7 +367,7 @@ TEST_F(CudaHandleTest, CUDA_DMA_02_a_failed_dup_is_an_io_error_before_any_runtim
     GTEST_SKIP() << "RLIMIT_NOFILE is not enforced in this process (valgrind emulates the fd table), so a "
                     "failing dup cannot be provoked";
   }
-  auto h = CudaHandle::import_dmabuf(*storage);
+  auto h = import_cuda(*storage);
   ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &old), 0);
   ASSERT_FALSE(h);
   EXPECT_EQ(h.error().kind(), ErrorKind::Io);
@@ -389,7 +390,7 @@ TEST_F(CudaHandleTest, import_refuses_a_bad_fd_or_size_before_any_runtime_call) 
 
 TEST_F(CudaHandleTest, CUDA_DROP_02_destruction_frees_the_mapped_buffer_before_destroying_the_memory) {
   auto storage = memfd_storage(4096);
-  auto h = CudaHandle::import_dmabuf(*storage);
+  auto h = import_cuda(*storage);
   ASSERT_TRUE(h);
   fake_cudart_reset_counters();
   h->reset();
@@ -399,7 +400,7 @@ TEST_F(CudaHandleTest, CUDA_DROP_02_destruction_frees_the_mapped_buffer_before_d
 
 TEST_F(CudaHandleTest, CUDA_DROP_02_a_failing_free_still_destroys_the_memory) {
   auto storage = memfd_storage(4096);
-  auto h = CudaHandle::import_dmabuf(*storage);
+  auto h = import_cuda(*storage);
   ASSERT_TRUE(h);
   fake_cudart_reset_counters();
   fake_cudart_set_fault("cudaFree", 1, 1, 0);
@@ -411,7 +412,7 @@ TEST_F(CudaHandleTest, CUDA_DROP_02_a_failing_free_still_destroys_the_memory) {
 
 TEST_F(CudaHandleTest, CUDA_DROP_02_a_failing_destroy_leaks_only_what_the_runtime_kept) {
   auto storage = memfd_storage(4096);
-  auto h = CudaHandle::import_dmabuf(*storage);
+  auto h = import_cuda(*storage);
   ASSERT_TRUE(h);
   fake_cudart_set_fault("cudaDestroyExternalMemory", 1, 1, 0);
   h->reset();
@@ -445,7 +446,7 @@ TEST_F(CudaHandleTest, failure_injection_at_every_call_leaves_no_leaked_object) 
       ASSERT_EQ(fake_cudart_set_fault(fn, 999, -1, close_fd), 0);
       bool failed = false;
       {
-        auto h = CudaHandle::import_dmabuf(*storage);
+        auto h = import_cuda(*storage);
         if (!h) {
           failed = true;
           EXPECT_EQ(h.error().kind(), ErrorKind::Device);
@@ -479,7 +480,7 @@ TEST_F(CudaHandleTest, failure_injection_at_every_call_leaves_no_leaked_object) 
 
 TEST_F(CudaHandleTest, CUDA_HANDLE_01_handles_are_shared_across_threads) {
   auto storage = memfd_storage(4096);
-  std::shared_ptr<CudaHandle> h = std::move(CudaHandle::import_dmabuf(*storage)).value();
+  std::shared_ptr<CudaHandle> h = std::move(import_cuda(*storage)).value();
   std::vector<std::thread> threads;
   std::atomic<int> ok{0};
   for (int i = 0; i < 8; ++i)

@@ -5,8 +5,8 @@
 // driver it must load and count as unavailable; with a GPU it must find a
 // device), and the driver backend against the toolkit's libcuda stub and the
 // installed libcuda.so.1.
-#include <tensormem/cuda_ffi.hpp>
-#include <tensormem/cuda_runtime.hpp>
+#include <tensormem/internal/cuda_ffi.hpp>
+#include <tensormem/internal/cuda_runtime.hpp>
 
 #if defined(TM_HAVE_DRIVER_TYPES_H)
 #include <driver_types.h>

@@ -10,7 +10,7 @@
 // semaphore entry points (CUDA-SYM-02) or without the _v2 ones (HAZ-50).
 #include "cuda_test_util.hpp"
 
-#include <tensormem/cuda_semaphore.hpp>
+#include <tensormem/internal/cuda_semaphore.hpp>
 #include <tensormem/unique_fd.hpp>
 
 #include <gtest/gtest.h>

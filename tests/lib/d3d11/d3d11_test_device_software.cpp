@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "d3d11_test_device.hpp"
 
-#include <tensormem/d3d11_software_device.hpp>
+#include <tensormem/internal/d3d11_software_device.hpp>
 
 namespace d3d11test {
 

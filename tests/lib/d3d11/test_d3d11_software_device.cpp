@@ -5,7 +5,7 @@
 // a second device, handle reuse, capability switches and the process
 // context.
 
-#include <tensormem/d3d11_software_device.hpp>
+#include <tensormem/internal/d3d11_software_device.hpp>
 
 #include <gtest/gtest.h>
 

@@ -12,9 +12,10 @@
 
 #include "d3d11_test_device.hpp"
 
-#include <tensormem/cuda_runtime.hpp>
-#include <tensormem/d3d11_software_device.hpp>
+#include <tensormem/cuda_import.hpp>
 #include <tensormem/d3d11_storage.hpp>
+#include <tensormem/internal/cuda_runtime.hpp>
+#include <tensormem/internal/d3d11_software_device.hpp>
 #include <tensormem/tensor.hpp>
 
 #include <gtest/gtest.h>
@@ -803,7 +804,7 @@ TEST(D3d11Storage, a_texture_without_a_shared_handle_refuses_what_needs_one_nami
   auto handle = s->shared_handle();
   ASSERT_FALSE(handle);
   EXPECT_TRUE(refused(handle.error())) << handle.error().message();
-  auto cuda = s->import_cuda(nullptr);
+  auto cuda = import_cuda(*s, nullptr);
   ASSERT_FALSE(cuda);
   EXPECT_TRUE(refused(cuda.error())) << cuda.error().message();
   (void)s->set_gpu_write(1); // recorded or refused: either way no completion without NT handles

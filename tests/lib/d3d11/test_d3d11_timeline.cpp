@@ -4,8 +4,8 @@
 // CPU waits are bounded. A signal queued behind an unsatisfied GPU wait
 // gives an issued but not yet reached value.
 
-#include <tensormem/d3d11_software_device.hpp>
 #include <tensormem/d3d11_timeline.hpp>
+#include <tensormem/internal/d3d11_software_device.hpp>
 
 #include <gtest/gtest.h>
 

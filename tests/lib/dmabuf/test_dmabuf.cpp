@@ -90,6 +90,17 @@ TEST(DmaBufAlloc, memfd_round_trip_through_maps) {
   EXPECT_EQ(reinterpret_cast<std::uintptr_t>(r->data()) % 64, 0u);
 }
 
+TEST(DmaBufAlloc, exports_its_own_fd_over_the_whole_buffer) {
+  auto s = memfd_storage(4096);
+  Result<StorageHandle> h = s->export_handle();
+  ASSERT_TRUE(h) << h.error().message();
+  const auto *dmabuf = std::get_if<DmaBufHandle>(&*h);
+  ASSERT_NE(dmabuf, nullptr);
+  EXPECT_EQ(dmabuf->fd, s->fd()) << "borrowed, not a dup";
+  EXPECT_EQ(dmabuf->offset, 0u);
+  EXPECT_EQ(dmabuf->size, 4096u);
+}
+
 TEST(DmaBufAlloc, the_environment_selects_memfd_and_rejects_unknown_sources) {
   {
     ScopedEnv env("TENSORMEM_DMABUF_SOURCE", "memfd");

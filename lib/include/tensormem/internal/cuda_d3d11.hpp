@@ -11,12 +11,13 @@
 
 #include <tensormem/export.hpp>
 
-#include <tensormem/cuda_ffi.hpp>
 #include <tensormem/cuda_handle.hpp>
-#include <tensormem/cuda_runtime.hpp>
 #include <tensormem/d3d11_device.hpp>
 #include <tensormem/d3d11_layout.hpp>
+#include <tensormem/internal/cuda_ffi.hpp>
+#include <tensormem/internal/cuda_runtime.hpp>
 #include <tensormem/result.hpp>
+#include <tensormem/storage_handle.hpp>
 
 #include <atomic>
 #include <cstddef>
@@ -26,20 +27,7 @@
 
 namespace tensormem {
 
-/// What D3d11TextureStorage::import_cuda hands over.
-struct D3d11CudaImport {
-  std::uintptr_t nt_handle = 0;                                     ///< borrowed: CUDA duplicates what it imports
-  D3d11ImageLayout layout;                                          ///< tensormem/d3d11_layout.hpp
-  D3d11AdapterId adapter;                                           ///< tensormem/d3d11_device.hpp
-  D3d11NtHandle fence_handle;                                       ///< owned; may be empty
-  std::shared_ptr<const std::atomic<std::uint64_t>> recorded_write; ///< shared with the storage
-  /// The row pitch CUDA's linear buffer is laid out at: the storage's
-  /// backing pitch, so a CUDA pointer strides like the CPU map and the
-  /// GstVideoMeta (0: the texture's tight row).
-  std::size_t row_pitch = 0;
-};
-
-/// Imports the texture (CUDA-D3D-01..07, CUDA-LADDER-01..04,
+/// Imports the texture a D3d11TextureStorage exports (CUDA-D3D-01..07, CUDA-LADDER-01..04,
 /// CUDA-SEM-01..03). `runtime` null: CudaRuntime::get(). Every CUDA object
 /// made on the way is released on every failure path, the array before the
 /// memory it came from. Errors: NotImplemented (no usable runtime, a
@@ -49,7 +37,7 @@ struct D3d11CudaImport {
 /// texture's row), Device (CUDA refused every
 /// rung of the size ladder, or a later step).
 TENSORMEM_API Result<std::shared_ptr<CudaHandle>> import_d3d11_texture(std::shared_ptr<const CudaRuntime> runtime,
-                                                                       D3d11CudaImport request);
+                                                                       D3d11TextureHandle request);
 
 /// CUDA-D3D-03: the channel description of a DXGI format, or nullopt for a
 /// format the import declines.

@@ -10,8 +10,8 @@
 
 #include <tensormem/export.hpp>
 
-#include <tensormem/cuda_ffi.hpp>
-#include <tensormem/cuda_runtime.hpp>
+#include <tensormem/internal/cuda_ffi.hpp>
+#include <tensormem/internal/cuda_runtime.hpp>
 #include <tensormem/result.hpp>
 
 #include <cstdint>

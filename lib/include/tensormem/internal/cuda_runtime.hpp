@@ -7,7 +7,8 @@
 
 #include <tensormem/export.hpp>
 
-#include <tensormem/cuda_ffi.hpp>
+#include <tensormem/cuda_types.hpp>
+#include <tensormem/internal/cuda_ffi.hpp>
 #include <tensormem/result.hpp>
 
 #include <cstddef>
@@ -31,15 +32,6 @@ enum class CudaBackend : std::uint8_t {
 };
 /// "none", "runtime", "driver".
 TENSORMEM_API const char *cuda_backend_name(CudaBackend backend) noexcept;
-
-/// A device address range (a GL buffer's CUDA mapping, say).
-struct CudaDeviceRange {
-  void *ptr = nullptr;
-  std::size_t length = 0;
-};
-
-/// A cudaStream_t owned by the caller (destroy it with stream_destroy).
-using CudaStream = void *;
 
 /// One attempt at loading CUDA: the library it opened (never closed again,
 /// CUDA-LOAD-05), the API it offers, and whether a device answered. Every
