@@ -141,7 +141,7 @@ gst_tensormem::UploadContext upload_context(GstTensorMemUpload *self) {
   ctx.element = GST_ELEMENT_CAST(self);
   ctx.element_backend = self->backend;
   ctx.backend = &backend_of(self);
-  ctx.allocator = self->backend->allocator();
+  ctx.allocator = self->backend->allocator_for(*ctx.backend);
   ctx.info = gst_tensor_transform_get_info(GST_TENSOR_TRANSFORM_CAST(self));
   ctx.copy_metadata = copy_metadata;
   ctx.allow_copy = allow_copy;
@@ -375,7 +375,7 @@ static GstFlowReturn gst_tensor_upload_prepare_output_buffer(GstBaseTransform *t
   // The CPU wrote these bytes (a copy, or a producer that wrote into our pool): a persistently and
   // coherently mapped PBO needs no fence for that, and no GL-thread trip per frame (issue 13).
   if (ret == GST_FLOW_OK && method.raw_input)
-    ret = self->backend->fence_cpu_writes(inbuf, outbuf);
+    ret = self->backend->fence_cpu_writes(*ctx.backend, inbuf, outbuf);
   if (ret == GST_FLOW_OK) {
     GST_LOG_OBJECT(self, "%" GST_PTR_FORMAT " took the %s path", inbuf, method.name);
     gst_tensor_transform_count_buffer(GST_TENSOR_TRANSFORM_CAST(self), result.copied);

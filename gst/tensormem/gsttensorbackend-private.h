@@ -89,6 +89,11 @@ const char *storage_nick(GstTensorMemStorage storage);
 GST_TENSORMEM_API
 GstCaps *caps_with_feature(GstCaps *caps, const char *feature);
 
+/* TRUE when structure `index` of `caps` (not empty, not ANY) names
+ * `feature` among its caps features. */
+GST_TENSORMEM_API
+bool caps_have_feature(const GstCaps *caps, guint index, const char *feature);
+
 /* A pool of the backend's memory configured for `caps`; NULL after a warning
  * when the element has no allocator yet or the pool refuses the config. */
 GST_TENSORMEM_API
@@ -136,6 +141,9 @@ public:
   /* New references (or NULL): the allocator between start and stop, the
    * backend's shared object. */
   GstAllocator *allocator() const;
+  /* The same for `backend` (this element's, already read: one storage read
+   * per buffer). */
+  GstAllocator *allocator_for(const Backend &backend) const;
   GstObject *device() const;
   /* The shared object of `backend` (any entry, not only the property's):
    * found or made without posting anything (FALSE with `error` set), and
@@ -150,9 +158,9 @@ public:
    * through): fences it where the backend needs that; GST_FLOW_ERROR after
    * an element error. A passed-through input that is not writable is shared
    * first. */
-  GstFlowReturn fence_cpu_writes(GstBuffer *inbuf, GstBuffer **outbuf) const;
+  GstFlowReturn fence_cpu_writes(const Backend &backend, GstBuffer *inbuf, GstBuffer **outbuf) const;
   /* Fences a write into `*outbuf` unconditionally (a GPU write). */
-  GstFlowReturn fence_writes(GstBuffer *inbuf, GstBuffer **outbuf) const;
+  GstFlowReturn fence_writes(const Backend &backend, GstBuffer *inbuf, GstBuffer **outbuf) const;
 
 private:
   static constexpr std::size_t kSlots = 4; // one per backend_for() entry

@@ -60,6 +60,13 @@ GstCaps *caps_with_feature(GstCaps *caps, const char *feature) {
   return out;
 }
 
+bool caps_have_feature(const GstCaps *caps, guint index, const char *feature) {
+  if (!caps || gst_caps_is_any(caps) || index >= gst_caps_get_size(caps))
+    return false;
+  const GstCapsFeatures *features = gst_caps_get_features(caps, index);
+  return features && !gst_caps_features_is_any(features) && gst_caps_features_contains(features, feature);
+}
+
 GstBufferPool *backend_make_pool(const Backend &backend, GstElement *element, GstAllocator *allocator, GstCaps *caps,
                                  guint size, guint min_buffers, guint max_buffers, guint *aligned_size) {
   ensure_debug_category();
@@ -218,16 +225,14 @@ gboolean ElementBackend::check_caps(GstCaps *outcaps) const {
   const Backend &backend = this->backend();
   if (!backend.check_caps || !backend.caps_feature)
     return TRUE;
-  const GstCapsFeatures *features = gst_caps_get_features(outcaps, 0);
-  if (!features || !gst_caps_features_contains(features, backend.caps_feature))
-    return TRUE;
-  return backend.check_caps(element_, outcaps);
+  return !caps_have_feature(outcaps, 0, backend.caps_feature) || backend.check_caps(element_, outcaps);
 }
 
-GstAllocator *ElementBackend::allocator() const {
+GstAllocator *ElementBackend::allocator() const { return allocator_for(backend()); }
+
+GstAllocator *ElementBackend::allocator_for(const Backend &backend) const {
   // A storage without a device has one process-wide allocator: the current
   // property's, even when it changed after start.
-  const Backend &backend = this->backend();
   if (!backend.ensure_device)
     return backend.new_allocator(nullptr);
   return GST_ALLOCATOR_CAST(peek_ref(element_, reinterpret_cast<GstObject *const *>(&allocator_)));
@@ -249,8 +254,7 @@ void ElementBackend::use_device(GstObject *device) {
   gst_clear_object(&old_allocator);
 }
 
-GstFlowReturn ElementBackend::fence_writes(GstBuffer *inbuf, GstBuffer **outbuf) const {
-  const Backend &backend = this->backend();
+GstFlowReturn ElementBackend::fence_writes(const Backend &backend, GstBuffer *inbuf, GstBuffer **outbuf) const {
   if (!backend.fence_writes)
     return GST_FLOW_OK;
   if (*outbuf == inbuf && !gst_buffer_is_writable(inbuf))
@@ -266,11 +270,10 @@ GstFlowReturn ElementBackend::fence_writes(GstBuffer *inbuf, GstBuffer **outbuf)
   return GST_FLOW_ERROR;
 }
 
-GstFlowReturn ElementBackend::fence_cpu_writes(GstBuffer *inbuf, GstBuffer **outbuf) const {
-  const Backend &backend = this->backend();
+GstFlowReturn ElementBackend::fence_cpu_writes(const Backend &backend, GstBuffer *inbuf, GstBuffer **outbuf) const {
   if (!backend.cpu_writes_need_fence || !backend.cpu_writes_need_fence(*outbuf))
     return GST_FLOW_OK;
-  return fence_writes(inbuf, outbuf);
+  return fence_writes(backend, inbuf, outbuf);
 }
 
 } // namespace gst_tensormem

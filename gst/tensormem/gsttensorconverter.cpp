@@ -137,11 +137,6 @@ Outputs outputs_for(const ConvertSettings &s, bool pbo_input) {
   return {false, true, false};
 }
 
-bool has_feature(const GstCaps *caps, guint index, const char *feature) {
-  const GstCapsFeatures *features = gst_caps_get_features(caps, index);
-  return features && !gst_caps_features_is_any(features) && gst_caps_features_contains(features, feature);
-}
-
 /* A per-channel property as three values: one value applies to every
  * channel. FALSE, with `*why` set, for any other count. */
 bool three_values(const std::vector<double> &values, const char *name, std::array<float, 3> *out, std::string *why) {
@@ -282,7 +277,7 @@ GstCaps *TensorConverter::tensor_caps(const ConvertSettings &s, GstCaps *caps) {
   GstCaps *result = gst_caps_new_empty();
   for (guint i = 0; i < gst_caps_get_size(caps); ++i) {
     GstStructure *tensor = tensor_structure(s, gst_caps_get_structure(caps, i));
-    const Outputs out = outputs_for(s, has_feature(caps, i, GST_CAPS_FEATURE_MEMORY_TENSOR_PBO));
+    const Outputs out = outputs_for(s, caps_have_feature(caps, i, GST_CAPS_FEATURE_MEMORY_TENSOR_PBO));
     auto add_pbo = [&] {
       result = gst_caps_merge_structure_full(result, gst_structure_copy(tensor),
                                              gst_caps_features_new(GST_CAPS_FEATURE_MEMORY_TENSOR_PBO, nullptr));
@@ -628,7 +623,7 @@ gboolean TensorConverter::set_caps(const ConvertSettings &s, GstCaps *incaps, Gs
   impl->tensor_id = g_quark_from_string(s.tensor_id.c_str());
   // PBO output caps are the GL path's; anything else the CPU path's. With
   // output=meta the pool's buffers are tensors beside the frame.
-  impl->use_gl = !output_meta && has_feature(outcaps, 0, GST_CAPS_FEATURE_MEMORY_TENSOR_PBO);
+  impl->use_gl = !output_meta && caps_have_feature(outcaps, 0, GST_CAPS_FEATURE_MEMORY_TENSOR_PBO);
   GstCaps *pool_caps = output_meta ? gst_caps_new_full(tensor_structure(s, gst_caps_get_structure(incaps, 0)), nullptr)
                                    : gst_caps_ref(outcaps);
   gsize buffer_bytes = made->output_bytes();

@@ -42,14 +42,6 @@ bool all_memories(GstBuffer *buffer, bool (*is_kind)(const UploadContext &, GstM
   return true;
 }
 
-bool caps_have_dmabuf(GstCaps *caps) {
-  if (!caps || gst_caps_is_empty(caps) || gst_caps_is_any(caps))
-    return false;
-  GstCapsFeatures *features = gst_caps_get_features(caps, 0);
-  return features && !gst_caps_features_is_any(features) &&
-         gst_caps_features_contains(features, GST_CAPS_FEATURE_MEMORY_DMABUF);
-}
-
 /* ---- pass-through: the input is tensor memory of the element's storage ---- */
 
 /* One interface lookup per memory (gst_tensor_memory_get_storage() would
@@ -75,7 +67,7 @@ gboolean passthrough_propose(const UploadContext &ctx, GstQuery *query) {
     GST_DEBUG_OBJECT(ctx.element, "allocation query without raw video caps: %" GST_PTR_FORMAT, caps);
     return FALSE;
   }
-  const Backend &backend = caps_have_dmabuf(caps) ? dmabuf_backend() : *ctx.backend;
+  const Backend &backend = caps_have_feature(caps, 0, GST_CAPS_FEATURE_MEMORY_DMABUF) ? dmabuf_backend() : *ctx.backend;
   GstAllocator *allocator = &backend == ctx.backend ? (ctx.allocator ? GST_ALLOCATOR_CAST(gst_object_ref(ctx.allocator)) : nullptr)
                                                     : backend.new_allocator(nullptr);
   if (!allocator) {
@@ -363,7 +355,7 @@ GstFlowReturn gl_perform(const UploadContext &ctx, void *state, GstBuffer *in, G
     return GST_FLOW_OK;
   }
   gst_buffer_add_parent_buffer_meta(*out, in);
-  ret = ctx.element_backend->fence_writes(in, out);
+  ret = ctx.element_backend->fence_writes(pbo_backend(), in, out);
   if (ret == GST_FLOW_OK)
     result->gpu_copied = copied;
   return ret;
