@@ -47,6 +47,7 @@
  */
 #include "gsttensorconvert.h"
 
+#include <gst/tensormem/gsttensorbackend-private.h>
 #include <gst/tensormem/gsttensorconverter-private.h>
 #include <gst/tensormem/gsttensorformat.h>
 #include <gst/tensormem/gsttensormemconfig.h>
@@ -163,12 +164,15 @@ GstStaticPadTemplate sink_template = GST_STATIC_PAD_TEMPLATE(
     "sink", GST_PAD_SINK, GST_PAD_ALWAYS,
     // Sizes stay open here so that a frame size nobody can convert reaches
     // set_caps and ends in this element's error naming it.
-    GST_STATIC_CAPS("video/x-raw(ANY), format=(string){ RGBA, BGRA, RGBx, BGRx, RGB, BGR, GRAY8, NV12, I420 }"));
+    GST_STATIC_CAPS("video/x-raw(ANY), format=(string){ RGBA, BGRA, RGBx, BGRx, RGB, BGR, GRAY8, NV12, I420 }"
+                    GST_TENSORMEM_DMA_DRM_TEMPLATE));
 #define CONVERT_TENSOR_CAPS(features)                                                                                  \
   "other/tensors" features ", format=(string)static, num_tensors=(int)1, types=(string){ uint8, float16, float32 }"
 #if GST_TENSORMEM_HAVE_TENSOR_META
 /* output=meta: the frame goes on, the tensor beside it. */
-#define CONVERT_META_CAPS "; video/x-raw(ANY), format=(string){ RGBA, BGRA, RGBx, BGRx, RGB, BGR, GRAY8, NV12, I420 }"
+#define CONVERT_META_CAPS                                                                                              \
+  "; video/x-raw(ANY), format=(string){ RGBA, BGRA, RGBx, BGRx, RGB, BGR, GRAY8, NV12, I420 }"                         \
+  GST_TENSORMEM_DMA_DRM_TEMPLATE
 #else
 #define CONVERT_META_CAPS ""
 #endif

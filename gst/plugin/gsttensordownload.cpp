@@ -44,6 +44,7 @@
 #include "gsttensordownload.h"
 
 #include <gst/allocators/gstdmabuf.h>
+#include <gst/tensormem/gsttensorbackend-private.h>
 #include <gst/tensormem/gsttensorcaps.h>
 #include <gst/tensormem/gsttensord3d11.h>
 #include <gst/tensormem/gsttensordownloader.h>
@@ -88,11 +89,12 @@ namespace {
 
 GstStaticPadTemplate sink_template = GST_STATIC_PAD_TEMPLATE(
     "sink", GST_PAD_SINK, GST_PAD_ALWAYS,
-    GST_STATIC_CAPS(DOWNLOAD_PLAIN_CAPS "; " DOWNLOAD_DMABUF_CAPS "; " DOWNLOAD_PBO_CAPS "; " DOWNLOAD_D3D11_CAPS
-                                        "; " DOWNLOAD_TENSOR_SINK_CAPS));
-GstStaticPadTemplate src_template = GST_STATIC_PAD_TEMPLATE(
-    "src", GST_PAD_SRC, GST_PAD_ALWAYS,
-    GST_STATIC_CAPS(DOWNLOAD_DMABUF_CAPS "; " DOWNLOAD_PLAIN_CAPS "; " DOWNLOAD_TENSOR_SRC_CAPS));
+    GST_STATIC_CAPS(DOWNLOAD_PLAIN_CAPS "; " DOWNLOAD_DMABUF_CAPS GST_TENSORMEM_DMA_DRM_TEMPLATE "; " DOWNLOAD_PBO_CAPS
+                                        "; " DOWNLOAD_D3D11_CAPS "; " DOWNLOAD_TENSOR_SINK_CAPS));
+GstStaticPadTemplate src_template =
+    GST_STATIC_PAD_TEMPLATE("src", GST_PAD_SRC, GST_PAD_ALWAYS,
+                            GST_STATIC_CAPS(DOWNLOAD_DMABUF_CAPS GST_TENSORMEM_DMA_DRM_TEMPLATE
+                                            "; " DOWNLOAD_PLAIN_CAPS "; " DOWNLOAD_TENSOR_SRC_CAPS));
 
 /* The require-zero-copy error for a frame whose consumer cannot read its
  * layout. */

@@ -83,7 +83,6 @@
 #include <gst/tensormem/gsttensorpbo.h>
 #include <gst/tensormem/gsttensoruploader.h>
 
-
 #include <string>
 
 GST_DEBUG_CATEGORY_STATIC(gst_tensor_upload_debug);
@@ -117,12 +116,13 @@ enum { PROP_0, PROP_STORAGE, PROP_GPU_COPIED_BYTES };
 #define UPLOAD_SINK_GL_CAPS ""
 #endif
 
-GstStaticPadTemplate sink_template =
-    GST_STATIC_PAD_TEMPLATE("sink", GST_PAD_SINK, GST_PAD_ALWAYS,
-                            GST_STATIC_CAPS(UPLOAD_PLAIN_CAPS "; " UPLOAD_DMABUF_CAPS UPLOAD_SINK_GL_CAPS));
-GstStaticPadTemplate src_template = GST_STATIC_PAD_TEMPLATE(
-    "src", GST_PAD_SRC, GST_PAD_ALWAYS,
-    GST_STATIC_CAPS(UPLOAD_DMABUF_CAPS "; " UPLOAD_PLAIN_CAPS "; " UPLOAD_PBO_CAPS "; " UPLOAD_D3D11_CAPS));
+GstStaticPadTemplate sink_template = GST_STATIC_PAD_TEMPLATE(
+    "sink", GST_PAD_SINK, GST_PAD_ALWAYS,
+    GST_STATIC_CAPS(UPLOAD_PLAIN_CAPS "; " UPLOAD_DMABUF_CAPS GST_TENSORMEM_DMA_DRM_TEMPLATE UPLOAD_SINK_GL_CAPS));
+GstStaticPadTemplate src_template =
+    GST_STATIC_PAD_TEMPLATE("src", GST_PAD_SRC, GST_PAD_ALWAYS,
+                            GST_STATIC_CAPS(UPLOAD_DMABUF_CAPS GST_TENSORMEM_DMA_DRM_TEMPLATE
+                                            "; " UPLOAD_PLAIN_CAPS "; " UPLOAD_PBO_CAPS "; " UPLOAD_D3D11_CAPS));
 
 const gst_tensormem::Backend &backend_of(GstTensorMemUpload *self) { return self->backend->backend(); }
 
@@ -252,18 +252,22 @@ static gboolean gst_tensor_upload_query(GstBaseTransform *trans, GstPadDirection
  * storage only) and as plain system-memory caps, or as memory:TensorPBO
  * (memory:TensorD3D11) only for PBO (D3D11) storage. Source caps → sink caps:
  * plain or memory:DMABuf, whatever the storage (a DMA-BUF input is copied
- * into system storage, or imported into DMA-BUF storage). */
+ * into system storage, or imported into DMA-BUF storage). DMA_DRM caps
+ * (GStreamer 1.24 and later) are read as the formats they name, and every
+ * memory:DMABuf structure we answer is also offered in its linear DMA_DRM
+ * form. */
 static GstCaps *gst_tensor_upload_transform_caps(GstBaseTransform *trans, GstPadDirection direction, GstCaps *caps,
                                                  GstCaps *filter) {
   auto *self = GST_TENSOR_UPLOAD(trans);
-  GstCaps *plain;
-  if (gst_caps_is_any(caps)) {
-    GstCaps *templ = gst_pad_get_pad_template_caps(direction == GST_PAD_SINK ? trans->srcpad : trans->sinkpad);
-    plain = gst_caps_simplify(gst_tensor_transform_caps_with_feature(templ, nullptr));
-    gst_caps_unref(templ);
-  } else {
-    plain = gst_tensor_transform_caps_with_feature(caps, nullptr);
-  }
+  const bool any = gst_caps_is_any(caps);
+  GstCaps *given = any ? gst_pad_get_pad_template_caps(direction == GST_PAD_SINK ? trans->srcpad : trans->sinkpad)
+                       : gst_caps_ref(caps);
+  GstCaps *ordinary = gst_tensormem::caps_without_dma_drm(given);
+  gst_caps_unref(given);
+  GstCaps *plain = gst_tensor_transform_caps_with_feature(ordinary, nullptr);
+  gst_caps_unref(ordinary);
+  if (any)
+    plain = gst_caps_simplify(plain);
   if (direction == GST_PAD_SINK)
     drop_gl_fields(plain);
   GstCaps *result;
@@ -282,6 +286,9 @@ static GstCaps *gst_tensor_upload_transform_caps(GstBaseTransform *trans, GstPad
     release_context(ctx);
     result = gst_caps_merge(gst_caps_merge(plain, dmabuf), more);
   }
+  GstCaps *with_drm = gst_tensormem::caps_with_dma_drm(result);
+  gst_caps_unref(result);
+  result = with_drm;
   if (filter) {
     GstCaps *tmp = gst_caps_intersect_full(filter, result, GST_CAPS_INTERSECT_FIRST);
     gst_caps_unref(result);
@@ -314,7 +321,7 @@ static gboolean gst_tensor_upload_decide_allocation(GstBaseTransform *trans, Gst
   GstCaps *caps = nullptr;
   gst_query_parse_allocation(query, &caps, nullptr);
   GstVideoInfo info;
-  if (!caps || !gst_video_info_from_caps(&info, caps)) {
+  if (!caps || !gst_tensor_mem_video_info_from_caps(&info, caps, nullptr)) {
     GST_WARNING_OBJECT(trans, "allocation query without raw video caps: %" GST_PTR_FORMAT, caps);
     return FALSE;
   }

@@ -16,6 +16,8 @@
  * C++ only; not installed. */
 #pragma once
 
+#include <gst/allocators/gstdmabuf.h>
+#include <gst/tensormem/gsttensormemconfig.h>
 #include <gst/tensormem/gsttensorstorage.h>
 #include <gst/tensormem/tensormem-prelude.h>
 #include <gst/video/video.h>
@@ -88,6 +90,36 @@ const char *storage_nick(GstTensorMemStorage storage);
 /* `caps` with every structure's features replaced by `feature` (NULL: none). */
 GST_TENSORMEM_API
 GstCaps *caps_with_feature(GstCaps *caps, const char *feature);
+
+/* The pad-template structure (with its leading "; ") our DMA-BUF pads add
+ * for DMA_DRM caps where GStreamer has them: any drm-format, so that a
+ * modifier we cannot read reaches set_caps and is refused there by name. */
+#if GST_TENSORMEM_HAVE_DMA_DRM
+#define GST_TENSORMEM_DMA_DRM_TEMPLATE "; " GST_VIDEO_CAPS_MAKE_WITH_FEATURES(GST_CAPS_FEATURE_MEMORY_DMABUF, "DMA_DRM")
+#else
+#define GST_TENSORMEM_DMA_DRM_TEMPLATE ""
+#endif
+
+/* DMA_DRM caps (GStreamer 1.24: `format=DMA_DRM, drm-format=FOURCC[:MODIFIER]`)
+ * read as the ordinary caps they describe: `caps` (borrowed) with every
+ * DMA_DRM structure's drm-format values replaced by the video formats they
+ * name, whatever their modifier (set_caps refuses a modifier that is not
+ * linear by name, see gst_tensor_mem_video_info_from_caps()); a structure
+ * whose fourccs name no video format is dropped, one without drm-format
+ * takes GST_TENSOR_VIDEO_FORMATS. New reference; a plain copy where
+ * GStreamer has no DMA_DRM caps. */
+GST_TENSORMEM_API
+GstCaps *caps_without_dma_drm(GstCaps *caps);
+
+/* `caps` (borrowed) with, after each `video/x-raw(memory:DMABuf)` structure
+ * of ordinary formats, its DMA_DRM form: `format=DMA_DRM` and the linear
+ * drm-format of each of those formats that has a DRM fourcc (of
+ * GST_TENSOR_VIDEO_FORMATS for a structure without a format). This is what
+ * our DMA-BUF pads offer and accept on GStreamer 1.24 and later: linear
+ * layouts only. New reference; a plain copy where GStreamer has no DMA_DRM
+ * caps. */
+GST_TENSORMEM_API
+GstCaps *caps_with_dma_drm(GstCaps *caps);
 
 /* TRUE when structure `index` of `caps` (not empty, not ANY) names
  * `feature` among its caps features. */

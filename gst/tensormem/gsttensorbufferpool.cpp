@@ -10,6 +10,7 @@
 #include <gst/tensormem/gsttensormapping-private.h>
 #include <gst/tensormem/gsttensormemory.h>
 #include <gst/tensormem/gsttensorpbo.h>
+#include <gst/tensormem/gsttensormemvalidate.h>
 
 #include <tensormem/storage.hpp>
 #include <tensormem/tensor.hpp>
@@ -195,7 +196,7 @@ static gboolean gst_tensor_buffer_pool_set_config(GstBufferPool *pool, GstStruct
     return FALSE;
   }
   GstVideoInfo info;
-  if (!gst_video_info_from_caps(&info, caps)) {
+  if (!gst_tensor_mem_video_info_from_caps(&info, caps, nullptr)) {
     GST_WARNING_OBJECT(pool, "caps %" GST_PTR_FORMAT " do not describe raw video", caps);
     return FALSE;
   }

@@ -3,6 +3,7 @@
 #include <gst/tensormem/gsttensorcudameta.h>
 #include <gst/tensormem/gsttensordlpack.h>
 #include <gst/tensormem/gsttensorfencemeta.h>
+#include <gst/tensormem/gsttensormemvalidate.h>
 
 #include <gst/video/video.h>
 
@@ -81,7 +82,7 @@ bool mul(std::uint64_t a, std::uint64_t b, std::uint64_t *out) { return !__built
  * stride of the buffer's video meta where it has one. */
 gboolean video_layout(GstCaps *caps, GstBuffer *buffer, Layout *out, GError **error) {
   GstVideoInfo info;
-  if (!gst_video_info_from_caps(&info, caps))
+  if (!gst_tensor_mem_video_info_from_caps(&info, caps, nullptr))
     return fail(error, GST_RESOURCE_ERROR_SETTINGS, "raw video caps without a complete format, width and height");
   const GstVideoFormatInfo *finfo = info.finfo;
   if (GST_VIDEO_INFO_N_PLANES(&info) != 1 || GST_VIDEO_FORMAT_INFO_DEPTH(finfo, 0) != 8 ||

@@ -3,8 +3,11 @@
 
 #include <gst/tensormem/gsttensorbackend-private.h>
 #include <gst/tensormem/gsttensordmabuf-private.h>
+#include <gst/tensormem/gsttensorformat.h>
 #include <gst/tensormem/gsttensormapping-private.h>
+#include <gst/tensormem/gsttensormemconfig.h>
 #include <gst/tensormem/gsttensorsidecache-private.h>
+#include <gst/video/video.h>
 
 #include <algorithm>
 #include <atomic>
@@ -534,5 +537,147 @@ const Backend &dmabuf_backend() {
   };
   return backend;
 }
+
+/* ---- DMA_DRM caps (GStreamer 1.24 and later) ---- */
+
+#if GST_TENSORMEM_HAVE_DMA_DRM
+namespace {
+
+// From drm_fourcc.h, which GStreamer's headers do not include.
+constexpr guint32 kDrmFormatInvalid = 0;
+constexpr guint64 kDrmModifierLinear = 0;
+
+bool is_dma_drm_structure(const GstCaps *caps, guint index) {
+  const GstStructure *s = gst_caps_get_structure(caps, index);
+  const char *format = gst_structure_get_string(s, "format");
+  return gst_structure_has_name(s, "video/x-raw") && format && g_str_equal(format, "DMA_DRM");
+}
+
+/* Calls `each` with every string of `value`: one string or a list of them. */
+template <typename F> void for_each_string(const GValue *value, F each) {
+  if (!value)
+    return;
+  if (G_VALUE_HOLDS_STRING(value)) {
+    each(g_value_get_string(value));
+    return;
+  }
+  if (GST_VALUE_HOLDS_LIST(value))
+    for (guint i = 0; i < gst_value_list_get_size(value); ++i)
+      for_each_string(gst_value_list_get_value(value, i), each);
+}
+
+void append_string(GValue *list, const char *text) {
+  GValue item = G_VALUE_INIT;
+  g_value_init(&item, G_TYPE_STRING);
+  g_value_set_string(&item, text);
+  gst_value_list_append_and_take_value(list, &item);
+}
+
+/* `list` (a GstValueList) set as `field` of `s`: its one value where it has
+ * one; FALSE (and `list` unset) when it is empty. */
+bool set_list_field(GstStructure *s, const char *field, GValue *list) {
+  const guint n = gst_value_list_get_size(list);
+  if (n == 0) {
+    g_value_unset(list);
+    return false;
+  }
+  if (n == 1)
+    gst_structure_set_value(s, field, gst_value_list_get_value(list, 0));
+  else
+    gst_structure_set_value(s, field, list);
+  g_value_unset(list);
+  return true;
+}
+
+/* GST_TENSOR_VIDEO_FORMATS as a list value. */
+const GValue *tensor_video_formats() {
+  static const GValue *formats = [] {
+    GstStructure *s = gst_structure_from_string("f, format=(string)" GST_TENSOR_VIDEO_FORMATS, nullptr);
+    auto *value = g_new0(GValue, 1);
+    g_value_init(value, GST_TYPE_LIST);
+    g_value_copy(gst_structure_get_value(s, "format"), value);
+    gst_structure_free(s);
+    return value; // kept for the process
+  }();
+  return formats;
+}
+
+} // namespace
+
+GstCaps *caps_without_dma_drm(GstCaps *caps) {
+  if (gst_caps_is_any(caps))
+    return gst_caps_ref(caps);
+  GstCaps *out = gst_caps_new_empty();
+  for (guint i = 0; i < gst_caps_get_size(caps); ++i) {
+    GstStructure *s = gst_structure_copy(gst_caps_get_structure(caps, i));
+    GstCapsFeatures *features = gst_caps_features_copy(gst_caps_get_features(caps, i));
+    if (is_dma_drm_structure(caps, i)) {
+      const GValue *drm = gst_structure_get_value(s, "drm-format");
+      bool keep = true;
+      if (!drm) { // any fourcc: any format this library reads
+        gst_structure_set_value(s, "format", tensor_video_formats());
+      } else {
+        GValue formats = G_VALUE_INIT;
+        g_value_init(&formats, GST_TYPE_LIST);
+        for_each_string(drm, [&](const char *text) {
+          guint64 modifier = 0;
+          const guint32 fourcc = gst_video_dma_drm_fourcc_from_string(text, &modifier);
+          const GstVideoFormat format = gst_video_dma_drm_fourcc_to_format(fourcc);
+          if (format != GST_VIDEO_FORMAT_UNKNOWN)
+            append_string(&formats, gst_video_format_to_string(format));
+        });
+        gst_structure_remove_field(s, "drm-format");
+        keep = set_list_field(s, "format", &formats);
+      }
+      if (!keep) {
+        gst_structure_free(s);
+        gst_caps_features_free(features);
+        continue;
+      }
+    }
+    gst_caps_append_structure_full(out, s, features);
+  }
+  return out;
+}
+
+GstCaps *caps_with_dma_drm(GstCaps *caps) {
+  if (gst_caps_is_any(caps))
+    return gst_caps_ref(caps);
+  GstCaps *out = gst_caps_new_empty();
+  for (guint i = 0; i < gst_caps_get_size(caps); ++i) {
+    const GstStructure *s = gst_caps_get_structure(caps, i);
+    gst_caps_append_structure_full(out, gst_structure_copy(s), gst_caps_features_copy(gst_caps_get_features(caps, i)));
+    if (!gst_structure_has_name(s, "video/x-raw") || !caps_have_feature(caps, i, GST_CAPS_FEATURE_MEMORY_DMABUF) ||
+        is_dma_drm_structure(caps, i))
+      continue;
+    GstStructure *drm = gst_structure_copy(s);
+    const GValue *formats = gst_structure_get_value(s, "format");
+    if (!formats) // any format: any this library reads
+      formats = tensor_video_formats();
+    {
+      GValue fourccs = G_VALUE_INIT;
+      g_value_init(&fourccs, GST_TYPE_LIST);
+      for_each_string(formats, [&](const char *name) {
+        const guint32 fourcc = gst_video_dma_drm_fourcc_from_format(gst_video_format_from_string(name));
+        if (fourcc == kDrmFormatInvalid)
+          return;
+        gchar *text = gst_video_dma_drm_fourcc_to_string(fourcc, kDrmModifierLinear);
+        append_string(&fourccs, text);
+        g_free(text);
+      });
+      if (!set_list_field(drm, "drm-format", &fourccs)) {
+        gst_structure_free(drm);
+        continue;
+      }
+    }
+    gst_structure_set(drm, "format", G_TYPE_STRING, "DMA_DRM", nullptr);
+    gst_caps_append_structure_full(out, drm, gst_caps_features_new(GST_CAPS_FEATURE_MEMORY_DMABUF, nullptr));
+  }
+  return out;
+}
+#else
+GstCaps *caps_without_dma_drm(GstCaps *caps) { return gst_caps_copy(caps); }
+GstCaps *caps_with_dma_drm(GstCaps *caps) { return gst_caps_copy(caps); }
+#endif
 
 } // namespace gst_tensormem

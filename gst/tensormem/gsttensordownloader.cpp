@@ -6,6 +6,8 @@
 #include <gst/tensormem/gsttensorframecopy-private.h>
 #include <gst/tensormem/gsttensormethodtable-private.h>
 #include <gst/tensormem/gsttensorpbo.h>
+#include <gst/tensormem/gsttensormemvalidate.h>
+#include <gst/tensormem/gsttensorbackend-private.h>
 #include <gst/video/gstvideopool.h>
 
 GST_DEBUG_CATEGORY_STATIC(gst_tensor_downloader_debug);
@@ -134,11 +136,15 @@ gboolean download_propose_allocation(const DownloadContext &ctx, GstQuery *query
   return propose_all(kMethods, ctx, query);
 }
 
-GstCaps *download_transform_caps(GstPadDirection direction, GstCaps *caps, GstCaps *filter, GstCaps *template_caps) {
+GstCaps *download_transform_caps(GstPadDirection direction, GstCaps *in_caps, GstCaps *filter,
+                                 GstCaps *template_caps) {
   GstCaps *result;
-  if (gst_caps_is_any(caps)) {
-    result = gst_caps_ref(template_caps);
+  if (gst_caps_is_any(in_caps)) { // the template, DMA_DRM structures linear only
+    GstCaps *ordinary = caps_without_dma_drm(template_caps);
+    result = caps_with_dma_drm(ordinary);
+    gst_caps_unref(ordinary);
   } else {
+    GstCaps *caps = caps_without_dma_drm(in_caps);
     GstCaps *first = gst_caps_new_empty();
     GstCaps *second = gst_caps_new_empty();
     for (guint i = 0; i < gst_caps_get_size(caps); ++i) {
@@ -156,7 +162,10 @@ GstCaps *download_transform_caps(GstPadDirection direction, GstCaps *caps, GstCa
         append_with_feature(second, caps, i, GST_CAPS_FEATURE_MEMORY_TENSOR_D3D11);
       }
     }
-    result = gst_caps_merge(first, second);
+    gst_caps_unref(caps);
+    GstCaps *merged = gst_caps_merge(first, second);
+    result = caps_with_dma_drm(merged);
+    gst_caps_unref(merged);
   }
   if (filter) {
     GstCaps *tmp = gst_caps_intersect_full(filter, result, GST_CAPS_INTERSECT_FIRST);
@@ -204,14 +213,13 @@ gboolean download_downstream_reads_video_meta(GstPad *srcpad, GstQuery *query) {
 GstBufferPool *download_make_copy_pool(GstElement *element, GstCaps *caps) {
   ensure_debug_category();
   GstVideoInfo info;
-  if (!caps || !gst_video_info_from_caps(&info, caps)) {
+  if (!caps || !gst_tensor_mem_video_info_from_caps(&info, caps, nullptr)) {
     GST_WARNING_OBJECT(element, "no copy pool for caps %" GST_PTR_FORMAT, caps);
     return nullptr;
   }
   /* Plain caps: a copy is for a consumer that reads the default layout, so
    * the pool must not add a GstVideoMeta of another one. */
-  GstCaps *plain = gst_caps_copy(caps);
-  gst_caps_set_features_simple(plain, nullptr);
+  GstCaps *plain = gst_video_info_to_caps(&info); // DMA_DRM caps included
   GstBufferPool *pool = gst_video_buffer_pool_new();
   GstStructure *config = gst_buffer_pool_get_config(pool);
   gst_buffer_pool_config_set_params(config, plain, GST_VIDEO_INFO_SIZE(&info), kCopyPoolMinBuffers, 0);

@@ -40,6 +40,7 @@
 #include <gst/allocators/gstfdmemory.h>
 #include <gst/tensormem/gsttensordmabuf-private.h>
 #include <gst/tensormem/gsttensormemallocator.h>
+#include <gst/tensormem/gsttensormemconfig.h>
 
 #include <cerrno>
 #include <cstdarg>
@@ -323,6 +324,49 @@ void set_caps_error(GError **error, const char *format, ...) {
   g_free(text);
 }
 
+#if GST_TENSORMEM_HAVE_DMA_DRM
+/* Fixed DMA_DRM caps as the ordinary caps of the same frame (new reference),
+ * or NULL after setting `error`: only a linear modifier lays a frame out as
+ * the rows GstVideoInfo describes, so a tiled or compressed one is refused by
+ * name rather than read as garbled rows. */
+GstCaps *linear_caps_of_dma_drm(const GstCaps *caps, GError **error) {
+  const char *drm_format = gst_structure_get_string(gst_caps_get_structure(caps, 0), "drm-format");
+  if (!drm_format) {
+    set_caps_error(error, "Caps format = DMA_DRM without a drm-format field: the DMA-BUF's DRM fourcc and modifier "
+                          "are unknown.");
+    return nullptr;
+  }
+  guint64 modifier = 0;
+  const guint32 fourcc = gst_video_dma_drm_fourcc_from_string(drm_format, &modifier);
+  if (fourcc == 0) {
+    set_caps_error(error, "Caps field drm-format = %s is not a DRM fourcc[:modifier] GStreamer knows.", drm_format);
+    return nullptr;
+  }
+  const GstVideoFormat format = gst_video_dma_drm_fourcc_to_format(fourcc);
+  gchar *linear = gst_video_dma_drm_fourcc_to_string(fourcc, 0);
+  if (modifier != 0) {
+    set_caps_error(error,
+                   "Caps field drm-format = %s: modifier 0x%016" G_GINT64_MODIFIER
+                   "x is not linear, so the planes are tiled or compressed and reading them as rows would garble the "
+                   "frame. Only linear DMA-BUFs can be read here: drm-format = %s (modifier 0); decode or convert "
+                   "to a linear layout upstream.",
+                   drm_format, modifier, linear);
+    g_free(linear);
+    return nullptr;
+  }
+  g_free(linear);
+  if (format == GST_VIDEO_FORMAT_UNKNOWN) {
+    set_caps_error(error, "Caps field drm-format = %s: the DRM fourcc has no GStreamer video format.", drm_format);
+    return nullptr;
+  }
+  GstCaps *plain = gst_caps_copy(caps);
+  GstStructure *s = gst_caps_get_structure(plain, 0);
+  gst_structure_set(s, "format", G_TYPE_STRING, gst_video_format_to_string(format), nullptr);
+  gst_structure_remove_field(s, "drm-format");
+  return plain;
+}
+#endif
+
 } // namespace
 
 /**
@@ -339,6 +383,11 @@ void set_caps_error(GError **error, const char *format, ...) {
  * wraps the frame size), or a frame whose size overflows (checked
  * arithmetic) or that GStreamer cannot lay out. Each message names the field
  * and its value.
+ *
+ * DMA_DRM caps (`format=DMA_DRM`, GStreamer 1.24 and later) describe the
+ * frame of their `drm-format` when its modifier is linear (0); any other
+ * modifier is refused with a message naming it, since a tiled or compressed
+ * frame read as rows is garbage.
  *
  * Returns: %TRUE when @info describes the caps' frame.
  *
@@ -359,6 +408,15 @@ gboolean gst_tensor_mem_video_info_from_caps(GstVideoInfo *info, const GstCaps *
     return FALSE;
   }
   const char *format_name = gst_structure_get_string(s, "format");
+#if GST_TENSORMEM_HAVE_DMA_DRM
+  if (format_name && g_str_equal(format_name, "DMA_DRM")) {
+    GstCaps *plain = linear_caps_of_dma_drm(caps, error);
+    const gboolean described = plain && gst_tensor_mem_video_info_from_caps(info, plain, error);
+    if (plain)
+      gst_caps_unref(plain);
+    return described;
+  }
+#endif
   const GstVideoFormat format = format_name ? gst_video_format_from_string(format_name) : GST_VIDEO_FORMAT_UNKNOWN;
   if (format == GST_VIDEO_FORMAT_UNKNOWN || format == GST_VIDEO_FORMAT_ENCODED) {
     set_caps_error(error, "Caps field format = %s is not a raw video format GStreamer knows.",

@@ -10,6 +10,7 @@
 #include <gst/tensormem/gsttensormemallocator.h>
 #include <gst/tensormem/gsttensormemconfig.h>
 #include <gst/tensormem/gsttensormemory.h>
+#include <gst/tensormem/gsttensormemvalidate.h>
 
 #include <iterator>
 #include <utility>
@@ -63,7 +64,7 @@ gboolean passthrough_propose(const UploadContext &ctx, GstQuery *query) {
   gboolean need_pool = FALSE;
   gst_query_parse_allocation(query, &caps, &need_pool);
   GstVideoInfo info;
-  if (!caps || !gst_video_info_from_caps(&info, caps)) {
+  if (!caps || !gst_tensor_mem_video_info_from_caps(&info, caps, nullptr)) {
     GST_DEBUG_OBJECT(ctx.element, "allocation query without raw video caps: %" GST_PTR_FORMAT, caps);
     return FALSE;
   }
