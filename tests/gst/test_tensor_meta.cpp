@@ -144,3 +144,35 @@ TEST(TensorMeta, TheMetaTravelsThroughOurTensorElements) {
     EXPECT_EQ(gst_buffer_peek_memory(tensor->data, 0), gst_buffer_peek_memory(buffer, 0));
   }
 }
+
+#if GST_TENSORMEM_HAVE_GL
+/* The GL path's tensor (PBO memory), read back to system memory by
+ * tensordownload: the meta on the buffer that leaves describes that
+ * buffer's memory, not the PBO it came from, and its bytes are the tensor. */
+TEST(TensorMeta, DownloadedGlTensorsDescribeTheirNewMemory) {
+  GError *error = nullptr;
+  GstTensorMemGlWorker *worker = gst_tensor_gl_worker_new(&error);
+  if (!worker) {
+    std::string why = error ? error->message : "unknown";
+    g_clear_error(&error);
+    GTEST_SKIP() << "no headless GL context: " << why;
+  }
+  gst_object_unref(worker);
+  tmtest::PipelineRun run;
+  tmtest::run_pipeline(kSource + "tensorconvert backend=gl width=16 height=8 ! tensordownload ! "
+                                 "other/tensors ! appsink name=sink",
+                       &run);
+  ASSERT_TRUE(run.eos) << run.error_debug;
+  ASSERT_EQ(run.samples.size(), 3u);
+  for (GstSample *sample : run.samples) {
+    GstBuffer *buffer = gst_sample_get_buffer(sample);
+    const GstTensor *tensor = only_tensor(buffer);
+    ASSERT_NE(tensor, nullptr);
+    EXPECT_EQ(dims_of(tensor), (std::vector<gsize>{1, 3, 8, 16}));
+    ASSERT_EQ(gst_buffer_n_memory(tensor->data), gst_buffer_n_memory(buffer));
+    for (guint i = 0; i < gst_buffer_n_memory(buffer); ++i)
+      EXPECT_EQ(gst_buffer_peek_memory(tensor->data, i), gst_buffer_peek_memory(buffer, i)) << "memory " << i;
+    EXPECT_EQ(bytes_of(tensor->data), bytes_of(buffer));
+  }
+}
+#endif
