@@ -37,7 +37,6 @@
 #include <gst/tensormem/gsttensormemvalidate.h>
 #include <gst/tensormem/gsttensorpbo.h>
 
-#include <tensormem/internal/cuda_runtime.hpp>
 
 #include <new>
 #include <set>
@@ -62,13 +61,10 @@ enum { PROP_0, PROP_CUDA_AVAILABLE, PROP_REQUIRE_CUDA, PROP_IMPORTS, PROP_CUDA_B
 
 /* "runtime" or "driver" for the API in use; "none" when CUDA is unavailable
  * (whatever library may have loaded). */
-const char *backend_in_use() noexcept {
-  try {
-    std::shared_ptr<const tensormem::CudaRuntime> rt = tensormem::CudaRuntime::get();
-    return tensormem::cuda_backend_name(rt->available() ? rt->backend() : tensormem::CudaBackend::None);
-  } catch (const std::bad_alloc &) {
-    return "none";
-  }
+const char *backend_in_use() {
+  const gchar *api = "none";
+  gst_tensor_cuda_get_status(&api, nullptr, nullptr, nullptr);
+  return api;
 }
 
 GstStaticPadTemplate sink_template = GST_STATIC_PAD_TEMPLATE("sink", GST_PAD_SINK, GST_PAD_ALWAYS,
@@ -134,9 +130,9 @@ GstFlowReturn import_ip(GstTensorMemCudaImport *self, GstBuffer *buffer) {
     return valid;
   if (gst_buffer_get_tensor_cuda_meta(buffer))
     return GST_FLOW_OK; // imported upstream already
-  std::shared_ptr<const tensormem::CudaRuntime> rt = tensormem::CudaRuntime::get();
-  if (!rt->available())
-    return no_cuda(self, buffer, "unavailable", "CUDA is unavailable: " + rt->reason());
+  const gchar *unavailable = nullptr;
+  if (!gst_tensor_cuda_get_status(nullptr, nullptr, nullptr, &unavailable))
+    return no_cuda(self, buffer, "unavailable", std::string("CUDA is unavailable: ") + unavailable);
   if (gst_buffer_n_memory(buffer) != 1)
     return no_cuda(self, buffer, "memories",
                    "a buffer of " + std::to_string(gst_buffer_n_memory(buffer)) +
@@ -189,7 +185,7 @@ static void gst_tensor_cuda_import_set_property(GObject *object, guint prop_id, 
 static void gst_tensor_cuda_import_get_property(GObject *object, guint prop_id, GValue *value, GParamSpec *pspec) {
   auto *self = GST_TENSOR_CUDA_IMPORT(object);
   switch (prop_id) {
-  case PROP_CUDA_AVAILABLE: g_value_set_boolean(value, tensormem::cuda_available()); break;
+  case PROP_CUDA_AVAILABLE: g_value_set_boolean(value, gst_tensor_cuda_get_status(nullptr, nullptr, nullptr, nullptr)); break;
   case PROP_CUDA_BACKEND: g_value_set_string(value, backend_in_use()); break;
   case PROP_REQUIRE_CUDA:
     GST_OBJECT_LOCK(self);
@@ -216,16 +212,12 @@ static gboolean gst_tensor_cuda_import_start(GstBaseTransform *trans) {
   auto *self = GST_TENSOR_CUDA_IMPORT(trans);
   if (self->warned)
     self->warned->clear();
-  try {
-    std::shared_ptr<const tensormem::CudaRuntime> rt = tensormem::CudaRuntime::get();
-    if (rt->available())
-      GST_INFO_OBJECT(self, "CUDA %s API from %s, %d device(s)", tensormem::cuda_backend_name(rt->backend()),
-                      rt->runtime_path().c_str(), rt->device_count());
-    else
-      GST_INFO_OBJECT(self, "CUDA unavailable: %s", rt->reason().c_str());
-  } catch (const std::bad_alloc &) {
-    GST_WARNING_OBJECT(self, "probing the CUDA runtime failed: out of memory");
-  }
+  const gchar *api = nullptr, *library = nullptr, *reason = nullptr;
+  gint devices = 0;
+  if (gst_tensor_cuda_get_status(&api, &library, &devices, &reason))
+    GST_INFO_OBJECT(self, "CUDA %s API from %s, %d device(s)", api, library, devices);
+  else
+    GST_INFO_OBJECT(self, "CUDA unavailable: %s", reason);
   return TRUE;
 }
 

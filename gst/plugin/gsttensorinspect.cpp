@@ -51,7 +51,6 @@
 #include <gst/tensormem/gsttensormemvalidate.h>
 #include <gst/video/video.h>
 
-#include <tensormem/internal/cuda_runtime.hpp>
 
 #include <cstdio>
 #include <new>
@@ -178,25 +177,17 @@ void free_scratch(GstTensorMemInspect *self) {
  * GstVideoMeta's (or the caps') offsets and strides. False (with the reason
  * logged) when any step fails: the caller then reads through the host. */
 bool read_cuda(GstTensorMemInspect *self, GstBuffer *buffer, GstTensorMemCudaMeta *meta, Stats *stats) {
-  std::shared_ptr<const tensormem::CudaRuntime> rt = tensormem::CudaRuntime::get();
-  gpointer device = nullptr;
-  gsize size = 0;
-  GError *error = nullptr;
-  if (!gst_tensor_cuda_meta_map(meta, &device, &size, &error)) {
-    GST_INFO_OBJECT(self, "CUDA map failed, reading through the host: %s", error ? error->message : "?");
-    g_clear_error(&error);
-    return false;
-  }
+  const gsize size = meta->size;
   if (!self->scratch || self->scratch_size != size) {
     free_scratch(self);
     self->scratch = new guint8[size]; // not zero-filled: the copy below overwrites every byte
     self->scratch_size = size;
   }
   guint8 *host = self->scratch;
-  tensormem::Result<void> copied = rt->memcpy_device_to_host(host, device, size);
-  gst_tensor_cuda_meta_unmap(meta);
-  if (!copied) {
-    GST_INFO_OBJECT(self, "cudaMemcpy failed, reading through the host: %s", copied.error().message().c_str());
+  GError *error = nullptr;
+  if (!gst_tensor_cuda_meta_read(meta, host, size, &error)) {
+    GST_INFO_OBJECT(self, "reading through CUDA failed, reading through the host: %s", error ? error->message : "?");
+    g_clear_error(&error);
     return false;
   }
 

@@ -319,3 +319,82 @@ tensormem::Result<std::shared_ptr<tensormem::CudaHandle>> gst_tensor_memory_impo
   GST_DEBUG("imported memory %p into CUDA: %s", static_cast<void *>(root), (*cached)->describe().c_str());
   return cached;
 }
+
+/**
+ * gst_tensor_cuda_meta_read:
+ * @meta: a #GstTensorMemCudaMeta, not mapped
+ * @dest: (array length=dest_size) (element-type guint8): host memory
+ * @dest_size: bytes at @dest, at least @meta's size
+ * @error: a #GError, or %NULL
+ *
+ * Copies the @meta->size bytes the meta's device pointer covers into @dest
+ * with a device-to-host copy (map, copy, unmap): what a consumer that checks
+ * or logs a tensor on the host reads, through CUDA rather than a CPU map of
+ * the memory.
+ *
+ * Returns: %TRUE when @dest holds the bytes.
+ *
+ * Since: 0.1
+ */
+gboolean gst_tensor_cuda_meta_read(GstTensorMemCudaMeta *meta, gpointer dest, gsize dest_size, GError **error) {
+  g_return_val_if_fail(meta != nullptr && meta->priv != nullptr, FALSE);
+  g_return_val_if_fail(dest != nullptr || meta->size == 0, FALSE);
+  if (dest_size < meta->size) {
+    g_set_error(error, GST_RESOURCE_ERROR, GST_RESOURCE_ERROR_NO_SPACE_LEFT,
+                "%" G_GSIZE_FORMAT " host bytes cannot hold the %" G_GSIZE_FORMAT " device bytes", dest_size,
+                meta->size);
+    return FALSE;
+  }
+  gpointer device = nullptr;
+  gsize size = 0;
+  if (!map_impl(meta, false, &device, &size, error))
+    return FALSE;
+  gboolean copied = FALSE;
+  try {
+    tensormem::Result<void> done = tensormem::CudaRuntime::get()->memcpy_device_to_host(dest, device, size);
+    if (done)
+      copied = TRUE;
+    else
+      g_set_error(error, GST_RESOURCE_ERROR, GST_RESOURCE_ERROR_READ, "device-to-host copy failed: %s",
+                  done.error().message().c_str());
+  } catch (const std::bad_alloc &) {
+    g_set_error(error, GST_RESOURCE_ERROR, GST_RESOURCE_ERROR_READ, "device-to-host copy failed: out of memory");
+  }
+  gst_tensor_cuda_meta_unmap(meta);
+  return copied;
+}
+
+/**
+ * gst_tensor_cuda_get_status:
+ * @api: (out) (optional) (transfer none): "runtime" or "driver" for the CUDA
+ *   API in use, "none" when CUDA is unavailable
+ * @library: (out) (optional) (transfer none): the path of the loaded CUDA
+ *   library ("" when none)
+ * @n_devices: (out) (optional): devices the API reports (0 when unavailable)
+ * @reason: (out) (optional) (transfer none): why CUDA is unavailable ("" when
+ *   it is available)
+ *
+ * What the process-wide CUDA loader found (the first call loads it, through
+ * `dlopen`). The strings live as long as the process.
+ *
+ * Returns: %TRUE when CUDA is available.
+ *
+ * Since: 0.1
+ */
+gboolean gst_tensor_cuda_get_status(const gchar **api, const gchar **library, gint *n_devices, const gchar **reason) {
+  std::shared_ptr<const tensormem::CudaRuntime> rt;
+  try {
+    rt = tensormem::CudaRuntime::get();
+  } catch (const std::bad_alloc &) {
+  }
+  const bool available = rt && rt->available();
+  if (api)
+    *api = tensormem::cuda_backend_name(available ? rt->backend() : tensormem::CudaBackend::None);
+  if (library)
+    *library = rt ? rt->runtime_path().c_str() : "";
+  if (n_devices)
+    *n_devices = available ? rt->device_count() : 0;
+  if (reason)
+    *reason = !rt ? "probing the CUDA loader ran out of memory" : available ? "" : rt->reason().c_str();
+  return available;
+}

@@ -87,6 +87,12 @@ gboolean gst_tensor_cuda_meta_is_mapped(GstTensorMemCudaMeta *meta);
 GST_TENSORMEM_API
 const gchar *gst_tensor_cuda_kind_to_string(GstTensorMemCudaKind kind);
 
+GST_TENSORMEM_API
+gboolean gst_tensor_cuda_meta_read(GstTensorMemCudaMeta *meta, gpointer dest, gsize dest_size, GError **error);
+
+GST_TENSORMEM_API
+gboolean gst_tensor_cuda_get_status(const gchar **api, const gchar **library, gint *n_devices, const gchar **reason);
+
 G_END_DECLS
 
 #ifdef __cplusplus

@@ -336,6 +336,30 @@ TEST(CudaMeta, copies_drop_the_meta_and_maps_pair_exactly_once) {
   gst_tensor_cuda_meta_unmap(meta); // nothing outstanding: no-op
   ASSERT_TRUE(gst_tensor_cuda_meta_map_mut(meta, &dev2, nullptr, nullptr));
   EXPECT_EQ(dev2, dev);
+
+  // Reading through CUDA needs the meta unmapped, and room for its bytes.
+  std::vector<guint8> read(meta->size);
+  EXPECT_FALSE(gst_tensor_cuda_meta_read(meta, read.data(), read.size(), &error)) << "read while mapped";
+  ASSERT_NE(error, nullptr);
+  g_clear_error(&error);
+  gst_tensor_cuda_meta_unmap(meta);
+  EXPECT_FALSE(gst_tensor_cuda_meta_read(meta, read.data(), read.size() - 1, &error)) << "a host buffer too small";
+  ASSERT_NE(error, nullptr);
+  EXPECT_NE(std::string(error->message).find("cannot hold"), std::string::npos) << error->message;
+  g_clear_error(&error);
+  ASSERT_TRUE(gst_tensor_cuda_meta_read(meta, read.data(), read.size(), &error)) << error->message;
+  ASSERT_TRUE(gst_buffer_map(buffer, &info, GST_MAP_READ));
+  EXPECT_EQ(memcmp(read.data(), info.data, read.size()), 0);
+  gst_buffer_unmap(buffer, &info);
+  EXPECT_FALSE(gst_tensor_cuda_meta_is_mapped(meta)) << "a read leaves no mapping behind";
+  const gchar *api = nullptr, *library = nullptr, *reason = nullptr;
+  gint devices = 0;
+  EXPECT_TRUE(gst_tensor_cuda_get_status(&api, &library, &devices, &reason));
+  EXPECT_STREQ(api, tensormem::cuda_backend_name(tensormem::CudaRuntime::get()->backend()));
+  EXPECT_GT(devices, 0);
+  EXPECT_STRNE(library, "");
+  EXPECT_STREQ(reason, "");
+  ASSERT_TRUE(gst_tensor_cuda_meta_map_mut(meta, &dev2, nullptr, nullptr));
   // Left mapped on purpose: freeing the meta releases it.
 
   GstBuffer *deep = gst_buffer_copy_deep(buffer);
