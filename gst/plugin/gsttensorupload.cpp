@@ -93,6 +93,7 @@ struct _GstTensorMemUpload {
   gst_tensormem::ElementBackend *backend; // the storage property, its shared device and allocator
   gst_tensormem::Uploader *uploader;      // the upload methods and their state; streaming thread
   guint64 gpu_copied_bytes;               // guarded by the object lock
+  GstObject *gstgl_display;               // the GstGLDisplay offered or made; guarded by the object lock
 };
 
 namespace {
@@ -205,6 +206,7 @@ static void gst_tensor_upload_finalize(GObject *object) {
   auto *self = GST_TENSOR_UPLOAD(object);
   delete self->uploader;
   delete self->backend;
+  gst_clear_object(&self->gstgl_display);
   G_OBJECT_CLASS(gst_tensor_upload_parent_class)->finalize(object);
 }
 
@@ -237,13 +239,21 @@ static GstStateChangeReturn gst_tensor_upload_change_state(GstElement *element, 
 }
 
 static void gst_tensor_upload_set_context(GstElement *element, GstContext *context) {
-  GST_TENSOR_UPLOAD(element)->backend->handle_set_context(context);
+  auto *self = GST_TENSOR_UPLOAD(element);
+  GST_OBJECT_LOCK(self);
+  gst_tensor_gstgl_display_set_context(&self->gstgl_display, context);
+  GST_OBJECT_UNLOCK(self);
+  self->backend->handle_set_context(context);
   GST_ELEMENT_CLASS(gst_tensor_upload_parent_class)->set_context(element, context);
 }
 
 /* Neighbours asking for our GL worker or D3D11 device get it. */
 static gboolean gst_tensor_upload_query(GstBaseTransform *trans, GstPadDirection direction, GstQuery *query) {
   auto *self = GST_TENSOR_UPLOAD(trans);
+  // GstGL asking for a display (PBO storage: its textures are read on the GPU)
+  if (direction == GST_PAD_SINK && &backend_of(self) == &gst_tensormem::pbo_backend() &&
+      gst_tensor_gstgl_display_answer_query(GST_ELEMENT(self), &self->gstgl_display, query))
+    return TRUE;
   return self->backend->handle_context_query(query) ||
          GST_BASE_TRANSFORM_CLASS(gst_tensor_upload_parent_class)->query(trans, direction, query);
 }

@@ -9,10 +9,10 @@
  * CPU copy: a GL worker whose context lives on GstGL's EGL display and
  * shares objects with GstGL's context (gst_tensor_gl_worker_ensure_gstgl())
  * reads each texture into a PBO with a pack-buffer glReadPixels
- * (gst_buffer_read_gl_memory_into_tensor_pbo()). GstGL must run on EGL
- * (`GST_GL_PLATFORM=egl` on X11, where it picks GLX by default): GL objects
- * cannot be shared between a GLX and an EGL context. docs/pbo.md, "GstGL
- * interop".
+ * (gst_buffer_read_gl_memory_into_tensor_pbo()). GstGL must run on EGL: GL
+ * objects cannot be shared between a GLX and an EGL context. On X11, where
+ * GstGL picks GLX by default, the element offers GstGL an EGL display
+ * (gst_tensor_gstgl_display_answer_query()). docs/pbo.md, "GstGL interop".
  *
  * Since: 0.1
  */
@@ -412,4 +412,101 @@ gboolean gst_buffer_copy_gl_memory_into_tensor(GstBuffer *outbuf, GstBuffer *inb
   if (copied)
     *copied = GST_VIDEO_INFO_SIZE(info);
   return TRUE;
+}
+
+/**
+ * gst_tensor_gstgl_display_set_context:
+ * @display: (inout) (transfer full) (nullable): the element's GstGL display
+ *   slot (a #GstGLDisplay, or %NULL)
+ * @context: a context set on the element
+ *
+ * Keeps the #GstGLDisplay of a `gst.gl.GLDisplay` context (the display a
+ * GstGL element made or the application gave, which #GstBin hands to every
+ * element), so that gst_tensor_gstgl_display_answer_query() answers with the
+ * display the pipeline already uses rather than making another.
+ *
+ * Returns: %TRUE when @context was a GstGL display context.
+ *
+ * Since: 0.1
+ */
+gboolean gst_tensor_gstgl_display_set_context(GstObject **display, GstContext *context) {
+  g_return_val_if_fail(display != nullptr && context != nullptr, FALSE);
+#if TENSORMEM_GSTGL_READBACK
+  GstGLDisplay *offered = nullptr;
+  if (!g_str_equal(gst_context_get_context_type(context), GST_GL_DISPLAY_CONTEXT_TYPE) ||
+      !gst_context_get_gl_display(context, &offered) || !offered)
+    return FALSE;
+  gst_object_replace(display, GST_OBJECT_CAST(offered));
+  gst_object_unref(offered);
+  return TRUE;
+#else
+  (void)display;
+  (void)context;
+  return FALSE;
+#endif
+}
+
+/**
+ * gst_tensor_gstgl_display_answer_query:
+ * @element: the element answering
+ * @display: (inout) (transfer full) (nullable): the element's GstGL display
+ *   slot, filled here when a display is made
+ * @query: a query reaching @element
+ *
+ * Answers GstGL's `gst.gl.GLDisplay` context query, which GstGL elements
+ * (glupload, glcolorconvert, gltestsrc, GL decoders) send their neighbours
+ * before making a display of their own. The answer is the display kept from
+ * a context set on @element or, without one, a new #GstGLDisplayEGL: on X11
+ * GstGL then makes an EGL context where it would pick GLX, and its textures
+ * can be read into PBO tensor memory on the GPU by a worker sharing that
+ * context (GL objects cannot be shared between a GLX and an EGL context).
+ * Not answered (another element or GstGL itself decides) when
+ * `GST_GL_PLATFORM` is set without naming egl, or when no EGL display can
+ * be opened.
+ *
+ * Returns: %TRUE when @query was answered.
+ *
+ * Since: 0.1
+ */
+gboolean gst_tensor_gstgl_display_answer_query(GstElement *element, GstObject **display, GstQuery *query) {
+  g_return_val_if_fail(GST_IS_ELEMENT(element) && display != nullptr && query != nullptr, FALSE);
+#if TENSORMEM_GSTGL_READBACK
+  const gchar *type = nullptr;
+  if (GST_QUERY_TYPE(query) != GST_QUERY_CONTEXT || !gst_query_parse_context_type(query, &type) ||
+      !g_str_equal(type, GST_GL_DISPLAY_CONTEXT_TYPE))
+    return FALSE;
+  GST_OBJECT_LOCK(element);
+  GstGLDisplay *answer = *display ? GST_GL_DISPLAY(gst_object_ref(*display)) : nullptr;
+  GST_OBJECT_UNLOCK(element);
+  if (!answer) {
+    const gchar *platform = g_getenv("GST_GL_PLATFORM");
+    if (platform && !g_strrstr(platform, "egl")) {
+      GST_DEBUG_OBJECT(element, "GST_GL_PLATFORM=%s: leaving GstGL's display to GstGL", platform);
+      return FALSE;
+    }
+    GstGLDisplayEGL *egl = gst_gl_display_egl_new();
+    if (!egl) {
+      GST_DEBUG_OBJECT(element, "no EGL display to offer GstGL");
+      return FALSE;
+    }
+    answer = GST_GL_DISPLAY(egl);
+    GST_OBJECT_LOCK(element);
+    if (*display) { // set meanwhile: the pipeline's display wins
+      gst_object_unref(answer);
+      answer = GST_GL_DISPLAY(gst_object_ref(*display));
+    } else {
+      *display = GST_OBJECT_CAST(gst_object_ref(answer));
+    }
+    GST_OBJECT_UNLOCK(element);
+    GST_INFO_OBJECT(element, "offering GstGL an EGL display, so its textures can be shared on the GPU");
+  }
+  const gboolean answered = gst_gl_handle_context_query(element, query, answer, nullptr, nullptr);
+  gst_object_unref(answer);
+  return answered;
+#else
+  (void)element;
+  (void)display;
+  (void)query;
+  return FALSE;
+#endif
 }

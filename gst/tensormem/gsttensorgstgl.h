@@ -37,4 +37,10 @@ GST_TENSORMEM_API
 gboolean gst_buffer_copy_gl_memory_into_tensor(GstBuffer *outbuf, GstBuffer *inbuf, const GstVideoInfo *info,
                                                gsize *copied, GError **error);
 
+GST_TENSORMEM_API
+gboolean gst_tensor_gstgl_display_set_context(GstObject **display, GstContext *context);
+
+GST_TENSORMEM_API
+gboolean gst_tensor_gstgl_display_answer_query(GstElement *element, GstObject **display, GstQuery *query);
+
 G_END_DECLS

@@ -208,22 +208,41 @@ TEST(GlMemoryUploadSource, ContextKnownOnlyFromTheFirstTexture) {
   EXPECT_EQ(got.cpu_copied, 0u);
 }
 
-/* GstGL on its default platform under X11 (GLX): our EGL worker cannot
- * share its context, so GstGL downloads each texture on its own thread and
- * the frame is copied into PBO memory: byte-exact, every byte counted in
- * copied-bytes, nothing on the GPU. */
+/* GstGL's defaults under X11, where it would pick GLX: tensorupload
+ * storage=pbo answers GstGL's display query with an EGL display, so GstGL
+ * makes an EGL context, our worker shares it and every frame is read on the
+ * GPU (require-zero-copy=true holds), byte-exact. */
+TEST(GlMemoryUploadDefaults, EglDisplayOfferedSoFramesStayOnTheGpu) {
+  const std::string missing = gstgl_missing();
+  if (!missing.empty())
+    GTEST_SKIP() << missing;
+  GlPlatform platform_default(nullptr);
+  const std::string caps = caps_of(Size{33, 17, "RGBA"});
+  Compared got;
+  compare_with_gldownload(gl_head(caps), caps, "require-zero-copy=true", &got);
+  EXPECT_EQ(got.frames, kFrames);
+  EXPECT_EQ(got.equal, got.frames);
+  EXPECT_EQ(got.shared_pbo_buffers, kFrames) << "GstGL did not take the EGL display offered";
+  EXPECT_EQ(got.cpu_copied, 0u);
+  EXPECT_EQ(got.gpu_copied, static_cast<guint64>(kFrames) * got.frame_bytes);
+}
+
+/* GstGL on GLX (GST_GL_PLATFORM=glx, which tensorupload then does not
+ * override): our EGL worker cannot share its context, so GstGL downloads
+ * each texture on its own thread and the frame is copied into PBO memory:
+ * byte-exact, every byte counted in copied-bytes, nothing on the GPU. */
 class GlMemoryUploadGlx : public ::testing::TestWithParam<Size> {};
 
 TEST_P(GlMemoryUploadGlx, CopiedOnTheCpuByteExact) {
   const std::string missing = gstgl_missing();
   if (!missing.empty())
     GTEST_SKIP() << missing;
-  GlPlatform platform_default(nullptr);
+  GlPlatform glx("glx");
   const std::string caps = caps_of(GetParam());
   Compared got;
   compare_with_gldownload(gl_head(caps), caps, "", &got);
   if (got.shared_pbo_buffers > 0)
-    GTEST_SKIP() << "GstGL picked EGL here (no GLX): the GPU path ran";
+    GTEST_SKIP() << "GstGL made an EGL context here (no GLX): the GPU path ran";
   EXPECT_EQ(got.frames, kFrames);
   EXPECT_EQ(got.equal, got.frames);
   EXPECT_EQ(got.cpu_copied, static_cast<guint64>(kFrames) * got.frame_bytes) << "each frame one counted CPU copy";
@@ -312,7 +331,7 @@ TEST(GlMemoryUploadErrors, GstGlOnGlxRefusedUnderRequireZeroCopy) {
   const std::string missing = gstgl_missing();
   if (!missing.empty())
     GTEST_SKIP() << missing;
-  GlPlatform platform_default(nullptr);
+  GlPlatform glx("glx");
   tmtest::PipelineRun run;
   tmtest::run_pipeline("videotestsrc num-buffers=2 ! video/x-raw,format=RGBA,width=33,height=17 ! glupload ! "
                        "glcolorconvert ! tensorupload storage=pbo require-zero-copy=true ! tensordownload ! fakesink",
