@@ -84,11 +84,15 @@ gboolean video_layout(GstCaps *caps, GstBuffer *buffer, Layout *out, GError **er
   if (!gst_video_info_from_caps(&info, caps))
     return fail(error, GST_RESOURCE_ERROR_SETTINGS, "raw video caps without a complete format, width and height");
   const GstVideoFormatInfo *finfo = info.finfo;
+  /* A pixel must be a whole number of bytes: IYU1 packs four pixels into
+   * six bytes (pixel stride 0), which would make the channel axis 0 long
+   * (found by tests/fuzz/fuzz_dlpack.cpp). */
   if (GST_VIDEO_INFO_N_PLANES(&info) != 1 || GST_VIDEO_FORMAT_INFO_DEPTH(finfo, 0) != 8 ||
-      GST_VIDEO_FORMAT_INFO_IS_COMPLEX(finfo) || GST_VIDEO_FORMAT_INFO_H_SUB(finfo, 0) != 0)
+      GST_VIDEO_FORMAT_INFO_IS_COMPLEX(finfo) || GST_VIDEO_FORMAT_INFO_H_SUB(finfo, 0) != 0 ||
+      GST_VIDEO_FORMAT_INFO_PSTRIDE(finfo, 0) <= 0)
     return fail(error, GST_RESOURCE_ERROR_SETTINGS,
                 std::string("video format ") + GST_VIDEO_INFO_NAME(&info) +
-                    " is not one plane of 8-bit pixels; a DLPack tensor is one strided array "
+                    " is not one plane of whole 8-bit pixels; a DLPack tensor is one strided array "
                     "(use tensorconvert for a model tensor)");
   std::uint64_t stride = GST_VIDEO_INFO_PLANE_STRIDE(&info, 0);
   std::uint64_t offset = GST_VIDEO_INFO_PLANE_OFFSET(&info, 0);
