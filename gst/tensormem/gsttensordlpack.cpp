@@ -3,6 +3,7 @@
 #include <gst/tensormem/gsttensorcudameta.h>
 #include <gst/tensormem/gsttensordlpack.h>
 #include <gst/tensormem/gsttensorfencemeta.h>
+#include <gst/tensormem/gsttensormemvalidate.h>
 
 #include <gst/video/video.h>
 
@@ -201,6 +202,11 @@ DLManagedTensor *gst_tensor_mem_buffer_to_dlpack(GstBuffer *buffer, GstCaps *cap
              std::to_string(layout.byte_offset) + " but the buffer holds " + std::to_string(size));
     return nullptr;
   }
+  /* A DMA-BUF (or other fd) memory must lie inside the file behind it: a
+   * consumer reading past a shorter file's end takes SIGBUS (found by
+   * tests/fuzz/fuzz_dlpack.cpp with a memfd shorter than its memory). */
+  if (!gst_tensor_mem_validate_tensor_buffer(buffer, layout.byte_offset + layout.extent, error))
+    return nullptr;
 
   if (GstTensorMemFenceMeta *fence = gst_buffer_get_tensor_mem_fence_meta(buffer)) {
     if (!gst_tensor_mem_fence_meta_wait_cpu(fence, kFenceWait, error))

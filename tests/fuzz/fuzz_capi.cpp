@@ -220,7 +220,7 @@ struct Session {
 
   void map() {
     tm_tensor *t = any_tensor();
-    const auto access = static_cast<tm_access>(in.pick(5)); // 4 is no access value
+    const auto access = static_cast<tm_access>(in.pick(4)); // NONE included
     tm_map *m = nullptr;
     std::uint8_t *ptr = nullptr;
     std::size_t len = 0;
