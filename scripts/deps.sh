@@ -65,8 +65,12 @@ packages=(
   python3-gi python3-gst-1.0 python3-numpy
 )
 # Only the host's full set: the valgrind run, the Windows cross-build under
-# Wine, and debootstrap for the Debian 13 root (scripts/test.sh --debian13).
-host_only_packages=(valgrind g++-mingw-w64-x86-64-posix wine64 debootstrap)
+# Wine, debootstrap for the Debian 13 root (scripts/test.sh --debian13), and
+# the fuzz targets' compiler.
+# clang and libFuzzer for scripts/fuzz.sh (the full mode's fuzz step):
+# libclang-rt-dev is Debian's name on 12 and 13 for the current clang's
+# runtime libraries (libclang_rt.fuzzer), which clang alone does not pull in.
+host_only_packages=(valgrind g++-mingw-w64-x86-64-posix wine64 debootstrap clang libclang-rt-dev)
 case $mode in
   demo) packages=("${demo_packages[@]}") ;;
   all) packages+=("${host_only_packages[@]}") ;;

@@ -2,9 +2,10 @@
 # Sets everything up and runs every test suite.
 #   scripts/test.sh          quick mode: one debug-optimised build, every test,
 #                            and the MinGW-w64 cross-build's tests under Wine
-#   scripts/test.sh --full   also an ASan/UBSan build and a valgrind run of the
-#                            core and GStreamer tests, then the Debian 13 leg
-#                            (what CI runs)
+#   scripts/test.sh --full   also an ASan/UBSan build, a valgrind run of the
+#                            core and GStreamer tests, 30 s of each libFuzzer
+#                            target (scripts/fuzz.sh, build-fuzz/), then the
+#                            Debian 13 leg (what CI runs)
 #   scripts/test.sh --debian13
 #                            only the Debian 13 leg: the quick build and its
 #                            suites (Python's included) inside a Debian 13 root
@@ -96,6 +97,20 @@ if [[ -n $host ]]; then
     GST_REGISTRY_FORK=no G_SLICE=always-malloc G_DEBUG=gc-friendly \
       run_suite valgrind build --suite lib --suite gst --no-suite leaks-on-purpose --no-suite no-valgrind --timeout-multiplier 10 \
       --wrapper "valgrind --quiet --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite --show-leak-kinds=definite --suppressions=$root/tests/sanitizers/valgrind.supp --suppressions=$root/tests/lib/gl/gl.supp --num-callers=30"
+
+    # The libFuzzer targets (issue 28): built with clang into build-fuzz/
+    # (only they and the libraries they link), each run 30 s from its corpus,
+    # two at a time. One result per target (fuzz-NAME); a crash fails it and
+    # scripts/fuzz.sh prints the reproducer's path; no clang is one skip.
+    echo "== fuzz: libFuzzer targets, 30 s each, in build-fuzz/ (scripts/fuzz.sh 30)"
+    FUZZ_TESTLOG=$results/fuzz.testlog.json scripts/fuzz.sh 30 >"$results/fuzz.log" 2>&1 || true
+    if grep -q '^fuzz: .* FAILED$\|^fuzz: skipped\|failed; see' "$results/fuzz.log"; then
+      cat "$results/fuzz.log"
+    else
+      grep '^fuzz: ' "$results/fuzz.log" || true
+    fi
+    [[ -s $results/fuzz.testlog.json ]] || rm -f "$results/fuzz.testlog.json"
+    runs+=(fuzz)
   fi
 fi
 

@@ -85,11 +85,15 @@ gboolean video_layout(GstCaps *caps, GstBuffer *buffer, Layout *out, GError **er
   if (!gst_tensor_mem_video_info_from_caps(&info, caps, nullptr))
     return fail(error, GST_RESOURCE_ERROR_SETTINGS, "raw video caps without a complete format, width and height");
   const GstVideoFormatInfo *finfo = info.finfo;
+  /* A pixel must be a whole number of bytes: IYU1 packs four pixels into
+   * six bytes (pixel stride 0), which would make the channel axis 0 long
+   * (found by tests/fuzz/fuzz_dlpack.cpp). */
   if (GST_VIDEO_INFO_N_PLANES(&info) != 1 || GST_VIDEO_FORMAT_INFO_DEPTH(finfo, 0) != 8 ||
-      GST_VIDEO_FORMAT_INFO_IS_COMPLEX(finfo) || GST_VIDEO_FORMAT_INFO_H_SUB(finfo, 0) != 0)
+      GST_VIDEO_FORMAT_INFO_IS_COMPLEX(finfo) || GST_VIDEO_FORMAT_INFO_H_SUB(finfo, 0) != 0 ||
+      GST_VIDEO_FORMAT_INFO_PSTRIDE(finfo, 0) <= 0)
     return fail(error, GST_RESOURCE_ERROR_SETTINGS,
                 std::string("video format ") + GST_VIDEO_INFO_NAME(&info) +
-                    " is not one plane of 8-bit pixels; a DLPack tensor is one strided array "
+                    " is not one plane of whole 8-bit pixels; a DLPack tensor is one strided array "
                     "(use tensorconvert for a model tensor)");
   std::uint64_t stride = GST_VIDEO_INFO_PLANE_STRIDE(&info, 0);
   std::uint64_t offset = GST_VIDEO_INFO_PLANE_OFFSET(&info, 0);
@@ -198,6 +202,11 @@ DLManagedTensor *gst_tensor_mem_buffer_to_dlpack(GstBuffer *buffer, GstCaps *cap
              std::to_string(layout.byte_offset) + " but the buffer holds " + std::to_string(size));
     return nullptr;
   }
+  /* A DMA-BUF (or other fd) memory must lie inside the file behind it: a
+   * consumer reading past a shorter file's end takes SIGBUS (found by
+   * tests/fuzz/fuzz_dlpack.cpp with a memfd shorter than its memory). */
+  if (!gst_tensor_mem_validate_tensor_buffer(buffer, layout.byte_offset + layout.extent, error))
+    return nullptr;
 
   if (GstTensorMemFenceMeta *fence = gst_buffer_get_tensor_mem_fence_meta(buffer)) {
     if (!gst_tensor_mem_fence_meta_wait_cpu(fence, kFenceWait, error))

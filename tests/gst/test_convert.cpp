@@ -253,6 +253,9 @@ TEST(TensorConvert, BadSettingsAreElementErrors) {
       {"dtype=float16 mean=\"<1000000,-1000000,0>\"", "beyond float16's range of +-65504"},
       {"dtype=float32 std=\"<1,1,1e-40>\"", "channel 2"},
       {"dtype=float32 mean=\"<-3e38,0,0>\" std=\"<0.1,1,1>\"", "beyond float32's range"},
+      // Found by tests/fuzz/fuzz_convert.cpp: 255 x scale overflows before the
+      // bias is added, though one fused multiply-add would fit.
+      {"dtype=float32 mean=\"<0,0.5,0>\" std=\"<1,1.74547e-39,1>\"", "channel 1: mean 0.5 and std 1.74547e-39"},
       {"dtype=float16 std=\"<0.00001,0.00001,0.00001>\" backend=gl", "float16"},
       // output=meta runs on the CPU path, and needs GStreamer 1.26's GstTensorMeta.
       {"output=meta backend=gl", "output=meta converts on the CPU path"},

@@ -7,6 +7,7 @@
 
 #include "pipeline_util.hpp"
 
+#include <gst/allocators/gstdmabuf.h>
 #include <gst/tensormem/tensormem.h>
 #include <gst/video/video.h>
 
@@ -14,6 +15,9 @@
 #include <tensormem/timeline.hpp>
 
 #include <gtest/gtest.h>
+
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstdint>
@@ -281,6 +285,31 @@ TEST(DlPack, refusals_name_what_is_wrong_and_take_nothing) {
   gst_buffer_unref(two);
   EXPECT_EQ(GST_MINI_OBJECT_REFCOUNT_VALUE(buffer), 1) << "a refusal kept a reference";
   EXPECT_FALSE(storage_is_read_mapped(buffer)) << "a refusal left a map behind";
+  gst_buffer_unref(buffer);
+}
+
+// Found by tests/fuzz/fuzz_dlpack.cpp (issue 28): a DMA-BUF memory that
+// declares more bytes than the file behind it was handed out, and the
+// consumer's first read past the file's end raised SIGBUS.
+TEST(DlPack, a_dmabuf_memory_larger_than_its_file_is_refused) {
+  const int fd = memfd_create("dlpack-short", MFD_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(ftruncate(fd, 32), 0);
+  GstAllocator *allocator = gst_dmabuf_allocator_new();
+  GstBuffer *buffer = gst_buffer_new();
+  gst_buffer_append_memory(buffer, gst_dmabuf_allocator_alloc(allocator, fd, 64)); // takes the fd
+  const std::string why =
+      refusal(buffer, "other/tensors,format=static,num_tensors=1,types=uint8,dimensions=(string)64:1");
+  EXPECT_TRUE(contains(why, "SIGBUS")) << why;
+  gst_buffer_unref(buffer);
+  gst_object_unref(allocator);
+}
+
+// Also found by fuzz_dlpack.cpp: IYU1 packs four pixels into six bytes
+// (pixel stride 0) and came out with a 0-long channel axis.
+TEST(DlPack, video_whose_pixels_are_not_whole_bytes_is_refused) {
+  GstBuffer *buffer = tensor_buffer(64);
+  EXPECT_TRUE(contains(refusal(buffer, "video/x-raw,format=IYU1,width=4,height=4"), "whole 8-bit pixels"));
   gst_buffer_unref(buffer);
 }
 

@@ -98,10 +98,20 @@ Result<void> check_finite_outputs(const ConvertSpec &spec) {
     const float scale = 1.f / (255.f * spec.std[c]);
     const float bias = -spec.mean[c] / spec.std[c];
     const double at_zero = bias;
+    /* Both roundings of x * scale + bias at x = 255: fused (a GL shader may
+     * contract it into one fma) and unfused, as convert_rows computes it. The
+     * unfused product alone can overflow where the fused result fits: a
+     * mean of 0.5 over a denormal std gives 255 * scale > FLT_MAX with a
+     * bias of nearly -FLT_MAX (found by tests/fuzz/fuzz_convert.cpp). */
     const double at_full = static_cast<double>(std::fma(255.f, scale, bias));
-    const double worst = std::isfinite(at_full) && std::abs(at_zero) <= std::abs(at_full) ? at_full : at_zero;
+    const float product = 255.f * scale;
+    const double at_full_unfused = static_cast<double>(product) + static_cast<double>(bias);
+    double worst = at_zero; // the value farthest out, for the message
+    for (double v : {at_full, std::isfinite(product) ? at_full_unfused : HUGE_VAL})
+      if (!std::isfinite(v) || (std::isfinite(worst) && std::abs(v) > std::abs(worst)))
+        worst = v;
     if (std::isfinite(scale) && std::isfinite(bias) && std::isfinite(at_full) && std::abs(at_full) <= limit &&
-        std::abs(at_zero) <= limit)
+        std::isfinite(product) && std::abs(at_full_unfused) <= limit && std::abs(at_zero) <= limit)
       continue;
     char text[320];
     std::snprintf(text, sizeof text,

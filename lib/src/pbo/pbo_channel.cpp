@@ -76,6 +76,15 @@ int PboChannel::map(const void *ctx, std::uint32_t buffer_id, std::size_t size, 
                                  " is refused");
       return TM_PBO_FAILED;
     }
+    // Nor for more than its buffer: a caller that wrapped this table with a
+    // larger size would otherwise have the producer map (a client channel:
+    // hand out) bytes past the allocation. Found by tests/fuzz/fuzz_capi.cpp.
+    if (size > storage->size_bytes()) {
+      log(LogLevel::Warning, "PBO channel: map of " + std::to_string(size) + " bytes of buffer " +
+                                 std::to_string(buffer_id) + ", which has " + std::to_string(storage->size_bytes()) +
+                                 ", is refused");
+      return TM_PBO_FAILED;
+    }
     // The table has no access argument (its layout is frozen): map for both.
     Result<BackendMapping> mapping = storage->ops()->map_buffer(buffer_id, size, CpuAccess::ReadWrite);
     if (!mapping)

@@ -157,6 +157,9 @@ TEST(PboChannel, ABI_PBO_06_the_table_forwards_map_and_unmap_with_codes) {
   // A table answers for its own buffer only.
   EXPECT_NE(table->map(table->state.ctx, 6, 8, &ptr, &len), TM_PBO_OK);
   EXPECT_NE(table->map(table->state.ctx, 5, 8, nullptr, &len), TM_PBO_OK);
+  // Nor for more than its buffer (found by tests/fuzz/fuzz_capi.cpp: a
+  // caller that wrapped the table with a larger size got bytes past it).
+  EXPECT_NE(table->map(table->state.ctx, 5, 9, &ptr, &len), TM_PBO_OK);
   EXPECT_EQ(ops->maps, 1);
 }
 
