@@ -23,6 +23,8 @@
 
 #include <chrono>
 #include <cstring>
+#include <functional>
+#include <future>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -418,6 +420,86 @@ TEST(D3d11Storage, D3D_MAP_07_read_map_of_a_write_only_tensor_does_not_upload) {
   fill(**r, 0x11);
   { ASSERT_TRUE(w->map(CpuAccess::Read)); }
   EXPECT_TRUE(reads(**r, 0x11)) << "a read map of the write-only tensor uploaded its shadow";
+}
+
+/// A device that forwards to another and runs `on_upload` inside every
+/// update_subresource, before the bytes are taken: what another thread can
+/// do while a host buffer is being uploaded.
+class UploadHookDevice final : public D3d11Device {
+public:
+  explicit UploadHookDevice(std::shared_ptr<D3d11Device> inner) : inner_(std::move(inner)) {}
+  std::function<void()> on_upload;
+
+  const char *name() const noexcept override { return inner_->name(); }
+  D3d11Capabilities capabilities() const noexcept override { return inner_->capabilities(); }
+  D3d11AdapterId adapter() const noexcept override { return inner_->adapter(); }
+  const void *identity() const noexcept override { return inner_->identity(); }
+  D3d11HandleTable &handles() noexcept override { return inner_->handles(); }
+  Result<std::shared_ptr<D3d11Texture>> create_texture(const D3d11TextureDesc &desc) override {
+    return inner_->create_texture(desc);
+  }
+  Result<D3d11Mapped> map(D3d11Texture &texture, D3d11MapType type, bool do_not_wait) override {
+    return inner_->map(texture, type, do_not_wait);
+  }
+  void unmap(D3d11Texture &texture) noexcept override { inner_->unmap(texture); }
+  Result<void> copy_resource(D3d11Texture &dst, D3d11Texture &src) override { return inner_->copy_resource(dst, src); }
+  Result<void> update_subresource(D3d11Texture &dst, const std::byte *data, std::uint32_t row_pitch) override {
+    if (on_upload)
+      on_upload();
+    return inner_->update_subresource(dst, data, row_pitch);
+  }
+  void flush() noexcept override { inner_->flush(); }
+  Result<D3d11NtHandle> create_shared_handle(D3d11Texture &texture) override {
+    return inner_->create_shared_handle(texture);
+  }
+  Result<std::shared_ptr<D3d11Texture>> open_shared_texture(std::uintptr_t handle) override {
+    return inner_->open_shared_texture(handle);
+  }
+  Result<std::shared_ptr<D3d11Fence>> create_fence(std::uint64_t initial, bool shared) override {
+    return inner_->create_fence(initial, shared);
+  }
+  Result<std::shared_ptr<D3d11Fence>> open_shared_fence(std::uintptr_t handle) override {
+    return inner_->open_shared_fence(handle);
+  }
+  Result<void> signal(D3d11Fence &fence, std::uint64_t value) override { return inner_->signal(fence, value); }
+  Result<void> wait_gpu(D3d11Fence &fence, std::uint64_t value) override { return inner_->wait_gpu(fence, value); }
+
+private:
+  std::shared_ptr<D3d11Device> inner_;
+};
+
+// HAZ-33 (D3D-MAP-07): the writer's claim is held until the host buffer's
+// upload is done, so a second writer cannot map (and change) the buffer
+// while it is being copied into the texture. The second writer runs on its
+// own thread: with the rule broken it passes the claim check and then waits
+// for the storage's lock the upload holds, so "no answer in 500 ms" is the
+// failure. Checked by making MapState::release mark the buffer unmapped
+// before the backend's unmap (the upload) runs.
+TEST(D3d11Storage, D3D_MAP_07_a_second_writer_cannot_map_while_the_host_buffer_uploads) { // HAZ-33
+  auto device = std::make_shared<UploadHookDevice>(device_or_abort({}));
+  auto context = D3d11Context::create(device);
+  ASSERT_TRUE(context) << context.error().message();
+  auto s = D3d11TextureStorage::allocate_image(*context, PixelFormat::RGBA, DType::U8, 16, 16, CpuAccess::Write);
+  ASSERT_TRUE(s) << s.error().message();
+  int uploads = 0;
+  std::future<Result<HostPin>> second;
+  device->on_upload = [&] {
+    ++uploads;
+    second = std::async(std::launch::async, [&] { return (*s)->map(CpuAccess::Write, MapState::Wait::NoWait); });
+    ASSERT_EQ(second.wait_for(std::chrono::milliseconds(500)), std::future_status::ready)
+        << "the second writer got past the claim and waits for the upload's lock";
+  };
+  {
+    auto w = (*s)->map(CpuAccess::Write);
+    ASSERT_TRUE(w) << w.error().message();
+    std::memset(w->data(), 0x6B, w->length());
+  }
+  device->on_upload = nullptr;
+  EXPECT_EQ(uploads, 1);
+  ASSERT_TRUE(second.valid());
+  Result<HostPin> other = second.get();
+  ASSERT_FALSE(other) << "a second writer mapped the host buffer during its upload";
+  EXPECT_TRUE(other.error().would_block()) << other.error().message();
 }
 
 TEST(D3d11Storage, D3D_MAP_04_a_blocking_map_refreshes_past_an_abandoned_try_maps_copy) { // HAZ-25
