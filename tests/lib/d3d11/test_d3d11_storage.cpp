@@ -11,12 +11,12 @@
 // on each row's logical bytes only.
 
 #include "d3d11_test_device.hpp"
+#include "log_capture.hpp"
 
 #include <tensormem/cuda_import.hpp>
 #include <tensormem/d3d11_storage.hpp>
 #include <tensormem/internal/cuda_runtime.hpp>
 #include <tensormem/internal/d3d11_software_device.hpp>
-#include <tensormem/log.hpp>
 #include <tensormem/tensor.hpp>
 
 #include <gtest/gtest.h>
@@ -25,8 +25,6 @@
 #include <cstring>
 #include <functional>
 #include <future>
-#include <mutex>
-#include <string>
 #include <thread>
 #include <vector>
 
@@ -149,34 +147,6 @@ Result<HostPin> poll_read_map(D3d11TextureStorage &s, std::chrono::seconds limit
   }
   return m;
 }
-
-/// The warnings libtensormem logs while it lives (the log handler is
-/// process-wide: one at a time).
-class Warnings {
-public:
-  Warnings() {
-    set_log_handler(
-        [](LogLevel level, std::string_view message, void *user) {
-          auto *self = static_cast<Warnings *>(user);
-          if (level != LogLevel::Warning)
-            return;
-          std::lock_guard lock(self->mu_);
-          self->text_ += std::string(message) + "\n";
-        },
-        this);
-  }
-  ~Warnings() { set_log_handler(nullptr, nullptr); }
-  Warnings(const Warnings &) = delete;
-  Warnings &operator=(const Warnings &) = delete;
-  std::string text() {
-    std::lock_guard lock(mu_);
-    return text_;
-  }
-
-private:
-  std::mutex mu_;
-  std::string text_;
-};
 
 bool all_equal(const std::vector<std::uint8_t> &v, std::uint8_t byte) {
   for (std::uint8_t b : v)
@@ -881,7 +851,7 @@ TEST(D3d11Storage, D3D_IMP_03_a_cpu_import_wait_on_a_value_never_signalled_gives
   NEEDS_CPU_IMPORT_WAIT(rig);
   Storage_ s = rig.rgba(16, 16, CpuAccess::ReadWrite);
   fill(*s, 0x42);
-  Warnings warnings;
+  logtest::Warnings warnings;
   const auto start = std::chrono::steady_clock::now();
   auto imported = rig.import(*s, 1);
   const auto waited = std::chrono::steady_clock::now() - start;
@@ -909,7 +879,7 @@ TEST(D3d11Storage, D3D_IMP_03_a_cpu_import_wait_orders_the_import_after_a_late_p
     EXPECT_TRUE(rig.producer->signal(*rig.fence, 1));
     rig.producer->flush();
   });
-  Warnings warnings;
+  logtest::Warnings warnings;
   auto imported = rig.import(*s, 1);
   // Read before joining: only the import's wait orders this after the write.
   EXPECT_TRUE(imported && reads(**imported, 0x5A)) << "the import did not wait for the producer's completion";
