@@ -665,7 +665,7 @@ TEST(D3d11Storage, D3D_BACK_04_a_host_pin_is_64_byte_aligned) { // HAZ-21
 // takes no claim (the maps and syncs still run); a written pin is what
 // sync_for_device publishes. D3D-SYNC-03: sync_for_cpu refreshes the pin from
 // the texture (its refusal while staging is mapped is not exercised).
-TEST(D3d11Storage, D3D_SYNC_04_host_pin_keeps_one_address_across_syncs) { // HAZ-20, HAZ-30, HAZ-32
+TEST(D3d11Storage, D3D_SYNC_04_host_pin_keeps_one_address_across_syncs) { // HAZ-20, HAZ-32
   Rig rig;
   Storage_ s = rig.rgba(16, 16, CpuAccess::ReadWrite);
   auto pin = s->pin_host(CpuAccess::ReadWrite);
