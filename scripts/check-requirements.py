@@ -26,7 +26,10 @@ item with the ID: "| ID |" or "- ID" / "* ID" (the ID may be in backticks or bol
 
 Every test file (a name starting with "test_") that a definition row names in
 its last cell must cite that ID itself: a row cannot claim a test that does
-not say it covers the requirement.
+not say it covers the requirement. The name must pick exactly one file of
+the repository: a bare name that two directories share (tests/lib/dmabuf/
+and tests/gst/ both have a test_dmabuf.cpp) must be written as a path, so
+that one file's citation cannot vouch for the other.
 
 Exit 0 when both sets are equal and no row overstates, 1 naming every
 difference, 2 on a usage error.
@@ -145,23 +148,40 @@ def listed_tests(doc_path):
                 continue
             cells = [c.strip() for c in line.strip().strip("|").split("|")]
             names = re.findall(r"[A-Za-z0-9_./-]+", cells[-1]) if len(cells) > 1 else []
-            tests = [os.path.basename(n) for n in names if os.path.basename(n).startswith("test_")]
+            tests = [n for n in names if os.path.basename(n).startswith("test_")]
             if tests:
                 listed[m.group(1)] = tests
     return listed
 
 
-def overstated(listed, cited):
-    """(ID, test file) pairs where the row names a test file that never cites the ID."""
-    by_name = {}
-    for i, files in cited.items():
-        for rel in files:
-            by_name.setdefault((i, os.path.basename(rel)), True)
+def test_files(root):
+    """Paths (relative to root, "/"-separated) of every file under the scanned
+    directories whose name starts with "test_"."""
+    found = []
+    for top in SCANNED_DIRS:
+        for dirpath, dirnames, filenames in os.walk(os.path.join(root, top)):
+            dirnames.sort()
+            for name in sorted(filenames):
+                if name.startswith("test_"):
+                    found.append(os.path.relpath(os.path.join(dirpath, name), root).replace(os.sep, "/"))
+    return found
+
+
+def overstated(listed, cited, files):
+    """(ID, name, why) for each test file a row names that does not cite the
+    ID, that no file matches, or that several files match. A name matches a
+    file whose path is the name or ends with "/" + name."""
+    citing = {(i, rel.replace(os.sep, "/")) for i, rels in cited.items() for rel in rels}
     out = []
     for i, tests in sorted(listed.items()):
         for t in tests:
-            if (i, t) not in by_name:
-                out.append((i, t))
+            matches = [f for f in files if f == t or f.endswith("/" + t)]
+            if not matches:
+                out.append((i, t, "which does not exist"))
+            elif len(matches) > 1:
+                out.append((i, t, "which names %d files (%s): give the path" % (len(matches), ", ".join(matches))))
+            elif (i, matches[0]) not in citing:
+                out.append((i, t, "which never cites it"))
     return out
 
 
@@ -195,9 +215,9 @@ def main(argv):
         print("check-requirements: %s is defined twice in %s" % (d, REQUIREMENTS_DOC))
     # Traceability that cannot overstate: a test file a row names must cite
     # the row's ID (in a comment or a test name).
-    claims = overstated(listed_tests(doc_path), cited)
-    for i, t in claims:
-        print("check-requirements: %s lists %s, which never cites it" % (i, t))
+    claims = overstated(listed_tests(doc_path), cited, test_files(root))
+    for i, t, why in claims:
+        print("check-requirements: %s lists %s, %s" % (i, t, why))
     if undefined or uncited or duplicates or claims:
         return 1
     print("check-requirements: %d requirement IDs cited, all defined in %s"

@@ -307,6 +307,9 @@ struct State {
   int last_import_fd = -1;
   unsigned long long last_import_size = 0; // declared by the last D3D11 import
   unsigned long violations = 0;
+  // Copies, semaphore waits/signals and synchronisations given the legacy
+  // default stream (null): legal, as in CUDA, and counted (HAZ-46).
+  unsigned long default_stream_ops = 0;
   std::vector<std::string> violation_text;
   std::map<void *, std::size_t> mallocs;
   std::map<void *, ExtMem *> ext_mems;
@@ -993,6 +996,8 @@ int stream_synchronize(const Entry &e, void *stream) {
     return rc;
   if (stream && !s.streams.count(stream))
     return kInvalidResourceHandle;
+  if (!stream)
+    ++s.default_stream_ops;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(s.wait_timeout_ms);
   for (;;) {
     progress_locked(s);
@@ -1276,6 +1281,8 @@ int queue_semaphore_ops(State &s, void *const *sems, const unsigned char *params
     return kInvalidValue;
   if (stream && !s.streams.count(stream))
     return kInvalidResourceHandle;
+  if (!stream)
+    ++s.default_stream_ops;
   std::vector<PendingOp> ops;
   for (unsigned i = 0; i < count; ++i) {
     auto it = s.semaphores.find(sems[i]);
@@ -1454,6 +1461,8 @@ int memcpy_2d(const Entry &e, const Copy2D &c) {
   return guarded(c.to_array ? Memcpy2DToArrayAsync : Memcpy2DFromArrayAsync, e, [&](State &s) {
     if (c.stream && !s.streams.count(c.stream))
       return kInvalidResourceHandle;
+    if (!c.stream)
+      ++s.default_stream_ops;
     MipArray *mip = find_level(s, c.array);
     if (!mip)
       return kInvalidResourceHandle;
@@ -1641,6 +1650,7 @@ FAKE_EXPORT void fake_cudart_reset_counters(void) {
   s.symbol_calls.clear();
   s.log.clear();
   s.violations = 0;
+  s.default_stream_ops = 0;
   s.violation_text.clear();
 }
 
@@ -1753,6 +1763,12 @@ FAKE_EXPORT size_t fake_cudart_pending_semaphore_ops(void) {
   State &s = state();
   std::lock_guard lock(s.mu);
   return pending_locked(s);
+}
+
+FAKE_EXPORT unsigned long fake_cudart_default_stream_ops(void) {
+  State &s = state();
+  std::lock_guard lock(s.mu);
+  return s.default_stream_ops;
 }
 
 FAKE_EXPORT void fake_cudart_release_all(void) {

@@ -164,6 +164,11 @@ int fake_cudart_last_import_fd(void);
 void fake_cudart_set_wait_timeout_ms(long ms);
 /* Semaphore waits and signals queued on streams and not run yet. */
 size_t fake_cudart_pending_semaphore_ops(void);
+/* 2-D copies, semaphore waits and signals and stream synchronisations
+ * issued on the legacy default stream (a null stream) since the last reset:
+ * accepted, as CUDA accepts them, and counted, because on a GPU they order
+ * against all work of the device. */
+unsigned long fake_cudart_default_stream_ops(void);
 /* Frees every live object without counting it (for tests that leak on
  * purpose, so the exit check stays meaningful for the rest); the driver's
  * contexts are left as they are. */

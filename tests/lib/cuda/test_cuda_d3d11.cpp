@@ -6,6 +6,7 @@
 // to (fake_cudart_set_accept_d3d11), as a Windows driver would; CUDA on
 // Linux refuses them, and so does the fake by default.
 #include "cuda_test_util.hpp"
+#include "log_capture.hpp"
 
 #include <tensormem/cuda_import.hpp>
 #include <tensormem/d3d11_device.hpp>
@@ -424,6 +425,74 @@ TEST_F(CudaD3d11, CUDA_MAP_04_a_writable_map_writes_back_on_release_and_a_read_m
   }
   EXPECT_EQ(read_back(*t.texture), pattern);
   EXPECT_EQ(fake_cudart_calls("cudaMemcpy2DToArrayAsync"), 1u);
+}
+
+// HAZ-46 (CUDA-SYM-03): every copy, wait and synchronisation of a D3D11
+// handle goes on the handle's own stream, never the legacy default stream,
+// which would make each a barrier against all the device's work. Checked by
+// passing a null stream to the map's copy (the fake counts it).
+TEST_F(CudaD3d11, CUDA_SYM_03_maps_and_write_backs_never_use_the_legacy_default_stream) { // HAZ-46
+  SharedTexture t = make_texture(32, 8);
+  Result<std::shared_ptr<CudaHandle>> handle = import(t, true);
+  ASSERT_TRUE(handle) << handle.error().message();
+  Result<std::uint64_t> written = context_->signal();
+  ASSERT_TRUE(written) << written.error().message();
+  recorded_->store(*written);
+  fake_cudart_reset_counters();
+  {
+    Result<CudaMap> map = (*handle)->map_mut();
+    ASSERT_TRUE(map) << map.error().message();
+  }
+  EXPECT_EQ(fake_cudart_calls("cudaWaitExternalSemaphoresAsync"), 1u);
+  EXPECT_EQ(fake_cudart_calls("cudaMemcpy2DFromArrayAsync"), 1u);
+  EXPECT_EQ(fake_cudart_calls("cudaMemcpy2DToArrayAsync"), 1u);
+  EXPECT_EQ(fake_cudart_calls("cudaStreamSynchronize"), 2u);
+  EXPECT_EQ(fake_cudart_default_stream_ops(), 0u) << "an operation went on the legacy default stream";
+}
+
+// HAZ-55 (CUDA-SEM-03): one stream per handle, so a map waits only for its
+// own texture's work. Checked by making the import reuse the first handle's
+// stream (the count of live streams drops to one).
+TEST_F(CudaD3d11, CUDA_SEM_03_each_handle_has_a_stream_of_its_own) { // HAZ-55
+  SharedTexture a = make_texture(16, 8, DxgiFormat::R8G8B8A8_Unorm, 3);
+  SharedTexture b = make_texture(16, 8, DxgiFormat::R8G8B8A8_Unorm, 4);
+  Result<std::shared_ptr<CudaHandle>> first = import(a);
+  ASSERT_TRUE(first) << first.error().message();
+  EXPECT_EQ(fake_cudart_live("stream"), 1u);
+  Result<std::shared_ptr<CudaHandle>> second = import(b);
+  ASSERT_TRUE(second) << second.error().message();
+  EXPECT_EQ(fake_cudart_live("stream"), 2u) << "two handles share a stream";
+  first = Result<std::shared_ptr<CudaHandle>>(Error::invalid_operation("dropped"));
+  EXPECT_EQ(fake_cudart_live("stream"), 1u) << "the second handle's stream went with the first";
+  Result<CudaMap> map = (*second)->map();
+  ASSERT_TRUE(map) << map.error().message();
+  EXPECT_EQ(device_bytes(*map), read_back(*b.texture));
+}
+
+// HAZ-59 (CUDA-MAP-04): a release cannot return an error, so a failed write-
+// back is a warning, and the stream is synchronised even after a failed copy.
+// Checked by dropping the copy's warning and by returning before the
+// synchronisation when the copy fails.
+TEST_F(CudaD3d11, CUDA_MAP_04_a_failed_write_back_is_warned_and_still_synchronised) { // HAZ-59
+  SharedTexture t = make_texture(64, 16);
+  Result<std::shared_ptr<CudaHandle>> handle = import(t);
+  ASSERT_TRUE(handle) << handle.error().message();
+  const std::vector<std::byte> original = read_back(*t.texture);
+  for (const char *failing : {"cudaMemcpy2DToArrayAsync", "cudaStreamSynchronize"}) {
+    logtest::Warnings warnings;
+    unsigned long syncs = 0;
+    {
+      Result<CudaMap> map = (*handle)->map_mut();
+      ASSERT_TRUE(map) << map.error().message();
+      ASSERT_EQ(fake_cudart_set_fault(failing, 999, 1, 0), 0) << failing;
+      syncs = fake_cudart_calls("cudaStreamSynchronize");
+    }
+    fake_cudart_clear_faults();
+    EXPECT_NE(warnings.text().find("cuda: "), std::string::npos) << failing << ": no warning";
+    EXPECT_NE(warnings.text().find("D3D11 texture"), std::string::npos) << failing << ": " << warnings.text();
+    EXPECT_EQ(fake_cudart_calls("cudaStreamSynchronize"), syncs + 1) << failing << ": the release did not synchronise";
+  }
+  EXPECT_EQ(read_back(*t.texture), original) << "a failed copy wrote the texture";
 }
 
 TEST_F(CudaD3d11, CUDA_SEM_04_truth_table_through_the_handle) {

@@ -11,6 +11,7 @@
 // on each row's logical bytes only.
 
 #include "d3d11_test_device.hpp"
+#include "log_capture.hpp"
 
 #include <tensormem/cuda_import.hpp>
 #include <tensormem/d3d11_storage.hpp>
@@ -22,6 +23,8 @@
 
 #include <chrono>
 #include <cstring>
+#include <functional>
+#include <future>
 #include <thread>
 #include <vector>
 
@@ -389,6 +392,86 @@ TEST(D3d11Storage, D3D_MAP_07_read_map_of_a_write_only_tensor_does_not_upload) {
   EXPECT_TRUE(reads(**r, 0x11)) << "a read map of the write-only tensor uploaded its shadow";
 }
 
+/// A device that forwards to another and runs `on_upload` inside every
+/// update_subresource, before the bytes are taken: what another thread can
+/// do while a host buffer is being uploaded.
+class UploadHookDevice final : public D3d11Device {
+public:
+  explicit UploadHookDevice(std::shared_ptr<D3d11Device> inner) : inner_(std::move(inner)) {}
+  std::function<void()> on_upload;
+
+  const char *name() const noexcept override { return inner_->name(); }
+  D3d11Capabilities capabilities() const noexcept override { return inner_->capabilities(); }
+  D3d11AdapterId adapter() const noexcept override { return inner_->adapter(); }
+  const void *identity() const noexcept override { return inner_->identity(); }
+  D3d11HandleTable &handles() noexcept override { return inner_->handles(); }
+  Result<std::shared_ptr<D3d11Texture>> create_texture(const D3d11TextureDesc &desc) override {
+    return inner_->create_texture(desc);
+  }
+  Result<D3d11Mapped> map(D3d11Texture &texture, D3d11MapType type, bool do_not_wait) override {
+    return inner_->map(texture, type, do_not_wait);
+  }
+  void unmap(D3d11Texture &texture) noexcept override { inner_->unmap(texture); }
+  Result<void> copy_resource(D3d11Texture &dst, D3d11Texture &src) override { return inner_->copy_resource(dst, src); }
+  Result<void> update_subresource(D3d11Texture &dst, const std::byte *data, std::uint32_t row_pitch) override {
+    if (on_upload)
+      on_upload();
+    return inner_->update_subresource(dst, data, row_pitch);
+  }
+  void flush() noexcept override { inner_->flush(); }
+  Result<D3d11NtHandle> create_shared_handle(D3d11Texture &texture) override {
+    return inner_->create_shared_handle(texture);
+  }
+  Result<std::shared_ptr<D3d11Texture>> open_shared_texture(std::uintptr_t handle) override {
+    return inner_->open_shared_texture(handle);
+  }
+  Result<std::shared_ptr<D3d11Fence>> create_fence(std::uint64_t initial, bool shared) override {
+    return inner_->create_fence(initial, shared);
+  }
+  Result<std::shared_ptr<D3d11Fence>> open_shared_fence(std::uintptr_t handle) override {
+    return inner_->open_shared_fence(handle);
+  }
+  Result<void> signal(D3d11Fence &fence, std::uint64_t value) override { return inner_->signal(fence, value); }
+  Result<void> wait_gpu(D3d11Fence &fence, std::uint64_t value) override { return inner_->wait_gpu(fence, value); }
+
+private:
+  std::shared_ptr<D3d11Device> inner_;
+};
+
+// HAZ-33 (D3D-MAP-07): the writer's claim is held until the host buffer's
+// upload is done, so a second writer cannot map (and change) the buffer
+// while it is being copied into the texture. The second writer runs on its
+// own thread: with the rule broken it passes the claim check and then waits
+// for the storage's lock the upload holds, so "no answer in 2 s" is the
+// failure. Checked by making MapState::release mark the buffer unmapped
+// before the backend's unmap (the upload) runs.
+TEST(D3d11Storage, D3D_MAP_07_a_second_writer_cannot_map_while_the_host_buffer_uploads) { // HAZ-33
+  auto device = std::make_shared<UploadHookDevice>(device_or_abort({}));
+  auto context = D3d11Context::create(device);
+  ASSERT_TRUE(context) << context.error().message();
+  auto s = D3d11TextureStorage::allocate_image(*context, PixelFormat::RGBA, DType::U8, 16, 16, CpuAccess::Write);
+  ASSERT_TRUE(s) << s.error().message();
+  int uploads = 0;
+  std::future<Result<HostPin>> second;
+  device->on_upload = [&] {
+    ++uploads;
+    second = std::async(std::launch::async, [&] { return (*s)->map(CpuAccess::Write, MapState::Wait::NoWait); });
+    ASSERT_EQ(second.wait_for(std::chrono::seconds(2)), std::future_status::ready)
+        << "the second writer got past the claim and waits for the upload's lock";
+  };
+  {
+    auto w = (*s)->map(CpuAccess::Write);
+    ASSERT_TRUE(w) << w.error().message();
+    std::memset(w->data(), 0x6B, w->length());
+  }
+  device->on_upload = nullptr;
+  EXPECT_EQ(uploads, 1);
+  ASSERT_TRUE(second.valid());
+  Result<HostPin> other = second.get();
+  ASSERT_FALSE(other) << "a second writer mapped the host buffer during its upload";
+  EXPECT_TRUE(other.error().would_block()) << other.error().message();
+}
+
 TEST(D3d11Storage, D3D_MAP_04_a_blocking_map_refreshes_past_an_abandoned_try_maps_copy) { // HAZ-25
   Rig rig(256, 1);
   Storage_ old_ = rig.rgba(64, 64, CpuAccess::ReadWrite);
@@ -500,6 +583,28 @@ TEST(D3d11Storage, D3D_WIN_01_a_map_covers_this_tensors_rows_not_the_parents_tai
   EXPECT_EQ(m.error().kind(), ErrorKind::InsufficientCapacity);
 }
 
+// HAZ-41 (D3D-WIN-01): the pitched extent counts rows in the image's dtype,
+// not the mapped one. An F16 image wrapped as bytes: half its rows are half
+// the backing, so a write-only map of them is a partial window (HAZ-27).
+// Checked by dividing the row by the dtype size in pitched_extent: the extent
+// doubles and the partial write map is let through.
+TEST(D3d11Storage, D3D_WIN_01_an_f16_image_mapped_as_bytes_keeps_its_rows) { // HAZ-41
+  Rig rig;
+  Storage_ s = rig.image(PixelFormat::RGBA, DType::F16, 24, 8, CpuAccess::ReadWrite);
+  ASSERT_TRUE(s);
+  const std::size_t row = 24 * 4 * 2, pitch = s->backing_pitch();
+  EXPECT_EQ(*s->pitched_extent(8 * row), 8 * pitch);
+  EXPECT_EQ(*s->pitched_extent(4 * row), 4 * pitch);
+  auto top = Tensor::wrap(s, {4 * row}, DType::U8);
+  ASSERT_TRUE(top) << top.error().message();
+  auto w = top->map(CpuAccess::Write);
+  ASSERT_FALSE(w) << "four of eight F16 rows taken for the whole backing";
+  EXPECT_EQ(w.error().kind(), ErrorKind::InvalidArgument);
+  auto whole = Tensor::wrap(s, {8 * row}, DType::U8);
+  ASSERT_TRUE(whole) << whole.error().message();
+  EXPECT_TRUE(whole->map(CpuAccess::Write));
+}
+
 TEST(D3d11Storage, D3D_WIN_04_a_partial_write_only_window_is_refused) { // HAZ-27
   Rig rig;
   for (CpuAccess kind : {CpuAccess::ReadWrite, CpuAccess::Write}) {
@@ -560,7 +665,7 @@ TEST(D3d11Storage, D3D_BACK_04_a_host_pin_is_64_byte_aligned) { // HAZ-21
 // takes no claim (the maps and syncs still run); a written pin is what
 // sync_for_device publishes. D3D-SYNC-03: sync_for_cpu refreshes the pin from
 // the texture (its refusal while staging is mapped is not exercised).
-TEST(D3d11Storage, D3D_SYNC_04_host_pin_keeps_one_address_across_syncs) { // HAZ-20, HAZ-30, HAZ-32
+TEST(D3d11Storage, D3D_SYNC_04_host_pin_keeps_one_address_across_syncs) { // HAZ-20, HAZ-32
   Rig rig;
   Storage_ s = rig.rgba(16, 16, CpuAccess::ReadWrite);
   auto pin = s->pin_host(CpuAccess::ReadWrite);
@@ -578,6 +683,20 @@ TEST(D3d11Storage, D3D_SYNC_04_host_pin_keeps_one_address_across_syncs) { // HAZ
   ASSERT_TRUE(s->sync_for_device(CpuAccess::Write));
   EXPECT_EQ(pin->data(), address);
   EXPECT_TRUE(reads(*s, 0x27));
+}
+
+// HAZ-30 (D3D-SYNC-04): a read-only pin makes the host buffer (zeroed, never
+// written) but must not make it what sync_for_device publishes: the staging
+// bytes a map wrote are. Breaking it (pin_host marking every pin as a write)
+// publishes the pin's zero rows over the texture.
+TEST(D3d11Storage, D3D_SYNC_04_a_read_only_pin_does_not_make_the_host_buffer_the_publish_source) { // HAZ-30
+  Rig rig;
+  Storage_ s = rig.rgba(16, 16, CpuAccess::ReadWrite);
+  auto pin = s->pin_host(CpuAccess::Read);
+  ASSERT_TRUE(pin) << pin.error().message();
+  fill(*s, 0x3C);
+  ASSERT_TRUE(s->sync_for_device(CpuAccess::Write));
+  EXPECT_TRUE(reads(*s, 0x3C)) << "the read-only pin's rows were published over the mapped write";
 }
 
 TEST(D3d11Storage, D3D_WIN_06_view_at_a_row_offset_maps_the_right_bytes) {
@@ -684,6 +803,89 @@ TEST(D3d11Storage, D3D_IMP_03_from_shared_handle_round_trips_and_honours_a_compl
   EXPECT_GT((*imported)->last_gpu_write(), v) << "the producer's value was stored instead of a fresh local one";
   ASSERT_TRUE(rig.context->fence()->wait_cpu((*imported)->last_gpu_write(), std::chrono::milliseconds(5000)));
   EXPECT_TRUE(reads(**imported, 7));
+}
+
+/// A device that opens fences (ID3D11Device5) but cannot queue a wait (no
+/// ID3D11DeviceContext4, so no process fence): its imports wait for a
+/// producer's completion on the CPU. The producer is a second device with a
+/// shared fence still at 0.
+struct CpuWaitRig : Rig {
+  std::shared_ptr<D3d11Device> producer;
+  std::shared_ptr<D3d11Fence> fence;
+  D3d11NtHandle fence_handle;
+
+  CpuWaitRig() : Rig(256, 1, D3d11Capabilities{.context4 = false}), producer(second_device()) {
+    auto made = producer->create_fence(0, true);
+    EXPECT_TRUE(made) << made.error().message();
+    if (!made)
+      return;
+    fence = *made;
+    auto handle = fence->create_shared_handle();
+    EXPECT_TRUE(handle) << handle.error().message();
+    if (handle)
+      fence_handle = std::move(*handle);
+  }
+  bool waits_on_cpu() const {
+    return !device->capabilities().context4 && device->capabilities().device5 && fence_handle;
+  }
+  /// `s` opened by its shared handle with the completion (fence, `value`).
+  Result<Storage_> import(D3d11TextureStorage &s, std::uint64_t value) {
+    return D3d11TextureStorage::open_shared_handle(context, s.shared_handle_value(), PixelFormat::RGBA, DType::U8,
+                                                   s.layout().width, s.layout().height, CpuAccess::Read,
+                                                   D3d11TextureStorage::Completion{fence_handle.value(), value});
+  }
+};
+#define NEEDS_CPU_IMPORT_WAIT(rig)                                                                                     \
+  NEEDS_NT_HANDLES(rig);                                                                                               \
+  if (!(rig).waits_on_cpu())                                                                                           \
+  GTEST_SKIP() << "needs a device that opens fences (ID3D11Device5) but cannot queue a wait (no ID3D11DeviceContext4)"
+
+// D3D-CONST-04, HAZ-37: where no GPU wait can be queued, an import waits for
+// the producer's completion on the CPU for at most IMPORT_WAIT_MS = 5000 ms:
+// a value nothing ever signals costs 5 s and a warning naming it, never a
+// hang. Checked by setting kImportWait to 1000 ms and to 9000 ms (each fails
+// here) and by removing the wait.
+TEST(D3d11Storage, D3D_IMP_03_a_cpu_import_wait_on_a_value_never_signalled_gives_up_after_5000_ms) {
+  EXPECT_EQ(D3d11TextureStorage::kImportWait, std::chrono::milliseconds(5000));
+  CpuWaitRig rig;
+  NEEDS_CPU_IMPORT_WAIT(rig);
+  Storage_ s = rig.rgba(16, 16, CpuAccess::ReadWrite);
+  fill(*s, 0x42);
+  logtest::Warnings warnings;
+  const auto start = std::chrono::steady_clock::now();
+  auto imported = rig.import(*s, 1);
+  const auto waited = std::chrono::steady_clock::now() - start;
+  ASSERT_TRUE(imported) << imported.error().message();
+  EXPECT_GE(waited, std::chrono::milliseconds(4900)) << "gave up before IMPORT_WAIT_MS";
+  EXPECT_LT(waited, std::chrono::milliseconds(8000)) << "not bounded by IMPORT_WAIT_MS";
+  EXPECT_NE(warnings.text().find("did not reach 1"), std::string::npos) << warnings.text();
+  EXPECT_TRUE(reads(**imported, 0x42));
+}
+
+// HAZ-37 (D3D-IMP-03): the same CPU wait does wait: a producer that writes and
+// signals 200 ms later is seen by the first map, with no warning. Checked by
+// removing the wait (the map then reads the old bytes).
+TEST(D3d11Storage, D3D_IMP_03_a_cpu_import_wait_orders_the_import_after_a_late_producer) {
+  CpuWaitRig rig;
+  NEEDS_CPU_IMPORT_WAIT(rig);
+  Storage_ s = rig.rgba(64, 64, CpuAccess::ReadWrite);
+  fill(*s, 0x11);
+  auto texture = rig.producer->open_shared_texture(s->shared_handle_value());
+  ASSERT_TRUE(texture) << texture.error().message();
+  std::vector<std::byte> frame(64 * 4 * 64, std::byte{0x5A});
+  std::thread writer([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    EXPECT_TRUE(rig.producer->update_subresource(**texture, frame.data(), 64 * 4));
+    EXPECT_TRUE(rig.producer->signal(*rig.fence, 1));
+    rig.producer->flush();
+  });
+  logtest::Warnings warnings;
+  auto imported = rig.import(*s, 1);
+  // Read before joining: only the import's wait orders this after the write.
+  EXPECT_TRUE(imported && reads(**imported, 0x5A)) << "the import did not wait for the producer's completion";
+  writer.join();
+  ASSERT_TRUE(imported) << imported.error().message();
+  EXPECT_EQ(warnings.text(), "");
 }
 
 TEST(D3d11Storage, D3D_IMP_03_a_map_sees_a_second_device_write_the_recorded_completion_covers) { // HAZ-22
