@@ -11,7 +11,12 @@
                         float32, "sums" [1,3]
         wide.onnx       weighted.onnx's graph with the input fixed to
                         [1,3,32,32] (a shape mismatch for 16x16 tensors)
+        classifier.onnx a small 10-way classifier on float32 [1,3,224,224]
+                        (the benchmark's "small model")
         garbage.onnx    bytes that are no ONNX model
+  infer_models.py annotate SOURCE DESTINATION
+      copies a model, naming each output's tensor id in its metadata (what
+      GStreamer's onnxinference 1.26 needs; tests/bench/infer_vs_onnxinference.sh)
   infer_models.py reference MODEL INPUT DTYPE DIMS OUTDIR
       runs MODEL with ONNX Runtime's Python API on the raw bytes of INPUT
       (DTYPE such as float32, DIMS such as 1,3,16,16) and writes each
@@ -77,6 +82,37 @@ def bytes_graph(onnx):
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
 
 
+def classifier_graph(onnx, np):
+    """A small classifier on 224x224 RGB, NCHW float32: 1x1 Conv to 8
+    channels, Relu, global average pool, a 10-way Gemm and Softmax. Cheap
+    enough that pre-processing dominates (tests/bench/infer_vs_onnxinference.sh)."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(25)
+    conv = rng.standard_normal((8, 3, 1, 1)).astype(np.float32)
+    gemm = rng.standard_normal((8, 10)).astype(np.float32)
+    nodes = [
+        helper.make_node("Conv", ["images", "conv"], ["features"]),
+        helper.make_node("Relu", ["features"], ["active"]),
+        helper.make_node("GlobalAveragePool", ["active"], ["pooled"]),
+        helper.make_node("Flatten", ["pooled"], ["flat"]),
+        helper.make_node("Gemm", ["flat", "gemm"], ["logits"]),
+        helper.make_node("Softmax", ["logits"], ["scores"], axis=1),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "classifier",
+        [helper.make_tensor_value_info("images", TensorProto.FLOAT, [1, 3, 224, 224])],
+        [helper.make_tensor_value_info("scores", TensorProto.FLOAT, [1, 10])],
+        [numpy_helper.from_array(conv, "conv"), numpy_helper.from_array(gemm, "gemm")],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    # GStreamer's onnxinference (1.26) takes each output's tensor id from the
+    # model's metadata, keyed by the output's name.
+    helper.set_model_props(model, {"scores": "classification-scores"})
+    return model
+
+
 def make(directory):
     onnx = need("onnx", "python3-onnx")
     np = need("numpy", "python3-numpy")
@@ -86,6 +122,7 @@ def make(directory):
         "weighted.onnx": weighted_graph(onnx, np, ["batch", 3, "height", "width"], "weighted"),
         "bytes.onnx": bytes_graph(onnx),
         "wide.onnx": weighted_graph(onnx, np, [1, 3, 32, 32], "wide"),
+        "classifier.onnx": classifier_graph(onnx, np),
     }
     for name, model in models.items():
         model.ir_version = 8
@@ -93,6 +130,17 @@ def make(directory):
         onnx.save(model, os.path.join(directory, name))
     with open(os.path.join(directory, "garbage.onnx"), "wb") as f:
         f.write(b"this is not a protobuf, let alone an ONNX model\n" * 4)
+
+
+def annotate(source, destination):
+    """A copy of SOURCE whose metadata names each output's tensor id (the
+    output's own name), as GStreamer's onnxinference 1.26 requires."""
+    onnx = need("onnx", "python3-onnx")
+    from onnx import helper
+
+    model = onnx.load(source)
+    helper.set_model_props(model, {o.name: o.name for o in model.graph.output})
+    onnx.save(model, destination)
 
 
 def reference(model, input_path, dtype, dims, outdir):
@@ -113,6 +161,8 @@ def reference(model, input_path, dtype, dims, outdir):
 def main(argv):
     if len(argv) == 3 and argv[1] == "make":
         make(argv[2])
+    elif len(argv) == 4 and argv[1] == "annotate":
+        annotate(argv[2], argv[3])
     elif len(argv) == 7 and argv[1] == "reference":
         reference(*argv[2:])
     else:
