@@ -3,9 +3,12 @@
 tests/gst/infer_models.py and checks what it printed: one line per frame
 with five class:score pairs, best first, probabilities (the model ends in a
 Softmax); then a missing model must end in exit status 1 and tensorinfer's
-error. Exits 77 (skip) when the models cannot be made here (no python3-onnx).
+error. With PYTHON_EXAMPLE (examples/python/infer_scores.py), that must
+print the very same frame lines, read through GstAnalytics from Python.
+Exits 77 (skip) when the models cannot be made here (no python3-onnx) or the
+Python example cannot import GstAnalytics.
 
-  check_infer_top_scores.py EXAMPLE INFER_MODELS_PY
+  check_infer_top_scores.py EXAMPLE INFER_MODELS_PY [PYTHON_EXAMPLE]
 """
 
 import os
@@ -14,7 +17,7 @@ import sys
 import tempfile
 
 
-def main(example, models_script):
+def main(example, models_script, python_example=None):
     with tempfile.TemporaryDirectory() as directory:
         made = subprocess.run([sys.executable, models_script, "make", directory], capture_output=True, text=True)
         if made.returncode == 77:
@@ -46,6 +49,16 @@ def main(example, models_script):
                 return 1
             if scores != sorted(scores, reverse=True) or not all(0 <= s <= 1 for s in scores) or sum(scores) > 1.0001:
                 print("wanted probabilities, best first:", line)
+                return 1
+        if python_example:
+            py = subprocess.run([sys.executable, python_example, os.path.join(directory, "classifier.onnx")],
+                                capture_output=True, text=True, timeout=120)
+            if py.returncode == 77:
+                print(py.stdout.strip())
+                return 77
+            py_lines = [l for l in py.stdout.splitlines() if l.startswith("frame ")]
+            if py.returncode != 0 or py_lines != lines:
+                print("the Python example printed otherwise (%d):\n%s%s" % (py.returncode, py.stdout, py.stderr[-2000:]))
                 return 1
         missing = subprocess.run([example, os.path.join(directory, "absent.onnx")], capture_output=True, text=True,
                                  timeout=120)
