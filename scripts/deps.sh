@@ -64,6 +64,14 @@ packages=(
   gobject-introspection libgirepository1.0-dev gir1.2-gstreamer-1.0 gir1.2-gst-plugins-base-1.0
   python3-gi python3-gst-1.0 python3-numpy
 )
+# ONNX Runtime for tensorinfer (gst/infer) and its tests, which make their
+# models with python3-onnx and compare with python3-onnxruntime; ONNX's
+# light_resnet50 (libonnx-testdata, 7 MB) is the large model of
+# tests/bench/infer_vs_onnxinference.sh. Debian 13 packages them, Debian 12
+# does not (there the element is not built).
+if [[ $(. /etc/os-release && echo "${VERSION_ID:-}") == 13 ]]; then
+  packages+=(libonnxruntime-dev python3-onnx python3-onnxruntime libonnx-testdata)
+fi
 # Only the host's full set: the valgrind run, the Windows cross-build under
 # Wine, debootstrap for the Debian 13 root (scripts/test.sh --debian13), and
 # the fuzz targets' compiler.

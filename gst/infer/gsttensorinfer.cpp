@@ -1,0 +1,800 @@
+// SPDX-License-Identifier: Apache-2.0
+/**
+ * SECTION:element-tensorinfer
+ * @title: tensorinfer
+ *
+ * Runs an ONNX model (ONNX Runtime) on each tensor and hands the model's
+ * outputs on as GStreamer expects them.
+ *
+ * Input: `other/tensors` buffers (one static tensor, as `tensorconvert`
+ * makes), or video frames carrying a #GstTensorMeta (`tensorconvert
+ * output=meta`; the tensor whose id is the model input's name, or the only
+ * one). The tensor's element type and shape are checked against the model's
+ * one input: same type, same rank, every dimension the model fixes equal;
+ * dimensions the model leaves open (a batch, a dynamic size) are taken from
+ * the stream. A mismatch is one element error naming both.
+ *
+ * The input is never copied: the element waits for the buffer's fences
+ * (#GstTensorMemFenceMeta), maps the tensor's memory for reading and hands
+ * ONNX Runtime a tensor over the mapped bytes; the map ends when the run
+ * has. The one exception is a tensor spread over several memories, which
+ * is gathered once into a scratch buffer, counted in
+ * #GstTensorMemInfer:copied-bytes and refused under
+ * #GstTensorMemInfer:require-zero-copy.
+ *
+ * Outputs are written by ONNX Runtime straight into pooled buffers (no
+ * allocation per frame once the pool is warm). With output=meta the input
+ * buffer goes on with one #GstTensor per model output added to its
+ * #GstTensorMeta (a new meta when it had none), id the output's name; with
+ * output=tensors the element outputs an `other/tensors` buffer holding one
+ * memory per model output (input must then be `other/tensors`).
+ *
+ * The session is made at READY→PAUSED and kept until PAUSED→READY; the
+ * model, provider and threads properties are read then. Output shapes are
+ * learnt by one run over zeros when the input's shape first appears (the
+ * model may leave them open).
+ *
+ * ## Example launch line
+ * |[
+ * gst-launch-1.0 videotestsrc num-buffers=10 ! tensorconvert width=224 height=224 layout=nchw output=meta ! \
+ *   tensorinfer model=model.onnx ! fakesink
+ * ]|
+ *
+ * Since: 0.2
+ */
+#include "gsttensorinfer.h"
+
+#include "gsttensorinferpool.h"
+#include "ort_model.hpp"
+
+#include <gst/analytics/analytics.h>
+#include <gst/tensormem/gsttensorcaps.h>
+#include <gst/tensormem/gsttensorfencemeta.h>
+
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+GST_DEBUG_CATEGORY_STATIC(gst_tensor_infer_debug);
+#define GST_CAT_DEFAULT gst_tensor_infer_debug
+
+using gst_tensorinfer::Model;
+using gst_tensorinfer::Provider;
+
+namespace {
+
+enum class Output { Meta, Tensors };
+
+enum {
+  PROP_0,
+  PROP_MODEL,
+  PROP_EXECUTION_PROVIDER,
+  PROP_THREADS,
+  PROP_OUTPUT,
+  PROP_COPIED_BYTES,
+  PROP_REQUIRE_ZERO_COPY
+};
+
+/* Pooled output buffers made before the first frame: what a pipeline with a
+ * queue or two holds at once. */
+constexpr guint kMinPoolBuffers = 2;
+
+/* What one input shape needs: the output shapes and the pools their
+ * buffers come from (output=meta: one pool per output, each buffer one
+ * memory; output=tensors: one pool, each buffer one memory per output). */
+struct Prepared {
+  ONNXTensorElementDataType type;
+  std::vector<std::int64_t> shape;
+  std::vector<std::vector<std::int64_t>> output_shapes;
+  std::vector<gsize> output_bytes;
+  std::vector<GstBufferPool *> pools;
+
+  Prepared() = default;
+  Prepared(const Prepared &) = delete;
+  Prepared &operator=(const Prepared &) = delete;
+  ~Prepared() {
+    for (GstBufferPool *pool : pools) {
+      gst_buffer_pool_set_active(pool, FALSE);
+      gst_object_unref(pool);
+    }
+  }
+};
+
+struct InferState {
+  std::unique_ptr<Model> model;
+  Output output = Output::Meta;
+  // From set_caps: an other/tensors stream's tensor; unset for video.
+  bool tensor_caps = false;
+  ONNXTensorElementDataType caps_type = ONNX_TENSOR_ELEMENT_DATA_TYPE_UNDEFINED;
+  std::vector<std::int64_t> caps_shape;
+  /* Guards `prepared` and `refused`: transform_caps (output=tensors) may
+   * prepare from a query's thread while the streaming thread reads. */
+  std::mutex lock;
+  std::unique_ptr<Prepared> prepared;
+  // The input that failed last, so its element error is posted once.
+  std::optional<std::pair<ONNXTensorElementDataType, std::vector<std::int64_t>>> refused;
+  std::vector<guint8> scratch; // a tensor in several memories, gathered
+  guint64 frames = 0;
+};
+
+} // namespace
+
+struct _GstTensorMemInfer {
+  GstBaseTransform parent;
+  // Properties, under the object lock.
+  gchar *model_path;
+  Provider provider;
+  guint threads;
+  Output output;
+  gboolean require_zero_copy;
+  guint64 copied_bytes;
+  // Cancelled on flush-start and PAUSED→READY: fence waits end with FLUSHING.
+  GCancellable *waits;
+  InferState *state;
+};
+
+G_DEFINE_TYPE(GstTensorMemInfer, gst_tensor_infer, GST_TYPE_BASE_TRANSFORM)
+
+namespace {
+
+GstStaticPadTemplate sink_template = GST_STATIC_PAD_TEMPLATE("sink", GST_PAD_SINK, GST_PAD_ALWAYS,
+                                                             GST_STATIC_CAPS("other/tensors(ANY); video/x-raw(ANY)"));
+GstStaticPadTemplate src_template = GST_STATIC_PAD_TEMPLATE("src", GST_PAD_SRC, GST_PAD_ALWAYS,
+                                                            GST_STATIC_CAPS("other/tensors(ANY); video/x-raw(ANY)"));
+
+GType provider_get_type() {
+  static GType type = 0;
+  static const GEnumValue values[] = {
+      {static_cast<gint>(Provider::Cpu), "ONNX Runtime's CPU provider", "cpu"},
+      {static_cast<gint>(Provider::Cuda), "CUDA provider (an error where the runtime has none)", "cuda"},
+      {static_cast<gint>(Provider::Auto), "CUDA where the runtime has it, else the CPU", "auto"},
+      {0, nullptr, nullptr}};
+  if (g_once_init_enter(&type))
+    g_once_init_leave(&type, g_enum_register_static("GstTensorMemInferProvider", values));
+  return type;
+}
+
+GType output_get_type() {
+  static GType type = 0;
+  static const GEnumValue values[] = {
+      {static_cast<gint>(Output::Meta), "The input buffer with the outputs in its GstTensorMeta", "meta"},
+      {static_cast<gint>(Output::Tensors), "An other/tensors buffer of the outputs, one memory each", "tensors"},
+      {0, nullptr, nullptr}};
+  if (g_once_init_enter(&type))
+    g_once_init_leave(&type, g_enum_register_static("GstTensorMemInferOutput", values));
+  return type;
+}
+
+/* other/tensors element types (gsttensorcaps.h) and their ONNX names. */
+struct CapsType {
+  gst_tensormem::TensorTypeCode code;
+  std::uint8_t bits;
+  ONNXTensorElementDataType onnx;
+};
+constexpr CapsType kCapsTypes[] = {
+    {gst_tensormem::TensorTypeCode::Float, 16, ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT16},
+    {gst_tensormem::TensorTypeCode::Float, 32, ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT},
+    {gst_tensormem::TensorTypeCode::Float, 64, ONNX_TENSOR_ELEMENT_DATA_TYPE_DOUBLE},
+    {gst_tensormem::TensorTypeCode::Int, 8, ONNX_TENSOR_ELEMENT_DATA_TYPE_INT8},
+    {gst_tensormem::TensorTypeCode::Int, 16, ONNX_TENSOR_ELEMENT_DATA_TYPE_INT16},
+    {gst_tensormem::TensorTypeCode::Int, 32, ONNX_TENSOR_ELEMENT_DATA_TYPE_INT32},
+    {gst_tensormem::TensorTypeCode::Int, 64, ONNX_TENSOR_ELEMENT_DATA_TYPE_INT64},
+    {gst_tensormem::TensorTypeCode::UInt, 8, ONNX_TENSOR_ELEMENT_DATA_TYPE_UINT8},
+    {gst_tensormem::TensorTypeCode::UInt, 16, ONNX_TENSOR_ELEMENT_DATA_TYPE_UINT16},
+    {gst_tensormem::TensorTypeCode::UInt, 32, ONNX_TENSOR_ELEMENT_DATA_TYPE_UINT32},
+    {gst_tensormem::TensorTypeCode::UInt, 64, ONNX_TENSOR_ELEMENT_DATA_TYPE_UINT64},
+};
+
+ONNXTensorElementDataType onnx_type_of_caps(const gst_tensormem::TensorCaps &caps) {
+  for (const CapsType &type : kCapsTypes)
+    if (type.code == caps.code && type.bits == caps.bits)
+      return type.onnx;
+  return ONNX_TENSOR_ELEMENT_DATA_TYPE_UNDEFINED;
+}
+
+struct TypePair {
+  GstTensorDataType gst;
+  ONNXTensorElementDataType onnx;
+};
+// BOOL has no GstTensorDataType: it leaves as uint8 (ONNX stores one byte per bool).
+constexpr TypePair kTypes[] = {
+    {GST_TENSOR_DATA_TYPE_INT8, ONNX_TENSOR_ELEMENT_DATA_TYPE_INT8},
+    {GST_TENSOR_DATA_TYPE_INT16, ONNX_TENSOR_ELEMENT_DATA_TYPE_INT16},
+    {GST_TENSOR_DATA_TYPE_INT32, ONNX_TENSOR_ELEMENT_DATA_TYPE_INT32},
+    {GST_TENSOR_DATA_TYPE_INT64, ONNX_TENSOR_ELEMENT_DATA_TYPE_INT64},
+    {GST_TENSOR_DATA_TYPE_UINT8, ONNX_TENSOR_ELEMENT_DATA_TYPE_UINT8},
+    {GST_TENSOR_DATA_TYPE_UINT16, ONNX_TENSOR_ELEMENT_DATA_TYPE_UINT16},
+    {GST_TENSOR_DATA_TYPE_UINT32, ONNX_TENSOR_ELEMENT_DATA_TYPE_UINT32},
+    {GST_TENSOR_DATA_TYPE_UINT64, ONNX_TENSOR_ELEMENT_DATA_TYPE_UINT64},
+    {GST_TENSOR_DATA_TYPE_FLOAT16, ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT16},
+    {GST_TENSOR_DATA_TYPE_FLOAT32, ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT},
+    {GST_TENSOR_DATA_TYPE_FLOAT64, ONNX_TENSOR_ELEMENT_DATA_TYPE_DOUBLE},
+    {GST_TENSOR_DATA_TYPE_BFLOAT16, ONNX_TENSOR_ELEMENT_DATA_TYPE_BFLOAT16},
+    {GST_TENSOR_DATA_TYPE_UINT8, ONNX_TENSOR_ELEMENT_DATA_TYPE_BOOL},
+};
+
+ONNXTensorElementDataType onnx_type_of(GstTensorDataType type) {
+  for (const TypePair &pair : kTypes)
+    if (pair.gst == type)
+      return pair.onnx;
+  return ONNX_TENSOR_ELEMENT_DATA_TYPE_UNDEFINED;
+}
+
+GstTensorDataType gst_type_of(ONNXTensorElementDataType type) {
+  for (const TypePair &pair : kTypes)
+    if (pair.onnx == type)
+      return pair.gst;
+  return GST_TENSOR_DATA_TYPE_UINT8; // never: Model::load refuses outputs of other types
+}
+
+/* Each output in NNStreamer's caps terms: `types` and innermost-first
+ * `dimensions`, tensors separated by commas. */
+GstCaps *tensors_caps(const Model &model, const Prepared &prepared, const GstStructure *in) {
+  std::string types, dims;
+  for (std::size_t i = 0; i < prepared.output_shapes.size(); ++i) {
+    types += (i ? "," : "") + std::string(gst_tensorinfer::type_name(model.outputs()[i].type));
+    dims += i ? "," : "";
+    const std::vector<std::int64_t> &shape = prepared.output_shapes[i];
+    for (std::size_t d = shape.size(); d-- > 0;)
+      dims += std::to_string(shape[d]) + (d ? ":" : "");
+    if (shape.empty())
+      dims += "1";
+  }
+  GstStructure *s = gst_structure_new("other/tensors", "format", G_TYPE_STRING, "static", "num_tensors", G_TYPE_INT,
+                                      static_cast<gint>(prepared.output_shapes.size()), "types", G_TYPE_STRING,
+                                      types.c_str(), "dimensions", G_TYPE_STRING, dims.c_str(), nullptr);
+  if (const GValue *rate = in ? gst_structure_get_value(in, "framerate") : nullptr)
+    gst_structure_set_value(s, "framerate", rate);
+  return gst_caps_new_full(s, nullptr);
+}
+
+bool input_is_refused(InferState *state, ONNXTensorElementDataType type, const std::vector<std::int64_t> &shape) {
+  return state->refused && state->refused->first == type && state->refused->second == shape;
+}
+
+/* The pools and output shapes for an input of `type` and `shape`, made
+ * once per shape. False after one element error saying why (the model does
+ * not take it, ORT cannot run it, a pool cannot be made); a shape refused
+ * before is refused again without a second error. Call with the lock. */
+bool prepare(GstTensorMemInfer *self, ONNXTensorElementDataType type, const std::vector<std::int64_t> &shape) {
+  InferState *state = self->state;
+  if (state->prepared && state->prepared->type == type && state->prepared->shape == shape)
+    return true;
+  if (input_is_refused(state, type, shape))
+    return false;
+  auto refuse = [state, type, &shape]() {
+    state->refused.emplace(type, shape);
+    return false;
+  };
+  Model &model = *state->model;
+  std::string why;
+  if (!model.accepts(type, shape, &why)) {
+    GST_ELEMENT_ERROR(self, STREAM, FORMAT, ("The model does not take this stream's tensor: %s.", why.c_str()),
+                      (nullptr));
+    return refuse();
+  }
+  auto prepared = std::make_unique<Prepared>();
+  prepared->type = type;
+  prepared->shape = shape;
+  if (!model.output_shapes(shape, &prepared->output_shapes, &why)) {
+    GST_ELEMENT_ERROR(self, LIBRARY, FAILED,
+                      ("ONNX Runtime cannot run the model on a %s %s tensor: %s", gst_tensorinfer::type_name(type),
+                       gst_tensorinfer::shape_text(shape).c_str(), why.c_str()),
+                      (nullptr));
+    return refuse();
+  }
+  guint64 total = 0;
+  for (std::size_t i = 0; i < prepared->output_shapes.size(); ++i) {
+    const gsize bytes = gst_tensorinfer::tensor_bytes(model.outputs()[i].type, prepared->output_shapes[i]);
+    total += bytes;
+    if (bytes == 0 || total > G_MAXUINT) {
+      GST_ELEMENT_ERROR(self, STREAM, FORMAT,
+                        ("Model output '%s' has shape %s: empty or too large to hand on.",
+                         model.outputs()[i].name.c_str(),
+                         gst_tensorinfer::shape_text(prepared->output_shapes[i]).c_str()),
+                        (nullptr));
+      return refuse();
+    }
+    prepared->output_bytes.push_back(bytes);
+  }
+  const auto n_outputs = static_cast<guint>(prepared->output_bytes.size());
+  if (state->output == Output::Tensors) {
+    prepared->pools.push_back(gst_tensor_infer_pool_new(prepared->output_bytes.data(), n_outputs, kMinPoolBuffers));
+  } else {
+    for (gsize bytes : prepared->output_bytes)
+      prepared->pools.push_back(gst_tensor_infer_pool_new(&bytes, 1, kMinPoolBuffers));
+  }
+  for (GstBufferPool *pool : prepared->pools) {
+    if (!pool) {
+      std::erase(prepared->pools, nullptr);
+      GST_ELEMENT_ERROR(self, RESOURCE, NO_SPACE_LEFT, ("Cannot make the pool of output buffers."), (nullptr));
+      return refuse();
+    }
+  }
+  GST_INFO_OBJECT(self, "input %s %s: %u outputs, first %s", gst_tensorinfer::type_name(type),
+                  gst_tensorinfer::shape_text(shape).c_str(), n_outputs,
+                  gst_tensorinfer::shape_text(prepared->output_shapes[0]).c_str());
+  state->prepared = std::move(prepared);
+  state->refused.reset();
+  return true;
+}
+
+/* Where a buffer's input tensor is: its bytes and what they are. */
+struct InputTensor {
+  GstBuffer *data = nullptr; // not owned
+  ONNXTensorElementDataType type = ONNX_TENSOR_ELEMENT_DATA_TYPE_UNDEFINED;
+  std::vector<std::int64_t> shape;
+};
+
+bool find_input(GstTensorMemInfer *self, GstBuffer *buffer, InputTensor *input) {
+  InferState *state = self->state;
+  if (state->tensor_caps) {
+    input->data = buffer;
+    input->type = state->caps_type;
+    input->shape = state->caps_shape;
+    return true;
+  }
+  GstTensorMeta *meta = gst_buffer_get_tensor_meta(buffer);
+  if (!meta || meta->num_tensors == 0) {
+    GST_ELEMENT_ERROR(self, STREAM, FORMAT, ("A video frame without a GstTensorMeta: there is no tensor to infer on."),
+                      ("put tensorconvert output=meta before tensorinfer, or feed it other/tensors"));
+    return false;
+  }
+  const std::string &name = state->model->input().name;
+  const gint index = gst_tensor_meta_get_index_from_id(meta, g_quark_from_string(name.c_str()));
+  if (index < 0 && meta->num_tensors != 1) {
+    GST_ELEMENT_ERROR(self, STREAM, FORMAT,
+                      ("The frame's GstTensorMeta has %" G_GSIZE_FORMAT " tensors and none is named '%s' (the "
+                       "model's input).",
+                       meta->num_tensors, name.c_str()),
+                      (nullptr));
+    return false;
+  }
+  const GstTensor *tensor = gst_tensor_meta_get(meta, index < 0 ? 0 : static_cast<gsize>(index));
+  if (!tensor->data || tensor->dims_order != GST_TENSOR_DIM_ORDER_ROW_MAJOR ||
+      onnx_type_of(tensor->data_type) == ONNX_TENSOR_ELEMENT_DATA_TYPE_UNDEFINED) {
+    GST_ELEMENT_ERROR(self, STREAM, FORMAT,
+                      ("Tensor '%s' of the frame's GstTensorMeta is not a row-major tensor with data of a type "
+                       "tensorinfer reads.",
+                       g_quark_to_string(tensor->id)),
+                      (nullptr));
+    return false;
+  }
+  input->data = tensor->data;
+  input->type = onnx_type_of(tensor->data_type);
+  input->shape.assign(tensor->dims, tensor->dims + tensor->num_dims);
+  return true;
+}
+
+void count_copy(GstTensorMemInfer *self, gsize bytes) {
+  GST_OBJECT_LOCK(self);
+  self->copied_bytes += bytes;
+  GST_OBJECT_UNLOCK(self);
+}
+
+/* The outputs as GstTensors in the buffer's GstTensorMeta, after the
+ * tensors it already carries (the input, from tensorconvert): one meta per
+ * buffer, so gst_buffer_get_tensor_meta() finds inputs and outputs alike. */
+void attach_outputs(GstBuffer *buffer, const Model &model, const Prepared &prepared, GstBuffer **results) {
+  GstTensorMeta *meta = gst_buffer_get_tensor_meta(buffer);
+  const gsize kept = meta ? meta->num_tensors : 0;
+  if (!meta)
+    meta = gst_buffer_add_tensor_meta(buffer);
+  const gsize n = prepared.output_shapes.size();
+  auto **tensors = g_new(GstTensor *, kept + n);
+  for (gsize i = 0; i < kept; ++i)
+    tensors[i] = gst_tensor_copy(meta->tensors[i]);
+  for (gsize i = 0; i < n; ++i) {
+    const std::vector<std::int64_t> &shape = prepared.output_shapes[i];
+    std::vector<gsize> dims(shape.begin(), shape.end());
+    GstTensor *tensor = gst_tensor_alloc(dims.size());
+    tensor->id = g_quark_from_string(model.outputs()[i].name.c_str());
+    tensor->layout = GST_TENSOR_LAYOUT_CONTIGUOUS;
+    tensor->data_type = gst_type_of(model.outputs()[i].type);
+    tensor->data = results[i]; // the pool's buffer goes back to the pool when the meta goes
+    tensor->dims_order = GST_TENSOR_DIM_ORDER_ROW_MAJOR;
+    tensor->num_dims = dims.size();
+    std::copy(dims.begin(), dims.end(), tensor->dims);
+    tensors[kept + i] = tensor;
+  }
+  gst_tensor_meta_set(meta, static_cast<guint>(kept + n), tensors);
+}
+
+/* One inference: the input tensor of `inbuf` read in place, the outputs
+ * written into `results` (one pooled buffer per pool of `prepared`). */
+GstFlowReturn run_model(GstTensorMemInfer *self, GstBuffer *inbuf, const InputTensor &input, const Prepared &prepared,
+                        GstBuffer **results) {
+  InferState *state = self->state;
+  const gsize needed = gst_tensorinfer::tensor_bytes(input.type, input.shape);
+  if (gst_buffer_get_size(input.data) < needed) {
+    GST_ELEMENT_ERROR(self, STREAM, FORMAT,
+                      ("The tensor's buffer holds %" G_GSIZE_FORMAT " bytes; a %s %s tensor needs %" G_GSIZE_FORMAT ".",
+                       gst_buffer_get_size(input.data), gst_tensorinfer::type_name(input.type),
+                       gst_tensorinfer::shape_text(input.shape).c_str(), needed),
+                      (nullptr));
+    return GST_FLOW_ERROR;
+  }
+  for (GstBuffer *fenced : {inbuf, input.data}) {
+    const GstFlowReturn waited = gst_tensor_mem_element_wait_fences(
+        GST_ELEMENT(self), fenced, GST_TENSOR_MEM_FENCE_DEFAULT_TIMEOUT, self->waits, nullptr);
+    if (waited != GST_FLOW_OK)
+      return waited;
+    if (input.data == inbuf)
+      break;
+  }
+
+  GstMapInfo in_map;
+  const void *in_bytes = nullptr;
+  const bool gathered = gst_buffer_n_memory(input.data) != 1;
+  if (gathered) {
+    GST_OBJECT_LOCK(self);
+    const gboolean strict = self->require_zero_copy;
+    GST_OBJECT_UNLOCK(self);
+    if (strict) {
+      GST_ELEMENT_ERROR(self, STREAM, FAILED,
+                        ("The tensor is spread over %u memories and require-zero-copy forbids gathering it.",
+                         gst_buffer_n_memory(input.data)),
+                        (nullptr));
+      return GST_FLOW_ERROR;
+    }
+    state->scratch.resize(needed);
+    gst_buffer_extract(input.data, 0, state->scratch.data(), needed);
+    count_copy(self, needed);
+    in_bytes = state->scratch.data();
+  } else {
+    if (!gst_buffer_map(input.data, &in_map, GST_MAP_READ)) {
+      GST_ELEMENT_ERROR(self, RESOURCE, READ, ("Cannot map the input tensor for reading."), (nullptr));
+      return GST_FLOW_ERROR;
+    }
+    in_bytes = in_map.data;
+  }
+
+  std::vector<GstMapInfo> out_maps;
+  std::vector<GstMemory *> out_memories;
+  std::vector<void *> out_bytes;
+  bool mapped = true;
+  for (std::size_t p = 0; p < prepared.pools.size() && mapped; ++p) {
+    for (guint m = 0; m < gst_buffer_n_memory(results[p]); ++m) {
+      GstMemory *memory = gst_buffer_peek_memory(results[p], m);
+      GstMapInfo map;
+      if (!gst_memory_map(memory, &map, GST_MAP_WRITE)) {
+        mapped = false;
+        break;
+      }
+      out_maps.push_back(map);
+      out_memories.push_back(memory);
+      out_bytes.push_back(map.data);
+    }
+  }
+  std::string error;
+  const bool ran = mapped && out_bytes.size() == prepared.output_shapes.size() &&
+                   state->model->run(in_bytes, input.shape, out_bytes, prepared.output_shapes, &error);
+  for (std::size_t i = 0; i < out_maps.size(); ++i)
+    gst_memory_unmap(out_memories[i], &out_maps[i]);
+  if (!gathered)
+    gst_buffer_unmap(input.data, &in_map);
+  if (!mapped) {
+    GST_ELEMENT_ERROR(self, RESOURCE, WRITE, ("Cannot map an output buffer for writing."), (nullptr));
+    return GST_FLOW_ERROR;
+  }
+  if (!ran) {
+    GST_ELEMENT_ERROR(self, LIBRARY, FAILED, ("ONNX Runtime failed to run the model: %s", error.c_str()), (nullptr));
+    return GST_FLOW_ERROR;
+  }
+  ++state->frames;
+  return GST_FLOW_OK;
+}
+
+/* The input of `inbuf`, prepared for; the lock held by the caller over
+ * the returned Prepared's use. */
+const Prepared *prepare_for_buffer(GstTensorMemInfer *self, GstBuffer *inbuf, InputTensor *input) {
+  if (!find_input(self, inbuf, input))
+    return nullptr;
+  if (!prepare(self, input->type, input->shape))
+    return nullptr;
+  return self->state->prepared.get();
+}
+
+} // namespace
+
+static void gst_tensor_infer_set_property(GObject *object, guint prop_id, const GValue *value, GParamSpec *pspec) {
+  auto *self = GST_TENSOR_INFER(object);
+  GST_OBJECT_LOCK(self);
+  switch (prop_id) {
+  case PROP_MODEL:
+    g_free(self->model_path);
+    self->model_path = g_value_dup_string(value);
+    break;
+  case PROP_EXECUTION_PROVIDER: self->provider = static_cast<Provider>(g_value_get_enum(value)); break;
+  case PROP_THREADS: self->threads = g_value_get_uint(value); break;
+  case PROP_OUTPUT: self->output = static_cast<Output>(g_value_get_enum(value)); break;
+  case PROP_REQUIRE_ZERO_COPY: self->require_zero_copy = g_value_get_boolean(value); break;
+  default: G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec); break;
+  }
+  GST_OBJECT_UNLOCK(self);
+}
+
+static void gst_tensor_infer_get_property(GObject *object, guint prop_id, GValue *value, GParamSpec *pspec) {
+  auto *self = GST_TENSOR_INFER(object);
+  GST_OBJECT_LOCK(self);
+  switch (prop_id) {
+  case PROP_MODEL: g_value_set_string(value, self->model_path); break;
+  case PROP_EXECUTION_PROVIDER: g_value_set_enum(value, static_cast<gint>(self->provider)); break;
+  case PROP_THREADS: g_value_set_uint(value, self->threads); break;
+  case PROP_OUTPUT: g_value_set_enum(value, static_cast<gint>(self->output)); break;
+  case PROP_COPIED_BYTES: g_value_set_uint64(value, self->copied_bytes); break;
+  case PROP_REQUIRE_ZERO_COPY: g_value_set_boolean(value, self->require_zero_copy); break;
+  default: G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec); break;
+  }
+  GST_OBJECT_UNLOCK(self);
+}
+
+static gboolean gst_tensor_infer_start(GstBaseTransform *trans) {
+  auto *self = GST_TENSOR_INFER(trans);
+  GST_OBJECT_LOCK(self);
+  const std::string path = self->model_path ? self->model_path : "";
+  const Provider provider = self->provider;
+  const int threads = static_cast<int>(self->threads);
+  const Output output = self->output;
+  GST_OBJECT_UNLOCK(self);
+  std::string error, note;
+  std::unique_ptr<Model> model = Model::load(path, provider, threads, &error, &note);
+  if (!model) {
+    GST_ELEMENT_ERROR(self, RESOURCE, SETTINGS, ("tensorinfer cannot use its model: %s", error.c_str()),
+                      ("model=%s", path.c_str()));
+    return FALSE;
+  }
+  if (!note.empty())
+    GST_INFO_OBJECT(self, "%s", note.c_str());
+  GST_INFO_OBJECT(self, "model %s: input '%s' %s %s, %zu outputs", path.c_str(), model->input().name.c_str(),
+                  gst_tensorinfer::type_name(model->input().type),
+                  gst_tensorinfer::shape_text(model->input().shape).c_str(), model->outputs().size());
+  InferState *state = self->state;
+  std::lock_guard<std::mutex> guard(state->lock);
+  state->model = std::move(model);
+  state->output = output;
+  state->tensor_caps = false;
+  state->prepared.reset();
+  state->refused.reset();
+  state->frames = 0;
+  gst_base_transform_set_in_place(trans, output == Output::Meta);
+  return TRUE;
+}
+
+static gboolean gst_tensor_infer_stop(GstBaseTransform *trans) {
+  auto *self = GST_TENSOR_INFER(trans);
+  InferState *state = self->state;
+  GST_OBJECT_LOCK(self);
+  const guint64 copied = self->copied_bytes;
+  GST_OBJECT_UNLOCK(self);
+  GST_INFO_OBJECT(self, "summary: %" G_GUINT64_FORMAT " frames inferred; copied-bytes=%" G_GUINT64_FORMAT,
+                  state->frames, copied);
+  std::lock_guard<std::mutex> guard(state->lock);
+  state->prepared.reset();
+  state->refused.reset();
+  state->model.reset();
+  std::vector<guint8>().swap(state->scratch);
+  return TRUE;
+}
+
+static GstCaps *gst_tensor_infer_transform_caps(GstBaseTransform *trans, GstPadDirection direction, GstCaps *caps,
+                                                GstCaps *filter) {
+  auto *self = GST_TENSOR_INFER(trans);
+  InferState *state = self->state;
+  GST_OBJECT_LOCK(self);
+  const Output output = self->output;
+  GST_OBJECT_UNLOCK(self);
+  GstCaps *result = nullptr;
+  if (output == Output::Meta) {
+    result = gst_caps_ref(caps);
+  } else if (direction == GST_PAD_SRC) {
+    result = gst_caps_from_string("other/tensors(ANY)");
+  } else {
+    // With a fixed input tensor and the model loaded, the outputs are known exactly.
+    const GstStructure *s = gst_caps_is_fixed(caps) ? gst_caps_get_structure(caps, 0) : nullptr;
+    gst_tensormem::TensorCaps tensor;
+    std::string why;
+    std::lock_guard<std::mutex> guard(state->lock);
+    if (s && state->model && gst_tensormem::is_tensor_caps(s) && gst_tensormem::parse_tensor_caps(s, &tensor, &why)) {
+      if (prepare(self, onnx_type_of_caps(tensor), tensor.shape))
+        result = tensors_caps(*state->model, *state->prepared, s);
+      else
+        result = gst_caps_new_empty();
+    } else {
+      result = gst_caps_from_string("other/tensors, format=(string)static");
+    }
+  }
+  if (filter) {
+    GstCaps *both = gst_caps_intersect_full(filter, result, GST_CAPS_INTERSECT_FIRST);
+    gst_caps_unref(result);
+    result = both;
+  }
+  return result;
+}
+
+static gboolean gst_tensor_infer_set_caps(GstBaseTransform *trans, GstCaps *incaps, GstCaps *) {
+  auto *self = GST_TENSOR_INFER(trans);
+  InferState *state = self->state;
+  guint64 bytes = 0;
+  if (!gst_tensormem::element_read_tensor_caps(GST_ELEMENT(self), incaps, &bytes))
+    return FALSE;
+  if (bytes == 0) {
+    if (state->output == Output::Tensors) {
+      GST_ELEMENT_ERROR(self, CORE, NEGOTIATION, ("output=tensors needs other/tensors input."),
+                        ("got %" GST_PTR_FORMAT "; for video frames with a GstTensorMeta use output=meta", incaps));
+      return FALSE;
+    }
+    state->tensor_caps = false;
+    return TRUE;
+  }
+  gst_tensormem::TensorCaps tensor;
+  std::string why;
+  gst_tensormem::parse_tensor_caps(gst_caps_get_structure(incaps, 0), &tensor, &why); // read above already
+  const ONNXTensorElementDataType type = onnx_type_of_caps(tensor);
+  if (type == ONNX_TENSOR_ELEMENT_DATA_TYPE_UNDEFINED) {
+    GST_ELEMENT_ERROR(self, CORE, NEGOTIATION, ("The input tensor's element type has no ONNX counterpart."),
+                      ("%" GST_PTR_FORMAT, incaps));
+    return FALSE;
+  }
+  state->tensor_caps = true;
+  state->caps_type = type;
+  state->caps_shape = tensor.shape;
+  // The model is checked here, so a mismatch fails negotiation rather than the first buffer.
+  std::lock_guard<std::mutex> guard(state->lock);
+  return prepare(self, type, tensor.shape);
+}
+
+static GstFlowReturn gst_tensor_infer_transform_ip(GstBaseTransform *trans, GstBuffer *buffer) {
+  auto *self = GST_TENSOR_INFER(trans);
+  InferState *state = self->state;
+  std::lock_guard<std::mutex> guard(state->lock);
+  InputTensor input;
+  const Prepared *prepared = prepare_for_buffer(self, buffer, &input);
+  if (!prepared)
+    return GST_FLOW_ERROR;
+  std::vector<GstBuffer *> results(prepared->pools.size(), nullptr);
+  for (std::size_t i = 0; i < results.size(); ++i) {
+    const GstFlowReturn acquired = gst_buffer_pool_acquire_buffer(prepared->pools[i], &results[i], nullptr);
+    if (acquired != GST_FLOW_OK) {
+      for (GstBuffer *result : results)
+        if (result)
+          gst_buffer_unref(result);
+      return acquired;
+    }
+  }
+  const GstFlowReturn ran = run_model(self, buffer, input, *prepared, results.data());
+  if (ran != GST_FLOW_OK) {
+    for (GstBuffer *result : results)
+      gst_buffer_unref(result);
+    return ran;
+  }
+  attach_outputs(buffer, *state->model, *prepared, results.data());
+  return GST_FLOW_OK;
+}
+
+/* output=tensors: the output buffer comes from the element's own pool, one
+ * memory per model output, for ORT to write into. */
+static GstFlowReturn gst_tensor_infer_prepare_output_buffer(GstBaseTransform *trans, GstBuffer *inbuf,
+                                                            GstBuffer **outbuf) {
+  auto *self = GST_TENSOR_INFER(trans);
+  InferState *state = self->state;
+  if (state->output == Output::Meta)
+    return GST_BASE_TRANSFORM_CLASS(gst_tensor_infer_parent_class)->prepare_output_buffer(trans, inbuf, outbuf);
+  std::lock_guard<std::mutex> guard(state->lock);
+  if (!state->prepared)
+    return GST_FLOW_NOT_NEGOTIATED;
+  const GstFlowReturn acquired = gst_buffer_pool_acquire_buffer(state->prepared->pools[0], outbuf, nullptr);
+  if (acquired != GST_FLOW_OK)
+    return acquired;
+  GstBaseTransformClass *klass = GST_BASE_TRANSFORM_GET_CLASS(trans);
+  if (klass->copy_metadata)
+    klass->copy_metadata(trans, inbuf, *outbuf);
+  return GST_FLOW_OK;
+}
+
+static GstFlowReturn gst_tensor_infer_transform(GstBaseTransform *trans, GstBuffer *inbuf, GstBuffer *outbuf) {
+  auto *self = GST_TENSOR_INFER(trans);
+  std::lock_guard<std::mutex> guard(self->state->lock);
+  InputTensor input;
+  const Prepared *prepared = prepare_for_buffer(self, inbuf, &input);
+  if (!prepared)
+    return GST_FLOW_ERROR;
+  return run_model(self, inbuf, input, *prepared, &outbuf);
+}
+
+static gboolean gst_tensor_infer_sink_event(GstBaseTransform *trans, GstEvent *event) {
+  gst_tensor_mem_transform_watch_event(trans, GST_TENSOR_INFER(trans)->waits, event);
+  return GST_BASE_TRANSFORM_CLASS(gst_tensor_infer_parent_class)->sink_event(trans, event);
+}
+
+static GstStateChangeReturn gst_tensor_infer_change_state(GstElement *element, GstStateChange transition) {
+  gst_tensor_mem_transform_watch_state_change(GST_BASE_TRANSFORM(element), GST_TENSOR_INFER(element)->waits,
+                                              transition);
+  return GST_ELEMENT_CLASS(gst_tensor_infer_parent_class)->change_state(element, transition);
+}
+
+static void gst_tensor_infer_finalize(GObject *object) {
+  auto *self = GST_TENSOR_INFER(object);
+  delete self->state;
+  g_free(self->model_path);
+  g_clear_object(&self->waits);
+  G_OBJECT_CLASS(gst_tensor_infer_parent_class)->finalize(object);
+}
+
+static void gst_tensor_infer_class_init(GstTensorMemInferClass *klass) {
+  auto *gobject_class = G_OBJECT_CLASS(klass);
+  auto *element_class = GST_ELEMENT_CLASS(klass);
+  auto *trans_class = GST_BASE_TRANSFORM_CLASS(klass);
+
+  gobject_class->set_property = gst_tensor_infer_set_property;
+  gobject_class->get_property = gst_tensor_infer_get_property;
+  gobject_class->finalize = gst_tensor_infer_finalize;
+  element_class->change_state = GST_DEBUG_FUNCPTR(gst_tensor_infer_change_state);
+
+  const auto ready_only =
+      static_cast<GParamFlags>(G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY);
+  g_object_class_install_property(gobject_class, PROP_MODEL,
+                                  g_param_spec_string("model", "Model",
+                                                      "Path of the ONNX model file, loaded at READY→PAUSED", nullptr,
+                                                      ready_only));
+  g_object_class_install_property(
+      gobject_class, PROP_EXECUTION_PROVIDER,
+      g_param_spec_enum("execution-provider", "Execution provider",
+                        "Where ONNX Runtime runs the model (Debian's ONNX Runtime has only the CPU)",
+                        provider_get_type(), static_cast<gint>(Provider::Cpu), ready_only));
+  g_object_class_install_property(gobject_class, PROP_THREADS,
+                                  g_param_spec_uint("threads", "Threads",
+                                                    "Intra-op threads of the session (0: ONNX Runtime's default)", 0,
+                                                    1024, 0, ready_only));
+  g_object_class_install_property(
+      gobject_class, PROP_OUTPUT,
+      g_param_spec_enum("output", "Output",
+                        "How the model's outputs go downstream: GstTensorMeta on the input buffer, or an "
+                        "other/tensors buffer",
+                        output_get_type(), static_cast<gint>(Output::Meta), ready_only));
+  g_object_class_install_property(
+      gobject_class, PROP_COPIED_BYTES,
+      g_param_spec_uint64("copied-bytes", "Copied bytes",
+                          "Bytes of input tensors this element has copied since it was created (0 while every "
+                          "tensor was read in place)",
+                          0, G_MAXUINT64, 0, static_cast<GParamFlags>(G_PARAM_READABLE | G_PARAM_STATIC_STRINGS)));
+  g_object_class_install_property(
+      gobject_class, PROP_REQUIRE_ZERO_COPY,
+      g_param_spec_boolean(
+          "require-zero-copy", "Require zero copy",
+          "Fail with a stream error instead of copying an input tensor that cannot be read in place", FALSE,
+          static_cast<GParamFlags>(G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_PLAYING)));
+
+  gst_element_class_add_static_pad_template(element_class, &sink_template);
+  gst_element_class_add_static_pad_template(element_class, &src_template);
+  gst_element_class_set_static_metadata(element_class, "Tensor inference (ONNX Runtime)", "Filter/Analyzer/Video",
+                                        "Runs an ONNX model on each tensor, read in place, and hands the outputs on "
+                                        "as GstTensorMeta or other/tensors",
+                                        "gst-tensormem developers");
+
+  trans_class->start = GST_DEBUG_FUNCPTR(gst_tensor_infer_start);
+  trans_class->stop = GST_DEBUG_FUNCPTR(gst_tensor_infer_stop);
+  trans_class->transform_caps = GST_DEBUG_FUNCPTR(gst_tensor_infer_transform_caps);
+  trans_class->set_caps = GST_DEBUG_FUNCPTR(gst_tensor_infer_set_caps);
+  trans_class->transform_ip = GST_DEBUG_FUNCPTR(gst_tensor_infer_transform_ip);
+  trans_class->transform = GST_DEBUG_FUNCPTR(gst_tensor_infer_transform);
+  trans_class->prepare_output_buffer = GST_DEBUG_FUNCPTR(gst_tensor_infer_prepare_output_buffer);
+  trans_class->sink_event = GST_DEBUG_FUNCPTR(gst_tensor_infer_sink_event);
+
+  gst_type_mark_as_plugin_api(provider_get_type(), static_cast<GstPluginAPIFlags>(0));
+  gst_type_mark_as_plugin_api(output_get_type(), static_cast<GstPluginAPIFlags>(0));
+  GST_DEBUG_CATEGORY_INIT(gst_tensor_infer_debug, "tensorinfer", 0, "Tensor inference (ONNX Runtime)");
+}
+
+static void gst_tensor_infer_init(GstTensorMemInfer *self) {
+  self->model_path = nullptr;
+  self->provider = Provider::Cpu;
+  self->threads = 0;
+  self->output = Output::Meta;
+  self->require_zero_copy = FALSE;
+  self->copied_bytes = 0;
+  self->waits = g_cancellable_new();
+  self->state = new InferState();
+}

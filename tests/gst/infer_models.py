@@ -1,0 +1,175 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Models and references for tests/gst/test_infer.cpp, made at test time.
+
+  infer_models.py make DIR
+      writes the test models into DIR (python3-onnx):
+        weighted.onnx   float32 [batch,3,h,w] "images" -> a 1x1 Conv to 2
+                        channels with bias, "features" [batch,2,h,w], and
+                        their per-channel means, "scores" [batch,2]: outputs
+                        that depend on every input value and on the channel
+        bytes.onnx      uint8 [1,8,8,3] "pixels" -> per-channel sums as
+                        float32, "sums" [1,3]
+        wide.onnx       weighted.onnx's graph with the input fixed to
+                        [1,3,32,32] (a shape mismatch for 16x16 tensors)
+        classifier.onnx a small 10-way classifier on float32 [1,3,224,224]
+                        (the benchmark's "small model")
+        garbage.onnx    bytes that are no ONNX model
+  infer_models.py annotate SOURCE DESTINATION
+      copies a model, naming each output's tensor id in its metadata (what
+      GStreamer's onnxinference 1.26 needs; tests/bench/infer_vs_onnxinference.sh)
+  infer_models.py reference MODEL INPUT DTYPE DIMS OUTDIR
+      runs MODEL with ONNX Runtime's Python API on the raw bytes of INPUT
+      (DTYPE such as float32, DIMS such as 1,3,16,16) and writes each
+      output's raw bytes to OUTDIR/NAME.bin and its shape to OUTDIR/NAME.shape
+
+Exits 77 (skip) naming the Debian package when onnx, onnxruntime or numpy
+is missing.
+"""
+
+import os
+import sys
+
+SKIP = 77
+
+
+def need(module, package):
+    try:
+        return __import__(module)
+    except ImportError as e:
+        print("%s is not installed for %s (Debian: %s): %s" % (module, sys.executable, package, e))
+        sys.exit(SKIP)
+
+
+def weighted_graph(onnx, np, input_dims, name):
+    from onnx import TensorProto, helper, numpy_helper
+
+    # Distinct weights per channel, so that a swapped channel order or layout changes the result.
+    weights = np.array([[0.5, -1.25, 2.0], [1.5, 0.75, -0.5]], dtype=np.float32).reshape(2, 3, 1, 1)
+    bias = np.array([0.125, -0.25], dtype=np.float32)
+    nodes = [
+        helper.make_node("Conv", ["images", "w", "b"], ["features"]),
+        helper.make_node("ReduceMean", ["features"], ["scores"], axes=[2, 3], keepdims=0),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        name,
+        [helper.make_tensor_value_info("images", TensorProto.FLOAT, input_dims)],
+        [
+            helper.make_tensor_value_info("features", TensorProto.FLOAT, [input_dims[0], 2, None, None]),
+            helper.make_tensor_value_info("scores", TensorProto.FLOAT, [input_dims[0], 2]),
+        ],
+        [numpy_helper.from_array(weights, "w"), numpy_helper.from_array(bias, "b")],
+    )
+    # opset 13: ReduceMean still takes its axes as an attribute.
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+
+
+def bytes_graph(onnx):
+    from onnx import TensorProto, helper
+
+    nodes = [
+        helper.make_node("Cast", ["pixels"], ["wide"], to=TensorProto.FLOAT),
+        helper.make_node("ReduceSum", ["wide", "axes"], ["sums"], keepdims=0),
+    ]
+    axes = helper.make_tensor("axes", TensorProto.INT64, [2], [1, 2])
+    graph = helper.make_graph(
+        nodes,
+        "bytes",
+        [helper.make_tensor_value_info("pixels", TensorProto.UINT8, [1, 8, 8, 3])],
+        [helper.make_tensor_value_info("sums", TensorProto.FLOAT, [1, 3])],
+        [axes],
+    )
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+
+
+def classifier_graph(onnx, np):
+    """A small classifier on 224x224 RGB, NCHW float32: 1x1 Conv to 8
+    channels, Relu, global average pool, a 10-way Gemm and Softmax. Cheap
+    enough that pre-processing dominates (tests/bench/infer_vs_onnxinference.sh)."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(25)
+    conv = rng.standard_normal((8, 3, 1, 1)).astype(np.float32)
+    gemm = rng.standard_normal((8, 10)).astype(np.float32)
+    nodes = [
+        helper.make_node("Conv", ["images", "conv"], ["features"]),
+        helper.make_node("Relu", ["features"], ["active"]),
+        helper.make_node("GlobalAveragePool", ["active"], ["pooled"]),
+        helper.make_node("Flatten", ["pooled"], ["flat"]),
+        helper.make_node("Gemm", ["flat", "gemm"], ["logits"]),
+        helper.make_node("Softmax", ["logits"], ["scores"], axis=1),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "classifier",
+        [helper.make_tensor_value_info("images", TensorProto.FLOAT, [1, 3, 224, 224])],
+        [helper.make_tensor_value_info("scores", TensorProto.FLOAT, [1, 10])],
+        [numpy_helper.from_array(conv, "conv"), numpy_helper.from_array(gemm, "gemm")],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    # GStreamer's onnxinference (1.26) takes each output's tensor id from the
+    # model's metadata, keyed by the output's name.
+    helper.set_model_props(model, {"scores": "classification-scores"})
+    return model
+
+
+def make(directory):
+    onnx = need("onnx", "python3-onnx")
+    np = need("numpy", "python3-numpy")
+    os.makedirs(directory, exist_ok=True)
+    # IR version 8: what ONNX Runtime 1.21 reads (onnx 1.17 would write 10).
+    models = {
+        "weighted.onnx": weighted_graph(onnx, np, ["batch", 3, "height", "width"], "weighted"),
+        "bytes.onnx": bytes_graph(onnx),
+        "wide.onnx": weighted_graph(onnx, np, [1, 3, 32, 32], "wide"),
+        "classifier.onnx": classifier_graph(onnx, np),
+    }
+    for name, model in models.items():
+        model.ir_version = 8
+        onnx.checker.check_model(model)
+        onnx.save(model, os.path.join(directory, name))
+    with open(os.path.join(directory, "garbage.onnx"), "wb") as f:
+        f.write(b"this is not a protobuf, let alone an ONNX model\n" * 4)
+
+
+def annotate(source, destination):
+    """A copy of SOURCE whose metadata names each output's tensor id (the
+    output's own name), as GStreamer's onnxinference 1.26 requires."""
+    onnx = need("onnx", "python3-onnx")
+    from onnx import helper
+
+    model = onnx.load(source)
+    helper.set_model_props(model, {o.name: o.name for o in model.graph.output})
+    onnx.save(model, destination)
+
+
+def reference(model, input_path, dtype, dims, outdir):
+    np = need("numpy", "python3-numpy")
+    ort = need("onnxruntime", "python3-onnxruntime")
+    shape = [int(d) for d in dims.split(",")]
+    data = np.fromfile(input_path, dtype=np.dtype(dtype)).reshape(shape)
+    session = ort.InferenceSession(model, providers=["CPUExecutionProvider"])
+    names = [o.name for o in session.get_outputs()]
+    results = session.run(names, {session.get_inputs()[0].name: data})
+    os.makedirs(outdir, exist_ok=True)
+    for name, value in zip(names, results):
+        np.ascontiguousarray(value).tofile(os.path.join(outdir, name + ".bin"))
+        with open(os.path.join(outdir, name + ".shape"), "w") as f:
+            f.write(",".join(str(d) for d in value.shape))
+
+
+def main(argv):
+    if len(argv) == 3 and argv[1] == "make":
+        make(argv[2])
+    elif len(argv) == 4 and argv[1] == "annotate":
+        annotate(argv[2], argv[3])
+    elif len(argv) == 7 and argv[1] == "reference":
+        reference(*argv[2:])
+    else:
+        print(__doc__, file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

@@ -1,0 +1,595 @@
+// SPDX-License-Identifier: Apache-2.0
+/* tensorinfer (ONNX Runtime) on tensorconvert's tensors: its outputs, read
+ * from GstTensorMeta through GStreamer's analytics API only, against ONNX
+ * Runtime's Python API run on the very tensor bytes tensorconvert made
+ * (tests/gst/infer_models.py, which also makes the models); copied-bytes
+ * 0; open dimensions and batches; the other/tensors output; output buffers
+ * from a pool; and one clear element error for each wrong setup. Built
+ * where ONNX Runtime and GstTensorMeta are (the Debian 13 leg). */
+#include "pipeline_util.hpp"
+#include "test_util.hpp"
+#if TM_TEST_HAVE_GL
+#include "gl_test_util.hpp"
+#endif
+
+#include <gst/analytics/analytics.h>
+#include <gst/app/gstappsrc.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <map>
+#include <set>
+#include <string>
+#include <sys/wait.h>
+#include <vector>
+
+namespace {
+
+constexpr int kSkipCode = 77;
+
+/* Runs `python3 tests/gst/infer_models.py ARGS...`: its exit status and
+ * standard output (the skip reason when it exits 77). */
+int run_script(const std::vector<std::string> &args, std::string *out) {
+  const char *python = g_getenv("TENSORMEM_TEST_PYTHON");
+  const char *script = g_getenv("TENSORMEM_TEST_INFER_MODELS");
+  if (!python || !script) {
+    *out = "TENSORMEM_TEST_PYTHON / TENSORMEM_TEST_INFER_MODELS are not set (run through meson test)";
+    return -1;
+  }
+  std::vector<gchar *> argv = {const_cast<gchar *>(python), const_cast<gchar *>(script)};
+  for (const std::string &a : args)
+    argv.push_back(const_cast<gchar *>(a.c_str()));
+  argv.push_back(nullptr);
+  gchar *stdout_text = nullptr;
+  gint status = 0;
+  GError *error = nullptr;
+  // Debian's ONNX packages print a screen of "Schema error" lines on stderr: dropped.
+  const gboolean spawned = g_spawn_sync(nullptr, argv.data(), nullptr, G_SPAWN_STDERR_TO_DEV_NULL, nullptr, nullptr,
+                                        &stdout_text, nullptr, &status, &error);
+  if (!spawned) {
+    *out = error->message;
+    g_error_free(error);
+    return -1;
+  }
+  *out = stdout_text ? stdout_text : "";
+  g_free(stdout_text);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+/* The models, made once per program in a directory removed at exit. */
+class Models : public ::testing::Environment {
+public:
+  static Models *get() { return instance_; }
+  void SetUp() override {
+    instance_ = this;
+    gchar *dir = g_dir_make_tmp("tensorinfer-XXXXXX", nullptr);
+    dir_ = dir ? dir : "";
+    g_free(dir);
+    std::string out;
+    const int status = run_script({"make", dir_}, &out);
+    if (status == kSkipCode)
+      skip_ = out.empty() ? "the model script skipped" : out;
+    else if (status != 0)
+      error_ = "infer_models.py make failed (" + std::to_string(status) + "): " + out;
+  }
+  void TearDown() override {
+    if (!dir_.empty())
+      std::filesystem::remove_all(dir_);
+  }
+  std::string path(const char *name) const { return dir_ + "/" + name; }
+  const std::string &dir() const { return dir_; }
+  const std::string &skip() const { return skip_; }
+  const std::string &error() const { return error_; }
+
+private:
+  static inline Models *instance_ = nullptr;
+  std::string dir_, skip_, error_;
+};
+
+const auto *const g_models = ::testing::AddGlobalTestEnvironment(new Models);
+
+#define REQUIRE_MODELS()                                                                                               \
+  do {                                                                                                                 \
+    ASSERT_TRUE(Models::get()->error().empty()) << Models::get()->error();                                             \
+    if (!Models::get()->skip().empty())                                                                                \
+      GTEST_SKIP() << Models::get()->skip();                                                                           \
+  } while (0)
+
+std::string model(const char *name) { return Models::get()->path(name); }
+
+std::vector<guint8> bytes_of(GstBuffer *buffer) {
+  std::vector<guint8> bytes(gst_buffer_get_size(buffer));
+  gst_buffer_extract(buffer, 0, bytes.data(), bytes.size());
+  return bytes;
+}
+
+std::vector<float> floats_of(const std::vector<guint8> &bytes) {
+  std::vector<float> values(bytes.size() / sizeof(float));
+  std::memcpy(values.data(), bytes.data(), values.size() * sizeof(float));
+  return values;
+}
+
+struct Output {
+  std::vector<gsize> dims;
+  std::vector<guint8> bytes;
+};
+
+/* What ONNX Runtime's Python API makes of `input` (float32 `dims`) with
+ * `model_path`, per output name; empty with `*skip` set when the script
+ * skips (no python3-onnxruntime). */
+std::map<std::string, Output> python_reference(const std::string &model_path, const std::vector<guint8> &input,
+                                               const std::vector<gsize> &dims, std::string *skip) {
+  std::map<std::string, Output> outputs;
+  const std::string dir = Models::get()->dir() + "/ref";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const std::string input_path = dir + "/input.bin";
+  {
+    std::ofstream f(input_path, std::ios::binary);
+    f.write(reinterpret_cast<const char *>(input.data()), static_cast<std::streamsize>(input.size()));
+  }
+  std::string dims_text;
+  for (gsize d : dims)
+    dims_text += (dims_text.empty() ? "" : ",") + std::to_string(d);
+  std::string out;
+  const int status = run_script({"reference", model_path, input_path, "float32", dims_text, dir + "/out"}, &out);
+  if (status == kSkipCode) {
+    *skip = out;
+    return outputs;
+  }
+  EXPECT_EQ(status, 0) << out;
+  for (const auto &entry : std::filesystem::directory_iterator(dir + "/out")) {
+    if (entry.path().extension() != ".bin")
+      continue;
+    Output o;
+    std::ifstream data(entry.path(), std::ios::binary);
+    o.bytes.assign(std::istreambuf_iterator<char>(data), {});
+    std::ifstream shape(std::filesystem::path(entry.path()).replace_extension(".shape"));
+    for (std::string dim; std::getline(shape, dim, ',');)
+      o.dims.push_back(std::stoul(dim));
+    outputs[entry.path().stem().string()] = std::move(o);
+  }
+  return outputs;
+}
+
+/* The tensor named `id` of `buffer`'s GstTensorMeta, through the analytics API. */
+const GstTensor *tensor_named(GstBuffer *buffer, const char *id) {
+  GstTensorMeta *meta = gst_buffer_get_tensor_meta(buffer);
+  if (!meta)
+    return nullptr;
+  const gint index = gst_tensor_meta_get_index_from_id(meta, g_quark_from_string(id));
+  return index < 0 ? nullptr : gst_tensor_meta_get(meta, static_cast<gsize>(index));
+}
+
+std::vector<gsize> dims_of(const GstTensor *tensor) {
+  return std::vector<gsize>(tensor->dims, tensor->dims + tensor->num_dims);
+}
+
+/* float32 equality up to rounding: the same runtime, maybe another kernel order. */
+void expect_close(const std::vector<guint8> &got_bytes, const std::vector<guint8> &want_bytes, const char *what) {
+  const std::vector<float> got = floats_of(got_bytes), want = floats_of(want_bytes);
+  ASSERT_EQ(got.size(), want.size()) << what;
+  for (std::size_t i = 0; i < got.size(); ++i)
+    ASSERT_LE(std::fabs(got[i] - want[i]), 1e-5f * std::max(1.0f, std::fabs(want[i]))) << what << " element " << i;
+}
+
+/* The tensorinfer named "infer" of a pipeline, kept past the run for its
+ * copied-bytes. */
+struct InferHandle {
+  GstElement *element = nullptr;
+  ~InferHandle() {
+    if (element)
+      gst_object_unref(element);
+  }
+  std::function<void(GstElement *)> grab() {
+    return [this](GstElement *pipeline) { element = gst_bin_get_by_name(GST_BIN(pipeline), "infer"); };
+  }
+};
+
+const std::string kSource = "videotestsrc num-buffers=4 pattern=ball ! video/x-raw,format=RGBA,width=64,height=48 ! ";
+const std::string kConvert = "tensorconvert width=16 height=16 layout=nchw dtype=float32 mean=<0.5> std=<0.25> ";
+
+/* Each sample's outputs against the Python reference on `input_of(buffer)`. */
+void check_against_python(const tmtest::PipelineRun &run, const std::function<GstBuffer *(GstBuffer *)> &input_of,
+                          const std::vector<gsize> &input_dims, const std::vector<gsize> &feature_dims) {
+  ASSERT_EQ(run.samples.size(), 4u);
+  std::set<std::vector<guint8>> distinct_scores;
+  for (GstSample *sample : run.samples) {
+    GstBuffer *buffer = gst_sample_get_buffer(sample);
+    const GstTensor *scores = tensor_named(buffer, "scores");
+    const GstTensor *features = tensor_named(buffer, "features");
+    ASSERT_NE(scores, nullptr) << "no 'scores' tensor in the GstTensorMeta";
+    ASSERT_NE(features, nullptr) << "no 'features' tensor in the GstTensorMeta";
+    EXPECT_EQ(scores->data_type, GST_TENSOR_DATA_TYPE_FLOAT32);
+    EXPECT_EQ(scores->dims_order, GST_TENSOR_DIM_ORDER_ROW_MAJOR);
+    EXPECT_EQ(dims_of(scores), (std::vector<gsize>{1, 2}));
+    EXPECT_EQ(dims_of(features), feature_dims);
+    std::string skip;
+    std::map<std::string, Output> want =
+        python_reference(model("weighted.onnx"), bytes_of(input_of(buffer)), input_dims, &skip);
+    if (!skip.empty())
+      GTEST_SKIP() << skip;
+    ASSERT_EQ(want.size(), 2u);
+    EXPECT_EQ(want["scores"].dims, dims_of(scores));
+    EXPECT_EQ(want["features"].dims, dims_of(features));
+    expect_close(bytes_of(scores->data), want["scores"].bytes, "scores");
+    expect_close(bytes_of(features->data), want["features"].bytes, "features");
+    distinct_scores.insert(bytes_of(scores->data));
+  }
+  // The ball moves: outputs that did not follow the input would all be equal.
+  EXPECT_GT(distinct_scores.size(), 1u);
+}
+
+/* How a pipeline that must fail ended: the first error, and how many errors
+ * tensorinfer posted. */
+struct Failure {
+  std::string message;
+  std::string source;
+  int infer_errors = 0;
+  bool reached_null = false;
+};
+
+Failure run_failing(const std::string &description) {
+  Failure failure;
+  GError *error = nullptr;
+  GstElement *pipeline = gst_parse_launch(description.c_str(), &error);
+  if (error) {
+    ADD_FAILURE() << description << ": " << error->message;
+    g_error_free(error);
+    return failure;
+  }
+  gst_element_set_state(pipeline, GST_STATE_PLAYING); // fails at once when the model cannot load
+  GstBus *bus = gst_element_get_bus(pipeline);
+  GstMessage *first = gst_bus_timed_pop_filtered(bus, tmtest::kTimeout,
+                                                 static_cast<GstMessageType>(GST_MESSAGE_ERROR | GST_MESSAGE_EOS));
+  failure.reached_null = gst_element_set_state(pipeline, GST_STATE_NULL) == GST_STATE_CHANGE_SUCCESS;
+  for (GstMessage *msg = first; msg; msg = gst_bus_pop_filtered(bus, GST_MESSAGE_ERROR)) {
+    if (GST_MESSAGE_TYPE(msg) == GST_MESSAGE_ERROR) {
+      GError *err = nullptr;
+      gst_message_parse_error(msg, &err, nullptr);
+      const std::string source = GST_OBJECT_NAME(GST_MESSAGE_SRC(msg));
+      if (msg == first) {
+        failure.message = err->message;
+        failure.source = source;
+      }
+      failure.infer_errors += source == "infer";
+      g_error_free(err);
+    }
+    gst_message_unref(msg);
+  }
+  gst_object_unref(bus);
+  tmtest::release_pipeline(pipeline);
+  return failure;
+}
+
+void expect_one_infer_error(const std::string &description, const std::string &text) {
+  const Failure failure = run_failing(description);
+  EXPECT_EQ(failure.source, "infer") << failure.message;
+  EXPECT_NE(failure.message.find(text), std::string::npos) << "wanted '" << text << "' in: " << failure.message;
+  EXPECT_EQ(failure.infer_errors, 1);
+  EXPECT_TRUE(failure.reached_null);
+}
+
+/* A float32 [2,3,4,5] batch, values from `seed`, pushed through appsrc in
+ * `pieces` memories. */
+GstBuffer *batch_buffer(int seed, guint pieces) {
+  std::vector<float> values(2 * 3 * 4 * 5);
+  for (std::size_t i = 0; i < values.size(); ++i)
+    values[i] = static_cast<float>((static_cast<int>(i) * 7 + seed * 13) % 23) / 8.0f - 1.0f;
+  const gsize bytes = values.size() * sizeof(float);
+  GstBuffer *buffer = gst_buffer_new();
+  const gsize piece = bytes / pieces;
+  for (guint p = 0; p < pieces; ++p) {
+    const gsize size = p + 1 == pieces ? bytes - piece * p : piece;
+    GstMemory *memory = gst_allocator_alloc(nullptr, size, nullptr);
+    GstMapInfo map;
+    gst_memory_map(memory, &map, GST_MAP_WRITE);
+    std::memcpy(map.data, reinterpret_cast<const guint8 *>(values.data()) + piece * p, size);
+    gst_memory_unmap(memory, &map);
+    gst_buffer_append_memory(buffer, memory);
+  }
+  return buffer;
+}
+
+const char *kBatchCaps = "other/tensors,format=static,num_tensors=1,types=float32,dimensions=5:4:3:2,framerate=0/1";
+
+/* Runs appsrc (kBatchCaps) ! tensorinfer `props` ! appsink with three
+ * batches in `pieces` memories each. */
+void run_batches(const std::string &props, guint pieces, tmtest::PipelineRun *run, InferHandle *infer,
+                 std::vector<std::vector<guint8>> *inputs) {
+  const std::string description = std::string("appsrc name=src format=time caps=\"") + kBatchCaps +
+                                  "\" ! tensorinfer name=infer " + props + " ! appsink name=sink";
+  tmtest::run_pipeline(description, run, nullptr, [&](GstElement *pipeline) {
+    infer->grab()(pipeline);
+    GstElement *src = gst_bin_get_by_name(GST_BIN(pipeline), "src");
+    for (int i = 0; i < 3; ++i) {
+      GstBuffer *buffer = batch_buffer(i, pieces);
+      inputs->push_back(bytes_of(buffer));
+      gst_app_src_push_buffer(GST_APP_SRC(src), buffer);
+    }
+    gst_app_src_end_of_stream(GST_APP_SRC(src));
+    gst_object_unref(src);
+  });
+}
+
+/* videotestsrc ! `convert` ! tensorinfer name=infer model=weighted.onnx !
+ * appsink; `prepare` sees the pipeline before it starts. */
+void run_weighted(const std::string &convert, tmtest::PipelineRun *run, InferHandle *infer,
+                  const std::function<void(GstElement *)> &prepare = {}) {
+  tmtest::run_pipeline(kSource + convert + "! tensorinfer name=infer model=" + model("weighted.onnx") +
+                           " ! appsink name=sink",
+                       run, nullptr, [&](GstElement *pipeline) {
+                         infer->grab()(pipeline);
+                         if (prepare)
+                           prepare(pipeline);
+                       });
+}
+
+} // namespace
+
+/* The issue's "done when", CPU path: tensorconvert's other/tensors output,
+ * tensorinfer's outputs from GstTensorMeta equal ONNX Runtime's Python API
+ * on the same bytes, with no copy. */
+TEST(TensorInfer, OutputsEqualOnnxRuntimePythonOnCpuTensors) {
+  REQUIRE_MODELS();
+  tmtest::PipelineRun run;
+  InferHandle infer;
+  run_weighted(kConvert, &run, &infer);
+  ASSERT_TRUE(run.eos) << run.error_debug;
+  check_against_python(run, [](GstBuffer *b) { return b; }, {1, 3, 16, 16}, {1, 2, 16, 16});
+  EXPECT_EQ(tmtest::copied_bytes(infer.element), 0u);
+}
+
+/* tensorconvert output=meta: the video frame goes on, its GstTensorMeta
+ * holding tensorconvert's input tensor and then the model's outputs. */
+TEST(TensorInfer, VideoFramesWithTensorMetaGainTheOutputs) {
+  REQUIRE_MODELS();
+  tmtest::PipelineRun run;
+  InferHandle infer;
+  run_weighted(kConvert + "output=meta ", &run, &infer);
+  ASSERT_TRUE(run.eos) << run.error_debug;
+  ASSERT_FALSE(run.samples.empty());
+  GstCaps *caps = gst_sample_get_caps(run.samples[0]);
+  EXPECT_TRUE(gst_structure_has_name(gst_caps_get_structure(caps, 0), "video/x-raw"));
+  GstTensorMeta *meta = gst_buffer_get_tensor_meta(gst_sample_get_buffer(run.samples[0]));
+  ASSERT_NE(meta, nullptr);
+  EXPECT_EQ(meta->num_tensors, 3u);
+  check_against_python(run, [](GstBuffer *b) { return tensor_named(b, "input")->data; }, {1, 3, 16, 16},
+                       {1, 2, 16, 16});
+  EXPECT_EQ(tmtest::copied_bytes(infer.element), 0u);
+}
+
+/* The model leaves height and width open: they come from the stream, and
+ * the outputs' shapes follow. */
+TEST(TensorInfer, OpenDimensionsAreTakenFromTheStream) {
+  REQUIRE_MODELS();
+  tmtest::PipelineRun run;
+  InferHandle infer;
+  run_weighted("tensorconvert width=20 height=12 layout=nchw dtype=float32 ", &run, &infer);
+  ASSERT_TRUE(run.eos) << run.error_debug;
+  check_against_python(run, [](GstBuffer *b) { return b; }, {1, 3, 12, 20}, {1, 2, 12, 20});
+}
+
+#if TM_TEST_HAVE_GL
+/* The GL tensorconvert path: a PBO tensor read in place by the CPU provider. */
+TEST(TensorInfer, GlConvertPathEqualsOnnxRuntimePython) {
+  REQUIRE_MODELS();
+  std::string no_gl;
+  if (!tmtest::shared_worker(&no_gl))
+    GTEST_SKIP() << "no headless GL context: " << no_gl;
+  tmtest::PipelineRun run;
+  InferHandle infer;
+  run_weighted("tensorupload storage=pbo ! " + kConvert + "backend=gl ", &run, &infer, [&](GstElement *pipeline) {
+    GstContext *context = gst_context_new_tensor_gl_worker(tmtest::shared_worker(&no_gl), TRUE);
+    gst_element_set_context(pipeline, context);
+    gst_context_unref(context);
+  });
+  ASSERT_TRUE(run.eos) << run.error_debug;
+  check_against_python(run, [](GstBuffer *b) { return b; }, {1, 3, 16, 16}, {1, 2, 16, 16});
+  EXPECT_EQ(tmtest::copied_bytes(infer.element), 0u);
+}
+#endif
+
+/* A uint8 NHWC model: per-channel sums, checked against a plain sum of the
+ * tensor's bytes (no Python needed). */
+TEST(TensorInfer, Uint8NhwcTensorsReachTheModelByteExact) {
+  REQUIRE_MODELS();
+  tmtest::PipelineRun run;
+  tmtest::run_pipeline(kSource + "tensorconvert width=8 height=8 layout=nhwc dtype=uint8 ! tensorinfer model=" +
+                           model("bytes.onnx") + " ! appsink name=sink",
+                       &run);
+  ASSERT_TRUE(run.eos) << run.error_debug;
+  ASSERT_FALSE(run.samples.empty());
+  for (GstSample *sample : run.samples) {
+    GstBuffer *buffer = gst_sample_get_buffer(sample);
+    const std::vector<guint8> pixels = bytes_of(buffer);
+    ASSERT_EQ(pixels.size(), 8u * 8 * 3);
+    float want[3] = {0, 0, 0};
+    for (std::size_t i = 0; i < pixels.size(); ++i)
+      want[i % 3] += pixels[i];
+    const GstTensor *sums = tensor_named(buffer, "sums");
+    ASSERT_NE(sums, nullptr);
+    EXPECT_EQ(dims_of(sums), (std::vector<gsize>{1, 3}));
+    const std::vector<float> got = floats_of(bytes_of(sums->data));
+    ASSERT_EQ(got.size(), 3u);
+    for (int c = 0; c < 3; ++c)
+      EXPECT_EQ(got[c], want[c]) << "channel " << c;
+  }
+}
+
+/* Three batches of two from appsrc (system memory, each in `pieces`
+ * memories) through weighted.onnx: the open batch dimension takes 2 and
+ * every output equals the Python reference on its batch. tensorinfer's
+ * copied-bytes, and the bytes of one batch, in `*copied` and `*batch_bytes`. */
+void check_batches(guint pieces, guint64 *copied, gsize *batch_bytes) {
+  tmtest::PipelineRun run;
+  InferHandle infer;
+  std::vector<std::vector<guint8>> inputs;
+  run_batches("model=" + model("weighted.onnx"), pieces, &run, &infer, &inputs);
+  ASSERT_TRUE(run.eos) << run.error_debug;
+  ASSERT_EQ(run.samples.size(), inputs.size());
+  *copied = tmtest::copied_bytes(infer.element);
+  *batch_bytes = inputs[0].size();
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    GstBuffer *buffer = gst_sample_get_buffer(run.samples[i]);
+    const GstTensor *scores = tensor_named(buffer, "scores");
+    ASSERT_NE(scores, nullptr);
+    EXPECT_EQ(dims_of(scores), (std::vector<gsize>{2, 2}));
+    std::string skip;
+    std::map<std::string, Output> want = python_reference(model("weighted.onnx"), inputs[i], {2, 3, 4, 5}, &skip);
+    if (!skip.empty())
+      GTEST_SKIP() << skip;
+    expect_close(bytes_of(scores->data), want["scores"].bytes, "scores");
+    expect_close(bytes_of(tensor_named(buffer, "features")->data), want["features"].bytes, "features");
+  }
+}
+
+TEST(TensorInfer, BatchesTakeTheOpenFirstDimension) {
+  REQUIRE_MODELS();
+  guint64 copied = 1;
+  gsize bytes = 0;
+  check_batches(1, &copied, &bytes);
+  EXPECT_EQ(copied, 0u);
+}
+
+/* A tensor in two memories cannot be read in place: gathered once and
+ * counted (or refused under require-zero-copy, below). */
+TEST(TensorInfer, ATensorInSeveralMemoriesIsGatheredAndCounted) {
+  REQUIRE_MODELS();
+  guint64 copied = 0;
+  gsize bytes = 0;
+  check_batches(2, &copied, &bytes);
+  EXPECT_EQ(copied, 3u * bytes);
+}
+
+TEST(TensorInfer, RequireZeroCopyRefusesATensorInSeveralMemories) {
+  REQUIRE_MODELS();
+  tmtest::PipelineRun run;
+  InferHandle infer;
+  std::vector<std::vector<guint8>> inputs;
+  run_batches("require-zero-copy=true model=" + model("weighted.onnx"), 2, &run, &infer, &inputs);
+  EXPECT_FALSE(run.eos);
+  EXPECT_NE(run.error_debug.find("require-zero-copy"), std::string::npos) << run.error_debug;
+  EXPECT_EQ(tmtest::copied_bytes(infer.element), 0u);
+}
+
+/* output=tensors: an other/tensors buffer of one memory per output, caps
+ * describing them NNStreamer's way, bytes equal to output=meta's. */
+TEST(TensorInfer, TensorsOutputIsAnOtherTensorsBufferOfTheOutputs) {
+  REQUIRE_MODELS();
+  const std::string head = kSource + kConvert + "! tensorinfer model=" + model("weighted.onnx");
+  tmtest::PipelineRun as_meta, as_tensors;
+  tmtest::run_pipeline(head + " ! appsink name=sink", &as_meta);
+  tmtest::run_pipeline(head + " output=tensors ! appsink name=sink", &as_tensors);
+  ASSERT_TRUE(as_meta.eos) << as_meta.error_debug;
+  ASSERT_TRUE(as_tensors.eos) << as_tensors.error_debug;
+  ASSERT_EQ(as_tensors.samples.size(), as_meta.samples.size());
+  const GstStructure *s = gst_caps_get_structure(gst_sample_get_caps(as_tensors.samples[0]), 0);
+  EXPECT_TRUE(gst_structure_has_name(s, "other/tensors"));
+  gint n = 0;
+  EXPECT_TRUE(gst_structure_get_int(s, "num_tensors", &n));
+  EXPECT_EQ(n, 2);
+  EXPECT_STREQ(gst_structure_get_string(s, "types"), "float32,float32");
+  EXPECT_STREQ(gst_structure_get_string(s, "dimensions"), "16:16:2:1,2:1");
+  for (std::size_t i = 0; i < as_meta.samples.size(); ++i) {
+    GstBuffer *out = gst_sample_get_buffer(as_tensors.samples[i]);
+    GstBuffer *meta_buffer = gst_sample_get_buffer(as_meta.samples[i]);
+    ASSERT_EQ(gst_buffer_n_memory(out), 2u);
+    GstBuffer *features = gst_buffer_copy_region(out, GST_BUFFER_COPY_MEMORY, 0, 16 * 16 * 2 * 4);
+    EXPECT_EQ(bytes_of(features), bytes_of(tensor_named(meta_buffer, "features")->data));
+    gst_buffer_unref(features);
+    GstMapInfo map;
+    ASSERT_TRUE(gst_buffer_map_range(out, 1, 1, &map, GST_MAP_READ));
+    EXPECT_EQ(std::vector<guint8>(map.data, map.data + map.size), bytes_of(tensor_named(meta_buffer, "scores")->data));
+    gst_buffer_unmap(out, &map);
+    EXPECT_EQ(GST_BUFFER_PTS(out), GST_BUFFER_PTS(meta_buffer));
+  }
+}
+
+/* ORT writes into pooled buffers: over 12 frames whose outputs are dropped
+ * at once, almost every frame's output memory is one seen before. A mark
+ * (qdata) on the memory, not its address, tells: a freed memory loses the
+ * mark, and malloc may hand a new one the old address. */
+TEST(TensorInfer, OutputBuffersAreRecycledFromAPool) {
+  REQUIRE_MODELS();
+  struct Seen {
+    guint frames = 0;
+    guint recycled = 0;
+  } seen;
+  tmtest::PipelineRun run;
+  tmtest::run_pipeline("videotestsrc num-buffers=12 ! video/x-raw,format=RGBA,width=32,height=32 ! " + kConvert +
+                           "! tensorinfer name=infer model=" + model("weighted.onnx") + " ! fakesink",
+                       &run, nullptr, [&seen](GstElement *pipeline) {
+                         GstElement *infer = gst_bin_get_by_name(GST_BIN(pipeline), "infer");
+                         GstPad *src = gst_element_get_static_pad(infer, "src");
+                         gst_pad_add_probe(
+                             src, GST_PAD_PROBE_TYPE_BUFFER,
+                             [](GstPad *, GstPadProbeInfo *info, gpointer data) {
+                               auto *s = static_cast<Seen *>(data);
+                               if (const GstTensor *scores = tensor_named(GST_PAD_PROBE_INFO_BUFFER(info), "scores")) {
+                                 static const GQuark mark = g_quark_from_static_string("tensorinfer-test-seen");
+                                 auto *memory = GST_MINI_OBJECT_CAST(gst_buffer_peek_memory(scores->data, 0));
+                                 s->recycled += gst_mini_object_get_qdata(memory, mark) != nullptr;
+                                 gst_mini_object_set_qdata(memory, mark, GINT_TO_POINTER(1), nullptr);
+                                 ++s->frames;
+                               }
+                               return GST_PAD_PROBE_OK;
+                             },
+                             &seen, nullptr);
+                         gst_object_unref(src);
+                         gst_object_unref(infer);
+                       });
+  ASSERT_TRUE(run.eos) << run.error_debug;
+  EXPECT_EQ(seen.frames, 12u);
+  EXPECT_GE(seen.recycled, 9u) << "output memory should come back to the pool and be reused";
+}
+
+/* A wrong setup: one element error from tensorinfer naming the problem,
+ * and the pipeline goes back to NULL. */
+struct WrongSetup {
+  const char *name;
+  bool tensor_input; // through tensorconvert, or the raw video frame
+  const char *props;
+  const char *model;
+  const char *text;
+};
+
+class TensorInferErrors : public ::testing::TestWithParam<WrongSetup> {};
+
+TEST_P(TensorInferErrors, OneElementErrorNamingTheProblem) {
+  REQUIRE_MODELS();
+  const WrongSetup &w = GetParam();
+  expect_one_infer_error(kSource + (w.tensor_input ? kConvert + "! " : "") + "tensorinfer name=infer " + w.props +
+                             " model=" + model(w.model) + " ! fakesink",
+                         w.text);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    , TensorInferErrors,
+    ::testing::Values(WrongSetup{"MissingModelFile", true, "", "absent.onnx", "does not exist"},
+                      WrongSetup{"FileThatIsNoOnnxModel", true, "", "garbage.onnx", "ONNX Runtime refused model"},
+                      WrongSetup{"ShapeMismatch", true, "", "wide.onnx",
+                                 "takes float32 [1,3,32,32]; the stream's tensor is float32 [1,3,16,16] (dimension 2"},
+                      WrongSetup{
+                          "ElementTypeMismatch", true, "", "bytes.onnx",
+                          "takes uint8 [1,8,8,3]; the stream's tensor is float32 [1,3,16,16] (element type differs)"},
+                      // Debian's ONNX Runtime is CPU-only.
+                      WrongSetup{"CudaProviderAbsent", true, "execution-provider=cuda", "weighted.onnx",
+                                 "has no CUDA execution provider"},
+                      WrongSetup{"VideoFrameWithoutTensorMeta", false, "", "weighted.onnx", "without a GstTensorMeta"}),
+    [](const ::testing::TestParamInfo<WrongSetup> &info) { return std::string(info.param.name); });
+
+/* execution-provider=auto on a runtime without CUDA runs on the CPU. */
+TEST(TensorInfer, AutoProviderFallsBackToTheCpu) {
+  REQUIRE_MODELS();
+  tmtest::PipelineRun run;
+  tmtest::run_pipeline(kSource + kConvert + "! tensorinfer execution-provider=auto threads=1 model=" +
+                           model("weighted.onnx") + " ! appsink name=sink",
+                       &run);
+  EXPECT_TRUE(run.eos) << run.error_debug;
+  EXPECT_EQ(run.samples.size(), 4u);
+}
