@@ -816,7 +816,11 @@ struct CpuWaitRig : Rig {
 
   CpuWaitRig() : Rig(256, 1, D3d11Capabilities{.context4 = false}), producer(second_device()) {
     auto made = producer->create_fence(0, true);
-    EXPECT_TRUE(made) << made.error().message();
+    // A device without ID3D11Device5 (Wine's) has no fences to make: the
+    // tests skip (waits_on_cpu); one that claims it must make one.
+    if (producer->capabilities().device5) {
+      EXPECT_TRUE(made) << made.error().message();
+    }
     if (!made)
       return;
     fence = *made;
