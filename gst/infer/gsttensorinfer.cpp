@@ -416,14 +416,15 @@ GstFlowReturn run_model(GstTensorMemInfer *self, GstBuffer *inbuf, const InputTe
                       (nullptr));
     return GST_FLOW_ERROR;
   }
-  for (GstBuffer *fenced : {inbuf, input.data}) {
-    const GstFlowReturn waited = gst_tensor_mem_element_wait_fences(
-        GST_ELEMENT(self), fenced, GST_TENSOR_MEM_FENCE_DEFAULT_TIMEOUT, self->waits, nullptr);
-    if (waited != GST_FLOW_OK)
-      return waited;
-    if (input.data == inbuf)
-      break;
-  }
+  // The frame's fences, and the tensor's where it is a buffer of its own
+  // (a GstTensorMeta's data).
+  GstFlowReturn waited = gst_tensor_mem_element_wait_fences(GST_ELEMENT(self), inbuf,
+                                                            GST_TENSOR_MEM_FENCE_DEFAULT_TIMEOUT, self->waits, nullptr);
+  if (waited == GST_FLOW_OK && input.data != inbuf)
+    waited = gst_tensor_mem_element_wait_fences(GST_ELEMENT(self), input.data, GST_TENSOR_MEM_FENCE_DEFAULT_TIMEOUT,
+                                                self->waits, nullptr);
+  if (waited != GST_FLOW_OK)
+    return waited;
 
   GstMapInfo in_map;
   const void *in_bytes = nullptr;
