@@ -234,6 +234,16 @@ gboolean gst_tensor_convert_set_caps(GstBaseTransform *trans, GstCaps *incaps, G
   return self->converter->set_caps(settings_of(self), incaps, outcaps);
 }
 
+/* A batching element downstream (tensorbatch) proposes a pool of its slots:
+ * the CPU path then writes each tensor straight into its slot. */
+gboolean gst_tensor_convert_decide_allocation(GstBaseTransform *trans, GstQuery *query) {
+  auto *self = GST_TENSOR_CONVERT(trans);
+  if (!GST_BASE_TRANSFORM_CLASS(gst_tensor_convert_parent_class)->decide_allocation(trans, query))
+    return FALSE;
+  self->converter->adopt_slot_pool(query);
+  return TRUE;
+}
+
 GstFlowReturn gst_tensor_convert_prepare_output_buffer(GstBaseTransform *trans, GstBuffer *inbuf, GstBuffer **outbuf) {
   auto *self = GST_TENSOR_CONVERT(trans);
   GST_OBJECT_LOCK(self);
@@ -442,6 +452,7 @@ static void gst_tensor_convert_class_init(GstTensorMemConvertClass *klass) {
   trans_class->transform_caps = gst_tensor_convert_transform_caps;
   trans_class->set_caps = gst_tensor_convert_set_caps;
   trans_class->prepare_output_buffer = gst_tensor_convert_prepare_output_buffer;
+  trans_class->decide_allocation = gst_tensor_convert_decide_allocation;
   trans_class->transform = gst_tensor_convert_transform;
   trans_class->start = gst_tensor_convert_start;
   trans_class->stop = gst_tensor_convert_stop;

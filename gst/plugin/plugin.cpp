@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
+#include "gsttensorbatch.h"
 #include "gsttensorconvert.h"
 #include "gsttensorcudaimport.h"
 #include "gsttensordownload.h"
@@ -15,7 +16,8 @@ static gboolean plugin_init(GstPlugin *plugin) {
          gst_element_register(plugin, "tensorcudaimport", GST_RANK_NONE, GST_TYPE_TENSOR_CUDA_IMPORT) &&
          gst_element_register(plugin, "tensorinspect", GST_RANK_NONE, GST_TYPE_TENSOR_INSPECT) &&
          gst_element_register(plugin, "tensorconvert", GST_RANK_NONE, GST_TYPE_TENSOR_CONVERT) &&
-         gst_element_register(plugin, "tensorsync", GST_RANK_NONE, GST_TYPE_TENSOR_SYNC);
+         gst_element_register(plugin, "tensorsync", GST_RANK_NONE, GST_TYPE_TENSOR_SYNC) &&
+         gst_element_register(plugin, "tensorbatch", GST_RANK_NONE, GST_TYPE_TENSOR_BATCH);
 }
 
 GST_PLUGIN_DEFINE(GST_VERSION_MAJOR, GST_VERSION_MINOR, tensormem,

@@ -84,6 +84,12 @@ public:
    * element error naming what does not fit. */
   gboolean set_caps(const ConvertSettings &s, GstCaps *incaps, GstCaps *outcaps);
   bool negotiated() const;
+  /* GstBaseTransform::decide_allocation, after set_caps: on the CPU path
+   * with output=tensor, a downstream pool of batch slots
+   * (GST_BUFFER_POOL_OPTION_TENSOR_MEM_BATCH_SLOT, from tensorbatch) whose
+   * buffers hold the tensor replaces the converter's own, so each tensor is
+   * written in place into its slot of the batch. TRUE when it was taken. */
+  gboolean adopt_slot_pool(GstQuery *query);
   /* output=tensor: an output buffer of the pool, sized to the tensor. */
   GstFlowReturn acquire(GstBuffer **out);
   /* output=tensor: converts `in` into `out`. output=meta: converts `in` into

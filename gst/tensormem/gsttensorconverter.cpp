@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include <gst/tensormem/gsttensorconverter-private.h>
+#include <gst/tensormem/gsttensorbatchmeta.h>
 
 #include <gst/tensormem/gsttensordmabuf.h>
 #include <gst/tensormem/gsttensorfencemeta.h>
@@ -701,6 +702,41 @@ gboolean TensorConverter::set_caps(const ConvertSettings &s, GstCaps *incaps, Gs
                   impl->use_gl ? "GL compute pass"
                                : (std::to_string(impl->workers->threads()) + " CPU thread(s)").c_str());
   impl_ = std::move(impl);
+  return TRUE;
+}
+
+gboolean TensorConverter::adopt_slot_pool(GstQuery *query) {
+  if (!negotiated() || impl_->use_gl || impl_->output_meta || gst_query_get_n_allocation_pools(query) == 0)
+    return FALSE;
+  GstBufferPool *pool = nullptr;
+  guint size = 0, min = 0, max = 0;
+  gst_query_parse_nth_allocation_pool(query, 0, &pool, &size, &min, &max);
+  if (!pool)
+    return FALSE;
+  const gsize bytes = impl_->converter->output_bytes();
+  if (!gst_buffer_pool_has_option(pool, GST_BUFFER_POOL_OPTION_TENSOR_MEM_BATCH_SLOT) || size < bytes) {
+    gst_object_unref(pool);
+    return FALSE;
+  }
+  // An active pool was configured by whoever activated it (the element
+  // before a renegotiation); an inactive one gets its size from us.
+  bool usable = true;
+  if (!gst_buffer_pool_is_active(pool)) {
+    GstStructure *config = gst_buffer_pool_get_config(pool);
+    GstCaps *caps = nullptr;
+    gst_buffer_pool_config_get_params(config, &caps, nullptr, nullptr, nullptr);
+    gst_buffer_pool_config_set_params(config, caps, size, min, max);
+    usable = gst_buffer_pool_set_config(pool, config);
+  }
+  if (!usable || !gst_buffer_pool_set_active(pool, TRUE)) {
+    GST_WARNING_OBJECT(element_, "downstream's slot pool %" GST_PTR_FORMAT " cannot be used; its slots get copies",
+                       pool);
+    gst_object_unref(pool);
+    return FALSE;
+  }
+  impl_->drop_pool();
+  impl_->pool = pool;
+  GST_INFO_OBJECT(element_, "writing tensors in place into downstream's batch slots (%" GST_PTR_FORMAT ")", pool);
   return TRUE;
 }
 

@@ -6,6 +6,7 @@
 // clang-format on
 
 #include <gst/tensormem/gsttensorbasememory.h>
+#include <gst/tensormem/gsttensorbatchmeta.h>
 #include <gst/tensormem/gsttensorbufferpool.h>
 #include <gst/tensormem/gsttensorcudameta.h>
 #include <gst/tensormem/gsttensord3d11.h>

@@ -1,0 +1,1396 @@
+// SPDX-License-Identifier: Apache-2.0
+/**
+ * SECTION:element-tensorbatch
+ * @title: tensorbatch
+ *
+ * Gathers one tensor from each of several streams into one batched tensor:
+ * N streams of `other/tensors` (one tensor each, all of the same type and
+ * dimensions) become one `other/tensors` stream whose tensor has a batch
+ * axis of `batch-size` slots, slot i holding stream i's tensor (NCHW in,
+ * N×C×H×W out; NHWC in, N×H×W×C out). The batch axis is the per-stream
+ * tensor's outermost axis where that is 1 (the batch of one tensorconvert
+ * makes), else a new outermost axis.
+ *
+ * Slots are written in place: each sink pad answers its allocation query
+ * with a pool whose buffers are windows of the batch being assembled, and
+ * `tensorconvert`'s CPU path takes such a pool, so each stream's tensor is
+ * written straight into its slot and the whole batch goes downstream as one
+ * buffer over one allocation, without a copy. A buffer that is not its
+ * slot's window (a producer that ignored the pool, or a frame that missed
+ * its batch) is copied into the slot, counted in `copied-bytes` and refused
+ * under `require-zero-copy`. Fences on the slots' buffers travel with the
+ * batch; a batch's allocation is used again only when every buffer over it
+ * (the batch and each slot's window) has been released.
+ *
+ * A batch leaves when every stream that has not ended has filled its slot;
+ * with `timeout` set, also when that long has passed since its first slot
+ * was filled (a partial batch: the empty slots are zero and flagged), so a
+ * stalled stream does not stall the others. Each batch carries a
+ * #GstTensorMemBatchMeta saying per slot which stream it came from, its
+ * timestamps, whether it was filled (or copied) and how the frame was fitted
+ * (from #GstTensorMemResizeMeta), so results map back to each stream's frame;
+ * on GStreamer 1.26 also a GstTensorMeta with the batched dims. The batch's
+ * timestamp is the earliest of its frames'. A stream that ends stops being
+ * waited for; EOS goes out when every stream has ended.
+ *
+ * `batch-size` 0 (the default) makes one slot per sink pad; pads requested
+ * or released while playing change the batch (and the caps) at the next
+ * batch boundary. A fixed `batch-size` keeps the tensor's shape, for models
+ * exported with a fixed batch: slots no pad feeds stay empty, and more pads
+ * than slots are refused.
+ *
+ * Memory: system memory, or one DMA-BUF per batch where the streams
+ * negotiate `memory:DMABuf`.
+ *
+ * ## Example launch line
+ * |[
+ * gst-launch-1.0 tensorbatch name=b ! fakesink \
+ *     videotestsrc num-buffers=30 ! tensorconvert width=224 height=224 ! b.sink_0 \
+ *     videotestsrc num-buffers=30 pattern=ball ! tensorconvert width=224 height=224 ! b.sink_1
+ * ]|
+ *
+ * Since: 0.1
+ */
+#include "gsttensorbatch.h"
+
+#include <gst/tensormem/gsttensorbatchmeta.h>
+#include <gst/tensormem/gsttensorcaps.h>
+#include <gst/tensormem/gsttensordmabuf.h>
+#include <gst/tensormem/gsttensorfencemeta.h>
+#include <gst/tensormem/gsttensormemconfig.h>
+#include <gst/tensormem/gsttensormemresizemeta.h>
+#include <gst/tensormem/gsttensorstorage.h>
+
+#include <gio/gio.h>
+#include <gst/allocators/allocators.h>
+#if GST_TENSORMEM_HAVE_TENSOR_META
+#include <gst/analytics/analytics.h>
+#endif
+#ifdef G_OS_UNIX
+#include <sys/mman.h>
+#include <unistd.h>
+#endif
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstring>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+GST_DEBUG_CATEGORY_STATIC(gst_tensor_batch_debug);
+#define GST_CAT_DEFAULT gst_tensor_batch_debug
+
+namespace {
+
+constexpr guint kNoSlot = G_MAXUINT;
+/* How many batches may be open at once: the one being filled and the next,
+ * which a stream that is a frame ahead writes into. */
+constexpr guint64 kDepth = 2;
+constexpr gsize kFreeKept = 4; // recycled allocations kept beyond those in use
+constexpr gsize kAlign = 64;
+
+enum class Kind { System, DmaBuf };
+
+struct Shared;
+
+/* One allocation of n_slots × slot_bytes, used by one batch at a time and
+ * recycled when the last buffer over it is released. */
+struct Storage {
+  std::weak_ptr<Shared> owner;
+  std::atomic<int> refs{0};
+  Kind kind = Kind::System;
+  gsize slot_bytes = 0, bytes = 0;
+  guint n_slots = 0;
+  std::byte *data = nullptr; // the CPU's view: heap, or the DMA-BUF mapped
+  int fd = -1;               // DMA-BUF only
+  GstMemory *root = nullptr; // DMA-BUF only: the allocation, owning fd
+
+  ~Storage() {
+#ifdef G_OS_UNIX
+    if (root) {
+      munmap(data, bytes);
+      gst_memory_unref(root);
+      return;
+    }
+#endif
+    std::free(data);
+  }
+  void ref() { refs.fetch_add(1, std::memory_order_relaxed); }
+  void unref();
+};
+
+/* What a memory over a storage says about itself (qdata): which storage,
+ * which batch and which slot (kNoSlot: the whole batch). Holds one reference
+ * to the storage. */
+struct Tag {
+  Storage *storage;
+  guint64 seq;
+  guint slot;
+};
+
+GQuark tag_quark() {
+  static GQuark quark = g_quark_from_static_string("GstTensorMemBatchTag");
+  return quark;
+}
+
+void tag_free(gpointer data) {
+  auto *tag = static_cast<Tag *>(data);
+  tag->storage->unref();
+  delete tag;
+}
+
+const Tag *tag_of(GstBuffer *buffer) {
+  if (gst_buffer_n_memory(buffer) != 1)
+    return nullptr;
+  return static_cast<const Tag *>(
+      gst_mini_object_get_qdata(GST_MINI_OBJECT_CAST(gst_buffer_peek_memory(buffer, 0)), tag_quark()));
+}
+
+struct PadState {
+  guint id = 0;
+  GstPad *pad = nullptr; // not owned: the pad owns its state's lifetime through the element
+  std::string name;
+  guint slot = kNoSlot;
+  guint64 next_acquire = 0;
+  bool eos = false, flushing = false;
+};
+
+struct SlotRecord {
+  GstBuffer *frame = nullptr; // the stream's buffer, kept for its metas until the batch leaves
+  bool filled = false, copied = false;
+  bool acquired = false; // a window of this slot is out, not yet back in a chain
+  std::string stream;
+};
+
+struct Batch {
+  Storage *storage = nullptr; // one reference
+  std::vector<SlotRecord> slots;
+  guint filled = 0;
+  gint64 first_fill = 0; // monotonic µs
+};
+
+void release_batch(Batch &batch) {
+  for (SlotRecord &slot : batch.slots)
+    gst_clear_buffer(&slot.frame);
+  if (batch.storage)
+    batch.storage->unref();
+  batch.storage = nullptr;
+}
+
+/* Everything the streaming threads, the pools and the timer share, under
+ * `lock`. Pools hold it by weak reference, so a pool upstream keeps
+ * nothing of a disposed element alive. */
+struct Shared {
+  std::mutex lock;
+  std::condition_variable cond;
+
+  // Properties.
+  guint batch_size = 0;
+  GstClockTime timeout = 0;
+  bool require_zero_copy = false;
+  GstTensorMemStorage storage = GST_TENSOR_STORAGE_AUTO;
+
+  // Negotiation: the per-stream tensor and the layout of a batch.
+  bool negotiated = false;
+  GstCaps *stream_caps = nullptr; // the first stream's, without framerate
+  gst_tensormem::TensorCaps tensor;
+  Kind kind = Kind::System;
+  gsize slot_bytes = 0;
+  guint n_slots = 0;
+  bool relayout = false; // pads changed under batch-size 0: a new layout at the next boundary
+  bool caps_changed = false;
+
+  std::vector<std::unique_ptr<PadState>> pads;
+  guint next_pad_id = 0;
+  std::deque<Batch> open; // open[k] is batch cur_seq + k
+  guint64 cur_seq = 0;
+  std::mutex spare_lock; // after `lock`; alone where an allocation comes back from any thread
+  std::vector<Storage *> spare;
+
+  bool running = false; // READY→PAUSED .. PAUSED→READY
+  bool kick = false;    // the timer thread should check whether the front batch can leave
+  GstFlowReturn last_flow = GST_FLOW_OK;
+  std::atomic<guint64> copied_bytes{0}, batches{0}, partial_batches{0};
+
+  ~Shared() {
+    for (Batch &batch : open)
+      release_batch(batch);
+    for (Storage *s : spare)
+      delete s;
+    gst_clear_caps(&stream_caps);
+  }
+
+  PadState *pad(guint id) {
+    for (auto &p : pads)
+      if (p->id == id)
+        return p.get();
+    return nullptr;
+  }
+
+  Storage *new_storage(const std::shared_ptr<Shared> &self) {
+    std::vector<Storage *> unfit;
+    Storage *found = nullptr;
+    {
+      std::lock_guard<std::mutex> guard(spare_lock);
+      while (!spare.empty() && !found) {
+        Storage *s = spare.back();
+        spare.pop_back();
+        if (s->slot_bytes == slot_bytes && s->n_slots == n_slots && s->kind == kind)
+          found = s;
+        else
+          unfit.push_back(s); // of a layout before the current one
+      }
+    }
+    for (Storage *s : unfit)
+      delete s;
+    if (found) {
+      found->ref();
+      return found;
+    }
+    auto *s = new Storage();
+    s->owner = self;
+    s->kind = kind;
+    s->slot_bytes = slot_bytes;
+    s->n_slots = n_slots;
+    s->bytes = slot_bytes * n_slots;
+    if (kind == Kind::DmaBuf) {
+#ifdef G_OS_UNIX
+      // One DMA-BUF (a heap's or a memfd, as the tensor DMA-BUF allocator
+      // finds) per batch; its windows are dmabuf memories over dups of it.
+      GstAllocator *allocator = gst_tensor_dmabuf_allocator_get();
+      s->root = gst_allocator_alloc(allocator, s->bytes, nullptr);
+      gst_object_unref(allocator);
+      if (s->root)
+        s->fd = gst_dmabuf_memory_get_fd(s->root);
+      void *map = s->fd >= 0 ? mmap(nullptr, s->bytes, PROT_READ | PROT_WRITE, MAP_SHARED, s->fd, 0) : MAP_FAILED;
+      if (map == MAP_FAILED) {
+        if (s->root)
+          gst_memory_unref(s->root);
+        s->root = nullptr;
+        delete s;
+        return nullptr;
+      }
+      s->data = static_cast<std::byte *>(map);
+#endif
+    } else {
+      s->data = static_cast<std::byte *>(std::aligned_alloc(kAlign, (s->bytes + kAlign - 1) / kAlign * kAlign));
+    }
+    if (!s->data) {
+      delete s;
+      return nullptr;
+    }
+    s->ref();
+    return s;
+  }
+
+  /* Batch `seq` (>= cur_seq, < cur_seq + kDepth), opened with its
+   * allocation where it was not yet; NULL when no allocation can be made. */
+  Batch *batch(guint64 seq, const std::shared_ptr<Shared> &self) {
+    while (open.size() <= seq - cur_seq) {
+      Batch b;
+      b.storage = new_storage(self);
+      if (!b.storage)
+        return nullptr;
+      b.slots.resize(n_slots);
+      open.push_back(std::move(b));
+    }
+    return &open[seq - cur_seq];
+  }
+
+  /* Whether every stream that has not ended has filled its slot of `b`. */
+  bool complete(const Batch &b) const {
+    if (b.filled == 0)
+      return false;
+    for (const auto &p : pads)
+      if (p->slot != kNoSlot && p->slot < b.slots.size() && !p->eos && !b.slots[p->slot].filled)
+        return false;
+    return true;
+  }
+
+  bool all_ended() const {
+    for (const auto &p : pads)
+      if (!p->eos)
+        return false;
+    return true;
+  }
+
+  /* The slots, one per pad (batch-size 0) or the lowest free one each. */
+  void assign_slots() {
+    if (batch_size == 0) {
+      guint i = 0;
+      for (auto &p : pads)
+        p->slot = i++;
+      return;
+    }
+    std::vector<bool> used(batch_size, false);
+    for (auto &p : pads)
+      if (p->slot != kNoSlot && p->slot < batch_size && !used[p->slot])
+        used[p->slot] = true;
+      else
+        p->slot = kNoSlot;
+    for (auto &p : pads) {
+      if (p->slot != kNoSlot)
+        continue;
+      for (guint i = 0; i < batch_size; ++i)
+        if (!used[i]) {
+          used[i] = true;
+          p->slot = i;
+          break;
+        }
+    }
+  }
+
+  /* Forgets the open batches (windows out of them become late: copied) and
+   * the spare allocations of another size. */
+  void discard_open() {
+    cur_seq += open.size() + kDepth;
+    for (Batch &b : open)
+      release_batch(b);
+    open.clear();
+  }
+
+  /* A new layout for batch-size 0 after pads came or went; only where no
+   * frame is waiting in the front batch. */
+  void apply_relayout() {
+    discard_open();
+    const guint n = batch_size ? batch_size : std::max<guint>(1, static_cast<guint>(pads.size()));
+    if (n != n_slots) {
+      n_slots = n;
+      caps_changed = true;
+    }
+    assign_slots();
+    relayout = false;
+  }
+};
+
+void Storage::unref() {
+  if (refs.fetch_sub(1, std::memory_order_acq_rel) != 1)
+    return;
+  // Any thread, with or without the element's lock held: only the spare
+  // list's own lock is taken here.
+  if (std::shared_ptr<Shared> shared = owner.lock()) {
+    std::lock_guard<std::mutex> guard(shared->spare_lock);
+    if (shared->spare.size() < kFreeKept) {
+      shared->spare.push_back(this);
+      return;
+    }
+  }
+  delete this;
+}
+
+/* A memory over bytes [offset, offset + size) of `s`, tagged (one more
+ * reference to `s`). */
+GstMemory *window(Storage *s, guint64 seq, guint slot, gsize offset, gsize size) {
+  GstMemory *mem = nullptr;
+  if (s->kind == Kind::DmaBuf) {
+#ifdef G_OS_UNIX
+    static GstAllocator *plain = gst_dmabuf_allocator_new(); // lives as long as the process, as GStreamer's own do
+    const int fd = dup(s->fd);
+    if (fd < 0)
+      return nullptr;
+    mem = gst_dmabuf_allocator_alloc(plain, fd, s->bytes);
+    if (!mem) {
+      close(fd);
+      return nullptr;
+    }
+    gst_memory_resize(mem, static_cast<gssize>(offset), size);
+#endif
+  } else {
+    mem = gst_memory_new_wrapped(static_cast<GstMemoryFlags>(0), s->data + offset, size, 0, size, nullptr, nullptr);
+  }
+  if (!mem)
+    return nullptr;
+  s->ref();
+  gst_mini_object_set_qdata(GST_MINI_OBJECT_CAST(mem), tag_quark(), new Tag{s, seq, slot}, tag_free);
+  return mem;
+}
+
+std::string dims_string(const std::vector<std::int64_t> &outermost_first) {
+  std::string out;
+  for (auto it = outermost_first.rbegin(); it != outermost_first.rend(); ++it) {
+    if (!out.empty())
+      out += ':';
+    out += std::to_string(*it);
+  }
+  return out;
+}
+
+/* The batched tensor's shape, outermost first. */
+std::vector<std::int64_t> batched_shape(const gst_tensormem::TensorCaps &t, guint n) {
+  std::vector<std::int64_t> shape = t.shape;
+  if (!shape.empty() && shape.front() == 1)
+    shape.front() = n;
+  else
+    shape.insert(shape.begin(), n);
+  return shape;
+}
+
+} // namespace
+
+/* ---- the slot pool: windows of the batch a pad fills next ---- */
+
+#define GST_TYPE_TENSOR_BATCH_SLOT_POOL (gst_tensor_batch_slot_pool_get_type())
+G_DECLARE_FINAL_TYPE(GstTensorMemBatchSlotPool, gst_tensor_batch_slot_pool, GST, TENSOR_BATCH_SLOT_POOL, GstBufferPool)
+
+struct _GstTensorMemBatchSlotPool {
+  GstBufferPool parent;
+  std::weak_ptr<Shared> *shared;
+  guint pad_id;
+};
+
+G_DEFINE_TYPE(GstTensorMemBatchSlotPool, gst_tensor_batch_slot_pool, GST_TYPE_BUFFER_POOL)
+
+static const gchar **gst_tensor_batch_slot_pool_get_options(GstBufferPool *) {
+  static const gchar *options[] = {GST_BUFFER_POOL_OPTION_TENSOR_MEM_BATCH_SLOT, nullptr};
+  return options;
+}
+
+/* Each buffer is made for the batch its pad fills next, so nothing is kept:
+ * released buffers are freed (their window's reference to the batch goes). */
+static GstFlowReturn gst_tensor_batch_slot_pool_acquire(GstBufferPool *pool, GstBuffer **buffer,
+                                                        GstBufferPoolAcquireParams *) {
+  auto *self = GST_TENSOR_BATCH_SLOT_POOL(pool);
+  std::shared_ptr<Shared> shared = self->shared->lock();
+  if (!shared)
+    return GST_FLOW_FLUSHING;
+  std::unique_lock<std::mutex> lock(shared->lock);
+  for (;;) {
+    if (GST_BUFFER_POOL_IS_FLUSHING(pool) || !shared->running)
+      return GST_FLOW_FLUSHING;
+    PadState *pad = shared->pad(self->pad_id);
+    if (!pad || pad->flushing)
+      return GST_FLOW_FLUSHING;
+    if (!shared->negotiated)
+      return GST_FLOW_NOT_NEGOTIATED;
+    if (pad->slot == kNoSlot) { // a pad that came while a batch was filling: a slot at the next boundary
+      shared->cond.wait(lock);
+      continue;
+    }
+    const guint64 seq = std::max(pad->next_acquire, shared->cur_seq);
+    if (seq >= shared->cur_seq + kDepth) { // a frame ahead already: wait for the front batch to leave
+      shared->cond.wait(lock);
+      continue;
+    }
+    Batch *batch = shared->batch(seq, shared);
+    if (!batch)
+      return GST_FLOW_ERROR;
+    GstMemory *mem =
+        window(batch->storage, seq, pad->slot, pad->slot * shared->slot_bytes, shared->slot_bytes);
+    if (!mem)
+      return GST_FLOW_ERROR;
+    batch->slots[pad->slot].acquired = true;
+    pad->next_acquire = seq + 1;
+    *buffer = gst_buffer_new();
+    gst_buffer_append_memory(*buffer, mem);
+    return GST_FLOW_OK;
+  }
+}
+
+static void gst_tensor_batch_slot_pool_release(GstBufferPool *, GstBuffer *buffer) { gst_buffer_unref(buffer); }
+
+static void gst_tensor_batch_slot_pool_flush_start(GstBufferPool *pool) {
+  auto *self = GST_TENSOR_BATCH_SLOT_POOL(pool);
+  if (std::shared_ptr<Shared> shared = self->shared->lock()) {
+    std::lock_guard<std::mutex> guard(shared->lock);
+    shared->cond.notify_all();
+  }
+}
+
+static void gst_tensor_batch_slot_pool_finalize(GObject *object) {
+  delete GST_TENSOR_BATCH_SLOT_POOL(object)->shared;
+  G_OBJECT_CLASS(gst_tensor_batch_slot_pool_parent_class)->finalize(object);
+}
+
+static void gst_tensor_batch_slot_pool_class_init(GstTensorMemBatchSlotPoolClass *klass) {
+  G_OBJECT_CLASS(klass)->finalize = gst_tensor_batch_slot_pool_finalize;
+  auto *pool_class = GST_BUFFER_POOL_CLASS(klass);
+  pool_class->get_options = gst_tensor_batch_slot_pool_get_options;
+  pool_class->acquire_buffer = gst_tensor_batch_slot_pool_acquire;
+  pool_class->release_buffer = gst_tensor_batch_slot_pool_release;
+  pool_class->flush_start = gst_tensor_batch_slot_pool_flush_start;
+}
+
+static void gst_tensor_batch_slot_pool_init(GstTensorMemBatchSlotPool *self) {
+  self->shared = new std::weak_ptr<Shared>();
+}
+
+/* ---- the element ---- */
+
+struct _GstTensorMemBatchPad {
+  GstPad parent;
+  guint id;
+};
+
+G_DEFINE_TYPE(GstTensorMemBatchPad, gst_tensor_batch_pad, GST_TYPE_PAD)
+
+static void gst_tensor_batch_pad_class_init(GstTensorMemBatchPadClass *) {}
+static void gst_tensor_batch_pad_init(GstTensorMemBatchPad *) {}
+
+struct _GstTensorMemBatch {
+  GstElement parent;
+  GstPad *srcpad;
+  std::shared_ptr<Shared> *shared;
+  std::mutex *push_lock; // one batch downstream at a time, in order; taken before shared->lock
+  std::thread *timer;
+  GCancellable *waits; // cancels fence waits on flush and PAUSED→READY
+  // Streaming state of the source pad, under push_lock.
+  bool sent_stream_start, sent_segment;
+  GstEvent *segment; // the first stream's segment, sent before the first batch
+  guint flushing_pads;
+};
+
+enum { PROP_0, PROP_BATCH_SIZE, PROP_TIMEOUT, PROP_STORAGE, PROP_REQUIRE_ZERO_COPY, PROP_COPIED_BYTES, PROP_BATCHES, PROP_PARTIAL };
+
+#define SINK_CAPS                                                                                                      \
+  "other/tensors, format=(string)static, num_tensors=(int)1; "                                                         \
+  "other/tensors(memory:DMABuf), format=(string)static, num_tensors=(int)1"
+
+static GstStaticPadTemplate sink_template =
+    GST_STATIC_PAD_TEMPLATE("sink_%u", GST_PAD_SINK, GST_PAD_REQUEST, GST_STATIC_CAPS(SINK_CAPS));
+static GstStaticPadTemplate src_template =
+    GST_STATIC_PAD_TEMPLATE("src", GST_PAD_SRC, GST_PAD_ALWAYS, GST_STATIC_CAPS(SINK_CAPS));
+
+G_DEFINE_TYPE(GstTensorMemBatch, gst_tensor_batch, GST_TYPE_ELEMENT)
+
+namespace {
+
+enum class Reason { Complete, Timeout, Drain };
+
+/* The source caps for the current layout. */
+GstCaps *src_caps_locked(const Shared &s) {
+  GstCaps *caps = gst_caps_copy(s.stream_caps);
+  gst_caps_set_simple(caps, "dimensions", G_TYPE_STRING, dims_string(batched_shape(s.tensor, s.n_slots)).c_str(),
+                      nullptr);
+  return caps;
+}
+
+#if GST_TENSORMEM_HAVE_TENSOR_META
+bool tensor_data_type(const gst_tensormem::TensorCaps &t, GstTensorDataType *out) {
+  using gst_tensormem::TensorTypeCode;
+  struct Entry {
+    TensorTypeCode code;
+    guint8 bits;
+    GstTensorDataType type;
+  };
+  static const Entry table[] = {
+      {TensorTypeCode::Int, 8, GST_TENSOR_DATA_TYPE_INT8},       {TensorTypeCode::Int, 16, GST_TENSOR_DATA_TYPE_INT16},
+      {TensorTypeCode::Int, 32, GST_TENSOR_DATA_TYPE_INT32},     {TensorTypeCode::Int, 64, GST_TENSOR_DATA_TYPE_INT64},
+      {TensorTypeCode::UInt, 8, GST_TENSOR_DATA_TYPE_UINT8},     {TensorTypeCode::UInt, 16, GST_TENSOR_DATA_TYPE_UINT16},
+      {TensorTypeCode::UInt, 32, GST_TENSOR_DATA_TYPE_UINT32},   {TensorTypeCode::UInt, 64, GST_TENSOR_DATA_TYPE_UINT64},
+      {TensorTypeCode::Float, 16, GST_TENSOR_DATA_TYPE_FLOAT16}, {TensorTypeCode::Float, 32, GST_TENSOR_DATA_TYPE_FLOAT32},
+      {TensorTypeCode::Float, 64, GST_TENSOR_DATA_TYPE_FLOAT64},
+  };
+  for (const Entry &e : table)
+    if (e.code == t.code && e.bits == t.bits) {
+      *out = e.type;
+      return true;
+    }
+  return false;
+}
+
+/* GStreamer's description of the batch (1.26): its data a buffer over the
+ * same memory. */
+void attach_tensor_meta(GstBuffer *out, const gst_tensormem::TensorCaps &t, guint n) {
+  GstTensorDataType type;
+  if (!tensor_data_type(t, &type))
+    return;
+  const std::vector<std::int64_t> shape = batched_shape(t, n);
+  std::vector<gsize> dims(shape.begin(), shape.end());
+  GstBuffer *data = gst_buffer_new();
+  gst_buffer_append_memory(data, gst_memory_ref(gst_buffer_peek_memory(out, 0)));
+  GstTensor *tensor = gst_tensor_new_simple(g_quark_from_static_string("batch"), type, data,
+                                            GST_TENSOR_DIM_ORDER_ROW_MAJOR, dims.size(), dims.data());
+  if (!tensor) {
+    gst_buffer_unref(data);
+    return;
+  }
+  GstTensorMeta *meta = gst_buffer_add_tensor_meta(out);
+  auto **tensors = g_new(GstTensor *, 1);
+  tensors[0] = tensor;
+  gst_tensor_meta_set(meta, 1, tensors);
+}
+#endif
+
+/* The batch `b` as one buffer: its memory over the whole allocation, the
+ * empty slots zeroed, the slots' fences, the batch meta. Takes `b`. */
+GstBuffer *make_output(Batch &b, guint64 seq, const gst_tensormem::TensorCaps &tensor) {
+  Storage *s = b.storage;
+  GstBuffer *out = gst_buffer_new();
+  gst_buffer_append_memory(out, window(s, seq, kNoSlot, 0, s->bytes));
+  GstTensorMemBatchMeta *meta = gst_buffer_add_tensor_mem_batch_meta(out, static_cast<guint>(b.slots.size()));
+  GstClockTime pts = GST_CLOCK_TIME_NONE, duration = GST_CLOCK_TIME_NONE;
+  for (guint i = 0; i < b.slots.size(); ++i) {
+    SlotRecord &rec = b.slots[i];
+    GstTensorMemBatchSlot *slot = gst_tensor_mem_batch_meta_get_slot(meta, i);
+    if (!rec.filled) {
+      // A window still out is a frame being written late: its bytes are its
+      // writer's (the slot says it is not filled); the others are zero.
+      if (!rec.acquired)
+        std::memset(s->data + i * s->slot_bytes, 0, s->slot_bytes);
+      continue;
+    }
+    GstBuffer *frame = rec.frame;
+    slot->stream = g_intern_string(rec.stream.c_str());
+    slot->filled = TRUE;
+    slot->copied = rec.copied;
+    slot->pts = GST_BUFFER_PTS(frame);
+    slot->duration = GST_BUFFER_DURATION(frame);
+    ++meta->n_filled;
+    if (GST_CLOCK_TIME_IS_VALID(slot->pts) && (!GST_CLOCK_TIME_IS_VALID(pts) || slot->pts < pts)) {
+      pts = slot->pts;
+      duration = slot->duration;
+    }
+    if (const GstTensorMemResizeMeta *r = gst_buffer_get_tensor_mem_resize_meta(frame)) {
+      slot->has_resize = TRUE;
+      slot->in_width = r->in_width;
+      slot->in_height = r->in_height;
+      slot->scale_x = r->scale_x;
+      slot->scale_y = r->scale_y;
+      slot->offset_x = r->offset_x;
+      slot->offset_y = r->offset_y;
+      slot->content_x = r->content_x;
+      slot->content_y = r->content_y;
+      slot->content_width = r->content_width;
+      slot->content_height = r->content_height;
+    }
+    // A slot written in place hands its producer's fences on (a copy waited for them).
+    if (!rec.copied) {
+      gpointer state = nullptr;
+      while (GstMeta *fence = gst_buffer_iterate_meta_filtered(frame, &state, GST_TENSOR_MEM_FENCE_META_API_TYPE)) {
+        GstMetaTransformCopy copy = {FALSE, 0, static_cast<gsize>(-1)};
+        fence->info->transform_func(out, fence, frame, _gst_meta_transform_copy, &copy);
+      }
+    }
+  }
+  GST_BUFFER_PTS(out) = pts;
+  GST_BUFFER_DURATION(out) = duration;
+#if GST_TENSORMEM_HAVE_TENSOR_META
+  attach_tensor_meta(out, tensor, static_cast<guint>(b.slots.size()));
+#else
+  (void)tensor;
+#endif
+  release_batch(b);
+  return out;
+}
+
+Shared &shared_of(GstTensorMemBatch *self) { return **self->shared; }
+
+/* Sends the front batch downstream when `why` holds for it. Called with no
+ * lock held; one caller at a time pushes. */
+GstFlowReturn emit(GstTensorMemBatch *self, Reason why) {
+  std::lock_guard<std::mutex> pushing(*self->push_lock);
+  Shared &s = shared_of(self);
+  std::unique_lock<std::mutex> lock(s.lock);
+  if (s.open.empty() || !s.running)
+    return s.last_flow;
+  Batch &front = s.open.front();
+  bool go = false;
+  switch (why) {
+  case Reason::Complete: go = s.complete(front); break;
+  case Reason::Timeout:
+    go = front.filled > 0 && s.timeout > 0 &&
+         g_get_monotonic_time() >= front.first_fill + static_cast<gint64>(s.timeout / 1000);
+    break;
+  case Reason::Drain: go = front.filled > 0; break;
+  }
+  if (!go)
+    return s.last_flow;
+  Batch batch = std::move(front);
+  const guint64 seq = s.cur_seq;
+  s.open.pop_front();
+  ++s.cur_seq;
+  const bool partial = batch.filled < batch.slots.size();
+  if (s.relayout)
+    s.apply_relayout();
+  GstCaps *caps = nullptr;
+  if (s.caps_changed || !gst_pad_has_current_caps(self->srcpad)) {
+    // The caps of the batch leaving now, which a relayout above may not share.
+    GstCaps *now = gst_caps_copy(s.stream_caps);
+    gst_caps_set_simple(now, "dimensions", G_TYPE_STRING,
+                        dims_string(batched_shape(s.tensor, static_cast<guint>(batch.slots.size()))).c_str(),
+                        nullptr);
+    caps = now;
+    s.caps_changed = s.n_slots != batch.slots.size();
+  }
+  const gst_tensormem::TensorCaps tensor = s.tensor;
+  s.cond.notify_all();
+  lock.unlock();
+
+  GstBuffer *out = make_output(batch, seq, tensor);
+  ++s.batches;
+  if (partial)
+    ++s.partial_batches;
+  if (!self->sent_stream_start) {
+    gchar *id = gst_pad_create_stream_id(self->srcpad, GST_ELEMENT_CAST(self), nullptr);
+    gst_pad_push_event(self->srcpad, gst_event_new_stream_start(id));
+    g_free(id);
+    self->sent_stream_start = true;
+  }
+  if (caps) {
+    GstCaps *current = gst_pad_get_current_caps(self->srcpad);
+    if (!current || !gst_caps_is_equal(caps, current))
+      gst_pad_push_event(self->srcpad, gst_event_new_caps(caps));
+    gst_clear_caps(&current);
+    gst_caps_unref(caps);
+  }
+  if (!self->sent_segment) {
+    GstEvent *segment = nullptr;
+    GST_OBJECT_LOCK(self);
+    if (self->segment)
+      segment = gst_event_ref(self->segment);
+    GST_OBJECT_UNLOCK(self);
+    if (!segment) {
+      GstSegment time;
+      gst_segment_init(&time, GST_FORMAT_TIME);
+      segment = gst_event_new_segment(&time);
+    }
+    gst_pad_push_event(self->srcpad, segment);
+    self->sent_segment = true;
+  }
+  GST_LOG_OBJECT(self, "batch %" G_GUINT64_FORMAT "%s: %" GST_PTR_FORMAT, seq, partial ? " (partial)" : "", out);
+  const GstFlowReturn ret = gst_pad_push(self->srcpad, out);
+  lock.lock();
+  s.last_flow = ret;
+  return ret;
+}
+
+void timer_loop(GstTensorMemBatch *self, std::shared_ptr<Shared> shared) {
+  Shared &s = *shared;
+  std::unique_lock<std::mutex> lock(s.lock);
+  while (s.running) {
+    if (s.kick) {
+      s.kick = false;
+      const bool drain = s.all_ended();
+      lock.unlock();
+      emit(self, drain ? Reason::Drain : Reason::Complete);
+      lock.lock();
+      continue;
+    }
+    if (s.timeout > 0 && !s.open.empty() && s.open.front().filled > 0) {
+      const gint64 deadline = s.open.front().first_fill + static_cast<gint64>(s.timeout / 1000);
+      if (g_get_monotonic_time() >= deadline) {
+        lock.unlock();
+        emit(self, Reason::Timeout);
+        lock.lock();
+        continue;
+      }
+      s.cond.wait_for(lock, std::chrono::microseconds(deadline - g_get_monotonic_time()));
+    } else {
+      s.cond.wait(lock);
+    }
+  }
+}
+
+PadState *pad_state(Shared &s, GstPad *pad) { return s.pad(GST_TENSOR_BATCH_PAD(pad)->id); }
+
+GstFlowReturn refuse(GstTensorMemBatch *self, GstBuffer *buffer, const std::string &what, const std::string &detail) {
+  gst_buffer_unref(buffer);
+  GST_ELEMENT_ERROR(self, STREAM, FAILED, ("%s", what.c_str()), ("%s", detail.c_str()));
+  return GST_FLOW_ERROR;
+}
+
+} // namespace
+
+static GstFlowReturn gst_tensor_batch_chain(GstPad *pad, GstObject *parent, GstBuffer *buffer) {
+  auto *self = GST_TENSOR_BATCH(parent);
+  Shared &s = shared_of(self);
+  const Tag *tag = tag_of(buffer);
+  bool waited = false;
+  bool complete = false;
+  std::unique_lock<std::mutex> lock(s.lock);
+  for (;;) {
+    PadState *p = pad_state(s, pad);
+    if (!s.running || !p || p->flushing) {
+      gst_buffer_unref(buffer);
+      return GST_FLOW_FLUSHING;
+    }
+    if (!s.negotiated) {
+      gst_buffer_unref(buffer);
+      GST_ELEMENT_ERROR(self, CORE, NEGOTIATION, ("%s: no caps before the first buffer", p->name.c_str()), (nullptr));
+      return GST_FLOW_NOT_NEGOTIATED;
+    }
+    if (p->slot == kNoSlot) { // a pad that came while a batch was filling: a slot at the next boundary
+      s.cond.wait(lock);
+      continue;
+    }
+    const bool own_window = tag && tag->slot == p->slot && tag->storage->n_slots == s.n_slots &&
+                            tag->storage->slot_bytes == s.slot_bytes;
+    if (own_window && tag->seq > s.cur_seq) { // a frame ahead: its batch is the next one
+      s.cond.wait(lock);
+      continue;
+    }
+    Batch *b = s.batch(s.cur_seq, *self->shared);
+    if (!b) {
+      lock.unlock();
+      return refuse(self, buffer, "Cannot allocate a batch",
+                    std::to_string(s.slot_bytes * s.n_slots) + " bytes of " +
+                        (s.kind == Kind::DmaBuf ? "DMA-BUF" : "system memory"));
+    }
+    SlotRecord &rec = b->slots[p->slot];
+    if (rec.filled) { // this stream's frame of the front batch is in: wait for it to leave
+      s.cond.wait(lock);
+      continue;
+    }
+    const bool in_place = own_window && tag->seq == s.cur_seq && tag->storage == b->storage;
+    if (!in_place) {
+      const gsize size = gst_buffer_get_size(buffer);
+      if (size < s.slot_bytes) {
+        const std::string name = p->name;
+        lock.unlock();
+        return refuse(self, buffer,
+                      name + "'s buffer holds " + std::to_string(size) + " bytes; its tensor needs " +
+                          std::to_string(s.slot_bytes),
+                      "a buffer smaller than its caps say");
+      }
+      if (s.require_zero_copy) {
+        const std::string name = p->name;
+        lock.unlock();
+        return refuse(self, buffer,
+                      name + "'s tensor would be copied into its batch slot and require-zero-copy is set",
+                      tag ? "the buffer is a window of a batch that already left (a late frame)"
+                          : "the buffer is not a window of the batch: its producer did not take the slot pool "
+                            "tensorbatch proposed (tensorconvert's CPU path takes it)");
+      }
+      if (!waited && gst_buffer_has_tensor_mem_fence(buffer)) {
+        // A copy reads the frame: its producer's writes first, without the lock.
+        lock.unlock();
+        const GstFlowReturn fenced = gst_tensor_mem_element_wait_fences(
+            GST_ELEMENT_CAST(self), buffer, GST_TENSOR_MEM_FENCE_DEFAULT_TIMEOUT, self->waits, nullptr);
+        if (fenced != GST_FLOW_OK) {
+          gst_buffer_unref(buffer);
+          return fenced;
+        }
+        waited = true;
+        lock.lock();
+        continue;
+      }
+      if (gst_buffer_extract(buffer, 0, b->storage->data + p->slot * s.slot_bytes, s.slot_bytes) != s.slot_bytes) {
+        const std::string name = p->name;
+        lock.unlock();
+        return refuse(self, buffer, name + "'s buffer cannot be read", "gst_buffer_extract failed");
+      }
+      s.copied_bytes += s.slot_bytes;
+    }
+    rec.filled = true;
+    rec.copied = !in_place;
+    rec.stream = p->name;
+    if (in_place)
+      rec.acquired = false;
+    rec.frame = buffer;
+    if (b->filled++ == 0)
+      b->first_fill = g_get_monotonic_time();
+    complete = s.complete(*b);
+    break;
+  }
+  const GstFlowReturn last = s.last_flow;
+  s.cond.notify_all();
+  lock.unlock();
+  if (complete)
+    return emit(self, Reason::Complete);
+  return last == GST_FLOW_FLUSHING ? GST_FLOW_OK : last;
+}
+
+namespace {
+
+/* Answers a caps query with `caps` (taken) as the query's filter allows. */
+gboolean answer_caps_query(GstQuery *query, GstCaps *caps) {
+  GstCaps *filter = nullptr;
+  gst_query_parse_caps(query, &filter);
+  if (filter) {
+    GstCaps *both = gst_caps_intersect_full(filter, caps, GST_CAPS_INTERSECT_FIRST);
+    gst_caps_unref(caps);
+    caps = both;
+  }
+  gst_query_set_caps_result(query, caps);
+  gst_caps_unref(caps);
+  return TRUE;
+}
+
+/* The per-stream tensor of `caps`, checked against the batch's. */
+gboolean sink_set_caps(GstTensorMemBatch *self, GstPad *pad, GstCaps *caps) {
+  Shared &s = shared_of(self);
+  const GstStructure *st = gst_caps_get_structure(caps, 0);
+  gst_tensormem::TensorCaps tensor;
+  std::string why;
+  if (!gst_tensormem::parse_tensor_caps(st, &tensor, &why)) {
+    GST_ELEMENT_ERROR(self, CORE, NEGOTIATION, ("%s: %s", GST_PAD_NAME(pad), why.c_str()),
+                      ("caps %" GST_PTR_FORMAT, caps));
+    return FALSE;
+  }
+  const GstCapsFeatures *features = gst_caps_get_features(caps, 0);
+  GstCaps *plain = gst_caps_copy(caps);
+  gst_structure_remove_field(gst_caps_get_structure(plain, 0), "framerate");
+  std::lock_guard<std::mutex> guard(s.lock);
+  // DMA-BUF where asked for, or where the streams' caps say so.
+  const Kind kind = s.storage == GST_TENSOR_STORAGE_DMABUF ||
+                            (features && gst_caps_features_contains(features, GST_CAPS_FEATURE_MEMORY_DMABUF))
+                        ? Kind::DmaBuf
+                        : Kind::System;
+  if (s.negotiated) {
+    if (!gst_caps_is_equal(plain, s.stream_caps)) {
+      gchar *theirs = gst_caps_to_string(plain);
+      gchar *ours = gst_caps_to_string(s.stream_caps);
+      GST_ELEMENT_ERROR(self, CORE, NEGOTIATION,
+                        ("%s's tensor differs from the batch's: every stream of a batch must carry the same tensor "
+                         "(type, dimensions, memory)",
+                         GST_PAD_NAME(pad)),
+                        ("%s is %s; the batch takes %s", GST_PAD_NAME(pad), theirs, ours));
+      g_free(theirs);
+      g_free(ours);
+      gst_caps_unref(plain);
+      return FALSE;
+    }
+    gst_caps_unref(plain);
+    return TRUE;
+  }
+  if (s.batch_size && s.pads.size() > s.batch_size) {
+    GST_ELEMENT_ERROR(self, CORE, NEGOTIATION, ("%u streams for a batch of %u", static_cast<guint>(s.pads.size()),
+                                                s.batch_size),
+                      ("set batch-size to at least the number of sink pads, or 0 for one slot per pad"));
+    gst_caps_unref(plain);
+    return FALSE;
+  }
+  if (tensor.bytes == 0 || tensor.bytes > G_MAXUINT) {
+    GST_ELEMENT_ERROR(self, CORE, NEGOTIATION, ("%s: a %" G_GUINT64_FORMAT "-byte tensor cannot be batched",
+                                                GST_PAD_NAME(pad), static_cast<guint64>(tensor.bytes)),
+                      ("caps %" GST_PTR_FORMAT, caps));
+    gst_caps_unref(plain);
+    return FALSE;
+  }
+  s.stream_caps = plain;
+  s.tensor = tensor;
+  s.kind = kind;
+  s.slot_bytes = static_cast<gsize>(tensor.bytes);
+  s.n_slots = 0;
+  s.negotiated = true;
+  s.apply_relayout();
+  s.caps_changed = true;
+  GST_INFO_OBJECT(self, "batches of %u × %" G_GSIZE_FORMAT "-byte tensors in %s", s.n_slots, s.slot_bytes,
+                  kind == Kind::DmaBuf ? "DMA-BUF" : "system memory");
+  s.cond.notify_all();
+  return TRUE;
+}
+
+/* flush-stop on every pad after flush-start on every pad: a flushing seek of
+ * the whole pipeline; the batches in the making go. */
+void reset_streams(GstTensorMemBatch *self) {
+  Shared &s = shared_of(self);
+  std::lock_guard<std::mutex> guard(s.lock);
+  s.discard_open();
+  s.last_flow = GST_FLOW_OK;
+  for (auto &p : s.pads)
+    p->eos = false;
+  s.cond.notify_all();
+}
+
+} // namespace
+
+static gboolean gst_tensor_batch_sink_event(GstPad *pad, GstObject *parent, GstEvent *event) {
+  auto *self = GST_TENSOR_BATCH(parent);
+  Shared &s = shared_of(self);
+  switch (GST_EVENT_TYPE(event)) {
+  case GST_EVENT_CAPS: {
+    GstCaps *caps = nullptr;
+    gst_event_parse_caps(event, &caps);
+    const gboolean ok = sink_set_caps(self, pad, caps);
+    gst_event_unref(event);
+    return ok;
+  }
+  case GST_EVENT_SEGMENT: {
+    GST_OBJECT_LOCK(self);
+    if (!self->segment)
+      self->segment = gst_event_ref(event);
+    GST_OBJECT_UNLOCK(self);
+    gst_event_unref(event);
+    return TRUE;
+  }
+  case GST_EVENT_STREAM_START:
+    gst_event_unref(event);
+    return TRUE;
+  case GST_EVENT_EOS: {
+    bool all;
+    {
+      std::lock_guard<std::mutex> guard(s.lock);
+      if (PadState *p = pad_state(s, pad))
+        p->eos = true;
+      all = s.all_ended();
+      s.cond.notify_all();
+    }
+    gst_event_unref(event);
+    if (!all) { // the others go on; the front batch may wait for this stream no longer
+      emit(self, Reason::Complete);
+      return TRUE;
+    }
+    emit(self, Reason::Drain);
+    std::lock_guard<std::mutex> pushing(*self->push_lock);
+    if (!self->sent_stream_start) {
+      gchar *id = gst_pad_create_stream_id(self->srcpad, GST_ELEMENT_CAST(self), nullptr);
+      gst_pad_push_event(self->srcpad, gst_event_new_stream_start(id));
+      g_free(id);
+      self->sent_stream_start = true;
+    }
+    return gst_pad_push_event(self->srcpad, gst_event_new_eos());
+  }
+  case GST_EVENT_FLUSH_START: {
+    bool forward;
+    {
+      std::lock_guard<std::mutex> guard(s.lock);
+      if (PadState *p = pad_state(s, pad))
+        p->flushing = true;
+      forward = self->flushing_pads == 0 &&
+                std::all_of(s.pads.begin(), s.pads.end(), [](const auto &p) { return p->flushing; });
+      if (forward)
+        self->flushing_pads = static_cast<guint>(s.pads.size());
+      s.cond.notify_all();
+    }
+    if (!forward) {
+      gst_event_unref(event);
+      return TRUE;
+    }
+    g_cancellable_cancel(self->waits);
+    return gst_pad_push_event(self->srcpad, event);
+  }
+  case GST_EVENT_FLUSH_STOP: {
+    bool last;
+    {
+      std::lock_guard<std::mutex> guard(s.lock);
+      if (PadState *p = pad_state(s, pad)) {
+        p->flushing = false;
+        p->eos = false;
+      }
+      // The whole pipeline flushed when every pad started (and this one is
+      // the last to stop): a flush of some streams alone is theirs only.
+      last = self->flushing_pads > 0 && --self->flushing_pads == 0;
+    }
+    gst_event_unref(event);
+    if (!last)
+      return TRUE;
+    reset_streams(self);
+    g_cancellable_reset(self->waits);
+    {
+      std::lock_guard<std::mutex> pushing(*self->push_lock);
+      self->sent_segment = false;
+    }
+    return gst_pad_push_event(self->srcpad, gst_event_new_flush_stop(TRUE));
+  }
+  default:
+    break;
+  }
+  if (static_cast<guint>(GST_EVENT_TYPE(event)) & static_cast<guint>(GST_EVENT_TYPE_SERIALIZED)) {
+    // One stream's tags, gaps and the like say nothing about the batch.
+    gst_event_unref(event);
+    return TRUE;
+  }
+  return gst_pad_event_default(pad, parent, event);
+}
+
+static gboolean gst_tensor_batch_sink_query(GstPad *pad, GstObject *parent, GstQuery *query) {
+  auto *self = GST_TENSOR_BATCH(parent);
+  Shared &s = shared_of(self);
+  switch (GST_QUERY_TYPE(query)) {
+  case GST_QUERY_CAPS: {
+    // The template, not the first stream's tensor: a stream with another
+    // tensor then reaches set_caps and is refused there by name, instead of
+    // failing upstream as a bare not-negotiated.
+    return answer_caps_query(query, gst_pad_get_pad_template_caps(pad));
+  }
+  case GST_QUERY_ALLOCATION: {
+    GstCaps *caps = nullptr;
+    gboolean need_pool = FALSE;
+    gst_query_parse_allocation(query, &caps, &need_pool);
+    gsize bytes = 0;
+    {
+      std::lock_guard<std::mutex> guard(s.lock);
+      if (s.negotiated)
+        bytes = s.slot_bytes;
+    }
+    if (!caps || bytes == 0)
+      return TRUE;
+    auto *pool = GST_TENSOR_BATCH_SLOT_POOL(g_object_new(GST_TYPE_TENSOR_BATCH_SLOT_POOL, nullptr));
+    gst_object_ref_sink(pool);
+    *pool->shared = *self->shared;
+    pool->pad_id = GST_TENSOR_BATCH_PAD(pad)->id;
+    GstStructure *config = gst_buffer_pool_get_config(GST_BUFFER_POOL(pool));
+    gst_buffer_pool_config_set_params(config, caps, static_cast<guint>(bytes), 0, 0);
+    gst_buffer_pool_config_add_option(config, GST_BUFFER_POOL_OPTION_TENSOR_MEM_BATCH_SLOT);
+    gst_buffer_pool_set_config(GST_BUFFER_POOL(pool), config);
+    gst_query_add_allocation_pool(query, GST_BUFFER_POOL(pool), static_cast<guint>(bytes), 0, 0);
+    gst_object_unref(pool);
+    return TRUE;
+  }
+  default:
+    return gst_pad_query_default(pad, parent, query);
+  }
+}
+
+static gboolean gst_tensor_batch_src_query(GstPad *pad, GstObject *parent, GstQuery *query) {
+  auto *self = GST_TENSOR_BATCH(parent);
+  Shared &s = shared_of(self);
+  if (GST_QUERY_TYPE(query) == GST_QUERY_CAPS) {
+    GstCaps *caps = nullptr;
+    {
+      std::lock_guard<std::mutex> guard(s.lock);
+      if (s.negotiated)
+        caps = src_caps_locked(s);
+    }
+    return answer_caps_query(query, caps ? caps : gst_pad_get_pad_template_caps(pad));
+  }
+  return gst_pad_query_default(pad, parent, query);
+}
+
+static GstPad *gst_tensor_batch_request_new_pad(GstElement *element, GstPadTemplate *templ, const gchar *req_name,
+                                                const GstCaps *) {
+  auto *self = GST_TENSOR_BATCH(element);
+  Shared &s = shared_of(self);
+  guint id;
+  std::string name;
+  {
+    std::lock_guard<std::mutex> guard(s.lock);
+    guint used = 0;
+    for (auto &p : s.pads)
+      used = std::max(used, p->id + 1);
+    id = s.next_pad_id;
+    if (req_name && sscanf(req_name, "sink_%u", &id) == 1) {
+      if (s.pad(id)) {
+        GST_WARNING_OBJECT(self, "pad %s exists", req_name);
+        return nullptr;
+      }
+    } else {
+      id = std::max(s.next_pad_id, used);
+    }
+    s.next_pad_id = std::max(s.next_pad_id, id + 1);
+    if (s.batch_size && s.pads.size() >= s.batch_size) {
+      GST_ELEMENT_WARNING(self, CORE, PAD, ("A batch of %u has a slot for %u streams; no more pads", s.batch_size,
+                                            s.batch_size),
+                          (nullptr));
+      return nullptr;
+    }
+    name = "sink_" + std::to_string(id);
+  }
+  GstPad *pad = GST_PAD_CAST(
+      g_object_new(GST_TYPE_TENSOR_BATCH_PAD, "name", name.c_str(), "direction", GST_PAD_SINK, "template", templ, nullptr));
+  GST_TENSOR_BATCH_PAD(pad)->id = id;
+  gst_pad_set_chain_function(pad, gst_tensor_batch_chain);
+  gst_pad_set_event_function(pad, gst_tensor_batch_sink_event);
+  gst_pad_set_query_function(pad, gst_tensor_batch_sink_query);
+  {
+    std::lock_guard<std::mutex> guard(s.lock);
+    auto state = std::make_unique<PadState>();
+    state->id = id;
+    state->pad = pad;
+    state->name = name;
+    state->next_acquire = s.cur_seq;
+    s.pads.push_back(std::move(state));
+    if (s.negotiated) {
+      if (s.batch_size)
+        s.assign_slots();
+      else if (s.open.empty() || s.open.front().filled == 0)
+        s.apply_relayout();
+      else
+        s.relayout = true;
+    }
+  }
+  if (!gst_element_add_pad(element, pad)) {
+    std::lock_guard<std::mutex> guard(s.lock);
+    s.pads.erase(std::remove_if(s.pads.begin(), s.pads.end(), [id](const auto &p) { return p->id == id; }),
+                 s.pads.end());
+    gst_object_unref(pad);
+    return nullptr;
+  }
+  return pad;
+}
+
+static void gst_tensor_batch_release_pad(GstElement *element, GstPad *pad) {
+  auto *self = GST_TENSOR_BATCH(element);
+  Shared &s = shared_of(self);
+  {
+    std::lock_guard<std::mutex> guard(s.lock);
+    const guint id = GST_TENSOR_BATCH_PAD(pad)->id;
+    s.pads.erase(std::remove_if(s.pads.begin(), s.pads.end(), [id](const auto &p) { return p->id == id; }),
+                 s.pads.end());
+    if (s.negotiated && s.batch_size == 0) {
+      if (s.open.empty() || s.open.front().filled == 0)
+        s.apply_relayout();
+      else
+        s.relayout = true;
+    }
+    // The front batch may now be complete without this stream: the timer
+    // thread sends it (not this application thread).
+    s.kick = true;
+    s.cond.notify_all();
+  }
+  gst_element_remove_pad(element, pad);
+}
+
+static GstStateChangeReturn gst_tensor_batch_change_state(GstElement *element, GstStateChange transition) {
+  auto *self = GST_TENSOR_BATCH(element);
+  Shared &s = shared_of(self);
+  if (transition == GST_STATE_CHANGE_READY_TO_PAUSED) {
+    GstTensorMemStorage storage;
+    {
+      std::lock_guard<std::mutex> guard(s.lock);
+      storage = s.storage;
+    }
+    if (storage != GST_TENSOR_STORAGE_AUTO && storage != GST_TENSOR_STORAGE_SYSTEM &&
+        storage != GST_TENSOR_STORAGE_DMABUF) {
+      GST_ELEMENT_ERROR(self, LIBRARY, SETTINGS,
+                        ("tensorbatch keeps batches in system memory or DMA-BUF, not storage=%s",
+                         storage == GST_TENSOR_STORAGE_PBO ? "pbo" : "d3d11"),
+                        ("storage=auto, system or dmabuf"));
+      return GST_STATE_CHANGE_FAILURE;
+    }
+    {
+      std::lock_guard<std::mutex> guard(s.lock);
+      s.running = true;
+      s.last_flow = GST_FLOW_OK;
+      s.kick = false;
+      for (auto &p : s.pads)
+        p->eos = p->flushing = false;
+    }
+    g_cancellable_reset(self->waits);
+    self->sent_stream_start = self->sent_segment = false;
+    self->flushing_pads = 0;
+    self->timer = new std::thread(timer_loop, self, *self->shared);
+  } else if (transition == GST_STATE_CHANGE_PAUSED_TO_READY) {
+    // Every wait (a pool's acquire, a chain waiting for its batch, a fence)
+    // ends now, so the pads can deactivate.
+    std::lock_guard<std::mutex> guard(s.lock);
+    s.running = false;
+    s.cond.notify_all();
+    g_cancellable_cancel(self->waits);
+  }
+  const GstStateChangeReturn ret = GST_ELEMENT_CLASS(gst_tensor_batch_parent_class)->change_state(element, transition);
+  if (transition == GST_STATE_CHANGE_PAUSED_TO_READY) {
+    if (self->timer) {
+      self->timer->join();
+      delete self->timer;
+      self->timer = nullptr;
+    }
+    std::lock_guard<std::mutex> guard(s.lock);
+    s.discard_open();
+    s.negotiated = false;
+    gst_clear_caps(&s.stream_caps);
+    for (auto &p : s.pads)
+      p->slot = kNoSlot;
+    GST_OBJECT_LOCK(self);
+    gst_clear_event(&self->segment);
+    GST_OBJECT_UNLOCK(self);
+  }
+  return ret;
+}
+
+static void gst_tensor_batch_set_property(GObject *object, guint prop_id, const GValue *value, GParamSpec *pspec) {
+  Shared &s = shared_of(GST_TENSOR_BATCH(object));
+  std::lock_guard<std::mutex> guard(s.lock);
+  switch (prop_id) {
+  case PROP_BATCH_SIZE: s.batch_size = g_value_get_uint(value); break;
+  case PROP_TIMEOUT:
+    s.timeout = g_value_get_uint64(value);
+    s.cond.notify_all();
+    break;
+  case PROP_REQUIRE_ZERO_COPY: s.require_zero_copy = g_value_get_boolean(value); break;
+  case PROP_STORAGE: s.storage = static_cast<GstTensorMemStorage>(g_value_get_enum(value)); break;
+  default: G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec); break;
+  }
+}
+
+static void gst_tensor_batch_get_property(GObject *object, guint prop_id, GValue *value, GParamSpec *pspec) {
+  Shared &s = shared_of(GST_TENSOR_BATCH(object));
+  std::lock_guard<std::mutex> guard(s.lock);
+  switch (prop_id) {
+  case PROP_BATCH_SIZE: g_value_set_uint(value, s.batch_size); break;
+  case PROP_TIMEOUT: g_value_set_uint64(value, s.timeout); break;
+  case PROP_REQUIRE_ZERO_COPY: g_value_set_boolean(value, s.require_zero_copy); break;
+  case PROP_STORAGE: g_value_set_enum(value, s.storage); break;
+  case PROP_COPIED_BYTES: g_value_set_uint64(value, s.copied_bytes.load()); break;
+  case PROP_BATCHES: g_value_set_uint64(value, s.batches.load()); break;
+  case PROP_PARTIAL: g_value_set_uint64(value, s.partial_batches.load()); break;
+  default: G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec); break;
+  }
+}
+
+static void gst_tensor_batch_finalize(GObject *object) {
+  auto *self = GST_TENSOR_BATCH(object);
+  delete self->shared;
+  delete self->push_lock;
+  g_clear_object(&self->waits);
+  gst_clear_event(&self->segment);
+  G_OBJECT_CLASS(gst_tensor_batch_parent_class)->finalize(object);
+}
+
+static void gst_tensor_batch_class_init(GstTensorMemBatchClass *klass) {
+  auto *gobject_class = G_OBJECT_CLASS(klass);
+  auto *element_class = GST_ELEMENT_CLASS(klass);
+  gobject_class->set_property = gst_tensor_batch_set_property;
+  gobject_class->get_property = gst_tensor_batch_get_property;
+  gobject_class->finalize = gst_tensor_batch_finalize;
+  constexpr auto kRw = static_cast<GParamFlags>(G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS);
+  constexpr auto kRo = static_cast<GParamFlags>(G_PARAM_READABLE | G_PARAM_STATIC_STRINGS);
+  g_object_class_install_property(
+      gobject_class, PROP_BATCH_SIZE,
+      g_param_spec_uint("batch-size", "Batch size",
+                        "Slots per batch (the tensor's batch axis); 0: one per sink pad, following pads as they come "
+                        "and go",
+                        0, 1024, 0, static_cast<GParamFlags>(kRw | GST_PARAM_MUTABLE_READY)));
+  g_object_class_install_property(
+      gobject_class, PROP_TIMEOUT,
+      g_param_spec_uint64("timeout", "Timeout",
+                          "Nanoseconds after its first slot is filled that a batch leaves partial (empty slots zero and "
+                          "flagged); 0: wait for every stream that has not ended",
+                          0, G_MAXUINT64, 0, static_cast<GParamFlags>(kRw | GST_PARAM_MUTABLE_PLAYING)));
+  g_object_class_install_property(
+      gobject_class, PROP_STORAGE,
+      g_param_spec_enum("storage", "Storage",
+                        "Where batches live: system memory (auto, system) or one DMA-BUF per batch (dmabuf; also "
+                        "where the streams negotiate memory:DMABuf)",
+                        GST_TYPE_TENSOR_STORAGE, GST_TENSOR_STORAGE_AUTO,
+                        static_cast<GParamFlags>(kRw | GST_PARAM_MUTABLE_READY)));
+  g_object_class_install_property(
+      gobject_class, PROP_REQUIRE_ZERO_COPY,
+      g_param_spec_boolean("require-zero-copy", "Require zero copy",
+                           "Fail with an element error instead of copying a stream's tensor into its slot", FALSE,
+                           static_cast<GParamFlags>(kRw | GST_PARAM_MUTABLE_PLAYING)));
+  g_object_class_install_property(gobject_class, PROP_COPIED_BYTES,
+                                  g_param_spec_uint64("copied-bytes", "Copied bytes",
+                                                      "Bytes copied into slots (0 when every producer wrote its slot "
+                                                      "in place)",
+                                                      0, G_MAXUINT64, 0, kRo));
+  g_object_class_install_property(gobject_class, PROP_BATCHES,
+                                  g_param_spec_uint64("batches", "Batches", "Batches sent downstream", 0, G_MAXUINT64,
+                                                      0, kRo));
+  g_object_class_install_property(gobject_class, PROP_PARTIAL,
+                                  g_param_spec_uint64("partial-batches", "Partial batches",
+                                                      "Batches that left with empty slots (timeout, ended streams)", 0,
+                                                      G_MAXUINT64, 0, kRo));
+  gst_element_class_add_static_pad_template_with_gtype(element_class, &sink_template, GST_TYPE_TENSOR_BATCH_PAD);
+  gst_element_class_add_static_pad_template(element_class, &src_template);
+  gst_element_class_set_static_metadata(element_class, "Tensor batch", "Filter/Tensor",
+                                        "Gathers one tensor per stream into one batched tensor, each stream writing "
+                                        "its slot in place",
+                                        "gst-tensormem developers");
+  element_class->request_new_pad = gst_tensor_batch_request_new_pad;
+  element_class->release_pad = gst_tensor_batch_release_pad;
+  element_class->change_state = gst_tensor_batch_change_state;
+  gst_type_mark_as_plugin_api(GST_TYPE_TENSOR_BATCH_PAD, static_cast<GstPluginAPIFlags>(0));
+  GST_DEBUG_CATEGORY_INIT(gst_tensor_batch_debug, "tensorbatch", 0, "tensorbatch");
+}
+
+static void gst_tensor_batch_init(GstTensorMemBatch *self) {
+  self->shared = new std::shared_ptr<Shared>(std::make_shared<Shared>());
+  self->push_lock = new std::mutex();
+  self->timer = nullptr;
+  self->waits = g_cancellable_new();
+  self->segment = nullptr;
+  self->sent_stream_start = self->sent_segment = false;
+  self->flushing_pads = 0;
+  self->srcpad = gst_pad_new_from_static_template(&src_template, "src");
+  gst_pad_set_query_function(self->srcpad, gst_tensor_batch_src_query);
+  gst_pad_use_fixed_caps(self->srcpad);
+  gst_element_add_pad(GST_ELEMENT_CAST(self), self->srcpad);
+}

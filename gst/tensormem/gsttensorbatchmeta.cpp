@@ -1,0 +1,127 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "gsttensorbatchmeta.h"
+
+#include <cstring>
+
+namespace {
+
+gboolean batch_meta_init(GstMeta *meta, gpointer, GstBuffer *) {
+  auto *m = reinterpret_cast<GstTensorMemBatchMeta *>(meta);
+  m->n_slots = m->n_filled = 0;
+  m->slots = nullptr;
+  return TRUE;
+}
+
+void batch_meta_free(GstMeta *meta, GstBuffer *) {
+  auto *m = reinterpret_cast<GstTensorMemBatchMeta *>(meta);
+  g_free(m->slots);
+  m->slots = nullptr;
+}
+
+// Plain values (stream names are interned): a copy of the buffer, deep or
+// shallow, describes the same slots.
+gboolean batch_meta_transform(GstBuffer *dest, GstMeta *meta, GstBuffer *, GQuark type, gpointer) {
+  if (!GST_META_TRANSFORM_IS_COPY(type))
+    return FALSE;
+  const auto *from = reinterpret_cast<const GstTensorMemBatchMeta *>(meta);
+  GstTensorMemBatchMeta *copy = gst_buffer_add_tensor_mem_batch_meta(dest, from->n_slots);
+  if (!copy)
+    return FALSE;
+  copy->n_filled = from->n_filled;
+  if (from->n_slots)
+    std::memcpy(copy->slots, from->slots, sizeof(GstTensorMemBatchSlot) * from->n_slots);
+  return TRUE;
+}
+
+} // namespace
+
+/**
+ * gst_tensor_mem_batch_meta_api_get_type:
+ *
+ * Returns: the API type of #GstTensorMemBatchMeta
+ *
+ * Since: 0.1
+ */
+GType gst_tensor_mem_batch_meta_api_get_type(void) {
+  static GType type = 0;
+  static const gchar *tags[] = {nullptr};
+  if (g_once_init_enter(&type)) {
+    GType t = gst_meta_api_type_register("GstTensorMemBatchMetaAPI", tags);
+    g_once_init_leave(&type, t);
+  }
+  return type;
+}
+
+/**
+ * gst_tensor_mem_batch_meta_get_info:
+ *
+ * Returns: (transfer none): the #GstMetaInfo of #GstTensorMemBatchMeta
+ *
+ * Since: 0.1
+ */
+const GstMetaInfo *gst_tensor_mem_batch_meta_get_info(void) {
+  static const GstMetaInfo *info = nullptr;
+  if (g_once_init_enter(&info)) {
+    const GstMetaInfo *i =
+        gst_meta_register(GST_TENSOR_MEM_BATCH_META_API_TYPE, "GstTensorMemBatchMeta", sizeof(GstTensorMemBatchMeta),
+                          batch_meta_init, batch_meta_free, batch_meta_transform);
+    g_once_init_leave(&info, i);
+  }
+  return info;
+}
+
+/**
+ * gst_buffer_add_tensor_mem_batch_meta:
+ * @buffer: a writable #GstBuffer
+ * @n_slots: the batch dimension (at most 65536)
+ *
+ * Returns: (transfer none) (nullable): a new #GstTensorMemBatchMeta on
+ *   @buffer with @n_slots empty slots (not filled, times unknown), for the
+ *   caller to fill in
+ *
+ * Since: 0.1
+ */
+GstTensorMemBatchMeta *gst_buffer_add_tensor_mem_batch_meta(GstBuffer *buffer, guint n_slots) {
+  g_return_val_if_fail(GST_IS_BUFFER(buffer), nullptr);
+  g_return_val_if_fail(n_slots <= 65536, nullptr);
+  auto *meta =
+      reinterpret_cast<GstTensorMemBatchMeta *>(gst_buffer_add_meta(buffer, GST_TENSOR_MEM_BATCH_META_INFO, nullptr));
+  if (!meta)
+    return nullptr;
+  meta->n_slots = n_slots;
+  meta->slots = g_new0(GstTensorMemBatchSlot, n_slots ? n_slots : 1);
+  for (guint i = 0; i < n_slots; ++i) {
+    meta->slots[i].pts = meta->slots[i].duration = GST_CLOCK_TIME_NONE;
+    meta->slots[i].scale_x = meta->slots[i].scale_y = 1.0;
+  }
+  return meta;
+}
+
+/**
+ * gst_buffer_get_tensor_mem_batch_meta:
+ * @buffer: a #GstBuffer
+ *
+ * Returns: (transfer none) (nullable): the #GstTensorMemBatchMeta of @buffer
+ *
+ * Since: 0.1
+ */
+GstTensorMemBatchMeta *gst_buffer_get_tensor_mem_batch_meta(GstBuffer *buffer) {
+  g_return_val_if_fail(GST_IS_BUFFER(buffer), nullptr);
+  return reinterpret_cast<GstTensorMemBatchMeta *>(gst_buffer_get_meta(buffer, GST_TENSOR_MEM_BATCH_META_API_TYPE));
+}
+
+/**
+ * gst_tensor_mem_batch_meta_get_slot:
+ * @meta: a #GstTensorMemBatchMeta
+ * @index: a slot, below @meta's n_slots
+ *
+ * Returns: (transfer none) (nullable): slot @index, or %NULL past the last
+ *
+ * Since: 0.1
+ */
+GstTensorMemBatchSlot *gst_tensor_mem_batch_meta_get_slot(GstTensorMemBatchMeta *meta, guint index) {
+  g_return_val_if_fail(meta != nullptr, nullptr);
+  if (index >= meta->n_slots)
+    return nullptr;
+  return &meta->slots[index];
+}

@@ -1,0 +1,113 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include <gst/tensormem/tensormem-prelude.h>
+
+G_BEGIN_DECLS
+
+#define GST_TENSOR_MEM_BATCH_META_API_TYPE (gst_tensor_mem_batch_meta_api_get_type())
+#define GST_TENSOR_MEM_BATCH_META_INFO (gst_tensor_mem_batch_meta_get_info())
+
+/**
+ * GST_BUFFER_POOL_OPTION_TENSOR_MEM_BATCH_SLOT:
+ *
+ * The option of a pool whose buffers are windows of a batch that a
+ * downstream element (`tensorbatch`) assembles: a producer that writes its
+ * output in place (tensorconvert's CPU path) takes such a pool from the
+ * allocation query instead of its own, so its tensor is written straight
+ * into its slot of the batch.
+ *
+ * Since: 0.1
+ */
+#define GST_BUFFER_POOL_OPTION_TENSOR_MEM_BATCH_SLOT "GstBufferPoolOptionTensorMemBatchSlot"
+
+typedef struct _GstTensorMemBatchSlot GstTensorMemBatchSlot;
+typedef struct _GstTensorMemBatchMeta GstTensorMemBatchMeta;
+
+/**
+ * GstTensorMemBatchSlot:
+ * @stream: the name of the sink pad whose frame this slot holds (interned)
+ * @pts: that frame's presentation time in its own stream, or
+ *   %GST_CLOCK_TIME_NONE
+ * @duration: its duration, or %GST_CLOCK_TIME_NONE
+ * @filled: whether a frame was written into the slot; %FALSE for a slot of a
+ *   partial batch (its bytes are zero, unless a frame being written when the
+ *   batch left was late: then they are unspecified) or a slot no stream feeds
+ * @copied: whether the frame reached the slot by a copy (its producer did not
+ *   write into the slot in place)
+ * @has_resize: whether the fields below are known (the frame came from
+ *   `tensorconvert`)
+ * @in_width: width of the stream's video frame
+ * @in_height: its height
+ * @scale_x: tensor pixels per frame pixel, horizontally
+ * @scale_y: the same, vertically
+ * @offset_x: where the frame's left edge lies in the slot's picture
+ * @offset_y: where its top edge lies
+ * @content_x: first tensor column the picture covers
+ * @content_y: first tensor row the picture covers
+ * @content_width: tensor columns the picture covers
+ * @content_height: tensor rows the picture covers
+ *
+ * One slot of a batched tensor: which stream it came from and how its frame
+ * was fitted (as #GstTensorMemResizeMeta says for one tensor), so a box
+ * found in slot i maps back to stream i's frame with (t - offset) / scale.
+ *
+ * Since: 0.1
+ */
+struct _GstTensorMemBatchSlot {
+  const gchar *stream;
+  GstClockTime pts;
+  GstClockTime duration;
+  gboolean filled;
+  gboolean copied;
+  gboolean has_resize;
+  guint in_width;
+  guint in_height;
+  gdouble scale_x;
+  gdouble scale_y;
+  gdouble offset_x;
+  gdouble offset_y;
+  guint content_x;
+  guint content_y;
+  guint content_width;
+  guint content_height;
+};
+
+/**
+ * GstTensorMemBatchMeta:
+ * @meta: parent #GstMeta
+ * @n_slots: the batch dimension: how many slots the tensor holds
+ * @n_filled: how many of them hold a frame
+ *
+ * What `tensorbatch` put into each slot of a batched tensor (outermost
+ * dimension: the slot). Read the slots with
+ * gst_tensor_mem_batch_meta_get_slot().
+ *
+ * Since: 0.1
+ */
+struct _GstTensorMemBatchMeta {
+  GstMeta meta;
+
+  guint n_slots;
+  guint n_filled;
+
+  /*< private >*/
+  GstTensorMemBatchSlot *slots;
+};
+
+GST_TENSORMEM_API
+GType gst_tensor_mem_batch_meta_api_get_type(void);
+
+GST_TENSORMEM_API
+const GstMetaInfo *gst_tensor_mem_batch_meta_get_info(void);
+
+GST_TENSORMEM_API
+GstTensorMemBatchMeta *gst_buffer_add_tensor_mem_batch_meta(GstBuffer *buffer, guint n_slots);
+
+GST_TENSORMEM_API
+GstTensorMemBatchMeta *gst_buffer_get_tensor_mem_batch_meta(GstBuffer *buffer);
+
+GST_TENSORMEM_API
+GstTensorMemBatchSlot *gst_tensor_mem_batch_meta_get_slot(GstTensorMemBatchMeta *meta, guint index);
+
+G_END_DECLS

@@ -1,0 +1,464 @@
+// SPDX-License-Identifier: Apache-2.0
+/* tensorbatch: four streams of different content, each converted by its own
+ * tensorconvert straight into its slot, against the same streams converted
+ * alone (byte-exact, system memory and DMA-BUF, no copy); the copy path and
+ * require-zero-copy; streams that end early or stall (timeout, partial
+ * batches flagged, EOS after the last); pads added and released while
+ * playing; NULL while a stream waits for its batch; the settings and caps
+ * it refuses. */
+#include "pipeline_util.hpp"
+#include "test_util.hpp"
+
+#include <gst/allocators/allocators.h>
+#include <gst/tensormem/gsttensormemconfig.h>
+#include <gst/tensormem/tensormem.h>
+#if GST_TENSORMEM_HAVE_TENSOR_META
+#include <gst/analytics/analytics.h>
+#endif
+
+#include <cstring>
+#include <future>
+#include <string>
+#include <vector>
+
+namespace {
+
+constexpr int kFrames = 5;
+constexpr gsize kTensorBytes = 32 * 24 * 3 * sizeof(float);
+const char *const kPatterns[] = {"smpte", "ball", "circular", "pinwheel"};
+const char *const kTensorCaps =
+    "other/tensors,format=(string)static,num_tensors=(int)1,types=(string)float32,dimensions=(string)32:24:3:1";
+
+std::string convert(const std::string &extra = "") {
+  return "tensorconvert width=32 height=24 resize=letterbox mean=<0.5,0.4,0.3> std=<0.2,0.25,0.3> " + extra;
+}
+
+std::string source(const char *pattern, int frames) {
+  return std::string("videotestsrc pattern=") + pattern + " num-buffers=" + std::to_string(frames) +
+         " ! video/x-raw,format=RGBA,width=64,height=48,framerate=30/1 ! ";
+}
+
+struct BatchRun {
+  std::vector<GstSample *> samples;
+  bool eos = false;
+  std::string error;
+  guint64 copied = 0, batches = 0, partial = 0;
+  ~BatchRun() {
+    for (GstSample *s : samples)
+      gst_sample_unref(s);
+  }
+};
+
+/* Plays `description` (a tensorbatch named "batch", an appsink named
+ * "sink") to EOS or an error; `during`, when given, runs once it plays. */
+void run(const std::string &description, BatchRun *out, const std::function<void(GstElement *)> &during = {}) {
+  GError *error = nullptr;
+  GstElement *pipeline = gst_parse_launch(description.c_str(), &error);
+  ASSERT_EQ(error, nullptr) << description << ": " << error->message;
+  GstElement *sink = gst_bin_get_by_name(GST_BIN(pipeline), "sink");
+  GstElement *batch = gst_bin_get_by_name(GST_BIN(pipeline), "batch");
+  ASSERT_NE(gst_element_set_state(pipeline, GST_STATE_PLAYING), GST_STATE_CHANGE_FAILURE);
+  if (during)
+    during(pipeline);
+  // Samples until EOS; an error ends the run too (appsink would wait on).
+  GstBus *bus = gst_element_get_bus(pipeline);
+  const gint64 give_up = g_get_monotonic_time() + tmtest::kTimeout / 1000;
+  bool timed_out = false;
+  for (;;) {
+    GstSample *sample = nullptr;
+    g_signal_emit_by_name(sink, "try-pull-sample", 50 * GST_MSECOND, &sample);
+    if (sample) {
+      out->samples.push_back(sample);
+      continue;
+    }
+    GstMessage *msg =
+        gst_bus_pop_filtered(bus, static_cast<GstMessageType>(GST_MESSAGE_EOS | GST_MESSAGE_ERROR));
+    if (msg) {
+      if (GST_MESSAGE_TYPE(msg) == GST_MESSAGE_EOS) {
+        out->eos = true;
+        // The samples before EOS are all in the appsink by now.
+        while (g_signal_emit_by_name(sink, "try-pull-sample", 0, &sample), sample)
+          out->samples.push_back(sample);
+      } else {
+        GError *err = nullptr;
+        gchar *debug = nullptr;
+        gst_message_parse_error(msg, &err, &debug);
+        out->error = std::string(err->message) + " | " + (debug ? debug : "");
+        g_error_free(err);
+        g_free(debug);
+      }
+      gst_message_unref(msg);
+      break;
+    }
+    if (g_get_monotonic_time() > give_up) {
+      timed_out = true;
+      break;
+    }
+  }
+  gst_object_unref(bus);
+  EXPECT_FALSE(timed_out) << description << ": neither EOS nor an error";
+  g_object_get(batch, "copied-bytes", &out->copied, "batches", &out->batches, "partial-batches", &out->partial,
+               nullptr);
+  EXPECT_EQ(gst_element_set_state(pipeline, GST_STATE_NULL), GST_STATE_CHANGE_SUCCESS);
+  gst_object_unref(batch);
+  gst_object_unref(sink);
+  tmtest::release_pipeline(pipeline);
+}
+
+/* The tensors of one stream converted alone. */
+std::vector<std::vector<std::uint8_t>> alone(const char *pattern, int frames, const std::string &extra = "") {
+  BatchRun r;
+  GError *error = nullptr;
+  GstElement *pipeline = gst_parse_launch((source(pattern, frames) + convert(extra) + " ! appsink name=sink").c_str(),
+                                          &error);
+  EXPECT_EQ(error, nullptr);
+  GstElement *sink = gst_bin_get_by_name(GST_BIN(pipeline), "sink");
+  gst_element_set_state(pipeline, GST_STATE_PLAYING);
+  std::vector<std::vector<std::uint8_t>> tensors;
+  for (;;) {
+    GstSample *sample = nullptr;
+    g_signal_emit_by_name(sink, "pull-sample", &sample);
+    if (!sample)
+      break;
+    GstBuffer *buffer = gst_sample_get_buffer(sample);
+    std::vector<std::uint8_t> bytes(gst_buffer_get_size(buffer));
+    gst_buffer_extract(buffer, 0, bytes.data(), bytes.size());
+    tensors.push_back(std::move(bytes));
+    gst_sample_unref(sample);
+  }
+  gst_element_set_state(pipeline, GST_STATE_NULL);
+  gst_object_unref(sink);
+  tmtest::release_pipeline(pipeline);
+  return tensors;
+}
+
+std::string dims_of(GstSample *sample) {
+  const char *dims = gst_structure_get_string(gst_caps_get_structure(gst_sample_get_caps(sample), 0), "dimensions");
+  return dims ? dims : "";
+}
+
+/* Slot `slot` of the batch in `sample`. */
+std::vector<std::uint8_t> slot_bytes(GstSample *sample, guint slot) {
+  std::vector<std::uint8_t> bytes(kTensorBytes);
+  gst_buffer_extract(gst_sample_get_buffer(sample), slot * kTensorBytes, bytes.data(), bytes.size());
+  return bytes;
+}
+
+bool all_zero(const std::vector<std::uint8_t> &bytes) {
+  for (std::uint8_t b : bytes)
+    if (b)
+      return false;
+  return true;
+}
+
+std::string four_streams(const std::string &extra, const std::string &batch_props = "", int frames = kFrames) {
+  std::string d = "tensorbatch name=batch " + batch_props + " ! appsink name=sink sync=false ";
+  for (int i = 0; i < 4; ++i)
+    d += source(kPatterns[i], frames) + convert(extra) + " ! batch.sink_" + std::to_string(i) + " ";
+  return d;
+}
+
+/* Every slot of every batch equals its stream converted alone, in order. */
+void expect_slots_equal_alone(const BatchRun &r, const std::string &extra) {
+  ASSERT_EQ(r.samples.size(), static_cast<std::size_t>(kFrames)) << r.error;
+  for (guint i = 0; i < 4; ++i) {
+    const auto ref = alone(kPatterns[i], kFrames, extra);
+    ASSERT_EQ(ref.size(), static_cast<std::size_t>(kFrames));
+    for (int f = 0; f < kFrames; ++f)
+      EXPECT_EQ(slot_bytes(r.samples[f], i), ref[f]) << "stream " << i << " frame " << f;
+  }
+  for (GstSample *sample : r.samples) {
+    EXPECT_EQ(dims_of(sample), "32:24:3:4");
+    EXPECT_EQ(gst_buffer_get_size(gst_sample_get_buffer(sample)), 4 * kTensorBytes);
+    GstTensorMemBatchMeta *meta = gst_buffer_get_tensor_mem_batch_meta(gst_sample_get_buffer(sample));
+    ASSERT_NE(meta, nullptr);
+    EXPECT_EQ(meta->n_slots, 4u);
+    EXPECT_EQ(meta->n_filled, 4u);
+    for (guint i = 0; i < 4; ++i) {
+      const GstTensorMemBatchSlot *slot = gst_tensor_mem_batch_meta_get_slot(meta, i);
+      EXPECT_TRUE(slot->filled);
+      EXPECT_FALSE(slot->copied);
+      EXPECT_STREQ(slot->stream, ("sink_" + std::to_string(i)).c_str());
+      // 64x48 letterboxed into 32x24: half scale, no bars.
+      EXPECT_TRUE(slot->has_resize);
+      EXPECT_EQ(slot->in_width, 64u);
+      EXPECT_DOUBLE_EQ(slot->scale_x, 0.5);
+      EXPECT_TRUE(GST_CLOCK_TIME_IS_VALID(slot->pts));
+    }
+    EXPECT_EQ(gst_tensor_mem_batch_meta_get_slot(meta, 4), nullptr);
+  }
+}
+
+TEST(TensorBatch, FourStreamsWriteTheirSlotsInPlaceSystemMemory) {
+  BatchRun r;
+  run(four_streams(""), &r);
+  EXPECT_TRUE(r.eos) << r.error;
+  EXPECT_EQ(r.copied, 0u);
+  EXPECT_EQ(r.batches, static_cast<guint64>(kFrames));
+  EXPECT_EQ(r.partial, 0u);
+  expect_slots_equal_alone(r, "");
+  // One allocation per batch: the whole batch is one memory.
+  for (GstSample *sample : r.samples)
+    EXPECT_EQ(gst_buffer_n_memory(gst_sample_get_buffer(sample)), 1u);
+}
+
+TEST(TensorBatch, FourStreamsWriteTheirSlotsInPlaceDmaBuf) {
+  BatchRun r;
+  run(four_streams("require-zero-copy=true", "storage=dmabuf require-zero-copy=true"), &r);
+  EXPECT_TRUE(r.eos) << r.error;
+  EXPECT_EQ(r.copied, 0u);
+  expect_slots_equal_alone(r, "");
+  for (GstSample *sample : r.samples)
+    EXPECT_TRUE(gst_is_dmabuf_memory(gst_buffer_peek_memory(gst_sample_get_buffer(sample), 0)));
+}
+
+TEST(TensorBatch, RequireZeroCopyHoldsOnTheBatch) {
+  BatchRun r;
+  std::string d = "tensorbatch name=batch require-zero-copy=true ! appsink name=sink sync=false ";
+  for (int i = 0; i < 2; ++i)
+    d += source(kPatterns[i], kFrames) + convert("require-zero-copy=true") + " ! batch.sink_" + std::to_string(i) + " ";
+  run(d, &r);
+  EXPECT_TRUE(r.eos) << r.error;
+  EXPECT_EQ(r.copied, 0u);
+  EXPECT_EQ(r.samples.size(), static_cast<std::size_t>(kFrames));
+}
+
+#if GST_TENSORMEM_HAVE_TENSOR_META
+TEST(TensorBatch, CarriesGstTensorMetaWithTheBatchDims) {
+  BatchRun r;
+  run(four_streams(""), &r);
+  ASSERT_FALSE(r.samples.empty()) << r.error;
+  GstBuffer *buffer = gst_sample_get_buffer(r.samples[0]);
+  GstTensorMeta *meta = gst_buffer_get_tensor_meta(buffer);
+  ASSERT_NE(meta, nullptr);
+  ASSERT_EQ(meta->num_tensors, 1u);
+  const GstTensor *tensor = meta->tensors[0];
+  EXPECT_EQ(tensor->data_type, GST_TENSOR_DATA_TYPE_FLOAT32);
+  ASSERT_EQ(tensor->num_dims, 4u);
+  EXPECT_EQ(tensor->dims[0], 4u);
+  EXPECT_EQ(tensor->dims[1], 3u);
+  EXPECT_EQ(tensor->dims[2], 24u);
+  EXPECT_EQ(tensor->dims[3], 32u);
+  EXPECT_EQ(gst_buffer_peek_memory(tensor->data, 0), gst_buffer_peek_memory(buffer, 0));
+}
+#endif
+
+/* appsrc's own buffers are no window of the batch: copied, counted. */
+std::string with_appsrc_stream(const std::string &batch_props) {
+  return "tensorbatch name=batch " + batch_props + " ! appsink name=sink sync=false " + source(kPatterns[0], kFrames) +
+         convert() + " ! batch.sink_0 appsrc name=foreign format=time caps=\"" + kTensorCaps + "\" ! batch.sink_1 ";
+}
+
+void feed(GstElement *pipeline, int frames, bool eos) {
+  GstElement *src = gst_bin_get_by_name(GST_BIN(pipeline), "foreign");
+  for (int f = 0; f < frames; ++f) {
+    GstBuffer *buffer = gst_buffer_new_allocate(nullptr, kTensorBytes, nullptr);
+    gst_buffer_memset(buffer, 0, static_cast<guint8>(0x40 + f), kTensorBytes);
+    GST_BUFFER_PTS(buffer) = f * GST_SECOND / 30;
+    GstFlowReturn ret = GST_FLOW_OK;
+    g_signal_emit_by_name(src, "push-buffer", buffer, &ret);
+    gst_buffer_unref(buffer);
+  }
+  if (eos) {
+    GstFlowReturn ret = GST_FLOW_OK;
+    g_signal_emit_by_name(src, "end-of-stream", &ret);
+  }
+  gst_object_unref(src);
+}
+
+TEST(TensorBatch, AForeignBufferIsCopiedAndCounted) {
+  BatchRun r;
+  run(with_appsrc_stream(""), &r, [](GstElement *p) { feed(p, kFrames, true); });
+  EXPECT_TRUE(r.eos) << r.error;
+  ASSERT_EQ(r.samples.size(), static_cast<std::size_t>(kFrames));
+  EXPECT_EQ(r.copied, kFrames * kTensorBytes);
+  const auto ref = alone(kPatterns[0], kFrames);
+  for (int f = 0; f < kFrames; ++f) {
+    EXPECT_EQ(slot_bytes(r.samples[f], 0), ref[f]);
+    EXPECT_EQ(slot_bytes(r.samples[f], 1), std::vector<std::uint8_t>(kTensorBytes, static_cast<std::uint8_t>(0x40 + f)));
+    GstTensorMemBatchMeta *meta = gst_buffer_get_tensor_mem_batch_meta(gst_sample_get_buffer(r.samples[f]));
+    EXPECT_FALSE(gst_tensor_mem_batch_meta_get_slot(meta, 0)->copied);
+    EXPECT_TRUE(gst_tensor_mem_batch_meta_get_slot(meta, 1)->copied);
+  }
+}
+
+TEST(TensorBatch, RequireZeroCopyRefusesAForeignBufferByName) {
+  BatchRun r;
+  run(with_appsrc_stream("require-zero-copy=true"), &r, [](GstElement *p) { feed(p, 1, true); });
+  EXPECT_FALSE(r.eos);
+  EXPECT_NE(r.error.find("sink_1's tensor would be copied"), std::string::npos) << r.error;
+  EXPECT_EQ(r.copied, 0u);
+}
+
+TEST(TensorBatch, AStreamThatEndsEarlyLeavesItsSlotEmptyAndTheOthersGoOn) {
+  BatchRun r;
+  const std::string d = "tensorbatch name=batch ! appsink name=sink sync=false " + source(kPatterns[0], kFrames) +
+                        convert() + " ! batch.sink_0 " + source(kPatterns[1], 2) + convert() + " ! batch.sink_1 ";
+  run(d, &r);
+  EXPECT_TRUE(r.eos) << r.error; // after the last stream ended
+  ASSERT_EQ(r.samples.size(), static_cast<std::size_t>(kFrames));
+  EXPECT_EQ(r.partial, static_cast<guint64>(kFrames - 2));
+  EXPECT_EQ(r.copied, 0u);
+  const auto ref0 = alone(kPatterns[0], kFrames), ref1 = alone(kPatterns[1], 2);
+  for (int f = 0; f < kFrames; ++f) {
+    EXPECT_EQ(slot_bytes(r.samples[f], 0), ref0[f]);
+    GstTensorMemBatchMeta *meta = gst_buffer_get_tensor_mem_batch_meta(gst_sample_get_buffer(r.samples[f]));
+    const GstTensorMemBatchSlot *second = gst_tensor_mem_batch_meta_get_slot(meta, 1);
+    if (f < 2) {
+      EXPECT_EQ(slot_bytes(r.samples[f], 1), ref1[f]);
+      EXPECT_TRUE(second->filled);
+    } else {
+      EXPECT_TRUE(all_zero(slot_bytes(r.samples[f], 1))) << "frame " << f;
+      EXPECT_FALSE(second->filled);
+      EXPECT_EQ(meta->n_filled, 1u);
+    }
+  }
+}
+
+TEST(TensorBatch, AStalledStreamDoesNotStallTheOthersAfterTheTimeout) {
+  BatchRun r;
+  // The foreign stream sends one frame and then nothing until the end.
+  run(with_appsrc_stream("timeout=30000000"), &r, [](GstElement *p) {
+    feed(p, 1, false);
+    GstElement *batch = gst_bin_get_by_name(GST_BIN(p), "batch");
+    // Every frame of the live stream leaves, in partial batches, while the
+    // foreign one stalls; then it ends and EOS follows.
+    for (int i = 0; i < 500; ++i) {
+      guint64 batches = 0;
+      g_object_get(batch, "batches", &batches, nullptr);
+      if (batches >= static_cast<guint64>(kFrames))
+        break;
+      g_usleep(20000);
+    }
+    gst_object_unref(batch);
+    feed(p, 0, true);
+  });
+  EXPECT_TRUE(r.eos) << r.error;
+  ASSERT_EQ(r.samples.size(), static_cast<std::size_t>(kFrames));
+  EXPECT_GE(r.partial, static_cast<guint64>(kFrames - 1));
+  const auto ref = alone(kPatterns[0], kFrames);
+  for (int f = 0; f < kFrames; ++f) {
+    EXPECT_EQ(slot_bytes(r.samples[f], 0), ref[f]) << "frame " << f;
+    GstTensorMemBatchMeta *meta = gst_buffer_get_tensor_mem_batch_meta(gst_sample_get_buffer(r.samples[f]));
+    const GstTensorMemBatchSlot *stalled = gst_tensor_mem_batch_meta_get_slot(meta, 1);
+    if (!stalled->filled) {
+      EXPECT_TRUE(all_zero(slot_bytes(r.samples[f], 1))) << "frame " << f;
+    }
+  }
+}
+
+TEST(TensorBatch, NullReturnsWhileAStreamWaitsForItsBatch) {
+  // No timeout: the live stream's second frame waits for the foreign
+  // stream's first, which never comes; NULL must still return.
+  GError *error = nullptr;
+  GstElement *pipeline = gst_parse_launch(with_appsrc_stream("").c_str(), &error);
+  ASSERT_EQ(error, nullptr);
+  ASSERT_NE(gst_element_set_state(pipeline, GST_STATE_PLAYING), GST_STATE_CHANGE_FAILURE);
+  g_usleep(300000);
+  auto stopped = std::async(std::launch::async, [pipeline] { return gst_element_set_state(pipeline, GST_STATE_NULL); });
+  ASSERT_EQ(stopped.wait_for(std::chrono::seconds(10)), std::future_status::ready) << "NULL did not return";
+  EXPECT_EQ(stopped.get(), GST_STATE_CHANGE_SUCCESS);
+  tmtest::release_pipeline(pipeline);
+}
+
+TEST(TensorBatch, PadsAddedAndReleasedWhilePlaying) {
+  GError *error = nullptr;
+  std::string d = "tensorbatch name=batch ! appsink name=sink sync=false max-buffers=4 drop=true ";
+  for (int i = 0; i < 2; ++i)
+    d += source(kPatterns[i], -1) + convert() + " ! batch.sink_" + std::to_string(i) + " ";
+  GstElement *pipeline = gst_parse_launch(d.c_str(), &error);
+  ASSERT_EQ(error, nullptr);
+  GstElement *sink = gst_bin_get_by_name(GST_BIN(pipeline), "sink");
+  GstElement *batch = gst_bin_get_by_name(GST_BIN(pipeline), "batch");
+  ASSERT_NE(gst_element_set_state(pipeline, GST_STATE_PLAYING), GST_STATE_CHANGE_FAILURE);
+  auto pull_until = [&](const std::string &dims) {
+    for (int i = 0; i < 200; ++i) {
+      GstSample *sample = nullptr;
+      g_signal_emit_by_name(sink, "try-pull-sample", 5 * GST_SECOND, &sample);
+      if (!sample)
+        return false;
+      const bool match = dims_of(sample) == dims;
+      gst_sample_unref(sample);
+      if (match)
+        return true;
+    }
+    return false;
+  };
+  EXPECT_TRUE(pull_until("32:24:3:2"));
+  // A third stream joins.
+  GstElement *branch = gst_parse_bin_from_description((source(kPatterns[2], -1) + convert()).c_str(), TRUE, &error);
+  ASSERT_EQ(error, nullptr);
+  gst_bin_add(GST_BIN(pipeline), branch);
+  GstPad *third = gst_element_request_pad_simple(batch, "sink_%u");
+  ASSERT_NE(third, nullptr);
+  GstPad *out = gst_element_get_static_pad(branch, "src");
+  ASSERT_EQ(gst_pad_link(out, third), GST_PAD_LINK_OK);
+  gst_element_sync_state_with_parent(branch);
+  EXPECT_TRUE(pull_until("32:24:3:3"));
+  // ... and leaves.
+  gst_element_set_state(branch, GST_STATE_NULL);
+  gst_pad_unlink(out, third);
+  gst_element_release_request_pad(batch, third);
+  gst_object_unref(third);
+  gst_object_unref(out);
+  gst_bin_remove(GST_BIN(pipeline), branch);
+  EXPECT_TRUE(pull_until("32:24:3:2"));
+  EXPECT_EQ(gst_element_set_state(pipeline, GST_STATE_NULL), GST_STATE_CHANGE_SUCCESS);
+  gst_object_unref(batch);
+  gst_object_unref(sink);
+  tmtest::release_pipeline(pipeline);
+}
+
+TEST(TensorBatch, StreamsOfDifferentTensorsAreRefusedByName) {
+  BatchRun r;
+  const std::string d = "tensorbatch name=batch ! appsink name=sink sync=false " + source(kPatterns[0], kFrames) +
+                        convert() + " ! batch.sink_0 " + source(kPatterns[1], kFrames) +
+                        "tensorconvert width=16 height=16 ! batch.sink_1 ";
+  run(d, &r);
+  EXPECT_FALSE(r.eos);
+  EXPECT_NE(r.error.find("differs from the batch's"), std::string::npos) << r.error;
+}
+
+TEST(TensorBatch, StoragesOtherThanSystemAndDmaBufAreRefusedAtStart) {
+  GstElement *batch = gst_element_factory_make("tensorbatch", nullptr);
+  ASSERT_NE(batch, nullptr);
+  gst_util_set_object_arg(G_OBJECT(batch), "storage", "pbo");
+  EXPECT_EQ(gst_element_set_state(batch, GST_STATE_PAUSED), GST_STATE_CHANGE_FAILURE);
+  gst_element_set_state(batch, GST_STATE_NULL);
+  gst_object_unref(batch);
+}
+
+TEST(TensorBatch, MoreStreamsThanAFixedBatchAreRefused) {
+  GstElement *batch = gst_element_factory_make("tensorbatch", nullptr);
+  ASSERT_NE(batch, nullptr);
+  g_object_set(batch, "batch-size", 1u, nullptr);
+  GstPad *first = gst_element_request_pad_simple(batch, "sink_%u");
+  EXPECT_NE(first, nullptr);
+  GstPad *second = gst_element_request_pad_simple(batch, "sink_%u");
+  EXPECT_EQ(second, nullptr);
+  if (first) {
+    gst_element_release_request_pad(batch, first);
+    gst_object_unref(first);
+  }
+  gst_object_unref(batch);
+}
+
+TEST(TensorBatch, AFixedBatchLeavesUnfedSlotsEmpty) {
+  BatchRun r;
+  std::string d = "tensorbatch name=batch batch-size=3 ! appsink name=sink sync=false ";
+  for (int i = 0; i < 2; ++i)
+    d += source(kPatterns[i], kFrames) + convert() + " ! batch.sink_" + std::to_string(i) + " ";
+  run(d, &r);
+  EXPECT_TRUE(r.eos) << r.error;
+  ASSERT_EQ(r.samples.size(), static_cast<std::size_t>(kFrames));
+  for (GstSample *sample : r.samples) {
+    EXPECT_EQ(dims_of(sample), "32:24:3:3");
+    EXPECT_TRUE(all_zero(slot_bytes(sample, 2)));
+    GstTensorMemBatchMeta *meta = gst_buffer_get_tensor_mem_batch_meta(gst_sample_get_buffer(sample));
+    EXPECT_EQ(meta->n_filled, 2u);
+    EXPECT_FALSE(gst_tensor_mem_batch_meta_get_slot(meta, 2)->filled);
+  }
+  EXPECT_EQ(r.copied, 0u);
+}
+
+} // namespace
