@@ -13,6 +13,9 @@
                         [1,3,32,32] (a shape mismatch for 16x16 tensors)
         classifier.onnx a small 10-way classifier on float32 [1,3,224,224]
                         (the benchmark's "small model")
+        classifier_batch.onnx
+                        the same classifier, weights and all, on float32
+                        [batch,3,224,224] (tests/bench/batch_vs_chains.sh)
         garbage.onnx    bytes that are no ONNX model
   infer_models.py annotate SOURCE DESTINATION
       copies a model, naming each output's tensor id in its metadata (what
@@ -82,7 +85,7 @@ def bytes_graph(onnx):
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
 
 
-def classifier_graph(onnx, np):
+def classifier_graph(onnx, np, batch=1):
     """A small classifier on 224x224 RGB, NCHW float32: 1x1 Conv to 8
     channels, Relu, global average pool, a 10-way Gemm and Softmax. Cheap
     enough that pre-processing dominates (tests/bench/infer_vs_onnxinference.sh)."""
@@ -102,8 +105,8 @@ def classifier_graph(onnx, np):
     graph = helper.make_graph(
         nodes,
         "classifier",
-        [helper.make_tensor_value_info("images", TensorProto.FLOAT, [1, 3, 224, 224])],
-        [helper.make_tensor_value_info("scores", TensorProto.FLOAT, [1, 10])],
+        [helper.make_tensor_value_info("images", TensorProto.FLOAT, [batch, 3, 224, 224])],
+        [helper.make_tensor_value_info("scores", TensorProto.FLOAT, [batch, 10])],
         [numpy_helper.from_array(conv, "conv"), numpy_helper.from_array(gemm, "gemm")],
     )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
@@ -123,6 +126,7 @@ def make(directory):
         "bytes.onnx": bytes_graph(onnx),
         "wide.onnx": weighted_graph(onnx, np, [1, 3, 32, 32], "wide"),
         "classifier.onnx": classifier_graph(onnx, np),
+        "classifier_batch.onnx": classifier_graph(onnx, np, "batch"),
     }
     for name, model in models.items():
         model.ir_version = 8

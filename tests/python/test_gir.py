@@ -108,6 +108,15 @@ def main(gir_path, headers):
     buffer = Gst.Buffer.new()
     check(GstTensorMem.buffer_get_tensor_cuda_meta(buffer) is None, "a plain buffer has a CUDA meta")
     check(not GstTensorMem.buffer_has_tensor_mem_fence(buffer), "a plain buffer has a fence")
+    # tensorbatch's per-slot metadata reads from Python.
+    check(GstTensorMem.buffer_get_tensor_mem_batch_meta(buffer) is None, "a plain buffer has a batch meta")
+    GstTensorMem.buffer_add_tensor_mem_batch_meta(buffer, 3)
+    batch = GstTensorMem.buffer_get_tensor_mem_batch_meta(buffer)
+    check(batch is not None and batch.n_slots == 3 and batch.n_filled == 0, "batch meta of 3 slots: %r" % batch)
+    slot = batch.get_slot(2)
+    check(slot is not None and not slot.filled and slot.pts == Gst.CLOCK_TIME_NONE and slot.scale_x == 1.0,
+          "an empty slot reads as empty: %r" % slot)
+    check(batch.get_slot(3) is None, "a slot past the last")
 
     if failures:
         return 1
