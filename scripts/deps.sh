@@ -37,6 +37,15 @@ demo_packages=(
   libxxhash-dev libdlpack-dev
   libepoxy-dev libegl-dev libegl-mesa0 libgl1-mesa-dri libglx-mesa0 libgbm1 libglapi-mesa
 )
+# The demo's tensorinfer step (Debian 13): ONNX Runtime's headers (its
+# library comes with gstreamer1.0-plugins-bad's onnxinference). GStreamer
+# 1.26's analytics headers (GstTensorMeta) are unpacked by scripts/demo.sh
+# instead of installed: their package pulls in OpenCV's development files.
+# The model is written by scripts/demo_model.py with the standard library (no
+# python3-onnx, numpy). Debian 12 has no ONNX Runtime: nothing.
+if [[ $(. /etc/os-release && echo "${VERSION_ID:-}") == 13 ]]; then
+  demo_packages+=(libonnxruntime-dev)
+fi
 
 packages=(
   meson ninja-build pkg-config g++ python3
