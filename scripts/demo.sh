@@ -21,19 +21,44 @@ width=${size%x*}
 height=${size#*x}
 
 scripts/deps.sh --demo
+mkdir -p build-demo
+
+# unpack PACKAGE DIR: PACKAGE's files under DIR/root, not installed (apt-get
+# download of the candidate version, the one deps.sh installed the
+# libraries of; no root needed).
+unpack() {
+  rm -rf "$2"
+  mkdir -p "$2"
+  (cd "$2" && apt-get download -qq "$1" 2>/dev/null && dpkg-deb -x ./*.deb root && rm -f ./*.deb)
+}
+
+# The two plugins of gstreamer1.0-plugins-bad the demo uses (openh264,
+# h264parse), unpacked into build-demo/bad-plugins: the package itself would
+# install 213 more packages (scripts/deps.sh). Where the package is installed
+# already, its own plugins are used.
+if ! gst-inspect-1.0 --exists openh264dec 2>/dev/null || ! gst-inspect-1.0 --exists h264parse 2>/dev/null; then
+  bad=$PWD/build-demo/bad-plugins
+  if [[ ! -f $bad/libgstopenh264.so || ! -f $bad/libgstvideoparsersbad.so ]]; then
+    unpack gstreamer1.0-plugins-bad "$bad/deb"
+    find "$bad/deb/root" \( -name libgstopenh264.so -o -name libgstvideoparsersbad.so \) -exec cp {} "$bad" \;
+    rm -rf "$bad/deb"
+  fi
+  [[ -f $bad/libgstopenh264.so && -f $bad/libgstvideoparsersbad.so ]] ||
+    { echo "demo: could not unpack openh264 and h264parse from gstreamer1.0-plugins-bad; install it"; exit 1; }
+  bad_plugins=$bad
+fi
 
 # GstTensorMeta's headers (tensorinfer needs them) without their package:
 # libgstreamer-plugins-bad1.0-dev depends on OpenCV's development files, 240
 # packages and 195 MB on Debian 13 that nothing here uses. Where ONNX Runtime
 # is installed and the analytics library's pkg-config file is not, the
-# package is downloaded and unpacked into build-demo/analytics-sdk (600 KB),
-# its .pc pointing there and its library at the installed libgstanalytics.
+# package is unpacked into build-demo/analytics-sdk (600 KB), its .pc
+# pointing there and its library at the installed libgstanalytics.
 if pkg-config --exists libonnxruntime && ! pkg-config --exists gstreamer-analytics-1.0; then
   sdk=$PWD/build-demo/analytics-sdk
   if [[ ! -f $sdk/pkgconfig/gstreamer-analytics-1.0.pc ]]; then
-    rm -rf "$sdk"
+    unpack libgstreamer-plugins-bad1.0-dev "$sdk"
     mkdir -p "$sdk/pkgconfig" "$sdk/lib"
-    (cd "$sdk" && apt-get download -qq libgstreamer-plugins-bad1.0-dev 2>/dev/null && dpkg-deb -x ./*.deb root && rm -f ./*.deb)
     pc=$(find "$sdk/root" -name gstreamer-analytics-1.0.pc | head -n1)
     lib=$(find /usr/lib -name 'libgstanalytics-1.0.so.0' | head -n1)
     if [[ -n $pc && -n $lib ]]; then
@@ -49,7 +74,7 @@ fi
 # A build of its own: the test build (build/) has other options.
 scripts/build.sh build-demo -Dbuildtype=release -Dtests=disabled -Dbench=disabled -Dintrospection=disabled
 
-export GST_PLUGIN_PATH=$PWD/build-demo/gst/plugin
+export GST_PLUGIN_PATH=$PWD/build-demo/gst/plugin${bad_plugins:+:$bad_plugins}
 infer=""
 if [[ -f build-demo/gst/infer/libgsttensorinfer.so ]]; then
   model=build-demo/demo-classifier.onnx
