@@ -130,6 +130,14 @@ frames = re.findall(r'tensorinspect, .*?checksum=\(string\)([0-9a-f]+).*?path=\(
 if not frames:
     sys.exit("demo: tensorinspect posted no per-frame message")
 print(f"  inspect: {len(frames)} tensors read (path {frames[0][1]}), first checksum {frames[0][0]}, last {frames[-1][0]}, fences {sorted(set(f[2] for f in frames))}")
+# The tensors of each frame's GstTensorMeta (GStreamer 1.26): tensorconvert's
+# input and, with tensorinfer, the model's outputs.
+tensors = {}
+for m in re.finditer(r'tensorinspect-tensor, .*?id=\(string\)(\S+?), type=\(string\)(\w+), dims=\(string\)([0-9x]+).*?checksum=\(string\)([0-9a-f]+)', text):
+    key = (m.group(1), m.group(2), m.group(3))
+    tensors.setdefault(key, []).append(m.group(4))
+for (tid, ttype, dims), sums in tensors.items():
+    print(f"  inspect: GstTensorMeta tensor '{tid}' {ttype} {dims}: {len(sums)} read, last checksum {sums[-1]}")
 EOF
 echo "  $frames frames decoded and converted in $(elapsed "$start" "$end") s"
 
