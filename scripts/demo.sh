@@ -63,7 +63,7 @@ if pkg-config --exists libonnxruntime && ! pkg-config --exists gstreamer-analyti
     lib=$(find /usr/lib -name 'libgstanalytics-1.0.so.0' | head -n1)
     if [[ -n $pc && -n $lib ]]; then
       ln -sf "$lib" "$sdk/lib/libgstanalytics-1.0.so"
-      sed -e "s|^includedir=.*|includedir=$sdk/root/usr/include/gstreamer-1.0|" -e "s|^libdir=.*|libdir=$sdk/lib|" \
+      sed -e "s|^includedir=.*|includedir=$sdk/root/usr/include|" -e "s|^libdir=.*|libdir=$sdk/lib|" \
         "$pc" >"$sdk/pkgconfig/gstreamer-analytics-1.0.pc"
     else
       echo "demo: could not unpack GstTensorMeta's headers; tensorinfer is not built"
