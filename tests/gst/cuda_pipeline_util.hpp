@@ -112,7 +112,7 @@ inline void run(const std::string &description, Run *run) {
       break;
     case GST_MESSAGE_ERROR:
     case GST_MESSAGE_WARNING: {
-      std::string text = problem_text(msg);
+      std::string text = tmtest::problem_text(msg);
       if (GST_MESSAGE_TYPE(msg) == GST_MESSAGE_ERROR) {
         run->error = text;
         done = true;
