@@ -164,7 +164,8 @@ GstFlowReturn import_into(GstTensorMemCudaImport *self, GstBuffer *buffer, GstBu
   gboolean imported = FALSE;
   tensormem::Result<std::shared_ptr<tensormem::CudaHandle>> handle = gst_tensor_memory_import_cuda(mem, &imported);
   if (!handle)
-    return no_cuda(self, buffer, key + cause_of(handle.error()), what + "CUDA import failed: " + handle.error().message());
+    return no_cuda(self, buffer, key + cause_of(handle.error()),
+                   what + "CUDA import failed: " + handle.error().message());
   if (imported) {
     GST_OBJECT_LOCK(self);
     ++self->imports;
@@ -206,7 +207,8 @@ GstFlowReturn import_ip(GstTensorMemCudaImport *self, GstBuffer *buffer) {
   for (const gst_tensormem::MetaTensor &t : tensors) {
     GstBuffer *data = gst_buffer_get_tensor_cuda_meta(t.tensor->data) ? t.tensor->data : writable_data(t.tensor);
     gst_buffer_wait_gl_sync_metas(data);
-    const std::string what = "tensor " + std::to_string(t.index) + " ('" + gst_tensormem::tensor_id_text(t.tensor) + "'): ";
+    const std::string what =
+        "tensor " + std::to_string(t.index) + " ('" + gst_tensormem::tensor_id_text(t.tensor) + "'): ";
     const GstFlowReturn ret = import_into(self, buffer, data, what);
     if (ret != GST_FLOW_OK)
       return ret;

@@ -8,8 +8,9 @@ namespace gst_tensormem {
 
 GstFlowReturn element_validate_input(GstElement *element, GstBuffer *buffer, guint64 tensor_bytes,
                                      const GstVideoInfo *info, std::vector<MetaTensor> *tensors) {
-  const GstFlowReturn valid = tensor_bytes ? gst_tensor_mem_element_validate_tensor_buffer(element, buffer, tensor_bytes)
-                                           : gst_tensor_mem_element_validate_buffer(element, buffer, info);
+  const GstFlowReturn valid = tensor_bytes
+                                  ? gst_tensor_mem_element_validate_tensor_buffer(element, buffer, tensor_bytes)
+                                  : gst_tensor_mem_element_validate_buffer(element, buffer, info);
   if (valid != GST_FLOW_OK)
     return valid;
 #if GST_TENSORMEM_HAVE_TENSOR_META

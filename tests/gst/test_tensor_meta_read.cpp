@@ -46,7 +46,8 @@ GstTensor *tensor_over(const char *id, GstTensorDataType type, std::vector<gsize
     if (length == 0)
       continue;
     gpointer copy = g_memdup2(bytes.data() + at, length);
-    gst_buffer_append_memory(data, gst_memory_new_wrapped(GST_MEMORY_FLAG_READONLY, copy, length, 0, length, copy, g_free));
+    gst_buffer_append_memory(data,
+                             gst_memory_new_wrapped(GST_MEMORY_FLAG_READONLY, copy, length, 0, length, copy, g_free));
     at += length;
   }
   GstTensor *tensor = gst_tensor_alloc(dims.size());
