@@ -34,7 +34,7 @@ unpack() {
 
 # The two plugins of gstreamer1.0-plugins-bad the demo uses (openh264,
 # h264parse), unpacked into build-demo/bad-plugins: the package itself would
-# install 213 more packages (scripts/deps.sh). Where the package is installed
+# install 165 more packages (scripts/deps.sh). Where the package is installed
 # already, its own plugins are used.
 if ! gst-inspect-1.0 --exists openh264dec 2>/dev/null || ! gst-inspect-1.0 --exists h264parse 2>/dev/null; then
   bad=$PWD/build-demo/bad-plugins
