@@ -6,6 +6,10 @@
 #      in place through DLPack (examples/decode_to_tensor.c: a CUDA pointer
 #      where a GPU is, a host pointer here), printing per element what it did
 #      (frames, copies, fences) and the tensor's shape, type and checksum;
+#      where the tensorinfer plugin was built (ONNX Runtime and GStreamer
+#      1.26: Debian 13), an ONNX model (a small classifier written by
+#      scripts/demo_model.py) runs on each tensor in place, and its top
+#      scores are printed;
 #   2. runs the storage round trips (system, DMA-BUF, OpenGL PBO), short.
 #   scripts/demo.sh [frames] [WIDTHxHEIGHT of the tensor]
 set -euo pipefail
@@ -17,10 +21,69 @@ width=${size%x*}
 height=${size#*x}
 
 scripts/deps.sh --demo
+mkdir -p build-demo
+
+# unpack PACKAGE DIR: PACKAGE's files under DIR/root, not installed (apt-get
+# download of the candidate version, the one deps.sh installed the
+# libraries of; no root needed).
+unpack() {
+  rm -rf "$2"
+  mkdir -p "$2"
+  (cd "$2" && apt-get download -qq "$1" 2>/dev/null && dpkg-deb -x ./*.deb root && rm -f ./*.deb)
+}
+
+# The two plugins of gstreamer1.0-plugins-bad the demo uses (openh264,
+# h264parse), unpacked into build-demo/bad-plugins: the package itself would
+# install 165 more packages (scripts/deps.sh). Where the package is installed
+# already, its own plugins are used.
+if ! gst-inspect-1.0 --exists openh264dec 2>/dev/null || ! gst-inspect-1.0 --exists h264parse 2>/dev/null; then
+  bad=$PWD/build-demo/bad-plugins
+  if [[ ! -f $bad/libgstopenh264.so || ! -f $bad/libgstvideoparsersbad.so ]]; then
+    unpack gstreamer1.0-plugins-bad "$bad/deb"
+    find "$bad/deb/root" \( -name libgstopenh264.so -o -name libgstvideoparsersbad.so \) -exec cp {} "$bad" \;
+    rm -rf "$bad/deb"
+  fi
+  [[ -f $bad/libgstopenh264.so && -f $bad/libgstvideoparsersbad.so ]] ||
+    { echo "demo: could not unpack openh264 and h264parse from gstreamer1.0-plugins-bad; install it"; exit 1; }
+  bad_plugins=$bad
+fi
+
+# GstTensorMeta's headers (tensorinfer needs them) without their package:
+# libgstreamer-plugins-bad1.0-dev depends on OpenCV's development files, 240
+# packages and 195 MB on Debian 13 that nothing here uses. Where ONNX Runtime
+# is installed and the analytics library's pkg-config file is not, the
+# package is unpacked into build-demo/analytics-sdk (600 KB), its .pc
+# pointing there and its library at the installed libgstanalytics.
+if pkg-config --exists libonnxruntime && ! pkg-config --exists gstreamer-analytics-1.0; then
+  sdk=$PWD/build-demo/analytics-sdk
+  if [[ ! -f $sdk/pkgconfig/gstreamer-analytics-1.0.pc ]]; then
+    unpack libgstreamer-plugins-bad1.0-dev "$sdk"
+    mkdir -p "$sdk/pkgconfig" "$sdk/lib"
+    pc=$(find "$sdk/root" -name gstreamer-analytics-1.0.pc | head -n1)
+    lib=$(find /usr/lib -name 'libgstanalytics-1.0.so.0' | head -n1)
+    if [[ -n $pc && -n $lib ]]; then
+      ln -sf "$lib" "$sdk/lib/libgstanalytics-1.0.so"
+      sed -e "s|^includedir=.*|includedir=$sdk/root/usr/include|" -e "s|^libdir=.*|libdir=$sdk/lib|" \
+        "$pc" >"$sdk/pkgconfig/gstreamer-analytics-1.0.pc"
+    else
+      echo "demo: could not unpack GstTensorMeta's headers; tensorinfer is not built"
+    fi
+  fi
+  export PKG_CONFIG_PATH=$sdk/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}
+fi
 # A build of its own: the test build (build/) has other options.
 scripts/build.sh build-demo -Dbuildtype=release -Dtests=disabled -Dbench=disabled -Dintrospection=disabled
 
-export GST_PLUGIN_PATH=$PWD/build-demo/gst/plugin
+export GST_PLUGIN_PATH=$PWD/build-demo/gst/plugin${bad_plugins:+:$bad_plugins}
+infer=""
+if [[ -f build-demo/gst/infer/libgsttensorinfer.so ]]; then
+  model=build-demo/demo-classifier.onnx
+  [[ -s $model ]] || python3 scripts/demo_model.py "$model"
+  GST_PLUGIN_PATH=$GST_PLUGIN_PATH:$PWD/build-demo/gst/infer
+  infer="tensorinfer model=$model require-zero-copy=true name=infer ! "
+else
+  echo "demo: no tensorinfer here (it needs ONNX Runtime and GStreamer 1.26: Debian 13); the chain runs without a model"
+fi
 export GST_REGISTRY=$PWD/build-demo/demo-registry.bin
 if [[ ! -d /dev/dma_heap ]]; then
   export TENSORMEM_DMABUF_SOURCE=memfd
@@ -34,7 +97,7 @@ elapsed() { python3 -c "import sys; print(f'{float(sys.argv[2]) - float(sys.argv
 
 # What our elements said about their run (GST_DEBUG=...:4 summaries).
 summaries() {
-  grep -E 'summary:|converted [0-9]+ frame|tensor [0-9]+x[0-9]+' "$log" | sed -E 's/^.*<([^>]+)>[^ ]* /  \1: /' || true
+  grep -E 'summary:|converted [0-9]+ frame|tensor [0-9]+x[0-9]+|input [a-z0-9]+ \[' "$log" | sed -E 's/^.*<([^>]+)>[^ ]* /  \1: /' || true
 }
 
 # ---- 1. decode -> tensor -> consumer -----------------------------------------
@@ -46,12 +109,12 @@ if [[ ! -s $clip ]]; then
     filesink location="$clip" >"$log" 2>&1 || { cat "$log"; echo "demo: could not make the clip"; exit 1; }
 fi
 
-chain="filesrc location=$clip ! h264parse ! openh264dec ! tensorupload storage=dmabuf require-zero-copy=true name=up ! tensorconvert width=$width height=$height resize=letterbox dtype=float32 layout=nchw mean=<0.485,0.456,0.406> std=<0.229,0.224,0.225> name=convert ! tensorcudaimport name=cuda ! tensorsync name=sync ! tensorinspect name=inspect ! fakesink sync=false"
+chain="filesrc location=$clip ! h264parse ! openh264dec ! tensorupload storage=dmabuf require-zero-copy=true name=up ! tensorconvert width=$width height=$height resize=letterbox dtype=float32 layout=nchw mean=<0.485,0.456,0.406> std=<0.229,0.224,0.225> name=convert ! ${infer}tensorcudaimport name=cuda ! tensorsync name=sync ! tensorinspect name=inspect ! fakesink sync=false"
 echo
 echo "demo: decode -> model tensor -> consumer"
 echo "demo: gst-launch-1.0 $chain"
 start=$(date +%s.%N)
-if ! GST_DEBUG="tensormemtransform:4,tensorconvert:4,tensorupload:4" GST_DEBUG_NO_COLOR=1 \
+if ! GST_DEBUG="tensormemtransform:4,tensorconvert:4,tensorupload:4,tensorinfer:4" GST_DEBUG_NO_COLOR=1 \
   gst-launch-1.0 -e -m $chain >"$log" 2>&1; then
   cat "$log"
   echo "demo: the decode pipeline failed"
@@ -67,8 +130,30 @@ frames = re.findall(r'tensorinspect, .*?checksum=\(string\)([0-9a-f]+).*?path=\(
 if not frames:
     sys.exit("demo: tensorinspect posted no per-frame message")
 print(f"  inspect: {len(frames)} tensors read (path {frames[0][1]}), first checksum {frames[0][0]}, last {frames[-1][0]}, fences {sorted(set(f[2] for f in frames))}")
+# The tensors of each frame's GstTensorMeta (GStreamer 1.26): tensorconvert's
+# input and, with tensorinfer, the model's outputs.
+tensors = {}
+for m in re.finditer(r'tensorinspect-tensor, .*?id=\(string\)(\S+?), type=\(string\)(\w+), dims=\(string\)([0-9x]+).*?checksum=\(string\)([0-9a-f]+)', text):
+    key = (m.group(1), m.group(2), m.group(3))
+    tensors.setdefault(key, []).append(m.group(4))
+for (tid, ttype, dims), sums in tensors.items():
+    print(f"  inspect: GstTensorMeta tensor '{tid}' {ttype} {dims}: {len(sums)} read, last checksum {sums[-1]}")
 EOF
 echo "  $frames frames decoded and converted in $(elapsed "$start" "$end") s"
+
+scorer=build-demo/examples/infer-top-scores
+if [[ -n $infer && -x $scorer ]]; then
+  echo
+  echo "demo: the model's scores: $scorer $model $clip (top five of the 10 classes per frame, read from GstTensorMeta)"
+  if ! "$scorer" "$model" "$clip" >"$log" 2>&1; then
+    cat "$log"
+    echo "demo: reading the scores failed"
+    exit 1
+  fi
+  grep '^frame ' "$log" | head -n 2 | sed 's/^/  /'
+  echo "  ..."
+  grep -v '^frame ' "$log" | grep -v 'Schema error' | tail -n 1 | sed 's/^/  /'
+fi
 
 decoder=build-demo/examples/decode-to-tensor
 if [[ -x $decoder ]]; then

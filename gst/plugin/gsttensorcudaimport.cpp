@@ -20,6 +20,23 @@
  * meta (one warning per cause). With #GstTensorMemCudaImport:require-cuda set,
  * either case is an element error instead.
  *
+ * Built against GStreamer 1.26 (GST_TENSORMEM_HAVE_TENSOR_META), it also
+ * imports the tensors of the buffer's #GstTensorMeta: each tensor's data
+ * buffer (#GstTensor.data) whose single memory is DMA-BUF or PBO tensor
+ * memory gets a #GstTensorMemCudaMeta of its own, so a CUDA consumer of the
+ * meta finds the device pointer where it finds the tensor. That is how a
+ * tensor beside a video frame (`tensorconvert output=meta`) reaches CUDA;
+ * for `other/tensors` whose meta describes the buffer's own memory, the
+ * import is the buffer's (cached on the memory, counted once). A data
+ * buffer shared with another holder is replaced in the meta by a buffer
+ * over the same memories (no bytes copied) before the meta is added. The
+ * frame of a buffer that carries tensors is imported only when it is
+ * tensor memory itself; a decoder's system-memory frame beside the tensor
+ * draws no warning. Data in other memory (an `onnxinference` output in
+ * system memory) follows the rule above: one warning, or an error under
+ * require-cuda. A tensor without data, of a type GStreamer does not define,
+ * or whose data buffer is shorter than its dims say is an element error.
+ *
  * ## Example launch line
  * |[
  * gst-launch-1.0 videotestsrc ! tensorupload storage=dmabuf ! tensorcudaimport ! tensorinspect ! fakesink
@@ -28,6 +45,7 @@
  * Since: 0.1
  */
 #include "gsttensorcudaimport.h"
+#include "gsttensormetaread.h"
 
 #include <gst/tensormem/gsttensorcaps.h>
 #include <gst/tensormem/gsttensorcudameta.h>
@@ -41,6 +59,7 @@
 #include <new>
 #include <set>
 #include <string>
+#include <vector>
 
 GST_DEBUG_CATEGORY_STATIC(gst_tensor_cuda_import_debug);
 #define GST_CAT_DEFAULT gst_tensor_cuda_import_debug
@@ -121,42 +140,86 @@ void record_d3d11_fences(GstBuffer *buffer, GstMemory *mem) {
   }
 }
 
-GstFlowReturn import_ip(GstTensorMemCudaImport *self, GstBuffer *buffer) {
-  // CUDA maps the memory's fd: a memory longer than its fd must not get there.
-  const GstFlowReturn valid =
-      self->tensor_bytes ? gst_tensor_mem_element_validate_tensor_buffer(GST_ELEMENT(self), buffer, self->tensor_bytes)
-                         : gst_tensor_mem_element_validate_buffer(GST_ELEMENT(self), buffer, &self->info);
-  if (valid != GST_FLOW_OK)
-    return valid;
-  if (gst_buffer_get_tensor_cuda_meta(buffer))
+/* Imports the one tensor memory of `target` (the buffer itself, or a meta
+ * tensor's data buffer; writable) and attaches its CUDA meta there. `what`
+ * ("" for the buffer, "tensor N ('id'): " for a meta tensor) leads every
+ * message and keys its warning apart from the buffer's. */
+GstFlowReturn import_into(GstTensorMemCudaImport *self, GstBuffer *buffer, GstBuffer *target, const std::string &what) {
+  if (gst_buffer_get_tensor_cuda_meta(target))
     return GST_FLOW_OK; // imported upstream already
   const gchar *unavailable = nullptr;
   if (!gst_tensor_cuda_get_status(nullptr, nullptr, nullptr, &unavailable))
     return no_cuda(self, buffer, "unavailable", std::string("CUDA is unavailable: ") + unavailable);
-  if (gst_buffer_n_memory(buffer) != 1)
-    return no_cuda(self, buffer, "memories",
-                   "a buffer of " + std::to_string(gst_buffer_n_memory(buffer)) +
+  const std::string key = what.empty() ? "" : "tensor ";
+  if (gst_buffer_n_memory(target) != 1)
+    return no_cuda(self, buffer, key + "memories",
+                   what + "a buffer of " + std::to_string(gst_buffer_n_memory(target)) +
                        " memories (CUDA import takes buffers of one tensor memory)");
-  GstMemory *mem = gst_buffer_peek_memory(buffer, 0);
+  GstMemory *mem = gst_buffer_peek_memory(target, 0);
   if (!gst_is_tensor_memory(mem))
-    return no_cuda(self, buffer, "memory-kind",
-                   std::string("memory from allocator ") + (mem->allocator ? mem->allocator->mem_type : "(none)") +
+    return no_cuda(self, buffer, key + "memory-kind",
+                   what + "memory from allocator " + (mem->allocator ? mem->allocator->mem_type : "(none)") +
                        " is not tensor memory");
-  record_d3d11_fences(buffer, mem);
+  record_d3d11_fences(target, mem);
   gboolean imported = FALSE;
   tensormem::Result<std::shared_ptr<tensormem::CudaHandle>> handle = gst_tensor_memory_import_cuda(mem, &imported);
   if (!handle)
-    return no_cuda(self, buffer, cause_of(handle.error()), "CUDA import failed: " + handle.error().message());
+    return no_cuda(self, buffer, key + cause_of(handle.error()),
+                   what + "CUDA import failed: " + handle.error().message());
   if (imported) {
     GST_OBJECT_LOCK(self);
     ++self->imports;
     GST_OBJECT_UNLOCK(self);
-    GST_DEBUG_OBJECT(self, "imported %s", (*handle)->describe().c_str());
+    GST_DEBUG_OBJECT(self, "%simported %s", what.c_str(), (*handle)->describe().c_str());
   }
-  if (!gst_buffer_add_tensor_cuda_meta(buffer, *handle, mem->offset, mem->size))
-    return no_cuda(self, buffer, "meta",
-                   "the CUDA handle (" + (*handle)->describe() + ") does not cover the memory's range");
+  if (!gst_buffer_add_tensor_cuda_meta(target, *handle, mem->offset, mem->size))
+    return no_cuda(self, buffer, key + "meta",
+                   what + "the CUDA handle (" + (*handle)->describe() + ") does not cover the memory's range");
   return GST_FLOW_OK;
+}
+
+#if GST_TENSORMEM_HAVE_TENSOR_META
+/* The meta tensor's data buffer, writable: one this meta alone holds as it
+ * is, else a new buffer over the same memories with the old one's metadata
+ * (its fences included) put in its place. */
+GstBuffer *writable_data(GstTensor *tensor) {
+  GstBuffer *data = tensor->data;
+  if (gst_buffer_is_writable(data))
+    return data;
+  GstBuffer *view = gst_buffer_new();
+  for (guint i = 0; i < gst_buffer_n_memory(data); ++i)
+    gst_buffer_append_memory(view, gst_memory_ref(gst_buffer_peek_memory(data, i)));
+  gst_buffer_copy_into(view, data, GST_BUFFER_COPY_METADATA, 0, static_cast<gsize>(-1));
+  tensor->data = view;
+  gst_buffer_unref(data);
+  return view;
+}
+#endif
+
+GstFlowReturn import_ip(GstTensorMemCudaImport *self, GstBuffer *buffer) {
+  // CUDA maps the memory's fd: a memory longer than its fd must not get there.
+  std::vector<gst_tensormem::MetaTensor> tensors;
+  const GstFlowReturn valid =
+      gst_tensormem::element_validate_input(GST_ELEMENT(self), buffer, self->tensor_bytes, &self->info, &tensors);
+  if (valid != GST_FLOW_OK)
+    return valid;
+#if GST_TENSORMEM_HAVE_TENSOR_META
+  for (const gst_tensormem::MetaTensor &t : tensors) {
+    GstBuffer *data = gst_buffer_get_tensor_cuda_meta(t.tensor->data) ? t.tensor->data : writable_data(t.tensor);
+    gst_buffer_wait_gl_sync_metas(data);
+    const std::string what =
+        "tensor " + std::to_string(t.index) + " ('" + gst_tensormem::tensor_id_text(t.tensor) + "'): ";
+    const GstFlowReturn ret = import_into(self, buffer, data, what);
+    if (ret != GST_FLOW_OK)
+      return ret;
+  }
+  // The frame beside the tensors is imported where it is tensor memory; a
+  // decoder's frame in other memory is no failure to warn about.
+  if (!tensors.empty() &&
+      (gst_buffer_n_memory(buffer) != 1 || !gst_is_tensor_memory(gst_buffer_peek_memory(buffer, 0))))
+    return GST_FLOW_OK;
+#endif
+  return import_into(self, buffer, buffer, "");
 }
 
 } // namespace

@@ -33,6 +33,23 @@
  * Copies go into a pool of default-layout system-memory frames that the
  * element recycles; a frame is never allocated per buffer.
  *
+ * Built against GStreamer 1.26 (GST_TENSORMEM_HAVE_TENSOR_META), the tensors
+ * of the buffer's #GstTensorMeta (`tensorconvert output=meta`,
+ * `tensorinfer`, `onnxinference`, an application) follow the frame's rule:
+ * before the buffer goes on, tensordownload checks each tensor (data
+ * present, a data type GStreamer defines, a data buffer at least as long as
+ * its dims say; an element error naming the tensor otherwise) and waits for
+ * the fences its data buffer carries, so a consumer that maps #GstTensor.data
+ * reads complete bytes. The data stays where it is, with no copy and nothing
+ * counted: system, DMA-BUF, PBO and D3D11 memory all map for the CPU
+ * through gst_memory_map() (a PBO's map runs on its GL worker), which is
+ * what a tensor decoder or an application does with the data. Data in
+ * memory flagged %GST_MEMORY_FLAG_NOT_MAPPABLE cannot reach a CPU consumer
+ * at all: an element error naming the tensor and its allocator. When the
+ * frame is copied into the default layout, the copy carries the
+ * #GstTensorMeta too (GStreamer 1.26's meta has no transform function, so
+ * GStreamer's own copy would drop it), its tensors' data shared, not copied.
+ *
  * ## Example launch line
  * |[
  * gst-launch-1.0 videotestsrc ! tensorupload ! tensordownload ! fakesink
@@ -42,6 +59,7 @@
  * Since: 0.1
  */
 #include "gsttensordownload.h"
+#include "gsttensormetaread.h"
 
 #include <gst/allocators/gstdmabuf.h>
 #include <gst/tensormem/gsttensorbackend-private.h>
@@ -54,6 +72,7 @@
 #include <gst/tensormem/gsttensorpbo.h>
 
 #include <string>
+#include <vector>
 
 GST_DEBUG_CATEGORY_STATIC(gst_tensor_download_debug);
 #define GST_CAT_DEFAULT gst_tensor_download_debug
@@ -190,6 +209,32 @@ static gboolean gst_tensor_download_stop(GstBaseTransform *trans) {
   return GST_BASE_TRANSFORM_CLASS(gst_tensor_download_parent_class)->stop(trans);
 }
 
+#if GST_TENSORMEM_HAVE_TENSOR_META
+/* The buffer's GstTensorMeta tensors, checked and readable by a CPU consumer
+ * once their data's fences have passed (see the section comment). */
+static GstFlowReturn download_meta_tensors(GstTensorMemDownload *self, GstBuffer *inbuf) {
+  std::vector<gst_tensormem::MetaTensor> tensors;
+  if (!gst_tensormem::element_read_tensor_meta(GST_ELEMENT_CAST(self), inbuf, &tensors))
+    return GST_FLOW_ERROR;
+  for (const gst_tensormem::MetaTensor &t : tensors) {
+    for (guint m = 0; m < gst_buffer_n_memory(t.tensor->data); ++m) {
+      GstMemory *memory = gst_buffer_peek_memory(t.tensor->data, m);
+      if (GST_MEMORY_FLAG_IS_SET(memory, GST_MEMORY_FLAG_NOT_MAPPABLE)) {
+        GST_ELEMENT_ERROR(self, STREAM, FORMAT,
+                          ("Tensor %" G_GSIZE_FORMAT " ('%s') of the buffer's GstTensorMeta is in memory the CPU "
+                           "cannot map (allocator %s): no system-memory consumer can read it.",
+                           t.index, gst_tensormem::tensor_id_text(t.tensor),
+                           memory->allocator ? memory->allocator->mem_type : "(none)"),
+                          (nullptr));
+        return GST_FLOW_ERROR;
+      }
+    }
+  }
+  return gst_tensormem::element_wait_tensor_fences(GST_ELEMENT_CAST(self), inbuf, tensors,
+                                                   gst_tensor_transform_get_waits(GST_TENSOR_TRANSFORM_CAST(self)));
+}
+#endif
+
 /* \brief A tensor buffer goes downstream as it is, once its bytes are
  * complete: every memory of ours maps for the CPU, and a tensor has no
  * layout a consumer could misread. */
@@ -210,6 +255,10 @@ static GstFlowReturn download_tensor(GstTensorMemDownload *self, GstBuffer *inbu
 static GstFlowReturn gst_tensor_download_prepare_output_buffer(GstBaseTransform *trans, GstBuffer *inbuf,
                                                                GstBuffer **outbuf) {
   auto *self = GST_TENSOR_DOWNLOAD_CAST(trans);
+#if GST_TENSORMEM_HAVE_TENSOR_META
+  if (const GstFlowReturn tensors = download_meta_tensors(self, inbuf); tensors != GST_FLOW_OK)
+    return tensors;
+#endif
   if (self->tensor_bytes)
     return download_tensor(self, inbuf, outbuf);
   const gst_tensormem::DownloadContext ctx = download_context(self);
@@ -231,6 +280,10 @@ static GstFlowReturn gst_tensor_download_prepare_output_buffer(GstBaseTransform 
   }
   gsize copied = 0;
   ret = method.perform(ctx, inbuf, outbuf, &copied);
+#if GST_TENSORMEM_HAVE_TENSOR_META
+  if (ret == GST_FLOW_OK && *outbuf != inbuf)
+    gst_tensormem::copy_tensor_meta(inbuf, *outbuf);
+#endif
   if (ret == GST_FLOW_OK) {
     GST_LOG_OBJECT(self, "%" GST_PTR_FORMAT " took the %s path", inbuf, method.name);
     gst_tensor_transform_count_buffer(GST_TENSOR_TRANSFORM_CAST(self), copied);

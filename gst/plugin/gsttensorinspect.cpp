@@ -33,8 +33,36 @@
  * bytes; a buffer smaller than the tensor is an element error naming both
  * sizes.
  *
- * At EOS it posts `tensorinspect-summary` with `frames`, `cuda-frames` and
- * `host-frames` (guint64). Buffers pass through untouched.
+ * Built against GStreamer 1.26 (GST_TENSORMEM_HAVE_TENSOR_META), it also
+ * reads the buffer's #GstTensorMeta, whoever attached it (`tensorconvert`,
+ * `tensorconvert output=meta` on a video frame, `tensorinfer`,
+ * `onnxinference`, an application): after the frame's message it posts
+ * (unless #GstTensorMemInspect:silent) one `tensorinspect-tensor` message per tensor of the meta, in the meta's
+ * order:
+ *
+ * - `frame` (guint64): the frame's index, as in its `tensorinspect` message
+ * - `index` (guint): the tensor's index in the meta
+ * - `id` (string): the tensor's id ("(none)" for 0)
+ * - `type` (string): "float32", "uint8", "int4", ... (GstTensorDataType)
+ * - `dims` (string): e.g. "1x3x224x224", in the tensor's own order
+ * - `dims-order` (string): "row-major" or "col-major"
+ * - `bytes` (guint64): what the dims and type cover (the data buffer's
+ *   whole size for a tensor with a 0, dynamic, dimension)
+ * - `checksum` (string): 64-bit XXH3 of those bytes of the tensor's data
+ *   buffer, from its start (the data buffer's memories in turn, none copied)
+ * - `path` (string): "cuda" when the data buffer carries a
+ *   #GstTensorMemCudaMeta (`tensorcudaimport` puts one there) and the read
+ *   through it works, else "host"
+ * - `min`, `max` (guint), `mean` (gdouble): over those raw bytes
+ *
+ * It waits for the fences of each tensor's data buffer as for the frame's.
+ * A tensor without data, with a data type GStreamer does not define, or
+ * whose data buffer is shorter than its dims and type say is an element
+ * error naming the tensor, before any byte is read.
+ *
+ * At EOS it posts `tensorinspect-summary` with `frames`, `cuda-frames`,
+ * `host-frames` and `tensors` (meta tensors read; guint64). Buffers pass
+ * through untouched.
  *
  * ## Example launch line
  * |[
@@ -44,6 +72,7 @@
  * Since: 0.1
  */
 #include "gsttensorinspect.h"
+#include "gsttensormetaread.h"
 
 #include <gst/tensormem/gsttensorcaps.h>
 #include <gst/tensormem/gsttensorcudameta.h>
@@ -55,6 +84,7 @@
 #include <cstdio>
 #include <new>
 #include <string>
+#include <vector>
 
 // XXH3_state_t on the stack: the streaming state's layout is public here.
 #define XXH_STATIC_LINKING_ONLY
@@ -75,6 +105,7 @@ struct _GstTensorMemInspect {
   guint64 frames;
   guint64 cuda_frames;
   guint64 host_frames;
+  guint64 meta_tensors; // GstTensorMeta tensors read
   guint8 *scratch;    // host copy of the CUDA bytes, reused frame to frame; freed at stop
   gsize scratch_size; // bytes at `scratch`
 };
@@ -176,20 +207,29 @@ void free_scratch(GstTensorMemInspect *self) {
  * unmap (before any CPU map of a GL buffer), then walk the planes with the
  * GstVideoMeta's (or the caps') offsets and strides. False (with the reason
  * logged) when any step fails: the caller then reads through the host. */
-bool read_cuda(GstTensorMemInspect *self, GstBuffer *buffer, GstTensorMemCudaMeta *meta, Stats *stats) {
+/* The meta's device bytes, copied into the scratch buffer; nullptr (the
+ * reason logged) when the read fails. */
+const guint8 *read_cuda_bytes(GstTensorMemInspect *self, GstTensorMemCudaMeta *meta) {
   const gsize size = meta->size;
   if (!self->scratch || self->scratch_size != size) {
     free_scratch(self);
     self->scratch = new guint8[size]; // not zero-filled: the copy below overwrites every byte
     self->scratch_size = size;
   }
-  guint8 *host = self->scratch;
   GError *error = nullptr;
-  if (!gst_tensor_cuda_meta_read(meta, host, size, &error)) {
+  if (!gst_tensor_cuda_meta_read(meta, self->scratch, size, &error)) {
     GST_INFO_OBJECT(self, "reading through CUDA failed, reading through the host: %s", error ? error->message : "?");
     g_clear_error(&error);
-    return false;
+    return nullptr;
   }
+  return self->scratch;
+}
+
+bool read_cuda(GstTensorMemInspect *self, GstBuffer *buffer, GstTensorMemCudaMeta *meta, Stats *stats) {
+  const gsize size = meta->size;
+  const guint8 *host = read_cuda_bytes(self, meta);
+  if (!host)
+    return false;
 
   Stats out;
   if (self->tensor_bytes) {
@@ -224,19 +264,82 @@ bool read_cuda(GstTensorMemInspect *self, GstBuffer *buffer, GstTensorMemCudaMet
   return true;
 }
 
+#if GST_TENSORMEM_HAVE_TENSOR_META
+/* The first `bytes` bytes of a meta tensor's data buffer, memory by memory
+ * (nothing gathered). */
+bool read_tensor_host(GstBuffer *data, gsize bytes, Stats *stats) {
+  gsize left = bytes;
+  for (guint m = 0; m < gst_buffer_n_memory(data) && left > 0; ++m) {
+    GstMemory *memory = gst_buffer_peek_memory(data, m);
+    GstMapInfo map;
+    if (!gst_memory_map(memory, &map, GST_MAP_READ))
+      return false;
+    const gsize n = MIN(left, map.size);
+    stats->rows(map.data, n, n, 1, true);
+    gst_memory_unmap(memory, &map);
+    left -= n;
+  }
+  return left == 0;
+}
+
+/* One `tensorinspect-tensor` message for a checked tensor of the meta. */
+bool inspect_meta_tensor(GstTensorMemInspect *self, guint64 frame, const gst_tensormem::MetaTensor &t) {
+  Stats stats;
+  const char *path = nullptr;
+  GstTensorMemCudaMeta *cuda = gst_buffer_get_tensor_cuda_meta(t.tensor->data);
+  if (cuda && cuda->size >= t.bytes) {
+    if (const guint8 *host = read_cuda_bytes(self, cuda)) {
+      stats.rows(host, t.bytes, t.bytes, 1, true);
+      path = "cuda";
+    }
+  }
+  if (!path) {
+    stats = Stats();
+    if (!read_tensor_host(t.tensor->data, t.bytes, &stats)) {
+      GST_ELEMENT_ERROR(self, RESOURCE, READ,
+                        ("Cannot read tensor %" G_GSIZE_FORMAT " ('%s') of frame %" G_GUINT64_FORMAT, t.index,
+                         gst_tensormem::tensor_id_text(t.tensor), frame),
+                        ("gst_memory_map of its data buffer failed"));
+      return false;
+    }
+    path = "host";
+  }
+  ++self->meta_tensors;
+  gchar checksum[17];
+  g_snprintf(checksum, sizeof checksum, "%016" G_GINT64_MODIFIER "x", stats.hash());
+  const std::string dims = gst_tensormem::tensor_dims_text(t.tensor);
+  const gdouble mean = stats.count ? static_cast<gdouble>(stats.sum) / static_cast<gdouble>(stats.count) : 0.0;
+  GstStructure *s = gst_structure_new(
+      "tensorinspect-tensor", "frame", G_TYPE_UINT64, frame, "index", G_TYPE_UINT, static_cast<guint>(t.index), "id",
+      G_TYPE_STRING, gst_tensormem::tensor_id_text(t.tensor), "type", G_TYPE_STRING,
+      gst_tensormem::tensor_data_type_name(t.tensor->data_type), "dims", G_TYPE_STRING, dims.c_str(), "dims-order",
+      G_TYPE_STRING, t.tensor->dims_order == GST_TENSOR_DIM_ORDER_COL_MAJOR ? "col-major" : "row-major", "bytes",
+      G_TYPE_UINT64, static_cast<guint64>(t.bytes), "checksum", G_TYPE_STRING, checksum, "path", G_TYPE_STRING, path,
+      "min", G_TYPE_UINT, stats.count ? stats.min : 0u, "max", G_TYPE_UINT, stats.max, "mean", G_TYPE_DOUBLE, mean,
+      nullptr);
+  gst_element_post_message(GST_ELEMENT(self), gst_message_new_element(GST_OBJECT(self), s));
+  return true;
+}
+#endif
+
 GstFlowReturn inspect_ip(GstTensorMemInspect *self, GstBuffer *buffer) {
   if (!self->have_info) {
     GST_ELEMENT_ERROR(self, CORE, NEGOTIATION, ("No video caps before the first buffer"), (nullptr));
     return GST_FLOW_NOT_NEGOTIATED;
   }
+  // The frame, and every tensor of its meta, checked before any byte is read.
+  std::vector<gst_tensormem::MetaTensor> tensors;
   const GstFlowReturn valid =
-      self->tensor_bytes ? gst_tensor_mem_element_validate_tensor_buffer(GST_ELEMENT(self), buffer, self->tensor_bytes)
-                         : gst_tensor_mem_element_validate_buffer(GST_ELEMENT(self), buffer, &self->info);
+      gst_tensormem::element_validate_input(GST_ELEMENT(self), buffer, self->tensor_bytes, &self->info, &tensors);
   if (valid != GST_FLOW_OK)
     return valid;
   gchar *fence = gst_buffer_describe_tensor_mem_fences(buffer);
-  const GstFlowReturn fenced =
+  GstFlowReturn fenced =
       gst_tensor_mem_element_wait_fences(GST_ELEMENT(self), buffer, GST_TENSOR_MEM_FENCE_DEFAULT_TIMEOUT, self->waits, nullptr);
+#if GST_TENSORMEM_HAVE_TENSOR_META
+  if (fenced == GST_FLOW_OK)
+    fenced = gst_tensormem::element_wait_tensor_fences(GST_ELEMENT(self), buffer, tensors, self->waits);
+#endif
   if (fenced != GST_FLOW_OK) {
     g_free(fence);
     return fenced;
@@ -280,6 +383,14 @@ GstFlowReturn inspect_ip(GstTensorMemInspect *self, GstBuffer *buffer) {
     gst_element_post_message(GST_ELEMENT(self), gst_message_new_element(GST_OBJECT(self), s));
   }
   g_free(fence);
+#if GST_TENSORMEM_HAVE_TENSOR_META
+  if (!silent) {
+    for (const gst_tensormem::MetaTensor &t : tensors) {
+      if (!inspect_meta_tensor(self, index, t))
+        return GST_FLOW_ERROR;
+    }
+  }
+#endif
   return GST_FLOW_OK;
 }
 
@@ -326,7 +437,7 @@ static void gst_tensor_inspect_get_property(GObject *object, guint prop_id, GVal
 
 static gboolean gst_tensor_inspect_start(GstBaseTransform *trans) {
   auto *self = GST_TENSOR_INSPECT(trans);
-  self->frames = self->cuda_frames = self->host_frames = 0;
+  self->frames = self->cuda_frames = self->host_frames = self->meta_tensors = 0;
   self->have_info = FALSE;
   GST_OBJECT_LOCK(self);
   g_clear_pointer(&self->last_checksum, g_free);
@@ -372,7 +483,8 @@ static gboolean gst_tensor_inspect_sink_event(GstBaseTransform *trans, GstEvent 
   if (GST_EVENT_TYPE(event) == GST_EVENT_EOS) {
     GstStructure *s =
         gst_structure_new("tensorinspect-summary", "frames", G_TYPE_UINT64, self->frames, "cuda-frames", G_TYPE_UINT64,
-                          self->cuda_frames, "host-frames", G_TYPE_UINT64, self->host_frames, nullptr);
+                          self->cuda_frames, "host-frames", G_TYPE_UINT64, self->host_frames, "tensors",
+                          G_TYPE_UINT64, self->meta_tensors, nullptr);
     gst_element_post_message(GST_ELEMENT(self), gst_message_new_element(GST_OBJECT(self), s));
   }
   return GST_BASE_TRANSFORM_CLASS(gst_tensor_inspect_parent_class)->sink_event(trans, event);
@@ -427,6 +539,7 @@ static void gst_tensor_inspect_init(GstTensorMemInspect *self) {
   self->last_checksum = nullptr;
   self->waits = g_cancellable_new();
   self->have_info = FALSE;
+  self->meta_tensors = 0;
   self->scratch = nullptr;
   self->scratch_size = 0;
   gst_video_info_init(&self->info);

@@ -112,14 +112,7 @@ inline void run(const std::string &description, Run *run) {
       break;
     case GST_MESSAGE_ERROR:
     case GST_MESSAGE_WARNING: {
-      GError *err = nullptr;
-      gchar *debug = nullptr;
-      if (GST_MESSAGE_TYPE(msg) == GST_MESSAGE_ERROR)
-        gst_message_parse_error(msg, &err, &debug);
-      else
-        gst_message_parse_warning(msg, &err, &debug);
-      std::string text =
-          std::string(GST_OBJECT_NAME(GST_MESSAGE_SRC(msg))) + ": " + err->message + " | " + (debug ? debug : "");
+      std::string text = tmtest::problem_text(msg);
       if (GST_MESSAGE_TYPE(msg) == GST_MESSAGE_ERROR) {
         run->error = text;
         done = true;
@@ -127,8 +120,6 @@ inline void run(const std::string &description, Run *run) {
         // Others (a late sink on a loaded machine, say) are not ours to count.
         run->warnings.push_back(text);
       }
-      g_error_free(err);
-      g_free(debug);
       break;
     }
     case GST_MESSAGE_ELEMENT: {

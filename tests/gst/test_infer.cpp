@@ -6,6 +6,7 @@
  * 0; open dimensions and batches; the other/tensors output; output buffers
  * from a pool; and one clear element error for each wrong setup. Built
  * where ONNX Runtime and GstTensorMeta are (the Debian 13 leg). */
+#include "meta_read_util.hpp"
 #include "pipeline_util.hpp"
 #include "test_util.hpp"
 #if TM_TEST_HAVE_GL
@@ -629,4 +630,41 @@ TEST(TensorInfer, AutoProviderFallsBackToTheCpu) {
                        &run);
   EXPECT_TRUE(run.eos) << run.error_debug;
   EXPECT_EQ(run.samples.size(), 4u);
+}
+
+/* GStreamer's own onnxinference as the producer of a GstTensorMeta that
+ * knows nothing of ours: tensorinspect reports its output tensor (the id
+ * from the model's metadata, type, dims) with the checksum of the data
+ * buffer that reaches the appsink, computed here. */
+TEST(TensorInfer, TensorinspectReadsOnnxinferenceOutput) {
+  REQUIRE_MODELS();
+  if (!tmtest::element_available("onnxinference"))
+    GTEST_SKIP() << "no onnxinference (gstreamer1.0-plugins-bad's onnx plugin)";
+  tmtest::MetaRun run;
+  tmtest::run_meta_pipeline("videotestsrc num-buffers=2 pattern=ball ! video/x-raw,format=RGB,width=224,height=224 ! "
+                            "onnxinference model-file=" +
+                                model("classifier.onnx") +
+                                " input-image-format=chw input-tensor-scale=255 ! tensorinspect ! appsink name=sink",
+                            &run);
+  ASSERT_TRUE(run.eos) << run.error;
+  ASSERT_EQ(run.samples.size(), 2u);
+  std::size_t found = 0;
+  for (const tmtest::TensorReport &r : run.tensors) {
+    if (r.id != "classification-scores")
+      continue;
+    SCOPED_TRACE(r.frame);
+    ++found;
+    EXPECT_EQ(r.type, "float32");
+    EXPECT_EQ(r.dims, "1x10");
+    EXPECT_EQ(r.bytes, 40u);
+    ASSERT_LT(r.frame, run.samples.size());
+    GstTensorMeta *meta = gst_buffer_get_tensor_meta(gst_sample_get_buffer(run.samples[r.frame]));
+    ASSERT_NE(meta, nullptr);
+    const gint index = gst_tensor_meta_get_index_from_id(meta, g_quark_from_string("classification-scores"));
+    ASSERT_GE(index, 0);
+    std::vector<guint8> bytes = bytes_of(meta->tensors[index]->data);
+    bytes.resize(40);
+    EXPECT_EQ(r.checksum, tmtest::xxh3_hex(bytes));
+  }
+  EXPECT_EQ(found, 2u) << "one report of onnxinference's scores per frame";
 }

@@ -11,6 +11,21 @@
 
 namespace tmtest {
 
+/* An error or warning message as "SOURCE: message | debug". */
+inline std::string problem_text(GstMessage *msg) {
+  GError *err = nullptr;
+  gchar *debug = nullptr;
+  if (GST_MESSAGE_TYPE(msg) == GST_MESSAGE_ERROR)
+    gst_message_parse_error(msg, &err, &debug);
+  else
+    gst_message_parse_warning(msg, &err, &debug);
+  std::string text = std::string(GST_OBJECT_NAME(GST_MESSAGE_SRC(msg))) + ": " + (err ? err->message : "?") + " | " +
+                     (debug ? debug : "");
+  g_clear_error(&err);
+  g_free(debug);
+  return text;
+}
+
 /* Drops the caller's reference to a pipeline that has run and waits (at most
  * 10 s, then fails) until it is finalized. GstBin finishes asynchronous
  * state changes through gst_element_call_async, whose closure holds its own

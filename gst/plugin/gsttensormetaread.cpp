@@ -1,0 +1,167 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "gsttensormetaread.h"
+
+#include <gst/tensormem/gsttensorfencemeta.h>
+#include <gst/tensormem/gsttensormemvalidate.h>
+
+namespace gst_tensormem {
+
+GstFlowReturn element_validate_input(GstElement *element, GstBuffer *buffer, guint64 tensor_bytes,
+                                     const GstVideoInfo *info, std::vector<MetaTensor> *tensors) {
+  const GstFlowReturn valid = tensor_bytes
+                                  ? gst_tensor_mem_element_validate_tensor_buffer(element, buffer, tensor_bytes)
+                                  : gst_tensor_mem_element_validate_buffer(element, buffer, info);
+  if (valid != GST_FLOW_OK)
+    return valid;
+#if GST_TENSORMEM_HAVE_TENSOR_META
+  if (!element_read_tensor_meta(element, buffer, tensors))
+    return GST_FLOW_ERROR;
+#else
+  tensors->clear();
+#endif
+  return GST_FLOW_OK;
+}
+
+#if GST_TENSORMEM_HAVE_TENSOR_META
+
+namespace {
+
+/* Bits per element; 0 for a value the enum does not define (a producer
+ * built against a later GStreamer, or garbage). */
+guint element_bits(GstTensorDataType type) {
+  switch (type) {
+  case GST_TENSOR_DATA_TYPE_INT4:
+  case GST_TENSOR_DATA_TYPE_UINT4: return 4;
+  case GST_TENSOR_DATA_TYPE_INT8:
+  case GST_TENSOR_DATA_TYPE_UINT8: return 8;
+  case GST_TENSOR_DATA_TYPE_INT16:
+  case GST_TENSOR_DATA_TYPE_UINT16:
+  case GST_TENSOR_DATA_TYPE_FLOAT16:
+  case GST_TENSOR_DATA_TYPE_BFLOAT16: return 16;
+  case GST_TENSOR_DATA_TYPE_INT32:
+  case GST_TENSOR_DATA_TYPE_UINT32:
+  case GST_TENSOR_DATA_TYPE_FLOAT32: return 32;
+  case GST_TENSOR_DATA_TYPE_INT64:
+  case GST_TENSOR_DATA_TYPE_UINT64:
+  case GST_TENSOR_DATA_TYPE_FLOAT64: return 64;
+  }
+  return 0;
+}
+
+bool refuse(GstElement *element, const GstTensor *tensor, gsize index, const std::string &what) {
+  GST_ELEMENT_ERROR(element, STREAM, FORMAT,
+                    ("Tensor %" G_GSIZE_FORMAT " ('%s') of the buffer's GstTensorMeta cannot be read: %s.", index,
+                     tensor ? tensor_id_text(tensor) : "(null)", what.c_str()),
+                    (nullptr));
+  return false;
+}
+
+} // namespace
+
+const char *tensor_data_type_name(GstTensorDataType type) {
+  switch (type) {
+  case GST_TENSOR_DATA_TYPE_INT4: return "int4";
+  case GST_TENSOR_DATA_TYPE_INT8: return "int8";
+  case GST_TENSOR_DATA_TYPE_INT16: return "int16";
+  case GST_TENSOR_DATA_TYPE_INT32: return "int32";
+  case GST_TENSOR_DATA_TYPE_INT64: return "int64";
+  case GST_TENSOR_DATA_TYPE_UINT4: return "uint4";
+  case GST_TENSOR_DATA_TYPE_UINT8: return "uint8";
+  case GST_TENSOR_DATA_TYPE_UINT16: return "uint16";
+  case GST_TENSOR_DATA_TYPE_UINT32: return "uint32";
+  case GST_TENSOR_DATA_TYPE_UINT64: return "uint64";
+  case GST_TENSOR_DATA_TYPE_FLOAT16: return "float16";
+  case GST_TENSOR_DATA_TYPE_FLOAT32: return "float32";
+  case GST_TENSOR_DATA_TYPE_FLOAT64: return "float64";
+  case GST_TENSOR_DATA_TYPE_BFLOAT16: return "bfloat16";
+  }
+  return nullptr;
+}
+
+std::string tensor_dims_text(const GstTensor *tensor) {
+  std::string text;
+  for (gsize i = 0; i < tensor->num_dims; ++i)
+    text += (i ? "x" : "") + std::to_string(tensor->dims[i]);
+  return text.empty() ? "scalar" : text;
+}
+
+const char *tensor_id_text(const GstTensor *tensor) {
+  return tensor->id ? g_quark_to_string(tensor->id) : "(none)";
+}
+
+bool element_read_tensor_meta(GstElement *element, GstBuffer *buffer, std::vector<MetaTensor> *tensors) {
+  tensors->clear();
+  GstTensorMeta *meta = gst_buffer_get_tensor_meta(buffer);
+  if (!meta || meta->num_tensors == 0)
+    return true;
+  if (!meta->tensors)
+    return refuse(element, nullptr, 0, "the meta counts tensors but holds none");
+  for (gsize i = 0; i < meta->num_tensors; ++i) {
+    GstTensor *tensor = meta->tensors[i];
+    if (!tensor)
+      return refuse(element, nullptr, i, "the meta's entry is NULL");
+    const guint bits = element_bits(tensor->data_type);
+    if (bits == 0)
+      return refuse(element, tensor, i,
+                    "its data type " + std::to_string(static_cast<int>(tensor->data_type)) +
+                        " is none that GStreamer defines");
+    if (!tensor->data || !GST_IS_BUFFER(tensor->data))
+      return refuse(element, tensor, i, "it has no data buffer");
+    const gsize have = gst_buffer_get_size(tensor->data);
+    // Elements, checked against overflow; a 0 (dynamic) dimension leaves the
+    // data's own length as the tensor's.
+    gsize elements = 1;
+    bool dynamic = false;
+    for (gsize d = 0; d < tensor->num_dims; ++d) {
+      if (tensor->dims[d] == 0) {
+        dynamic = true;
+        break;
+      }
+      if (!g_size_checked_mul(&elements, elements, tensor->dims[d]))
+        return refuse(element, tensor, i, "its dims " + tensor_dims_text(tensor) + " overflow a byte count");
+    }
+    gsize bytes = have;
+    if (!dynamic) {
+      gsize bits_total = 0;
+      if (!g_size_checked_mul(&bits_total, elements, bits) || bits_total > G_MAXSIZE - 7)
+        return refuse(element, tensor, i, "its dims " + tensor_dims_text(tensor) + " overflow a byte count");
+      bytes = (bits_total + 7) / 8;
+      if (bytes > have)
+        return refuse(element, tensor, i,
+                      std::string("a ") + tensor_data_type_name(tensor->data_type) + " " + tensor_dims_text(tensor) +
+                          " tensor needs " + std::to_string(bytes) + " bytes and its data buffer holds " +
+                          std::to_string(have));
+    }
+    tensors->push_back(MetaTensor{tensor, i, bytes});
+  }
+  return true;
+}
+
+GstFlowReturn element_wait_tensor_fences(GstElement *element, GstBuffer *buffer, const std::vector<MetaTensor> &tensors,
+                                         GCancellable *cancellable) {
+  for (const MetaTensor &t : tensors) {
+    GstBuffer *data = t.tensor->data;
+    if (data == buffer || !gst_buffer_get_meta(data, GST_TENSOR_MEM_FENCE_META_API_TYPE))
+      continue;
+    const GstFlowReturn ret =
+        gst_tensor_mem_element_wait_fences(element, data, GST_TENSOR_MEM_FENCE_DEFAULT_TIMEOUT, cancellable, nullptr);
+    if (ret != GST_FLOW_OK)
+      return ret;
+  }
+  return GST_FLOW_OK;
+}
+
+void copy_tensor_meta(GstBuffer *in, GstBuffer *out) {
+  GstTensorMeta *from = gst_buffer_get_tensor_meta(in);
+  if (!from || from->num_tensors == 0 || !from->tensors || !gst_buffer_is_writable(out) ||
+      gst_buffer_get_tensor_meta(out))
+    return;
+  auto **tensors = g_new(GstTensor *, from->num_tensors);
+  for (gsize i = 0; i < from->num_tensors; ++i)
+    tensors[i] = gst_tensor_copy(from->tensors[i]);
+  gst_tensor_meta_set(gst_buffer_add_tensor_meta(out), static_cast<guint>(from->num_tensors), tensors);
+}
+
+#endif
+
+} // namespace gst_tensormem
