@@ -1373,7 +1373,7 @@ static void gst_tensor_batch_class_init(GstTensorMemBatchClass *klass) {
   gst_element_class_set_static_metadata(element_class, "Tensor batch", "Filter/Tensor",
                                         "Gathers one tensor per stream into one batched tensor, each stream writing "
                                         "its slot in place",
-                                        "gst-tensormem developers");
+                                        GST_TENSORMEM_AUTHOR);
   element_class->request_new_pad = gst_tensor_batch_request_new_pad;
   element_class->release_pad = gst_tensor_batch_release_pad;
   element_class->change_state = gst_tensor_batch_change_state;

@@ -445,7 +445,7 @@ static void gst_tensor_convert_class_init(GstTensorMemConvertClass *klass) {
   gst_element_class_set_static_metadata(element_class, "Tensor convert", "Filter/Converter/Video",
                                         "Turns video frames into one model-input tensor: resize, colour, "
                                         "normalisation, layout and type in one pass",
-                                        "gst-tensormem developers");
+                                        GST_TENSORMEM_AUTHOR);
   element_class->set_context = gst_tensor_convert_set_context;
   trans_class->query = gst_tensor_convert_query;
   element_class->change_state = gst_tensor_convert_change_state;

@@ -343,7 +343,7 @@ static void gst_tensor_cuda_import_class_init(GstTensorMemCudaImportClass *klass
   gst_element_class_set_static_metadata(element_class, "Tensor CUDA import", "Filter/Video/Hardware",
                                         "Attaches CUDA device access (GstTensorMemCudaMeta) to DMA-BUF and PBO tensor "
                                         "memory, importing each memory once",
-                                        "gst-tensormem developers");
+                                        GST_TENSORMEM_AUTHOR);
 
   trans_class->start = GST_DEBUG_FUNCPTR(gst_tensor_cuda_import_start);
   trans_class->stop = GST_DEBUG_FUNCPTR(gst_tensor_cuda_import_stop);

@@ -300,7 +300,7 @@ static void gst_tensor_download_class_init(GstTensorMemDownloadClass *klass) {
                                         "consumers: zero-copy when downstream reads GstVideoMeta or the layout is "
                                         "already the default one, one counted copy into a pool of default-layout "
                                         "frames otherwise",
-                                        "gst-tensormem developers");
+                                        GST_TENSORMEM_AUTHOR);
   gst_element_class_add_static_pad_template(element_class, &sink_template);
   gst_element_class_add_static_pad_template(element_class, &src_template);
 

@@ -521,7 +521,7 @@ static void gst_tensor_inspect_class_init(GstTensorMemInspectClass *klass) {
   gst_element_class_set_static_metadata(element_class, "Tensor inspect", "Filter/Analyzer/Video",
                                         "Reads each frame through CUDA when a CUDA meta is present (else through "
                                         "the host) and posts a checksum and byte statistics",
-                                        "gst-tensormem developers");
+                                        GST_TENSORMEM_AUTHOR);
 
   trans_class->start = GST_DEBUG_FUNCPTR(gst_tensor_inspect_start);
   trans_class->stop = GST_DEBUG_FUNCPTR(gst_tensor_inspect_stop);

@@ -447,7 +447,7 @@ static void gst_tensor_upload_class_init(GstTensorMemUploadClass *klass) {
                                         "Moves raw video into tensor memory (system, DMA-BUF or OpenGL PBO): "
                                         "zero-copy when upstream writes into the offered tensor buffer pool or hands "
                                         "over DMA-BUF memory, one counted copy otherwise",
-                                        "gst-tensormem developers");
+                                        GST_TENSORMEM_AUTHOR);
   gst_element_class_add_static_pad_template(element_class, &sink_template);
   gst_element_class_add_static_pad_template(element_class, &src_template);
 
