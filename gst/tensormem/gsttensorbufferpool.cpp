@@ -48,7 +48,12 @@ struct GstTensorMemBufferPoolPrivate {
    * and deactivation): acquire's fence and reader waits then end at once with
    * GST_FLOW_FLUSHING, so the element acquiring can be stopped. */
   GCancellable *flushing;
+  std::atomic<guint64> buffers; // allocated and not yet freed (alloc_buffer - free_buffer)
 };
+
+// gst_tensor_buffer_pool_get_live_stats(): over every pool of this process.
+std::atomic<guint64> g_live_pools{0};
+std::atomic<guint64> g_live_buffers{0};
 
 enum { PROP_0, PROP_FENCE_WAITS, PROP_FENCE_TIMEOUTS, PROP_READ_WAITS, PROP_READ_TIMEOUTS, PROP_STATS };
 
@@ -302,6 +307,8 @@ static GstFlowReturn gst_tensor_buffer_pool_alloc_buffer(GstBufferPool *pool, Gs
   const GstTensorMemBufferPoolPrivate *priv = pool_priv(pool);
   if (ret != GST_FLOW_OK)
     return ret;
+  pool_priv(pool)->buffers++;
+  g_live_buffers++;
   // Lets a copy asked of these memories be a share holding this buffer.
   gst_tensormem::link_pool_buffer(*buffer);
   if (priv->fence_meta) {
@@ -313,6 +320,8 @@ static GstFlowReturn gst_tensor_buffer_pool_alloc_buffer(GstBufferPool *pool, Gs
   GstVideoMeta *meta = gst_buffer_get_video_meta(*buffer);
   if (!meta || meta->n_planes != priv->layout.n_planes) {
     GST_ERROR_OBJECT(pool, "buffer without the video meta of %u planes the layout needs", priv->layout.n_planes);
+    pool_priv(pool)->buffers--;
+    g_live_buffers--;
     gst_buffer_unref(*buffer);
     *buffer = nullptr;
     return GST_FLOW_ERROR;
@@ -473,11 +482,11 @@ static void gst_tensor_buffer_pool_get_property(GObject *object, guint prop_id, 
   case PROP_READ_WAITS: g_value_set_uint64(value, priv->read_waits.load()); break;
   case PROP_READ_TIMEOUTS: g_value_set_uint64(value, priv->read_timeouts.load()); break;
   case PROP_STATS:
-    g_value_take_boxed(value,
-                       gst_structure_new("tensormem-pool-stats", "fence-waits", G_TYPE_UINT64, priv->fence_waits.load(),
-                                         "fence-timeouts", G_TYPE_UINT64, priv->fence_timeouts.load(), "read-waits",
-                                         G_TYPE_UINT64, priv->read_waits.load(), "read-timeouts", G_TYPE_UINT64,
-                                         priv->read_timeouts.load(), nullptr));
+    g_value_take_boxed(
+        value, gst_structure_new("tensormem-pool-stats", "fence-waits", G_TYPE_UINT64, priv->fence_waits.load(),
+                                 "fence-timeouts", G_TYPE_UINT64, priv->fence_timeouts.load(), "read-waits",
+                                 G_TYPE_UINT64, priv->read_waits.load(), "read-timeouts", G_TYPE_UINT64,
+                                 priv->read_timeouts.load(), "buffers", G_TYPE_UINT64, priv->buffers.load(), nullptr));
     break;
   default: G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec); break;
   }
@@ -501,7 +510,14 @@ static void gst_tensor_buffer_pool_flush_stop(GstBufferPool *pool) {
     flush_stop(pool);
 }
 
+static void gst_tensor_buffer_pool_free_buffer(GstBufferPool *pool, GstBuffer *buffer) {
+  pool_priv(pool)->buffers--;
+  g_live_buffers--;
+  GST_BUFFER_POOL_CLASS(gst_tensor_buffer_pool_parent_class)->free_buffer(pool, buffer);
+}
+
 static void gst_tensor_buffer_pool_finalize(GObject *object) {
+  g_live_pools--;
   g_clear_object(&pool_priv(GST_BUFFER_POOL_CAST(object))->flushing);
   G_OBJECT_CLASS(gst_tensor_buffer_pool_parent_class)->finalize(object);
 }
@@ -542,10 +558,11 @@ static void gst_tensor_buffer_pool_class_init(GstTensorMemBufferPoolClass *klass
       G_OBJECT_CLASS(klass), PROP_STATS,
       g_param_spec_boxed("stats", "Statistics",
                          "The recycling counters in one structure (tensormem-pool-stats: fence-waits, "
-                         "fence-timeouts, read-waits, read-timeouts)",
+                         "fence-timeouts, read-waits, read-timeouts; buffers: allocated and not yet freed)",
                          GST_TYPE_STRUCTURE, static_cast<GParamFlags>(G_PARAM_READABLE | G_PARAM_STATIC_STRINGS)));
   GST_BUFFER_POOL_CLASS(klass)->set_config = gst_tensor_buffer_pool_set_config;
   GST_BUFFER_POOL_CLASS(klass)->alloc_buffer = gst_tensor_buffer_pool_alloc_buffer;
+  GST_BUFFER_POOL_CLASS(klass)->free_buffer = gst_tensor_buffer_pool_free_buffer;
 }
 
 static void gst_tensor_buffer_pool_init(GstTensorMemBufferPool *self) {
@@ -558,6 +575,27 @@ static void gst_tensor_buffer_pool_init(GstTensorMemBufferPool *self) {
   priv->read_waits = 0;
   priv->read_timeouts = 0;
   priv->flushing = g_cancellable_new();
+  priv->buffers = 0;
+  g_live_pools++;
+}
+
+/**
+ * gst_tensor_buffer_pool_get_live_stats:
+ * @pools: (out) (optional): tensor buffer pools alive in this process
+ * @buffers: (out) (optional): buffers those pools have allocated and not
+ *   freed yet, whether in the pool or out in a pipeline
+ *
+ * For leak checks (the soak, tests/soak, samples them): a steady pipeline
+ * holds a steady number of pools and buffers; a pool or buffer that is never
+ * released keeps counting. The `stats` property has one pool's `buffers`.
+ *
+ * Since: 0.1
+ */
+void gst_tensor_buffer_pool_get_live_stats(guint64 *pools, guint64 *buffers) {
+  if (pools)
+    *pools = g_live_pools.load();
+  if (buffers)
+    *buffers = g_live_buffers.load();
 }
 
 /**

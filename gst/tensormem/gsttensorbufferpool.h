@@ -77,6 +77,9 @@ GstTensorMemStorage gst_tensor_buffer_pool_get_storage(GstBufferPool *pool);
 GST_TENSORMEM_API
 void gst_tensor_buffer_pool_config_set_fence_timeout(GstStructure *config, GstClockTime timeout);
 
+GST_TENSORMEM_API
+void gst_tensor_buffer_pool_get_live_stats(guint64 *pools, guint64 *buffers);
+
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(GstTensorMemBufferPool, gst_object_unref)
 
 G_END_DECLS

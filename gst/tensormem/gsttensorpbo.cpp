@@ -302,6 +302,32 @@ gboolean gst_buffer_fence_tensor_pbo_writes(GstBuffer *buffer, GError **error) {
 #endif
 }
 
+/**
+ * gst_tensor_mem_get_gl_stats:
+ * @pbos: (out) (optional): GL buffers (PBOs) the GL workers of this process
+ *   made and have not deleted yet; a worker that shut down no longer counts
+ *   its own, which its context took with it
+ * @fences: (out) (optional): EGL fence syncs alive in this process (fences
+ *   of PBO writes that buffers, storages or timelines still hold)
+ *
+ * The GL objects of gst-tensormem alive now, for leak checks (the soak,
+ * tests/soak, samples them): a steady pipeline holds a steady number. Both
+ * are 0 in a build without OpenGL.
+ *
+ * Since: 0.1
+ */
+void gst_tensor_mem_get_gl_stats(guint64 *pbos, guint64 *fences) {
+#if GST_TENSORMEM_HAVE_GL
+  const tensormem::GlWorker::LiveObjects live = tensormem::GlWorker::live_objects();
+#else
+  const struct { guint64 pbos = 0, fences = 0; } live;
+#endif
+  if (pbos)
+    *pbos = live.pbos;
+  if (fences)
+    *fences = live.fences;
+}
+
 /* ---- the PBO backend: a GL worker shared through GstContext ---- */
 
 namespace gst_tensormem {

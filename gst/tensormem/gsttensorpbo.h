@@ -104,6 +104,9 @@ GstTensorMemGlWorker *gst_tensor_pbo_memory_get_gl_worker(GstMemory *mem);
 GST_TENSORMEM_API
 gboolean gst_buffer_tensor_pbo_cpu_writes_need_fence(GstBuffer *buffer);
 
+GST_TENSORMEM_API
+void gst_tensor_mem_get_gl_stats(guint64 *pbos, guint64 *fences);
+
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(GstTensorMemPboAllocator, gst_object_unref)
 
 G_END_DECLS

@@ -219,4 +219,53 @@ TEST(TensorBufferPool, NonVideoCapsAreRefused) {
   gst_object_unref(pool);
 }
 
+guint64 stats_buffers(GstBufferPool *pool) {
+  GstStructure *stats = nullptr;
+  g_object_get(pool, "stats", &stats, nullptr);
+  guint64 buffers = G_MAXUINT64;
+  EXPECT_TRUE(stats && gst_structure_get_uint64(stats, "buffers", &buffers));
+  if (stats)
+    gst_structure_free(stats);
+  return buffers;
+}
+
+// What the soak (tests/soak) samples: pools and their buffers alive, counted
+// up as they are made and down as they are freed, in or out of the pool.
+TEST(TensorBufferPool, LiveStatsCountPoolsAndBuffersUntilTheyAreFreed) {
+  guint64 pools0 = 0, buffers0 = 0;
+  gst_tensor_buffer_pool_get_live_stats(&pools0, &buffers0);
+  GstBufferPool *pool = configured_pool("video/x-raw,format=RGBA,width=33,height=8");
+  ASSERT_NE(pool, nullptr);
+  guint64 pools = 0, buffers = 0;
+  gst_tensor_buffer_pool_get_live_stats(&pools, &buffers);
+  EXPECT_EQ(pools, pools0 + 1);
+  EXPECT_EQ(buffers, buffers0);
+
+  ASSERT_TRUE(gst_buffer_pool_set_active(pool, TRUE)); // preallocates the minimum, 2
+  GstBuffer *out[3] = {};
+  for (GstBuffer *&buffer : out)
+    ASSERT_EQ(gst_buffer_pool_acquire_buffer(pool, &buffer, nullptr), GST_FLOW_OK);
+  gst_tensor_buffer_pool_get_live_stats(nullptr, &buffers);
+  EXPECT_EQ(buffers, buffers0 + 3);
+  EXPECT_EQ(stats_buffers(pool), 3u);
+  // A buffer back in the pool is still the pool's; one whose memory was
+  // taken is freed when it comes back.
+  gst_buffer_unref(out[0]);
+  EXPECT_EQ(stats_buffers(pool), 3u);
+  gst_buffer_remove_all_memory(out[1]);
+  gst_buffer_unref(out[1]);
+  EXPECT_EQ(stats_buffers(pool), 2u);
+  // Deactivated with a buffer still out, GstBufferPool frees its buffers
+  // when the last one comes back.
+  ASSERT_TRUE(gst_buffer_pool_set_active(pool, FALSE));
+  EXPECT_EQ(stats_buffers(pool), 2u);
+  gst_buffer_unref(out[2]);
+  EXPECT_EQ(stats_buffers(pool), 0u);
+  gst_tensor_buffer_pool_get_live_stats(&pools, &buffers);
+  EXPECT_EQ(buffers, buffers0);
+  gst_object_unref(pool);
+  gst_tensor_buffer_pool_get_live_stats(&pools, nullptr);
+  EXPECT_EQ(pools, pools0);
+}
+
 } // namespace

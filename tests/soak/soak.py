@@ -12,16 +12,33 @@ so its chain converts after the decoder). Every few seconds one pipeline's
 caps change size (renegotiation through the decoder and the pools), and one
 pipeline goes through a state change (READY or NULL and back).
 
-Each SAMPLE seconds it records the process's RSS, open fds and threads, the
-DLPack and copy counters, and the pipelines' frame counts; a pipeline that
-stops moving or posts an error fails the run. After WARMUP minutes the first
-sample is the baseline; the run fails if, at the end, RSS grew by more than
-RSS_SLACK (10 %) over it, or the fds or threads grew at all. Prints one line
-per sample and a closing 'N passed, N failed' line.
+Each SAMPLE seconds it records the process's RSS (and its anonymous, file
+and shared-memory parts) after malloc_trim(0) has handed the malloc arenas'
+free pages back to the kernel (RSS before it is shown too; run.sh also caps
+the arenas with MALLOC_ARENA_MAX=2), the bytes malloc has handed out and not
+got back ("heap", glibc's mallinfo2: a leak of anything malloc'd grows it,
+the arenas' free caches do not) and holds free ("heap-free"), open fds,
+threads,
+the GL objects of gst-tensormem alive (PBOs, EGL fences:
+gst_tensor_mem_get_gl_stats), the tensor buffer pools alive and the buffers
+they have allocated (gst_tensor_buffer_pool_get_live_stats), and the
+pipelines' frame counts. A pipeline that stops moving or posts an error
+fails the run.
 
-Not sampled yet: live GL objects and pool sizes, which issue 28 also asks
-for; libtensormem and libgsttensormem expose no counters for them."""
+Growth: the samples from WARMUP minutes on are split in thirds; the run fails
+if the highest value of the last third exceeds the highest of the first
+third by more than a slack: RSS and heap 10 % (--rss-slack, --heap-slack),
+fds 2, threads 0, PBOs, fences, pools and pool buffers --count-slack (8:
+twice what they were seen to move by while pipelines restart). Highest against
+highest, so that a sample that happens to fall while a pipeline is
+restarting is no growth, while anything that keeps growing is.
+
+--plant-leak KB (kB a second, malloc'd and kept) and --plant-fd-leak N (fds a
+minute, opened and kept) put a leak into the run on purpose, to show the
+rule catches one (docs/testing.md, "Soak"). Prints one line per sample, a
+table of them, and a closing 'N passed, N failed' line."""
 import argparse
+import ctypes
 import os
 import random
 import sys
@@ -36,15 +53,50 @@ STORAGES = ["system", "dmabuf", "pbo", "d3d11"]
 SIZES = [(320, 240), (256, 192), (352, 288)]
 
 
+class Mallinfo2(ctypes.Structure):
+    _fields_ = [(n, ctypes.c_size_t) for n in
+                ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks", "uordblks", "fordblks",
+                 "keepcost")]
+
+
+LIBC = ctypes.CDLL("libc.so.6")
+LIBC.mallinfo2.restype = Mallinfo2
+
+
+def heap_status():
+    """glibc's malloc: bytes in use by the program (allocated chunks and
+    mmapped blocks) and bytes held free in the arenas. In-use bytes grow
+    with a leak of anything malloc'd; free bytes are the arenas' caches
+    and fragmentation, which RSS also counts."""
+    m = LIBC.mallinfo2()
+    return (m.uordblks + m.hblkhd) // 1024, m.fordblks // 1024
+
+
+def tensormem_counters():
+    """The live-object counters of libgsttensormem (the plugin loaded the
+    same library, so these are its counters): PBOs, EGL fences, pools and
+    pool buffers."""
+    lib = ctypes.CDLL("libgsttensormem-1.0.so.0")
+    u64 = ctypes.c_uint64
+
+    def read():
+        pbos, fences, pools, buffers = u64(), u64(), u64(), u64()
+        lib.gst_tensor_mem_get_gl_stats(ctypes.byref(pbos), ctypes.byref(fences))
+        lib.gst_tensor_buffer_pool_get_live_stats(ctypes.byref(pools), ctypes.byref(buffers))
+        return {"pbos": pbos.value, "fences": fences.value, "pools": pools.value, "pool-buffers": buffers.value}
+    return read
+
+
 def proc_status():
-    rss = threads = 0
+    """RSS and its parts (anonymous, file-backed, shared memory: the memfd
+    DMA-BUFs), all in kB, open fds, threads."""
+    fields = {}
     with open("/proc/self/status") as f:
         for line in f:
-            if line.startswith("VmRSS:"):
-                rss = int(line.split()[1])
-            elif line.startswith("Threads:"):
-                threads = int(line.split()[1])
-    return rss, len(os.listdir("/proc/self/fd")), threads
+            key, _, value = line.partition(":")
+            if key in ("VmRSS", "RssAnon", "RssFile", "RssShmem", "Threads"):
+                fields[key] = int(value.split()[0])
+    return fields, len(os.listdir("/proc/self/fd"))
 
 
 class Chain:
@@ -105,6 +157,53 @@ class Chain:
             self.pipeline.get_state(5 * Gst.SECOND)
 
 
+# What a sample holds, how each is shown, and the growth each may have:
+# (name, unit, relative slack option or None, absolute slack option or number).
+METRICS = [
+    ("rss", "kB", "rss_slack", 0),
+    ("heap", "kB", "heap_slack", 0),
+    ("fds", "", None, 2),
+    ("threads", "", None, 0),
+    ("pbos", "", None, "count_slack"),
+    ("fences", "", None, "count_slack"),
+    ("pools", "", None, "count_slack"),
+    ("pool-buffers", "", None, "count_slack"),
+]
+
+
+def check_growth(samples, args):
+    """Failures for whatever grew after the warm-up (see the docstring)."""
+    after = [s for s in samples if s["t"] >= args.warmup]
+    if len(after) < 2:
+        return [f"fewer than two samples after the {args.warmup} min warm-up: nothing to compare"]
+    third = max(1, len(after) // 3)
+    first, last = after[:third], after[-third:]
+    failures = []
+    for name, unit, rel, absolute in METRICS:
+        early = max(s[name] for s in first)
+        late = max(s[name] for s in last)
+        slack = early * getattr(args, rel) if rel else 0
+        slack += getattr(args, absolute) if isinstance(absolute, str) else absolute
+        if late > early + slack:
+            failures.append(f"{name} grew: highest {late}{unit and ' ' + unit} in minutes "
+                            f"{last[0]['t']:.1f}-{last[-1]['t']:.1f}, against {early}{unit and ' ' + unit} in minutes "
+                            f"{first[0]['t']:.1f}-{first[-1]['t']:.1f} (slack {slack:.0f})")
+    return failures
+
+
+def table(samples):
+    """The samples as a Markdown table (for docs/testing.md)."""
+    rows = ["| min | RSS MB | RSS before trim MB | anon MB | heap MB | heap free MB | fds | threads | PBOs | fences "
+            "| pools | pool buffers | frames (all pipelines) |",
+            "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for s in samples:
+        rows.append(f"| {s['t']:.1f} | {s['rss'] / 1024:.0f} | {s['rss-untrimmed'] / 1024:.0f} "
+                    f"| {s['anon'] / 1024:.0f} | {s['heap'] / 1024:.1f} "
+                    f"| {s['heap-free'] / 1024:.1f} | {s['fds']} | {s['threads']} | {s['pbos']} | {s['fences']} "
+                    f"| {s['pools']} | {s['pool-buffers']} | {s['frames']} |")
+    return "\n".join(rows)
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--minutes", type=float, default=30)
@@ -112,10 +211,21 @@ def main():
     parser.add_argument("--sample", type=float, default=60, help="seconds between samples")
     parser.add_argument("--pipelines", type=int, default=8)
     parser.add_argument("--rss-slack", type=float, default=0.10)
+    parser.add_argument("--heap-slack", type=float, default=0.10)
+    parser.add_argument("--count-slack", type=int, default=8)
     parser.add_argument("--storages", default=",".join(STORAGES), help="comma-separated, cycled over the pipelines")
+    parser.add_argument("--plant-leak", type=float, default=0, metavar="KB",
+                        help="leak KB kB a second on purpose (to show the rule catches it)")
+    parser.add_argument("--plant-fd-leak", type=int, default=0, metavar="N",
+                        help="leak N fds a minute on purpose (to show the rule catches it)")
     args = parser.parse_args()
     Gst.init(None)
     random.seed(28)
+    counters = tensormem_counters()
+    print(f"soak: {args.pipelines} pipelines over {args.storages} for {args.minutes} min, a sample each "
+          f"{args.sample:.0f} s, warm-up {args.warmup} min; MALLOC_ARENA_MAX={os.environ.get('MALLOC_ARENA_MAX', 'unset')}"
+          f"{f'; PLANTED LEAK {args.plant_leak} kB/s' if args.plant_leak else ''}"
+          f"{f'; PLANTED FD LEAK {args.plant_fd_leak}/min' if args.plant_fd_leak else ''}", flush=True)
     storages = args.storages.split(",")
     chains = [Chain(i, storages[i % len(storages)]) for i in range(args.pipelines)]
     for c in chains:
@@ -124,18 +234,40 @@ def main():
     start = time.monotonic()
     samples = []
     failures = []
+    planted = []
 
     def churn():
         random.choice(chains).resize()
         random.choice(chains).cycle_state()
         return True
 
+    def plant_leak():
+        # Distinct bytes objects of KB kB, touched, kept: malloc'd memory
+        # nobody frees, as a leak in our code would be.
+        planted.append(os.urandom(int(args.plant_leak * 1024)))
+        return True
+
+    def plant_fd_leak():
+        planted.extend(os.open("/dev/null", os.O_RDONLY) for _ in range(args.plant_fd_leak))
+        return True
+
     def sample():
         elapsed = (time.monotonic() - start) / 60
-        rss, fds, threads = proc_status()
-        frames = [c.frames for c in chains]
-        samples.append((elapsed, rss, fds, threads))
-        print(f"soak: t={elapsed:5.1f} min rss={rss} kB fds={fds} threads={threads} frames={frames}", flush=True)
+        untrimmed = proc_status()[0]["VmRSS"]
+        heap, heap_free = heap_status()
+        # The arenas' free pages go back to the kernel first, so that RSS
+        # counts what the process uses, not what malloc keeps cached.
+        LIBC.malloc_trim(0)
+        status, fds = proc_status()
+        s = {"t": elapsed, "rss": status["VmRSS"], "rss-untrimmed": untrimmed, "anon": status["RssAnon"],
+             "heap": heap, "heap-free": heap_free,
+             "fds": fds, "threads": status["Threads"], **counters(), "frames": sum(c.frames for c in chains)}
+        samples.append(s)
+        print(f"soak: t={elapsed:5.1f} min rss={s['rss']} kB (before malloc_trim {untrimmed}; anon {s['anon']}, "
+              f"file {status['RssFile']}, "
+              f"shmem {status['RssShmem']}) heap={heap} kB heap-free={heap_free} kB fds={fds} "
+              f"threads={s['threads']} pbos={s['pbos']} fences={s['fences']} pools={s['pools']} "
+              f"pool-buffers={s['pool-buffers']} frames={[c.frames for c in chains]}", flush=True)
         for c in chains:
             failures.extend(c.errors)
             c.errors.clear()
@@ -155,22 +287,16 @@ def main():
 
     GLib.timeout_add(3000, churn)
     GLib.timeout_add(int(args.sample * 1000), sample)
+    if args.plant_leak:
+        GLib.timeout_add(1000, plant_leak)
+    if args.plant_fd_leak:
+        GLib.timeout_add(60000, plant_fd_leak)
     loop.run()
     for c in chains:
         c.pipeline.set_state(Gst.State.NULL)
 
-    after = [s for s in samples if s[0] >= args.warmup]
-    if not failures and len(after) >= 2:
-        base, last = after[0], after[-1]
-        if last[1] > base[1] * (1 + args.rss_slack):
-            failures.append(f"RSS grew from {base[1]} kB at {base[0]:.1f} min to {last[1]} kB")
-        if last[2] > base[2]:
-            failures.append(f"open fds grew from {base[2]} to {last[2]}")
-        if last[3] > base[3]:
-            failures.append(f"threads grew from {base[3]} to {last[3]}")
-    elif not failures:
-        failures.append(f"fewer than two samples after the {args.warmup} min warm-up: nothing to compare")
-    return failures
+    print(table(samples), flush=True)
+    return failures or check_growth(samples, args)
 
 
 if __name__ == "__main__":

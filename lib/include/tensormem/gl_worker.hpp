@@ -64,7 +64,7 @@ public:
 
 private:
   friend class GlWorker;
-  EglFence(std::shared_ptr<GlDisplay> display, void *sync) noexcept : display_(std::move(display)), sync_(sync) {}
+  EglFence(std::shared_ptr<GlDisplay> display, void *sync) noexcept;
   void reset() noexcept;
 
   std::shared_ptr<GlDisplay> display_;
@@ -163,6 +163,16 @@ public:
   std::uint64_t persistent_map_calls() const noexcept;
   /// GL buffers currently mapped for the CPU.
   std::size_t mapped_buffers() const noexcept;
+
+  /// GL objects of this library alive in the process, over every worker,
+  /// for leak checks (tests/soak samples them): `pbos` are GL buffers
+  /// create_pbo made and nobody deleted yet (a worker's shutdown takes its
+  /// own with its context), `fences` are EglFence objects holding a sync.
+  struct LiveObjects {
+    std::uint64_t pbos = 0;
+    std::uint64_t fences = 0;
+  };
+  static LiveObjects live_objects() noexcept;
 
   /// A fence after every GL command queued so far (flushed, so a waiter on
   /// another thread cannot wait on commands never sent). NotImplemented

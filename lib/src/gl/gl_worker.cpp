@@ -27,6 +27,11 @@ namespace tensormem {
 
 namespace {
 
+// GlWorker::live_objects(): every worker's made-and-not-deleted buffers, and
+// the EGL syncs EglFence objects hold.
+std::atomic<std::uint64_t> g_live_pbos{0};
+std::atomic<std::uint64_t> g_live_fences{0};
+
 /// Where a blocking submitter waits for its task.
 struct Completion {
   std::mutex mu;
@@ -85,6 +90,15 @@ struct GlWorker::Core {
   std::atomic<bool> gl_live{false};
   // Touched on the worker thread only.
   std::unordered_set<std::uint32_t> mapped;
+  // The buffers create_pbo made here and nobody deleted yet (worker only):
+  // g_live_pbos counts them, and a buffer of another origin deleted through
+  // the ops is not subtracted.
+  std::unordered_set<std::uint32_t> made;
+
+  void note_made(std::uint32_t id) {
+    if (made.insert(id).second)
+      g_live_pbos.fetch_add(1, std::memory_order_relaxed);
+  }
 
   /// A buffer of immutable storage mapped once, for its life, at `data`.
   /// `cpu_mapped` is the one CPU map the port has handed out (PBO-OPS-08).
@@ -281,6 +295,8 @@ struct GlWorker::Core {
     if (mapped.erase(id))
       mapped_count.fetch_sub(1, std::memory_order_relaxed);
     forget_persistent(id);
+    if (made.erase(id))
+      g_live_pbos.fetch_sub(1, std::memory_order_relaxed);
     glDeleteBuffers(1, &id);
   }
 
@@ -411,6 +427,9 @@ void worker_main(std::shared_ptr<GlWorker::Core> core, std::promise<Result<GlInf
     core->persistent.clear();
   }
   core->mapped_count = 0;
+  // The context takes the buffers still alive with it.
+  g_live_pbos.fetch_sub(core->made.size(), std::memory_order_relaxed);
+  core->made.clear();
   core->gl_live = false;
   destroy_headless_context(ctx);
 }
@@ -489,6 +508,10 @@ std::uint64_t GlWorker::gl_map_calls() const noexcept { return core_->map_calls.
 std::uint64_t GlWorker::persistent_map_calls() const noexcept { return core_->persistent_map_calls.load(); }
 std::size_t GlWorker::mapped_buffers() const noexcept { return core_->mapped_count.load(); }
 
+GlWorker::LiveObjects GlWorker::live_objects() noexcept {
+  return LiveObjects{g_live_pbos.load(std::memory_order_relaxed), g_live_fences.load(std::memory_order_relaxed)};
+}
+
 Result<Tensor> GlWorker::create_pbo(std::size_t size, Shape shape, DType dtype, std::string name, PboUsage usage) {
   // from_pbo's checks first, so a refused shape never creates a GL buffer.
   Result<void> fits = check_pbo_fit("GlWorker::create_pbo", std::nullopt, size, shape, dtype);
@@ -503,6 +526,8 @@ Result<Tensor> GlWorker::create_pbo(std::size_t size, Shape shape, DType dtype, 
       [&] {
         if (core_->info.persistent_maps) {
           id = core_->gl_create_persistent(size, &err);
+          if (id != 0)
+            core_->note_made(id);
           return;
         }
         clear_gl_errors();
@@ -515,6 +540,8 @@ Result<Tensor> GlWorker::create_pbo(std::size_t size, Shape shape, DType dtype, 
         if (err != GL_NO_ERROR) {
           glDeleteBuffers(1, &id);
           id = 0;
+        } else {
+          core_->note_made(id);
         }
       },
       "glBufferData");
@@ -600,6 +627,12 @@ Result<std::uint64_t> GlWorker::fence_write(Storage &storage) {
 
 // ---- EglFence ---------------------------------------------------------------
 
+EglFence::EglFence(std::shared_ptr<GlDisplay> display, void *sync) noexcept
+    : display_(std::move(display)), sync_(sync) {
+  if (sync_)
+    g_live_fences.fetch_add(1, std::memory_order_relaxed);
+}
+
 EglFence::EglFence(EglFence &&other) noexcept
     : display_(std::move(other.display_)), sync_(std::exchange(other.sync_, nullptr)) {}
 
@@ -617,6 +650,8 @@ EglFence::~EglFence() { reset(); }
 void EglFence::reset() noexcept {
   if (sync_ && display_)
     display_->sync().destroy(display_->get(), static_cast<EGLSyncKHR>(sync_));
+  if (sync_)
+    g_live_fences.fetch_sub(1, std::memory_order_relaxed);
   sync_ = nullptr;
   display_.reset();
 }

@@ -365,6 +365,33 @@ TEST_F(GlWorkerTest, fence_syncs_are_created_after_gpu_writes_and_waited) {
   EXPECT_TRUE(moved.client_wait(1s));
 }
 
+// What the soak (tests/soak) samples: PBOs made and not deleted, EGL syncs
+// held, over the process.
+TEST_F(GlWorkerTest, live_objects_count_pbos_and_fences_until_they_go) {
+  const GlWorker::LiveObjects before = GlWorker::live_objects();
+  {
+    Tensor a = make_pbo(64, {64});
+    Tensor b = make_pbo(128, {128});
+    EXPECT_EQ(GlWorker::live_objects().pbos, before.pbos + 2);
+    if (worker->info().fence_sync) {
+      auto fence = worker->insert_fence();
+      ASSERT_TRUE(fence) << fence.error().message();
+      EXPECT_EQ(GlWorker::live_objects().fences, before.fences + 1);
+      EglFence moved = std::move(*fence);
+      EXPECT_EQ(GlWorker::live_objects().fences, before.fences + 1) << "a move made or lost a sync";
+    }
+    EXPECT_EQ(GlWorker::live_objects().fences, before.fences);
+  }
+  // Deletes are posted to the worker: a task submitted after them sees them done.
+  ASSERT_TRUE(worker->submit([] {}));
+  EXPECT_EQ(GlWorker::live_objects().pbos, before.pbos);
+  // A buffer alive when its worker shuts down goes with the context.
+  Tensor kept = make_pbo(64, {64});
+  EXPECT_EQ(GlWorker::live_objects().pbos, before.pbos + 1);
+  worker->shutdown();
+  EXPECT_EQ(GlWorker::live_objects().pbos, before.pbos);
+}
+
 TEST_F(GlWorkerTest, create_pbo_refuses_bad_shapes_before_making_a_buffer) {
   std::uint32_t next = 0;
   ASSERT_TRUE(worker->submit([&] {
