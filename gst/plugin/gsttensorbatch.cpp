@@ -75,6 +75,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cerrno>
 #include <cstring>
 #include <deque>
 #include <memory>
@@ -159,6 +160,7 @@ struct PadState {
   guint slot = kNoSlot;
   guint64 next_acquire = 0;
   bool eos = false, flushing = false;
+  bool flush_stopped = false; // a flush-stop since the batch's flush went downstream
 };
 
 struct SlotRecord {
@@ -217,6 +219,11 @@ struct Shared {
   bool kick = false;    // the timer thread should check whether the front batch can leave
   GstFlowReturn last_flow = GST_FLOW_OK;
   std::atomic<guint64> copied_bytes{0}, batches{0}, partial_batches{0};
+  // Flushes: the seqnum of the last flushing seek sent upstream through us,
+  // and whether a flush is downstream now (no batch leaves until every
+  // stream has flushed and stopped).
+  guint32 seek_seqnum = GST_SEQNUM_INVALID;
+  bool flush_downstream = false;
 
   ~Shared() {
     for (Batch &batch : open)
@@ -305,12 +312,32 @@ struct Shared {
 
   /* Whether every stream that has not ended has filled its slot of `b`. */
   bool complete(const Batch &b) const {
-    if (b.filled == 0)
+    if (b.filled == 0 || flush_downstream)
       return false;
     for (const auto &p : pads)
       if (p->slot != kNoSlot && p->slot < b.slots.size() && !p->eos && !b.slots[p->slot].filled)
         return false;
     return true;
+  }
+
+  /* A flushed stream's frames leave the open batches (they are from before
+   * the flush), and its next window is of the front batch again. */
+  void forget_frames_of(PadState &p) {
+    p.next_acquire = cur_seq;
+    if (p.slot == kNoSlot)
+      return;
+    for (Batch &b : open) {
+      if (p.slot >= b.slots.size())
+        continue;
+      SlotRecord &rec = b.slots[p.slot];
+      rec.acquired = false;
+      if (!rec.filled)
+        continue;
+      gst_clear_buffer(&rec.frame);
+      rec.filled = rec.copied = false;
+      if (--b.filled == 0)
+        b.first_fill = 0;
+    }
   }
 
   bool all_ended() const {
@@ -542,7 +569,6 @@ struct _GstTensorMemBatch {
   // Streaming state of the source pad, under push_lock.
   bool sent_stream_start, sent_segment;
   GstEvent *segment; // the first stream's segment, sent before the first batch
-  guint flushing_pads;
 };
 
 enum { PROP_0, PROP_BATCH_SIZE, PROP_TIMEOUT, PROP_STORAGE, PROP_REQUIRE_ZERO_COPY, PROP_COPIED_BYTES, PROP_BATCHES, PROP_PARTIAL };
@@ -618,16 +644,24 @@ void attach_tensor_meta(GstBuffer *out, const gst_tensormem::TensorCaps &t, guin
 #endif
 
 /* The batch `b` as one buffer: its memory over the whole allocation, the
- * empty slots zeroed, the slots' fences, the batch meta. Takes `b`. */
+ * empty slots zeroed, the slots' fences, the batch meta. Takes `b`; NULL
+ * when no memory over the allocation can be made (no fd left to dup). */
 GstBuffer *make_output(Batch &b, guint64 seq, const gst_tensormem::TensorCaps &tensor) {
   Storage *s = b.storage;
+  GstMemory *whole = window(s, seq, kNoSlot, 0, s->bytes);
+  if (!whole) {
+    release_batch(b);
+    return nullptr;
+  }
   GstBuffer *out = gst_buffer_new();
-  gst_buffer_append_memory(out, window(s, seq, kNoSlot, 0, s->bytes));
+  gst_buffer_append_memory(out, whole);
   GstTensorMemBatchMeta *meta = gst_buffer_add_tensor_mem_batch_meta(out, static_cast<guint>(b.slots.size()));
   GstClockTime pts = GST_CLOCK_TIME_NONE, duration = GST_CLOCK_TIME_NONE;
   for (guint i = 0; i < b.slots.size(); ++i) {
     SlotRecord &rec = b.slots[i];
     GstTensorMemBatchSlot *slot = gst_tensor_mem_batch_meta_get_slot(meta, i);
+    if (!rec.stream.empty())
+      slot->stream = g_intern_string(rec.stream.c_str());
     if (!rec.filled) {
       // A window still out is a frame being written late: its bytes are its
       // writer's (the slot says it is not filled); the others are zero.
@@ -636,7 +670,6 @@ GstBuffer *make_output(Batch &b, guint64 seq, const gst_tensormem::TensorCaps &t
       continue;
     }
     GstBuffer *frame = rec.frame;
-    slot->stream = g_intern_string(rec.stream.c_str());
     slot->filled = TRUE;
     slot->copied = rec.copied;
     slot->pts = GST_BUFFER_PTS(frame);
@@ -687,7 +720,7 @@ GstFlowReturn emit(GstTensorMemBatch *self, Reason why) {
   std::lock_guard<std::mutex> pushing(*self->push_lock);
   Shared &s = shared_of(self);
   std::unique_lock<std::mutex> lock(s.lock);
-  if (s.open.empty() || !s.running)
+  if (s.open.empty() || !s.running || s.flush_downstream)
     return s.last_flow;
   Batch &front = s.open.front();
   bool go = false;
@@ -706,6 +739,10 @@ GstFlowReturn emit(GstTensorMemBatch *self, Reason why) {
   s.open.pop_front();
   ++s.cur_seq;
   const bool partial = batch.filled < batch.slots.size();
+  // An empty slot still names the stream it waited for, where one feeds it.
+  for (const auto &p : s.pads)
+    if (p->slot < batch.slots.size() && !batch.slots[p->slot].filled)
+      batch.slots[p->slot].stream = p->name;
   if (s.relayout)
     s.apply_relayout();
   GstCaps *caps = nullptr;
@@ -723,6 +760,13 @@ GstFlowReturn emit(GstTensorMemBatch *self, Reason why) {
   lock.unlock();
 
   GstBuffer *out = make_output(batch, seq, tensor);
+  if (!out) {
+    GST_ELEMENT_ERROR(self, RESOURCE, FAILED, ("Cannot hand batch %" G_GUINT64_FORMAT " on", seq),
+                      ("no memory over its DMA-BUF could be made (dup failed: %s)", g_strerror(errno)));
+    lock.lock();
+    s.last_flow = GST_FLOW_ERROR;
+    return GST_FLOW_ERROR;
+  }
   ++s.batches;
   if (partial)
     ++s.partial_batches;
@@ -772,7 +816,7 @@ void timer_loop(GstTensorMemBatch *self, std::shared_ptr<Shared> shared) {
       lock.lock();
       continue;
     }
-    if (s.timeout > 0 && !s.open.empty() && s.open.front().filled > 0) {
+    if (s.timeout > 0 && !s.flush_downstream && !s.open.empty() && s.open.front().filled > 0) {
       const gint64 deadline = s.open.front().first_fill + static_cast<gint64>(s.timeout / 1000);
       if (g_get_monotonic_time() >= deadline) {
         lock.unlock();
@@ -977,18 +1021,6 @@ gboolean sink_set_caps(GstTensorMemBatch *self, GstPad *pad, GstCaps *caps) {
   return TRUE;
 }
 
-/* flush-stop on every pad after flush-start on every pad: a flushing seek of
- * the whole pipeline; the batches in the making go. */
-void reset_streams(GstTensorMemBatch *self) {
-  Shared &s = shared_of(self);
-  std::lock_guard<std::mutex> guard(s.lock);
-  s.discard_open();
-  s.last_flow = GST_FLOW_OK;
-  for (auto &p : s.pads)
-    p->eos = false;
-  s.cond.notify_all();
-}
-
 } // namespace
 
 static gboolean gst_tensor_batch_sink_event(GstPad *pad, GstObject *parent, GstEvent *event) {
@@ -1041,12 +1073,22 @@ static gboolean gst_tensor_batch_sink_event(GstPad *pad, GstObject *parent, GstE
     bool forward;
     {
       std::lock_guard<std::mutex> guard(s.lock);
-      if (PadState *p = pad_state(s, pad))
+      if (PadState *p = pad_state(s, pad)) {
         p->flushing = true;
-      forward = self->flushing_pads == 0 &&
-                std::all_of(s.pads.begin(), s.pads.end(), [](const auto &p) { return p->flushing; });
-      if (forward)
-        self->flushing_pads = static_cast<guint>(s.pads.size());
+        s.forget_frames_of(*p);
+      }
+      // A flushing seek that went upstream through us flushes downstream at
+      // its first flush-start (the streams flush one after the other); a
+      // flush of every stream does too; a flush of some streams alone is
+      // theirs.
+      forward = !s.flush_downstream &&
+                ((s.seek_seqnum != GST_SEQNUM_INVALID && gst_event_get_seqnum(event) == s.seek_seqnum) ||
+                 std::all_of(s.pads.begin(), s.pads.end(), [](const auto &p) { return p->flushing; }));
+      if (forward) {
+        s.flush_downstream = true;
+        for (auto &p : s.pads)
+          p->flush_stopped = false;
+      }
       s.cond.notify_all();
     }
     if (!forward) {
@@ -1054,30 +1096,41 @@ static gboolean gst_tensor_batch_sink_event(GstPad *pad, GstObject *parent, GstE
       return TRUE;
     }
     g_cancellable_cancel(self->waits);
+    GST_OBJECT_LOCK(self);
+    gst_clear_event(&self->segment); // the streams send new ones: the first is the batch's
+    GST_OBJECT_UNLOCK(self);
     return gst_pad_push_event(self->srcpad, event);
   }
   case GST_EVENT_FLUSH_STOP: {
-    bool last;
+    // Under the push lock: no batch may reach downstream between the last
+    // stream's flush-stop here and ours there (it would be flushed away).
+    std::lock_guard<std::mutex> pushing(*self->push_lock);
+    bool done = false;
     {
       std::lock_guard<std::mutex> guard(s.lock);
       if (PadState *p = pad_state(s, pad)) {
         p->flushing = false;
         p->eos = false;
+        p->flush_stopped = true;
+        s.forget_frames_of(*p);
       }
-      // The whole pipeline flushed when every pad started (and this one is
-      // the last to stop): a flush of some streams alone is theirs only.
-      last = self->flushing_pads > 0 && --self->flushing_pads == 0;
+      if (s.flush_downstream &&
+          std::all_of(s.pads.begin(), s.pads.end(), [](const auto &p) { return p->flush_stopped && !p->flushing; })) {
+        done = true;
+        s.flush_downstream = false;
+        s.seek_seqnum = GST_SEQNUM_INVALID;
+        s.last_flow = GST_FLOW_OK;
+        s.kick = true; // frames that came since may make a batch
+        s.cond.notify_all();
+      }
     }
-    gst_event_unref(event);
-    if (!last)
+    if (!done) {
+      gst_event_unref(event);
       return TRUE;
-    reset_streams(self);
-    g_cancellable_reset(self->waits);
-    {
-      std::lock_guard<std::mutex> pushing(*self->push_lock);
-      self->sent_segment = false;
     }
-    return gst_pad_push_event(self->srcpad, gst_event_new_flush_stop(TRUE));
+    g_cancellable_reset(self->waits);
+    self->sent_segment = false;
+    return gst_pad_push_event(self->srcpad, event);
   }
   default:
     break;
@@ -1127,6 +1180,20 @@ static gboolean gst_tensor_batch_sink_query(GstPad *pad, GstObject *parent, GstQ
   default:
     return gst_pad_query_default(pad, parent, query);
   }
+}
+
+/* A flushing seek goes to every stream; its seqnum tells its flush-starts. */
+static gboolean gst_tensor_batch_src_event(GstPad *pad, GstObject *parent, GstEvent *event) {
+  if (GST_EVENT_TYPE(event) == GST_EVENT_SEEK) {
+    GstSeekFlags flags;
+    gst_event_parse_seek(event, nullptr, nullptr, &flags, nullptr, nullptr, nullptr, nullptr);
+    if (flags & GST_SEEK_FLAG_FLUSH) {
+      Shared &s = shared_of(GST_TENSOR_BATCH(parent));
+      std::lock_guard<std::mutex> guard(s.lock);
+      s.seek_seqnum = gst_event_get_seqnum(event);
+    }
+  }
+  return gst_pad_event_default(pad, parent, event);
 }
 
 static gboolean gst_tensor_batch_src_query(GstPad *pad, GstObject *parent, GstQuery *query) {
@@ -1250,12 +1317,13 @@ static GstStateChangeReturn gst_tensor_batch_change_state(GstElement *element, G
       s.running = true;
       s.last_flow = GST_FLOW_OK;
       s.kick = false;
+      s.flush_downstream = false;
+      s.seek_seqnum = GST_SEQNUM_INVALID;
       for (auto &p : s.pads)
-        p->eos = p->flushing = false;
+        p->eos = p->flushing = p->flush_stopped = false;
     }
     g_cancellable_reset(self->waits);
     self->sent_stream_start = self->sent_segment = false;
-    self->flushing_pads = 0;
     self->timer = new std::thread(timer_loop, self, *self->shared);
   } else if (transition == GST_STATE_CHANGE_PAUSED_TO_READY) {
     // Every wait (a pool's acquire, a chain waiting for its batch, a fence)
@@ -1388,9 +1456,9 @@ static void gst_tensor_batch_init(GstTensorMemBatch *self) {
   self->waits = g_cancellable_new();
   self->segment = nullptr;
   self->sent_stream_start = self->sent_segment = false;
-  self->flushing_pads = 0;
   self->srcpad = gst_pad_new_from_static_template(&src_template, "src");
   gst_pad_set_query_function(self->srcpad, gst_tensor_batch_src_query);
+  gst_pad_set_event_function(self->srcpad, gst_tensor_batch_src_event);
   gst_pad_use_fixed_caps(self->srcpad);
   gst_element_add_pad(GST_ELEMENT_CAST(self), self->srcpad);
 }

@@ -26,7 +26,8 @@ typedef struct _GstTensorMemBatchMeta GstTensorMemBatchMeta;
 
 /**
  * GstTensorMemBatchSlot:
- * @stream: the name of the sink pad whose frame this slot holds (interned)
+ * @stream: the name of the sink pad whose frame this slot holds, or waited
+ *   for (interned); %NULL for a slot no stream feeds
  * @pts: that frame's presentation time in its own stream, or
  *   %GST_CLOCK_TIME_NONE
  * @duration: its duration, or %GST_CLOCK_TIME_NONE

@@ -310,6 +310,7 @@ TEST(TensorBatch, AStreamThatEndsEarlyLeavesItsSlotEmptyAndTheOthersGoOn) {
     } else {
       EXPECT_TRUE(all_zero(slot_bytes(r.samples[f], 1))) << "frame " << f;
       EXPECT_FALSE(second->filled);
+      EXPECT_STREQ(second->stream, "sink_1"); // the stream it no longer waits for
       EXPECT_EQ(meta->n_filled, 1u);
     }
   }
@@ -409,6 +410,62 @@ TEST(TensorBatch, PadsAddedAndReleasedWhilePlaying) {
   tmtest::release_pipeline(pipeline);
 }
 
+TEST(TensorBatch, AFlushingSeekOfThePipelineFlushesTheBatchOnce) {
+  GError *error = nullptr;
+  std::string d = "tensorbatch name=batch ! appsink name=sink sync=false ";
+  // Two moving balls of different colours: every frame of each differs.
+  const char *const balls[] = {"ball foreground-color=0xff00ff00", "ball foreground-color=0xffff00ff"};
+  for (int i = 0; i < 2; ++i)
+    d += source(balls[i], 30) + convert() + " ! batch.sink_" + std::to_string(i) + " ";
+  GstElement *pipeline = gst_parse_launch(d.c_str(), &error);
+  ASSERT_EQ(error, nullptr);
+  GstElement *sink = gst_bin_get_by_name(GST_BIN(pipeline), "sink");
+  ASSERT_NE(gst_element_set_state(pipeline, GST_STATE_PAUSED), GST_STATE_CHANGE_FAILURE);
+  ASSERT_EQ(gst_element_get_state(pipeline, nullptr, nullptr, tmtest::kTimeout), GST_STATE_CHANGE_SUCCESS);
+  // Back to the start, both streams flushed: the batches start again from
+  // each stream's first frame, which slot 0 shows.
+  ASSERT_TRUE(gst_element_seek_simple(pipeline, GST_FORMAT_TIME,
+                                      static_cast<GstSeekFlags>(GST_SEEK_FLAG_FLUSH | GST_SEEK_FLAG_ACCURATE), 0));
+  ASSERT_NE(gst_element_set_state(pipeline, GST_STATE_PLAYING), GST_STATE_CHANGE_FAILURE);
+  // Every batch after the seek pairs the two streams' same frame, from frame
+  // 0 on, in order, to EOS (num-buffers counts the frames made before the
+  // seek too, so the last index depends on how far PAUSED ran ahead).
+  const auto ref0 = alone(balls[0], 30), ref1 = alone(balls[1], 30);
+  auto index_of = [](const std::vector<std::vector<std::uint8_t>> &ref, const std::vector<std::uint8_t> &bytes) {
+    for (std::size_t f = 0; f < ref.size(); ++f)
+      if (ref[f] == bytes)
+        return static_cast<int>(f);
+    return -1;
+  };
+  int expected = 0;
+  for (;;) {
+    GstSample *sample = nullptr;
+    g_signal_emit_by_name(sink, "try-pull-sample", tmtest::kTimeout, &sample);
+    if (!sample)
+      break;
+    // A stream that made more frames before the seek ends first: its slot
+    // of the last batches is empty, flagged and zero.
+    GstTensorMemBatchMeta *meta = gst_buffer_get_tensor_mem_batch_meta(gst_sample_get_buffer(sample));
+    for (guint i = 0; i < 2; ++i) {
+      if (gst_tensor_mem_batch_meta_get_slot(meta, i)->filled) {
+        EXPECT_EQ(index_of(i ? ref1 : ref0, slot_bytes(sample, i)), expected) << "slot " << i << " of batch " << expected;
+      } else {
+        EXPECT_TRUE(all_zero(slot_bytes(sample, i))) << "slot " << i << " of batch " << expected;
+        EXPECT_GE(expected, 20) << "only the last batches may miss a frame";
+      }
+    }
+    ++expected;
+    gst_sample_unref(sample);
+  }
+  EXPECT_GE(expected, 20); // most of the clip, after at most a few frames made while PAUSED
+  gboolean eos = FALSE;
+  g_object_get(sink, "eos", &eos, nullptr);
+  EXPECT_TRUE(eos);
+  EXPECT_EQ(gst_element_set_state(pipeline, GST_STATE_NULL), GST_STATE_CHANGE_SUCCESS);
+  gst_object_unref(sink);
+  tmtest::release_pipeline(pipeline);
+}
+
 TEST(TensorBatch, StreamsOfDifferentTensorsAreRefusedByName) {
   BatchRun r;
   const std::string d = "tensorbatch name=batch ! appsink name=sink sync=false " + source(kPatterns[0], kFrames) +
@@ -457,6 +514,7 @@ TEST(TensorBatch, AFixedBatchLeavesUnfedSlotsEmpty) {
     GstTensorMemBatchMeta *meta = gst_buffer_get_tensor_mem_batch_meta(gst_sample_get_buffer(sample));
     EXPECT_EQ(meta->n_filled, 2u);
     EXPECT_FALSE(gst_tensor_mem_batch_meta_get_slot(meta, 2)->filled);
+    EXPECT_EQ(gst_tensor_mem_batch_meta_get_slot(meta, 2)->stream, nullptr); // no stream feeds it
   }
   EXPECT_EQ(r.copied, 0u);
 }
