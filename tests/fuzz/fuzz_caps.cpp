@@ -140,6 +140,25 @@ GstCaps *build_caps(FuzzInput &in) {
   return caps;
 }
 
+/* How deeply `text` nests GStreamer's value brackets (arrays, lists, ranges,
+ * casts). GStreamer 1.22's parser recurses once per level and leaks what it
+ * made on the way when a deep nest fails to parse; beyond a few dozen levels
+ * the leak's stack is deeper than LeakSanitizer records, so the suppression
+ * of gst_caps_from_string cannot see it. No caps nest like that: such input
+ * tests GStreamer's parser, not ours, and is skipped. */
+int nesting(const std::string &text) {
+  int depth = 0, deepest = 0;
+  for (char c : text) {
+    if (c == '<' || c == '{' || c == '[' || c == '(')
+      deepest = std::max(deepest, ++depth);
+    else if ((c == '>' || c == '}' || c == ']' || c == ')') && depth > 0)
+      --depth;
+  }
+  return deepest;
+}
+
+constexpr int kMaxNesting = 8;
+
 } // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t *data, std::size_t size) {
@@ -147,6 +166,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t *data, std::size_t size
   GstCaps *caps;
   if (in.u8() % 2 == 0) {
     const std::string text = in.text(4096);
+    if (nesting(text) > kMaxNesting)
+      return 0;
     caps = gst_caps_from_string(text.c_str());
     if (caps == nullptr)
       return 0;
