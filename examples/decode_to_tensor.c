@@ -92,7 +92,7 @@ int main(int argc, char **argv) {
   const char *storage = "pbo";
   int arg = 1;
   gst_init(&argc, &argv);
-  gst_tensormem_init();
+  gst_tensor_mem_init();
   if (arg < argc && g_str_has_prefix(argv[arg], "--storage="))
     storage = argv[arg++] + strlen("--storage=");
   if (arg >= argc) {
@@ -105,7 +105,7 @@ int main(int argc, char **argv) {
 
   if (strcmp(storage, "pbo") == 0) {
     GError *error = NULL;
-    GstTensorMemGlWorker *worker = gst_tensor_gl_worker_new(&error);
+    GstTensorMemGlWorker *worker = gst_tensor_mem_gl_worker_new(&error);
     if (!worker) {
       printf("SKIP: no headless GL context here: %s\n", error->message);
       g_error_free(error);

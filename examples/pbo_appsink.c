@@ -49,14 +49,14 @@ static guint32 checksum(const guint8 *data, gsize len) {
 }
 
 /* Bus sync handler (--worker=need-context): runs on the thread of the element
- * that asks, before gst_tensor_gl_worker_ensure() goes on to start a worker of
+ * that asks, before gst_tensor_mem_gl_worker_ensure() goes on to start a worker of
  * its own. */
 static GstBusSyncReply on_bus_sync(GstBus *bus, GstMessage *msg, gpointer user_data) {
   GstTensorMemGlWorker *worker = user_data;
   const gchar *type = NULL;
   (void)bus;
   if (GST_MESSAGE_TYPE(msg) == GST_MESSAGE_NEED_CONTEXT && gst_message_parse_context_type(msg, &type) &&
-      g_strcmp0(type, GST_TENSOR_GL_WORKER_CONTEXT_TYPE) == 0) {
+      g_strcmp0(type, GST_TENSOR_MEM_GL_WORKER_CONTEXT_TYPE) == 0) {
     GstContext *context = gst_context_new_tensor_gl_worker(worker, TRUE);
     gst_element_set_context(GST_ELEMENT(GST_MESSAGE_SRC(msg)), context);
     gst_context_unref(context);
@@ -89,7 +89,7 @@ static gboolean check_sample(GstSample *sample, guint index, GstTensorMemGlWorke
             mem->allocator ? GST_OBJECT_NAME(mem->allocator) : "(none)");
     return FALSE;
   }
-  GstTensorMemGlWorker *worker = gst_tensor_pbo_memory_get_gl_worker(mem);
+  GstTensorMemGlWorker *worker = gst_tensor_mem_pbo_memory_get_gl_worker(mem);
   if (expected_worker && worker != expected_worker) {
     fprintf(stderr, "sample %u: the PBO belongs to another GL worker than the application's\n", index);
     return FALSE;
@@ -104,7 +104,7 @@ static gboolean check_sample(GstSample *sample, guint index, GstTensorMemGlWorke
   GstMapInfo map;
   if (!gst_buffer_map(buffer, &map, GST_MAP_READ)) {
     fprintf(stderr, "sample %u: gst_buffer_map(READ) of GL buffer %u failed\n", index,
-            gst_tensor_pbo_memory_get_buffer_id(mem));
+            gst_tensor_mem_pbo_memory_get_buffer_id(mem));
     return FALSE;
   }
   gboolean ok = TRUE;
@@ -117,7 +117,7 @@ static gboolean check_sample(GstSample *sample, guint index, GstTensorMemGlWorke
   } else {
     printf("sample %u: GL buffer %u (worker %s), %" G_GSIZE_FORMAT " bytes mapped at %p, stride %d, "
            "row 0 checksum %08x\n",
-           index, gst_tensor_pbo_memory_get_buffer_id(mem), GST_OBJECT_NAME(worker), map.size, (void *)map.data, stride,
+           index, gst_tensor_mem_pbo_memory_get_buffer_id(mem), GST_OBJECT_NAME(worker), map.size, (void *)map.data, stride,
            checksum(map.data + row_offset, row_bytes));
   }
   gst_buffer_unmap(buffer, &map);
@@ -128,15 +128,15 @@ static int run(WorkerMode mode, guint num_buffers, guint width, guint height) {
   GError *error = NULL;
   GstTensorMemGlWorker *worker = NULL;
   if (mode != WORKER_AUTO) {
-    worker = gst_tensor_gl_worker_new(&error);
+    worker = gst_tensor_mem_gl_worker_new(&error);
     if (!worker) {
       printf("SKIP: no headless GL context here: %s\n", error ? error->message : "unknown reason");
       g_clear_error(&error);
       return EXIT_SKIP;
     }
     printf("application GL worker %s: %s, \"%s\", \"%s\"\n", GST_OBJECT_NAME(worker),
-           gst_tensor_gl_worker_get_platform(worker), gst_tensor_gl_worker_get_renderer(worker),
-           gst_tensor_gl_worker_get_version(worker));
+           gst_tensor_mem_gl_worker_get_platform(worker), gst_tensor_mem_gl_worker_get_renderer(worker),
+           gst_tensor_mem_gl_worker_get_version(worker));
   }
 
   gchar *description = g_strdup_printf("videotestsrc num-buffers=%u ! video/x-raw,format=RGBA,width=%u,height=%u ! "
@@ -244,7 +244,7 @@ static int run(WorkerMode mode, guint num_buffers, guint width, guint height) {
 
 int main(int argc, char **argv) {
   gst_init(&argc, &argv);
-  gst_tensormem_init();
+  gst_tensor_mem_init();
 
   WorkerMode mode = WORKER_APP;
   guint numbers[3] = {30, 640, 480}; /* buffers, width, height */

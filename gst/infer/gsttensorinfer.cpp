@@ -773,7 +773,7 @@ static void gst_tensor_infer_class_init(GstTensorMemInferClass *klass) {
   gst_element_class_set_static_metadata(element_class, "Tensor inference (ONNX Runtime)", "Filter/Analyzer/Video",
                                         "Runs an ONNX model on each tensor, read in place, and hands the outputs on "
                                         "as GstTensorMeta or other/tensors",
-                                        GST_TENSORMEM_AUTHOR);
+                                        GST_TENSOR_MEM_AUTHOR);
 
   trans_class->start = GST_DEBUG_FUNCPTR(gst_tensor_infer_start);
   trans_class->stop = GST_DEBUG_FUNCPTR(gst_tensor_infer_stop);

@@ -6,7 +6,7 @@
 #include <gst/tensormem/gsttensormem.h>
 
 static gboolean plugin_init(GstPlugin *plugin) {
-  gst_tensormem_init();
+  gst_tensor_mem_init();
   return gst_element_register(plugin, "tensorinfer", GST_RANK_NONE, GST_TYPE_TENSOR_INFER);
 }
 

@@ -63,7 +63,7 @@
 
 #include <gio/gio.h>
 #include <gst/allocators/allocators.h>
-#if GST_TENSORMEM_HAVE_TENSOR_META
+#if GST_TENSOR_MEM_HAVE_TENSOR_META
 #include <gst/analytics/analytics.h>
 #endif
 #ifdef G_OS_UNIX
@@ -196,7 +196,7 @@ struct Shared {
   guint batch_size = 0;
   GstClockTime timeout = 0;
   bool require_zero_copy = false;
-  GstTensorMemStorage storage = GST_TENSOR_STORAGE_AUTO;
+  GstTensorMemStorage storage = GST_TENSOR_MEM_STORAGE_AUTO;
 
   // Negotiation: the per-stream tensor and the layout of a batch.
   bool negotiated = false;
@@ -270,7 +270,7 @@ struct Shared {
 #ifdef G_OS_UNIX
       // One DMA-BUF (a heap's or a memfd, as the tensor DMA-BUF allocator
       // finds) per batch; its windows are dmabuf memories over dups of it.
-      GstAllocator *allocator = gst_tensor_dmabuf_allocator_get();
+      GstAllocator *allocator = gst_tensor_mem_dmabuf_allocator_get();
       s->root = gst_allocator_alloc(allocator, s->bytes, nullptr);
       gst_object_unref(allocator);
       if (s->root)
@@ -596,7 +596,7 @@ GstCaps *src_caps_locked(const Shared &s) {
   return caps;
 }
 
-#if GST_TENSORMEM_HAVE_TENSOR_META
+#if GST_TENSOR_MEM_HAVE_TENSOR_META
 bool tensor_data_type(const gst_tensormem::TensorCaps &t, GstTensorDataType *out) {
   using gst_tensormem::TensorTypeCode;
   struct Entry {
@@ -703,7 +703,7 @@ GstBuffer *make_output(Batch &b, guint64 seq, const gst_tensormem::TensorCaps &t
   }
   GST_BUFFER_PTS(out) = pts;
   GST_BUFFER_DURATION(out) = duration;
-#if GST_TENSORMEM_HAVE_TENSOR_META
+#if GST_TENSOR_MEM_HAVE_TENSOR_META
   attach_tensor_meta(out, tensor, static_cast<guint>(b.slots.size()));
 #else
   (void)tensor;
@@ -972,7 +972,7 @@ gboolean sink_set_caps(GstTensorMemBatch *self, GstPad *pad, GstCaps *caps) {
   gst_structure_remove_field(gst_caps_get_structure(plain, 0), "framerate");
   std::lock_guard<std::mutex> guard(s.lock);
   // DMA-BUF where asked for, or where the streams' caps say so.
-  const Kind kind = s.storage == GST_TENSOR_STORAGE_DMABUF ||
+  const Kind kind = s.storage == GST_TENSOR_MEM_STORAGE_DMABUF ||
                             (features && gst_caps_features_contains(features, GST_CAPS_FEATURE_MEMORY_DMABUF))
                         ? Kind::DmaBuf
                         : Kind::System;
@@ -1304,11 +1304,11 @@ static GstStateChangeReturn gst_tensor_batch_change_state(GstElement *element, G
       std::lock_guard<std::mutex> guard(s.lock);
       storage = s.storage;
     }
-    if (storage != GST_TENSOR_STORAGE_AUTO && storage != GST_TENSOR_STORAGE_SYSTEM &&
-        storage != GST_TENSOR_STORAGE_DMABUF) {
+    if (storage != GST_TENSOR_MEM_STORAGE_AUTO && storage != GST_TENSOR_MEM_STORAGE_SYSTEM &&
+        storage != GST_TENSOR_MEM_STORAGE_DMABUF) {
       GST_ELEMENT_ERROR(self, LIBRARY, SETTINGS,
                         ("tensorbatch keeps batches in system memory or DMA-BUF, not storage=%s",
-                         storage == GST_TENSOR_STORAGE_PBO ? "pbo" : "d3d11"),
+                         storage == GST_TENSOR_MEM_STORAGE_PBO ? "pbo" : "d3d11"),
                         ("storage=auto, system or dmabuf"));
       return GST_STATE_CHANGE_FAILURE;
     }
@@ -1417,7 +1417,7 @@ static void gst_tensor_batch_class_init(GstTensorMemBatchClass *klass) {
       g_param_spec_enum("storage", "Storage",
                         "Where batches live: system memory (auto, system) or one DMA-BUF per batch (dmabuf; also "
                         "where the streams negotiate memory:DMABuf)",
-                        GST_TYPE_TENSOR_STORAGE, GST_TENSOR_STORAGE_AUTO,
+                        GST_TYPE_TENSOR_MEM_STORAGE, GST_TENSOR_MEM_STORAGE_AUTO,
                         static_cast<GParamFlags>(kRw | GST_PARAM_MUTABLE_READY)));
   g_object_class_install_property(
       gobject_class, PROP_REQUIRE_ZERO_COPY,
@@ -1441,7 +1441,7 @@ static void gst_tensor_batch_class_init(GstTensorMemBatchClass *klass) {
   gst_element_class_set_static_metadata(element_class, "Tensor batch", "Filter/Tensor",
                                         "Gathers one tensor per stream into one batched tensor, each stream writing "
                                         "its slot in place",
-                                        GST_TENSORMEM_AUTHOR);
+                                        GST_TENSOR_MEM_AUTHOR);
   element_class->request_new_pad = gst_tensor_batch_request_new_pad;
   element_class->release_pad = gst_tensor_batch_release_pad;
   element_class->change_state = gst_tensor_batch_change_state;

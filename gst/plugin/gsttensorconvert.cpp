@@ -27,7 +27,7 @@
  * a frame that is not PBO memory is copied into a PBO first (counted in
  * `copied-bytes`, refused under `require-zero-copy`).
  *
- * Built against GStreamer 1.26 or later (GST_TENSORMEM_HAVE_TENSOR_META),
+ * Built against GStreamer 1.26 or later (GST_TENSOR_MEM_HAVE_TENSOR_META),
  * every tensor also carries a GstTensorMeta (GStreamer's analytics library)
  * describing it: id #GstTensorMemConvert:tensor-id, the data type, dims batch
  * first in the layout's order (NCHW: 1, 3, H, W), row-major and contiguous,
@@ -165,14 +165,14 @@ GstStaticPadTemplate sink_template = GST_STATIC_PAD_TEMPLATE(
     // Sizes stay open here so that a frame size nobody can convert reaches
     // set_caps and ends in this element's error naming it.
     GST_STATIC_CAPS("video/x-raw(ANY), format=(string){ RGBA, BGRA, RGBx, BGRx, RGB, BGR, GRAY8, NV12, I420 }"
-                    GST_TENSORMEM_DMA_DRM_TEMPLATE));
+                    GST_TENSOR_MEM_DMA_DRM_TEMPLATE));
 #define CONVERT_TENSOR_CAPS(features)                                                                                  \
   "other/tensors" features ", format=(string)static, num_tensors=(int)1, types=(string){ uint8, float16, float32 }"
-#if GST_TENSORMEM_HAVE_TENSOR_META
+#if GST_TENSOR_MEM_HAVE_TENSOR_META
 /* output=meta: the frame goes on, the tensor beside it. */
 #define CONVERT_META_CAPS                                                                                              \
   "; video/x-raw(ANY), format=(string){ RGBA, BGRA, RGBx, BGRx, RGB, BGR, GRAY8, NV12, I420 }"                         \
-  GST_TENSORMEM_DMA_DRM_TEMPLATE
+  GST_TENSOR_MEM_DMA_DRM_TEMPLATE
 #else
 #define CONVERT_META_CAPS ""
 #endif
@@ -210,7 +210,7 @@ GstCaps *gst_tensor_convert_transform_caps(GstBaseTransform *trans, GstPadDirect
   auto *self = GST_TENSOR_CONVERT(trans);
   const gst_tensormem::ConvertSettings s = settings_of(self);
   GstCaps *result;
-  if (GST_TENSORMEM_HAVE_TENSOR_META && s.output == gst_tensormem::ConvertOutput::Meta) // the frame passes
+  if (GST_TENSOR_MEM_HAVE_TENSOR_META && s.output == gst_tensormem::ConvertOutput::Meta) // the frame passes
     result = gst_caps_ref(caps);
   else if (direction == GST_PAD_SINK)
     result = gst_tensormem::TensorConverter::tensor_caps(s, caps);
@@ -423,7 +423,7 @@ static void gst_tensor_convert_class_init(GstTensorMemConvertClass *klass) {
       g_param_spec_enum("storage", "Storage",
                         "Tensor memory of the output: system or dmabuf (the CPU path), pbo (the GL path), or auto: "
                         "PBO where the GL path runs, else system",
-                        GST_TYPE_TENSOR_STORAGE, GST_TENSOR_STORAGE_AUTO, kRw));
+                        GST_TYPE_TENSOR_MEM_STORAGE, GST_TENSOR_MEM_STORAGE_AUTO, kRw));
   g_object_class_install_property(gobject_class, PROP_N_THREADS,
                                   g_param_spec_uint("n-threads", "Threads",
                                                     "Threads converting one frame (0: one per CPU, at most 8)", 0, 64,
@@ -445,7 +445,7 @@ static void gst_tensor_convert_class_init(GstTensorMemConvertClass *klass) {
   gst_element_class_set_static_metadata(element_class, "Tensor convert", "Filter/Converter/Video",
                                         "Turns video frames into one model-input tensor: resize, colour, "
                                         "normalisation, layout and type in one pass",
-                                        GST_TENSORMEM_AUTHOR);
+                                        GST_TENSOR_MEM_AUTHOR);
   element_class->set_context = gst_tensor_convert_set_context;
   trans_class->query = gst_tensor_convert_query;
   element_class->change_state = gst_tensor_convert_change_state;

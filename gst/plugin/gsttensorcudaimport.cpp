@@ -20,7 +20,7 @@
  * meta (one warning per cause). With #GstTensorMemCudaImport:require-cuda set,
  * either case is an element error instead.
  *
- * Built against GStreamer 1.26 (GST_TENSORMEM_HAVE_TENSOR_META), it also
+ * Built against GStreamer 1.26 (GST_TENSOR_MEM_HAVE_TENSOR_META), it also
  * imports the tensors of the buffer's #GstTensorMeta: each tensor's data
  * buffer (#GstTensor.data) whose single memory is DMA-BUF or PBO tensor
  * memory gets a #GstTensorMemCudaMeta of its own, so a CUDA consumer of the
@@ -54,6 +54,7 @@
 #include <gst/tensormem/gsttensorfencemeta.h>
 #include <gst/tensormem/gsttensormemvalidate.h>
 #include <gst/tensormem/gsttensorpbo.h>
+#include <gst/tensormem/gsttensormem.hpp>
 
 
 #include <new>
@@ -82,7 +83,7 @@ enum { PROP_0, PROP_CUDA_AVAILABLE, PROP_REQUIRE_CUDA, PROP_IMPORTS, PROP_CUDA_B
  * (whatever library may have loaded). */
 const char *backend_in_use() {
   const gchar *api = "none";
-  gst_tensor_cuda_get_status(&api, nullptr, nullptr, nullptr);
+  gst_tensor_mem_cuda_get_status(&api, nullptr, nullptr, nullptr);
   return api;
 }
 
@@ -124,7 +125,7 @@ GstFlowReturn no_cuda(GstTensorMemCudaImport *self, GstBuffer *buffer, const std
  * CUDA map waits for it on the stream (through the imported fence
  * semaphore) instead of on the CPU. */
 void record_d3d11_fences(GstBuffer *buffer, GstMemory *mem) {
-  auto storage = gst_tensor_d3d11_memory_get_storage(mem);
+  auto storage = gst_tensor_mem_d3d11_memory_get_storage(mem);
   if (!storage)
     return;
   gpointer state = nullptr;
@@ -148,7 +149,7 @@ GstFlowReturn import_into(GstTensorMemCudaImport *self, GstBuffer *buffer, GstBu
   if (gst_buffer_get_tensor_cuda_meta(target))
     return GST_FLOW_OK; // imported upstream already
   const gchar *unavailable = nullptr;
-  if (!gst_tensor_cuda_get_status(nullptr, nullptr, nullptr, &unavailable))
+  if (!gst_tensor_mem_cuda_get_status(nullptr, nullptr, nullptr, &unavailable))
     return no_cuda(self, buffer, "unavailable", std::string("CUDA is unavailable: ") + unavailable);
   const std::string key = what.empty() ? "" : "tensor ";
   if (gst_buffer_n_memory(target) != 1)
@@ -162,7 +163,7 @@ GstFlowReturn import_into(GstTensorMemCudaImport *self, GstBuffer *buffer, GstBu
                        " is not tensor memory");
   record_d3d11_fences(target, mem);
   gboolean imported = FALSE;
-  tensormem::Result<std::shared_ptr<tensormem::CudaHandle>> handle = gst_tensor_memory_import_cuda(mem, &imported);
+  tensormem::Result<std::shared_ptr<tensormem::CudaHandle>> handle = gst_tensor_mem_memory_import_cuda(mem, &imported);
   if (!handle)
     return no_cuda(self, buffer, key + cause_of(handle.error()),
                    what + "CUDA import failed: " + handle.error().message());
@@ -178,7 +179,7 @@ GstFlowReturn import_into(GstTensorMemCudaImport *self, GstBuffer *buffer, GstBu
   return GST_FLOW_OK;
 }
 
-#if GST_TENSORMEM_HAVE_TENSOR_META
+#if GST_TENSOR_MEM_HAVE_TENSOR_META
 /* The meta tensor's data buffer, writable: one this meta alone holds as it
  * is, else a new buffer over the same memories with the old one's metadata
  * (its fences included) put in its place. */
@@ -203,7 +204,7 @@ GstFlowReturn import_ip(GstTensorMemCudaImport *self, GstBuffer *buffer) {
       gst_tensormem::element_validate_input(GST_ELEMENT(self), buffer, self->tensor_bytes, &self->info, &tensors);
   if (valid != GST_FLOW_OK)
     return valid;
-#if GST_TENSORMEM_HAVE_TENSOR_META
+#if GST_TENSOR_MEM_HAVE_TENSOR_META
   for (const gst_tensormem::MetaTensor &t : tensors) {
     GstBuffer *data = gst_buffer_get_tensor_cuda_meta(t.tensor->data) ? t.tensor->data : writable_data(t.tensor);
     gst_buffer_wait_gl_sync_metas(data);
@@ -248,7 +249,7 @@ static void gst_tensor_cuda_import_set_property(GObject *object, guint prop_id, 
 static void gst_tensor_cuda_import_get_property(GObject *object, guint prop_id, GValue *value, GParamSpec *pspec) {
   auto *self = GST_TENSOR_CUDA_IMPORT(object);
   switch (prop_id) {
-  case PROP_CUDA_AVAILABLE: g_value_set_boolean(value, gst_tensor_cuda_get_status(nullptr, nullptr, nullptr, nullptr)); break;
+  case PROP_CUDA_AVAILABLE: g_value_set_boolean(value, gst_tensor_mem_cuda_get_status(nullptr, nullptr, nullptr, nullptr)); break;
   case PROP_CUDA_BACKEND: g_value_set_string(value, backend_in_use()); break;
   case PROP_REQUIRE_CUDA:
     GST_OBJECT_LOCK(self);
@@ -267,7 +268,7 @@ static void gst_tensor_cuda_import_get_property(GObject *object, guint prop_id, 
 /* A stopped pipeline holds no foreign DMA-BUF through the imports kept for
  * re-wrapping producers. */
 static gboolean gst_tensor_cuda_import_stop(GstBaseTransform *) {
-  gst_tensor_dmabuf_forget_foreign_imports();
+  gst_tensor_mem_dmabuf_forget_foreign_imports();
   return TRUE;
 }
 
@@ -277,7 +278,7 @@ static gboolean gst_tensor_cuda_import_start(GstBaseTransform *trans) {
     self->warned->clear();
   const gchar *api = nullptr, *library = nullptr, *reason = nullptr;
   gint devices = 0;
-  if (gst_tensor_cuda_get_status(&api, &library, &devices, &reason))
+  if (gst_tensor_mem_cuda_get_status(&api, &library, &devices, &reason))
     GST_INFO_OBJECT(self, "CUDA %s API from %s, %d device(s)", api, library, devices);
   else
     GST_INFO_OBJECT(self, "CUDA unavailable: %s", reason);
@@ -343,7 +344,7 @@ static void gst_tensor_cuda_import_class_init(GstTensorMemCudaImportClass *klass
   gst_element_class_set_static_metadata(element_class, "Tensor CUDA import", "Filter/Video/Hardware",
                                         "Attaches CUDA device access (GstTensorMemCudaMeta) to DMA-BUF and PBO tensor "
                                         "memory, importing each memory once",
-                                        GST_TENSORMEM_AUTHOR);
+                                        GST_TENSOR_MEM_AUTHOR);
 
   trans_class->start = GST_DEBUG_FUNCPTR(gst_tensor_cuda_import_start);
   trans_class->stop = GST_DEBUG_FUNCPTR(gst_tensor_cuda_import_stop);

@@ -33,7 +33,7 @@
  * Copies go into a pool of default-layout system-memory frames that the
  * element recycles; a frame is never allocated per buffer.
  *
- * Built against GStreamer 1.26 (GST_TENSORMEM_HAVE_TENSOR_META), the tensors
+ * Built against GStreamer 1.26 (GST_TENSOR_MEM_HAVE_TENSOR_META), the tensors
  * of the buffer's #GstTensorMeta (`tensorconvert output=meta`,
  * `tensorinfer`, `onnxinference`, an application) follow the frame's rule:
  * before the buffer goes on, tensordownload checks each tensor (data
@@ -87,12 +87,12 @@ struct _GstTensorMemDownload {
 
 namespace {
 
-#define DOWNLOAD_DMABUF_CAPS GST_VIDEO_CAPS_MAKE_WITH_FEATURES(GST_CAPS_FEATURE_MEMORY_DMABUF, GST_TENSOR_VIDEO_FORMATS)
-#define DOWNLOAD_PLAIN_CAPS GST_VIDEO_CAPS_MAKE(GST_TENSOR_VIDEO_FORMATS)
+#define DOWNLOAD_DMABUF_CAPS GST_VIDEO_CAPS_MAKE_WITH_FEATURES(GST_CAPS_FEATURE_MEMORY_DMABUF, GST_TENSOR_MEM_VIDEO_FORMATS)
+#define DOWNLOAD_PLAIN_CAPS GST_VIDEO_CAPS_MAKE(GST_TENSOR_MEM_VIDEO_FORMATS)
 #define DOWNLOAD_PBO_CAPS                                                                                              \
-  GST_VIDEO_CAPS_MAKE_WITH_FEATURES(GST_CAPS_FEATURE_MEMORY_TENSOR_PBO, GST_TENSOR_VIDEO_FORMATS)
+  GST_VIDEO_CAPS_MAKE_WITH_FEATURES(GST_CAPS_FEATURE_MEMORY_TENSOR_PBO, GST_TENSOR_MEM_VIDEO_FORMATS)
 #define DOWNLOAD_D3D11_CAPS                                                                                            \
-  GST_VIDEO_CAPS_MAKE_WITH_FEATURES(GST_CAPS_FEATURE_MEMORY_TENSOR_D3D11, GST_TENSOR_VIDEO_FORMATS)
+  GST_VIDEO_CAPS_MAKE_WITH_FEATURES(GST_CAPS_FEATURE_MEMORY_TENSOR_D3D11, GST_TENSOR_MEM_VIDEO_FORMATS)
 /* Tensors (tensorconvert, NNStreamer) in any of our memories. The template
  * takes any other/tensors so that what it cannot handle (more than one
  * tensor, flexible or sparse formats) reaches set_caps and is refused there
@@ -108,11 +108,11 @@ namespace {
 
 GstStaticPadTemplate sink_template = GST_STATIC_PAD_TEMPLATE(
     "sink", GST_PAD_SINK, GST_PAD_ALWAYS,
-    GST_STATIC_CAPS(DOWNLOAD_PLAIN_CAPS "; " DOWNLOAD_DMABUF_CAPS GST_TENSORMEM_DMA_DRM_TEMPLATE "; " DOWNLOAD_PBO_CAPS
+    GST_STATIC_CAPS(DOWNLOAD_PLAIN_CAPS "; " DOWNLOAD_DMABUF_CAPS GST_TENSOR_MEM_DMA_DRM_TEMPLATE "; " DOWNLOAD_PBO_CAPS
                                         "; " DOWNLOAD_D3D11_CAPS "; " DOWNLOAD_TENSOR_SINK_CAPS));
 GstStaticPadTemplate src_template =
     GST_STATIC_PAD_TEMPLATE("src", GST_PAD_SRC, GST_PAD_ALWAYS,
-                            GST_STATIC_CAPS(DOWNLOAD_DMABUF_CAPS GST_TENSORMEM_DMA_DRM_TEMPLATE
+                            GST_STATIC_CAPS(DOWNLOAD_DMABUF_CAPS GST_TENSOR_MEM_DMA_DRM_TEMPLATE
                                             "; " DOWNLOAD_PLAIN_CAPS "; " DOWNLOAD_TENSOR_SRC_CAPS));
 
 /* The require-zero-copy error for a frame whose consumer cannot read its
@@ -209,7 +209,7 @@ static gboolean gst_tensor_download_stop(GstBaseTransform *trans) {
   return GST_BASE_TRANSFORM_CLASS(gst_tensor_download_parent_class)->stop(trans);
 }
 
-#if GST_TENSORMEM_HAVE_TENSOR_META
+#if GST_TENSOR_MEM_HAVE_TENSOR_META
 /* The buffer's GstTensorMeta tensors, checked and readable by a CPU consumer
  * once their data's fences have passed (see the section comment). */
 static GstFlowReturn download_meta_tensors(GstTensorMemDownload *self, GstBuffer *inbuf) {
@@ -255,7 +255,7 @@ static GstFlowReturn download_tensor(GstTensorMemDownload *self, GstBuffer *inbu
 static GstFlowReturn gst_tensor_download_prepare_output_buffer(GstBaseTransform *trans, GstBuffer *inbuf,
                                                                GstBuffer **outbuf) {
   auto *self = GST_TENSOR_DOWNLOAD_CAST(trans);
-#if GST_TENSORMEM_HAVE_TENSOR_META
+#if GST_TENSOR_MEM_HAVE_TENSOR_META
   if (const GstFlowReturn tensors = download_meta_tensors(self, inbuf); tensors != GST_FLOW_OK)
     return tensors;
 #endif
@@ -280,7 +280,7 @@ static GstFlowReturn gst_tensor_download_prepare_output_buffer(GstBaseTransform 
   }
   gsize copied = 0;
   ret = method.perform(ctx, inbuf, outbuf, &copied);
-#if GST_TENSORMEM_HAVE_TENSOR_META
+#if GST_TENSOR_MEM_HAVE_TENSOR_META
   if (ret == GST_FLOW_OK && *outbuf != inbuf)
     gst_tensormem::copy_tensor_meta(inbuf, *outbuf);
 #endif
@@ -300,7 +300,7 @@ static void gst_tensor_download_class_init(GstTensorMemDownloadClass *klass) {
                                         "consumers: zero-copy when downstream reads GstVideoMeta or the layout is "
                                         "already the default one, one counted copy into a pool of default-layout "
                                         "frames otherwise",
-                                        GST_TENSORMEM_AUTHOR);
+                                        GST_TENSOR_MEM_AUTHOR);
   gst_element_class_add_static_pad_template(element_class, &sink_template);
   gst_element_class_add_static_pad_template(element_class, &src_template);
 

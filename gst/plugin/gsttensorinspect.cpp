@@ -33,7 +33,7 @@
  * bytes; a buffer smaller than the tensor is an element error naming both
  * sizes.
  *
- * Built against GStreamer 1.26 (GST_TENSORMEM_HAVE_TENSOR_META), it also
+ * Built against GStreamer 1.26 (GST_TENSOR_MEM_HAVE_TENSOR_META), it also
  * reads the buffer's #GstTensorMeta, whoever attached it (`tensorconvert`,
  * `tensorconvert output=meta` on a video frame, `tensorinfer`,
  * `onnxinference`, an application): after the frame's message it posts
@@ -217,7 +217,7 @@ const guint8 *read_cuda_bytes(GstTensorMemInspect *self, GstTensorMemCudaMeta *m
     self->scratch_size = size;
   }
   GError *error = nullptr;
-  if (!gst_tensor_cuda_meta_read(meta, self->scratch, size, &error)) {
+  if (!gst_tensor_mem_cuda_meta_read(meta, self->scratch, size, &error)) {
     GST_INFO_OBJECT(self, "reading through CUDA failed, reading through the host: %s", error ? error->message : "?");
     g_clear_error(&error);
     return nullptr;
@@ -264,7 +264,7 @@ bool read_cuda(GstTensorMemInspect *self, GstBuffer *buffer, GstTensorMemCudaMet
   return true;
 }
 
-#if GST_TENSORMEM_HAVE_TENSOR_META
+#if GST_TENSOR_MEM_HAVE_TENSOR_META
 /* The first `bytes` bytes of a meta tensor's data buffer, memory by memory
  * (nothing gathered). */
 bool read_tensor_host(GstBuffer *data, gsize bytes, Stats *stats) {
@@ -336,7 +336,7 @@ GstFlowReturn inspect_ip(GstTensorMemInspect *self, GstBuffer *buffer) {
   gchar *fence = gst_buffer_describe_tensor_mem_fences(buffer);
   GstFlowReturn fenced =
       gst_tensor_mem_element_wait_fences(GST_ELEMENT(self), buffer, GST_TENSOR_MEM_FENCE_DEFAULT_TIMEOUT, self->waits, nullptr);
-#if GST_TENSORMEM_HAVE_TENSOR_META
+#if GST_TENSOR_MEM_HAVE_TENSOR_META
   if (fenced == GST_FLOW_OK)
     fenced = gst_tensormem::element_wait_tensor_fences(GST_ELEMENT(self), buffer, tensors, self->waits);
 #endif
@@ -383,7 +383,7 @@ GstFlowReturn inspect_ip(GstTensorMemInspect *self, GstBuffer *buffer) {
     gst_element_post_message(GST_ELEMENT(self), gst_message_new_element(GST_OBJECT(self), s));
   }
   g_free(fence);
-#if GST_TENSORMEM_HAVE_TENSOR_META
+#if GST_TENSOR_MEM_HAVE_TENSOR_META
   if (!silent) {
     for (const gst_tensormem::MetaTensor &t : tensors) {
       if (!inspect_meta_tensor(self, index, t))
@@ -521,7 +521,7 @@ static void gst_tensor_inspect_class_init(GstTensorMemInspectClass *klass) {
   gst_element_class_set_static_metadata(element_class, "Tensor inspect", "Filter/Analyzer/Video",
                                         "Reads each frame through CUDA when a CUDA meta is present (else through "
                                         "the host) and posts a checksum and byte statistics",
-                                        GST_TENSORMEM_AUTHOR);
+                                        GST_TENSOR_MEM_AUTHOR);
 
   trans_class->start = GST_DEBUG_FUNCPTR(gst_tensor_inspect_start);
   trans_class->stop = GST_DEBUG_FUNCPTR(gst_tensor_inspect_stop);

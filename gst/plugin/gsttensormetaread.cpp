@@ -13,7 +13,7 @@ GstFlowReturn element_validate_input(GstElement *element, GstBuffer *buffer, gui
                                   : gst_tensor_mem_element_validate_buffer(element, buffer, info);
   if (valid != GST_FLOW_OK)
     return valid;
-#if GST_TENSORMEM_HAVE_TENSOR_META
+#if GST_TENSOR_MEM_HAVE_TENSOR_META
   if (!element_read_tensor_meta(element, buffer, tensors))
     return GST_FLOW_ERROR;
 #else
@@ -22,7 +22,7 @@ GstFlowReturn element_validate_input(GstElement *element, GstBuffer *buffer, gui
   return GST_FLOW_OK;
 }
 
-#if GST_TENSORMEM_HAVE_TENSOR_META
+#if GST_TENSOR_MEM_HAVE_TENSOR_META
 
 namespace {
 

@@ -5,7 +5,7 @@
  * its data, so a meta that promises more than its buffer holds is one
  * element error naming the tensor, never a read past the buffer. Private to
  * the tensormem plugin; but for element_validate_input(), everything here
- * exists only where GST_TENSORMEM_HAVE_TENSOR_META is 1. */
+ * exists only where GST_TENSOR_MEM_HAVE_TENSOR_META is 1. */
 #pragma once
 
 #include <gio/gio.h>
@@ -16,13 +16,13 @@
 #include <string>
 #include <vector>
 
-#if GST_TENSORMEM_HAVE_TENSOR_META
+#if GST_TENSOR_MEM_HAVE_TENSOR_META
 #include <gst/analytics/analytics.h>
 #endif
 
 namespace gst_tensormem {
 
-#if GST_TENSORMEM_HAVE_TENSOR_META
+#if GST_TENSOR_MEM_HAVE_TENSOR_META
 
 /* One checked tensor of a buffer's GstTensorMeta. */
 struct MetaTensor {

@@ -161,7 +161,7 @@ static void gst_tensor_sync_class_init(GstTensorMemSyncClass *klass) {
   gst_element_class_set_static_metadata(element_class, "Tensor sync", "Filter/Video",
                                         "Waits on the CPU, bounded, for the GPU completion fences a buffer carries "
                                         "(GstTensorMemFenceMeta), for consumers that cannot wait themselves",
-                                        GST_TENSORMEM_AUTHOR);
+                                        GST_TENSOR_MEM_AUTHOR);
 
   trans_class->transform_ip = GST_DEBUG_FUNCPTR(gst_tensor_sync_transform_ip);
   trans_class->sink_event = GST_DEBUG_FUNCPTR(gst_tensor_sync_sink_event);

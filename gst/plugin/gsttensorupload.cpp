@@ -20,9 +20,9 @@
  * With `storage=pbo` the output is OpenGL pixel buffer objects
  * (`video/x-raw(memory:TensorPBO)`, #GstTensorMemPboMemory) of a headless GL
  * worker the element shares with the rest of the pipeline through a
- * #GstContext of type %GST_TENSOR_GL_WORKER_CONTEXT_TYPE: it asks its
+ * #GstContext of type %GST_TENSOR_MEM_GL_WORKER_CONTEXT_TYPE: it asks its
  * neighbours, then the application (need-context), and starts one itself
- * only when nobody has one (see gst_tensor_gl_worker_ensure()). The PBO pool
+ * only when nobody has one (see gst_tensor_mem_gl_worker_ensure()). The PBO pool
  * it offers upstream lets a producer write straight into GL buffers; other
  * input is copied once into a PBO (counted, refused under
  * `require-zero-copy=true`). Buffers whose memories are PBO memory already
@@ -41,7 +41,7 @@
  *
  * `storage=d3d11` asks for Direct3D 11 textures of the process device,
  * shared with the rest of the pipeline through a #GstContext of type
- * %GST_TENSOR_D3D11_DEVICE_CONTEXT_TYPE (gst_tensor_d3d11_device_ensure()).
+ * %GST_TENSOR_MEM_D3D11_DEVICE_CONTEXT_TYPE (gst_tensor_mem_d3d11_device_ensure()).
  * On Windows that is the real device; elsewhere the software reference
  * device is used only when the environment asks for it with
  * `TENSORMEM_D3D11_DEVICE=software`, and without a device the element fails
@@ -55,7 +55,7 @@
  * With `storage=dmabuf` the source pad offers `video/x-raw(memory:DMABuf)`
  * first and plain `video/x-raw` second (the memories are DMA-BUF either
  * way); the sink pad takes both. `storage=auto` picks DMA-BUF when a DMA
- * heap is usable and system memory otherwise (gst_tensor_storage_resolve()),
+ * heap is usable and system memory otherwise (gst_tensor_mem_storage_resolve()),
  * and says which at start-up (`GST_DEBUG=tensorupload:4`).
  *
  * ## Example launch lines
@@ -100,18 +100,18 @@ namespace {
 
 enum { PROP_0, PROP_STORAGE, PROP_GPU_COPIED_BYTES };
 
-#define UPLOAD_DMABUF_CAPS GST_VIDEO_CAPS_MAKE_WITH_FEATURES(GST_CAPS_FEATURE_MEMORY_DMABUF, GST_TENSOR_VIDEO_FORMATS)
-#define UPLOAD_PLAIN_CAPS GST_VIDEO_CAPS_MAKE(GST_TENSOR_VIDEO_FORMATS)
-#define UPLOAD_PBO_CAPS GST_VIDEO_CAPS_MAKE_WITH_FEATURES(GST_CAPS_FEATURE_MEMORY_TENSOR_PBO, GST_TENSOR_VIDEO_FORMATS)
+#define UPLOAD_DMABUF_CAPS GST_VIDEO_CAPS_MAKE_WITH_FEATURES(GST_CAPS_FEATURE_MEMORY_DMABUF, GST_TENSOR_MEM_VIDEO_FORMATS)
+#define UPLOAD_PLAIN_CAPS GST_VIDEO_CAPS_MAKE(GST_TENSOR_MEM_VIDEO_FORMATS)
+#define UPLOAD_PBO_CAPS GST_VIDEO_CAPS_MAKE_WITH_FEATURES(GST_CAPS_FEATURE_MEMORY_TENSOR_PBO, GST_TENSOR_MEM_VIDEO_FORMATS)
 #define UPLOAD_D3D11_CAPS                                                                                              \
-  GST_VIDEO_CAPS_MAKE_WITH_FEATURES(GST_CAPS_FEATURE_MEMORY_TENSOR_D3D11, GST_TENSOR_VIDEO_FORMATS)
+  GST_VIDEO_CAPS_MAKE_WITH_FEATURES(GST_CAPS_FEATURE_MEMORY_TENSOR_D3D11, GST_TENSOR_MEM_VIDEO_FORMATS)
 
 /* GstGL interop: textures of 4-byte formats (an RGBA8 texture holds the
  * bytes as they are), read into PBOs on the GPU (storage=pbo). */
 #define UPLOAD_GL_MEMORY_CAPS                                                                                          \
-  GST_VIDEO_CAPS_MAKE_WITH_FEATURES(GST_TENSOR_CAPS_FEATURE_MEMORY_GL_MEMORY, "{ RGBA, BGRA, RGBx, BGRx }")            \
+  GST_VIDEO_CAPS_MAKE_WITH_FEATURES(GST_TENSOR_MEM_CAPS_FEATURE_MEMORY_GL_MEMORY, "{ RGBA, BGRA, RGBx, BGRx }")            \
   ", texture-target=(string)2D"
-#if GST_TENSORMEM_HAVE_GSTGL && GST_TENSORMEM_HAVE_GL
+#if GST_TENSOR_MEM_HAVE_GSTGL && GST_TENSOR_MEM_HAVE_GL
 #define UPLOAD_SINK_GL_CAPS "; " UPLOAD_GL_MEMORY_CAPS
 #else
 #define UPLOAD_SINK_GL_CAPS ""
@@ -119,10 +119,10 @@ enum { PROP_0, PROP_STORAGE, PROP_GPU_COPIED_BYTES };
 
 GstStaticPadTemplate sink_template = GST_STATIC_PAD_TEMPLATE(
     "sink", GST_PAD_SINK, GST_PAD_ALWAYS,
-    GST_STATIC_CAPS(UPLOAD_PLAIN_CAPS "; " UPLOAD_DMABUF_CAPS GST_TENSORMEM_DMA_DRM_TEMPLATE UPLOAD_SINK_GL_CAPS));
+    GST_STATIC_CAPS(UPLOAD_PLAIN_CAPS "; " UPLOAD_DMABUF_CAPS GST_TENSOR_MEM_DMA_DRM_TEMPLATE UPLOAD_SINK_GL_CAPS));
 GstStaticPadTemplate src_template =
     GST_STATIC_PAD_TEMPLATE("src", GST_PAD_SRC, GST_PAD_ALWAYS,
-                            GST_STATIC_CAPS(UPLOAD_DMABUF_CAPS GST_TENSORMEM_DMA_DRM_TEMPLATE
+                            GST_STATIC_CAPS(UPLOAD_DMABUF_CAPS GST_TENSOR_MEM_DMA_DRM_TEMPLATE
                                             "; " UPLOAD_PLAIN_CAPS "; " UPLOAD_PBO_CAPS "; " UPLOAD_D3D11_CAPS));
 
 const gst_tensormem::Backend &backend_of(GstTensorMemUpload *self) { return self->backend->backend(); }
@@ -219,7 +219,7 @@ static gboolean gst_tensor_upload_stop(GstBaseTransform *trans) {
   auto *self = GST_TENSOR_UPLOAD(trans);
   self->uploader->reset();
   self->backend->stop();
-  gst_tensor_dmabuf_forget_foreign_imports(); // a stopped pipeline holds no foreign buffer
+  gst_tensor_mem_dmabuf_forget_foreign_imports(); // a stopped pipeline holds no foreign buffer
   return GST_BASE_TRANSFORM_CLASS(gst_tensor_upload_parent_class)->stop(trans);
 }
 
@@ -241,7 +241,7 @@ static GstStateChangeReturn gst_tensor_upload_change_state(GstElement *element, 
 static void gst_tensor_upload_set_context(GstElement *element, GstContext *context) {
   auto *self = GST_TENSOR_UPLOAD(element);
   GST_OBJECT_LOCK(self);
-  gst_tensor_gstgl_display_set_context(&self->gstgl_display, context);
+  gst_tensor_mem_gstgl_display_set_context(&self->gstgl_display, context);
   GST_OBJECT_UNLOCK(self);
   self->backend->handle_set_context(context);
   GST_ELEMENT_CLASS(gst_tensor_upload_parent_class)->set_context(element, context);
@@ -252,7 +252,7 @@ static gboolean gst_tensor_upload_query(GstBaseTransform *trans, GstPadDirection
   auto *self = GST_TENSOR_UPLOAD(trans);
   // GstGL asking for a display (PBO storage: its textures are read on the GPU)
   if (direction == GST_PAD_SINK && &backend_of(self) == &gst_tensormem::pbo_backend() &&
-      gst_tensor_gstgl_display_answer_query(GST_ELEMENT(self), &self->gstgl_display, query))
+      gst_tensor_mem_gstgl_display_answer_query(GST_ELEMENT(self), &self->gstgl_display, query))
     return TRUE;
   return self->backend->handle_context_query(query) ||
          GST_BASE_TRANSFORM_CLASS(gst_tensor_upload_parent_class)->query(trans, direction, query);
@@ -433,7 +433,7 @@ static void gst_tensor_upload_class_init(GstTensorMemUploadClass *klass) {
           "Tensor storage for the output buffers: system (heap) memory, DMA-BUF, OpenGL PBOs of a "
           "headless GL worker shared through GstContext, or auto (DMA-BUF when a DMA heap is usable, "
           "else system memory; never PBO)",
-          GST_TYPE_TENSOR_STORAGE, GST_TENSOR_STORAGE_AUTO,
+          GST_TYPE_TENSOR_MEM_STORAGE, GST_TENSOR_MEM_STORAGE_AUTO,
           static_cast<GParamFlags>(G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY)));
 
   g_object_class_install_property(
@@ -447,7 +447,7 @@ static void gst_tensor_upload_class_init(GstTensorMemUploadClass *klass) {
                                         "Moves raw video into tensor memory (system, DMA-BUF or OpenGL PBO): "
                                         "zero-copy when upstream writes into the offered tensor buffer pool or hands "
                                         "over DMA-BUF memory, one counted copy otherwise",
-                                        GST_TENSORMEM_AUTHOR);
+                                        GST_TENSOR_MEM_AUTHOR);
   gst_element_class_add_static_pad_template(element_class, &sink_template);
   gst_element_class_add_static_pad_template(element_class, &src_template);
 
@@ -462,7 +462,7 @@ static void gst_tensor_upload_class_init(GstTensorMemUploadClass *klass) {
   trans_class->decide_allocation = gst_tensor_upload_decide_allocation;
   trans_class->prepare_output_buffer = gst_tensor_upload_prepare_output_buffer;
 
-  gst_type_mark_as_plugin_api(GST_TYPE_TENSOR_STORAGE, static_cast<GstPluginAPIFlags>(0));
+  gst_type_mark_as_plugin_api(GST_TYPE_TENSOR_MEM_STORAGE, static_cast<GstPluginAPIFlags>(0));
 }
 
 static void gst_tensor_upload_init(GstTensorMemUpload *self) {

@@ -10,7 +10,7 @@
 #include <gst/tensormem/gsttensormem.h>
 
 static gboolean plugin_init(GstPlugin *plugin) {
-  gst_tensormem_init();
+  gst_tensor_mem_init();
   return gst_element_register(plugin, "tensorupload", GST_RANK_NONE, GST_TYPE_TENSOR_UPLOAD) &&
          gst_element_register(plugin, "tensordownload", GST_RANK_NONE, GST_TYPE_TENSOR_DOWNLOAD) &&
          gst_element_register(plugin, "tensorcudaimport", GST_RANK_NONE, GST_TYPE_TENSOR_CUDA_IMPORT) &&

@@ -26,9 +26,9 @@
 
 #include <cstddef>
 
-/* A class's members are exported as GST_TENSORMEM_API exports a function
+/* A class's members are exported as GST_TENSOR_MEM_API exports a function
  * (the plugin links to them); GStreamer's macro is for declarations only. */
-#define GST_TENSORMEM_CLASS_API __attribute__((visibility("default")))
+#define GST_TENSOR_MEM_CLASS_API __attribute__((visibility("default")))
 
 namespace gst_tensormem {
 
@@ -70,34 +70,34 @@ struct Backend {
 };
 
 /* Each storage unit's entry. */
-GST_TENSORMEM_API
+GST_TENSOR_MEM_API
 const Backend &system_backend();
-GST_TENSORMEM_API
+GST_TENSOR_MEM_API
 const Backend &dmabuf_backend();
-GST_TENSORMEM_API
+GST_TENSOR_MEM_API
 const Backend &pbo_backend();
-GST_TENSORMEM_API
+GST_TENSOR_MEM_API
 const Backend &d3d11_backend();
 
-/* The backend of `storage`, resolved (gst_tensor_storage_resolve()). */
-GST_TENSORMEM_API
+/* The backend of `storage`, resolved (gst_tensor_mem_storage_resolve()). */
+GST_TENSOR_MEM_API
 const Backend &backend_for(GstTensorMemStorage storage);
 
 /* The property's nick: "auto", "system", "dmabuf", "pbo" or "d3d11". */
-GST_TENSORMEM_API
+GST_TENSOR_MEM_API
 const char *storage_nick(GstTensorMemStorage storage);
 
 /* `caps` with every structure's features replaced by `feature` (NULL: none). */
-GST_TENSORMEM_API
+GST_TENSOR_MEM_API
 GstCaps *caps_with_feature(GstCaps *caps, const char *feature);
 
 /* The pad-template structure (with its leading "; ") our DMA-BUF pads add
  * for DMA_DRM caps where GStreamer has them: any drm-format, so that a
  * modifier we cannot read reaches set_caps and is refused there by name. */
-#if GST_TENSORMEM_HAVE_DMA_DRM
-#define GST_TENSORMEM_DMA_DRM_TEMPLATE "; " GST_VIDEO_CAPS_MAKE_WITH_FEATURES(GST_CAPS_FEATURE_MEMORY_DMABUF, "DMA_DRM")
+#if GST_TENSOR_MEM_HAVE_DMA_DRM
+#define GST_TENSOR_MEM_DMA_DRM_TEMPLATE "; " GST_VIDEO_CAPS_MAKE_WITH_FEATURES(GST_CAPS_FEATURE_MEMORY_DMABUF, "DMA_DRM")
 #else
-#define GST_TENSORMEM_DMA_DRM_TEMPLATE ""
+#define GST_TENSOR_MEM_DMA_DRM_TEMPLATE ""
 #endif
 
 /* DMA_DRM caps (GStreamer 1.24: `format=DMA_DRM, drm-format=FOURCC[:MODIFIER]`)
@@ -106,42 +106,42 @@ GstCaps *caps_with_feature(GstCaps *caps, const char *feature);
  * name, whatever their modifier (set_caps refuses a modifier that is not
  * linear by name, see gst_tensor_mem_video_info_from_caps()); a structure
  * whose fourccs name no video format is dropped, one without drm-format
- * takes GST_TENSOR_VIDEO_FORMATS. New reference; a plain copy where
+ * takes GST_TENSOR_MEM_VIDEO_FORMATS. New reference; a plain copy where
  * GStreamer has no DMA_DRM caps. */
-GST_TENSORMEM_API
+GST_TENSOR_MEM_API
 GstCaps *caps_without_dma_drm(GstCaps *caps);
 
 /* `caps` (borrowed) with, after each `video/x-raw(memory:DMABuf)` structure
  * of ordinary formats, its DMA_DRM form: `format=DMA_DRM` and the linear
  * drm-format of each of those formats that has a DRM fourcc (of
- * GST_TENSOR_VIDEO_FORMATS for a structure without a format). This is what
+ * GST_TENSOR_MEM_VIDEO_FORMATS for a structure without a format). This is what
  * our DMA-BUF pads offer and accept on GStreamer 1.24 and later: linear
  * layouts only. New reference; a plain copy where GStreamer has no DMA_DRM
  * caps. */
-GST_TENSORMEM_API
+GST_TENSOR_MEM_API
 GstCaps *caps_with_dma_drm(GstCaps *caps);
 
 /* TRUE when structure `index` of `caps` (not empty, not ANY) names
  * `feature` among its caps features. */
-GST_TENSORMEM_API
+GST_TENSOR_MEM_API
 bool caps_have_feature(const GstCaps *caps, guint index, const char *feature);
 
 /* A pool of the backend's memory configured for `caps`; NULL after a warning
  * when the element has no allocator yet or the pool refuses the config. */
-GST_TENSORMEM_API
+GST_TENSOR_MEM_API
 GstBufferPool *backend_make_pool(const Backend &backend, GstElement *element, GstAllocator *allocator, GstCaps *caps,
                                  guint size, guint min_buffers, guint max_buffers, guint *aligned_size);
 
 /* A tensor pool of `storage` (not AUTO) whose buffers are memory of
  * `allocator` (the backend's). Defined by the pool (gsttensorbufferpool.cpp). */
-GST_TENSORMEM_API
+GST_TENSOR_MEM_API
 GstBufferPool *new_tensor_pool(GstTensorMemStorage storage, GstAllocator *allocator);
 
 /* One element's use of the backend of its storage property. The element's
  * object lock guards every field; the methods take it themselves. */
-class GST_TENSORMEM_CLASS_API ElementBackend {
+class GST_TENSOR_MEM_CLASS_API ElementBackend {
 public:
-  explicit ElementBackend(GstElement *element, GstTensorMemStorage storage = GST_TENSOR_STORAGE_AUTO);
+  explicit ElementBackend(GstElement *element, GstTensorMemStorage storage = GST_TENSOR_MEM_STORAGE_AUTO);
   ~ElementBackend();
   ElementBackend(const ElementBackend &) = delete;
   ElementBackend &operator=(const ElementBackend &) = delete;

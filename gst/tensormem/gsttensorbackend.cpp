@@ -36,16 +36,16 @@ GstObject *peek_ref(GstElement *element, GstObject *const *slot) {
 } // namespace
 
 const Backend &backend_for(GstTensorMemStorage storage) {
-  switch (gst_tensor_storage_resolve(storage)) {
-  case GST_TENSOR_STORAGE_DMABUF: return dmabuf_backend();
-  case GST_TENSOR_STORAGE_PBO: return pbo_backend();
-  case GST_TENSOR_STORAGE_D3D11: return d3d11_backend();
+  switch (gst_tensor_mem_storage_resolve(storage)) {
+  case GST_TENSOR_MEM_STORAGE_DMABUF: return dmabuf_backend();
+  case GST_TENSOR_MEM_STORAGE_PBO: return pbo_backend();
+  case GST_TENSOR_MEM_STORAGE_D3D11: return d3d11_backend();
   default: return system_backend();
   }
 }
 
 const char *storage_nick(GstTensorMemStorage storage) {
-  auto *klass = static_cast<GEnumClass *>(g_type_class_ref(GST_TYPE_TENSOR_STORAGE));
+  auto *klass = static_cast<GEnumClass *>(g_type_class_ref(GST_TYPE_TENSOR_MEM_STORAGE));
   GEnumValue *value = g_enum_get_value(klass, storage);
   const char *nick = value ? value->value_nick : "auto";
   g_type_class_unref(klass); // a static enum type's class lives as long as the type
@@ -175,9 +175,9 @@ void ElementBackend::close() {
 gboolean ElementBackend::start() {
   const GstTensorMemStorage property = storage();
   const Backend &backend = backend_for(property);
-  if (property == GST_TENSOR_STORAGE_AUTO)
+  if (property == GST_TENSOR_MEM_STORAGE_AUTO)
     GST_INFO_OBJECT(element_, "storage=auto resolves to %s: %s", storage_nick(backend.storage),
-                    backend.storage == GST_TENSOR_STORAGE_DMABUF ? "a DMA heap under /dev/dma_heap is usable"
+                    backend.storage == GST_TENSOR_MEM_STORAGE_DMABUF ? "a DMA heap under /dev/dma_heap is usable"
                                                                  : "no usable DMA heap under /dev/dma_heap");
   else
     GST_INFO_OBJECT(element_, "storage=%s", storage_nick(property));

@@ -129,7 +129,7 @@ static void gst_tensor_mem_base_allocator_class_init(GstTensorMemBaseAllocatorCl
   auto *allocator_class = GST_ALLOCATOR_CLASS(klass);
   allocator_class->alloc = base_alloc;
   allocator_class->free = base_free;
-  klass->storage = GST_TENSOR_STORAGE_SYSTEM;
+  klass->storage = GST_TENSOR_MEM_STORAGE_SYSTEM;
   klass->map = default_map;
   klass->unmap = default_unmap;
   klass->copy = default_copy;

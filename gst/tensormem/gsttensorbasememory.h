@@ -104,10 +104,10 @@ struct _GstTensorMemBaseAllocatorClass {
   gpointer _gst_reserved[GST_PADDING];
 };
 
-GST_TENSORMEM_API
+GST_TENSOR_MEM_API
 GType gst_tensor_mem_base_allocator_get_type(void);
 
-GST_TENSORMEM_API
+GST_TENSOR_MEM_API
 gboolean gst_is_tensor_mem_base_memory(GstMemory *mem);
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(GstTensorMemBaseAllocator, gst_object_unref)

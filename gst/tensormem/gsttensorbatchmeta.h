@@ -96,19 +96,19 @@ struct _GstTensorMemBatchMeta {
   GstTensorMemBatchSlot *slots;
 };
 
-GST_TENSORMEM_API
+GST_TENSOR_MEM_API
 GType gst_tensor_mem_batch_meta_api_get_type(void);
 
-GST_TENSORMEM_API
+GST_TENSOR_MEM_API
 const GstMetaInfo *gst_tensor_mem_batch_meta_get_info(void);
 
-GST_TENSORMEM_API
+GST_TENSOR_MEM_API
 GstTensorMemBatchMeta *gst_buffer_add_tensor_mem_batch_meta(GstBuffer *buffer, guint n_slots);
 
-GST_TENSORMEM_API
+GST_TENSOR_MEM_API
 GstTensorMemBatchMeta *gst_buffer_get_tensor_mem_batch_meta(GstBuffer *buffer);
 
-GST_TENSORMEM_API
+GST_TENSOR_MEM_API
 GstTensorMemBatchSlot *gst_tensor_mem_batch_meta_get_slot(GstTensorMemBatchMeta *meta, guint index);
 
 G_END_DECLS

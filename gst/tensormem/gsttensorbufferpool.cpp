@@ -11,6 +11,7 @@
 #include <gst/tensormem/gsttensormemory.h>
 #include <gst/tensormem/gsttensorpbo.h>
 #include <gst/tensormem/gsttensormemvalidate.h>
+#include <gst/tensormem/gsttensormem.hpp>
 
 #include <tensormem/storage.hpp>
 #include <tensormem/tensor.hpp>
@@ -22,8 +23,8 @@
 #include <string>
 #include <vector>
 
-GST_DEBUG_CATEGORY_STATIC(gst_tensor_buffer_pool_debug);
-#define GST_CAT_DEFAULT gst_tensor_buffer_pool_debug
+GST_DEBUG_CATEGORY_STATIC(gst_tensor_mem_buffer_pool_debug);
+#define GST_CAT_DEFAULT gst_tensor_mem_buffer_pool_debug
 
 namespace {
 
@@ -51,7 +52,7 @@ struct GstTensorMemBufferPoolPrivate {
   std::atomic<guint64> buffers; // allocated and not yet freed (alloc_buffer - free_buffer)
 };
 
-// gst_tensor_buffer_pool_get_live_stats(): over every pool of this process.
+// gst_tensor_mem_buffer_pool_get_live_stats(): over every pool of this process.
 std::atomic<guint64> g_live_pools{0};
 std::atomic<guint64> g_live_buffers{0};
 
@@ -61,13 +62,13 @@ constexpr const char *kFenceTimeoutField = "tensormem-fence-timeout";
 
 } // namespace
 
-G_DEFINE_TYPE_WITH_CODE(GstTensorMemBufferPool, gst_tensor_buffer_pool, GST_TYPE_VIDEO_BUFFER_POOL,
+G_DEFINE_TYPE_WITH_CODE(GstTensorMemBufferPool, gst_tensor_mem_buffer_pool, GST_TYPE_VIDEO_BUFFER_POOL,
                         G_ADD_PRIVATE(GstTensorMemBufferPool);
-                        GST_DEBUG_CATEGORY_INIT(gst_tensor_buffer_pool_debug, "tensormempool", 0, "tensor buffer pool"))
+                        GST_DEBUG_CATEGORY_INIT(gst_tensor_mem_buffer_pool_debug, "tensormempool", 0, "tensor buffer pool"))
 
 static GstTensorMemBufferPoolPrivate *pool_priv(GstBufferPool *pool) {
   return static_cast<GstTensorMemBufferPoolPrivate *>(
-      gst_tensor_buffer_pool_get_instance_private(GST_TENSOR_BUFFER_POOL_CAST(pool)));
+      gst_tensor_mem_buffer_pool_get_instance_private(GST_TENSOR_MEM_BUFFER_POOL_CAST(pool)));
 }
 
 static GstTensorMemStorage pool_storage(GstBufferPool *pool) { return pool_priv(pool)->storage; }
@@ -76,16 +77,16 @@ namespace {
 
 using gst_tensormem::max_align_mask;
 
-constexpr guint kStrideAlignMask = GST_TENSOR_BUFFER_POOL_STRIDE_ALIGN - 1;
+constexpr guint kStrideAlignMask = GST_TENSOR_MEM_BUFFER_POOL_STRIDE_ALIGN - 1;
 
 /* Kept by the pool's reset_buffer (GST_META_FLAG_SET does not compile as C++). */
 void mark_pooled(GstMeta *meta) { meta->flags = static_cast<GstMetaFlags>(meta->flags | GST_META_FLAG_POOLED); }
 
 const char *memory_name(GstTensorMemStorage storage) {
   switch (storage) {
-  case GST_TENSOR_STORAGE_DMABUF: return "DMA-BUF";
-  case GST_TENSOR_STORAGE_PBO: return "PBO";
-  case GST_TENSOR_STORAGE_D3D11: return "D3D11";
+  case GST_TENSOR_MEM_STORAGE_DMABUF: return "DMA-BUF";
+  case GST_TENSOR_MEM_STORAGE_PBO: return "PBO";
+  case GST_TENSOR_MEM_STORAGE_D3D11: return "D3D11";
   default: break;
   }
   return "system";
@@ -126,20 +127,20 @@ bool force_tensor_allocator(GstBufferPool *pool, GstTensorMemStorage storage, Gs
   }
   params.align |= kStrideAlignMask;
   GstTensorMemBufferPoolPrivate *priv = pool_priv(pool);
-  if (storage == GST_TENSOR_STORAGE_PBO)
-    return force_device_allocator(pool, config, allocator, &params, GST_TYPE_TENSOR_PBO_ALLOCATOR, &priv->pbo_allocator,
+  if (storage == GST_TENSOR_MEM_STORAGE_PBO)
+    return force_device_allocator(pool, config, allocator, &params, GST_TYPE_TENSOR_MEM_PBO_ALLOCATOR, &priv->pbo_allocator,
                                   "PBO");
-  if (storage == GST_TENSOR_STORAGE_D3D11)
-    return force_device_allocator(pool, config, allocator, &params, GST_TYPE_TENSOR_D3D11_ALLOCATOR,
+  if (storage == GST_TENSOR_MEM_STORAGE_D3D11)
+    return force_device_allocator(pool, config, allocator, &params, GST_TYPE_TENSOR_MEM_D3D11_ALLOCATOR,
                                   &priv->d3d11_allocator, "D3D11");
-  const bool ours = allocator && (storage == GST_TENSOR_STORAGE_DMABUF ? GST_IS_TENSOR_DMABUF_ALLOCATOR(allocator)
-                                                                       : GST_IS_TENSOR_SYSTEM_ALLOCATOR(allocator));
+  const bool ours = allocator && (storage == GST_TENSOR_MEM_STORAGE_DMABUF ? GST_IS_TENSOR_MEM_DMABUF_ALLOCATOR(allocator)
+                                                                       : GST_IS_TENSOR_MEM_SYSTEM_ALLOCATOR(allocator));
   if (ours) {
     gst_buffer_pool_config_set_allocator(config, allocator, &params);
     return true;
   }
   GstAllocator *tensor_allocator =
-      storage == GST_TENSOR_STORAGE_DMABUF ? gst_tensor_dmabuf_allocator_get() : gst_tensor_system_allocator_get();
+      storage == GST_TENSOR_MEM_STORAGE_DMABUF ? gst_tensor_mem_dmabuf_allocator_get() : gst_tensor_mem_system_allocator_get();
   if (allocator)
     GST_DEBUG_OBJECT(pool, "replacing allocator %" GST_PTR_FORMAT " with %" GST_PTR_FORMAT, allocator,
                      tensor_allocator);
@@ -165,14 +166,14 @@ static void read_fence_config(GstBufferPool *pool, GstStructure *config) {
 static gboolean set_d3d11_config(GstBufferPool *pool, GstStructure *config, GstCaps *caps, const GstVideoInfo *info,
                                  guint min_buffers, guint max_buffers) {
   GstTensorMemBufferPoolPrivate *priv = pool_priv(pool);
-  GstMemory *probe = gst_tensor_d3d11_allocator_alloc_video(priv->d3d11_allocator, info);
+  GstMemory *probe = gst_tensor_mem_d3d11_allocator_alloc_video(priv->d3d11_allocator, info);
   if (!probe) {
     GST_WARNING_OBJECT(pool, "no D3D11 texture for %" GST_PTR_FORMAT, caps);
     return FALSE;
   }
   gsize offset[GST_VIDEO_MAX_PLANES];
   gint stride[GST_VIDEO_MAX_PLANES];
-  const gboolean fits = gst_tensor_d3d11_memory_get_plane_layout(probe, info, offset, stride);
+  const gboolean fits = gst_tensor_mem_d3d11_memory_get_plane_layout(probe, info, offset, stride);
   const gsize size = probe->size;
   gst_memory_unref(probe);
   if (!fits || size > G_MAXUINT) {
@@ -189,11 +190,11 @@ static gboolean set_d3d11_config(GstBufferPool *pool, GstStructure *config, GstC
                    stride[0], size);
   // Past GstVideoBufferPool: its config would align GStreamer's own layout.
   GstBufferPoolClass *grandparent =
-      GST_BUFFER_POOL_CLASS(g_type_class_peek_parent(gst_tensor_buffer_pool_parent_class));
+      GST_BUFFER_POOL_CLASS(g_type_class_peek_parent(gst_tensor_mem_buffer_pool_parent_class));
   return grandparent->set_config(pool, config);
 }
 
-static gboolean gst_tensor_buffer_pool_set_config(GstBufferPool *pool, GstStructure *config) {
+static gboolean gst_tensor_mem_buffer_pool_set_config(GstBufferPool *pool, GstStructure *config) {
   GstCaps *caps = nullptr;
   guint size, min_buffers, max_buffers;
   if (!gst_buffer_pool_config_get_params(config, &caps, &size, &min_buffers, &max_buffers) || !caps) {
@@ -208,7 +209,7 @@ static gboolean gst_tensor_buffer_pool_set_config(GstBufferPool *pool, GstStruct
   const GstTensorMemStorage storage = pool_storage(pool);
   if (!force_tensor_allocator(pool, storage, config))
     return FALSE;
-  if (storage == GST_TENSOR_STORAGE_D3D11)
+  if (storage == GST_TENSOR_MEM_STORAGE_D3D11)
     return set_d3d11_config(pool, config, caps, &info, min_buffers, max_buffers);
 
   /* Merge with an alignment already asked for: its padding is kept, masks
@@ -244,9 +245,9 @@ static gboolean gst_tensor_buffer_pool_set_config(GstBufferPool *pool, GstStruct
   priv->core_layout = false;
   tensormem::PixelFormat format;
   const bool padded = align.padding_top || align.padding_bottom || align.padding_left || align.padding_right;
-  if (!padded && gst_tensor_pixel_format_from_video_format(GST_VIDEO_INFO_FORMAT(&info), &format)) {
+  if (!padded && gst_tensor_mem_pixel_format_from_video_format(GST_VIDEO_INFO_FORMAT(&info), &format)) {
     auto layout = tensormem::image_layout(format, GST_VIDEO_INFO_WIDTH(&info), GST_VIDEO_INFO_HEIGHT(&info),
-                                          GST_TENSOR_BUFFER_POOL_STRIDE_ALIGN);
+                                          GST_TENSOR_MEM_BUFFER_POOL_STRIDE_ALIGN);
     if (!layout) {
       GST_WARNING_OBJECT(pool, "%" GST_PTR_FORMAT ": %s", caps, layout.error().message().c_str());
       return FALSE;
@@ -263,7 +264,7 @@ static gboolean gst_tensor_buffer_pool_set_config(GstBufferPool *pool, GstStruct
   GstVideoInfo aligned = info;
   if (!gst_video_info_align(&aligned, &align)) {
     GST_WARNING_OBJECT(pool, "cannot align %" GST_PTR_FORMAT " to %u-byte strides", caps,
-                       GST_TENSOR_BUFFER_POOL_STRIDE_ALIGN);
+                       GST_TENSOR_MEM_BUFFER_POOL_STRIDE_ALIGN);
     return FALSE;
   }
   if (aligned.size > G_MAXUINT) {
@@ -274,19 +275,19 @@ static gboolean gst_tensor_buffer_pool_set_config(GstBufferPool *pool, GstStruct
   GST_DEBUG_OBJECT(pool, "%" GST_PTR_FORMAT ": stride[0] %d, %u bytes per buffer", caps, aligned.stride[0], size);
   gst_buffer_pool_config_set_params(config, caps, size, min_buffers, max_buffers);
 
-  return GST_BUFFER_POOL_CLASS(gst_tensor_buffer_pool_parent_class)->set_config(pool, config);
+  return GST_BUFFER_POOL_CLASS(gst_tensor_mem_buffer_pool_parent_class)->set_config(pool, config);
 }
 
 /* D3D11: one texture per buffer, its video meta carrying the staging layout. */
 static GstFlowReturn alloc_d3d11_buffer(GstBufferPool *pool, GstBuffer **buffer) {
   GstTensorMemBufferPoolPrivate *priv = pool_priv(pool);
   const GstVideoInfo *info = &priv->d3d11_info;
-  GstMemory *mem = gst_tensor_d3d11_allocator_alloc_video(priv->d3d11_allocator, info);
+  GstMemory *mem = gst_tensor_mem_d3d11_allocator_alloc_video(priv->d3d11_allocator, info);
   if (!mem)
     return GST_FLOW_ERROR;
   gsize offset[GST_VIDEO_MAX_PLANES];
   gint stride[GST_VIDEO_MAX_PLANES];
-  if (!gst_tensor_d3d11_memory_get_plane_layout(mem, info, offset, stride)) {
+  if (!gst_tensor_mem_d3d11_memory_get_plane_layout(mem, info, offset, stride)) {
     gst_memory_unref(mem);
     return GST_FLOW_ERROR;
   }
@@ -298,12 +299,12 @@ static GstFlowReturn alloc_d3d11_buffer(GstBufferPool *pool, GstBuffer **buffer)
   return GST_FLOW_OK;
 }
 
-static GstFlowReturn gst_tensor_buffer_pool_alloc_buffer(GstBufferPool *pool, GstBuffer **buffer,
+static GstFlowReturn gst_tensor_mem_buffer_pool_alloc_buffer(GstBufferPool *pool, GstBuffer **buffer,
                                                          GstBufferPoolAcquireParams *params) {
   const GstFlowReturn ret =
-      pool_storage(pool) == GST_TENSOR_STORAGE_D3D11
+      pool_storage(pool) == GST_TENSOR_MEM_STORAGE_D3D11
           ? alloc_d3d11_buffer(pool, buffer)
-          : GST_BUFFER_POOL_CLASS(gst_tensor_buffer_pool_parent_class)->alloc_buffer(pool, buffer, params);
+          : GST_BUFFER_POOL_CLASS(gst_tensor_mem_buffer_pool_parent_class)->alloc_buffer(pool, buffer, params);
   const GstTensorMemBufferPoolPrivate *priv = pool_priv(pool);
   if (ret != GST_FLOW_OK)
     return ret;
@@ -338,7 +339,7 @@ static GstFlowReturn gst_tensor_buffer_pool_alloc_buffer(GstBufferPool *pool, Gs
  * unsignalled fences are kept (pooled) here, without waiting, so that the
  * releasing thread is never blocked; acquire_buffer() waits for them before
  * a producer may write into the memory again. */
-static void gst_tensor_buffer_pool_reset_buffer(GstBufferPool *pool, GstBuffer *buffer) {
+static void gst_tensor_mem_buffer_pool_reset_buffer(GstBufferPool *pool, GstBuffer *buffer) {
   gpointer state = nullptr;
   while (GstMeta *meta = gst_buffer_iterate_meta_filtered(buffer, &state, GST_TENSOR_MEM_FENCE_META_API_TYPE)) {
     auto *fence = reinterpret_cast<GstTensorMemFenceMeta *>(meta);
@@ -347,7 +348,7 @@ static void gst_tensor_buffer_pool_reset_buffer(GstBufferPool *pool, GstBuffer *
     else if (GST_META_FLAG_IS_SET(meta, GST_META_FLAG_POOLED))
       gst_tensor_mem_fence_meta_clear(fence); // an idle buffer holds no timeline or fd
   }
-  GST_BUFFER_POOL_CLASS(gst_tensor_buffer_pool_parent_class)->reset_buffer(pool, buffer);
+  GST_BUFFER_POOL_CLASS(gst_tensor_mem_buffer_pool_parent_class)->reset_buffer(pool, buffer);
 }
 
 /* After the wait: one empty meta stays with the fence-meta option, the rest go. */
@@ -373,7 +374,7 @@ static void put_back(GstBufferPool *pool, GstBuffer **buffer, bool discard) {
   if (discard)
     GST_BUFFER_FLAG_SET(*buffer, GST_BUFFER_FLAG_TAG_MEMORY); // freed by release, not queued again
   // Not ours to unref yet (GstBufferPool sets buffer->pool after this returns).
-  GST_BUFFER_POOL_CLASS(gst_tensor_buffer_pool_parent_class)->release_buffer(pool, *buffer);
+  GST_BUFFER_POOL_CLASS(gst_tensor_mem_buffer_pool_parent_class)->release_buffer(pool, *buffer);
   *buffer = nullptr;
 }
 
@@ -388,7 +389,7 @@ static GstFlowReturn wait_for_readers(GstBufferPool *pool, GstBuffer **buffer, G
   std::vector<std::shared_ptr<tensormem::Storage>> read;
   std::string failure;
   for (guint i = 0; i < gst_buffer_n_memory(*buffer) && failure.empty(); ++i) {
-    const tensormem::Tensor *tensor = gst_tensor_memory_get_tensor(gst_buffer_peek_memory(*buffer, i));
+    const tensormem::Tensor *tensor = gst_tensor_mem_memory_get_tensor(gst_buffer_peek_memory(*buffer, i));
     if (!tensor)
       continue;
     tensormem::Result<std::vector<tensormem::GpuCompletion>> running = tensor->storage()->pending_reads();
@@ -439,9 +440,9 @@ static GstFlowReturn wait_for_readers(GstBufferPool *pool, GstBuffer **buffer, G
  * A buffer whose fence does not signal in time is never handed out: it
  * leaves the pool (freed; the GL driver keeps a deleted buffer alive for
  * queued commands) and the acquire fails naming the fence. */
-static GstFlowReturn gst_tensor_buffer_pool_acquire_buffer(GstBufferPool *pool, GstBuffer **buffer,
+static GstFlowReturn gst_tensor_mem_buffer_pool_acquire_buffer(GstBufferPool *pool, GstBuffer **buffer,
                                                            GstBufferPoolAcquireParams *params) {
-  GstFlowReturn ret = GST_BUFFER_POOL_CLASS(gst_tensor_buffer_pool_parent_class)->acquire_buffer(pool, buffer, params);
+  GstFlowReturn ret = GST_BUFFER_POOL_CLASS(gst_tensor_mem_buffer_pool_parent_class)->acquire_buffer(pool, buffer, params);
   if (ret != GST_FLOW_OK)
     return ret;
   GstTensorMemBufferPoolPrivate *priv = pool_priv(pool);
@@ -474,7 +475,7 @@ static GstFlowReturn gst_tensor_buffer_pool_acquire_buffer(GstBufferPool *pool, 
   return wait_for_readers(pool, buffer, params);
 }
 
-static void gst_tensor_buffer_pool_get_property(GObject *object, guint prop_id, GValue *value, GParamSpec *pspec) {
+static void gst_tensor_mem_buffer_pool_get_property(GObject *object, guint prop_id, GValue *value, GParamSpec *pspec) {
   GstTensorMemBufferPoolPrivate *priv = pool_priv(GST_BUFFER_POOL_CAST(object));
   switch (prop_id) {
   case PROP_FENCE_WAITS: g_value_set_uint64(value, priv->fence_waits.load()); break;
@@ -492,44 +493,44 @@ static void gst_tensor_buffer_pool_get_property(GObject *object, guint prop_id, 
   }
 }
 
-static void gst_tensor_buffer_pool_dispose(GObject *object) {
+static void gst_tensor_mem_buffer_pool_dispose(GObject *object) {
   gst_clear_object(&pool_priv(GST_BUFFER_POOL_CAST(object))->pbo_allocator);
   gst_clear_object(&pool_priv(GST_BUFFER_POOL_CAST(object))->d3d11_allocator);
-  G_OBJECT_CLASS(gst_tensor_buffer_pool_parent_class)->dispose(object);
+  G_OBJECT_CLASS(gst_tensor_mem_buffer_pool_parent_class)->dispose(object);
 }
 
-static void gst_tensor_buffer_pool_flush_start(GstBufferPool *pool) {
+static void gst_tensor_mem_buffer_pool_flush_start(GstBufferPool *pool) {
   g_cancellable_cancel(pool_priv(pool)->flushing);
-  if (auto flush_start = GST_BUFFER_POOL_CLASS(gst_tensor_buffer_pool_parent_class)->flush_start)
+  if (auto flush_start = GST_BUFFER_POOL_CLASS(gst_tensor_mem_buffer_pool_parent_class)->flush_start)
     flush_start(pool);
 }
 
-static void gst_tensor_buffer_pool_flush_stop(GstBufferPool *pool) {
+static void gst_tensor_mem_buffer_pool_flush_stop(GstBufferPool *pool) {
   g_cancellable_reset(pool_priv(pool)->flushing);
-  if (auto flush_stop = GST_BUFFER_POOL_CLASS(gst_tensor_buffer_pool_parent_class)->flush_stop)
+  if (auto flush_stop = GST_BUFFER_POOL_CLASS(gst_tensor_mem_buffer_pool_parent_class)->flush_stop)
     flush_stop(pool);
 }
 
-static void gst_tensor_buffer_pool_free_buffer(GstBufferPool *pool, GstBuffer *buffer) {
+static void gst_tensor_mem_buffer_pool_free_buffer(GstBufferPool *pool, GstBuffer *buffer) {
   pool_priv(pool)->buffers--;
   g_live_buffers--;
-  GST_BUFFER_POOL_CLASS(gst_tensor_buffer_pool_parent_class)->free_buffer(pool, buffer);
+  GST_BUFFER_POOL_CLASS(gst_tensor_mem_buffer_pool_parent_class)->free_buffer(pool, buffer);
 }
 
-static void gst_tensor_buffer_pool_finalize(GObject *object) {
+static void gst_tensor_mem_buffer_pool_finalize(GObject *object) {
   g_live_pools--;
   g_clear_object(&pool_priv(GST_BUFFER_POOL_CAST(object))->flushing);
-  G_OBJECT_CLASS(gst_tensor_buffer_pool_parent_class)->finalize(object);
+  G_OBJECT_CLASS(gst_tensor_mem_buffer_pool_parent_class)->finalize(object);
 }
 
-static void gst_tensor_buffer_pool_class_init(GstTensorMemBufferPoolClass *klass) {
-  G_OBJECT_CLASS(klass)->finalize = gst_tensor_buffer_pool_finalize;
-  GST_BUFFER_POOL_CLASS(klass)->flush_start = gst_tensor_buffer_pool_flush_start;
-  GST_BUFFER_POOL_CLASS(klass)->flush_stop = gst_tensor_buffer_pool_flush_stop;
-  G_OBJECT_CLASS(klass)->dispose = gst_tensor_buffer_pool_dispose;
-  G_OBJECT_CLASS(klass)->get_property = gst_tensor_buffer_pool_get_property;
-  GST_BUFFER_POOL_CLASS(klass)->reset_buffer = gst_tensor_buffer_pool_reset_buffer;
-  GST_BUFFER_POOL_CLASS(klass)->acquire_buffer = gst_tensor_buffer_pool_acquire_buffer;
+static void gst_tensor_mem_buffer_pool_class_init(GstTensorMemBufferPoolClass *klass) {
+  G_OBJECT_CLASS(klass)->finalize = gst_tensor_mem_buffer_pool_finalize;
+  GST_BUFFER_POOL_CLASS(klass)->flush_start = gst_tensor_mem_buffer_pool_flush_start;
+  GST_BUFFER_POOL_CLASS(klass)->flush_stop = gst_tensor_mem_buffer_pool_flush_stop;
+  G_OBJECT_CLASS(klass)->dispose = gst_tensor_mem_buffer_pool_dispose;
+  G_OBJECT_CLASS(klass)->get_property = gst_tensor_mem_buffer_pool_get_property;
+  GST_BUFFER_POOL_CLASS(klass)->reset_buffer = gst_tensor_mem_buffer_pool_reset_buffer;
+  GST_BUFFER_POOL_CLASS(klass)->acquire_buffer = gst_tensor_mem_buffer_pool_acquire_buffer;
   g_object_class_install_property(
       G_OBJECT_CLASS(klass), PROP_FENCE_WAITS,
       g_param_spec_uint64("fence-waits", "Fence waits",
@@ -560,14 +561,14 @@ static void gst_tensor_buffer_pool_class_init(GstTensorMemBufferPoolClass *klass
                          "The recycling counters in one structure (tensormem-pool-stats: fence-waits, "
                          "fence-timeouts, read-waits, read-timeouts; buffers: allocated and not yet freed)",
                          GST_TYPE_STRUCTURE, static_cast<GParamFlags>(G_PARAM_READABLE | G_PARAM_STATIC_STRINGS)));
-  GST_BUFFER_POOL_CLASS(klass)->set_config = gst_tensor_buffer_pool_set_config;
-  GST_BUFFER_POOL_CLASS(klass)->alloc_buffer = gst_tensor_buffer_pool_alloc_buffer;
-  GST_BUFFER_POOL_CLASS(klass)->free_buffer = gst_tensor_buffer_pool_free_buffer;
+  GST_BUFFER_POOL_CLASS(klass)->set_config = gst_tensor_mem_buffer_pool_set_config;
+  GST_BUFFER_POOL_CLASS(klass)->alloc_buffer = gst_tensor_mem_buffer_pool_alloc_buffer;
+  GST_BUFFER_POOL_CLASS(klass)->free_buffer = gst_tensor_mem_buffer_pool_free_buffer;
 }
 
-static void gst_tensor_buffer_pool_init(GstTensorMemBufferPool *self) {
-  auto *priv = static_cast<GstTensorMemBufferPoolPrivate *>(gst_tensor_buffer_pool_get_instance_private(self));
-  priv->storage = GST_TENSOR_STORAGE_SYSTEM;
+static void gst_tensor_mem_buffer_pool_init(GstTensorMemBufferPool *self) {
+  auto *priv = static_cast<GstTensorMemBufferPoolPrivate *>(gst_tensor_mem_buffer_pool_get_instance_private(self));
+  priv->storage = GST_TENSOR_MEM_STORAGE_SYSTEM;
   priv->fence_meta = false;
   priv->fence_timeout = GST_TENSOR_MEM_FENCE_DEFAULT_TIMEOUT;
   priv->fence_waits = 0;
@@ -580,7 +581,7 @@ static void gst_tensor_buffer_pool_init(GstTensorMemBufferPool *self) {
 }
 
 /**
- * gst_tensor_buffer_pool_get_live_stats:
+ * gst_tensor_mem_buffer_pool_get_live_stats:
  * @pools: (out) (optional): tensor buffer pools alive in this process
  * @buffers: (out) (optional): buffers those pools have allocated and not
  *   freed yet, whether in the pool or out in a pipeline
@@ -591,7 +592,7 @@ static void gst_tensor_buffer_pool_init(GstTensorMemBufferPool *self) {
  *
  * Since: 0.1
  */
-void gst_tensor_buffer_pool_get_live_stats(guint64 *pools, guint64 *buffers) {
+void gst_tensor_mem_buffer_pool_get_live_stats(guint64 *pools, guint64 *buffers) {
   if (pools)
     *pools = g_live_pools.load();
   if (buffers)
@@ -599,11 +600,11 @@ void gst_tensor_buffer_pool_get_live_stats(guint64 *pools, guint64 *buffers) {
 }
 
 /**
- * gst_tensor_buffer_pool_new:
+ * gst_tensor_mem_buffer_pool_new:
  *
  * A pool of video buffers in tensor memory. Whatever its config asks for, it
  * uses a tensor allocator and adds a #GstVideoMeta with every plane stride
- * aligned to %GST_TENSOR_BUFFER_POOL_STRIDE_ALIGN bytes; read the config back
+ * aligned to %GST_TENSOR_MEM_BUFFER_POOL_STRIDE_ALIGN bytes; read the config back
  * after gst_buffer_pool_set_config() for the resulting buffer size. The
  * config's caps must be raw video.
  *
@@ -611,60 +612,60 @@ void gst_tensor_buffer_pool_get_live_stats(guint64 *pools, guint64 *buffers) {
  *
  * Since: 0.1
  */
-GstBufferPool *gst_tensor_buffer_pool_new(void) {
-  return gst_tensor_buffer_pool_new_for_storage(GST_TENSOR_STORAGE_SYSTEM);
+GstBufferPool *gst_tensor_mem_buffer_pool_new(void) {
+  return gst_tensor_mem_buffer_pool_new_for_storage(GST_TENSOR_MEM_STORAGE_SYSTEM);
 }
 
 /**
- * gst_tensor_buffer_pool_new_for_storage:
- * @storage: the storage of the buffers; %GST_TENSOR_STORAGE_AUTO is resolved
- *   with gst_tensor_storage_resolve()
+ * gst_tensor_mem_buffer_pool_new_for_storage:
+ * @storage: the storage of the buffers; %GST_TENSOR_MEM_STORAGE_AUTO is resolved
+ *   with gst_tensor_mem_storage_resolve()
  *
- * Like gst_tensor_buffer_pool_new(), for a chosen storage. With
- * %GST_TENSOR_STORAGE_DMABUF every buffer holds one memory of the DMA-BUF
+ * Like gst_tensor_mem_buffer_pool_new(), for a chosen storage. With
+ * %GST_TENSOR_MEM_STORAGE_DMABUF every buffer holds one memory of the DMA-BUF
  * tensor allocator (one fd per buffer), its #GstVideoMeta carrying the
  * 64-byte aligned strides and plane offsets; a #GstVideoAlignment in the
  * config is honoured (masks up to the page size). With
- * %GST_TENSOR_STORAGE_PBO the config must name a #GstTensorMemPboAllocator
- * (gst_buffer_pool_config_set_allocator()); gst_tensor_buffer_pool_new_for_pbo()
+ * %GST_TENSOR_MEM_STORAGE_PBO the config must name a #GstTensorMemPboAllocator
+ * (gst_buffer_pool_config_set_allocator()); gst_tensor_mem_buffer_pool_new_for_pbo()
  * makes a pool that already has one.
  *
  * Returns: (transfer full): a new #GstBufferPool.
  *
  * Since: 0.1
  */
-GstBufferPool *gst_tensor_buffer_pool_new_for_storage(GstTensorMemStorage storage) {
-  auto *pool = static_cast<GstBufferPool *>(g_object_new(GST_TYPE_TENSOR_BUFFER_POOL, nullptr));
+GstBufferPool *gst_tensor_mem_buffer_pool_new_for_storage(GstTensorMemStorage storage) {
+  auto *pool = static_cast<GstBufferPool *>(g_object_new(GST_TYPE_TENSOR_MEM_BUFFER_POOL, nullptr));
   gst_object_ref_sink(pool);
   static_cast<GstTensorMemBufferPoolPrivate *>(
-      gst_tensor_buffer_pool_get_instance_private(GST_TENSOR_BUFFER_POOL_CAST(pool)))
-      ->storage = gst_tensor_storage_resolve(storage);
+      gst_tensor_mem_buffer_pool_get_instance_private(GST_TENSOR_MEM_BUFFER_POOL_CAST(pool)))
+      ->storage = gst_tensor_mem_storage_resolve(storage);
   return pool;
 }
 
 /**
- * gst_tensor_buffer_pool_new_for_pbo:
- * @allocator: a #GstTensorMemPboAllocator (gst_tensor_pbo_allocator_new())
+ * gst_tensor_mem_buffer_pool_new_for_pbo:
+ * @allocator: a #GstTensorMemPboAllocator (gst_tensor_mem_pbo_allocator_new())
  *
  * A pool of video buffers in OpenGL PBO memory of @allocator's GL worker:
  * one GL buffer per pool buffer, a #GstVideoMeta with every plane stride
- * aligned to %GST_TENSOR_BUFFER_POOL_STRIDE_ALIGN bytes. A PBO allocator in
+ * aligned to %GST_TENSOR_MEM_BUFFER_POOL_STRIDE_ALIGN bytes. A PBO allocator in
  * a later config replaces @allocator.
  *
  * Returns: (transfer full): a new #GstBufferPool.
  *
  * Since: 0.1
  */
-GstBufferPool *gst_tensor_buffer_pool_new_for_pbo(GstAllocator *allocator) {
-  g_return_val_if_fail(GST_IS_TENSOR_PBO_ALLOCATOR(allocator), nullptr);
-  GstBufferPool *pool = gst_tensor_buffer_pool_new_for_storage(GST_TENSOR_STORAGE_PBO);
+GstBufferPool *gst_tensor_mem_buffer_pool_new_for_pbo(GstAllocator *allocator) {
+  g_return_val_if_fail(GST_IS_TENSOR_MEM_PBO_ALLOCATOR(allocator), nullptr);
+  GstBufferPool *pool = gst_tensor_mem_buffer_pool_new_for_storage(GST_TENSOR_MEM_STORAGE_PBO);
   pool_priv(pool)->pbo_allocator = GST_ALLOCATOR_CAST(gst_object_ref(allocator));
   return pool;
 }
 
 /**
- * gst_tensor_buffer_pool_new_for_d3d11:
- * @allocator: a #GstTensorMemD3D11Allocator (gst_tensor_d3d11_allocator_new())
+ * gst_tensor_mem_buffer_pool_new_for_d3d11:
+ * @allocator: a #GstTensorMemD3D11Allocator (gst_tensor_mem_d3d11_allocator_new())
  *
  * A pool of video buffers in Direct3D 11 textures of @allocator's device:
  * one texture (with a staging texture for CPU reads and writes) per buffer,
@@ -678,35 +679,35 @@ GstBufferPool *gst_tensor_buffer_pool_new_for_pbo(GstAllocator *allocator) {
  *
  * Since: 0.1
  */
-GstBufferPool *gst_tensor_buffer_pool_new_for_d3d11(GstAllocator *allocator) {
-  g_return_val_if_fail(GST_IS_TENSOR_D3D11_ALLOCATOR(allocator), nullptr);
-  GstBufferPool *pool = gst_tensor_buffer_pool_new_for_storage(GST_TENSOR_STORAGE_D3D11);
+GstBufferPool *gst_tensor_mem_buffer_pool_new_for_d3d11(GstAllocator *allocator) {
+  g_return_val_if_fail(GST_IS_TENSOR_MEM_D3D11_ALLOCATOR(allocator), nullptr);
+  GstBufferPool *pool = gst_tensor_mem_buffer_pool_new_for_storage(GST_TENSOR_MEM_STORAGE_D3D11);
   pool_priv(pool)->d3d11_allocator = GST_ALLOCATOR_CAST(gst_object_ref(allocator));
   return pool;
 }
 
 /**
- * gst_tensor_buffer_pool_get_storage:
+ * gst_tensor_mem_buffer_pool_get_storage:
  * @pool: a #GstTensorMemBufferPool
  *
- * Returns: the storage of @pool's buffers (never %GST_TENSOR_STORAGE_AUTO).
+ * Returns: the storage of @pool's buffers (never %GST_TENSOR_MEM_STORAGE_AUTO).
  *
  * Since: 0.1
  */
-GstTensorMemStorage gst_tensor_buffer_pool_get_storage(GstBufferPool *pool) {
-  g_return_val_if_fail(GST_IS_TENSOR_BUFFER_POOL(pool), GST_TENSOR_STORAGE_AUTO);
+GstTensorMemStorage gst_tensor_mem_buffer_pool_get_storage(GstBufferPool *pool) {
+  g_return_val_if_fail(GST_IS_TENSOR_MEM_BUFFER_POOL(pool), GST_TENSOR_MEM_STORAGE_AUTO);
   return pool_storage(pool);
 }
 
 /**
- * gst_tensor_buffer_pool_config_set_fence_timeout:
+ * gst_tensor_mem_buffer_pool_config_set_fence_timeout:
  * @config: a #GstBufferPool config
  * @timeout: the longest wait, in nanoseconds, for the fences a recycled
  *   buffer came back with before it is handed out again
  *
  * Since: 0.1
  */
-void gst_tensor_buffer_pool_config_set_fence_timeout(GstStructure *config, GstClockTime timeout) {
+void gst_tensor_mem_buffer_pool_config_set_fence_timeout(GstStructure *config, GstClockTime timeout) {
   g_return_if_fail(config != nullptr);
   gst_structure_set(config, kFenceTimeoutField, G_TYPE_UINT64, static_cast<guint64>(timeout), nullptr);
 }
@@ -715,9 +716,9 @@ namespace gst_tensormem {
 
 GstBufferPool *new_tensor_pool(GstTensorMemStorage storage, GstAllocator *allocator) {
   switch (storage) {
-  case GST_TENSOR_STORAGE_PBO: return gst_tensor_buffer_pool_new_for_pbo(allocator);
-  case GST_TENSOR_STORAGE_D3D11: return gst_tensor_buffer_pool_new_for_d3d11(allocator);
-  default: return gst_tensor_buffer_pool_new_for_storage(storage);
+  case GST_TENSOR_MEM_STORAGE_PBO: return gst_tensor_mem_buffer_pool_new_for_pbo(allocator);
+  case GST_TENSOR_MEM_STORAGE_D3D11: return gst_tensor_mem_buffer_pool_new_for_d3d11(allocator);
+  default: return gst_tensor_mem_buffer_pool_new_for_storage(storage);
   }
 }
 

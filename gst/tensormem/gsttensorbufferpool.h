@@ -7,21 +7,21 @@
 
 G_BEGIN_DECLS
 
-#define GST_TYPE_TENSOR_BUFFER_POOL (gst_tensor_buffer_pool_get_type())
-#define GST_TENSOR_BUFFER_POOL(obj)                                                                                    \
-  (G_TYPE_CHECK_INSTANCE_CAST((obj), GST_TYPE_TENSOR_BUFFER_POOL, GstTensorMemBufferPool))
-#define GST_IS_TENSOR_BUFFER_POOL(obj) (G_TYPE_CHECK_INSTANCE_TYPE((obj), GST_TYPE_TENSOR_BUFFER_POOL))
-#define GST_TENSOR_BUFFER_POOL_CAST(obj) ((GstTensorMemBufferPool *)(obj))
+#define GST_TYPE_TENSOR_MEM_BUFFER_POOL (gst_tensor_mem_buffer_pool_get_type())
+#define GST_TENSOR_MEM_BUFFER_POOL(obj)                                                                                    \
+  (G_TYPE_CHECK_INSTANCE_CAST((obj), GST_TYPE_TENSOR_MEM_BUFFER_POOL, GstTensorMemBufferPool))
+#define GST_IS_TENSOR_MEM_BUFFER_POOL(obj) (G_TYPE_CHECK_INSTANCE_TYPE((obj), GST_TYPE_TENSOR_MEM_BUFFER_POOL))
+#define GST_TENSOR_MEM_BUFFER_POOL_CAST(obj) ((GstTensorMemBufferPool *)(obj))
 
 /**
- * GST_TENSOR_BUFFER_POOL_STRIDE_ALIGN:
+ * GST_TENSOR_MEM_BUFFER_POOL_STRIDE_ALIGN:
  *
  * Every plane stride of a #GstTensorMemBufferPool buffer is a multiple of this
  * many bytes.
  *
  * Since: 0.1
  */
-#define GST_TENSOR_BUFFER_POOL_STRIDE_ALIGN 64
+#define GST_TENSOR_MEM_BUFFER_POOL_STRIDE_ALIGN 64
 
 typedef struct _GstTensorMemBufferPool GstTensorMemBufferPool;
 typedef struct _GstTensorMemBufferPoolClass GstTensorMemBufferPoolClass;
@@ -34,7 +34,7 @@ typedef struct _GstTensorMemBufferPoolClass GstTensorMemBufferPoolClass;
  *
  * A buffer that comes back with a #GstTensorMemFenceMeta that has not
  * signalled is handed out again only once it has: acquire waits, bounded by
- * gst_tensor_buffer_pool_config_set_fence_timeout() (5 s by default), and a
+ * gst_tensor_mem_buffer_pool_config_set_fence_timeout() (5 s by default), and a
  * buffer whose fence never signals leaves the pool (the acquire fails). The
  * read-only properties `fence-waits` and `fence-timeouts` count both.
  * %GST_BUFFER_POOL_OPTION_TENSOR_MEM_FENCE_META gives every buffer a pooled
@@ -56,29 +56,29 @@ struct _GstTensorMemBufferPoolClass {
   gpointer _gst_reserved[GST_PADDING];
 };
 
-GST_TENSORMEM_API
-GType gst_tensor_buffer_pool_get_type(void);
+GST_TENSOR_MEM_API
+GType gst_tensor_mem_buffer_pool_get_type(void);
 
-GST_TENSORMEM_API
-GstBufferPool *gst_tensor_buffer_pool_new(void);
+GST_TENSOR_MEM_API
+GstBufferPool *gst_tensor_mem_buffer_pool_new(void);
 
-GST_TENSORMEM_API
-GstBufferPool *gst_tensor_buffer_pool_new_for_storage(GstTensorMemStorage storage);
+GST_TENSOR_MEM_API
+GstBufferPool *gst_tensor_mem_buffer_pool_new_for_storage(GstTensorMemStorage storage);
 
-GST_TENSORMEM_API
-GstBufferPool *gst_tensor_buffer_pool_new_for_pbo(GstAllocator *allocator);
+GST_TENSOR_MEM_API
+GstBufferPool *gst_tensor_mem_buffer_pool_new_for_pbo(GstAllocator *allocator);
 
-GST_TENSORMEM_API
-GstBufferPool *gst_tensor_buffer_pool_new_for_d3d11(GstAllocator *allocator);
+GST_TENSOR_MEM_API
+GstBufferPool *gst_tensor_mem_buffer_pool_new_for_d3d11(GstAllocator *allocator);
 
-GST_TENSORMEM_API
-GstTensorMemStorage gst_tensor_buffer_pool_get_storage(GstBufferPool *pool);
+GST_TENSOR_MEM_API
+GstTensorMemStorage gst_tensor_mem_buffer_pool_get_storage(GstBufferPool *pool);
 
-GST_TENSORMEM_API
-void gst_tensor_buffer_pool_config_set_fence_timeout(GstStructure *config, GstClockTime timeout);
+GST_TENSOR_MEM_API
+void gst_tensor_mem_buffer_pool_config_set_fence_timeout(GstStructure *config, GstClockTime timeout);
 
-GST_TENSORMEM_API
-void gst_tensor_buffer_pool_get_live_stats(guint64 *pools, guint64 *buffers);
+GST_TENSOR_MEM_API
+void gst_tensor_mem_buffer_pool_get_live_stats(guint64 *pools, guint64 *buffers);
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(GstTensorMemBufferPool, gst_object_unref)
 

@@ -24,21 +24,21 @@ struct TensorCaps {
 };
 
 /* Whether `s` is an other/tensors structure (of any caps features). */
-GST_TENSORMEM_API
+GST_TENSOR_MEM_API
 bool is_tensor_caps(const GstStructure *s);
 
 /* Reads one static tensor from `s`; false with `*why` set for anything else
  * (several tensors, flexible format, an unknown type name, dimensions that
  * are not 1 to 16 positive integers, a footprint past 64 bits, dimensions
  * that parsed as a non-string such as a flag set). */
-GST_TENSORMEM_API
+GST_TENSOR_MEM_API
 bool parse_tensor_caps(const GstStructure *s, TensorCaps *out, std::string *why);
 
 /* For an element's set_caps: `*bytes` is the tensor's bytes for
  * other/tensors caps and 0 for any other caps; FALSE, after a
  * GST_CORE_ERROR_NEGOTIATION element error of `element` saying why, for
  * tensor caps it cannot read. */
-GST_TENSORMEM_API
+GST_TENSOR_MEM_API
 gboolean element_read_tensor_caps(GstElement *element, const GstCaps *caps, guint64 *bytes);
 
 } // namespace gst_tensormem

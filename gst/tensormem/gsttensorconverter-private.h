@@ -40,7 +40,7 @@ struct ConvertSettings {
   tensormem::DType dtype = tensormem::DType::F32;
   tensormem::TensorLayout layout = tensormem::TensorLayout::Nchw;
   std::vector<double> mean{0.0, 0.0, 0.0}, std_dev{1.0, 1.0, 1.0};
-  GstTensorMemStorage storage = GST_TENSOR_STORAGE_AUTO;
+  GstTensorMemStorage storage = GST_TENSOR_MEM_STORAGE_AUTO;
   guint n_threads = 0; // 0: one per CPU, at most 8
   ConvertBackend backend = ConvertBackend::Auto;
   ConvertOutput output = ConvertOutput::Tensor;
@@ -55,10 +55,10 @@ struct ConvertHooks {
 };
 
 /* NNStreamer's caps name of a tensor element type ("uint8", "float16", "float32"). */
-GST_TENSORMEM_API
+GST_TENSOR_MEM_API
 const char *tensor_type_name(tensormem::DType dtype);
 
-class GST_TENSORMEM_CLASS_API TensorConverter {
+class GST_TENSOR_MEM_CLASS_API TensorConverter {
 public:
   explicit TensorConverter(GstElement *element);
   ~TensorConverter();

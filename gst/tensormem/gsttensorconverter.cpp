@@ -11,11 +11,12 @@
 #include <gst/tensormem/gsttensormemresizemeta.h>
 #include <gst/tensormem/gsttensormemvalidate.h>
 #include <gst/tensormem/gsttensorpbo.h>
+#include <gst/tensormem/gsttensormem.hpp>
 
-#if GST_TENSORMEM_HAVE_GL
+#if GST_TENSOR_MEM_HAVE_GL
 #include <tensormem/gl_convert.hpp>
 #endif
-#if GST_TENSORMEM_HAVE_TENSOR_META
+#if GST_TENSOR_MEM_HAVE_TENSOR_META
 #include <gst/analytics/analytics.h>
 #endif
 
@@ -129,11 +130,11 @@ struct Outputs {
   bool pbo, plain, pbo_first;
 };
 Outputs outputs_for(const ConvertSettings &s, bool pbo_input) {
-  if (!GST_TENSORMEM_HAVE_GL || s.backend == ConvertBackend::Cpu)
+  if (!GST_TENSOR_MEM_HAVE_GL || s.backend == ConvertBackend::Cpu)
     return {false, true, false};
-  if (s.backend == ConvertBackend::Gl || s.storage == GST_TENSOR_STORAGE_PBO)
+  if (s.backend == ConvertBackend::Gl || s.storage == GST_TENSOR_MEM_STORAGE_PBO)
     return {true, false, true};
-  if (s.storage == GST_TENSOR_STORAGE_AUTO)
+  if (s.storage == GST_TENSOR_MEM_STORAGE_AUTO)
     return {true, true, pbo_input};
   return {false, true, false};
 }
@@ -194,7 +195,7 @@ void attach_resize_meta(GstBuffer *outbuf, const tensormem::FrameConverter &conv
   meta->content_height = m.content_height;
 }
 
-#if GST_TENSORMEM_HAVE_TENSOR_META
+#if GST_TENSOR_MEM_HAVE_TENSOR_META
 /* GStreamer's own description of the tensor (GstTensorMeta, 1.26) on
  * `target` (writable): `data` (transfer full; NULL: a buffer sharing
  * `target`'s memory, no copy) holds its bytes, row-major and contiguous,
@@ -251,7 +252,7 @@ struct TensorConverter::Impl {
   GstBufferPool *pool = nullptr;
   std::unique_ptr<RowWorkers> workers;
   bool use_gl = false;
-#if GST_TENSORMEM_HAVE_GL
+#if GST_TENSOR_MEM_HAVE_GL
   std::shared_ptr<tensormem::GlFrameConverter> pass;
   std::optional<tensormem::Tensor> staging; // a frame in other memory is copied here on the way
 #endif
@@ -268,7 +269,7 @@ struct TensorConverter::Impl {
 };
 
 TensorConverter::TensorConverter(GstElement *element)
-    : element_(element), devices_(element, GST_TENSOR_STORAGE_PBO), impl_(std::make_unique<Impl>()) {
+    : element_(element), devices_(element, GST_TENSOR_MEM_STORAGE_PBO), impl_(std::make_unique<Impl>()) {
   ensure_debug_category();
 }
 
@@ -307,8 +308,8 @@ gboolean TensorConverter::start(const ConvertSettings &s) {
     GST_ELEMENT_ERROR(element_, LIBRARY, SETTINGS, ("%s", why.c_str()), (nullptr));
     return FALSE;
   }
-  const bool pbo = s.storage == GST_TENSOR_STORAGE_PBO;
-  const bool plain = s.storage == GST_TENSOR_STORAGE_SYSTEM || s.storage == GST_TENSOR_STORAGE_DMABUF;
+  const bool pbo = s.storage == GST_TENSOR_MEM_STORAGE_PBO;
+  const bool plain = s.storage == GST_TENSOR_MEM_STORAGE_SYSTEM || s.storage == GST_TENSOR_MEM_STORAGE_DMABUF;
   if (pbo && s.backend == ConvertBackend::Cpu) {
     GST_ELEMENT_ERROR(element_, LIBRARY, SETTINGS,
                       ("storage=pbo is written by the GL path, and backend=cpu was asked"),
@@ -327,13 +328,13 @@ gboolean TensorConverter::start(const ConvertSettings &s) {
                       ("use backend=cpu or auto with storage=system, dmabuf or auto, or output=tensor"));
     return FALSE;
   }
-  if (s.output == ConvertOutput::Meta && !GST_TENSORMEM_HAVE_TENSOR_META) {
+  if (s.output == ConvertOutput::Meta && !GST_TENSOR_MEM_HAVE_TENSOR_META) {
     GST_ELEMENT_ERROR(element_, LIBRARY, SETTINGS,
                       ("output=meta needs GstTensorMeta (GStreamer 1.26's analytics library), which this build lacks"),
                       ("use output=tensor, or build gst-tensormem against GStreamer 1.26 or later"));
     return FALSE;
   }
-  if (!GST_TENSORMEM_HAVE_GL && (pbo || s.backend == ConvertBackend::Gl)) {
+  if (!GST_TENSOR_MEM_HAVE_GL && (pbo || s.backend == ConvertBackend::Gl)) {
     GST_ELEMENT_ERROR(element_, LIBRARY, SETTINGS,
                       ("%s needs OpenGL, which this build of gst-tensormem lacks", pbo ? "storage=pbo" : "backend=gl"),
                       ("use backend=cpu with storage=system or dmabuf"));
@@ -364,11 +365,11 @@ bool TensorConverter::negotiated() const { return impl_->pool && impl_->converte
 
 namespace {
 
-#if GST_TENSORMEM_HAVE_GL
+#if GST_TENSOR_MEM_HAVE_GL
 constexpr GstClockTime kFenceTimeout = 5 * GST_SECOND;
 
 std::shared_ptr<tensormem::GlWorker> core_worker(GstObject *worker) {
-  return worker ? gst_tensor_gl_worker_get_core_gl_worker(GST_TENSOR_GL_WORKER(worker)) : nullptr;
+  return worker ? gst_tensor_mem_gl_worker_get_core_gl_worker(GST_TENSOR_MEM_GL_WORKER(worker)) : nullptr;
 }
 
 /* The pass reads the input after its producers' writes: EGL fences are
@@ -378,7 +379,7 @@ GstFlowReturn wait_input_fences(GstElement *element, GstObject *worker, GstBuffe
   while (GstMeta *meta = gst_buffer_iterate_meta_filtered(inbuf, &state, GST_TENSOR_MEM_FENCE_META_API_TYPE)) {
     auto *fence = reinterpret_cast<GstTensorMemFenceMeta *>(meta);
     GError *error = nullptr;
-    if (gst_tensor_mem_fence_meta_wait_gpu(fence, GST_TENSOR_GL_WORKER(worker), &error))
+    if (gst_tensor_mem_fence_meta_wait_gpu(fence, GST_TENSOR_MEM_GL_WORKER(worker), &error))
       continue;
     if (g_error_matches(error, GST_CORE_ERROR, GST_CORE_ERROR_NOT_IMPLEMENTED)) {
       g_clear_error(&error);
@@ -409,7 +410,7 @@ void source_layout(const GstVideoInfo &info, GstBuffer *inbuf, gsize memory_offs
 
 } // namespace
 
-#if GST_TENSORMEM_HAVE_GL
+#if GST_TENSOR_MEM_HAVE_GL
 namespace {
 
 /* A frame in system, DMA-BUF or another worker's memory: copied row by row
@@ -495,10 +496,10 @@ GstFlowReturn stage_frame(GstElement *element, TensorConverter::Impl &impl, guin
 static GstFlowReturn convert_gl(GstElement *element, TensorConverter::Impl &impl, GstObject *worker_object,
                                 guint64 frame_number, GstBuffer *inbuf, GstBuffer *outbuf, const ConvertHooks &hooks,
                                 gsize *copied) {
-#if GST_TENSORMEM_HAVE_GL
+#if GST_TENSOR_MEM_HAVE_GL
   const std::shared_ptr<tensormem::GlWorker> &worker = impl.pass->worker();
   std::shared_ptr<tensormem::PboStorage> out_storage =
-      gst_buffer_n_memory(outbuf) == 1 ? gst_tensor_pbo_memory_get_storage(gst_buffer_peek_memory(outbuf, 0)) : nullptr;
+      gst_buffer_n_memory(outbuf) == 1 ? gst_tensor_mem_pbo_memory_get_storage(gst_buffer_peek_memory(outbuf, 0)) : nullptr;
   if (!out_storage) {
     GST_ELEMENT_ERROR(element, RESOURCE, WRITE, ("Cannot write tensor %" G_GUINT64_FORMAT, frame_number),
                       ("the output buffer is not one PBO memory"));
@@ -507,8 +508,8 @@ static GstFlowReturn convert_gl(GstElement *element, TensorConverter::Impl &impl
   tensormem::GlFrameSource src;
   std::shared_ptr<tensormem::PboStorage> in_storage;
   GstMemory *in_mem = gst_buffer_n_memory(inbuf) == 1 ? gst_buffer_peek_memory(inbuf, 0) : nullptr;
-  if (in_mem && gst_tensor_pbo_memory_get_core_gl_worker(in_mem) == worker)
-    in_storage = gst_tensor_pbo_memory_get_storage(in_mem);
+  if (in_mem && gst_tensor_mem_pbo_memory_get_core_gl_worker(in_mem) == worker)
+    in_storage = gst_tensor_mem_pbo_memory_get_storage(in_mem);
   bool direct = false;
   if (in_storage) {
     src.buffer = in_storage->buffer_id();
@@ -569,7 +570,7 @@ gboolean TensorConverter::set_caps(const ConvertSettings &s, GstCaps *incaps, Gs
   if (!gst_tensor_mem_element_video_info_from_caps(element_, &info, incaps))
     return FALSE;
   tensormem::PixelFormat format;
-  if (!gst_tensor_pixel_format_from_video_format(GST_VIDEO_INFO_FORMAT(&info), &format)) {
+  if (!gst_tensor_mem_pixel_format_from_video_format(GST_VIDEO_INFO_FORMAT(&info), &format)) {
     GST_ELEMENT_ERROR(element_, CORE, NEGOTIATION, ("tensorconvert cannot read %s frames", GST_VIDEO_INFO_NAME(&info)),
                       ("input caps %" GST_PTR_FORMAT, incaps));
     return FALSE;
@@ -630,7 +631,7 @@ gboolean TensorConverter::set_caps(const ConvertSettings &s, GstCaps *incaps, Gs
   gsize buffer_bytes = made->output_bytes();
   GstAllocator *allocator = nullptr;
   if (impl->use_gl) {
-#if GST_TENSORMEM_HAVE_GL
+#if GST_TENSOR_MEM_HAVE_GL
     GError *error = nullptr;
     if (!devices_.find_device(pbo_backend(), &error)) {
       GST_ELEMENT_ERROR(element_, RESOURCE, FAILED,
@@ -665,7 +666,7 @@ gboolean TensorConverter::set_caps(const ConvertSettings &s, GstCaps *incaps, Gs
 #endif
   } else {
     // The CPU path writes system memory unless DMA-BUF was asked for.
-    allocator = (s.storage == GST_TENSOR_STORAGE_DMABUF ? dmabuf_backend() : system_backend()).new_allocator(nullptr);
+    allocator = (s.storage == GST_TENSOR_MEM_STORAGE_DMABUF ? dmabuf_backend() : system_backend()).new_allocator(nullptr);
   }
   if (buffer_bytes > G_MAXUINT) {
     gst_object_unref(allocator);
@@ -761,7 +762,7 @@ GstFlowReturn TensorConverter::convert(GstBuffer *inbuf, GstBuffer *outbuf, cons
   *copied = 0;
   if (!impl_->output_meta) {
     const GstFlowReturn ret = convert_into(inbuf, outbuf, hooks, copied);
-#if GST_TENSORMEM_HAVE_TENSOR_META
+#if GST_TENSOR_MEM_HAVE_TENSOR_META
     // GStreamer's description of the same bytes: a buffer sharing the
     // output's memory, no copy.
     if (ret == GST_FLOW_OK)
@@ -780,7 +781,7 @@ GstFlowReturn TensorConverter::convert(GstBuffer *inbuf, GstBuffer *outbuf, cons
     return ret;
   }
   attach_resize_meta(outbuf, *impl_->converter);
-#if GST_TENSORMEM_HAVE_TENSOR_META
+#if GST_TENSOR_MEM_HAVE_TENSOR_META
   attach_tensor_meta(outbuf, tensor, impl_->converter->spec(), impl_->tensor_id);
 #else
   gst_buffer_unref(tensor); // start() refuses output=meta without GstTensorMeta
@@ -826,7 +827,7 @@ GstFlowReturn TensorConverter::convert_into(GstBuffer *inbuf, GstBuffer *outbuf,
     if (out.memory)
       gst_buffer_unmap(outbuf, &out);
     gst_video_frame_unmap(&frame);
-    const gchar *why = gst_tensor_memory_get_last_map_failure();
+    const gchar *why = gst_tensor_mem_memory_get_last_map_failure();
     GST_ELEMENT_ERROR(element_, RESOURCE, WRITE,
                       ("Cannot write tensor %" G_GUINT64_FORMAT ": %s", frames_,
                        why ? why : "the output buffer does not map for writing"),

@@ -6,8 +6,8 @@
  *
  * A #GstTensorMemCudaMeta gives CUDA access to a buffer whose single memory is
  * PBO or DMA-BUF tensor memory. `tensorcudaimport` attaches it; consumers
- * call gst_tensor_cuda_meta_map() (or _map_mut()) and exactly one
- * gst_tensor_cuda_meta_unmap() per successful map. The meta keeps the CUDA
+ * call gst_tensor_mem_cuda_meta_map() (or _map_mut()) and exactly one
+ * gst_tensor_mem_cuda_meta_unmap() per successful map. The meta keeps the CUDA
  * handle alive; an outstanding map is released when the meta is freed.
  *
  * The meta is never copied: a copied buffer loses it (see
@@ -18,6 +18,7 @@
 #include "gsttensorcudameta.h"
 
 #include "gsttensormemallocator.h"
+#include <gst/tensormem/gsttensormem.hpp>
 
 #include <tensormem/cuda_import.hpp>
 #include <tensormem/internal/cuda_runtime.hpp>
@@ -27,8 +28,8 @@
 #include <optional>
 #include <string>
 
-GST_DEBUG_CATEGORY_STATIC(gst_tensor_cuda_meta_debug);
-#define GST_CAT_DEFAULT gst_tensor_cuda_meta_debug
+GST_DEBUG_CATEGORY_STATIC(gst_tensor_mem_cuda_meta_debug);
+#define GST_CAT_DEFAULT gst_tensor_mem_cuda_meta_debug
 
 struct _GstTensorMemCudaMetaPrivate {
   std::shared_ptr<tensormem::CudaHandle> handle;
@@ -41,7 +42,7 @@ namespace {
 
 gboolean cuda_meta_init(GstMeta *meta, gpointer, GstBuffer *) {
   auto *m = reinterpret_cast<GstTensorMemCudaMeta *>(meta);
-  m->kind = GST_TENSOR_CUDA_KIND_EXTERNAL_MEMORY;
+  m->kind = GST_TENSOR_MEM_CUDA_KIND_EXTERNAL_MEMORY;
   m->size = 0;
   try {
     m->priv = new _GstTensorMemCudaMetaPrivate();
@@ -73,7 +74,7 @@ gboolean cuda_meta_transform(GstBuffer *, GstMeta *, GstBuffer *, GQuark, gpoint
 void ensure_debug() {
   static std::once_flag once;
   std::call_once(once, [] {
-    GST_DEBUG_CATEGORY_INIT(gst_tensor_cuda_meta_debug, "tensormemcudameta", 0, "Tensor CUDA meta and import cache");
+    GST_DEBUG_CATEGORY_INIT(gst_tensor_mem_cuda_meta_debug, "tensormemcudameta", 0, "Tensor CUDA meta and import cache");
   });
 }
 
@@ -114,13 +115,13 @@ gboolean map_impl(GstTensorMemCudaMeta *meta, bool writable, gpointer *device_pt
 } // namespace
 
 /**
- * gst_tensor_cuda_meta_api_get_type:
+ * gst_tensor_mem_cuda_meta_api_get_type:
  *
  * Returns: the #GType of the "GstTensorMemCudaMetaAPI" meta API (tags: memory).
  *
  * Since: 0.1
  */
-GType gst_tensor_cuda_meta_api_get_type(void) {
+GType gst_tensor_mem_cuda_meta_api_get_type(void) {
   static GType type = 0;
   static const gchar *tags[] = {GST_META_TAG_MEMORY_STR, nullptr};
   if (g_once_init_enter(&type)) {
@@ -131,18 +132,18 @@ GType gst_tensor_cuda_meta_api_get_type(void) {
 }
 
 /**
- * gst_tensor_cuda_meta_get_info:
+ * gst_tensor_mem_cuda_meta_get_info:
  *
  * Returns: (transfer none): the #GstMetaInfo of #GstTensorMemCudaMeta.
  *
  * Since: 0.1
  */
-const GstMetaInfo *gst_tensor_cuda_meta_get_info(void) {
+const GstMetaInfo *gst_tensor_mem_cuda_meta_get_info(void) {
   static const GstMetaInfo *info = nullptr;
   if (g_once_init_enter(&info)) {
     ensure_debug();
     const GstMetaInfo *i =
-        gst_meta_register(GST_TENSOR_CUDA_META_API_TYPE, "GstTensorMemCudaMeta", sizeof(GstTensorMemCudaMeta),
+        gst_meta_register(GST_TENSOR_MEM_CUDA_META_API_TYPE, "GstTensorMemCudaMeta", sizeof(GstTensorMemCudaMeta),
                           cuda_meta_init, cuda_meta_free, cuda_meta_transform);
     g_once_init_leave(&info, i);
   }
@@ -159,47 +160,47 @@ const GstMetaInfo *gst_tensor_cuda_meta_get_info(void) {
  */
 GstTensorMemCudaMeta *gst_buffer_get_tensor_cuda_meta(GstBuffer *buffer) {
   g_return_val_if_fail(GST_IS_BUFFER(buffer), nullptr);
-  return reinterpret_cast<GstTensorMemCudaMeta *>(gst_buffer_get_meta(buffer, GST_TENSOR_CUDA_META_API_TYPE));
+  return reinterpret_cast<GstTensorMemCudaMeta *>(gst_buffer_get_meta(buffer, GST_TENSOR_MEM_CUDA_META_API_TYPE));
 }
 
 /**
- * gst_tensor_cuda_meta_map:
+ * gst_tensor_mem_cuda_meta_map:
  * @meta: a #GstTensorMemCudaMeta
  * @device_ptr: (out): the device address of the memory's first byte
  * @size: (out) (optional): bytes it covers
  * @error: a #GError, or %NULL
  *
  * Maps the memory for CUDA reads. A map is outstanding until
- * gst_tensor_cuda_meta_unmap(); a second map before that fails. For GL
+ * gst_tensor_mem_cuda_meta_unmap(); a second map before that fails. For GL
  * buffers this is a round trip to the GL worker.
  *
  * Returns: %TRUE on success.
  *
  * Since: 0.1
  */
-gboolean gst_tensor_cuda_meta_map(GstTensorMemCudaMeta *meta, gpointer *device_ptr, gsize *size, GError **error) {
+gboolean gst_tensor_mem_cuda_meta_map(GstTensorMemCudaMeta *meta, gpointer *device_ptr, gsize *size, GError **error) {
   return map_impl(meta, false, device_ptr, size, error);
 }
 
 /**
- * gst_tensor_cuda_meta_map_mut:
+ * gst_tensor_mem_cuda_meta_map_mut:
  * @meta: a #GstTensorMemCudaMeta
  * @device_ptr: (out): the device address of the memory's first byte
  * @size: (out) (optional): bytes it covers
  * @error: a #GError, or %NULL
  *
- * Like gst_tensor_cuda_meta_map(), for CUDA writes.
+ * Like gst_tensor_mem_cuda_meta_map(), for CUDA writes.
  *
  * Returns: %TRUE on success.
  *
  * Since: 0.1
  */
-gboolean gst_tensor_cuda_meta_map_mut(GstTensorMemCudaMeta *meta, gpointer *device_ptr, gsize *size, GError **error) {
+gboolean gst_tensor_mem_cuda_meta_map_mut(GstTensorMemCudaMeta *meta, gpointer *device_ptr, gsize *size, GError **error) {
   return map_impl(meta, true, device_ptr, size, error);
 }
 
 /**
- * gst_tensor_cuda_meta_unmap:
+ * gst_tensor_mem_cuda_meta_unmap:
  * @meta: a #GstTensorMemCudaMeta
  *
  * Ends the outstanding map (a GL unmap on the worker for GL buffers). Does
@@ -207,7 +208,7 @@ gboolean gst_tensor_cuda_meta_map_mut(GstTensorMemCudaMeta *meta, gpointer *devi
  *
  * Since: 0.1
  */
-void gst_tensor_cuda_meta_unmap(GstTensorMemCudaMeta *meta) {
+void gst_tensor_mem_cuda_meta_unmap(GstTensorMemCudaMeta *meta) {
   g_return_if_fail(meta != nullptr && meta->priv != nullptr);
   std::optional<tensormem::CudaMap> map;
   {
@@ -219,32 +220,32 @@ void gst_tensor_cuda_meta_unmap(GstTensorMemCudaMeta *meta) {
 }
 
 /**
- * gst_tensor_cuda_meta_is_mapped:
+ * gst_tensor_mem_cuda_meta_is_mapped:
  * @meta: a #GstTensorMemCudaMeta
  *
  * Returns: whether a map is outstanding.
  *
  * Since: 0.1
  */
-gboolean gst_tensor_cuda_meta_is_mapped(GstTensorMemCudaMeta *meta) {
+gboolean gst_tensor_mem_cuda_meta_is_mapped(GstTensorMemCudaMeta *meta) {
   g_return_val_if_fail(meta != nullptr && meta->priv != nullptr, FALSE);
   std::lock_guard lock(meta->priv->mu);
   return meta->priv->map.has_value();
 }
 
 /**
- * gst_tensor_cuda_kind_to_string:
+ * gst_tensor_mem_cuda_kind_to_string:
  * @kind: a #GstTensorMemCudaKind
  *
  * Returns: (transfer none): "external-memory" or "gl-buffer".
  *
  * Since: 0.1
  */
-const gchar *gst_tensor_cuda_kind_to_string(GstTensorMemCudaKind kind) {
+const gchar *gst_tensor_mem_cuda_kind_to_string(GstTensorMemCudaKind kind) {
   switch (kind) {
-  case GST_TENSOR_CUDA_KIND_EXTERNAL_MEMORY: return "external-memory";
-  case GST_TENSOR_CUDA_KIND_GL_BUFFER: return "gl-buffer";
-  case GST_TENSOR_CUDA_KIND_D3D11_TEXTURE: return "d3d11-texture";
+  case GST_TENSOR_MEM_CUDA_KIND_EXTERNAL_MEMORY: return "external-memory";
+  case GST_TENSOR_MEM_CUDA_KIND_GL_BUFFER: return "gl-buffer";
+  case GST_TENSOR_MEM_CUDA_KIND_D3D11_TEXTURE: return "d3d11-texture";
   }
   return "unknown";
 }
@@ -256,15 +257,15 @@ GstTensorMemCudaMeta *gst_buffer_add_tensor_cuda_meta(GstBuffer *buffer, std::sh
     return nullptr;
   GstTensorMemCudaKind kind;
   switch (handle->kind()) {
-  case tensormem::CudaHandleKind::ExternalMemory: kind = GST_TENSOR_CUDA_KIND_EXTERNAL_MEMORY; break;
-  case tensormem::CudaHandleKind::GlBuffer: kind = GST_TENSOR_CUDA_KIND_GL_BUFFER; break;
-  case tensormem::CudaHandleKind::D3d11: kind = GST_TENSOR_CUDA_KIND_D3D11_TEXTURE; break;
+  case tensormem::CudaHandleKind::ExternalMemory: kind = GST_TENSOR_MEM_CUDA_KIND_EXTERNAL_MEMORY; break;
+  case tensormem::CudaHandleKind::GlBuffer: kind = GST_TENSOR_MEM_CUDA_KIND_GL_BUFFER; break;
+  case tensormem::CudaHandleKind::D3d11: kind = GST_TENSOR_MEM_CUDA_KIND_D3D11_TEXTURE; break;
   default: return nullptr;
   }
   if (offset > handle->size() || size > handle->size() - offset)
     return nullptr;
   auto *meta =
-      reinterpret_cast<GstTensorMemCudaMeta *>(gst_buffer_add_meta(buffer, GST_TENSOR_CUDA_META_INFO, nullptr));
+      reinterpret_cast<GstTensorMemCudaMeta *>(gst_buffer_add_meta(buffer, GST_TENSOR_MEM_CUDA_META_INFO, nullptr));
   if (!meta)
     return nullptr;
   meta->kind = kind;
@@ -274,18 +275,18 @@ GstTensorMemCudaMeta *gst_buffer_add_tensor_cuda_meta(GstBuffer *buffer, std::sh
   return meta;
 }
 
-std::shared_ptr<tensormem::CudaHandle> gst_tensor_cuda_meta_get_handle(GstTensorMemCudaMeta *meta) {
+std::shared_ptr<tensormem::CudaHandle> gst_tensor_mem_cuda_meta_get_handle(GstTensorMemCudaMeta *meta) {
   g_return_val_if_fail(meta != nullptr && meta->priv != nullptr, nullptr);
   return meta->priv->handle;
 }
 
-std::shared_ptr<tensormem::CudaHandle> gst_tensor_memory_peek_cuda(GstMemory *mem) {
+std::shared_ptr<tensormem::CudaHandle> gst_tensor_mem_memory_peek_cuda(GstMemory *mem) {
   g_return_val_if_fail(mem != nullptr, nullptr);
-  const tensormem::Tensor *tensor = gst_tensor_memory_get_tensor(mem);
+  const tensormem::Tensor *tensor = gst_tensor_mem_memory_get_tensor(mem);
   return tensor ? tensormem::cached_cuda_handle(*tensor->storage()) : nullptr;
 }
 
-tensormem::Result<std::shared_ptr<tensormem::CudaHandle>> gst_tensor_memory_import_cuda(GstMemory *mem,
+tensormem::Result<std::shared_ptr<tensormem::CudaHandle>> gst_tensor_mem_memory_import_cuda(GstMemory *mem,
                                                                                         gboolean *imported) {
   ensure_debug();
   if (imported)
@@ -295,7 +296,7 @@ tensormem::Result<std::shared_ptr<tensormem::CudaHandle>> gst_tensor_memory_impo
   GstMemory *root = mem;
   while (root->parent)
     root = root->parent;
-  const tensormem::Tensor *tensor = gst_tensor_memory_get_tensor(root);
+  const tensormem::Tensor *tensor = gst_tensor_mem_memory_get_tensor(root);
   if (!tensor)
     return tensormem::Error::not_implemented("memory is not tensor memory");
   std::shared_ptr<tensormem::Storage> storage_of_mem = tensor->storage();
@@ -321,7 +322,7 @@ tensormem::Result<std::shared_ptr<tensormem::CudaHandle>> gst_tensor_memory_impo
 }
 
 /**
- * gst_tensor_cuda_meta_read:
+ * gst_tensor_mem_cuda_meta_read:
  * @meta: a #GstTensorMemCudaMeta, not mapped
  * @dest: (array length=dest_size) (element-type guint8): host memory
  * @dest_size: bytes at @dest, at least @meta's size
@@ -336,7 +337,7 @@ tensormem::Result<std::shared_ptr<tensormem::CudaHandle>> gst_tensor_memory_impo
  *
  * Since: 0.1
  */
-gboolean gst_tensor_cuda_meta_read(GstTensorMemCudaMeta *meta, gpointer dest, gsize dest_size, GError **error) {
+gboolean gst_tensor_mem_cuda_meta_read(GstTensorMemCudaMeta *meta, gpointer dest, gsize dest_size, GError **error) {
   g_return_val_if_fail(meta != nullptr && meta->priv != nullptr, FALSE);
   g_return_val_if_fail(dest != nullptr || meta->size == 0, FALSE);
   if (dest_size < meta->size) {
@@ -360,12 +361,12 @@ gboolean gst_tensor_cuda_meta_read(GstTensorMemCudaMeta *meta, gpointer dest, gs
   } catch (const std::bad_alloc &) {
     g_set_error(error, GST_RESOURCE_ERROR, GST_RESOURCE_ERROR_READ, "device-to-host copy failed: out of memory");
   }
-  gst_tensor_cuda_meta_unmap(meta);
+  gst_tensor_mem_cuda_meta_unmap(meta);
   return copied;
 }
 
 /**
- * gst_tensor_cuda_get_status:
+ * gst_tensor_mem_cuda_get_status:
  * @api: (out) (optional) (transfer none): "runtime" or "driver" for the CUDA
  *   API in use, "none" when CUDA is unavailable
  * @library: (out) (optional) (transfer none): the path of the loaded CUDA
@@ -381,7 +382,7 @@ gboolean gst_tensor_cuda_meta_read(GstTensorMemCudaMeta *meta, gpointer dest, gs
  *
  * Since: 0.1
  */
-gboolean gst_tensor_cuda_get_status(const gchar **api, const gchar **library, gint *n_devices, const gchar **reason) {
+gboolean gst_tensor_mem_cuda_get_status(const gchar **api, const gchar **library, gint *n_devices, const gchar **reason) {
   std::shared_ptr<const tensormem::CudaRuntime> rt;
   try {
     rt = tensormem::CudaRuntime::get();

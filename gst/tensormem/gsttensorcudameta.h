@@ -3,37 +3,26 @@
 
 #include <gst/tensormem/tensormem-prelude.h>
 
-#ifdef __cplusplus
-#include <tensormem/cuda_handle.hpp>
-#include <tensormem/result.hpp>
-
-#include <memory>
-
-namespace tensormem {
-class GlWorker;
-}
-#endif
-
 G_BEGIN_DECLS
 
 /**
  * GstTensorMemCudaKind:
- * @GST_TENSOR_CUDA_KIND_EXTERNAL_MEMORY: CUDA external memory imported from
+ * @GST_TENSOR_MEM_CUDA_KIND_EXTERNAL_MEMORY: CUDA external memory imported from
  *   a DMA-BUF fd (persistent device pointer; maps are free)
- * @GST_TENSOR_CUDA_KIND_GL_BUFFER: a GL buffer (PBO) registered with CUDA
+ * @GST_TENSOR_MEM_CUDA_KIND_GL_BUFFER: a GL buffer (PBO) registered with CUDA
  *   (each map/unmap is a round trip to the GL worker thread)
- * @GST_TENSOR_CUDA_KIND_D3D11_TEXTURE: a Direct3D 11 texture imported into
+ * @GST_TENSOR_MEM_CUDA_KIND_D3D11_TEXTURE: a Direct3D 11 texture imported into
  *   CUDA (a linear buffer or an array copied in and out; a recorded D3D11
  *   write is waited for on the stream through the fence's semaphore)
  */
 typedef enum {
-  GST_TENSOR_CUDA_KIND_EXTERNAL_MEMORY = 0,
-  GST_TENSOR_CUDA_KIND_GL_BUFFER = 1,
-  GST_TENSOR_CUDA_KIND_D3D11_TEXTURE = 2,
+  GST_TENSOR_MEM_CUDA_KIND_EXTERNAL_MEMORY = 0,
+  GST_TENSOR_MEM_CUDA_KIND_GL_BUFFER = 1,
+  GST_TENSOR_MEM_CUDA_KIND_D3D11_TEXTURE = 2,
 } GstTensorMemCudaKind;
 
-#define GST_TENSOR_CUDA_META_API_TYPE (gst_tensor_cuda_meta_api_get_type())
-#define GST_TENSOR_CUDA_META_INFO (gst_tensor_cuda_meta_get_info())
+#define GST_TENSOR_MEM_CUDA_META_API_TYPE (gst_tensor_mem_cuda_meta_api_get_type())
+#define GST_TENSOR_MEM_CUDA_META_INFO (gst_tensor_mem_cuda_meta_get_info())
 
 typedef struct _GstTensorMemCudaMeta GstTensorMemCudaMeta;
 typedef struct _GstTensorMemCudaMetaPrivate GstTensorMemCudaMetaPrivate;
@@ -63,74 +52,35 @@ struct _GstTensorMemCudaMeta {
   gpointer _gst_reserved[GST_PADDING];
 };
 
-GST_TENSORMEM_API
-GType gst_tensor_cuda_meta_api_get_type(void);
+GST_TENSOR_MEM_API
+GType gst_tensor_mem_cuda_meta_api_get_type(void);
 
-GST_TENSORMEM_API
-const GstMetaInfo *gst_tensor_cuda_meta_get_info(void);
+GST_TENSOR_MEM_API
+const GstMetaInfo *gst_tensor_mem_cuda_meta_get_info(void);
 
-GST_TENSORMEM_API
+GST_TENSOR_MEM_API
 GstTensorMemCudaMeta *gst_buffer_get_tensor_cuda_meta(GstBuffer *buffer);
 
-GST_TENSORMEM_API
-gboolean gst_tensor_cuda_meta_map(GstTensorMemCudaMeta *meta, gpointer *device_ptr, gsize *size, GError **error);
+GST_TENSOR_MEM_API
+gboolean gst_tensor_mem_cuda_meta_map(GstTensorMemCudaMeta *meta, gpointer *device_ptr, gsize *size, GError **error);
 
-GST_TENSORMEM_API
-gboolean gst_tensor_cuda_meta_map_mut(GstTensorMemCudaMeta *meta, gpointer *device_ptr, gsize *size, GError **error);
+GST_TENSOR_MEM_API
+gboolean gst_tensor_mem_cuda_meta_map_mut(GstTensorMemCudaMeta *meta, gpointer *device_ptr, gsize *size, GError **error);
 
-GST_TENSORMEM_API
-void gst_tensor_cuda_meta_unmap(GstTensorMemCudaMeta *meta);
+GST_TENSOR_MEM_API
+void gst_tensor_mem_cuda_meta_unmap(GstTensorMemCudaMeta *meta);
 
-GST_TENSORMEM_API
-gboolean gst_tensor_cuda_meta_is_mapped(GstTensorMemCudaMeta *meta);
+GST_TENSOR_MEM_API
+gboolean gst_tensor_mem_cuda_meta_is_mapped(GstTensorMemCudaMeta *meta);
 
-GST_TENSORMEM_API
-const gchar *gst_tensor_cuda_kind_to_string(GstTensorMemCudaKind kind);
+GST_TENSOR_MEM_API
+const gchar *gst_tensor_mem_cuda_kind_to_string(GstTensorMemCudaKind kind);
 
-GST_TENSORMEM_API
-gboolean gst_tensor_cuda_meta_read(GstTensorMemCudaMeta *meta, gpointer dest, gsize dest_size, GError **error);
+GST_TENSOR_MEM_API
+gboolean gst_tensor_mem_cuda_meta_read(GstTensorMemCudaMeta *meta, gpointer dest, gsize dest_size, GError **error);
 
-GST_TENSORMEM_API
-gboolean gst_tensor_cuda_get_status(const gchar **api, const gchar **library, gint *n_devices, const gchar **reason);
+GST_TENSOR_MEM_API
+gboolean gst_tensor_mem_cuda_get_status(const gchar **api, const gchar **library, gint *n_devices, const gchar **reason);
 
 G_END_DECLS
 
-#ifdef __cplusplus
-/**
- * gst_buffer_add_tensor_cuda_meta: (skip)
- *
- * C++ only. Attaches CUDA access to @buffer: @handle covers the whole storage, the
- * meta's device pointer starts @offset bytes into it and covers @size bytes.
- * NULL for an empty handle, a detached handle or a range outside it. */
-GST_TENSORMEM_API
-GstTensorMemCudaMeta *gst_buffer_add_tensor_cuda_meta(GstBuffer *buffer, std::shared_ptr<tensormem::CudaHandle> handle,
-                                                      gsize offset, gsize size);
-
-/**
- * gst_tensor_cuda_meta_get_handle: (skip)
- *
- * C++ only. The CUDA handle the meta maps.
- */
-GST_TENSORMEM_API
-std::shared_ptr<tensormem::CudaHandle> gst_tensor_cuda_meta_get_handle(GstTensorMemCudaMeta *meta);
-
-/**
- * gst_tensor_memory_import_cuda: (skip)
- *
- * C++ only. The CUDA handle for tensor @mem (PBO or DMA-BUF memory), cached on the
- * memory's root (qdata) so later calls return the same handle. *@imported is
- * set to TRUE when this call made the import. PBO registration runs on the
- * memory's GL worker. Errors: NotImplemented (no CUDA, or memory of another
- * kind), or the runtime's error. */
-GST_TENSORMEM_API
-tensormem::Result<std::shared_ptr<tensormem::CudaHandle>> gst_tensor_memory_import_cuda(GstMemory *mem,
-                                                                                        gboolean *imported);
-
-/**
- * gst_tensor_memory_peek_cuda: (skip)
- *
- * C++ only. The cached handle of @mem, or empty.
- */
-GST_TENSORMEM_API
-std::shared_ptr<tensormem::CudaHandle> gst_tensor_memory_peek_cuda(GstMemory *mem);
-#endif

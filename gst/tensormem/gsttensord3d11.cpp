@@ -7,6 +7,7 @@
 #include <gst/tensormem/gsttensorfencemeta.h>
 #include <gst/tensormem/gsttensorformat.h>
 #include <gst/tensormem/gsttensormemallocator.h>
+#include <gst/tensormem/gsttensormem.hpp>
 
 #include <tensormem/d3d11_timeline.hpp>
 #include <tensormem/host_pin.hpp>
@@ -20,7 +21,7 @@
 GST_DEBUG_CATEGORY_STATIC(gst_tensor_d3d11_debug);
 #define GST_CAT_DEFAULT gst_tensor_d3d11_debug
 
-G_DEFINE_TYPE_WITH_CODE(GstTensorMemD3D11Allocator, gst_tensor_d3d11_allocator, GST_TYPE_TENSOR_MEM_BASE_ALLOCATOR,
+G_DEFINE_TYPE_WITH_CODE(GstTensorMemD3D11Allocator, gst_tensor_mem_d3d11_allocator, GST_TYPE_TENSOR_MEM_BASE_ALLOCATOR,
                         GST_DEBUG_CATEGORY_INIT(gst_tensor_d3d11_debug, "tensormemd3d11", 0,
                                                 "Direct3D 11 texture tensor memory"))
 
@@ -39,7 +40,7 @@ std::shared_ptr<tensormem::D3d11TextureStorage> storage_of(const tensormem::Tens
 GstMemory *memory_over(GstAllocator *allocator, std::shared_ptr<tensormem::D3d11TextureStorage> storage) {
   const std::size_t bytes = storage->size_bytes();
   auto tensor =
-      tensormem::Tensor::wrap(std::move(storage), {bytes}, tensormem::DType::U8, GST_TENSOR_D3D11_MEMORY_TYPE_NAME);
+      tensormem::Tensor::wrap(std::move(storage), {bytes}, tensormem::DType::U8, GST_TENSOR_MEM_D3D11_MEMORY_TYPE_NAME);
   if (!tensor) {
     GST_WARNING_OBJECT(allocator, "a tensor over the texture: %s", tensor.error().message().c_str());
     return nullptr;
@@ -52,7 +53,7 @@ gboolean create_storage(GstTensorMemBaseAllocator *allocator, gsize bytes, const
                         gpointer) noexcept {
   GST_WARNING_OBJECT(allocator,
                      "a %" G_GSIZE_FORMAT "-byte allocation has no image to make a D3D11 texture of: use "
-                     "gst_tensor_d3d11_allocator_alloc_video() (or a tensor buffer pool of storage d3d11)",
+                     "gst_tensor_mem_d3d11_allocator_alloc_video() (or a tensor buffer pool of storage d3d11)",
                      bytes);
   return FALSE;
 }
@@ -79,7 +80,7 @@ GstMemory *copy_texture(GstTensorMemBaseMemory *base, gssize offset, gssize size
       offset == 0 && static_cast<gsize>(size) == mem->size && mem->offset == 0 && mem->size == mem->maxsize;
   try {
     if (whole) {
-      auto storage = gst_tensor_d3d11_memory_get_storage(mem);
+      auto storage = gst_tensor_mem_d3d11_memory_get_storage(mem);
       const tensormem::D3d11ImageLayout &layout = storage->layout();
       auto made = tensormem::D3d11TextureStorage::allocate_image(storage->context(), layout.format, layout.dtype,
                                                                  layout.width, layout.height, storage->access());
@@ -112,63 +113,63 @@ GstMemory *copy_texture(GstTensorMemBaseMemory *base, gssize offset, gssize size
 
 } // namespace
 
-static void gst_tensor_d3d11_allocator_dispose(GObject *object) {
-  gst_clear_object(&GST_TENSOR_D3D11_ALLOCATOR(object)->device);
-  G_OBJECT_CLASS(gst_tensor_d3d11_allocator_parent_class)->dispose(object);
+static void gst_tensor_mem_d3d11_allocator_dispose(GObject *object) {
+  gst_clear_object(&GST_TENSOR_MEM_D3D11_ALLOCATOR(object)->device);
+  G_OBJECT_CLASS(gst_tensor_mem_d3d11_allocator_parent_class)->dispose(object);
 }
 
-static void gst_tensor_d3d11_allocator_class_init(GstTensorMemD3D11AllocatorClass *klass) {
-  G_OBJECT_CLASS(klass)->dispose = gst_tensor_d3d11_allocator_dispose;
+static void gst_tensor_mem_d3d11_allocator_class_init(GstTensorMemD3D11AllocatorClass *klass) {
+  G_OBJECT_CLASS(klass)->dispose = gst_tensor_mem_d3d11_allocator_dispose;
   auto *base_class = GST_TENSOR_MEM_BASE_ALLOCATOR_CLASS(klass);
-  base_class->storage = GST_TENSOR_STORAGE_D3D11;
+  base_class->storage = GST_TENSOR_MEM_STORAGE_D3D11;
   base_class->create = create_storage;
   base_class->copy = copy_texture;
 }
 
-static void gst_tensor_d3d11_allocator_init(GstTensorMemD3D11Allocator *self) {
-  GST_ALLOCATOR_CAST(self)->mem_type = GST_TENSOR_D3D11_MEMORY_TYPE_NAME;
+static void gst_tensor_mem_d3d11_allocator_init(GstTensorMemD3D11Allocator *self) {
+  GST_ALLOCATOR_CAST(self)->mem_type = GST_TENSOR_MEM_D3D11_MEMORY_TYPE_NAME;
 }
 
 /**
- * gst_tensor_d3d11_allocator_new:
+ * gst_tensor_mem_d3d11_allocator_new:
  * @device: the D3D11 device whose textures the allocator makes
  *
  * Returns: (transfer full): a new allocator of D3D11 texture memory on @device.
  *
  * Since: 0.1
  */
-GstAllocator *gst_tensor_d3d11_allocator_new(GstTensorMemD3D11Device *device) {
-  g_return_val_if_fail(GST_IS_TENSOR_D3D11_DEVICE(device), nullptr);
-  auto *self = static_cast<GstTensorMemD3D11Allocator *>(g_object_new(GST_TYPE_TENSOR_D3D11_ALLOCATOR, nullptr));
+GstAllocator *gst_tensor_mem_d3d11_allocator_new(GstTensorMemD3D11Device *device) {
+  g_return_val_if_fail(GST_IS_TENSOR_MEM_D3D11_DEVICE(device), nullptr);
+  auto *self = static_cast<GstTensorMemD3D11Allocator *>(g_object_new(GST_TYPE_TENSOR_MEM_D3D11_ALLOCATOR, nullptr));
   gst_object_ref_sink(self);
-  self->device = GST_TENSOR_D3D11_DEVICE(gst_object_ref(device));
+  self->device = GST_TENSOR_MEM_D3D11_DEVICE(gst_object_ref(device));
   return GST_ALLOCATOR_CAST(self);
 }
 
 /**
- * gst_tensor_d3d11_has_texture_layout:
+ * gst_tensor_mem_d3d11_has_texture_layout:
  * @info: a frame
  *
  * Whether one Direct3D 11 texture can hold a frame of @info (docs/d3d11.md:
  * RGBA, BGRA, BGRx, GRAY8, RGB, planar RGB, NV12, NV16, NV24; not the
  * three-plane YUV formats such as I420, which DXGI has no texture for).
  *
- * Returns: %TRUE when gst_tensor_d3d11_allocator_alloc_video() has a layout
+ * Returns: %TRUE when gst_tensor_mem_d3d11_allocator_alloc_video() has a layout
  *   for @info.
  *
  * Since: 0.1
  */
-gboolean gst_tensor_d3d11_has_texture_layout(const GstVideoInfo *info) {
+gboolean gst_tensor_mem_d3d11_has_texture_layout(const GstVideoInfo *info) {
   g_return_val_if_fail(info != nullptr, FALSE);
   tensormem::PixelFormat format;
-  return gst_tensor_pixel_format_from_video_format(GST_VIDEO_INFO_FORMAT(info), &format) &&
+  return gst_tensor_mem_pixel_format_from_video_format(GST_VIDEO_INFO_FORMAT(info), &format) &&
          tensormem::image_d3d11_layout(format, tensormem::DType::U8, static_cast<std::uint32_t>(GST_VIDEO_INFO_WIDTH(info)),
                                        static_cast<std::uint32_t>(GST_VIDEO_INFO_HEIGHT(info)))
              .has_value();
 }
 
 /**
- * gst_tensor_d3d11_allocator_alloc_video:
+ * gst_tensor_mem_d3d11_allocator_alloc_video:
  * @allocator: a #GstTensorMemD3D11Allocator
  * @info: the frame the texture holds
  *
@@ -176,22 +177,22 @@ gboolean gst_tensor_d3d11_has_texture_layout(const GstVideoInfo *info) {
  * RGBA, BGRA, BGRx, GRAY8, RGB, planar RGB and the semi-planar NV12/NV16/NV24
  * as one combined R8 texture), with a staging texture for CPU reads and
  * writes. The memory is the staging layout: texture rows at the backing
- * pitch (gst_tensor_d3d11_memory_get_plane_layout() gives the planes).
+ * pitch (gst_tensor_mem_d3d11_memory_get_plane_layout() gives the planes).
  *
  * Returns: (transfer full) (nullable): the memory, or %NULL after a warning
  * (a format without a texture layout, or the device refused).
  *
  * Since: 0.1
  */
-GstMemory *gst_tensor_d3d11_allocator_alloc_video(GstAllocator *allocator, const GstVideoInfo *info) {
-  g_return_val_if_fail(GST_IS_TENSOR_D3D11_ALLOCATOR(allocator), nullptr);
+GstMemory *gst_tensor_mem_d3d11_allocator_alloc_video(GstAllocator *allocator, const GstVideoInfo *info) {
+  g_return_val_if_fail(GST_IS_TENSOR_MEM_D3D11_ALLOCATOR(allocator), nullptr);
   g_return_val_if_fail(info != nullptr, nullptr);
   tensormem::PixelFormat format;
-  if (!gst_tensor_pixel_format_from_video_format(GST_VIDEO_INFO_FORMAT(info), &format)) {
+  if (!gst_tensor_mem_pixel_format_from_video_format(GST_VIDEO_INFO_FORMAT(info), &format)) {
     GST_WARNING_OBJECT(allocator, "%s has no D3D11 texture layout", GST_VIDEO_INFO_NAME(info));
     return nullptr;
   }
-  auto context = gst_tensor_d3d11_device_get_d3d11_context(GST_TENSOR_D3D11_ALLOCATOR_CAST(allocator)->device);
+  auto context = gst_tensor_mem_d3d11_device_get_d3d11_context(GST_TENSOR_MEM_D3D11_ALLOCATOR_CAST(allocator)->device);
   try {
     auto storage = tensormem::D3d11TextureStorage::allocate_image(
         std::move(context), format, tensormem::DType::U8, static_cast<std::uint32_t>(GST_VIDEO_INFO_WIDTH(info)),
@@ -212,8 +213,8 @@ GstMemory *gst_tensor_d3d11_allocator_alloc_video(GstAllocator *allocator, const
 }
 
 /**
- * gst_tensor_d3d11_memory_get_plane_layout:
- * @mem: a D3D11 tensor #GstMemory from gst_tensor_d3d11_allocator_alloc_video()
+ * gst_tensor_mem_d3d11_memory_get_plane_layout:
+ * @mem: a D3D11 tensor #GstMemory from gst_tensor_mem_d3d11_allocator_alloc_video()
  * @info: the frame it was allocated for
  * @offset: (out caller-allocates) (array fixed-size=4): the byte offset of
  *   each plane (%GST_VIDEO_MAX_PLANES entries)
@@ -227,12 +228,12 @@ GstMemory *gst_tensor_d3d11_allocator_alloc_video(GstAllocator *allocator, const
  *
  * Since: 0.1
  */
-gboolean gst_tensor_d3d11_memory_get_plane_layout(GstMemory *mem, const GstVideoInfo *info,
+gboolean gst_tensor_mem_d3d11_memory_get_plane_layout(GstMemory *mem, const GstVideoInfo *info,
                                                   gsize offset[GST_VIDEO_MAX_PLANES],
                                                   gint stride[GST_VIDEO_MAX_PLANES]) {
   g_return_val_if_fail(gst_is_tensor_d3d11_memory(mem), FALSE);
   g_return_val_if_fail(info != nullptr, FALSE);
-  auto storage = gst_tensor_d3d11_memory_get_storage(mem);
+  auto storage = gst_tensor_mem_d3d11_memory_get_storage(mem);
   const gsize pitch = storage->backing_pitch();
   if (pitch > static_cast<gsize>(G_MAXINT))
     return FALSE;
@@ -280,11 +281,11 @@ gboolean gst_buffer_fence_tensor_d3d11_writes(GstBuffer *buffer, GError **error)
   for (guint i = 0; i < gst_buffer_n_memory(buffer) && !device; ++i) {
     GstMemory *mem = gst_buffer_peek_memory(buffer, i);
     if (gst_is_tensor_d3d11_memory(mem))
-      device = gst_tensor_d3d11_memory_get_device(mem);
+      device = gst_tensor_mem_d3d11_memory_get_device(mem);
   }
   if (!device)
     return TRUE;
-  auto timeline = gst_tensor_d3d11_device_get_fence_timeline(device);
+  auto timeline = gst_tensor_mem_d3d11_device_get_fence_timeline(device);
   if (!timeline)
     return TRUE;
   auto value = timeline->issue();
@@ -294,7 +295,7 @@ gboolean gst_buffer_fence_tensor_d3d11_writes(GstBuffer *buffer, GError **error)
     return FALSE;
   }
   for (guint i = 0; i < gst_buffer_n_memory(buffer); ++i) {
-    auto storage = gst_tensor_d3d11_memory_get_storage(gst_buffer_peek_memory(buffer, i));
+    auto storage = gst_tensor_mem_d3d11_memory_get_storage(gst_buffer_peek_memory(buffer, i));
     if (!storage)
       continue;
     if (tensormem::Result<void> recorded = storage->set_gpu_write(*value); !recorded) {
@@ -316,11 +317,11 @@ gboolean gst_buffer_fence_tensor_d3d11_writes(GstBuffer *buffer, GError **error)
  * Since: 0.1
  */
 gboolean gst_is_tensor_d3d11_memory(GstMemory *mem) {
-  return mem != nullptr && mem->allocator != nullptr && GST_IS_TENSOR_D3D11_ALLOCATOR(mem->allocator);
+  return mem != nullptr && mem->allocator != nullptr && GST_IS_TENSOR_MEM_D3D11_ALLOCATOR(mem->allocator);
 }
 
 /**
- * gst_tensor_d3d11_memory_get_device:
+ * gst_tensor_mem_d3d11_memory_get_device:
  * @mem: a D3D11 tensor #GstMemory
  *
  * Returns: (transfer none) (nullable): the device of @mem's texture, valid
@@ -328,16 +329,16 @@ gboolean gst_is_tensor_d3d11_memory(GstMemory *mem) {
  *
  * Since: 0.1
  */
-GstTensorMemD3D11Device *gst_tensor_d3d11_memory_get_device(GstMemory *mem) {
+GstTensorMemD3D11Device *gst_tensor_mem_d3d11_memory_get_device(GstMemory *mem) {
   g_return_val_if_fail(gst_is_tensor_d3d11_memory(mem), nullptr);
-  return GST_TENSOR_D3D11_ALLOCATOR_CAST(mem->allocator)->device;
+  return GST_TENSOR_MEM_D3D11_ALLOCATOR_CAST(mem->allocator)->device;
 }
 
 /**
- * gst_tensor_d3d11_memory_get_tensor: (skip)
+ * gst_tensor_mem_d3d11_memory_get_tensor: (skip)
  * @mem: a #GstMemory
  *
- * C++ only. Like gst_tensor_memory_get_tensor(), for D3D11 tensor memory: a
+ * C++ only. Like gst_tensor_mem_memory_get_tensor(), for D3D11 tensor memory: a
  * 1-D u8 tensor over the whole staging layout.
  *
  * Returns: (transfer none) (nullable): the tensor, or %NULL when @mem is not
@@ -345,12 +346,12 @@ GstTensorMemD3D11Device *gst_tensor_d3d11_memory_get_device(GstMemory *mem) {
  *
  * Since: 0.1
  */
-const tensormem::Tensor *gst_tensor_d3d11_memory_get_tensor(GstMemory *mem) {
-  return gst_is_tensor_d3d11_memory(mem) ? gst_tensor_memory_get_tensor(mem) : nullptr;
+const tensormem::Tensor *gst_tensor_mem_d3d11_memory_get_tensor(GstMemory *mem) {
+  return gst_is_tensor_d3d11_memory(mem) ? gst_tensor_mem_memory_get_tensor(mem) : nullptr;
 }
 
 /**
- * gst_tensor_d3d11_memory_get_storage: (skip)
+ * gst_tensor_mem_d3d11_memory_get_storage: (skip)
  * @mem: a #GstMemory
  *
  * C++ only.
@@ -360,13 +361,13 @@ const tensormem::Tensor *gst_tensor_d3d11_memory_get_tensor(GstMemory *mem) {
  *
  * Since: 0.1
  */
-std::shared_ptr<tensormem::D3d11TextureStorage> gst_tensor_d3d11_memory_get_storage(GstMemory *mem) {
-  const tensormem::Tensor *tensor = gst_tensor_d3d11_memory_get_tensor(mem);
+std::shared_ptr<tensormem::D3d11TextureStorage> gst_tensor_mem_d3d11_memory_get_storage(GstMemory *mem) {
+  const tensormem::Tensor *tensor = gst_tensor_mem_d3d11_memory_get_tensor(mem);
   return tensor ? storage_of(*tensor) : nullptr;
 }
 
 /**
- * gst_tensor_d3d11_memory_get_texture: (skip)
+ * gst_tensor_mem_d3d11_memory_get_texture: (skip)
  * @mem: a #GstMemory
  *
  * C++ only.
@@ -376,8 +377,8 @@ std::shared_ptr<tensormem::D3d11TextureStorage> gst_tensor_d3d11_memory_get_stor
  *
  * Since: 0.1
  */
-std::shared_ptr<tensormem::D3d11Texture> gst_tensor_d3d11_memory_get_texture(GstMemory *mem) {
-  auto storage = gst_tensor_d3d11_memory_get_storage(mem);
+std::shared_ptr<tensormem::D3d11Texture> gst_tensor_mem_d3d11_memory_get_texture(GstMemory *mem) {
+  auto storage = gst_tensor_mem_d3d11_memory_get_storage(mem);
   return storage ? storage->texture() : nullptr;
 }
 
@@ -387,22 +388,22 @@ namespace gst_tensormem {
 
 namespace {
 gboolean d3d11_ensure_device(GstElement *element, GstObject **slot, GError **error) {
-  return gst_tensor_d3d11_device_ensure(element, reinterpret_cast<GstTensorMemD3D11Device **>(slot), error);
+  return gst_tensor_mem_d3d11_device_ensure(element, reinterpret_cast<GstTensorMemD3D11Device **>(slot), error);
 }
 gboolean d3d11_handle_set_context(GstElement *element, GstContext *context, GstObject **slot) {
-  return gst_tensor_d3d11_device_handle_set_context(element, context,
+  return gst_tensor_mem_d3d11_device_handle_set_context(element, context,
                                                     reinterpret_cast<GstTensorMemD3D11Device **>(slot));
 }
 gboolean d3d11_handle_context_query(GstElement *element, GstQuery *query, GstObject **slot) {
-  return gst_tensor_d3d11_device_handle_context_query(element, query,
+  return gst_tensor_mem_d3d11_device_handle_context_query(element, query,
                                                       reinterpret_cast<GstTensorMemD3D11Device **>(slot));
 }
 void d3d11_describe_device(GstElement *element, GstObject *device) {
   GST_INFO_OBJECT(element, "D3D11 device %" GST_PTR_FORMAT " (%s)", device,
-                  gst_tensor_d3d11_device_get_name(GST_TENSOR_D3D11_DEVICE(device)));
+                  gst_tensor_mem_d3d11_device_get_name(GST_TENSOR_MEM_D3D11_DEVICE(device)));
 }
 GstAllocator *d3d11_new_allocator(GstObject *device) {
-  return device ? gst_tensor_d3d11_allocator_new(GST_TENSOR_D3D11_DEVICE(device)) : nullptr;
+  return device ? gst_tensor_mem_d3d11_allocator_new(GST_TENSOR_MEM_D3D11_DEVICE(device)) : nullptr;
 }
 /* Advertised with every format the other storages take (the template is
  * one for all), but DXGI has no texture for some (I420 and the other
@@ -410,7 +411,7 @@ GstAllocator *d3d11_new_allocator(GstObject *device) {
  * a bare not-negotiated. */
 gboolean d3d11_check_caps(GstElement *element, GstCaps *caps) {
   GstVideoInfo info;
-  if (!gst_video_info_from_caps(&info, caps) || gst_tensor_d3d11_has_texture_layout(&info))
+  if (!gst_video_info_from_caps(&info, caps) || gst_tensor_mem_d3d11_has_texture_layout(&info))
     return TRUE;
   GST_ELEMENT_ERROR(element, CORE, NEGOTIATION,
                     ("storage=d3d11 has no Direct3D 11 texture for %s frames.", GST_VIDEO_INFO_NAME(&info)),
@@ -425,7 +426,7 @@ gboolean d3d11_cpu_writes_need_fence(GstBuffer *) { return TRUE; }
 
 const Backend &d3d11_backend() {
   static const Backend backend = {
-      .storage = GST_TENSOR_STORAGE_D3D11,
+      .storage = GST_TENSOR_MEM_STORAGE_D3D11,
       .memory_name = "D3D11",
       .caps_feature = GST_CAPS_FEATURE_MEMORY_TENSOR_D3D11,
       .kind = tensormem::StorageKind::D3d11,

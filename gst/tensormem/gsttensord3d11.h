@@ -6,13 +6,6 @@
 #include <gst/tensormem/tensormem-prelude.h>
 #include <gst/video/video.h>
 
-#ifdef __cplusplus
-#include <tensormem/d3d11_storage.hpp>
-#include <tensormem/tensor.hpp>
-
-#include <memory>
-#endif
-
 G_BEGIN_DECLS
 
 /**
@@ -27,13 +20,13 @@ G_BEGIN_DECLS
 #define GST_CAPS_FEATURE_MEMORY_TENSOR_D3D11 "memory:TensorD3D11"
 
 /**
- * GST_TENSOR_D3D11_MEMORY_TYPE_NAME:
+ * GST_TENSOR_MEM_D3D11_MEMORY_TYPE_NAME:
  *
  * The memory type of #GstTensorMemD3D11Memory (gst_memory_is_type()).
  *
  * Since: 0.1
  */
-#define GST_TENSOR_D3D11_MEMORY_TYPE_NAME "TensorD3D11Memory"
+#define GST_TENSOR_MEM_D3D11_MEMORY_TYPE_NAME "TensorD3D11Memory"
 
 typedef struct _GstTensorMemD3D11Memory GstTensorMemD3D11Memory;
 
@@ -53,11 +46,11 @@ struct _GstTensorMemD3D11Memory {
   GstTensorMemBaseMemory base;
 };
 
-#define GST_TYPE_TENSOR_D3D11_ALLOCATOR (gst_tensor_d3d11_allocator_get_type())
-#define GST_TENSOR_D3D11_ALLOCATOR(obj)                                                                                \
-  (G_TYPE_CHECK_INSTANCE_CAST((obj), GST_TYPE_TENSOR_D3D11_ALLOCATOR, GstTensorMemD3D11Allocator))
-#define GST_IS_TENSOR_D3D11_ALLOCATOR(obj) (G_TYPE_CHECK_INSTANCE_TYPE((obj), GST_TYPE_TENSOR_D3D11_ALLOCATOR))
-#define GST_TENSOR_D3D11_ALLOCATOR_CAST(obj) ((GstTensorMemD3D11Allocator *)(obj))
+#define GST_TYPE_TENSOR_MEM_D3D11_ALLOCATOR (gst_tensor_mem_d3d11_allocator_get_type())
+#define GST_TENSOR_MEM_D3D11_ALLOCATOR(obj)                                                                                \
+  (G_TYPE_CHECK_INSTANCE_CAST((obj), GST_TYPE_TENSOR_MEM_D3D11_ALLOCATOR, GstTensorMemD3D11Allocator))
+#define GST_IS_TENSOR_MEM_D3D11_ALLOCATOR(obj) (G_TYPE_CHECK_INSTANCE_TYPE((obj), GST_TYPE_TENSOR_MEM_D3D11_ALLOCATOR))
+#define GST_TENSOR_MEM_D3D11_ALLOCATOR_CAST(obj) ((GstTensorMemD3D11Allocator *)(obj))
 
 typedef struct _GstTensorMemD3D11Allocator GstTensorMemD3D11Allocator;
 typedef struct _GstTensorMemD3D11AllocatorClass GstTensorMemD3D11AllocatorClass;
@@ -68,7 +61,7 @@ typedef struct _GstTensorMemD3D11AllocatorClass GstTensorMemD3D11AllocatorClass;
  * Allocates #GstTensorMemD3D11Memory on one #GstTensorMemD3D11Device: each
  * allocation is a new shared texture with a staging texture (CPU read and
  * write), described by a #GstVideoInfo
- * (gst_tensor_d3d11_allocator_alloc_video()). A plain gst_allocator_alloc()
+ * (gst_tensor_mem_d3d11_allocator_alloc_video()). A plain gst_allocator_alloc()
  * has no image to make a texture of: it is refused with a warning. One
  * allocator per device; not registered by name.
  *
@@ -89,43 +82,33 @@ struct _GstTensorMemD3D11AllocatorClass {
   gpointer _gst_reserved[GST_PADDING];
 };
 
-GST_TENSORMEM_API
-GType gst_tensor_d3d11_allocator_get_type(void);
+GST_TENSOR_MEM_API
+GType gst_tensor_mem_d3d11_allocator_get_type(void);
 
-GST_TENSORMEM_API
-GstAllocator *gst_tensor_d3d11_allocator_new(GstTensorMemD3D11Device *device);
+GST_TENSOR_MEM_API
+GstAllocator *gst_tensor_mem_d3d11_allocator_new(GstTensorMemD3D11Device *device);
 
-GST_TENSORMEM_API
-GstMemory *gst_tensor_d3d11_allocator_alloc_video(GstAllocator *allocator, const GstVideoInfo *info);
+GST_TENSOR_MEM_API
+GstMemory *gst_tensor_mem_d3d11_allocator_alloc_video(GstAllocator *allocator, const GstVideoInfo *info);
 
-GST_TENSORMEM_API
-gboolean gst_tensor_d3d11_has_texture_layout(const GstVideoInfo *info);
+GST_TENSOR_MEM_API
+gboolean gst_tensor_mem_d3d11_has_texture_layout(const GstVideoInfo *info);
 
-GST_TENSORMEM_API
-gboolean gst_tensor_d3d11_memory_get_plane_layout(GstMemory *mem, const GstVideoInfo *info,
+GST_TENSOR_MEM_API
+gboolean gst_tensor_mem_d3d11_memory_get_plane_layout(GstMemory *mem, const GstVideoInfo *info,
                                                   gsize offset[GST_VIDEO_MAX_PLANES],
                                                   gint stride[GST_VIDEO_MAX_PLANES]);
 
-GST_TENSORMEM_API
+GST_TENSOR_MEM_API
 gboolean gst_is_tensor_d3d11_memory(GstMemory *mem);
 
-GST_TENSORMEM_API
+GST_TENSOR_MEM_API
 gboolean gst_buffer_fence_tensor_d3d11_writes(GstBuffer *buffer, GError **error);
 
-GST_TENSORMEM_API
-GstTensorMemD3D11Device *gst_tensor_d3d11_memory_get_device(GstMemory *mem);
+GST_TENSOR_MEM_API
+GstTensorMemD3D11Device *gst_tensor_mem_d3d11_memory_get_device(GstMemory *mem);
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(GstTensorMemD3D11Allocator, gst_object_unref)
 
 G_END_DECLS
 
-#ifdef __cplusplus
-GST_TENSORMEM_API
-const tensormem::Tensor *gst_tensor_d3d11_memory_get_tensor(GstMemory *mem);
-
-GST_TENSORMEM_API
-std::shared_ptr<tensormem::D3d11TextureStorage> gst_tensor_d3d11_memory_get_storage(GstMemory *mem);
-
-GST_TENSORMEM_API
-std::shared_ptr<tensormem::D3d11Texture> gst_tensor_d3d11_memory_get_texture(GstMemory *mem);
-#endif

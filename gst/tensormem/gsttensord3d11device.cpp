@@ -2,6 +2,7 @@
 #include <gst/tensormem/gsttensord3d11device.h>
 
 #include <gst/tensormem/gsttensorcontextshare-private.h>
+#include <gst/tensormem/gsttensormem.hpp>
 
 #include <tensormem/d3d11_device.hpp>
 #include <tensormem/d3d11_timeline.hpp>
@@ -12,8 +13,8 @@
 #include <new>
 #include <utility>
 
-GST_DEBUG_CATEGORY_STATIC(gst_tensor_d3d11_device_debug);
-#define GST_CAT_DEFAULT gst_tensor_d3d11_device_debug
+GST_DEBUG_CATEGORY_STATIC(gst_tensor_mem_d3d11_device_debug);
+#define GST_CAT_DEFAULT gst_tensor_mem_d3d11_device_debug
 
 struct _GstTensorMemD3D11DevicePrivate {
   std::shared_ptr<tensormem::D3d11Context> context; // never empty after construction
@@ -21,43 +22,43 @@ struct _GstTensorMemD3D11DevicePrivate {
   std::shared_ptr<tensormem::D3d11FenceTimeline> timeline; // made on first use; empty without a fence
 };
 
-G_DEFINE_TYPE_WITH_CODE(GstTensorMemD3D11Device, gst_tensor_d3d11_device, GST_TYPE_OBJECT,
-                        GST_DEBUG_CATEGORY_INIT(gst_tensor_d3d11_device_debug, "tensormemd3d11device", 0,
+G_DEFINE_TYPE_WITH_CODE(GstTensorMemD3D11Device, gst_tensor_mem_d3d11_device, GST_TYPE_OBJECT,
+                        GST_DEBUG_CATEGORY_INIT(gst_tensor_mem_d3d11_device_debug, "tensormemd3d11device", 0,
                                                 "the D3D11 device and its GstContext"))
 
-static void gst_tensor_d3d11_device_finalize(GObject *object) {
-  auto *self = GST_TENSOR_D3D11_DEVICE(object);
+static void gst_tensor_mem_d3d11_device_finalize(GObject *object) {
+  auto *self = GST_TENSOR_MEM_D3D11_DEVICE(object);
   delete self->priv;
   self->priv = nullptr;
-  G_OBJECT_CLASS(gst_tensor_d3d11_device_parent_class)->finalize(object);
+  G_OBJECT_CLASS(gst_tensor_mem_d3d11_device_parent_class)->finalize(object);
 }
 
-static void gst_tensor_d3d11_device_class_init(GstTensorMemD3D11DeviceClass *klass) {
-  G_OBJECT_CLASS(klass)->finalize = gst_tensor_d3d11_device_finalize;
+static void gst_tensor_mem_d3d11_device_class_init(GstTensorMemD3D11DeviceClass *klass) {
+  G_OBJECT_CLASS(klass)->finalize = gst_tensor_mem_d3d11_device_finalize;
 }
 
-static void gst_tensor_d3d11_device_init(GstTensorMemD3D11Device *self) { self->priv = nullptr; }
+static void gst_tensor_mem_d3d11_device_init(GstTensorMemD3D11Device *self) { self->priv = nullptr; }
 
 namespace {
 
 bool device_ok(GstTensorMemD3D11Device *device) {
-  return GST_IS_TENSOR_D3D11_DEVICE(device) && device->priv != nullptr && device->priv->context != nullptr;
+  return GST_IS_TENSOR_MEM_D3D11_DEVICE(device) && device->priv != nullptr && device->priv->context != nullptr;
 }
 
-gboolean device_object_ok(GstObject *object) { return device_ok(GST_TENSOR_D3D11_DEVICE(object)); }
+gboolean device_object_ok(GstObject *object) { return device_ok(GST_TENSOR_MEM_D3D11_DEVICE(object)); }
 
-GstObject *make_device(GError **error) { return GST_OBJECT_CAST(gst_tensor_d3d11_device_new(error)); }
+GstObject *make_device(GError **error) { return GST_OBJECT_CAST(gst_tensor_mem_d3d11_device_new(error)); }
 
-const gst_tensormem::SharedContextKind kDeviceKind = {GST_TENSOR_D3D11_DEVICE_CONTEXT_TYPE,
-                                                      GST_TENSOR_D3D11_DEVICE_CONTEXT_FIELD,
-                                                      gst_tensor_d3d11_device_get_type, device_object_ok, make_device};
+const gst_tensormem::SharedContextKind kDeviceKind = {GST_TENSOR_MEM_D3D11_DEVICE_CONTEXT_TYPE,
+                                                      GST_TENSOR_MEM_D3D11_DEVICE_CONTEXT_FIELD,
+                                                      gst_tensor_mem_d3d11_device_get_type, device_object_ok, make_device};
 
 GstObject **object_slot(GstTensorMemD3D11Device **slot) { return reinterpret_cast<GstObject **>(slot); }
 
 } // namespace
 
 /**
- * gst_tensor_d3d11_device_new:
+ * gst_tensor_mem_d3d11_device_new:
  * @error: (out) (optional): where to put the reason on failure
  *
  * The process D3D11 device (tensormem::D3d11Context::process()): on Windows
@@ -71,7 +72,7 @@ GstObject **object_slot(GstTensorMemD3D11Device **slot) { return reinterpret_cas
  *
  * Since: 0.1
  */
-GstTensorMemD3D11Device *gst_tensor_d3d11_device_new(GError **error) {
+GstTensorMemD3D11Device *gst_tensor_mem_d3d11_device_new(GError **error) {
   try {
     auto context = tensormem::D3d11Context::process();
     if (!context) {
@@ -79,7 +80,7 @@ GstTensorMemD3D11Device *gst_tensor_d3d11_device_new(GError **error) {
                   context.error().message().c_str());
       return nullptr;
     }
-    return gst_tensor_d3d11_device_new_wrapped(std::move(*context));
+    return gst_tensor_mem_d3d11_device_new_wrapped(std::move(*context));
   } catch (const std::bad_alloc &) {
     g_set_error(error, GST_RESOURCE_ERROR, GST_RESOURCE_ERROR_FAILED, "No Direct3D 11 device: out of memory");
     return nullptr;
@@ -87,7 +88,7 @@ GstTensorMemD3D11Device *gst_tensor_d3d11_device_new(GError **error) {
 }
 
 /**
- * gst_tensor_d3d11_device_new_wrapped: (skip)
+ * gst_tensor_mem_d3d11_device_new_wrapped: (skip)
  * @context: a D3D11 context
  *
  * C++ only. Wraps an existing context (a test's own software device, or the
@@ -98,14 +99,14 @@ GstTensorMemD3D11Device *gst_tensor_d3d11_device_new(GError **error) {
  *
  * Since: 0.1
  */
-GstTensorMemD3D11Device *gst_tensor_d3d11_device_new_wrapped(std::shared_ptr<tensormem::D3d11Context> context) {
+GstTensorMemD3D11Device *gst_tensor_mem_d3d11_device_new_wrapped(std::shared_ptr<tensormem::D3d11Context> context) {
   g_return_val_if_fail(context != nullptr, nullptr);
   auto *priv = new (std::nothrow) GstTensorMemD3D11DevicePrivate();
   if (priv)
     priv->context = std::move(context);
   if (!priv)
     return nullptr;
-  auto *self = static_cast<GstTensorMemD3D11Device *>(g_object_new(GST_TYPE_TENSOR_D3D11_DEVICE, nullptr));
+  auto *self = static_cast<GstTensorMemD3D11Device *>(g_object_new(GST_TYPE_TENSOR_MEM_D3D11_DEVICE, nullptr));
   gst_object_ref_sink(self);
   self->priv = priv;
   GST_DEBUG_OBJECT(self, "wraps D3D11 device %s", priv->context->device().name());
@@ -113,7 +114,7 @@ GstTensorMemD3D11Device *gst_tensor_d3d11_device_new_wrapped(std::shared_ptr<ten
 }
 
 /**
- * gst_tensor_d3d11_device_get_d3d11_context: (skip)
+ * gst_tensor_mem_d3d11_device_get_d3d11_context: (skip)
  * @device: a #GstTensorMemD3D11Device
  *
  * C++ only.
@@ -122,13 +123,13 @@ GstTensorMemD3D11Device *gst_tensor_d3d11_device_new_wrapped(std::shared_ptr<ten
  *
  * Since: 0.1
  */
-std::shared_ptr<tensormem::D3d11Context> gst_tensor_d3d11_device_get_d3d11_context(GstTensorMemD3D11Device *device) {
+std::shared_ptr<tensormem::D3d11Context> gst_tensor_mem_d3d11_device_get_d3d11_context(GstTensorMemD3D11Device *device) {
   g_return_val_if_fail(device_ok(device), nullptr);
   return device->priv->context;
 }
 
 /**
- * gst_tensor_d3d11_device_get_fence_timeline: (skip)
+ * gst_tensor_mem_d3d11_device_get_fence_timeline: (skip)
  * @device: a #GstTensorMemD3D11Device
  *
  * C++ only. The process fence as a timeline, one per device object, made on
@@ -139,7 +140,7 @@ std::shared_ptr<tensormem::D3d11Context> gst_tensor_d3d11_device_get_d3d11_conte
  * Since: 0.1
  */
 std::shared_ptr<tensormem::D3d11FenceTimeline>
-gst_tensor_d3d11_device_get_fence_timeline(GstTensorMemD3D11Device *device) {
+gst_tensor_mem_d3d11_device_get_fence_timeline(GstTensorMemD3D11Device *device) {
   g_return_val_if_fail(device_ok(device), nullptr);
   GstTensorMemD3D11DevicePrivate *priv = device->priv;
   std::call_once(priv->timeline_once, [&] {
@@ -153,7 +154,7 @@ gst_tensor_d3d11_device_get_fence_timeline(GstTensorMemD3D11Device *device) {
 }
 
 /**
- * gst_tensor_d3d11_device_get_name:
+ * gst_tensor_mem_d3d11_device_get_name:
  * @device: a #GstTensorMemD3D11Device
  *
  * Returns: (transfer none): the name of the device behind @device (the
@@ -161,7 +162,7 @@ gst_tensor_d3d11_device_get_fence_timeline(GstTensorMemD3D11Device *device) {
  *
  * Since: 0.1
  */
-const gchar *gst_tensor_d3d11_device_get_name(GstTensorMemD3D11Device *device) {
+const gchar *gst_tensor_mem_d3d11_device_get_name(GstTensorMemD3D11Device *device) {
   g_return_val_if_fail(device_ok(device), nullptr);
   return device->priv->context->device().name();
 }
@@ -171,7 +172,7 @@ const gchar *gst_tensor_d3d11_device_get_name(GstTensorMemD3D11Device *device) {
  * @device: the device to share
  * @persistent: whether the context survives the element's return to NULL
  *
- * Returns: (transfer full): a new %GST_TENSOR_D3D11_DEVICE_CONTEXT_TYPE
+ * Returns: (transfer full): a new %GST_TENSOR_MEM_D3D11_DEVICE_CONTEXT_TYPE
  * context holding @device, for gst_element_set_context() or an answer to
  * need-context.
  *
@@ -188,7 +189,7 @@ GstContext *gst_context_new_tensor_d3d11_device(GstTensorMemD3D11Device *device,
  * @device: (out) (optional) (transfer full): the device it holds
  *
  * Returns: %TRUE when @context is of type
- * %GST_TENSOR_D3D11_DEVICE_CONTEXT_TYPE and holds a device.
+ * %GST_TENSOR_MEM_D3D11_DEVICE_CONTEXT_TYPE and holds a device.
  *
  * Since: 0.1
  */
@@ -198,7 +199,7 @@ gboolean gst_context_get_tensor_d3d11_device(GstContext *context, GstTensorMemD3
 }
 
 /**
- * gst_tensor_d3d11_device_handle_set_context:
+ * gst_tensor_mem_d3d11_device_handle_set_context:
  * @element: the element whose set_context is running
  * @context: the context it was given
  * @device: (inout) (transfer full) (nullable): the element's device slot,
@@ -211,7 +212,7 @@ gboolean gst_context_get_tensor_d3d11_device(GstContext *context, GstTensorMemD3
  *
  * Since: 0.1
  */
-gboolean gst_tensor_d3d11_device_handle_set_context(GstElement *element, GstContext *context,
+gboolean gst_tensor_mem_d3d11_device_handle_set_context(GstElement *element, GstContext *context,
                                                     GstTensorMemD3D11Device **device) {
   g_return_val_if_fail(GST_IS_ELEMENT(element), FALSE);
   g_return_val_if_fail(device != nullptr, FALSE);
@@ -219,13 +220,13 @@ gboolean gst_tensor_d3d11_device_handle_set_context(GstElement *element, GstCont
 }
 
 /**
- * gst_tensor_d3d11_device_handle_context_query: (skip)
+ * gst_tensor_mem_d3d11_device_handle_context_query: (skip)
  * @element: the element answering
  * @query: a query
  * @device: the element's device slot, guarded by its object lock
  *
  * For an element's query handlers: answers a context query of type
- * %GST_TENSOR_D3D11_DEVICE_CONTEXT_TYPE with *@device when it has one.
+ * %GST_TENSOR_MEM_D3D11_DEVICE_CONTEXT_TYPE with *@device when it has one.
  *
  * Not introspectable: @device is the address of the element's slot, read under
  * its object lock, which a binding cannot pass; elements in C call it.
@@ -234,7 +235,7 @@ gboolean gst_tensor_d3d11_device_handle_set_context(GstElement *element, GstCont
  *
  * Since: 0.1
  */
-gboolean gst_tensor_d3d11_device_handle_context_query(GstElement *element, GstQuery *query,
+gboolean gst_tensor_mem_d3d11_device_handle_context_query(GstElement *element, GstQuery *query,
                                                       GstTensorMemD3D11Device **device) {
   g_return_val_if_fail(GST_IS_ELEMENT(element), FALSE);
   g_return_val_if_fail(GST_IS_QUERY(query), FALSE);
@@ -243,7 +244,7 @@ gboolean gst_tensor_d3d11_device_handle_context_query(GstElement *element, GstQu
 }
 
 /**
- * gst_tensor_d3d11_device_ensure:
+ * gst_tensor_mem_d3d11_device_ensure:
  * @element: the element that needs a device
  * @device: (inout) (transfer full) (nullable): its device slot, guarded by
  *   its object lock
@@ -251,16 +252,16 @@ gboolean gst_tensor_d3d11_device_handle_context_query(GstElement *element, GstQu
  *
  * Fills *@device when it is empty, in the order GstGL uses: a linked
  * neighbour's device (context query downstream, then upstream), the
- * application's (need-context), else gst_tensor_d3d11_device_new(),
+ * application's (need-context), else gst_tensor_mem_d3d11_device_new(),
  * announced with have-context so every later element shares it. The
- * element's set_context must call gst_tensor_d3d11_device_handle_set_context()
+ * element's set_context must call gst_tensor_mem_d3d11_device_handle_set_context()
  * on the same slot.
  *
  * Returns: %TRUE when *@device holds a device.
  *
  * Since: 0.1
  */
-gboolean gst_tensor_d3d11_device_ensure(GstElement *element, GstTensorMemD3D11Device **device, GError **error) {
+gboolean gst_tensor_mem_d3d11_device_ensure(GstElement *element, GstTensorMemD3D11Device **device, GError **error) {
   g_return_val_if_fail(GST_IS_ELEMENT(element), FALSE);
   g_return_val_if_fail(device != nullptr, FALSE);
   return gst_tensormem::shared_context_ensure(kDeviceKind, element, object_slot(device), error);

@@ -123,7 +123,7 @@ void release(DLManagedTensor *managed) {
     return;
   auto *ctx = static_cast<Context *>(managed->manager_ctx);
   if (ctx->cuda)
-    gst_tensor_cuda_meta_unmap(ctx->cuda);
+    gst_tensor_mem_cuda_meta_unmap(ctx->cuda);
   if (ctx->host_mapped)
     gst_memory_unmap(ctx->memory, &ctx->map);
   gst_buffer_unref(ctx->buffer);
@@ -139,8 +139,8 @@ gpointer map_cuda(Context *ctx, GstMapFlags flags) {
   gpointer ptr = nullptr;
   gsize size = 0;
   GError *err = nullptr;
-  const gboolean mapped = (flags & GST_MAP_WRITE) ? gst_tensor_cuda_meta_map_mut(meta, &ptr, &size, &err)
-                                                  : gst_tensor_cuda_meta_map(meta, &ptr, &size, &err);
+  const gboolean mapped = (flags & GST_MAP_WRITE) ? gst_tensor_mem_cuda_meta_map_mut(meta, &ptr, &size, &err)
+                                                  : gst_tensor_mem_cuda_meta_map(meta, &ptr, &size, &err);
   if (!mapped) {
     GST_INFO("buffer %p: CUDA meta does not map (%s); handing over a CPU map", ctx->buffer,
              err ? err->message : "no reason");

@@ -40,7 +40,7 @@ G_BEGIN_DECLS
  *
  * Since: 0.1
  */
-GST_TENSORMEM_API
+GST_TENSOR_MEM_API
 DLManagedTensor *gst_tensor_mem_buffer_to_dlpack(GstBuffer *buffer, GstCaps *caps, GstMapFlags flags, GError **error);
 
 /**
@@ -64,7 +64,7 @@ DLManagedTensor *gst_tensor_mem_buffer_to_dlpack(GstBuffer *buffer, GstCaps *cap
  *
  * Since: 0.1
  */
-GST_TENSORMEM_API
+GST_TENSOR_MEM_API
 gpointer gst_tensor_mem_buffer_to_dlpack_address(GstBuffer *buffer, GstCaps *caps, GstMapFlags flags, GError **error);
 
 /**
@@ -79,7 +79,7 @@ gpointer gst_tensor_mem_buffer_to_dlpack_address(GstBuffer *buffer, GstCaps *cap
  *
  * Since: 0.1
  */
-GST_TENSORMEM_API
+GST_TENSOR_MEM_API
 void gst_tensor_mem_dlpack_get_stats(guint64 *made, guint64 *released);
 
 G_END_DECLS

@@ -4,13 +4,14 @@
 #pragma once
 
 #include <gst/gst.h>
+#include <gst/tensormem/gsttensormem.hpp>
 #include <tensormem/tensor.hpp>
 
 namespace gst_tensormem {
 
 /* The tensor behind `mem` when this library's DMA-BUF allocator made it
  * (that exact type), found without the allocator interface lookup that
- * gst_tensor_memory_get_tensor() makes; nullptr for every other memory,
+ * gst_tensor_mem_memory_get_tensor() makes; nullptr for every other memory,
  * including a GstFdMemory of any other allocator. */
 const tensormem::Tensor *own_dmabuf_tensor(GstMemory *mem) noexcept;
 

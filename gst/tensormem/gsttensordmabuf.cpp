@@ -7,6 +7,7 @@
 #include <gst/tensormem/gsttensormapping-private.h>
 #include <gst/tensormem/gsttensormemconfig.h>
 #include <gst/tensormem/gsttensorsidecache-private.h>
+#include <gst/tensormem/gsttensormem.hpp>
 #include <gst/video/video.h>
 
 #include <algorithm>
@@ -149,7 +150,7 @@ gst_tensormem::SideCache<tensormem::DmaBufStorage> &foreign_imports() {
  * file identity instead of importing each frame again. Holding an import
  * holds a dup of its fd, so a key here cannot be reused by another file.
  * Bounded: beyond kRecent buffers the least recently used one is dropped,
- * and gst_tensor_dmabuf_forget_foreign_imports() (elements call it at stop)
+ * and gst_tensor_mem_dmabuf_forget_foreign_imports() (elements call it at stop)
  * drops them all. */
 class RecentImports {
 public:
@@ -214,7 +215,7 @@ GstMemory *wrap_storage(GstAllocator *allocator, std::shared_ptr<tensormem::DmaB
     const int fd = storage->fd();
     const gsize storage_bytes = storage->size_bytes();
     auto tensor = tensormem::Tensor::wrap(std::move(storage), {storage_bytes}, tensormem::DType::U8,
-                                          GST_TENSOR_DMABUF_ALLOCATOR_NAME);
+                                          GST_TENSOR_MEM_DMABUF_ALLOCATOR_NAME);
     if (!tensor) {
       GST_WARNING_OBJECT(allocator, "%s", tensor.error().message().c_str());
       return nullptr;
@@ -239,7 +240,7 @@ GstMemory *allocator_alloc(GstAllocator *allocator, gsize size, GstAllocationPar
   GstAllocationParams defaults;
   gsize maxsize;
   if (!gst_tensormem::prepare_allocation(GST_CAT_DEFAULT, allocator, size, &params, &defaults,
-                                         gst_tensormem::max_align_mask(GST_TENSOR_STORAGE_DMABUF), "DMA-BUF memory",
+                                         gst_tensormem::max_align_mask(GST_TENSOR_MEM_STORAGE_DMABUF), "DMA-BUF memory",
                                          &maxsize))
     return nullptr;
   try {
@@ -307,7 +308,7 @@ GstMemory *mem_share(GstMemory *mem, gssize offset, gssize size) {
     return nullptr;
   if (gst_tensormem::detached_share_requested())
     return detached_share(mem, mapping, abs_offset, abs_size);
-  auto *self = GST_TENSOR_DMABUF_ALLOCATOR_CAST(mem->allocator);
+  auto *self = GST_TENSOR_MEM_DMABUF_ALLOCATOR_CAST(mem->allocator);
   GstMemory *sub = self->fd_share(mem, offset, static_cast<gssize>(abs_size));
   if (!sub)
     return nullptr;
@@ -329,16 +330,16 @@ void tensor_allocator_init(GstTensorMemAllocatorInterface *iface) { iface->get_t
 
 /* Joins the tensor allocators through the interface: the parent class must
  * stay GstDmaBufAllocator for gst_is_dmabuf_memory(). */
-G_DEFINE_TYPE_WITH_CODE(GstTensorMemDmaBufAllocator, gst_tensor_dmabuf_allocator, GST_TYPE_DMABUF_ALLOCATOR,
+G_DEFINE_TYPE_WITH_CODE(GstTensorMemDmaBufAllocator, gst_tensor_mem_dmabuf_allocator, GST_TYPE_DMABUF_ALLOCATOR,
                         G_IMPLEMENT_INTERFACE(GST_TYPE_TENSOR_MEM_ALLOCATOR, tensor_allocator_init);
                         GST_DEBUG_CATEGORY_INIT(gst_tensor_dmabuf_debug, "tensormemdmabuf", 0, "DMA-BUF tensor memory"))
 
-static void gst_tensor_dmabuf_allocator_class_init(GstTensorMemDmaBufAllocatorClass *klass) {
+static void gst_tensor_mem_dmabuf_allocator_class_init(GstTensorMemDmaBufAllocatorClass *klass) {
   GST_ALLOCATOR_CLASS(klass)->alloc = allocator_alloc;
   // free stays GstFdAllocator's: the fd is DONT_CLOSE, the storage (qdata) closes it.
 }
 
-static void gst_tensor_dmabuf_allocator_init(GstTensorMemDmaBufAllocator *self) {
+static void gst_tensor_mem_dmabuf_allocator_init(GstTensorMemDmaBufAllocator *self) {
   auto *alloc = GST_ALLOCATOR_CAST(self);
   // mem_type stays GST_ALLOCATOR_DMABUF, set by GstDmaBufAllocator.
   self->fd_share = alloc->mem_share;
@@ -354,14 +355,14 @@ static void gst_tensor_dmabuf_allocator_init(GstTensorMemDmaBufAllocator *self) 
 
 const tensormem::Tensor *gst_tensormem::own_dmabuf_tensor(GstMemory *mem) noexcept {
   if (mem == nullptr || mem->allocator == nullptr ||
-      G_TYPE_FROM_INSTANCE(mem->allocator) != GST_TYPE_TENSOR_DMABUF_ALLOCATOR)
+      G_TYPE_FROM_INSTANCE(mem->allocator) != GST_TYPE_TENSOR_MEM_DMABUF_ALLOCATOR)
     return nullptr;
   TensorMapping *mapping = mapping_of(mem);
   return mapping ? &mapping->tensor : nullptr;
 }
 
 /**
- * gst_tensor_dmabuf_allocator_get:
+ * gst_tensor_mem_dmabuf_allocator_get:
  *
  * The DMA-BUF tensor allocator. gst_allocator_alloc() on it allocates a new
  * DMA-BUF storage: from a DMA heap, or a memfd when the environment says
@@ -372,10 +373,10 @@ const tensormem::Tensor *gst_tensormem::own_dmabuf_tensor(GstMemory *mem) noexce
  *
  * Since: 0.1
  */
-GstAllocator *gst_tensor_dmabuf_allocator_get(void) {
+GstAllocator *gst_tensor_mem_dmabuf_allocator_get(void) {
   static gsize registered = 0;
-  return gst_tensormem::registered_allocator(&registered, GST_TYPE_TENSOR_DMABUF_ALLOCATOR,
-                                             GST_TENSOR_DMABUF_ALLOCATOR_NAME);
+  return gst_tensormem::registered_allocator(&registered, GST_TYPE_TENSOR_MEM_DMABUF_ALLOCATOR,
+                                             GST_TENSOR_MEM_DMABUF_ALLOCATOR_NAME);
 }
 
 /**
@@ -388,11 +389,11 @@ GstAllocator *gst_tensor_dmabuf_allocator_get(void) {
  * Since: 0.1
  */
 gboolean gst_is_tensor_dmabuf_memory(GstMemory *mem) {
-  return mem != nullptr && mem->allocator != nullptr && GST_IS_TENSOR_DMABUF_ALLOCATOR(mem->allocator);
+  return mem != nullptr && mem->allocator != nullptr && GST_IS_TENSOR_MEM_DMABUF_ALLOCATOR(mem->allocator);
 }
 
 /**
- * gst_tensor_dmabuf_allocator_import: (skip)
+ * gst_tensor_mem_dmabuf_allocator_import: (skip)
  * @allocator: the DMA-BUF tensor allocator
  * @storage: a DMA-BUF storage
  *
@@ -403,16 +404,16 @@ gboolean gst_is_tensor_dmabuf_memory(GstMemory *mem) {
  *
  * Since: 0.1
  */
-GstMemory *gst_tensor_dmabuf_allocator_import(GstAllocator *allocator,
+GstMemory *gst_tensor_mem_dmabuf_allocator_import(GstAllocator *allocator,
                                               std::shared_ptr<tensormem::DmaBufStorage> storage) {
-  g_return_val_if_fail(GST_IS_TENSOR_DMABUF_ALLOCATOR(allocator), nullptr);
+  g_return_val_if_fail(GST_IS_TENSOR_MEM_DMABUF_ALLOCATOR(allocator), nullptr);
   g_return_val_if_fail(storage != nullptr, nullptr);
   const gsize bytes = storage->size_bytes();
   return wrap_storage(allocator, std::move(storage), bytes);
 }
 
 /**
- * gst_tensor_dmabuf_memory_import_fd:
+ * gst_tensor_mem_dmabuf_memory_import_fd:
  * @fd: a DMA-BUF (or memfd) file descriptor; it stays the caller's
  * @size: bytes to wrap, 0 for the whole buffer
  *
@@ -424,7 +425,7 @@ GstMemory *gst_tensor_dmabuf_allocator_import(GstAllocator *allocator,
  *
  * Since: 0.1
  */
-GstMemory *gst_tensor_dmabuf_memory_import_fd(gint fd, gsize size) {
+GstMemory *gst_tensor_mem_dmabuf_memory_import_fd(gint fd, gsize size) {
   try {
     auto storage = tensormem::DmaBufStorage::import(fd, size);
     if (!storage) {
@@ -432,7 +433,7 @@ GstMemory *gst_tensor_dmabuf_memory_import_fd(gint fd, gsize size) {
       return nullptr;
     }
     const gsize bytes = size ? size : (*storage)->size_bytes();
-    GstAllocator *allocator = gst_tensor_dmabuf_allocator_get();
+    GstAllocator *allocator = gst_tensor_mem_dmabuf_allocator_get();
     GstMemory *mem = wrap_storage(allocator, std::move(*storage), bytes);
     gst_object_unref(allocator);
     return mem;
@@ -443,7 +444,7 @@ GstMemory *gst_tensor_dmabuf_memory_import_fd(gint fd, gsize size) {
 }
 
 /**
- * gst_tensor_dmabuf_memory_get_storage: (skip)
+ * gst_tensor_mem_dmabuf_memory_get_storage: (skip)
  * @mem: a #GstMemory
  *
  * C++ only.
@@ -453,15 +454,15 @@ GstMemory *gst_tensor_dmabuf_memory_import_fd(gint fd, gsize size) {
  *
  * Since: 0.1
  */
-std::shared_ptr<tensormem::DmaBufStorage> gst_tensor_dmabuf_memory_get_storage(GstMemory *mem) {
-  const tensormem::Tensor *tensor = gst_is_tensor_dmabuf_memory(mem) ? gst_tensor_memory_get_tensor(mem) : nullptr;
+std::shared_ptr<tensormem::DmaBufStorage> gst_tensor_mem_dmabuf_memory_get_storage(GstMemory *mem) {
+  const tensormem::Tensor *tensor = gst_is_tensor_dmabuf_memory(mem) ? gst_tensor_mem_memory_get_tensor(mem) : nullptr;
   if (!tensor || tensor->storage_kind() != tensormem::StorageKind::DmaBuf)
     return {};
   return std::static_pointer_cast<tensormem::DmaBufStorage>(tensor->storage());
 }
 
 /**
- * gst_tensor_dmabuf_memory_import_storage: (skip)
+ * gst_tensor_mem_dmabuf_memory_import_storage: (skip)
  * @mem: a DMA-BUF #GstMemory (gst_is_dmabuf_memory())
  *
  * C++ only. The storage behind @mem: its own for DMA-BUF tensor memory,
@@ -472,10 +473,10 @@ std::shared_ptr<tensormem::DmaBufStorage> gst_tensor_dmabuf_memory_get_storage(G
  *
  * Since: 0.1
  */
-tensormem::Result<std::shared_ptr<tensormem::DmaBufStorage>> gst_tensor_dmabuf_memory_import_storage(GstMemory *mem) {
+tensormem::Result<std::shared_ptr<tensormem::DmaBufStorage>> gst_tensor_mem_dmabuf_memory_import_storage(GstMemory *mem) {
   if (!mem || !gst_is_dmabuf_memory(mem))
-    return tensormem::Error::invalid_argument("gst_tensor_dmabuf_memory_import_storage: not DMA-BUF memory");
-  if (auto ours = gst_tensor_dmabuf_memory_get_storage(mem))
+    return tensormem::Error::invalid_argument("gst_tensor_mem_dmabuf_memory_import_storage: not DMA-BUF memory");
+  if (auto ours = gst_tensor_mem_dmabuf_memory_get_storage(mem))
     return ours;
   const gint fd = gst_dmabuf_memory_get_fd(mem);
   auto id = tensormem::DmaBufStorage::identity_of(fd);
@@ -497,7 +498,7 @@ tensormem::Result<std::shared_ptr<tensormem::DmaBufStorage>> gst_tensor_dmabuf_m
 }
 
 /**
- * gst_tensor_dmabuf_forget_foreign_imports:
+ * gst_tensor_mem_dmabuf_forget_foreign_imports:
  *
  * Drops the imports of foreign DMA-BUFs kept after their memory died (at
  * most 32, the most recently used: what lets a producer that re-wraps the
@@ -508,7 +509,7 @@ tensormem::Result<std::shared_ptr<tensormem::DmaBufStorage>> gst_tensor_dmabuf_m
  *
  * Since: 0.1
  */
-void gst_tensor_dmabuf_forget_foreign_imports(void) { recent_imports().clear(); }
+void gst_tensor_mem_dmabuf_forget_foreign_imports(void) { recent_imports().clear(); }
 
 /* ---- the DMA-BUF backend ---- */
 
@@ -523,12 +524,12 @@ gboolean dmabuf_check_usable(GstElement *element) {
                     (nullptr));
   return FALSE;
 }
-GstAllocator *dmabuf_new_allocator(GstObject *) { return gst_tensor_dmabuf_allocator_get(); }
+GstAllocator *dmabuf_new_allocator(GstObject *) { return gst_tensor_mem_dmabuf_allocator_get(); }
 } // namespace
 
 const Backend &dmabuf_backend() {
   static const Backend backend = {
-      .storage = GST_TENSOR_STORAGE_DMABUF,
+      .storage = GST_TENSOR_MEM_STORAGE_DMABUF,
       .memory_name = "DMA-BUF",
       .caps_feature = GST_CAPS_FEATURE_MEMORY_DMABUF,
       .kind = tensormem::StorageKind::DmaBuf,
@@ -540,7 +541,7 @@ const Backend &dmabuf_backend() {
 
 /* ---- DMA_DRM caps (GStreamer 1.24 and later) ---- */
 
-#if GST_TENSORMEM_HAVE_DMA_DRM
+#if GST_TENSOR_MEM_HAVE_DMA_DRM
 namespace {
 
 // From drm_fourcc.h, which GStreamer's headers do not include.
@@ -589,10 +590,10 @@ bool set_list_field(GstStructure *s, const char *field, GValue *list) {
   return true;
 }
 
-/* GST_TENSOR_VIDEO_FORMATS as a list value. */
+/* GST_TENSOR_MEM_VIDEO_FORMATS as a list value. */
 const GValue *tensor_video_formats() {
   static const GValue *formats = [] {
-    GstStructure *s = gst_structure_from_string("f, format=(string)" GST_TENSOR_VIDEO_FORMATS, nullptr);
+    GstStructure *s = gst_structure_from_string("f, format=(string)" GST_TENSOR_MEM_VIDEO_FORMATS, nullptr);
     auto *value = g_new0(GValue, 1);
     g_value_init(value, GST_TYPE_LIST);
     g_value_copy(gst_structure_get_value(s, "format"), value);

@@ -5,17 +5,10 @@
 #include <gst/tensormem/gsttensormemallocator.h>
 #include <gst/tensormem/tensormem-prelude.h>
 
-#ifdef __cplusplus
-#include <tensormem/dmabuf_storage.hpp>
-#include <tensormem/tensor.hpp>
-
-#include <memory>
-#endif
-
 G_BEGIN_DECLS
 
 /**
- * GST_TENSOR_DMABUF_ALLOCATOR_NAME:
+ * GST_TENSOR_MEM_DMABUF_ALLOCATOR_NAME:
  *
  * The name the DMA-BUF tensor allocator is registered under
  * (gst_allocator_find()). Its memories keep the memory type
@@ -24,13 +17,13 @@ G_BEGIN_DECLS
  *
  * Since: 0.1
  */
-#define GST_TENSOR_DMABUF_ALLOCATOR_NAME "TensorDmaBufMemory"
+#define GST_TENSOR_MEM_DMABUF_ALLOCATOR_NAME "TensorDmaBufMemory"
 
-#define GST_TYPE_TENSOR_DMABUF_ALLOCATOR (gst_tensor_dmabuf_allocator_get_type())
-#define GST_TENSOR_DMABUF_ALLOCATOR(obj)                                                                               \
-  (G_TYPE_CHECK_INSTANCE_CAST((obj), GST_TYPE_TENSOR_DMABUF_ALLOCATOR, GstTensorMemDmaBufAllocator))
-#define GST_IS_TENSOR_DMABUF_ALLOCATOR(obj) (G_TYPE_CHECK_INSTANCE_TYPE((obj), GST_TYPE_TENSOR_DMABUF_ALLOCATOR))
-#define GST_TENSOR_DMABUF_ALLOCATOR_CAST(obj) ((GstTensorMemDmaBufAllocator *)(obj))
+#define GST_TYPE_TENSOR_MEM_DMABUF_ALLOCATOR (gst_tensor_mem_dmabuf_allocator_get_type())
+#define GST_TENSOR_MEM_DMABUF_ALLOCATOR(obj)                                                                               \
+  (G_TYPE_CHECK_INSTANCE_CAST((obj), GST_TYPE_TENSOR_MEM_DMABUF_ALLOCATOR, GstTensorMemDmaBufAllocator))
+#define GST_IS_TENSOR_MEM_DMABUF_ALLOCATOR(obj) (G_TYPE_CHECK_INSTANCE_TYPE((obj), GST_TYPE_TENSOR_MEM_DMABUF_ALLOCATOR))
+#define GST_TENSOR_MEM_DMABUF_ALLOCATOR_CAST(obj) ((GstTensorMemDmaBufAllocator *)(obj))
 
 typedef struct _GstTensorMemDmaBufAllocator GstTensorMemDmaBufAllocator;
 typedef struct _GstTensorMemDmaBufAllocatorClass GstTensorMemDmaBufAllocatorClass;
@@ -61,33 +54,22 @@ struct _GstTensorMemDmaBufAllocatorClass {
   gpointer _gst_reserved[GST_PADDING];
 };
 
-GST_TENSORMEM_API
-GType gst_tensor_dmabuf_allocator_get_type(void);
+GST_TENSOR_MEM_API
+GType gst_tensor_mem_dmabuf_allocator_get_type(void);
 
-GST_TENSORMEM_API
-GstAllocator *gst_tensor_dmabuf_allocator_get(void);
+GST_TENSOR_MEM_API
+GstAllocator *gst_tensor_mem_dmabuf_allocator_get(void);
 
-GST_TENSORMEM_API
+GST_TENSOR_MEM_API
 gboolean gst_is_tensor_dmabuf_memory(GstMemory *mem);
 
-GST_TENSORMEM_API
-GstMemory *gst_tensor_dmabuf_memory_import_fd(gint fd, gsize size);
+GST_TENSOR_MEM_API
+GstMemory *gst_tensor_mem_dmabuf_memory_import_fd(gint fd, gsize size);
 
-GST_TENSORMEM_API
-void gst_tensor_dmabuf_forget_foreign_imports(void);
+GST_TENSOR_MEM_API
+void gst_tensor_mem_dmabuf_forget_foreign_imports(void);
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(GstTensorMemDmaBufAllocator, gst_object_unref)
 
 G_END_DECLS
 
-#ifdef __cplusplus
-GST_TENSORMEM_API
-GstMemory *gst_tensor_dmabuf_allocator_import(GstAllocator *allocator,
-                                              std::shared_ptr<tensormem::DmaBufStorage> storage);
-
-GST_TENSORMEM_API
-std::shared_ptr<tensormem::DmaBufStorage> gst_tensor_dmabuf_memory_get_storage(GstMemory *mem);
-
-GST_TENSORMEM_API
-tensormem::Result<std::shared_ptr<tensormem::DmaBufStorage>> gst_tensor_dmabuf_memory_import_storage(GstMemory *mem);
-#endif

@@ -26,6 +26,7 @@
 #include <gst/tensormem/gsttensormemconfig.h>
 
 #include <gst/tensormem/gsttensorcancel-private.h>
+#include <gst/tensormem/gsttensormem.hpp>
 
 #include <tensormem/gl_worker.hpp>
 #include <tensormem/storage.hpp>
@@ -332,7 +333,7 @@ GstTensorMemFenceMeta *gst_buffer_add_tensor_mem_fence_meta(GstBuffer *buffer,
 gboolean gst_buffer_add_tensor_mem_fences_from_memory(GstBuffer *buffer, GError **error) {
   g_return_val_if_fail(GST_IS_BUFFER(buffer), FALSE);
   for (guint i = 0; i < gst_buffer_n_memory(buffer); ++i) {
-    const tensormem::Tensor *tensor = gst_tensor_memory_get_tensor(gst_buffer_peek_memory(buffer, i));
+    const tensormem::Tensor *tensor = gst_tensor_mem_memory_get_tensor(gst_buffer_peek_memory(buffer, i));
     if (!tensor)
       continue;
     for (tensormem::GpuCompletion &write : tensor->storage()->gpu_completion()) {
@@ -449,7 +450,7 @@ gboolean gst_tensor_mem_fence_meta_wait_gpu(GstTensorMemFenceMeta *meta, GstTens
                 "a GL context cannot wait for fence %s on the GPU; wait on the CPU", describe(meta).c_str());
     return FALSE;
   }
-  std::shared_ptr<tensormem::GlWorker> gl = worker ? gst_tensor_gl_worker_get_core_gl_worker(worker) : nullptr;
+  std::shared_ptr<tensormem::GlWorker> gl = worker ? gst_tensor_mem_gl_worker_get_core_gl_worker(worker) : nullptr;
   if (!gl) {
     g_set_error(error, GST_RESOURCE_ERROR, GST_RESOURCE_ERROR_NOT_FOUND, "no GL worker to wait for fence %s on",
                 describe(meta).c_str());

@@ -6,16 +6,6 @@
 #include <gio/gio.h>
 #include <gst/base/gstbasetransform.h>
 
-#ifdef __cplusplus
-#include <tensormem/timeline.hpp>
-
-#include <memory>
-
-namespace tensormem {
-class GlWorker;
-}
-#endif
-
 G_BEGIN_DECLS
 
 /**
@@ -107,120 +97,86 @@ struct _GstTensorMemFenceMeta {
   gpointer _gst_reserved[GST_PADDING];
 };
 
-GST_TENSORMEM_API
+GST_TENSOR_MEM_API
 GType gst_tensor_mem_fence_meta_api_get_type(void);
 
-GST_TENSORMEM_API
+GST_TENSOR_MEM_API
 const GstMetaInfo *gst_tensor_mem_fence_meta_get_info(void);
 
-GST_TENSORMEM_API
+GST_TENSOR_MEM_API
 const gchar *gst_tensor_mem_fence_kind_to_string(GstTensorMemFenceKind kind);
 
-GST_TENSORMEM_API
+GST_TENSOR_MEM_API
 GstTensorMemFenceMeta *gst_buffer_get_tensor_mem_fence_meta(GstBuffer *buffer);
 
-GST_TENSORMEM_API
+GST_TENSOR_MEM_API
 GstTensorMemFenceMeta *gst_buffer_add_tensor_mem_fence_meta_empty(GstBuffer *buffer);
 
-GST_TENSORMEM_API
+GST_TENSOR_MEM_API
 gboolean gst_tensor_mem_fence_meta_is_signalled(GstTensorMemFenceMeta *meta);
 
-GST_TENSORMEM_API
+GST_TENSOR_MEM_API
 gboolean gst_tensor_mem_fence_meta_wait_cpu(GstTensorMemFenceMeta *meta, GstClockTime timeout_ns, GError **error);
 
-GST_TENSORMEM_API
+GST_TENSOR_MEM_API
 gboolean gst_tensor_mem_fence_meta_wait_cpu_cancellable(GstTensorMemFenceMeta *meta, GstClockTime timeout_ns,
                                                         GCancellable *cancellable, GError **error);
 
-GST_TENSORMEM_API
+GST_TENSOR_MEM_API
 gboolean gst_tensor_mem_fence_meta_wait_gpu(GstTensorMemFenceMeta *meta, GstTensorMemGlWorker *worker, GError **error);
 
-GST_TENSORMEM_API
+GST_TENSOR_MEM_API
 gboolean gst_tensor_mem_fence_meta_is_satisfied(GstTensorMemFenceMeta *meta);
 
-GST_TENSORMEM_API
+GST_TENSOR_MEM_API
 void gst_tensor_mem_fence_meta_set_satisfied(GstTensorMemFenceMeta *meta);
 
-GST_TENSORMEM_API
+GST_TENSOR_MEM_API
 void gst_tensor_mem_fence_meta_clear(GstTensorMemFenceMeta *meta);
 
-GST_TENSORMEM_API
+GST_TENSOR_MEM_API
 gint gst_tensor_mem_fence_meta_get_fd(GstTensorMemFenceMeta *meta);
 
-GST_TENSORMEM_API
+GST_TENSOR_MEM_API
 gchar *gst_tensor_mem_fence_meta_describe(GstTensorMemFenceMeta *meta);
 
-GST_TENSORMEM_API
+GST_TENSOR_MEM_API
 gboolean gst_buffer_has_tensor_mem_fence(GstBuffer *buffer);
 
-GST_TENSORMEM_API
+GST_TENSOR_MEM_API
 gchar *gst_buffer_describe_tensor_mem_fences(GstBuffer *buffer);
 
-GST_TENSORMEM_API
+GST_TENSOR_MEM_API
 gboolean gst_buffer_fence_tensor_pbo_writes(GstBuffer *buffer, GError **error);
 
-GST_TENSORMEM_API
+GST_TENSOR_MEM_API
 gboolean gst_buffer_wait_tensor_mem_fences(GstBuffer *buffer, GstClockTime timeout_ns, guint *waited, GError **error);
 
-GST_TENSORMEM_API
+GST_TENSOR_MEM_API
 gboolean gst_buffer_wait_tensor_mem_fences_cancellable(GstBuffer *buffer, GstClockTime timeout_ns,
                                                        GCancellable *cancellable, guint *waited, GError **error);
 
-GST_TENSORMEM_API
+GST_TENSOR_MEM_API
 GstFlowReturn gst_tensor_mem_element_post_fence_error(GstElement *element, GstBuffer *buffer, GstClockTime timeout_ns,
                                                       const GError *error);
 
-GST_TENSORMEM_API
+GST_TENSOR_MEM_API
 GstFlowReturn gst_tensor_mem_element_wait_fences(GstElement *element, GstBuffer *buffer, GstClockTime timeout_ns,
                                                  GCancellable *cancellable, guint *waited);
 
-GST_TENSORMEM_API
+GST_TENSOR_MEM_API
 void gst_tensor_mem_transform_interrupt_waits(GstBaseTransform *trans, GCancellable *cancellable, gboolean interrupt);
 
-GST_TENSORMEM_API
+GST_TENSOR_MEM_API
 void gst_tensor_mem_transform_watch_event(GstBaseTransform *trans, GCancellable *cancellable, GstEvent *event);
 
-GST_TENSORMEM_API
+GST_TENSOR_MEM_API
 void gst_tensor_mem_transform_watch_state_change(GstBaseTransform *trans, GCancellable *cancellable,
                                                  GstStateChange transition);
 
 /* GstGL interop (gsttensorglsync.cpp). */
-GST_TENSORMEM_API
+GST_TENSOR_MEM_API
 guint gst_buffer_wait_gl_sync_metas(GstBuffer *buffer);
 
 G_END_DECLS
 
-#ifdef __cplusplus
-/**
- * gst_buffer_add_tensor_mem_fence_meta: (skip)
- *
- * C++ only (a std::shared_ptr<tensormem::Timeline>). Records on @buffer that its memory is written until @timeline
- * reaches
- * @value: the buffer's fence meta for @timeline (or an empty one) is updated
- * to the newer value, else a new meta is added. @sync_file_fd (SyncFile
- * timelines only, -1 otherwise) is duplicated, never taken. NULL, with
- * @error set, for a value the timeline never issued (HAZ-23) or an fd that
- * cannot be duplicated. Value 0 records nothing and returns NULL without an
- * error. */
-GST_TENSORMEM_API
-GstTensorMemFenceMeta *gst_buffer_add_tensor_mem_fence_meta(GstBuffer *buffer,
-                                                            std::shared_ptr<tensormem::Timeline> timeline,
-                                                            guint64 value, gint sync_file_fd, GError **error);
-
-/**
- * gst_buffer_add_tensor_mem_fences_from_memory: (skip)
- *
- * Declared for C++ only. Every GPU write recorded on the storages of @buffer's tensor memories
- * (tensormem::Storage::gpu_completion()), as fence metas; FALSE with @error
- * set when one could not be added. */
-GST_TENSORMEM_API
-gboolean gst_buffer_add_tensor_mem_fences_from_memory(GstBuffer *buffer, GError **error);
-
-/**
- * gst_tensor_mem_fence_meta_get_timeline: (skip)
- *
- * C++ only. The timeline the meta refers to; null for an empty meta.
- */
-GST_TENSORMEM_API
-std::shared_ptr<tensormem::Timeline> gst_tensor_mem_fence_meta_get_timeline(GstTensorMemFenceMeta *meta);
-#endif

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include <gst/tensormem/gsttensorformat.h>
+#include <gst/tensormem/gsttensormem.hpp>
 
 #include <array>
 #include <utility>
@@ -26,7 +27,7 @@ constexpr std::array<std::pair<GstVideoFormat, PixelFormat>, 12> kFormats{{
 } // namespace
 
 /**
- * gst_tensor_pixel_format_from_video_format: (skip)
+ * gst_tensor_mem_pixel_format_from_video_format: (skip)
  * @format: a #GstVideoFormat
  * @out: (out): the matching tensormem pixel format
  *
@@ -36,7 +37,7 @@ constexpr std::array<std::pair<GstVideoFormat, PixelFormat>, 12> kFormats{{
  *
  * Since: 0.1
  */
-gboolean gst_tensor_pixel_format_from_video_format(GstVideoFormat format, tensormem::PixelFormat *out) {
+gboolean gst_tensor_mem_pixel_format_from_video_format(GstVideoFormat format, tensormem::PixelFormat *out) {
   g_return_val_if_fail(out != nullptr, FALSE);
   for (const auto &[gst, tm] : kFormats) {
     if (gst == format) {
@@ -48,7 +49,7 @@ gboolean gst_tensor_pixel_format_from_video_format(GstVideoFormat format, tensor
 }
 
 /**
- * gst_tensor_pixel_format_to_video_format: (skip)
+ * gst_tensor_mem_pixel_format_to_video_format: (skip)
  * @format: a tensormem pixel format
  *
  * C++ only.
@@ -57,7 +58,7 @@ gboolean gst_tensor_pixel_format_from_video_format(GstVideoFormat format, tensor
  *
  * Since: 0.1
  */
-GstVideoFormat gst_tensor_pixel_format_to_video_format(tensormem::PixelFormat format) {
+GstVideoFormat gst_tensor_mem_pixel_format_to_video_format(tensormem::PixelFormat format) {
   for (const auto &[gst, tm] : kFormats) {
     if (tm == format)
       return gst;

@@ -88,14 +88,14 @@ GstFlowReturn copy_frame_into_pool(GstElement *element, GstBufferPool *pool, con
   copy_metadata(element, in, *out);
   GstVideoFrame in_frame, out_frame;
   if (!gst_video_frame_map(&in_frame, info, in, GST_MAP_READ)) {
-    const gchar *why = gst_tensor_memory_get_last_map_failure();
+    const gchar *why = gst_tensor_mem_memory_get_last_map_failure();
     GST_ELEMENT_ERROR(element, STREAM, FAILED, ("Cannot read the input frame: %s.", why ? why : "it does not map"),
                       ("gst_video_frame_map for reading failed on %" GST_PTR_FORMAT, in));
     gst_clear_buffer(out);
     return GST_FLOW_ERROR;
   }
   if (!gst_video_frame_map(&out_frame, info, *out, GST_MAP_WRITE)) {
-    const gchar *why = gst_tensor_memory_get_last_map_failure();
+    const gchar *why = gst_tensor_mem_memory_get_last_map_failure();
     gst_video_frame_unmap(&in_frame);
     GST_ELEMENT_ERROR(element, STREAM, FAILED, ("Cannot write the output frame: %s.", why ? why : "it does not map"),
                       ("gst_video_frame_map for writing failed on %" GST_PTR_FORMAT, *out));

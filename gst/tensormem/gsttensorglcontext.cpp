@@ -3,6 +3,7 @@
 #include <gst/tensormem/gsttensormemconfig.h>
 
 #include <gst/tensormem/gsttensorcontextshare-private.h>
+#include <gst/tensormem/gsttensormem.hpp>
 
 #include <tensormem/gl_worker.hpp>
 
@@ -18,30 +19,30 @@ struct _GstTensorMemGlWorkerPrivate {
   std::shared_ptr<tensormem::GlWorker> worker; // never empty after construction
 };
 
-G_DEFINE_TYPE_WITH_CODE(GstTensorMemGlWorker, gst_tensor_gl_worker, GST_TYPE_OBJECT,
+G_DEFINE_TYPE_WITH_CODE(GstTensorMemGlWorker, gst_tensor_mem_gl_worker, GST_TYPE_OBJECT,
                         GST_DEBUG_CATEGORY_INIT(gst_tensor_gl_context_debug, "tensormemglworker", 0,
                                                 "the GL worker and its GstContext"))
 
-static void gst_tensor_gl_worker_finalize(GObject *object) {
-  auto *self = GST_TENSOR_GL_WORKER(object);
+static void gst_tensor_mem_gl_worker_finalize(GObject *object) {
+  auto *self = GST_TENSOR_MEM_GL_WORKER(object);
   GST_DEBUG_OBJECT(self, "finalizing (the GL thread stops once no PBO memory of it is left)");
   // Dropping the last reference joins the GL thread; nothing here throws.
   delete self->priv;
   self->priv = nullptr;
-  G_OBJECT_CLASS(gst_tensor_gl_worker_parent_class)->finalize(object);
+  G_OBJECT_CLASS(gst_tensor_mem_gl_worker_parent_class)->finalize(object);
 }
 
-static void gst_tensor_gl_worker_class_init(GstTensorMemGlWorkerClass *klass) {
-  G_OBJECT_CLASS(klass)->finalize = gst_tensor_gl_worker_finalize;
+static void gst_tensor_mem_gl_worker_class_init(GstTensorMemGlWorkerClass *klass) {
+  G_OBJECT_CLASS(klass)->finalize = gst_tensor_mem_gl_worker_finalize;
 }
 
-static void gst_tensor_gl_worker_init(GstTensorMemGlWorker *self) { self->priv = nullptr; }
+static void gst_tensor_mem_gl_worker_init(GstTensorMemGlWorker *self) { self->priv = nullptr; }
 
 namespace {
 
 /* Without OpenGL the core library has no GlWorker code, and no worker can
  * exist: the accessors below then answer their defaults. */
-#if GST_TENSORMEM_HAVE_GL
+#if GST_TENSOR_MEM_HAVE_GL
 const tensormem::GlInfo &info_of(GstTensorMemGlWorker *worker) { return worker->priv->worker->info(); }
 guint64 map_calls_of(GstTensorMemGlWorker *worker) { return worker->priv->worker->gl_map_calls(); }
 guint mapped_of(GstTensorMemGlWorker *worker) { return static_cast<guint>(worker->priv->worker->mapped_buffers()); }
@@ -55,16 +56,16 @@ guint mapped_of(GstTensorMemGlWorker *) { return 0; }
 #endif
 
 bool worker_ok(GstTensorMemGlWorker *worker) {
-  return GST_IS_TENSOR_GL_WORKER(worker) && worker->priv != nullptr && worker->priv->worker != nullptr;
+  return GST_IS_TENSOR_MEM_GL_WORKER(worker) && worker->priv != nullptr && worker->priv->worker != nullptr;
 }
 
 /* The GL worker as a shared context object. */
-gboolean worker_object_ok(GstObject *object) { return worker_ok(GST_TENSOR_GL_WORKER(object)); }
+gboolean worker_object_ok(GstObject *object) { return worker_ok(GST_TENSOR_MEM_GL_WORKER(object)); }
 
-GstObject *make_worker(GError **error) { return GST_OBJECT_CAST(gst_tensor_gl_worker_new(error)); }
+GstObject *make_worker(GError **error) { return GST_OBJECT_CAST(gst_tensor_mem_gl_worker_new(error)); }
 
-const gst_tensormem::SharedContextKind kWorkerKind = {GST_TENSOR_GL_WORKER_CONTEXT_TYPE,
-                                                      GST_TENSOR_GL_WORKER_CONTEXT_FIELD, gst_tensor_gl_worker_get_type,
+const gst_tensormem::SharedContextKind kWorkerKind = {GST_TENSOR_MEM_GL_WORKER_CONTEXT_TYPE,
+                                                      GST_TENSOR_MEM_GL_WORKER_CONTEXT_FIELD, gst_tensor_mem_gl_worker_get_type,
                                                       worker_object_ok, make_worker};
 
 GstObject **object_slot(GstTensorMemGlWorker **slot) { return reinterpret_cast<GstObject **>(slot); }
@@ -72,7 +73,7 @@ GstObject **object_slot(GstTensorMemGlWorker **slot) { return reinterpret_cast<G
 } // namespace
 
 /**
- * gst_tensor_gl_worker_new:
+ * gst_tensor_mem_gl_worker_new:
  * @error: (out) (optional): where to put the reason on failure
  *
  * Starts a new headless GL worker: a thread with an EGL context made without
@@ -85,8 +86,8 @@ GstObject **object_slot(GstTensorMemGlWorker **slot) { return reinterpret_cast<G
  *
  * Since: 0.1
  */
-GstTensorMemGlWorker *gst_tensor_gl_worker_new(GError **error) {
-#if GST_TENSORMEM_HAVE_GL
+GstTensorMemGlWorker *gst_tensor_mem_gl_worker_new(GError **error) {
+#if GST_TENSOR_MEM_HAVE_GL
   try {
     auto made = tensormem::GlWorker::create();
     if (!made) {
@@ -94,7 +95,7 @@ GstTensorMemGlWorker *gst_tensor_gl_worker_new(GError **error) {
                   made.error().message().c_str());
       return nullptr;
     }
-    return gst_tensor_gl_worker_new_wrapped(std::move(*made));
+    return gst_tensor_mem_gl_worker_new_wrapped(std::move(*made));
   } catch (const std::bad_alloc &) {
     g_set_error(error, GST_RESOURCE_ERROR, GST_RESOURCE_ERROR_FAILED,
                 "Cannot start a headless GL worker: out of memory");
@@ -108,7 +109,7 @@ GstTensorMemGlWorker *gst_tensor_gl_worker_new(GError **error) {
 }
 
 /**
- * gst_tensor_gl_worker_new_wrapped: (skip)
+ * gst_tensor_mem_gl_worker_new_wrapped: (skip)
  * @worker: a running core GL worker
  *
  * C++ only. Wraps an existing core worker (for instance one the application
@@ -119,7 +120,7 @@ GstTensorMemGlWorker *gst_tensor_gl_worker_new(GError **error) {
  *
  * Since: 0.1
  */
-GstTensorMemGlWorker *gst_tensor_gl_worker_new_wrapped(std::shared_ptr<tensormem::GlWorker> worker) {
+GstTensorMemGlWorker *gst_tensor_mem_gl_worker_new_wrapped(std::shared_ptr<tensormem::GlWorker> worker) {
   g_return_val_if_fail(worker != nullptr, nullptr);
   _GstTensorMemGlWorkerPrivate *priv;
   try {
@@ -128,16 +129,16 @@ GstTensorMemGlWorker *gst_tensor_gl_worker_new_wrapped(std::shared_ptr<tensormem
     GST_WARNING("out of memory wrapping a GL worker");
     return nullptr;
   }
-  auto *self = static_cast<GstTensorMemGlWorker *>(g_object_new(GST_TYPE_TENSOR_GL_WORKER, nullptr));
+  auto *self = static_cast<GstTensorMemGlWorker *>(g_object_new(GST_TYPE_TENSOR_MEM_GL_WORKER, nullptr));
   gst_object_ref_sink(self);
   self->priv = priv;
-  GST_INFO_OBJECT(self, "GL worker: %s, renderer \"%s\", version \"%s\"", gst_tensor_gl_worker_get_platform(self),
-                  gst_tensor_gl_worker_get_renderer(self), gst_tensor_gl_worker_get_version(self));
+  GST_INFO_OBJECT(self, "GL worker: %s, renderer \"%s\", version \"%s\"", gst_tensor_mem_gl_worker_get_platform(self),
+                  gst_tensor_mem_gl_worker_get_renderer(self), gst_tensor_mem_gl_worker_get_version(self));
   return self;
 }
 
 /**
- * gst_tensor_gl_worker_get_core_gl_worker: (skip)
+ * gst_tensor_mem_gl_worker_get_core_gl_worker: (skip)
  * @worker: a #GstTensorMemGlWorker
  *
  * C++ only.
@@ -147,39 +148,39 @@ GstTensorMemGlWorker *gst_tensor_gl_worker_new_wrapped(std::shared_ptr<tensormem
  *
  * Since: 0.1
  */
-std::shared_ptr<tensormem::GlWorker> gst_tensor_gl_worker_get_core_gl_worker(GstTensorMemGlWorker *worker) {
+std::shared_ptr<tensormem::GlWorker> gst_tensor_mem_gl_worker_get_core_gl_worker(GstTensorMemGlWorker *worker) {
   g_return_val_if_fail(worker_ok(worker), nullptr);
   return worker->priv->worker;
 }
 
 /**
- * gst_tensor_gl_worker_get_renderer:
+ * gst_tensor_mem_gl_worker_get_renderer:
  * @worker: a #GstTensorMemGlWorker
  *
  * Returns: (transfer none): GL_RENDERER of the worker's context.
  *
  * Since: 0.1
  */
-const gchar *gst_tensor_gl_worker_get_renderer(GstTensorMemGlWorker *worker) {
+const gchar *gst_tensor_mem_gl_worker_get_renderer(GstTensorMemGlWorker *worker) {
   g_return_val_if_fail(worker_ok(worker), nullptr);
   return info_of(worker).renderer.c_str();
 }
 
 /**
- * gst_tensor_gl_worker_get_version:
+ * gst_tensor_mem_gl_worker_get_version:
  * @worker: a #GstTensorMemGlWorker
  *
  * Returns: (transfer none): GL_VERSION of the worker's context.
  *
  * Since: 0.1
  */
-const gchar *gst_tensor_gl_worker_get_version(GstTensorMemGlWorker *worker) {
+const gchar *gst_tensor_mem_gl_worker_get_version(GstTensorMemGlWorker *worker) {
   g_return_val_if_fail(worker_ok(worker), nullptr);
   return info_of(worker).version.c_str();
 }
 
 /**
- * gst_tensor_gl_worker_get_platform:
+ * gst_tensor_mem_gl_worker_get_platform:
  * @worker: a #GstTensorMemGlWorker
  *
  * Returns: (transfer none): the EGL platform the context was made on:
@@ -187,13 +188,13 @@ const gchar *gst_tensor_gl_worker_get_version(GstTensorMemGlWorker *worker) {
  *
  * Since: 0.1
  */
-const gchar *gst_tensor_gl_worker_get_platform(GstTensorMemGlWorker *worker) {
+const gchar *gst_tensor_mem_gl_worker_get_platform(GstTensorMemGlWorker *worker) {
   g_return_val_if_fail(worker_ok(worker), nullptr);
   return info_of(worker).platform.c_str();
 }
 
 /**
- * gst_tensor_gl_worker_get_map_calls:
+ * gst_tensor_mem_gl_worker_get_map_calls:
  * @worker: a #GstTensorMemGlWorker
  *
  * Returns: the number of glMapBufferRange calls the worker made so far
@@ -201,20 +202,20 @@ const gchar *gst_tensor_gl_worker_get_platform(GstTensorMemGlWorker *worker) {
  *
  * Since: 0.1
  */
-guint64 gst_tensor_gl_worker_get_map_calls(GstTensorMemGlWorker *worker) {
+guint64 gst_tensor_mem_gl_worker_get_map_calls(GstTensorMemGlWorker *worker) {
   g_return_val_if_fail(worker_ok(worker), 0);
   return map_calls_of(worker);
 }
 
 /**
- * gst_tensor_gl_worker_get_mapped_buffers:
+ * gst_tensor_mem_gl_worker_get_mapped_buffers:
  * @worker: a #GstTensorMemGlWorker
  *
  * Returns: the number of GL buffers currently mapped by the worker.
  *
  * Since: 0.1
  */
-guint gst_tensor_gl_worker_get_mapped_buffers(GstTensorMemGlWorker *worker) {
+guint gst_tensor_mem_gl_worker_get_mapped_buffers(GstTensorMemGlWorker *worker) {
   g_return_val_if_fail(worker_ok(worker), 0);
   return mapped_of(worker);
 }
@@ -225,14 +226,14 @@ guint gst_tensor_gl_worker_get_mapped_buffers(GstTensorMemGlWorker *worker) {
  * @worker: (nullable): the worker to store, or %NULL to remove it
  *
  * Stores @worker in @context's structure (field
- * %GST_TENSOR_GL_WORKER_CONTEXT_FIELD).
+ * %GST_TENSOR_MEM_GL_WORKER_CONTEXT_FIELD).
  *
  * Since: 0.1
  */
 void gst_context_set_tensor_gl_worker(GstContext *context, GstTensorMemGlWorker *worker) {
   g_return_if_fail(GST_IS_CONTEXT(context));
   g_return_if_fail(gst_context_is_writable(context));
-  g_return_if_fail(worker == nullptr || GST_IS_TENSOR_GL_WORKER(worker));
+  g_return_if_fail(worker == nullptr || GST_IS_TENSOR_MEM_GL_WORKER(worker));
   gst_tensormem::shared_context_set(kWorkerKind, context, GST_OBJECT_CAST(worker));
 }
 
@@ -241,7 +242,7 @@ void gst_context_set_tensor_gl_worker(GstContext *context, GstTensorMemGlWorker 
  * @context: a #GstContext
  * @worker: (out) (transfer full) (optional): the worker it holds
  *
- * Returns: %TRUE when @context is of type %GST_TENSOR_GL_WORKER_CONTEXT_TYPE
+ * Returns: %TRUE when @context is of type %GST_TENSOR_MEM_GL_WORKER_CONTEXT_TYPE
  * and holds a worker.
  *
  * Since: 0.1
@@ -256,7 +257,7 @@ gboolean gst_context_get_tensor_gl_worker(GstContext *context, GstTensorMemGlWor
  * @worker: a #GstTensorMemGlWorker
  * @persistent: whether the context survives the element's return to NULL
  *
- * Returns: (transfer full): a new %GST_TENSOR_GL_WORKER_CONTEXT_TYPE context
+ * Returns: (transfer full): a new %GST_TENSOR_MEM_GL_WORKER_CONTEXT_TYPE context
  * holding @worker. Give it to a pipeline with gst_element_set_context(), or
  * answer a need-context message with it, to make every tensor element of the
  * pipeline use @worker.
@@ -264,19 +265,19 @@ gboolean gst_context_get_tensor_gl_worker(GstContext *context, GstTensorMemGlWor
  * Since: 0.1
  */
 GstContext *gst_context_new_tensor_gl_worker(GstTensorMemGlWorker *worker, gboolean persistent) {
-  g_return_val_if_fail(GST_IS_TENSOR_GL_WORKER(worker), nullptr);
+  g_return_val_if_fail(GST_IS_TENSOR_MEM_GL_WORKER(worker), nullptr);
   return gst_tensormem::shared_context_new(kWorkerKind, GST_OBJECT_CAST(worker), persistent);
 }
 
 /**
- * gst_tensor_gl_worker_handle_set_context:
+ * gst_tensor_mem_gl_worker_handle_set_context:
  * @element: the element whose set_context is running
  * @context: the context it was given
  * @worker: (inout) (transfer full) (nullable): the element's worker slot,
  *   guarded by @element's object lock
  *
  * For an element's #GstElementClass.set_context: when @context is a
- * %GST_TENSOR_GL_WORKER_CONTEXT_TYPE context holding a worker, it replaces
+ * %GST_TENSOR_MEM_GL_WORKER_CONTEXT_TYPE context holding a worker, it replaces
  * *@worker. The element keeps using a worker it already built allocators
  * with; the new one applies to what it makes from then on. Chain up to the
  * parent class as well, so the element reports the context.
@@ -285,7 +286,7 @@ GstContext *gst_context_new_tensor_gl_worker(GstTensorMemGlWorker *worker, gbool
  *
  * Since: 0.1
  */
-gboolean gst_tensor_gl_worker_handle_set_context(GstElement *element, GstContext *context,
+gboolean gst_tensor_mem_gl_worker_handle_set_context(GstElement *element, GstContext *context,
                                                  GstTensorMemGlWorker **worker) {
   g_return_val_if_fail(GST_IS_ELEMENT(element), FALSE);
   g_return_val_if_fail(worker != nullptr, FALSE);
@@ -293,13 +294,13 @@ gboolean gst_tensor_gl_worker_handle_set_context(GstElement *element, GstContext
 }
 
 /**
- * gst_tensor_gl_worker_handle_context_query: (skip)
+ * gst_tensor_mem_gl_worker_handle_context_query: (skip)
  * @element: the element the query reached
  * @query: a query
  * @worker: the element's worker slot, guarded by @element's object lock
  *
  * For an element's query handlers: answers a %GST_QUERY_CONTEXT of type
- * %GST_TENSOR_GL_WORKER_CONTEXT_TYPE with the element's worker, when it has
+ * %GST_TENSOR_MEM_GL_WORKER_CONTEXT_TYPE with the element's worker, when it has
  * one.
  *
  * Not introspectable: @worker is the address of the element's slot, read under
@@ -309,7 +310,7 @@ gboolean gst_tensor_gl_worker_handle_set_context(GstElement *element, GstContext
  *
  * Since: 0.1
  */
-gboolean gst_tensor_gl_worker_handle_context_query(GstElement *element, GstQuery *query,
+gboolean gst_tensor_mem_gl_worker_handle_context_query(GstElement *element, GstQuery *query,
                                                    GstTensorMemGlWorker **worker) {
   g_return_val_if_fail(GST_IS_ELEMENT(element), FALSE);
   g_return_val_if_fail(GST_IS_QUERY(query), FALSE);
@@ -318,7 +319,7 @@ gboolean gst_tensor_gl_worker_handle_context_query(GstElement *element, GstQuery
 }
 
 /**
- * gst_tensor_gl_worker_ensure:
+ * gst_tensor_mem_gl_worker_ensure:
  * @element: the element that needs a GL worker
  * @worker: (inout) (transfer full) (nullable): the element's worker slot,
  *   guarded by @element's object lock; filled on success
@@ -340,15 +341,15 @@ gboolean gst_tensor_gl_worker_handle_context_query(GstElement *element, GstQuery
  *    returns to NULL, and the GL thread stops once nothing uses it.
  *
  * The element's set_context must call
- * gst_tensor_gl_worker_handle_set_context() on the same slot, and its query
- * handlers gst_tensor_gl_worker_handle_context_query(). Do not hold the
+ * gst_tensor_mem_gl_worker_handle_set_context() on the same slot, and its query
+ * handlers gst_tensor_mem_gl_worker_handle_context_query(). Do not hold the
  * object lock when calling this.
  *
  * Returns: %TRUE when *@worker is set.
  *
  * Since: 0.1
  */
-gboolean gst_tensor_gl_worker_ensure(GstElement *element, GstTensorMemGlWorker **worker, GError **error) {
+gboolean gst_tensor_mem_gl_worker_ensure(GstElement *element, GstTensorMemGlWorker **worker, GError **error) {
   g_return_val_if_fail(GST_IS_ELEMENT(element), FALSE);
   g_return_val_if_fail(worker != nullptr, FALSE);
   return gst_tensormem::shared_context_ensure(kWorkerKind, element, object_slot(worker), error);

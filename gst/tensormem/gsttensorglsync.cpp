@@ -7,7 +7,7 @@
 #include <gst/tensormem/gsttensorfencemeta.h>
 #include <gst/tensormem/gsttensormemconfig.h>
 
-#if GST_TENSORMEM_HAVE_GSTGL
+#if GST_TENSOR_MEM_HAVE_GSTGL
 #include <gst/gl/gl.h>
 #endif
 
@@ -29,7 +29,7 @@
  */
 guint gst_buffer_wait_gl_sync_metas(GstBuffer *buffer) {
   g_return_val_if_fail(GST_IS_BUFFER(buffer), 0);
-#if GST_TENSORMEM_HAVE_GSTGL
+#if GST_TENSOR_MEM_HAVE_GSTGL
   guint waited = 0;
   gpointer state = nullptr;
   while (GstMeta *meta = gst_buffer_iterate_meta_filtered(buffer, &state, GST_GL_SYNC_META_API_TYPE)) {

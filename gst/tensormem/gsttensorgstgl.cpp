@@ -7,12 +7,12 @@
  * Where a pipeline already has a #GstGLContext (GstGL elements upstream),
  * PBO tensor memory can be filled from `memory:GLMemory` textures without a
  * CPU copy: a GL worker whose context lives on GstGL's EGL display and
- * shares objects with GstGL's context (gst_tensor_gl_worker_ensure_gstgl())
+ * shares objects with GstGL's context (gst_tensor_mem_gl_worker_ensure_gstgl())
  * reads each texture into a PBO with a pack-buffer glReadPixels
  * (gst_buffer_read_gl_memory_into_tensor_pbo()). GstGL must run on EGL: GL
  * objects cannot be shared between a GLX and an EGL context. On X11, where
  * GstGL picks GLX by default, the element offers GstGL an EGL display
- * (gst_tensor_gstgl_display_answer_query()). docs/pbo.md, "GstGL interop".
+ * (gst_tensor_mem_gstgl_display_answer_query()). docs/pbo.md, "GstGL interop".
  *
  * Since: 0.1
  */
@@ -21,13 +21,14 @@
 
 #include <gst/tensormem/gsttensormemconfig.h>
 #include <gst/tensormem/gsttensorpbo.h>
+#include <gst/tensormem/gsttensormem.hpp>
 
 #include <tensormem/gl_worker.hpp>
 
 #include <new>
 #include <string>
 
-#if GST_TENSORMEM_HAVE_GSTGL && GST_TENSORMEM_HAVE_GL
+#if GST_TENSOR_MEM_HAVE_GSTGL && GST_TENSOR_MEM_HAVE_GL
 #define TENSORMEM_GSTGL_READBACK 1
 #include <gst/gl/egl/gstgldisplay_egl.h>
 #include <gst/gl/gl.h>
@@ -43,7 +44,7 @@
 namespace {
 
 #if TENSORMEM_GSTGL_READBACK
-/* On a worker made by gst_tensor_gl_worker_ensure_gstgl(): the GstGLContext
+/* On a worker made by gst_tensor_mem_gl_worker_ensure_gstgl(): the GstGLContext
  * it shares with, and the GstGLDisplayEGL whose EGLDisplay its context lives
  * on (GstGL terminates that display when the last reference goes, so the
  * worker holds one until its own context is gone: object data is released
@@ -98,7 +99,7 @@ gboolean ensure_sharing_worker(GstGLContext *context, GstTensorMemGlWorker **wor
       g_set_error(error, GST_RESOURCE_ERROR, GST_RESOURCE_ERROR_FAILED, "sharing GstGL's context %s: %s",
                   GST_OBJECT_NAME(context), core.error().message().c_str());
     } else {
-      made = gst_tensor_gl_worker_new_wrapped(std::move(*core));
+      made = gst_tensor_mem_gl_worker_new_wrapped(std::move(*core));
     }
   } catch (const std::bad_alloc &) {
     g_set_error(error, GST_RESOURCE_ERROR, GST_RESOURCE_ERROR_FAILED, "out of memory");
@@ -124,7 +125,7 @@ void delete_gstgl_sync(GstGLContext *context, gpointer data) {
 } // namespace
 
 /**
- * gst_tensor_gl_worker_ensure_gstgl:
+ * gst_tensor_mem_gl_worker_ensure_gstgl:
  * @element: the element receiving `memory:GLMemory`
  * @worker: (inout) (transfer full): the element's GL worker; replaced by one
  *   sharing GstGL's context unless it is one already
@@ -141,7 +142,7 @@ void delete_gstgl_sync(GstGLContext *context, gpointer data) {
  *
  * Since: 0.1
  */
-gboolean gst_tensor_gl_worker_ensure_gstgl(GstElement *element, GstTensorMemGlWorker **worker, GError **error) {
+gboolean gst_tensor_mem_gl_worker_ensure_gstgl(GstElement *element, GstTensorMemGlWorker **worker, GError **error) {
   g_return_val_if_fail(GST_IS_ELEMENT(element), FALSE);
   g_return_val_if_fail(worker != nullptr, FALSE);
 #if TENSORMEM_GSTGL_READBACK
@@ -164,22 +165,22 @@ gboolean gst_tensor_gl_worker_ensure_gstgl(GstElement *element, GstTensorMemGlWo
 }
 
 /**
- * gst_tensor_gl_worker_ensure_for_gl_memory:
+ * gst_tensor_mem_gl_worker_ensure_for_gl_memory:
  * @memory: a #GstGLMemory (`memory:GLMemory`)
  * @worker: (inout) (transfer full): the element's GL worker; replaced by one
  *   sharing @memory's #GstGLContext unless it is one already
  * @error: a #GError, or %NULL
  *
- * Like gst_tensor_gl_worker_ensure_gstgl(), for the context that made the
+ * Like gst_tensor_mem_gl_worker_ensure_gstgl(), for the context that made the
  * texture of @memory, which a source that makes its context only after the
  * caps (gltestsrc) needs: nobody answers the context query at set_caps.
  *
  * Returns: %TRUE with *@worker sharing @memory's context; %FALSE with @error
- * saying why (not GL memory, GstGL on GLX: gst_tensor_gl_memory_can_share()).
+ * saying why (not GL memory, GstGL on GLX: gst_tensor_mem_gl_memory_can_share()).
  *
  * Since: 0.1
  */
-gboolean gst_tensor_gl_worker_ensure_for_gl_memory(GstMemory *memory, GstTensorMemGlWorker **worker, GError **error) {
+gboolean gst_tensor_mem_gl_worker_ensure_for_gl_memory(GstMemory *memory, GstTensorMemGlWorker **worker, GError **error) {
   g_return_val_if_fail(memory != nullptr && worker != nullptr, FALSE);
 #if TENSORMEM_GSTGL_READBACK
   if (!gst_is_gl_memory(memory)) {
@@ -197,7 +198,7 @@ gboolean gst_tensor_gl_worker_ensure_for_gl_memory(GstMemory *memory, GstTensorM
 }
 
 /**
- * gst_tensor_gl_memory_can_share:
+ * gst_tensor_mem_gl_memory_can_share:
  * @memory: a #GstGLMemory
  * @why: (out) (optional) (transfer full): when %FALSE for GL memory, why
  *   not; left alone when @memory is not a #GstGLMemory
@@ -212,7 +213,7 @@ gboolean gst_tensor_gl_worker_ensure_for_gl_memory(GstMemory *memory, GstTensorM
  *
  * Since: 0.1
  */
-gboolean gst_tensor_gl_memory_can_share(GstMemory *memory, gchar **why) {
+gboolean gst_tensor_mem_gl_memory_can_share(GstMemory *memory, gchar **why) {
   g_return_val_if_fail(memory != nullptr, FALSE);
 #if TENSORMEM_GSTGL_READBACK
   if (!gst_is_gl_memory(memory))
@@ -236,16 +237,16 @@ gboolean gst_tensor_gl_memory_can_share(GstMemory *memory, gchar **why) {
 }
 
 /**
- * gst_tensor_gl_worker_shares_with_gstgl:
+ * gst_tensor_mem_gl_worker_shares_with_gstgl:
  * @worker: a #GstTensorMemGlWorker
  *
- * Returns: whether @worker was made by gst_tensor_gl_worker_ensure_gstgl()
+ * Returns: whether @worker was made by gst_tensor_mem_gl_worker_ensure_gstgl()
  * (its context shares GstGL's objects).
  *
  * Since: 0.1
  */
-gboolean gst_tensor_gl_worker_shares_with_gstgl(GstTensorMemGlWorker *worker) {
-  g_return_val_if_fail(GST_IS_TENSOR_GL_WORKER(worker), FALSE);
+gboolean gst_tensor_mem_gl_worker_shares_with_gstgl(GstTensorMemGlWorker *worker) {
+  g_return_val_if_fail(GST_IS_TENSOR_MEM_GL_WORKER(worker), FALSE);
 #if TENSORMEM_GSTGL_READBACK
   return shared_context_of(worker) != nullptr;
 #else
@@ -256,7 +257,7 @@ gboolean gst_tensor_gl_worker_shares_with_gstgl(GstTensorMemGlWorker *worker) {
 /**
  * gst_buffer_read_gl_memory_into_tensor_pbo:
  * @outbuf: a buffer of one PBO tensor memory of a worker made by
- *   gst_tensor_gl_worker_ensure_gstgl()
+ *   gst_tensor_mem_gl_worker_ensure_gstgl()
  * @inbuf: a buffer of one 2D `memory:GLMemory` texture (RGBA) of a context
  *   that worker shares with
  * @info: the frame (4 bytes a pixel)
@@ -303,7 +304,7 @@ gboolean gst_buffer_read_gl_memory_into_tensor_pbo(GstBuffer *outbuf, GstBuffer 
     return FALSE;
   }
   GstGLContext *context = reinterpret_cast<GstGLBaseMemory *>(in)->context;
-  GstTensorMemGlWorker *worker = gst_tensor_pbo_memory_get_gl_worker(out);
+  GstTensorMemGlWorker *worker = gst_tensor_mem_pbo_memory_get_gl_worker(out);
   GstGLContext *shared = worker ? shared_context_of(worker) : nullptr;
   if (!shared || (shared != context && !gst_gl_context_can_share(shared, context))) {
     g_set_error(error, GST_RESOURCE_ERROR, GST_RESOURCE_ERROR_FAILED,
@@ -343,8 +344,8 @@ gboolean gst_buffer_read_gl_memory_into_tensor_pbo(GstBuffer *outbuf, GstBuffer 
   region.row_stride = static_cast<std::size_t>(stride);
   region.offset = out->offset + plane_offset;
   region.wait_sync = gstgl_done;
-  std::shared_ptr<tensormem::PboStorage> storage = gst_tensor_pbo_memory_get_storage(out);
-  std::shared_ptr<tensormem::GlWorker> core = gst_tensor_gl_worker_get_core_gl_worker(worker);
+  std::shared_ptr<tensormem::PboStorage> storage = gst_tensor_mem_pbo_memory_get_storage(out);
+  std::shared_ptr<tensormem::GlWorker> core = gst_tensor_mem_gl_worker_get_core_gl_worker(worker);
   tensormem::Result<void> read = tensormem::Error::disconnected("the PBO's GL worker is gone");
   if (storage && core)
     read = core->read_texture_into(*storage, region);
@@ -375,7 +376,7 @@ gboolean gst_buffer_read_gl_memory_into_tensor_pbo(GstBuffer *outbuf, GstBuffer 
  * @error: a #GError, or %NULL
  *
  * The path where our worker cannot share GstGL's context (GstGL on GLX,
- * gst_tensor_gl_memory_can_share()): @inbuf is mapped for reading, which
+ * gst_tensor_mem_gl_memory_can_share()): @inbuf is mapped for reading, which
  * makes GstGL read its textures on its own context's thread into its CPU
  * copy, and the frame is copied row by row into @outbuf's CPU mapping. One
  * CPU copy a frame, which the caller counts (`copied-bytes`).
@@ -415,21 +416,21 @@ gboolean gst_buffer_copy_gl_memory_into_tensor(GstBuffer *outbuf, GstBuffer *inb
 }
 
 /**
- * gst_tensor_gstgl_display_set_context:
+ * gst_tensor_mem_gstgl_display_set_context:
  * @display: (inout) (transfer full) (nullable): the element's GstGL display
  *   slot (a #GstGLDisplay, or %NULL)
  * @context: a context set on the element
  *
  * Keeps the #GstGLDisplay of a `gst.gl.GLDisplay` context (the display a
  * GstGL element made or the application gave, which #GstBin hands to every
- * element), so that gst_tensor_gstgl_display_answer_query() answers with the
+ * element), so that gst_tensor_mem_gstgl_display_answer_query() answers with the
  * display the pipeline already uses rather than making another.
  *
  * Returns: %TRUE when @context was a GstGL display context.
  *
  * Since: 0.1
  */
-gboolean gst_tensor_gstgl_display_set_context(GstObject **display, GstContext *context) {
+gboolean gst_tensor_mem_gstgl_display_set_context(GstObject **display, GstContext *context) {
   g_return_val_if_fail(display != nullptr && context != nullptr, FALSE);
 #if TENSORMEM_GSTGL_READBACK
   GstGLDisplay *offered = nullptr;
@@ -447,7 +448,7 @@ gboolean gst_tensor_gstgl_display_set_context(GstObject **display, GstContext *c
 }
 
 /**
- * gst_tensor_gstgl_display_answer_query:
+ * gst_tensor_mem_gstgl_display_answer_query:
  * @element: the element answering
  * @display: (inout) (transfer full) (nullable): the element's GstGL display
  *   slot, filled here when a display is made
@@ -468,7 +469,7 @@ gboolean gst_tensor_gstgl_display_set_context(GstObject **display, GstContext *c
  *
  * Since: 0.1
  */
-gboolean gst_tensor_gstgl_display_answer_query(GstElement *element, GstObject **display, GstQuery *query) {
+gboolean gst_tensor_mem_gstgl_display_answer_query(GstElement *element, GstObject **display, GstQuery *query) {
   g_return_val_if_fail(GST_IS_ELEMENT(element) && display != nullptr && query != nullptr, FALSE);
 #if TENSORMEM_GSTGL_READBACK
   const gchar *type = nullptr;

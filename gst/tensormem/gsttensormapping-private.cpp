@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include <gst/tensormem/gsttensormapping-private.h>
+#include <gst/tensormem/gsttensormem.hpp>
 
 #include <tensormem/storage.hpp>
 
@@ -109,7 +110,7 @@ std::array<std::atomic<guint64>, 4> g_copies{};
 std::array<std::atomic<guint64>, 4> g_copied_bytes{};
 
 void count_copy(GstMemory *mem, gsize bytes) noexcept {
-  const auto kind = static_cast<guint>(gst_tensor_memory_get_storage(mem));
+  const auto kind = static_cast<guint>(gst_tensor_mem_memory_get_storage(mem));
   if (kind >= g_copies.size())
     return;
   g_copies[kind].fetch_add(1, std::memory_order_relaxed);
@@ -128,11 +129,11 @@ tensormem::CpuAccess access_from_map_flags(GstMapFlags flags) noexcept {
 
 gsize max_align_mask(GstTensorMemStorage storage) noexcept {
   switch (storage) {
-  case GST_TENSOR_STORAGE_DMABUF:
+  case GST_TENSOR_MEM_STORAGE_DMABUF:
     /* mmap returns page-aligned addresses; that is the most a DMA-BUF memory
      * can promise. */
     return 4096 - 1;
-  case GST_TENSOR_STORAGE_PBO:
+  case GST_TENSOR_MEM_STORAGE_PBO:
     /* What a GstTensorMemPboMemory promises about the address of a CPU map: GL
      * guarantees GL_MIN_MAP_BUFFER_ALIGNMENT (at least 64) for maps of the
      * whole buffer from offset 0, which is the only kind the worker makes. */
@@ -147,7 +148,7 @@ namespace {
 
 /* Why the last map of tensor memory on this thread failed ("" after a map
  * that worked): GstMemory's map has no error out-parameter, and an element
- * whose map failed should say why (gst_tensor_memory_get_last_map_failure). */
+ * whose map failed should say why (gst_tensor_mem_memory_get_last_map_failure). */
 thread_local std::string t_last_map_failure;
 
 void note_map_failure(const char *text) noexcept {
@@ -360,7 +361,7 @@ GstMemory *share_instead_of_copy(GstMemory *mem, gssize offset, gssize size) noe
    * shared): the memory then holds an acquisition, a read one or the
    * writer's a decoder still holds while GStreamer makes the buffer
    * writable, and the share keeps that one live. */
-  const tensormem::Tensor *tensor = gst_tensor_memory_get_tensor(mem);
+  const tensormem::Tensor *tensor = gst_tensor_mem_memory_get_tensor(mem);
   GstMapInfo info;
   if (!tensor || !gst_memory_map(mem, &info, GST_MAP_READ)) {
     gst_buffer_unref(holder);
@@ -472,8 +473,8 @@ GstMemory *copy_memory_range(GstMemory *mem, gssize offset, gssize size) noexcep
 }
 
 gboolean tensor_memory_is_span(GstMemory *mem1, GstMemory *mem2, gsize *offset) noexcept {
-  const tensormem::Tensor *t1 = gst_tensor_memory_get_tensor(mem1);
-  const tensormem::Tensor *t2 = gst_tensor_memory_get_tensor(mem2);
+  const tensormem::Tensor *t1 = gst_tensor_mem_memory_get_tensor(mem1);
+  const tensormem::Tensor *t2 = gst_tensor_mem_memory_get_tensor(mem2);
   if (!t1 || !t2 || t1->storage() != t2->storage())
     return FALSE;
   if (offset)
@@ -485,7 +486,7 @@ gboolean tensor_memory_is_span(GstMemory *mem1, GstMemory *mem2, gsize *offset) 
 
 /**
  * gst_tensor_mem_get_copy_stats:
- * @storage: the storage whose memories count, or %GST_TENSOR_STORAGE_AUTO for
+ * @storage: the storage whose memories count, or %GST_TENSOR_MEM_STORAGE_AUTO for
  *   all of them
  * @copies: (out) (optional): where to store the number of copies
  * @bytes: (out) (optional): where to store the bytes copied
@@ -503,7 +504,7 @@ gboolean tensor_memory_is_span(GstMemory *mem1, GstMemory *mem2, gsize *offset) 
 void gst_tensor_mem_get_copy_stats(GstTensorMemStorage storage, guint64 *copies, guint64 *bytes) {
   guint64 n = 0, b = 0;
   for (guint kind = 1; kind < gst_tensormem::g_copies.size(); ++kind) {
-    if (storage != GST_TENSOR_STORAGE_AUTO && kind != static_cast<guint>(storage))
+    if (storage != GST_TENSOR_MEM_STORAGE_AUTO && kind != static_cast<guint>(storage))
       continue;
     n += gst_tensormem::g_copies[kind].load(std::memory_order_relaxed);
     b += gst_tensormem::g_copied_bytes[kind].load(std::memory_order_relaxed);

@@ -37,7 +37,7 @@ void route_core_log(tensormem::LogLevel level, std::string_view message, void *)
 } // namespace
 
 /**
- * gst_tensormem_init:
+ * gst_tensor_mem_init:
  *
  * Initialises the library: registers every type it defines (allocators,
  * buffer pool, GL worker, storage enum, CUDA, fence and resize metas) and its
@@ -47,22 +47,22 @@ void route_core_log(tensormem::LogLevel level, std::string_view message, void *)
  *
  * Since: 0.1
  */
-void gst_tensormem_init(void) {
+void gst_tensor_mem_init(void) {
   static gsize done = 0;
   if (!g_once_init_enter(&done))
     return;
   GST_DEBUG_CATEGORY_INIT(gst_tensormem_debug, "tensormem", 0, "tensormem core library");
   tensormem::set_log_handler(route_core_log, nullptr);
   // The allocators that are registered by name (gst_allocator_find()).
-  gst_object_unref(gst_tensor_system_allocator_get());
-  gst_object_unref(gst_tensor_dmabuf_allocator_get());
+  gst_object_unref(gst_tensor_mem_system_allocator_get());
+  gst_object_unref(gst_tensor_mem_dmabuf_allocator_get());
   g_type_ensure(GST_TYPE_TENSOR_MEM_ALLOCATOR);
   g_type_ensure(GST_TYPE_TENSOR_MEM_BASE_ALLOCATOR);
-  g_type_ensure(GST_TYPE_TENSOR_STORAGE);
-  g_type_ensure(GST_TYPE_TENSOR_PBO_ALLOCATOR);
-  g_type_ensure(GST_TYPE_TENSOR_GL_WORKER);
-  g_type_ensure(GST_TYPE_TENSOR_BUFFER_POOL);
-  gst_tensor_cuda_meta_get_info();
+  g_type_ensure(GST_TYPE_TENSOR_MEM_STORAGE);
+  g_type_ensure(GST_TYPE_TENSOR_MEM_PBO_ALLOCATOR);
+  g_type_ensure(GST_TYPE_TENSOR_MEM_GL_WORKER);
+  g_type_ensure(GST_TYPE_TENSOR_MEM_BUFFER_POOL);
+  gst_tensor_mem_cuda_meta_get_info();
   gst_tensor_mem_fence_meta_get_info();
   gst_tensor_mem_resize_meta_get_info();
   g_once_init_leave(&done, 1);

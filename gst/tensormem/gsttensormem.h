@@ -6,7 +6,7 @@
 
 G_BEGIN_DECLS
 
-GST_TENSORMEM_API
-void gst_tensormem_init(void);
+GST_TENSOR_MEM_API
+void gst_tensor_mem_init(void);
 
 G_END_DECLS

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include <gst/tensormem/gsttensormemallocator.h>
+#include <gst/tensormem/gsttensormem.hpp>
 
 G_DEFINE_INTERFACE(GstTensorMemAllocator, gst_tensor_mem_allocator, GST_TYPE_ALLOCATOR)
 
@@ -27,7 +28,7 @@ static GstTensorMemAllocatorInterface *tensor_interface(GstMemory *mem) noexcept
 gboolean gst_is_tensor_memory(GstMemory *mem) { return tensor_interface(mem) != nullptr; }
 
 /**
- * gst_tensor_memory_get_tensor: (skip)
+ * gst_tensor_mem_memory_get_tensor: (skip)
  * @mem: a #GstMemory
  *
  * C++ only. The tensor describing the whole allocation behind @mem (a 1-D
@@ -39,7 +40,7 @@ gboolean gst_is_tensor_memory(GstMemory *mem) { return tensor_interface(mem) != 
  *
  * Since: 0.1
  */
-const tensormem::Tensor *gst_tensor_memory_get_tensor(GstMemory *mem) {
+const tensormem::Tensor *gst_tensor_mem_memory_get_tensor(GstMemory *mem) {
   GstTensorMemAllocatorInterface *iface = tensor_interface(mem);
   if (!iface)
     return nullptr;
@@ -48,25 +49,25 @@ const tensormem::Tensor *gst_tensor_memory_get_tensor(GstMemory *mem) {
 }
 
 /**
- * gst_tensor_memory_get_storage:
+ * gst_tensor_mem_memory_get_storage:
  * @mem: a tensor #GstMemory
  *
- * Returns: the storage kind behind @mem (never %GST_TENSOR_STORAGE_AUTO for a
+ * Returns: the storage kind behind @mem (never %GST_TENSOR_MEM_STORAGE_AUTO for a
  * tensor memory).
  *
  * Since: 0.1
  */
-GstTensorMemStorage gst_tensor_memory_get_storage(GstMemory *mem) {
-  g_return_val_if_fail(gst_is_tensor_memory(mem), GST_TENSOR_STORAGE_AUTO);
-  const tensormem::Tensor *tensor = gst_tensor_memory_get_tensor(mem);
+GstTensorMemStorage gst_tensor_mem_memory_get_storage(GstMemory *mem) {
+  g_return_val_if_fail(gst_is_tensor_memory(mem), GST_TENSOR_MEM_STORAGE_AUTO);
+  const tensormem::Tensor *tensor = gst_tensor_mem_memory_get_tensor(mem);
   if (!tensor)
-    return GST_TENSOR_STORAGE_AUTO;
+    return GST_TENSOR_MEM_STORAGE_AUTO;
   switch (tensor->storage_kind()) {
-  case tensormem::StorageKind::Mem: return GST_TENSOR_STORAGE_SYSTEM;
-  case tensormem::StorageKind::DmaBuf: return GST_TENSOR_STORAGE_DMABUF;
-  case tensormem::StorageKind::Pbo: return GST_TENSOR_STORAGE_PBO;
-  case tensormem::StorageKind::D3d11: return GST_TENSOR_STORAGE_D3D11;
+  case tensormem::StorageKind::Mem: return GST_TENSOR_MEM_STORAGE_SYSTEM;
+  case tensormem::StorageKind::DmaBuf: return GST_TENSOR_MEM_STORAGE_DMABUF;
+  case tensormem::StorageKind::Pbo: return GST_TENSOR_MEM_STORAGE_PBO;
+  case tensormem::StorageKind::D3d11: return GST_TENSOR_MEM_STORAGE_D3D11;
   default: break;
   }
-  return GST_TENSOR_STORAGE_AUTO;
+  return GST_TENSOR_MEM_STORAGE_AUTO;
 }

@@ -4,10 +4,6 @@
 #include <gst/tensormem/gsttensorstorage.h>
 #include <gst/tensormem/tensormem-prelude.h>
 
-#ifdef __cplusplus
-#include <tensormem/tensor.hpp>
-#endif
-
 G_BEGIN_DECLS
 
 #define GST_TYPE_TENSOR_MEM_ALLOCATOR (gst_tensor_mem_allocator_get_type())
@@ -46,21 +42,17 @@ struct _GstTensorMemAllocatorInterface {
   gpointer _gst_reserved[GST_PADDING];
 };
 
-GST_TENSORMEM_API
+GST_TENSOR_MEM_API
 GType gst_tensor_mem_allocator_get_type(void);
 
-GST_TENSORMEM_API
+GST_TENSOR_MEM_API
 gboolean gst_is_tensor_memory(GstMemory *mem);
 
-GST_TENSORMEM_API
-GstTensorMemStorage gst_tensor_memory_get_storage(GstMemory *mem);
+GST_TENSOR_MEM_API
+GstTensorMemStorage gst_tensor_mem_memory_get_storage(GstMemory *mem);
 
-GST_TENSORMEM_API
+GST_TENSOR_MEM_API
 void gst_tensor_mem_get_copy_stats(GstTensorMemStorage storage, guint64 *copies, guint64 *bytes);
 
 G_END_DECLS
 
-#ifdef __cplusplus
-GST_TENSORMEM_API
-const tensormem::Tensor *gst_tensor_memory_get_tensor(GstMemory *mem);
-#endif

@@ -27,7 +27,7 @@ gboolean create_storage(GstTensorMemBaseAllocator *allocator, gsize bytes, const
   }
   try {
     auto tensor =
-        tensormem::Tensor::wrap(std::move(*storage), {bytes}, tensormem::DType::U8, GST_TENSOR_SYSTEM_MEMORY_TYPE_NAME);
+        tensormem::Tensor::wrap(std::move(*storage), {bytes}, tensormem::DType::U8, GST_TENSOR_MEM_SYSTEM_MEMORY_TYPE_NAME);
     if (!tensor) {
       GST_WARNING_OBJECT(allocator, "%s", tensor.error().message().c_str());
       return FALSE;
@@ -42,34 +42,34 @@ gboolean create_storage(GstTensorMemBaseAllocator *allocator, gsize bytes, const
 
 } // namespace
 
-G_DEFINE_TYPE_WITH_CODE(GstTensorMemSystemAllocator, gst_tensor_system_allocator, GST_TYPE_TENSOR_MEM_BASE_ALLOCATOR,
+G_DEFINE_TYPE_WITH_CODE(GstTensorMemSystemAllocator, gst_tensor_mem_system_allocator, GST_TYPE_TENSOR_MEM_BASE_ALLOCATOR,
                         GST_DEBUG_CATEGORY_INIT(gst_tensor_memory_debug, "tensormemsystem", 0, "system tensor memory"))
 
-static void gst_tensor_system_allocator_class_init(GstTensorMemSystemAllocatorClass *klass) {
+static void gst_tensor_mem_system_allocator_class_init(GstTensorMemSystemAllocatorClass *klass) {
   auto *base_class = GST_TENSOR_MEM_BASE_ALLOCATOR_CLASS(klass);
-  base_class->storage = GST_TENSOR_STORAGE_SYSTEM;
+  base_class->storage = GST_TENSOR_MEM_STORAGE_SYSTEM;
   base_class->create = create_storage;
 }
 
-static void gst_tensor_system_allocator_init(GstTensorMemSystemAllocator *self) {
-  GST_ALLOCATOR_CAST(self)->mem_type = GST_TENSOR_SYSTEM_MEMORY_TYPE_NAME;
+static void gst_tensor_mem_system_allocator_init(GstTensorMemSystemAllocator *self) {
+  GST_ALLOCATOR_CAST(self)->mem_type = GST_TENSOR_MEM_SYSTEM_MEMORY_TYPE_NAME;
 }
 
 /**
- * gst_tensor_system_allocator_get:
+ * gst_tensor_mem_system_allocator_get:
  *
  * Returns: (transfer full): the system tensor allocator (a new reference).
  *
  * Since: 0.1
  */
-GstAllocator *gst_tensor_system_allocator_get(void) {
+GstAllocator *gst_tensor_mem_system_allocator_get(void) {
   static gsize registered = 0;
-  return gst_tensormem::registered_allocator(&registered, GST_TYPE_TENSOR_SYSTEM_ALLOCATOR,
-                                             GST_TENSOR_SYSTEM_MEMORY_TYPE_NAME);
+  return gst_tensormem::registered_allocator(&registered, GST_TYPE_TENSOR_MEM_SYSTEM_ALLOCATOR,
+                                             GST_TENSOR_MEM_SYSTEM_MEMORY_TYPE_NAME);
 }
 
 /**
- * gst_tensor_memory_get_last_map_failure:
+ * gst_tensor_mem_memory_get_last_map_failure:
  *
  * #GstMemory's map has no error to return: when gst_memory_map() (or
  * gst_buffer_map(), gst_video_frame_map()) of tensor memory fails, this says
@@ -82,19 +82,19 @@ GstAllocator *gst_tensor_system_allocator_get(void) {
  *
  * Since: 0.1
  */
-const gchar *gst_tensor_memory_get_last_map_failure(void) { return gst_tensormem::last_map_failure(); }
+const gchar *gst_tensor_mem_memory_get_last_map_failure(void) { return gst_tensormem::last_map_failure(); }
 
 /* ---- the system-memory backend ---- */
 
 namespace gst_tensormem {
 
 namespace {
-GstAllocator *system_new_allocator(GstObject *) { return gst_tensor_system_allocator_get(); }
+GstAllocator *system_new_allocator(GstObject *) { return gst_tensor_mem_system_allocator_get(); }
 } // namespace
 
 const Backend &system_backend() {
   static const Backend backend = {
-      .storage = GST_TENSOR_STORAGE_SYSTEM,
+      .storage = GST_TENSOR_MEM_STORAGE_SYSTEM,
       .memory_name = "system",
       .caps_feature = nullptr,
       .kind = tensormem::StorageKind::Mem,

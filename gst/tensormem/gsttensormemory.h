@@ -7,13 +7,13 @@
 G_BEGIN_DECLS
 
 /**
- * GST_TENSOR_SYSTEM_MEMORY_TYPE_NAME:
+ * GST_TENSOR_MEM_SYSTEM_MEMORY_TYPE_NAME:
  *
  * The name of the system tensor allocator and of the memory type it makes.
  *
  * Since: 0.1
  */
-#define GST_TENSOR_SYSTEM_MEMORY_TYPE_NAME "TensorSystemMemory"
+#define GST_TENSOR_MEM_SYSTEM_MEMORY_TYPE_NAME "TensorSystemMemory"
 
 typedef struct _GstTensorMemSystemMemory GstTensorMemSystemMemory;
 
@@ -30,11 +30,11 @@ struct _GstTensorMemSystemMemory {
   GstTensorMemBaseMemory base;
 };
 
-#define GST_TYPE_TENSOR_SYSTEM_ALLOCATOR (gst_tensor_system_allocator_get_type())
-#define GST_TENSOR_SYSTEM_ALLOCATOR(obj)                                                                               \
-  (G_TYPE_CHECK_INSTANCE_CAST((obj), GST_TYPE_TENSOR_SYSTEM_ALLOCATOR, GstTensorMemSystemAllocator))
-#define GST_IS_TENSOR_SYSTEM_ALLOCATOR(obj) (G_TYPE_CHECK_INSTANCE_TYPE((obj), GST_TYPE_TENSOR_SYSTEM_ALLOCATOR))
-#define GST_TENSOR_SYSTEM_ALLOCATOR_CAST(obj) ((GstTensorMemSystemAllocator *)(obj))
+#define GST_TYPE_TENSOR_MEM_SYSTEM_ALLOCATOR (gst_tensor_mem_system_allocator_get_type())
+#define GST_TENSOR_MEM_SYSTEM_ALLOCATOR(obj)                                                                               \
+  (G_TYPE_CHECK_INSTANCE_CAST((obj), GST_TYPE_TENSOR_MEM_SYSTEM_ALLOCATOR, GstTensorMemSystemAllocator))
+#define GST_IS_TENSOR_MEM_SYSTEM_ALLOCATOR(obj) (G_TYPE_CHECK_INSTANCE_TYPE((obj), GST_TYPE_TENSOR_MEM_SYSTEM_ALLOCATOR))
+#define GST_TENSOR_MEM_SYSTEM_ALLOCATOR_CAST(obj) ((GstTensorMemSystemAllocator *)(obj))
 
 typedef struct _GstTensorMemSystemAllocator GstTensorMemSystemAllocator;
 typedef struct _GstTensorMemSystemAllocatorClass GstTensorMemSystemAllocatorClass;
@@ -60,14 +60,14 @@ struct _GstTensorMemSystemAllocatorClass {
   gpointer _gst_reserved[GST_PADDING];
 };
 
-GST_TENSORMEM_API
-GType gst_tensor_system_allocator_get_type(void);
+GST_TENSOR_MEM_API
+GType gst_tensor_mem_system_allocator_get_type(void);
 
-GST_TENSORMEM_API
-GstAllocator *gst_tensor_system_allocator_get(void);
+GST_TENSOR_MEM_API
+GstAllocator *gst_tensor_mem_system_allocator_get(void);
 
-GST_TENSORMEM_API
-const gchar *gst_tensor_memory_get_last_map_failure(void);
+GST_TENSOR_MEM_API
+const gchar *gst_tensor_mem_memory_get_last_map_failure(void);
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(GstTensorMemSystemAllocator, gst_object_unref)
 

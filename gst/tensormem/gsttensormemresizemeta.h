@@ -53,16 +53,16 @@ struct _GstTensorMemResizeMeta {
   guint content_height;
 };
 
-GST_TENSORMEM_API
+GST_TENSOR_MEM_API
 GType gst_tensor_mem_resize_meta_api_get_type(void);
 
-GST_TENSORMEM_API
+GST_TENSOR_MEM_API
 const GstMetaInfo *gst_tensor_mem_resize_meta_get_info(void);
 
-GST_TENSORMEM_API
+GST_TENSOR_MEM_API
 GstTensorMemResizeMeta *gst_buffer_add_tensor_mem_resize_meta(GstBuffer *buffer);
 
-GST_TENSORMEM_API
+GST_TENSOR_MEM_API
 GstTensorMemResizeMeta *gst_buffer_get_tensor_mem_resize_meta(GstBuffer *buffer);
 
 G_END_DECLS

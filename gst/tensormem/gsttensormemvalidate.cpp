@@ -324,7 +324,7 @@ void set_caps_error(GError **error, const char *format, ...) {
   g_free(text);
 }
 
-#if GST_TENSORMEM_HAVE_DMA_DRM
+#if GST_TENSOR_MEM_HAVE_DMA_DRM
 /* Fixed DMA_DRM caps as the ordinary caps of the same frame (new reference),
  * or NULL after setting `error`: only a linear modifier lays a frame out as
  * the rows GstVideoInfo describes, so a tiled or compressed one is refused by
@@ -408,7 +408,7 @@ gboolean gst_tensor_mem_video_info_from_caps(GstVideoInfo *info, const GstCaps *
     return FALSE;
   }
   const char *format_name = gst_structure_get_string(s, "format");
-#if GST_TENSORMEM_HAVE_DMA_DRM
+#if GST_TENSOR_MEM_HAVE_DMA_DRM
   if (format_name && g_str_equal(format_name, "DMA_DRM")) {
     GstCaps *plain = linear_caps_of_dma_drm(caps, error);
     const gboolean described = plain && gst_tensor_mem_video_info_from_caps(info, plain, error);

@@ -5,6 +5,7 @@
 #include <gst/tensormem/gsttensorbackend-private.h>
 #include <gst/tensormem/gsttensorfencemeta.h>
 #include <gst/tensormem/gsttensormapping-private.h>
+#include <gst/tensormem/gsttensormem.hpp>
 
 #include <tensormem/gl_worker.hpp>
 #include <tensormem/host_pin.hpp>
@@ -19,7 +20,7 @@
 GST_DEBUG_CATEGORY_STATIC(gst_tensor_pbo_debug);
 #define GST_CAT_DEFAULT gst_tensor_pbo_debug
 
-G_DEFINE_TYPE_WITH_CODE(GstTensorMemPboAllocator, gst_tensor_pbo_allocator, GST_TYPE_TENSOR_MEM_BASE_ALLOCATOR,
+G_DEFINE_TYPE_WITH_CODE(GstTensorMemPboAllocator, gst_tensor_mem_pbo_allocator, GST_TYPE_TENSOR_MEM_BASE_ALLOCATOR,
                         GST_DEBUG_CATEGORY_INIT(gst_tensor_pbo_debug, "tensormempbo", 0, "OpenGL PBO tensor memory"))
 
 namespace {
@@ -47,17 +48,17 @@ bool zero_edges(GstTensorMemBaseAllocator *allocator, const tensormem::Tensor &t
 /* A new GL buffer of the allocator's worker. */
 gboolean create_storage(GstTensorMemBaseAllocator *allocator, gsize bytes, const GstAllocationParams *params,
                         gpointer out) noexcept {
-  auto *self = GST_TENSOR_PBO_ALLOCATOR_CAST(allocator);
+  auto *self = GST_TENSOR_MEM_PBO_ALLOCATOR_CAST(allocator);
   if (!self->worker) {
-    GST_WARNING_OBJECT(allocator, "no GL worker: make the allocator with gst_tensor_pbo_allocator_new()");
+    GST_WARNING_OBJECT(allocator, "no GL worker: make the allocator with gst_tensor_mem_pbo_allocator_new()");
     return FALSE;
   }
-  auto worker = gst_tensor_gl_worker_get_core_gl_worker(self->worker);
+  auto worker = gst_tensor_mem_gl_worker_get_core_gl_worker(self->worker);
   if (!worker)
     return FALSE;
   try {
-#if GST_TENSORMEM_HAVE_GL
-    auto tensor = worker->create_pbo(bytes, {bytes}, tensormem::DType::U8, GST_TENSOR_PBO_MEMORY_TYPE_NAME,
+#if GST_TENSOR_MEM_HAVE_GL
+    auto tensor = worker->create_pbo(bytes, {bytes}, tensormem::DType::U8, GST_TENSOR_MEM_PBO_MEMORY_TYPE_NAME,
                                      tensormem::PboUsage::Upload);
 #else
     tensormem::Result<tensormem::Tensor> tensor =
@@ -82,7 +83,7 @@ gboolean create_storage(GstTensorMemBaseAllocator *allocator, gsize bytes, const
 /* The base's map, plus a check of the one thing GL (not we) decides: the
  * address of the map. */
 gpointer map_checked(GstTensorMemBaseMemory *mem, GstMapInfo *info, gsize maxsize) noexcept {
-  auto *base_class = GST_TENSOR_MEM_BASE_ALLOCATOR_CLASS(gst_tensor_pbo_allocator_parent_class);
+  auto *base_class = GST_TENSOR_MEM_BASE_ALLOCATOR_CLASS(gst_tensor_mem_pbo_allocator_parent_class);
   gpointer data = base_class->map(mem, info, maxsize);
   const gsize align = GST_MEMORY_CAST(mem)->align;
   if (data && (reinterpret_cast<std::uintptr_t>(data) & align) != 0)
@@ -93,29 +94,29 @@ gpointer map_checked(GstTensorMemBaseMemory *mem, GstMapInfo *info, gsize maxsiz
 
 } // namespace
 
-static void gst_tensor_pbo_allocator_dispose(GObject *object) {
-  auto *self = GST_TENSOR_PBO_ALLOCATOR(object);
+static void gst_tensor_mem_pbo_allocator_dispose(GObject *object) {
+  auto *self = GST_TENSOR_MEM_PBO_ALLOCATOR(object);
   // Memories hold a reference to the allocator, so none is left by now.
   gst_clear_object(&self->worker);
-  G_OBJECT_CLASS(gst_tensor_pbo_allocator_parent_class)->dispose(object);
+  G_OBJECT_CLASS(gst_tensor_mem_pbo_allocator_parent_class)->dispose(object);
 }
 
-static void gst_tensor_pbo_allocator_class_init(GstTensorMemPboAllocatorClass *klass) {
-  G_OBJECT_CLASS(klass)->dispose = gst_tensor_pbo_allocator_dispose;
+static void gst_tensor_mem_pbo_allocator_class_init(GstTensorMemPboAllocatorClass *klass) {
+  G_OBJECT_CLASS(klass)->dispose = gst_tensor_mem_pbo_allocator_dispose;
   auto *base_class = GST_TENSOR_MEM_BASE_ALLOCATOR_CLASS(klass);
-  base_class->storage = GST_TENSOR_STORAGE_PBO;
+  base_class->storage = GST_TENSOR_MEM_STORAGE_PBO;
   base_class->create = create_storage;
   base_class->map = map_checked;
   // Freeing a memory (the base's) drops its storage reference; the last one
   // deletes the GL buffer, on the worker.
 }
 
-static void gst_tensor_pbo_allocator_init(GstTensorMemPboAllocator *self) {
-  GST_ALLOCATOR_CAST(self)->mem_type = GST_TENSOR_PBO_MEMORY_TYPE_NAME;
+static void gst_tensor_mem_pbo_allocator_init(GstTensorMemPboAllocator *self) {
+  GST_ALLOCATOR_CAST(self)->mem_type = GST_TENSOR_MEM_PBO_MEMORY_TYPE_NAME;
 }
 
 /**
- * gst_tensor_pbo_allocator_new:
+ * gst_tensor_mem_pbo_allocator_new:
  * @worker: the GL worker whose context owns the buffers
  *
  * A new allocator of PBO memory on @worker. gst_allocator_alloc() on it
@@ -127,11 +128,11 @@ static void gst_tensor_pbo_allocator_init(GstTensorMemPboAllocator *self) {
  *
  * Since: 0.1
  */
-GstAllocator *gst_tensor_pbo_allocator_new(GstTensorMemGlWorker *worker) {
-  g_return_val_if_fail(GST_IS_TENSOR_GL_WORKER(worker), nullptr);
-  auto *self = static_cast<GstTensorMemPboAllocator *>(g_object_new(GST_TYPE_TENSOR_PBO_ALLOCATOR, nullptr));
+GstAllocator *gst_tensor_mem_pbo_allocator_new(GstTensorMemGlWorker *worker) {
+  g_return_val_if_fail(GST_IS_TENSOR_MEM_GL_WORKER(worker), nullptr);
+  auto *self = static_cast<GstTensorMemPboAllocator *>(g_object_new(GST_TYPE_TENSOR_MEM_PBO_ALLOCATOR, nullptr));
   gst_object_ref_sink(self);
-  self->worker = GST_TENSOR_GL_WORKER(gst_object_ref(worker));
+  self->worker = GST_TENSOR_MEM_GL_WORKER(gst_object_ref(worker));
   return GST_ALLOCATOR_CAST(self);
 }
 
@@ -145,11 +146,11 @@ GstAllocator *gst_tensor_pbo_allocator_new(GstTensorMemGlWorker *worker) {
  * Since: 0.1
  */
 gboolean gst_is_tensor_pbo_memory(GstMemory *mem) {
-  return mem != nullptr && mem->allocator != nullptr && GST_IS_TENSOR_PBO_ALLOCATOR(mem->allocator);
+  return mem != nullptr && mem->allocator != nullptr && GST_IS_TENSOR_MEM_PBO_ALLOCATOR(mem->allocator);
 }
 
 /**
- * gst_tensor_pbo_memory_get_buffer_id:
+ * gst_tensor_mem_pbo_memory_get_buffer_id:
  * @mem: a PBO tensor #GstMemory
  *
  * Returns: the GL name of the buffer behind @mem, valid in the context of
@@ -157,14 +158,14 @@ gboolean gst_is_tensor_pbo_memory(GstMemory *mem) {
  *
  * Since: 0.1
  */
-guint gst_tensor_pbo_memory_get_buffer_id(GstMemory *mem) {
+guint gst_tensor_mem_pbo_memory_get_buffer_id(GstMemory *mem) {
   g_return_val_if_fail(gst_is_tensor_pbo_memory(mem), 0);
-  auto storage = gst_tensor_pbo_memory_get_storage(mem);
+  auto storage = gst_tensor_mem_pbo_memory_get_storage(mem);
   return storage ? storage->buffer_id() : 0;
 }
 
 /**
- * gst_tensor_pbo_memory_get_gl_worker:
+ * gst_tensor_mem_pbo_memory_get_gl_worker:
  * @mem: a PBO tensor #GstMemory
  *
  * Returns: (transfer none) (nullable): the GL worker whose context owns the
@@ -172,9 +173,9 @@ guint gst_tensor_pbo_memory_get_buffer_id(GstMemory *mem) {
  *
  * Since: 0.1
  */
-GstTensorMemGlWorker *gst_tensor_pbo_memory_get_gl_worker(GstMemory *mem) {
+GstTensorMemGlWorker *gst_tensor_mem_pbo_memory_get_gl_worker(GstMemory *mem) {
   g_return_val_if_fail(gst_is_tensor_pbo_memory(mem), nullptr);
-  return GST_TENSOR_PBO_ALLOCATOR_CAST(mem->allocator)->worker;
+  return GST_TENSOR_MEM_PBO_ALLOCATOR_CAST(mem->allocator)->worker;
 }
 
 /**
@@ -199,12 +200,12 @@ GstTensorMemGlWorker *gst_tensor_pbo_memory_get_gl_worker(GstMemory *mem) {
  */
 gboolean gst_buffer_tensor_pbo_cpu_writes_need_fence(GstBuffer *buffer) {
   g_return_val_if_fail(GST_IS_BUFFER(buffer), TRUE);
-#if GST_TENSORMEM_HAVE_GL
+#if GST_TENSOR_MEM_HAVE_GL
   for (guint i = 0; i < gst_buffer_n_memory(buffer); ++i) {
     GstMemory *mem = gst_buffer_peek_memory(buffer, i);
     if (!gst_is_tensor_pbo_memory(mem))
       continue;
-    std::shared_ptr<tensormem::GlWorker> worker = gst_tensor_pbo_memory_get_core_gl_worker(mem);
+    std::shared_ptr<tensormem::GlWorker> worker = gst_tensor_mem_pbo_memory_get_core_gl_worker(mem);
     if (!worker || !worker->info().persistent_maps)
       return TRUE;
   }
@@ -213,10 +214,10 @@ gboolean gst_buffer_tensor_pbo_cpu_writes_need_fence(GstBuffer *buffer) {
 }
 
 /**
- * gst_tensor_pbo_memory_get_tensor: (skip)
+ * gst_tensor_mem_pbo_memory_get_tensor: (skip)
  * @mem: a #GstMemory
  *
- * C++ only. Like gst_tensor_memory_get_tensor(), for PBO tensor memory: a
+ * C++ only. Like gst_tensor_mem_memory_get_tensor(), for PBO tensor memory: a
  * 1-D u8 tensor over the whole GL buffer.
  *
  * Returns: (transfer none) (nullable): the tensor, or %NULL when @mem is not
@@ -224,12 +225,12 @@ gboolean gst_buffer_tensor_pbo_cpu_writes_need_fence(GstBuffer *buffer) {
  *
  * Since: 0.1
  */
-const tensormem::Tensor *gst_tensor_pbo_memory_get_tensor(GstMemory *mem) {
-  return gst_is_tensor_pbo_memory(mem) ? gst_tensor_memory_get_tensor(mem) : nullptr;
+const tensormem::Tensor *gst_tensor_mem_pbo_memory_get_tensor(GstMemory *mem) {
+  return gst_is_tensor_pbo_memory(mem) ? gst_tensor_mem_memory_get_tensor(mem) : nullptr;
 }
 
 /**
- * gst_tensor_pbo_memory_get_storage: (skip)
+ * gst_tensor_mem_pbo_memory_get_storage: (skip)
  * @mem: a #GstMemory
  *
  * C++ only.
@@ -239,13 +240,13 @@ const tensormem::Tensor *gst_tensor_pbo_memory_get_tensor(GstMemory *mem) {
  *
  * Since: 0.1
  */
-std::shared_ptr<tensormem::PboStorage> gst_tensor_pbo_memory_get_storage(GstMemory *mem) {
-  const tensormem::Tensor *tensor = gst_tensor_pbo_memory_get_tensor(mem);
+std::shared_ptr<tensormem::PboStorage> gst_tensor_mem_pbo_memory_get_storage(GstMemory *mem) {
+  const tensormem::Tensor *tensor = gst_tensor_mem_pbo_memory_get_tensor(mem);
   return tensor ? tensormem::pbo_storage_of(*tensor) : nullptr;
 }
 
 /**
- * gst_tensor_pbo_memory_get_core_gl_worker: (skip)
+ * gst_tensor_mem_pbo_memory_get_core_gl_worker: (skip)
  * @mem: a #GstMemory
  *
  * C++ only.
@@ -255,11 +256,11 @@ std::shared_ptr<tensormem::PboStorage> gst_tensor_pbo_memory_get_storage(GstMemo
  *
  * Since: 0.1
  */
-std::shared_ptr<tensormem::GlWorker> gst_tensor_pbo_memory_get_core_gl_worker(GstMemory *mem) {
+std::shared_ptr<tensormem::GlWorker> gst_tensor_mem_pbo_memory_get_core_gl_worker(GstMemory *mem) {
   if (!gst_is_tensor_pbo_memory(mem))
     return nullptr;
-  GstTensorMemGlWorker *worker = GST_TENSOR_PBO_ALLOCATOR_CAST(mem->allocator)->worker;
-  return worker ? gst_tensor_gl_worker_get_core_gl_worker(worker) : nullptr;
+  GstTensorMemGlWorker *worker = GST_TENSOR_MEM_PBO_ALLOCATOR_CAST(mem->allocator)->worker;
+  return worker ? gst_tensor_mem_gl_worker_get_core_gl_worker(worker) : nullptr;
 }
 
 /**
@@ -279,12 +280,12 @@ std::shared_ptr<tensormem::GlWorker> gst_tensor_pbo_memory_get_core_gl_worker(Gs
  */
 gboolean gst_buffer_fence_tensor_pbo_writes(GstBuffer *buffer, GError **error) {
   g_return_val_if_fail(GST_IS_BUFFER(buffer), FALSE);
-#if GST_TENSORMEM_HAVE_GL
+#if GST_TENSOR_MEM_HAVE_GL
   bool any = false;
   for (guint i = 0; i < gst_buffer_n_memory(buffer); ++i) {
     GstMemory *mem = gst_buffer_peek_memory(buffer, i);
-    std::shared_ptr<tensormem::PboStorage> storage = gst_tensor_pbo_memory_get_storage(mem);
-    std::shared_ptr<tensormem::GlWorker> worker = gst_tensor_pbo_memory_get_core_gl_worker(mem);
+    std::shared_ptr<tensormem::PboStorage> storage = gst_tensor_mem_pbo_memory_get_storage(mem);
+    std::shared_ptr<tensormem::GlWorker> worker = gst_tensor_mem_pbo_memory_get_core_gl_worker(mem);
     if (!storage || !worker)
       continue;
     tensormem::Result<std::uint64_t> fenced = worker->fence_write(*storage);
@@ -317,7 +318,7 @@ gboolean gst_buffer_fence_tensor_pbo_writes(GstBuffer *buffer, GError **error) {
  * Since: 0.1
  */
 void gst_tensor_mem_get_gl_stats(guint64 *pbos, guint64 *fences) {
-#if GST_TENSORMEM_HAVE_GL
+#if GST_TENSOR_MEM_HAVE_GL
   const tensormem::GlWorker::LiveObjects live = tensormem::GlWorker::live_objects();
 #else
   const struct { guint64 pbos = 0, fences = 0; } live;
@@ -334,27 +335,27 @@ namespace gst_tensormem {
 
 namespace {
 gboolean pbo_ensure_device(GstElement *element, GstObject **slot, GError **error) {
-  return gst_tensor_gl_worker_ensure(element, reinterpret_cast<GstTensorMemGlWorker **>(slot), error);
+  return gst_tensor_mem_gl_worker_ensure(element, reinterpret_cast<GstTensorMemGlWorker **>(slot), error);
 }
 gboolean pbo_handle_set_context(GstElement *element, GstContext *context, GstObject **slot) {
-  return gst_tensor_gl_worker_handle_set_context(element, context, reinterpret_cast<GstTensorMemGlWorker **>(slot));
+  return gst_tensor_mem_gl_worker_handle_set_context(element, context, reinterpret_cast<GstTensorMemGlWorker **>(slot));
 }
 gboolean pbo_handle_context_query(GstElement *element, GstQuery *query, GstObject **slot) {
-  return gst_tensor_gl_worker_handle_context_query(element, query, reinterpret_cast<GstTensorMemGlWorker **>(slot));
+  return gst_tensor_mem_gl_worker_handle_context_query(element, query, reinterpret_cast<GstTensorMemGlWorker **>(slot));
 }
 void pbo_describe_device(GstElement *element, GstObject *device) {
-  auto *worker = GST_TENSOR_GL_WORKER(device);
+  auto *worker = GST_TENSOR_MEM_GL_WORKER(device);
   GST_INFO_OBJECT(element, "PBO memory of GL worker %" GST_PTR_FORMAT " (%s, %s)", worker,
-                  gst_tensor_gl_worker_get_renderer(worker), gst_tensor_gl_worker_get_version(worker));
+                  gst_tensor_mem_gl_worker_get_renderer(worker), gst_tensor_mem_gl_worker_get_version(worker));
 }
 GstAllocator *pbo_new_allocator(GstObject *device) {
-  return device ? gst_tensor_pbo_allocator_new(GST_TENSOR_GL_WORKER(device)) : nullptr;
+  return device ? gst_tensor_mem_pbo_allocator_new(GST_TENSOR_MEM_GL_WORKER(device)) : nullptr;
 }
 } // namespace
 
 const Backend &pbo_backend() {
   static const Backend backend = {
-      .storage = GST_TENSOR_STORAGE_PBO,
+      .storage = GST_TENSOR_MEM_STORAGE_PBO,
       .memory_name = "PBO",
       .caps_feature = GST_CAPS_FEATURE_MEMORY_TENSOR_PBO,
       .kind = tensormem::StorageKind::Pbo,

@@ -5,13 +5,6 @@
 #include <gst/tensormem/gsttensorglcontext.h>
 #include <gst/tensormem/tensormem-prelude.h>
 
-#ifdef __cplusplus
-#include <tensormem/pbo_storage.hpp>
-#include <tensormem/tensor.hpp>
-
-#include <memory>
-#endif
-
 G_BEGIN_DECLS
 
 /**
@@ -26,13 +19,13 @@ G_BEGIN_DECLS
 #define GST_CAPS_FEATURE_MEMORY_TENSOR_PBO "memory:TensorPBO"
 
 /**
- * GST_TENSOR_PBO_MEMORY_TYPE_NAME:
+ * GST_TENSOR_MEM_PBO_MEMORY_TYPE_NAME:
  *
  * The memory type of #GstTensorMemPboMemory (gst_memory_is_type()).
  *
  * Since: 0.1
  */
-#define GST_TENSOR_PBO_MEMORY_TYPE_NAME "TensorPboMemory"
+#define GST_TENSOR_MEM_PBO_MEMORY_TYPE_NAME "TensorPboMemory"
 
 typedef struct _GstTensorMemPboMemory GstTensorMemPboMemory;
 
@@ -52,11 +45,11 @@ struct _GstTensorMemPboMemory {
   GstTensorMemBaseMemory base;
 };
 
-#define GST_TYPE_TENSOR_PBO_ALLOCATOR (gst_tensor_pbo_allocator_get_type())
-#define GST_TENSOR_PBO_ALLOCATOR(obj)                                                                                  \
-  (G_TYPE_CHECK_INSTANCE_CAST((obj), GST_TYPE_TENSOR_PBO_ALLOCATOR, GstTensorMemPboAllocator))
-#define GST_IS_TENSOR_PBO_ALLOCATOR(obj) (G_TYPE_CHECK_INSTANCE_TYPE((obj), GST_TYPE_TENSOR_PBO_ALLOCATOR))
-#define GST_TENSOR_PBO_ALLOCATOR_CAST(obj) ((GstTensorMemPboAllocator *)(obj))
+#define GST_TYPE_TENSOR_MEM_PBO_ALLOCATOR (gst_tensor_mem_pbo_allocator_get_type())
+#define GST_TENSOR_MEM_PBO_ALLOCATOR(obj)                                                                                  \
+  (G_TYPE_CHECK_INSTANCE_CAST((obj), GST_TYPE_TENSOR_MEM_PBO_ALLOCATOR, GstTensorMemPboAllocator))
+#define GST_IS_TENSOR_MEM_PBO_ALLOCATOR(obj) (G_TYPE_CHECK_INSTANCE_TYPE((obj), GST_TYPE_TENSOR_MEM_PBO_ALLOCATOR))
+#define GST_TENSOR_MEM_PBO_ALLOCATOR_CAST(obj) ((GstTensorMemPboAllocator *)(obj))
 
 typedef struct _GstTensorMemPboAllocator GstTensorMemPboAllocator;
 typedef struct _GstTensorMemPboAllocatorClass GstTensorMemPboAllocatorClass;
@@ -86,38 +79,28 @@ struct _GstTensorMemPboAllocatorClass {
   gpointer _gst_reserved[GST_PADDING];
 };
 
-GST_TENSORMEM_API
-GType gst_tensor_pbo_allocator_get_type(void);
+GST_TENSOR_MEM_API
+GType gst_tensor_mem_pbo_allocator_get_type(void);
 
-GST_TENSORMEM_API
-GstAllocator *gst_tensor_pbo_allocator_new(GstTensorMemGlWorker *worker);
+GST_TENSOR_MEM_API
+GstAllocator *gst_tensor_mem_pbo_allocator_new(GstTensorMemGlWorker *worker);
 
-GST_TENSORMEM_API
+GST_TENSOR_MEM_API
 gboolean gst_is_tensor_pbo_memory(GstMemory *mem);
 
-GST_TENSORMEM_API
-guint gst_tensor_pbo_memory_get_buffer_id(GstMemory *mem);
+GST_TENSOR_MEM_API
+guint gst_tensor_mem_pbo_memory_get_buffer_id(GstMemory *mem);
 
-GST_TENSORMEM_API
-GstTensorMemGlWorker *gst_tensor_pbo_memory_get_gl_worker(GstMemory *mem);
+GST_TENSOR_MEM_API
+GstTensorMemGlWorker *gst_tensor_mem_pbo_memory_get_gl_worker(GstMemory *mem);
 
-GST_TENSORMEM_API
+GST_TENSOR_MEM_API
 gboolean gst_buffer_tensor_pbo_cpu_writes_need_fence(GstBuffer *buffer);
 
-GST_TENSORMEM_API
+GST_TENSOR_MEM_API
 void gst_tensor_mem_get_gl_stats(guint64 *pbos, guint64 *fences);
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(GstTensorMemPboAllocator, gst_object_unref)
 
 G_END_DECLS
 
-#ifdef __cplusplus
-GST_TENSORMEM_API
-const tensormem::Tensor *gst_tensor_pbo_memory_get_tensor(GstMemory *mem);
-
-GST_TENSORMEM_API
-std::shared_ptr<tensormem::PboStorage> gst_tensor_pbo_memory_get_storage(GstMemory *mem);
-
-GST_TENSORMEM_API
-std::shared_ptr<tensormem::GlWorker> gst_tensor_pbo_memory_get_core_gl_worker(GstMemory *mem);
-#endif

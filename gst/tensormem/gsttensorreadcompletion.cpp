@@ -26,6 +26,7 @@
 #include <gst/tensormem/gsttensorreadcompletion.h>
 
 #include <gst/tensormem/gsttensormemallocator.h>
+#include <gst/tensormem/gsttensormem.hpp>
 
 #include <tensormem/storage.hpp>
 #include <tensormem/tensor.hpp>
@@ -49,7 +50,7 @@ gboolean gst_buffer_add_tensor_mem_read_completion(GstBuffer *buffer, std::share
   g_return_val_if_fail(GST_IS_BUFFER(buffer), FALSE);
   bool any = false;
   for (guint i = 0; i < gst_buffer_n_memory(buffer); ++i) {
-    const tensormem::Tensor *tensor = gst_tensor_memory_get_tensor(gst_buffer_peek_memory(buffer, i));
+    const tensormem::Tensor *tensor = gst_tensor_mem_memory_get_tensor(gst_buffer_peek_memory(buffer, i));
     if (!tensor)
       continue;
     tensormem::Result<void> recorded = tensor->storage()->record_read(timeline, value);

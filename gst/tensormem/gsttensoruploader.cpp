@@ -11,6 +11,7 @@
 #include <gst/tensormem/gsttensormemconfig.h>
 #include <gst/tensormem/gsttensormemory.h>
 #include <gst/tensormem/gsttensormemvalidate.h>
+#include <gst/tensormem/gsttensormem.hpp>
 
 #include <iterator>
 #include <utility>
@@ -45,10 +46,10 @@ bool all_memories(GstBuffer *buffer, bool (*is_kind)(const UploadContext &, GstM
 
 /* ---- pass-through: the input is tensor memory of the element's storage ---- */
 
-/* One interface lookup per memory (gst_tensor_memory_get_storage() would
+/* One interface lookup per memory (gst_tensor_mem_memory_get_storage() would
  * repeat it three times): this runs for every memory of every buffer. */
 bool is_our_storage(const UploadContext &ctx, GstMemory *mem) {
-  const tensormem::Tensor *tensor = gst_tensor_memory_get_tensor(mem);
+  const tensormem::Tensor *tensor = gst_tensor_mem_memory_get_tensor(mem);
   return tensor && tensor->storage_kind() == ctx.backend->kind;
 }
 
@@ -77,7 +78,7 @@ gboolean passthrough_propose(const UploadContext &ctx, GstQuery *query) {
   }
   GstAllocationParams params;
   gst_allocation_params_init(&params);
-  params.align = GST_TENSOR_BUFFER_POOL_STRIDE_ALIGN - 1;
+  params.align = GST_TENSOR_MEM_BUFFER_POOL_STRIDE_ALIGN - 1;
   if (need_pool) {
     guint size = 0;
     GstBufferPool *pool = backend_make_pool(backend, ctx.element, allocator, caps, GST_VIDEO_INFO_SIZE(&info),
@@ -116,10 +117,10 @@ gboolean fd_import_propose(const UploadContext &, GstQuery *) { return FALSE; }
 
 /* Wraps each DMA-BUF memory of `in` as DMA-BUF tensor memory of the same
  * buffer (the import is cached per buffer, see
- * gst_tensor_dmabuf_memory_import_storage()), without a copy. */
+ * gst_tensor_mem_dmabuf_memory_import_storage()), without a copy. */
 GstFlowReturn fd_import_perform(const UploadContext &ctx, void *, GstBuffer *in, GstBuffer **outbuf, UploadResult *) {
   GST_LOG_OBJECT(ctx.element, "%" GST_PTR_FORMAT " is DMA-BUF memory, importing it", in);
-  GstAllocator *allocator = gst_tensor_dmabuf_allocator_get();
+  GstAllocator *allocator = gst_tensor_mem_dmabuf_allocator_get();
   GstBuffer *out = gst_buffer_new();
   auto fail = [&](GstFlowReturn ret) {
     gst_buffer_unref(out);
@@ -129,7 +130,7 @@ GstFlowReturn fd_import_perform(const UploadContext &ctx, void *, GstBuffer *in,
   const guint n = gst_buffer_n_memory(in);
   for (guint i = 0; i < n; ++i) {
     GstMemory *mem = gst_buffer_peek_memory(in, i);
-    auto storage = gst_tensor_dmabuf_memory_import_storage(mem);
+    auto storage = gst_tensor_mem_dmabuf_memory_import_storage(mem);
     if (!storage) {
       GST_ELEMENT_ERROR(ctx.element, STREAM, FAILED, ("Cannot import the input's DMA-BUF."),
                         ("memory %u of %" GST_PTR_FORMAT " (fd %d): %s", i, in, gst_dmabuf_memory_get_fd(mem),
@@ -144,7 +145,7 @@ GstFlowReturn fd_import_perform(const UploadContext &ctx, void *, GstBuffer *in,
                          i, gst_dmabuf_memory_get_fd(mem), mem->offset, mem->size, capacity));
       return fail(GST_FLOW_ERROR);
     }
-    GstMemory *ours = gst_tensor_dmabuf_allocator_import(allocator, std::move(*storage));
+    GstMemory *ours = gst_tensor_mem_dmabuf_allocator_import(allocator, std::move(*storage));
     if (!ours) {
       GST_ELEMENT_ERROR(ctx.element, RESOURCE, FAILED, ("Cannot wrap the input's DMA-BUF."),
                         ("memory %u of %" GST_PTR_FORMAT, i, in));
@@ -221,17 +222,17 @@ void gl_free_state(void *state) {
 /* Textures of 4-byte formats (an RGBA8 texture holds the bytes as they
  * are), 2D. */
 constexpr const char *kGlMemoryCaps =
-    "video/x-raw(" GST_TENSOR_CAPS_FEATURE_MEMORY_GL_MEMORY "), format=(string){ RGBA, BGRA, RGBx, BGRx }, "
+    "video/x-raw(" GST_TENSOR_MEM_CAPS_FEATURE_MEMORY_GL_MEMORY "), format=(string){ RGBA, BGRA, RGBx, BGRx }, "
     "texture-target=(string)2D";
 
 /* Source caps → sink caps (storage=pbo only: an upstream that can give
  * either, like gldownload, would otherwise hand the other storages
  * textures): the same video as textures, last in preference. */
 GstCaps *gl_sink_caps(const UploadContext &ctx, GstCaps *plain) {
-#if GST_TENSORMEM_HAVE_GSTGL && GST_TENSORMEM_HAVE_GL
+#if GST_TENSOR_MEM_HAVE_GSTGL && GST_TENSOR_MEM_HAVE_GL
   if (ctx.backend != &pbo_backend())
     return nullptr;
-  GstCaps *textures = caps_with_feature(plain, GST_TENSOR_CAPS_FEATURE_MEMORY_GL_MEMORY);
+  GstCaps *textures = caps_with_feature(plain, GST_TENSOR_MEM_CAPS_FEATURE_MEMORY_GL_MEMORY);
   GstCaps *allowed = gst_caps_from_string(kGlMemoryCaps);
   GstCaps *gl = gst_caps_intersect_full(textures, allowed, GST_CAPS_INTERSECT_FIRST);
   gst_caps_unref(textures);
@@ -250,7 +251,7 @@ gboolean gl_set_caps(const UploadContext &ctx, void *state, GstCaps *incaps, Gst
   gl_reset(gl);
   gst_caps_replace(&gl->outcaps, outcaps);
   GstCapsFeatures *features = gst_caps_get_features(incaps, 0);
-  gl->input = features && gst_caps_features_contains(features, GST_TENSOR_CAPS_FEATURE_MEMORY_GL_MEMORY);
+  gl->input = features && gst_caps_features_contains(features, GST_TENSOR_MEM_CAPS_FEATURE_MEMORY_GL_MEMORY);
   if (!gl->input || ctx.backend == &pbo_backend())
     return TRUE;
   GST_ELEMENT_ERROR(ctx.element, CORE, NEGOTIATION,
@@ -290,7 +291,7 @@ gboolean gl_make_pool(const UploadContext &ctx, GlState *gl) {
 gboolean gl_choose_route(const UploadContext &ctx, GlState *gl, GstBuffer *in) {
   GstMemory *mem = gst_buffer_n_memory(in) > 0 ? gst_buffer_peek_memory(in, 0) : nullptr;
   gchar *why = nullptr;
-  const gboolean shareable = mem && gst_tensor_gl_memory_can_share(mem, &why);
+  const gboolean shareable = mem && gst_tensor_mem_gl_memory_can_share(mem, &why);
   if (why) { // GL memory of a context we cannot share
     gchar *refusal = g_strdup_printf("require-zero-copy=true refuses the CPU copy of memory:GLMemory input: %s; "
                                      "set GST_GL_PLATFORM=egl in the environment so that textures are read on "
@@ -307,8 +308,8 @@ gboolean gl_choose_route(const UploadContext &ctx, GlState *gl, GstBuffer *in) {
   auto *worker = reinterpret_cast<GstTensorMemGlWorker *>(ctx.element_backend->device());
   GError *error = nullptr;
   // Not GL memory at all: the query names what is missing upstream.
-  const gboolean shared = shareable ? gst_tensor_gl_worker_ensure_for_gl_memory(mem, &worker, &error)
-                                    : gst_tensor_gl_worker_ensure_gstgl(ctx.element, &worker, &error);
+  const gboolean shared = shareable ? gst_tensor_mem_gl_worker_ensure_for_gl_memory(mem, &worker, &error)
+                                    : gst_tensor_mem_gl_worker_ensure_gstgl(ctx.element, &worker, &error);
   if (!shared) {
     GST_ELEMENT_ERROR(ctx.element, RESOURCE, SETTINGS,
                       ("memory:GLMemory input: %s.", error ? error->message : "no GL worker"), ("%" GST_PTR_FORMAT, in));
@@ -317,7 +318,7 @@ gboolean gl_choose_route(const UploadContext &ctx, GlState *gl, GstBuffer *in) {
     return FALSE;
   }
   GST_INFO_OBJECT(ctx.element, "memory:GLMemory: PBOs of GL worker %" GST_PTR_FORMAT " (%s), sharing GstGL's context",
-                  worker, gst_tensor_gl_worker_get_platform(worker));
+                  worker, gst_tensor_mem_gl_worker_get_platform(worker));
   ctx.element_backend->use_device(GST_OBJECT_CAST(worker));
   gst_object_unref(worker);
   gl->route = gl_make_pool(ctx, gl) ? GlRoute::Gpu : GlRoute::Undecided;

@@ -70,7 +70,7 @@ struct UploadMethod {
 };
 
 /* The method table walked for one element, with each method's state. */
-class GST_TENSORMEM_CLASS_API Uploader {
+class GST_TENSOR_MEM_CLASS_API Uploader {
 public:
   Uploader();
   ~Uploader();

@@ -6,7 +6,7 @@
 /* The project builds with -fvisibility=hidden; every public symbol of
  * libgsttensormem-1.0 carries this macro. */
 #ifdef BUILDING_GST_TENSORMEM
-#define GST_TENSORMEM_API GST_API_EXPORT
+#define GST_TENSOR_MEM_API GST_API_EXPORT
 #else
-#define GST_TENSORMEM_API GST_API_IMPORT
+#define GST_TENSOR_MEM_API GST_API_IMPORT
 #endif

@@ -24,7 +24,7 @@
 #include <gst/tensormem/gsttensorstorage.h>
 #include <gst/tensormem/tensormem-prelude.h>
 
-#if GST_TENSORMEM_HAVE_GL
+#if GST_TENSOR_MEM_HAVE_GL
 #include <gst/tensormem/gsttensorglcontext.h>
 #include <gst/tensormem/gsttensorgstgl.h>
 #include <gst/tensormem/gsttensorpbo.h>

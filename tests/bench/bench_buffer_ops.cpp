@@ -52,7 +52,7 @@ GstBufferPool *activated(GstBufferPool *pool, GstCaps *caps, gsize size) {
 
 int main(int argc, char **argv) {
   gst_init(&argc, &argv);
-  gst_tensormem_init();
+  gst_tensor_mem_init();
   const int n = argc > 1 ? std::atoi(argv[1]) : 200000;
   GstCaps *caps = gst_caps_from_string("video/x-raw,format=RGBA,width=64,height=64");
   GstVideoInfo info;
@@ -62,9 +62,9 @@ int main(int argc, char **argv) {
     GstBufferPool *pool;
   } pools[] = {
       {"`GstVideoBufferPool` (system memory)", activated(gst_video_buffer_pool_new(), caps, info.size)},
-      {"tensor pool, system storage", activated(gst_tensor_buffer_pool_new(), caps, info.size)},
+      {"tensor pool, system storage", activated(gst_tensor_mem_buffer_pool_new(), caps, info.size)},
       {"tensor pool, DMA-BUF storage",
-       activated(gst_tensor_buffer_pool_new_for_storage(GST_TENSOR_STORAGE_DMABUF), caps, info.size)},
+       activated(gst_tensor_mem_buffer_pool_new_for_storage(GST_TENSOR_MEM_STORAGE_DMABUF), caps, info.size)},
   };
   std::printf("64x64 RGBA, CPU ns per call, best of 5 batches of %d\n\n", n);
   std::printf("| buffers from | acquire + release | frame map WRITE + unmap | gst_tensor_mem_validate_buffer |\n");

@@ -16,6 +16,7 @@
 
 #include <gst/gst.h>
 #include <gst/tensormem/tensormem.h>
+#include <gst/tensormem/gsttensormem.hpp>
 #include <gst/video/video.h>
 
 #include <tensormem/gl_worker.hpp>
@@ -41,7 +42,7 @@ void row(const char *what, const Stats &s) { std::printf("| %-58s | %10.2f | %10
 /* A buffer holding `mem` with a CUDA meta (the handle from the cache). */
 GstBuffer *buffer_with_meta(GstMemory *mem) {
   gboolean imported = FALSE;
-  auto handle = gst_tensor_memory_import_cuda(mem, &imported);
+  auto handle = gst_tensor_mem_memory_import_cuda(mem, &imported);
   if (!handle)
     die("import: " + handle.error().message());
   GstBuffer *buf = gst_buffer_new();
@@ -57,16 +58,16 @@ void bench_meta_map(const char *label, GstMemory *mem, int n) {
   std::string what = std::string(label) + ": meta map + unmap";
   row(what.c_str(), time_each(n, [&] {
         gpointer dev = nullptr;
-        if (!gst_tensor_cuda_meta_map(meta, &dev, nullptr, nullptr))
+        if (!gst_tensor_mem_cuda_meta_map(meta, &dev, nullptr, nullptr))
           die("map");
-        gst_tensor_cuda_meta_unmap(meta);
+        gst_tensor_mem_cuda_meta_unmap(meta);
       }));
   what = std::string(label) + ": add meta (cached handle) + remove";
   row(what.c_str(), time_each(n, [&] {
         GstBuffer *b = gst_buffer_new();
         gst_buffer_append_memory(b, gst_memory_ref(mem));
         gboolean imported = FALSE;
-        auto h = gst_tensor_memory_import_cuda(mem, &imported);
+        auto h = gst_tensor_mem_memory_import_cuda(mem, &imported);
         if (!h || imported)
           die("cache miss");
         gst_buffer_add_tensor_cuda_meta(b, *h, mem->offset, mem->size);
@@ -86,7 +87,7 @@ void bench_import(const char *label, GstAllocator *alloc, int n) {
         die("alloc");
       gboolean imported = FALSE;
       const auto start = Clock::now();
-      auto h = gst_tensor_memory_import_cuda(mem, &imported);
+      auto h = gst_tensor_mem_memory_import_cuda(mem, &imported);
       samples.push_back(us_since(start));
       if (!h || !imported)
         die("import");
@@ -100,10 +101,10 @@ void bench_import(const char *label, GstAllocator *alloc, int n) {
   row(what.c_str(), Stats{first[0], first[1]});
   GstMemory *mem = gst_allocator_alloc(alloc, kFrameBytes, nullptr);
   gboolean imported = FALSE;
-  (void)gst_tensor_memory_import_cuda(mem, &imported);
+  (void)gst_tensor_mem_memory_import_cuda(mem, &imported);
   what = std::string(label) + ": cached lookup (pooled memory)";
   row(what.c_str(), time_each(n, [&] {
-        auto h = gst_tensor_memory_import_cuda(mem, &imported);
+        auto h = gst_tensor_mem_memory_import_cuda(mem, &imported);
         if (!h || imported)
           die("cache");
       }));
@@ -143,7 +144,7 @@ void bench_pipeline(const char *storage, bool with_import, int frames) {
 
 int main(int argc, char **argv) {
   gst_init(&argc, &argv);
-  gst_tensormem_init();
+  gst_tensor_mem_init();
   const int n = argc > 1 ? std::max(atoi(argv[1]), 10) : 500;
   if (argc > 2)
     g_batches = std::max(atoi(argv[2]), 1);
@@ -157,7 +158,7 @@ int main(int argc, char **argv) {
   std::printf("| %-58s | %10s | %10s |\n|%s|%s|%s|\n", "1080p RGBA (8 MB), per call", "median us", "p99 us",
               std::string(60, '-').c_str(), std::string(12, '-').c_str(), std::string(12, '-').c_str());
 
-  GstAllocator *dmabuf = gst_tensor_dmabuf_allocator_get();
+  GstAllocator *dmabuf = gst_tensor_mem_dmabuf_allocator_get();
   GstMemory *dmem = gst_allocator_alloc(dmabuf, kFrameBytes, nullptr);
   if (!dmem)
     die("DMA-BUF alloc");
@@ -166,10 +167,10 @@ int main(int argc, char **argv) {
   bench_import("DMA-BUF external memory", dmabuf, n);
 
   GError *error = nullptr;
-  GstTensorMemGlWorker *worker = gst_tensor_gl_worker_new(&error);
+  GstTensorMemGlWorker *worker = gst_tensor_mem_gl_worker_new(&error);
   GstAllocator *pbo = nullptr;
   if (worker) {
-    pbo = gst_tensor_pbo_allocator_new(worker);
+    pbo = gst_tensor_mem_pbo_allocator_new(worker);
     GstMemory *pmem = gst_allocator_alloc(pbo, kFrameBytes, nullptr);
     if (!pmem)
       die("PBO alloc");

@@ -29,7 +29,7 @@ constexpr const char *kCaps1080 = "video/x-raw,format=RGBA,width=1920,height=108
 double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
 GstBufferPool *dmabuf_pool(const char *caps_str, guint max_buffers) {
-  GstBufferPool *pool = gst_tensor_buffer_pool_new_for_storage(GST_TENSOR_STORAGE_DMABUF);
+  GstBufferPool *pool = gst_tensor_mem_buffer_pool_new_for_storage(GST_TENSOR_MEM_STORAGE_DMABUF);
   GstStructure *config = gst_buffer_pool_get_config(pool);
   GstCaps *caps = gst_caps_from_string(caps_str);
   GstVideoInfo info;
@@ -125,8 +125,8 @@ void copy_path(int n) {
 }
 
 void map_latency(int n) {
-  GstAllocator *dmabuf = gst_tensor_dmabuf_allocator_get();
-  GstAllocator *system = gst_tensor_system_allocator_get();
+  GstAllocator *dmabuf = gst_tensor_mem_dmabuf_allocator_get();
+  GstAllocator *system = gst_tensor_mem_system_allocator_get();
   std::printf("\n## GstMemory map+unmap (READ), 1 MiB memory, %d iterations\n\n", n * 50);
   std::printf("| memory | time per map+unmap |\n|---|---|\n");
   struct Case {
@@ -181,7 +181,7 @@ void churn(int n) {
                 tmtest::open_fd_count(), rss, tmtest::rss_kib());
   }
   {
-    GstAllocator *allocator = gst_tensor_dmabuf_allocator_get();
+    GstAllocator *allocator = gst_tensor_mem_dmabuf_allocator_get();
     const int fds = tmtest::open_fd_count();
     const long rss = tmtest::rss_kib();
     const auto start = Clock::now();
@@ -218,7 +218,7 @@ void churn(int n) {
 
 int main(int argc, char **argv) {
   gst_init(&argc, &argv);
-  gst_tensormem_init();
+  gst_tensor_mem_init();
   const int n = argc > 1 ? std::atoi(argv[1]) : 2000;
   std::printf("# bench-dmabuf-pipeline (DMA-BUF source: %s)\n",
               g_getenv("TENSORMEM_DMABUF_SOURCE") ? g_getenv("TENSORMEM_DMABUF_SOURCE") : "heap");

@@ -8,6 +8,7 @@
 
 #include <gst/gst.h>
 #include <gst/tensormem/tensormem.h>
+#include <gst/tensormem/gsttensormem.hpp>
 
 #include <tensormem/gl_worker.hpp>
 #include <tensormem/timeline.hpp>
@@ -46,7 +47,7 @@ void bench_software(int n) {
 }
 
 void bench_egl(GstTensorMemGlWorker *worker, int n) {
-  GstAllocator *allocator = gst_tensor_pbo_allocator_new(worker);
+  GstAllocator *allocator = gst_tensor_mem_pbo_allocator_new(worker);
   GstBuffer *buffer = gst_buffer_new();
   gst_buffer_append_memory(buffer, gst_allocator_alloc(allocator, 1920 * 1080 * 4, nullptr));
   std::printf("\n## EGL fences on the GL worker, one 1080p RGBA PBO, %d iterations\n\n", n);
@@ -106,19 +107,19 @@ void bench_pipelines(GstTensorMemGlWorker *worker, int n) {
 
 int main(int argc, char **argv) {
   gst_init(&argc, &argv);
-  gst_tensormem_init();
+  gst_tensor_mem_init();
   const int n = argc > 1 ? std::atoi(argv[1]) : 2000;
   const int frames = argc > 2 ? std::atoi(argv[2]) : 200;
   std::printf("# bench-fences (N=%d, pipeline frames=%d, best of %d batches)\n", n, frames, tmbench::g_batches);
   bench_software(n);
   GError *error = nullptr;
-  GstTensorMemGlWorker *worker = gst_tensor_gl_worker_new(&error);
+  GstTensorMemGlWorker *worker = gst_tensor_mem_gl_worker_new(&error);
   if (!worker) {
     std::printf("\nSKIP (EGL): no headless GL context: %s\n", error ? error->message : "?");
     g_clear_error(&error);
     return 0;
   }
-  if (!gst_tensor_gl_worker_get_core_gl_worker(worker)->timeline()) {
+  if (!gst_tensor_mem_gl_worker_get_core_gl_worker(worker)->timeline()) {
     std::printf("\nSKIP (EGL): no EGL_KHR_fence_sync\n");
   } else {
     bench_egl(worker, n);

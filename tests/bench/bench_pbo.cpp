@@ -14,6 +14,7 @@
 #include <gst/check/gstharness.h>
 #include <gst/gst.h>
 #include <gst/tensormem/tensormem.h>
+#include <gst/tensormem/gsttensormem.hpp>
 #include <gst/video/video.h>
 
 #include <tensormem/gl_worker.hpp>
@@ -111,7 +112,7 @@ void map_latency(GlWorker &worker, GstTensorMemGlWorker *gst_worker, int n) {
     });
   }
 
-  GstAllocator *allocator = gst_tensor_pbo_allocator_new(gst_worker);
+  GstAllocator *allocator = gst_tensor_mem_pbo_allocator_new(gst_worker);
   GstMemory *mem = gst_allocator_alloc(allocator, kFrameBytes, nullptr);
   if (!mem)
     die("gst_allocator_alloc of a PBO failed");
@@ -132,7 +133,7 @@ void map_latency(GlWorker &worker, GstTensorMemGlWorker *gst_worker, int n) {
   }
   gst_memory_unref(mem);
 
-  GstAllocator *sys = gst_tensor_system_allocator_get();
+  GstAllocator *sys = gst_tensor_mem_system_allocator_get();
   GstMemory *sys_mem = gst_allocator_alloc(sys, kFrameBytes, nullptr);
   row("system tensor `GstMemory`, `gst_memory_map(READ)` (reference)", [&] {
     GstMapInfo info;
@@ -402,8 +403,8 @@ void harness_throughput(GstTensorMemGlWorker *gst_worker, int n) {
 
   // Buffers from a PBO pool, as videotestsrc or a decoder produce when they
   // take the pool tensorupload proposes.
-  GstAllocator *allocator = gst_tensor_pbo_allocator_new(gst_worker);
-  GstBufferPool *pool = gst_tensor_buffer_pool_new_for_pbo(allocator);
+  GstAllocator *allocator = gst_tensor_mem_pbo_allocator_new(gst_worker);
+  GstBufferPool *pool = gst_tensor_mem_buffer_pool_new_for_pbo(allocator);
   GstStructure *config = gst_buffer_pool_get_config(pool);
   GstCaps *caps = gst_caps_from_string(kCaps1080);
   gst_buffer_pool_config_set_params(config, caps, GST_VIDEO_INFO_SIZE(&info), 0, 8);
@@ -504,7 +505,7 @@ void pipeline_throughput(GstTensorMemGlWorker *gst_worker, int n) {
 
 int main(int argc, char **argv) {
   gst_init(&argc, &argv);
-  gst_tensormem_init();
+  gst_tensor_mem_init();
   const int n = argc > 1 ? std::max(std::atoi(argv[1]), 1) : 200;
   if (argc > 2)
     g_batches = std::max(std::atoi(argv[2]), 1);
@@ -520,7 +521,7 @@ int main(int argc, char **argv) {
   std::printf("# bench-pbo (N=%d, best of %d batches): EGL %s, %s, %s\n", n, g_batches, gl.platform.c_str(),
               gl.renderer.c_str(), gl.version.c_str());
   // One worker for everything: the core tensors and, wrapped, the GStreamer side.
-  GstTensorMemGlWorker *gst_worker = gst_tensor_gl_worker_new_wrapped(worker);
+  GstTensorMemGlWorker *gst_worker = gst_tensor_mem_gl_worker_new_wrapped(worker);
 
   map_latency(*worker, gst_worker, n * 10);
   bandwidth(*worker, std::max(n / 4, 10));

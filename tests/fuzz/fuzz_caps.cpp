@@ -9,7 +9,7 @@
  *    string from the input.
  * Every structure goes through parse_tensor_caps(), every caps through
  * gst_tensor_mem_video_info_from_caps(), and every format through
- * gst_tensor_pixel_format_from_video_format(). Asserted: a parsed tensor
+ * gst_tensor_mem_pixel_format_from_video_format(). Asserted: a parsed tensor
  * has 1 to 16 dimensions, each from 1 to 2^31 - 1, a known type of 8 to 64
  * bits, and bytes = the product of its dimensions times the element size
  * (recomputed in 128 bits: no wrap); a refused one says why. Accepted video
@@ -22,6 +22,7 @@
 #include <gst/tensormem/gsttensorcaps.h>
 #include <gst/tensormem/gsttensorformat.h>
 #include <gst/tensormem/gsttensormemvalidate.h>
+#include <gst/tensormem/gsttensormem.hpp>
 #include <gst/video/video.h>
 
 #include <algorithm>
@@ -112,8 +113,8 @@ GstCaps *build_caps(FuzzInput &in) {
     const GstVideoFormat *formats = gst_video_formats_raw(&n_formats);
     const GstVideoFormat format = formats[in.pick(n_formats)];
     tensormem::PixelFormat pixel;
-    if (gst_tensor_pixel_format_from_video_format(format, &pixel))
-      FUZZ_CHECK(gst_tensor_pixel_format_to_video_format(pixel) == format, "%s does not come back",
+    if (gst_tensor_mem_pixel_format_from_video_format(format, &pixel))
+      FUZZ_CHECK(gst_tensor_mem_pixel_format_to_video_format(pixel) == format, "%s does not come back",
                  gst_video_format_to_string(format));
     gint width, height;
     switch (in.pick(4)) {

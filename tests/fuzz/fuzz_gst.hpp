@@ -25,7 +25,7 @@ inline void init_gstreamer() {
   // Refusals are what most inputs produce; their warnings are not news.
   g_setenv("GST_DEBUG", "*:0", FALSE);
   gst_init(nullptr, nullptr);
-  gst_tensormem_init();
+  gst_tensor_mem_init();
 }
 
 /* A size near `want`: the same, a little less or more, or anything below 2x. */

@@ -35,7 +35,7 @@ protected:
   }
 
   /* The pool pool_buffer() draws from; system tensor memory unless overridden. */
-  virtual GstBufferPool *new_pool() { return gst_tensor_buffer_pool_new(); }
+  virtual GstBufferPool *new_pool() { return gst_tensor_mem_buffer_pool_new(); }
 
   GstBuffer *plain_buffer(guint seed) {
     GstBuffer *buffer = gst_buffer_new_allocate(nullptr, GST_VIDEO_INFO_SIZE(&info_), nullptr);

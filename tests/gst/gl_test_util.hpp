@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <gst/tensormem/tensormem.h>
+#include <gst/tensormem/gsttensormem.hpp>
 #include <tensormem/gl_worker.hpp>
 
 #include <epoxy/gl.h>
@@ -25,13 +26,13 @@ inline GstTensorMemGlWorker *shared_worker(std::string *why) {
   if (!tried) {
     tried = true;
     GError *error = nullptr;
-    worker = gst_tensor_gl_worker_new(&error);
+    worker = gst_tensor_mem_gl_worker_new(&error);
     if (!worker) {
       reason = error ? error->message : "unknown";
       g_clear_error(&error);
     } else {
-      std::printf("GL worker: %s, \"%s\", %s\n", gst_tensor_gl_worker_get_platform(worker),
-                  gst_tensor_gl_worker_get_renderer(worker), gst_tensor_gl_worker_get_version(worker));
+      std::printf("GL worker: %s, \"%s\", %s\n", gst_tensor_mem_gl_worker_get_platform(worker),
+                  gst_tensor_mem_gl_worker_get_renderer(worker), gst_tensor_mem_gl_worker_get_version(worker));
     }
   }
   *why = reason;
@@ -53,7 +54,7 @@ inline const auto *const g_shared_worker_release = ::testing::AddGlobalTestEnvir
 /* Whether GL name `id` is a live buffer of the worker's context. */
 inline bool is_gl_buffer(GstTensorMemGlWorker *worker, guint id) {
   bool alive = false;
-  EXPECT_TRUE(gst_tensor_gl_worker_get_core_gl_worker(worker)->submit([&] { alive = glIsBuffer(id); }));
+  EXPECT_TRUE(gst_tensor_mem_gl_worker_get_core_gl_worker(worker)->submit([&] { alive = glIsBuffer(id); }));
   return alive;
 }
 
@@ -61,7 +62,7 @@ inline bool is_gl_buffer(GstTensorMemGlWorker *worker, guint id) {
  * handed out from 1 upwards and the tests make few). */
 inline int live_gl_buffers(GstTensorMemGlWorker *worker, guint limit = 4096) {
   int live = 0;
-  EXPECT_TRUE(gst_tensor_gl_worker_get_core_gl_worker(worker)->submit([&] {
+  EXPECT_TRUE(gst_tensor_mem_gl_worker_get_core_gl_worker(worker)->submit([&] {
     for (guint id = 1; id <= limit; ++id)
       live += glIsBuffer(id) ? 1 : 0;
   }));

@@ -12,7 +12,7 @@ class GstEnvironment : public ::testing::Environment {
 public:
   void SetUp() override {
     gst_init(nullptr, nullptr);
-    gst_tensormem_init();
+    gst_tensor_mem_init();
   }
   void TearDown() override { gst_deinit(); }
 };

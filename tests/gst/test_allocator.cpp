@@ -3,6 +3,7 @@
 
 #include <gst/gst.h>
 #include <gst/tensormem/tensormem.h>
+#include <gst/tensormem/gsttensormem.hpp>
 
 #include <tensormem/tensor.hpp>
 
@@ -14,7 +15,7 @@ namespace {
 class TensorAllocator : public ::testing::Test {
 protected:
   void SetUp() override {
-    allocator_ = gst_tensor_system_allocator_get();
+    allocator_ = gst_tensor_mem_system_allocator_get();
     ASSERT_NE(allocator_, nullptr);
   }
   void TearDown() override { gst_object_unref(allocator_); }
@@ -22,7 +23,7 @@ protected:
   GstMemory *alloc(gsize size, GstAllocationParams *params = nullptr) {
     return gst_allocator_alloc(allocator_, size, params);
   }
-  static const tensormem::Storage &storage_of(GstMemory *mem) { return *gst_tensor_memory_get_tensor(mem)->storage(); }
+  static const tensormem::Storage &storage_of(GstMemory *mem) { return *gst_tensor_mem_memory_get_tensor(mem)->storage(); }
   static void fill(GstMemory *mem) {
     GstMapInfo info;
     ASSERT_TRUE(gst_memory_map(mem, &info, GST_MAP_WRITE));
@@ -36,10 +37,10 @@ protected:
 
 TEST_F(TensorAllocator, IsRegisteredUnderItsNameAsASingleton) {
   GstAllocator *found = gst_allocator_find("TensorSystemMemory");
-  GstAllocator *again = gst_tensor_system_allocator_get();
+  GstAllocator *again = gst_tensor_mem_system_allocator_get();
   EXPECT_EQ(found, allocator_);
   EXPECT_EQ(again, allocator_);
-  EXPECT_TRUE(GST_IS_TENSOR_SYSTEM_ALLOCATOR(allocator_));
+  EXPECT_TRUE(GST_IS_TENSOR_MEM_SYSTEM_ALLOCATOR(allocator_));
   EXPECT_STREQ(allocator_->mem_type, "TensorSystemMemory");
   gst_object_unref(found);
   gst_object_unref(again);
@@ -50,9 +51,9 @@ TEST_F(TensorAllocator, AllocMapWriteReadRoundTrips) {
   ASSERT_NE(mem, nullptr);
   EXPECT_TRUE(gst_is_tensor_memory(mem));
   EXPECT_TRUE(gst_memory_is_type(mem, "TensorSystemMemory"));
-  EXPECT_EQ(gst_tensor_memory_get_storage(mem), GST_TENSOR_STORAGE_SYSTEM);
+  EXPECT_EQ(gst_tensor_mem_memory_get_storage(mem), GST_TENSOR_MEM_STORAGE_SYSTEM);
   EXPECT_EQ(gst_memory_get_sizes(mem, nullptr, nullptr), 1000u);
-  const tensormem::Tensor *tensor = gst_tensor_memory_get_tensor(mem);
+  const tensormem::Tensor *tensor = gst_tensor_mem_memory_get_tensor(mem);
   ASSERT_NE(tensor, nullptr);
   EXPECT_EQ(tensor->dtype(), tensormem::DType::U8);
   EXPECT_EQ(tensor->shape(), tensormem::Shape{1000});
@@ -141,7 +142,7 @@ TEST_F(TensorAllocator, WriteMapWhileReadMapLiveFailsAndLeavesNothingMapped) {
 TEST_F(TensorAllocator, CoreWriteMapFailsWhileGstReadMapLive) {
   GstMemory *mem = alloc(256);
   ASSERT_NE(mem, nullptr);
-  const tensormem::Tensor *tensor = gst_tensor_memory_get_tensor(mem);
+  const tensormem::Tensor *tensor = gst_tensor_mem_memory_get_tensor(mem);
   GstMapInfo r;
   ASSERT_TRUE(gst_memory_map(mem, &r, GST_MAP_READ));
   {
@@ -161,7 +162,7 @@ TEST_F(TensorAllocator, CoreWriteMapFailsWhileGstReadMapLive) {
 TEST_F(TensorAllocator, GstMapFailsWhileCoreWriteMapLive) {
   GstMemory *mem = alloc(256);
   ASSERT_NE(mem, nullptr);
-  const tensormem::Tensor *tensor = gst_tensor_memory_get_tensor(mem);
+  const tensormem::Tensor *tensor = gst_tensor_mem_memory_get_tensor(mem);
   GstMapInfo info;
   {
     auto writer = tensor->map(tensormem::CpuAccess::Write);
@@ -185,7 +186,7 @@ TEST_F(TensorAllocator, ShareSeesTheSameBytesThroughTheSameStorage) {
   ASSERT_NE(sub, nullptr);
   EXPECT_TRUE(gst_is_tensor_memory(sub));
   EXPECT_EQ(sub->parent, mem);
-  EXPECT_EQ(gst_tensor_memory_get_tensor(sub)->storage(), gst_tensor_memory_get_tensor(mem)->storage());
+  EXPECT_EQ(gst_tensor_mem_memory_get_tensor(sub)->storage(), gst_tensor_mem_memory_get_tensor(mem)->storage());
   EXPECT_TRUE(GST_MEMORY_IS_READONLY(sub));
   GstMapInfo info;
   ASSERT_TRUE(gst_memory_map(sub, &info, GST_MAP_READ));
@@ -216,7 +217,7 @@ TEST_F(TensorAllocator, CopyOwnsNewStorageWithTheSameBytes) {
   GstMemory *copy = gst_memory_copy(mem, 10, 20);
   ASSERT_NE(copy, nullptr);
   EXPECT_TRUE(gst_is_tensor_memory(copy));
-  EXPECT_NE(gst_tensor_memory_get_tensor(copy)->storage(), gst_tensor_memory_get_tensor(mem)->storage());
+  EXPECT_NE(gst_tensor_mem_memory_get_tensor(copy)->storage(), gst_tensor_mem_memory_get_tensor(mem)->storage());
   GstMapInfo info;
   ASSERT_TRUE(gst_memory_map(copy, &info, GST_MAP_READWRITE));
   ASSERT_EQ(info.size, 20u);
@@ -259,7 +260,7 @@ TEST_F(TensorAllocator, ContiguousSharesOfOneStorageAreASpan) {
 TEST_F(TensorAllocator, ForeignMemoryIsNotTensorMemory) {
   GstMemory *mem = gst_allocator_alloc(nullptr, 64, nullptr);
   EXPECT_FALSE(gst_is_tensor_memory(mem));
-  EXPECT_EQ(gst_tensor_memory_get_tensor(mem), nullptr);
+  EXPECT_EQ(gst_tensor_mem_memory_get_tensor(mem), nullptr);
   EXPECT_FALSE(gst_is_tensor_memory(nullptr));
   gst_memory_unref(mem);
 }
@@ -272,12 +273,12 @@ TEST(TensorFormat, EveryTensorFormatRoundTrips) {
   };
   for (GstVideoFormat format : formats) {
     tensormem::PixelFormat pixel_format;
-    ASSERT_TRUE(gst_tensor_pixel_format_from_video_format(format, &pixel_format)) << gst_video_format_to_string(format);
-    EXPECT_EQ(gst_tensor_pixel_format_to_video_format(pixel_format), format);
+    ASSERT_TRUE(gst_tensor_mem_pixel_format_from_video_format(format, &pixel_format)) << gst_video_format_to_string(format);
+    EXPECT_EQ(gst_tensor_mem_pixel_format_to_video_format(pixel_format), format);
     EXPECT_STREQ(tensormem::format_info(pixel_format).name, gst_video_format_to_string(format));
   }
   tensormem::PixelFormat unused;
-  EXPECT_FALSE(gst_tensor_pixel_format_from_video_format(GST_VIDEO_FORMAT_UYVY, &unused));
+  EXPECT_FALSE(gst_tensor_mem_pixel_format_from_video_format(GST_VIDEO_FORMAT_UYVY, &unused));
 }
 
 } // namespace

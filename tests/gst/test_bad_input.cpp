@@ -374,7 +374,7 @@ GstMemory *unmappable_dmabuf(gsize size) {
   EXPECT_GE(fd, 0);
   EXPECT_EQ(ftruncate(fd, static_cast<off_t>(size)), 0);
   EXPECT_EQ(fcntl(fd, F_ADD_SEALS, F_SEAL_WRITE), 0);
-  GstMemory *mem = gst_tensor_dmabuf_memory_import_fd(fd, size);
+  GstMemory *mem = gst_tensor_mem_dmabuf_memory_import_fd(fd, size);
   close(fd);
   return mem;
 }
@@ -387,16 +387,16 @@ TEST(MapFailure, TheCauseOfAFailedMapIsKeptAndAMapThatWorksClearsIt) {
   ASSERT_NE(mem, nullptr);
   GstMapInfo info;
   EXPECT_FALSE(gst_memory_map(mem, &info, GST_MAP_READ));
-  const gchar *why = gst_tensor_memory_get_last_map_failure();
+  const gchar *why = gst_tensor_mem_memory_get_last_map_failure();
   ASSERT_NE(why, nullptr);
   EXPECT_NE(std::string(why).find("mmap"), std::string::npos) << why;
   EXPECT_NE(std::string(why).find(std::strerror(EPERM)), std::string::npos) << why;
   gst_memory_unref(mem);
-  GstAllocator *allocator = gst_tensor_dmabuf_allocator_get();
+  GstAllocator *allocator = gst_tensor_mem_dmabuf_allocator_get();
   GstMemory *fine = gst_allocator_alloc(allocator, 4096, nullptr);
   gst_object_unref(allocator);
   ASSERT_TRUE(gst_memory_map(fine, &info, GST_MAP_WRITE));
-  EXPECT_EQ(gst_tensor_memory_get_last_map_failure(), nullptr);
+  EXPECT_EQ(gst_tensor_mem_memory_get_last_map_failure(), nullptr);
   gst_memory_unmap(fine, &info);
   gst_memory_unref(fine);
 }
@@ -491,7 +491,7 @@ TEST(ValidateBuffer, MeasuresOurOwnDmaBufMemoryByItsStorage) {
     const int fd = memfd_create("own-dmabuf", MFD_CLOEXEC);
     ASSERT_GE(fd, 0);
     ASSERT_EQ(ftruncate(fd, static_cast<off_t>(file_size)), 0);
-    GstMemory *mem = gst_tensor_dmabuf_memory_import_fd(fd, 0);
+    GstMemory *mem = gst_tensor_mem_dmabuf_memory_import_fd(fd, 0);
     close(fd); // the memory keeps its own dup
     ASSERT_NE(mem, nullptr);
     ASSERT_TRUE(gst_is_tensor_dmabuf_memory(mem));

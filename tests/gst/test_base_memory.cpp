@@ -7,6 +7,7 @@
 #include <gst/allocators/gstdmabuf.h>
 #include <gst/gst.h>
 #include <gst/tensormem/tensormem.h>
+#include <gst/tensormem/gsttensormem.hpp>
 
 #include <tensormem/storage.hpp>
 #include <tensormem/tensor.hpp>
@@ -91,18 +92,18 @@ TEST(TensorMemBase, IsAbstractAndTheParentOfTheSystemAndPboAllocators) {
   EXPECT_TRUE(G_TYPE_IS_ABSTRACT(GST_TYPE_TENSOR_MEM_BASE_ALLOCATOR));
   EXPECT_TRUE(g_type_is_a(GST_TYPE_TENSOR_MEM_BASE_ALLOCATOR, GST_TYPE_ALLOCATOR));
   EXPECT_TRUE(g_type_is_a(GST_TYPE_TENSOR_MEM_BASE_ALLOCATOR, GST_TYPE_TENSOR_MEM_ALLOCATOR));
-  EXPECT_TRUE(g_type_is_a(GST_TYPE_TENSOR_SYSTEM_ALLOCATOR, GST_TYPE_TENSOR_MEM_BASE_ALLOCATOR));
-#if GST_TENSORMEM_HAVE_GL
-  EXPECT_TRUE(g_type_is_a(GST_TYPE_TENSOR_PBO_ALLOCATOR, GST_TYPE_TENSOR_MEM_BASE_ALLOCATOR));
+  EXPECT_TRUE(g_type_is_a(GST_TYPE_TENSOR_MEM_SYSTEM_ALLOCATOR, GST_TYPE_TENSOR_MEM_BASE_ALLOCATOR));
+#if GST_TENSOR_MEM_HAVE_GL
+  EXPECT_TRUE(g_type_is_a(GST_TYPE_TENSOR_MEM_PBO_ALLOCATOR, GST_TYPE_TENSOR_MEM_BASE_ALLOCATOR));
 #endif
   // The DMA-BUF allocator keeps GStreamer's parent and joins by the interface.
-  EXPECT_FALSE(g_type_is_a(GST_TYPE_TENSOR_DMABUF_ALLOCATOR, GST_TYPE_TENSOR_MEM_BASE_ALLOCATOR));
-  EXPECT_TRUE(g_type_is_a(GST_TYPE_TENSOR_DMABUF_ALLOCATOR, GST_TYPE_DMABUF_ALLOCATOR));
-  EXPECT_TRUE(g_type_is_a(GST_TYPE_TENSOR_DMABUF_ALLOCATOR, GST_TYPE_TENSOR_MEM_ALLOCATOR));
+  EXPECT_FALSE(g_type_is_a(GST_TYPE_TENSOR_MEM_DMABUF_ALLOCATOR, GST_TYPE_TENSOR_MEM_BASE_ALLOCATOR));
+  EXPECT_TRUE(g_type_is_a(GST_TYPE_TENSOR_MEM_DMABUF_ALLOCATOR, GST_TYPE_DMABUF_ALLOCATOR));
+  EXPECT_TRUE(g_type_is_a(GST_TYPE_TENSOR_MEM_DMABUF_ALLOCATOR, GST_TYPE_TENSOR_MEM_ALLOCATOR));
 }
 
 TEST(TensorMemBase, SystemMemoryIsABaseMemoryAndDmaBufMemoryIsTensorMemoryOnly) {
-  GstAllocator *system = gst_tensor_system_allocator_get();
+  GstAllocator *system = gst_tensor_mem_system_allocator_get();
   GstMemory *mem = gst_allocator_alloc(system, 64, nullptr);
   ASSERT_NE(mem, nullptr);
   EXPECT_TRUE(gst_is_tensor_mem_base_memory(mem));
@@ -110,12 +111,12 @@ TEST(TensorMemBase, SystemMemoryIsABaseMemoryAndDmaBufMemoryIsTensorMemoryOnly) 
   GstMemory *share = gst_memory_share(mem, 8, 16);
   ASSERT_NE(share, nullptr);
   EXPECT_TRUE(gst_is_tensor_mem_base_memory(share));
-  EXPECT_EQ(gst_tensor_memory_get_tensor(share)->storage(), gst_tensor_memory_get_tensor(mem)->storage());
+  EXPECT_EQ(gst_tensor_mem_memory_get_tensor(share)->storage(), gst_tensor_mem_memory_get_tensor(mem)->storage());
   gst_memory_unref(share);
   gst_memory_unref(mem);
   gst_object_unref(system);
 
-  GstAllocator *dmabuf = gst_tensor_dmabuf_allocator_get();
+  GstAllocator *dmabuf = gst_tensor_mem_dmabuf_allocator_get();
   GstMemory *dmem = gst_allocator_alloc(dmabuf, 64, nullptr);
   ASSERT_NE(dmem, nullptr);
   EXPECT_FALSE(gst_is_tensor_mem_base_memory(dmem));
@@ -146,7 +147,7 @@ TEST(TensorMemBase, ASubclassFillingInCreateGetsEveryMemoryFunction) {
   EXPECT_TRUE(gst_is_tensor_memory(mem));
   EXPECT_TRUE(gst_is_tensor_mem_base_memory(mem));
   EXPECT_TRUE(gst_memory_is_type(mem, "CountingTensorMemory"));
-  EXPECT_EQ(gst_tensor_memory_get_storage(mem), GST_TENSOR_STORAGE_SYSTEM);
+  EXPECT_EQ(gst_tensor_mem_memory_get_storage(mem), GST_TENSOR_MEM_STORAGE_SYSTEM);
   EXPECT_EQ(mem->offset, 16u);
   EXPECT_EQ(mem->size, 100u);
   EXPECT_EQ(mem->maxsize, 124u);
@@ -156,7 +157,7 @@ TEST(TensorMemBase, ASubclassFillingInCreateGetsEveryMemoryFunction) {
   // A share: same storage, read-only, its maps go through the subclass too.
   GstMemory *share = gst_memory_share(mem, 10, 20);
   ASSERT_NE(share, nullptr);
-  EXPECT_EQ(gst_tensor_memory_get_tensor(share)->storage(), gst_tensor_memory_get_tensor(mem)->storage());
+  EXPECT_EQ(gst_tensor_mem_memory_get_tensor(share)->storage(), gst_tensor_mem_memory_get_tensor(mem)->storage());
   EXPECT_TRUE(GST_MEMORY_IS_READONLY(share));
   GstMapInfo info;
   ASSERT_TRUE(gst_memory_map(share, &info, GST_MAP_READ));
@@ -177,7 +178,7 @@ TEST(TensorMemBase, ASubclassFillingInCreateGetsEveryMemoryFunction) {
   ASSERT_NE(copy, nullptr);
   EXPECT_EQ(g_creates.load(), 2);
   EXPECT_EQ(copy->allocator, allocator);
-  EXPECT_NE(gst_tensor_memory_get_tensor(copy)->storage(), gst_tensor_memory_get_tensor(mem)->storage());
+  EXPECT_NE(gst_tensor_mem_memory_get_tensor(copy)->storage(), gst_tensor_mem_memory_get_tensor(mem)->storage());
   ASSERT_TRUE(gst_memory_map(copy, &info, GST_MAP_READ));
   ASSERT_EQ(info.size, 50u);
   for (gsize i = 0; i < info.size; ++i)

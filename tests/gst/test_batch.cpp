@@ -12,7 +12,7 @@
 #include <gst/allocators/allocators.h>
 #include <gst/tensormem/gsttensormemconfig.h>
 #include <gst/tensormem/tensormem.h>
-#if GST_TENSORMEM_HAVE_TENSOR_META
+#if GST_TENSOR_MEM_HAVE_TENSOR_META
 #include <gst/analytics/analytics.h>
 #endif
 
@@ -223,7 +223,7 @@ TEST(TensorBatch, RequireZeroCopyHoldsOnTheBatch) {
   EXPECT_EQ(r.samples.size(), static_cast<std::size_t>(kFrames));
 }
 
-#if GST_TENSORMEM_HAVE_TENSOR_META
+#if GST_TENSOR_MEM_HAVE_TENSOR_META
 TEST(TensorBatch, CarriesGstTensorMetaWithTheBatchDims) {
   BatchRun r;
   run(four_streams(""), &r);

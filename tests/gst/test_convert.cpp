@@ -260,7 +260,7 @@ TEST(TensorConvert, BadSettingsAreElementErrors) {
       // output=meta runs on the CPU path, and needs GStreamer 1.26's GstTensorMeta.
       {"output=meta backend=gl", "output=meta converts on the CPU path"},
       {"output=meta storage=pbo", "storage=pbo was asked"},
-#if !GST_TENSORMEM_HAVE_TENSOR_META
+#if !GST_TENSOR_MEM_HAVE_TENSOR_META
       {"output=meta", "output=meta needs GstTensorMeta"},
 #endif
   };

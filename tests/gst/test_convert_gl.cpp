@@ -14,6 +14,7 @@
 #include <gst/app/gstappsrc.h>
 #include <gst/check/gstharness.h>
 #include <gst/tensormem/tensormem.h>
+#include <gst/tensormem/gsttensormem.hpp>
 #include <tensormem/gl_convert.hpp>
 #include <tensormem/internal/cuda_runtime.hpp>
 
@@ -185,7 +186,7 @@ TEST(TensorConvertGl, PboInGivesPooledFencedPboTensorsWithoutACopy) {
     ASSERT_EQ(gst_buffer_n_memory(buffer), 1u);
     GstMemory *mem = gst_buffer_peek_memory(buffer, 0);
     ASSERT_TRUE(gst_is_tensor_pbo_memory(mem));
-    gl_buffers.insert(gst_tensor_pbo_memory_get_buffer_id(mem));
+    gl_buffers.insert(gst_tensor_mem_pbo_memory_get_buffer_id(mem));
     gchar *fences = gst_buffer_describe_tensor_mem_fences(buffer);
     EXPECT_NE(std::string(fences ? fences : "").find("egl"), std::string::npos) << (fences ? fences : "(none)");
     g_free(fences);
@@ -213,7 +214,7 @@ TEST(TensorConvertGl, OutputPboBuffersComeFromAPool) {
       [](GstPad *, GstPadProbeInfo *info, gpointer data) {
         GstMemory *mem = gst_buffer_peek_memory(GST_PAD_PROBE_INFO_BUFFER(info), 0);
         if (gst_is_tensor_pbo_memory(mem))
-          static_cast<std::set<guint> *>(data)->insert(gst_tensor_pbo_memory_get_buffer_id(mem));
+          static_cast<std::set<guint> *>(data)->insert(gst_tensor_mem_pbo_memory_get_buffer_id(mem));
         return GST_PAD_PROBE_OK;
       },
       &ids, nullptr);
@@ -309,7 +310,7 @@ TEST(TensorConvertGlCuda, TensorcudaimportHandsInferenceTheTensorWithoutACopy) {
     gpointer device = nullptr;
     gsize size = 0;
     GError *error = nullptr;
-    ASSERT_TRUE(gst_tensor_cuda_meta_map(meta, &device, &size, &error)) << error->message;
+    ASSERT_TRUE(gst_tensor_mem_cuda_meta_map(meta, &device, &size, &error)) << error->message;
     GstMapInfo map;
     ASSERT_TRUE(gst_buffer_map(buffer, &map, GST_MAP_READ));
     ASSERT_GE(size, map.size);
@@ -317,7 +318,7 @@ TEST(TensorConvertGlCuda, TensorcudaimportHandsInferenceTheTensorWithoutACopy) {
     ASSERT_TRUE(cuda->memcpy_device_to_host(through_cuda.data(), device, map.size));
     EXPECT_EQ(std::memcmp(through_cuda.data(), map.data, map.size), 0) << "the CUDA pointer is not the tensor";
     gst_buffer_unmap(buffer, &map);
-    gst_tensor_cuda_meta_unmap(meta);
+    gst_tensor_mem_cuda_meta_unmap(meta);
   }
 }
 
@@ -376,7 +377,7 @@ namespace {
  * its buffers, before anything reaches GL. */
 TEST(GlFrameConverter, RefusesBuffersThatDoNotHoldTheFrameOrTheTensor) {
   REQUIRE_GL();
-  std::shared_ptr<tensormem::GlWorker> worker = gst_tensor_gl_worker_get_core_gl_worker(tmtest::shared_worker(&no_gl));
+  std::shared_ptr<tensormem::GlWorker> worker = gst_tensor_mem_gl_worker_get_core_gl_worker(tmtest::shared_worker(&no_gl));
   tensormem::ConvertSpec spec;
   spec.input = tensormem::PixelFormat::NV12;
   spec.in_width = 15;

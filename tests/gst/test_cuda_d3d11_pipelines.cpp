@@ -14,6 +14,7 @@
 #include <gst/tensormem/tensormem.h>
 
 #include <gst/tensormem/gsttensordlpack.h>
+#include <gst/tensormem/gsttensormem.hpp>
 
 #include <tensormem/d3d11_timeline.hpp>
 #include <tensormem/internal/cuda_d3d11.hpp>
@@ -92,17 +93,17 @@ TEST_P(CudaD3d11Pipeline, TexturesAreReadThroughCudaWithTheHostChecksumsAndTheir
 TEST(CudaD3d11Import, AD3d11FenceMetaBecomesTheStoragesRecordedWrite) {
   ASSERT_TRUE(g_software_device);
   fake_cudart_set_accept_d3d11(1);
-  GstTensorMemD3D11Device *device = gst_tensor_d3d11_device_new(nullptr);
+  GstTensorMemD3D11Device *device = gst_tensor_mem_d3d11_device_new(nullptr);
   ASSERT_NE(device, nullptr);
-  GstAllocator *allocator = gst_tensor_d3d11_allocator_new(device);
+  GstAllocator *allocator = gst_tensor_mem_d3d11_allocator_new(device);
   const char *caps = "video/x-raw,format=RGBA,width=64,height=8";
   GstVideoInfo info = tmtest::info_from_string(caps);
-  GstMemory *mem = gst_tensor_d3d11_allocator_alloc_video(allocator, &info);
+  GstMemory *mem = gst_tensor_mem_d3d11_allocator_alloc_video(allocator, &info);
   ASSERT_NE(mem, nullptr);
-  auto storage = gst_tensor_d3d11_memory_get_storage(mem);
+  auto storage = gst_tensor_mem_d3d11_memory_get_storage(mem);
   GstBuffer *buffer = gst_buffer_new();
   gst_buffer_append_memory(buffer, mem);
-  auto timeline = gst_tensor_d3d11_device_get_fence_timeline(device);
+  auto timeline = gst_tensor_mem_d3d11_device_get_fence_timeline(device);
   ASSERT_NE(timeline, nullptr);
   auto value = timeline->issue();
   ASSERT_TRUE(value);
@@ -160,7 +161,7 @@ void check_dlpack_of_a_padded_texture() {
   GstBuffer *buffer = gst_sample_get_buffer(p.sample);
   GstTensorMemCudaMeta *meta = gst_buffer_get_tensor_cuda_meta(buffer);
   ASSERT_NE(meta, nullptr) << "a pitch-padded texture was not given the CUDA meta";
-  EXPECT_EQ(meta->kind, GST_TENSOR_CUDA_KIND_D3D11_TEXTURE);
+  EXPECT_EQ(meta->kind, GST_TENSOR_MEM_CUDA_KIND_D3D11_TEXTURE);
   EXPECT_EQ(meta->size, gst_buffer_get_size(buffer));
   GstVideoMeta *vmeta = gst_buffer_get_video_meta(buffer);
   ASSERT_NE(vmeta, nullptr);

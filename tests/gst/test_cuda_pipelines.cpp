@@ -14,6 +14,7 @@
 #include <gst/check/gstharness.h>
 
 #include <gst/tensormem/tensormem.h>
+#include <gst/tensormem/gsttensormem.hpp>
 #include <tensormem/internal/cuda_runtime.hpp>
 
 #include <ostream>
@@ -35,7 +36,7 @@ bool gl_usable(std::string *why) {
   static std::string reason;
   if (state < 0) {
     GError *error = nullptr;
-    GstTensorMemGlWorker *worker = gst_tensor_gl_worker_new(&error);
+    GstTensorMemGlWorker *worker = gst_tensor_mem_gl_worker_new(&error);
     state = worker != nullptr;
     if (!worker)
       reason = error ? error->message : "unknown";
@@ -309,19 +310,19 @@ TEST(CudaMeta, copies_drop_the_meta_and_maps_pair_exactly_once) {
   ASSERT_NO_FATAL_FAILURE(pull_one_frame(&f));
   GstBuffer *buffer = f.buffer;
   GstTensorMemCudaMeta *meta = f.meta;
-  EXPECT_EQ(meta->kind, GST_TENSOR_CUDA_KIND_EXTERNAL_MEMORY);
+  EXPECT_EQ(meta->kind, GST_TENSOR_MEM_CUDA_KIND_EXTERNAL_MEMORY);
   EXPECT_EQ(meta->size, gst_buffer_get_size(buffer));
-  EXPECT_STREQ(gst_tensor_cuda_kind_to_string(meta->kind), "external-memory");
-  EXPECT_TRUE(gst_tensor_cuda_meta_get_handle(meta));
+  EXPECT_STREQ(gst_tensor_mem_cuda_kind_to_string(meta->kind), "external-memory");
+  EXPECT_TRUE(gst_tensor_mem_cuda_meta_get_handle(meta));
 
   gpointer dev = nullptr;
   gsize size = 0;
   GError *error = nullptr;
-  ASSERT_TRUE(gst_tensor_cuda_meta_map(meta, &dev, &size, &error));
+  ASSERT_TRUE(gst_tensor_mem_cuda_meta_map(meta, &dev, &size, &error));
   EXPECT_EQ(size, meta->size);
-  EXPECT_TRUE(gst_tensor_cuda_meta_is_mapped(meta));
+  EXPECT_TRUE(gst_tensor_mem_cuda_meta_is_mapped(meta));
   gpointer dev2 = nullptr;
-  EXPECT_FALSE(gst_tensor_cuda_meta_map_mut(meta, &dev2, nullptr, &error)) << "second map while mapped";
+  EXPECT_FALSE(gst_tensor_mem_cuda_meta_map_mut(meta, &dev2, nullptr, &error)) << "second map while mapped";
   ASSERT_NE(error, nullptr);
   g_clear_error(&error);
   // The device bytes are the frame's bytes (fake: device memory is host memory).
@@ -331,35 +332,35 @@ TEST(CudaMeta, copies_drop_the_meta_and_maps_pair_exactly_once) {
   ASSERT_TRUE(tensormem::CudaRuntime::get()->memcpy_device_to_host(host.data(), dev, size));
   EXPECT_EQ(memcmp(host.data(), info.data, size), 0);
   gst_buffer_unmap(buffer, &info);
-  gst_tensor_cuda_meta_unmap(meta);
-  EXPECT_FALSE(gst_tensor_cuda_meta_is_mapped(meta));
-  gst_tensor_cuda_meta_unmap(meta); // nothing outstanding: no-op
-  ASSERT_TRUE(gst_tensor_cuda_meta_map_mut(meta, &dev2, nullptr, nullptr));
+  gst_tensor_mem_cuda_meta_unmap(meta);
+  EXPECT_FALSE(gst_tensor_mem_cuda_meta_is_mapped(meta));
+  gst_tensor_mem_cuda_meta_unmap(meta); // nothing outstanding: no-op
+  ASSERT_TRUE(gst_tensor_mem_cuda_meta_map_mut(meta, &dev2, nullptr, nullptr));
   EXPECT_EQ(dev2, dev);
 
   // Reading through CUDA needs the meta unmapped, and room for its bytes.
   std::vector<guint8> read(meta->size);
-  EXPECT_FALSE(gst_tensor_cuda_meta_read(meta, read.data(), read.size(), &error)) << "read while mapped";
+  EXPECT_FALSE(gst_tensor_mem_cuda_meta_read(meta, read.data(), read.size(), &error)) << "read while mapped";
   ASSERT_NE(error, nullptr);
   g_clear_error(&error);
-  gst_tensor_cuda_meta_unmap(meta);
-  EXPECT_FALSE(gst_tensor_cuda_meta_read(meta, read.data(), read.size() - 1, &error)) << "a host buffer too small";
+  gst_tensor_mem_cuda_meta_unmap(meta);
+  EXPECT_FALSE(gst_tensor_mem_cuda_meta_read(meta, read.data(), read.size() - 1, &error)) << "a host buffer too small";
   ASSERT_NE(error, nullptr);
   EXPECT_NE(std::string(error->message).find("cannot hold"), std::string::npos) << error->message;
   g_clear_error(&error);
-  ASSERT_TRUE(gst_tensor_cuda_meta_read(meta, read.data(), read.size(), &error)) << error->message;
+  ASSERT_TRUE(gst_tensor_mem_cuda_meta_read(meta, read.data(), read.size(), &error)) << error->message;
   ASSERT_TRUE(gst_buffer_map(buffer, &info, GST_MAP_READ));
   EXPECT_EQ(memcmp(read.data(), info.data, read.size()), 0);
   gst_buffer_unmap(buffer, &info);
-  EXPECT_FALSE(gst_tensor_cuda_meta_is_mapped(meta)) << "a read leaves no mapping behind";
+  EXPECT_FALSE(gst_tensor_mem_cuda_meta_is_mapped(meta)) << "a read leaves no mapping behind";
   const gchar *api = nullptr, *library = nullptr, *reason = nullptr;
   gint devices = 0;
-  EXPECT_TRUE(gst_tensor_cuda_get_status(&api, &library, &devices, &reason));
+  EXPECT_TRUE(gst_tensor_mem_cuda_get_status(&api, &library, &devices, &reason));
   EXPECT_STREQ(api, tensormem::cuda_backend_name(tensormem::CudaRuntime::get()->backend()));
   EXPECT_GT(devices, 0);
   EXPECT_STRNE(library, "");
   EXPECT_STREQ(reason, "");
-  ASSERT_TRUE(gst_tensor_cuda_meta_map_mut(meta, &dev2, nullptr, nullptr));
+  ASSERT_TRUE(gst_tensor_mem_cuda_meta_map_mut(meta, &dev2, nullptr, nullptr));
   // Left mapped on purpose: freeing the meta releases it.
 
   GstBuffer *deep = gst_buffer_copy_deep(buffer);
@@ -383,7 +384,7 @@ TEST(CudaDlPack, a_buffer_with_the_cuda_meta_hands_over_its_device_pointer) {
   DLManagedTensor *t = gst_tensor_mem_buffer_to_dlpack(buffer, gst_sample_get_caps(f.sample), GST_MAP_READ, &error);
   ASSERT_NE(t, nullptr) << error->message;
   EXPECT_EQ(t->dl_tensor.device.device_type, kDLCUDA);
-  EXPECT_TRUE(gst_tensor_cuda_meta_is_mapped(meta)) << "the device pointer must stay mapped until the deleter";
+  EXPECT_TRUE(gst_tensor_mem_cuda_meta_is_mapped(meta)) << "the device pointer must stay mapped until the deleter";
   EXPECT_EQ(std::vector<std::int64_t>(t->dl_tensor.shape, t->dl_tensor.shape + 3),
             (std::vector<std::int64_t>{8, 16, 4}));
   GstMapInfo info;
@@ -393,18 +394,18 @@ TEST(CudaDlPack, a_buffer_with_the_cuda_meta_hands_over_its_device_pointer) {
   EXPECT_EQ(memcmp(host.data(), info.data, info.size), 0) << "the device pointer is not the frame";
   gst_buffer_unmap(buffer, &info);
   t->deleter(t);
-  EXPECT_FALSE(gst_tensor_cuda_meta_is_mapped(meta));
+  EXPECT_FALSE(gst_tensor_mem_cuda_meta_is_mapped(meta));
 
   // A meta that cannot map (already mapped by someone else) leaves the
   // consumer a CPU tensor instead of an error.
   gpointer dev = nullptr;
-  ASSERT_TRUE(gst_tensor_cuda_meta_map(meta, &dev, nullptr, nullptr));
+  ASSERT_TRUE(gst_tensor_mem_cuda_meta_map(meta, &dev, nullptr, nullptr));
   t = gst_tensor_mem_buffer_to_dlpack(buffer, gst_sample_get_caps(f.sample), GST_MAP_READ, &error);
   ASSERT_NE(t, nullptr) << error->message;
   EXPECT_EQ(t->dl_tensor.device.device_type, kDLCPU);
   t->deleter(t);
-  EXPECT_TRUE(gst_tensor_cuda_meta_is_mapped(meta)) << "the CPU tensor's deleter undid someone else's CUDA map";
-  gst_tensor_cuda_meta_unmap(meta);
+  EXPECT_TRUE(gst_tensor_mem_cuda_meta_is_mapped(meta)) << "the CPU tensor's deleter undid someone else's CUDA map";
+  gst_tensor_mem_cuda_meta_unmap(meta);
   end_one_frame(&f);
 }
 
@@ -444,24 +445,24 @@ TEST(CudaImport, pbo_buffers_of_two_gl_workers_get_their_own_cuda_handles) {
     GTEST_SKIP() << "no headless GL context: " << why;
   reset_fake();
   GError *error = nullptr;
-  GstTensorMemGlWorker *w1 = gst_tensor_gl_worker_new(&error);
+  GstTensorMemGlWorker *w1 = gst_tensor_mem_gl_worker_new(&error);
   ASSERT_NE(w1, nullptr) << error->message;
-  GstTensorMemGlWorker *w2 = gst_tensor_gl_worker_new(&error);
+  GstTensorMemGlWorker *w2 = gst_tensor_mem_gl_worker_new(&error);
   ASSERT_NE(w2, nullptr) << error->message;
-  GstAllocator *a1 = gst_tensor_pbo_allocator_new(w1);
-  GstAllocator *a2 = gst_tensor_pbo_allocator_new(w2);
+  GstAllocator *a1 = gst_tensor_mem_pbo_allocator_new(w1);
+  GstAllocator *a2 = gst_tensor_mem_pbo_allocator_new(w2);
   GstMemory *m1 = gst_allocator_alloc(a1, 4096, nullptr);
   GstMemory *m2 = gst_allocator_alloc(a2, 4096, nullptr);
   ASSERT_NE(m1, nullptr);
   ASSERT_NE(m2, nullptr);
-  ASSERT_EQ(gst_tensor_pbo_memory_get_buffer_id(m1), gst_tensor_pbo_memory_get_buffer_id(m2))
+  ASSERT_EQ(gst_tensor_mem_pbo_memory_get_buffer_id(m1), gst_tensor_mem_pbo_memory_get_buffer_id(m2))
       << "the two fresh contexts did not hand out the same first GL name";
   gboolean imported = FALSE;
-  auto h1 = gst_tensor_memory_import_cuda(m1, &imported);
+  auto h1 = gst_tensor_mem_memory_import_cuda(m1, &imported);
   ASSERT_TRUE(h1) << h1.error().message();
   EXPECT_TRUE(imported);
-  EXPECT_EQ(gst_tensor_memory_peek_cuda(m2), nullptr) << "worker 2's buffer found worker 1's CUDA handle";
-  auto h2 = gst_tensor_memory_import_cuda(m2, &imported);
+  EXPECT_EQ(gst_tensor_mem_memory_peek_cuda(m2), nullptr) << "worker 2's buffer found worker 1's CUDA handle";
+  auto h2 = gst_tensor_mem_memory_import_cuda(m2, &imported);
   ASSERT_TRUE(h2) << h2.error().message();
   EXPECT_TRUE(imported);
   EXPECT_NE(*h1, *h2);
@@ -478,10 +479,10 @@ TEST(CudaImport, pbo_buffers_of_two_gl_workers_get_their_own_cuda_handles) {
 }
 
 TEST(CudaMeta, api_is_registered) {
-  EXPECT_STREQ(g_type_name(gst_tensor_cuda_meta_api_get_type()), "GstTensorMemCudaMetaAPI");
-  const GstMetaInfo *info = gst_tensor_cuda_meta_get_info();
+  EXPECT_STREQ(g_type_name(gst_tensor_mem_cuda_meta_api_get_type()), "GstTensorMemCudaMetaAPI");
+  const GstMetaInfo *info = gst_tensor_mem_cuda_meta_get_info();
   ASSERT_NE(info, nullptr);
-  EXPECT_EQ(info->api, gst_tensor_cuda_meta_api_get_type());
+  EXPECT_EQ(info->api, gst_tensor_mem_cuda_meta_api_get_type());
   EXPECT_TRUE(gst_meta_api_type_has_tag(info->api, g_quark_from_string(GST_META_TAG_MEMORY_STR)));
   GstBuffer *buf = gst_buffer_new_allocate(nullptr, 16, nullptr);
   EXPECT_EQ(gst_buffer_get_tensor_cuda_meta(buf), nullptr);

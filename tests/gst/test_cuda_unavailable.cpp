@@ -32,12 +32,12 @@ TEST(CudaUnavailable, buffers_pass_through_with_one_warning) {
 TEST(CudaUnavailable, the_status_says_why) {
   const gchar *api = nullptr, *library = nullptr, *reason = nullptr;
   gint devices = -1;
-  EXPECT_FALSE(gst_tensor_cuda_get_status(&api, &library, &devices, &reason));
+  EXPECT_FALSE(gst_tensor_mem_cuda_get_status(&api, &library, &devices, &reason));
   EXPECT_STREQ(api, "none");
   EXPECT_EQ(devices, 0);
   ASSERT_NE(reason, nullptr);
   EXPECT_STRNE(reason, "");
-  EXPECT_FALSE(gst_tensor_cuda_get_status(nullptr, nullptr, nullptr, nullptr));
+  EXPECT_FALSE(gst_tensor_mem_cuda_get_status(nullptr, nullptr, nullptr, nullptr));
 }
 
 TEST(CudaUnavailable, require_cuda_is_an_error) {

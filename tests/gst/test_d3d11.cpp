@@ -12,6 +12,7 @@
 #include <gst/tensormem/gsttensorfencemeta.h>
 #include <gst/tensormem/gsttensormemallocator.h>
 #include <gst/tensormem/gsttensorstorage.h>
+#include <gst/tensormem/gsttensormem.hpp>
 
 #include <tensormem/d3d11_device.hpp>
 #include <tensormem/internal/d3d11_software_device.hpp>
@@ -34,7 +35,7 @@ GstTensorMemD3D11Device *element_device(GstElement *pipeline, const char *name) 
   if (!element)
     return nullptr;
   GstTensorMemD3D11Device *device = nullptr;
-  if (GstContext *context = gst_element_get_context(element, GST_TENSOR_D3D11_DEVICE_CONTEXT_TYPE)) {
+  if (GstContext *context = gst_element_get_context(element, GST_TENSOR_MEM_D3D11_DEVICE_CONTEXT_TYPE)) {
     EXPECT_TRUE(gst_context_get_tensor_d3d11_device(context, &device));
     gst_context_unref(context);
   }
@@ -62,7 +63,7 @@ protected:
   void SetUp() override { ASSERT_TRUE(g_software_device); }
 
   static GstElement *launch(const char *description, ContextWatch *watch) {
-    watch->type = GST_TENSOR_D3D11_DEVICE_CONTEXT_TYPE;
+    watch->type = GST_TENSOR_MEM_D3D11_DEVICE_CONTEXT_TYPE;
     return tmtest::launch_watched(description, watch);
   }
 
@@ -72,26 +73,26 @@ protected:
 } // namespace
 
 TEST(D3d11Storage, the_storage_is_named_d3d11_and_auto_never_picks_it) {
-  auto *klass = static_cast<GEnumClass *>(g_type_class_ref(GST_TYPE_TENSOR_STORAGE));
+  auto *klass = static_cast<GEnumClass *>(g_type_class_ref(GST_TYPE_TENSOR_MEM_STORAGE));
   GEnumValue *value = g_enum_get_value_by_nick(klass, "d3d11");
   ASSERT_NE(value, nullptr);
-  EXPECT_EQ(value->value, GST_TENSOR_STORAGE_D3D11);
+  EXPECT_EQ(value->value, GST_TENSOR_MEM_STORAGE_D3D11);
   g_type_class_unref(klass);
-  EXPECT_NE(gst_tensor_storage_resolve(GST_TENSOR_STORAGE_AUTO), GST_TENSOR_STORAGE_D3D11);
-  EXPECT_EQ(gst_tensor_storage_resolve(GST_TENSOR_STORAGE_D3D11), GST_TENSOR_STORAGE_D3D11);
+  EXPECT_NE(gst_tensor_mem_storage_resolve(GST_TENSOR_MEM_STORAGE_AUTO), GST_TENSOR_MEM_STORAGE_D3D11);
+  EXPECT_EQ(gst_tensor_mem_storage_resolve(GST_TENSOR_MEM_STORAGE_D3D11), GST_TENSOR_MEM_STORAGE_D3D11);
 }
 
 TEST(D3d11Device, every_new_device_wraps_the_one_process_context) {
   GError *error = nullptr;
-  GstTensorMemD3D11Device *a = gst_tensor_d3d11_device_new(&error);
+  GstTensorMemD3D11Device *a = gst_tensor_mem_d3d11_device_new(&error);
   ASSERT_NE(a, nullptr) << (error ? error->message : "");
-  GstTensorMemD3D11Device *b = gst_tensor_d3d11_device_new(nullptr);
+  GstTensorMemD3D11Device *b = gst_tensor_mem_d3d11_device_new(nullptr);
   ASSERT_NE(b, nullptr);
-  EXPECT_EQ(gst_tensor_d3d11_device_get_d3d11_context(a), gst_tensor_d3d11_device_get_d3d11_context(b));
+  EXPECT_EQ(gst_tensor_mem_d3d11_device_get_d3d11_context(a), gst_tensor_mem_d3d11_device_get_d3d11_context(b));
   auto process = tensormem::D3d11Context::process();
   ASSERT_TRUE(process);
-  EXPECT_EQ(gst_tensor_d3d11_device_get_d3d11_context(a), *process);
-  EXPECT_STREQ(gst_tensor_d3d11_device_get_name(a), (*process)->device().name());
+  EXPECT_EQ(gst_tensor_mem_d3d11_device_get_d3d11_context(a), *process);
+  EXPECT_STREQ(gst_tensor_mem_d3d11_device_get_name(a), (*process)->device().name());
   gst_object_unref(a);
   gst_object_unref(b);
 }
@@ -111,7 +112,7 @@ TEST_F(D3d11ContextTest, two_linked_uploads_share_one_device_and_answer_context_
   // A neighbour's context query is answered with the same device.
   GstElement *eb = gst_bin_get_by_name(GST_BIN(pipeline), "b");
   GstPad *sink = gst_element_get_static_pad(eb, "sink");
-  GstQuery *query = gst_query_new_context(GST_TENSOR_D3D11_DEVICE_CONTEXT_TYPE);
+  GstQuery *query = gst_query_new_context(GST_TENSOR_MEM_D3D11_DEVICE_CONTEXT_TYPE);
   EXPECT_TRUE(gst_pad_query(sink, query));
   GstContext *answer = nullptr;
   gst_query_parse_context(query, &answer);
@@ -146,7 +147,7 @@ TEST_F(D3d11ContextTest, an_application_device_is_used_by_set_context_and_need_c
   ASSERT_TRUE(soft) << soft.error().message();
   auto context = tensormem::D3d11Context::create(std::move(*soft));
   ASSERT_TRUE(context) << context.error().message();
-  GstTensorMemD3D11Device *app = gst_tensor_d3d11_device_new_wrapped(*context);
+  GstTensorMemD3D11Device *app = gst_tensor_mem_d3d11_device_new_wrapped(*context);
   ASSERT_NE(app, nullptr);
 
   ContextWatch on_pipeline;
@@ -180,17 +181,17 @@ TEST(D3d11Device, contexts_of_other_types_or_without_a_device_are_ignored) {
   GstContext *other = gst_context_new("some.other.type", FALSE);
   EXPECT_FALSE(gst_context_get_tensor_d3d11_device(other, nullptr));
   gst_context_unref(other);
-  GstContext *empty = gst_context_new(GST_TENSOR_D3D11_DEVICE_CONTEXT_TYPE, FALSE);
+  GstContext *empty = gst_context_new(GST_TENSOR_MEM_D3D11_DEVICE_CONTEXT_TYPE, FALSE);
   GstTensorMemD3D11Device *device = reinterpret_cast<GstTensorMemD3D11Device *>(0x1);
   EXPECT_FALSE(gst_context_get_tensor_d3d11_device(empty, &device));
   EXPECT_EQ(device, nullptr);
   GstElement *upload = gst_element_factory_make("tensorupload", nullptr);
   ASSERT_NE(upload, nullptr);
   GstTensorMemD3D11Device *slot = nullptr;
-  EXPECT_FALSE(gst_tensor_d3d11_device_handle_set_context(upload, empty, &slot));
+  EXPECT_FALSE(gst_tensor_mem_d3d11_device_handle_set_context(upload, empty, &slot));
   EXPECT_EQ(slot, nullptr);
-  GstQuery *query = gst_query_new_context(GST_TENSOR_D3D11_DEVICE_CONTEXT_TYPE);
-  EXPECT_FALSE(gst_tensor_d3d11_device_handle_context_query(upload, query, &slot)) << "no device, no answer";
+  GstQuery *query = gst_query_new_context(GST_TENSOR_MEM_D3D11_DEVICE_CONTEXT_TYPE);
+  EXPECT_FALSE(gst_tensor_mem_d3d11_device_handle_context_query(upload, query, &slot)) << "no device, no answer";
   gst_query_unref(query);
   gst_object_unref(upload);
   gst_context_unref(empty);
@@ -205,9 +206,9 @@ protected:
   void SetUp() override {
     ASSERT_TRUE(g_software_device);
     GError *error = nullptr;
-    device = gst_tensor_d3d11_device_new(&error);
+    device = gst_tensor_mem_d3d11_device_new(&error);
     ASSERT_NE(device, nullptr) << (error ? error->message : "");
-    allocator = gst_tensor_d3d11_allocator_new(device);
+    allocator = gst_tensor_mem_d3d11_allocator_new(device);
   }
   void TearDown() override {
     gst_clear_object(&allocator);
@@ -216,7 +217,7 @@ protected:
 
   GstMemory *alloc(const char *caps) {
     GstVideoInfo info = tmtest::info_from_string(caps);
-    return gst_tensor_d3d11_allocator_alloc_video(allocator, &info);
+    return gst_tensor_mem_d3d11_allocator_alloc_video(allocator, &info);
   }
 
   GstTensorMemD3D11Device *device = nullptr;
@@ -231,13 +232,13 @@ TEST_F(D3d11MemoryTest, a_video_allocation_is_one_texture_in_its_staging_layout)
   EXPECT_TRUE(gst_is_tensor_d3d11_memory(mem));
   EXPECT_TRUE(gst_is_tensor_memory(mem));
   EXPECT_TRUE(gst_is_tensor_mem_base_memory(mem));
-  EXPECT_TRUE(gst_memory_is_type(mem, GST_TENSOR_D3D11_MEMORY_TYPE_NAME));
-  EXPECT_EQ(gst_tensor_memory_get_storage(mem), GST_TENSOR_STORAGE_D3D11);
-  EXPECT_EQ(gst_tensor_d3d11_memory_get_device(mem), device);
-  auto storage = gst_tensor_d3d11_memory_get_storage(mem);
+  EXPECT_TRUE(gst_memory_is_type(mem, GST_TENSOR_MEM_D3D11_MEMORY_TYPE_NAME));
+  EXPECT_EQ(gst_tensor_mem_memory_get_storage(mem), GST_TENSOR_MEM_STORAGE_D3D11);
+  EXPECT_EQ(gst_tensor_mem_d3d11_memory_get_device(mem), device);
+  auto storage = gst_tensor_mem_d3d11_memory_get_storage(mem);
   ASSERT_NE(storage, nullptr);
-  EXPECT_EQ(gst_tensor_d3d11_memory_get_texture(mem), storage->texture());
-  EXPECT_EQ(gst_tensor_d3d11_memory_get_tensor(mem), gst_tensor_memory_get_tensor(mem));
+  EXPECT_EQ(gst_tensor_mem_d3d11_memory_get_texture(mem), storage->texture());
+  EXPECT_EQ(gst_tensor_mem_d3d11_memory_get_tensor(mem), gst_tensor_mem_memory_get_tensor(mem));
   EXPECT_GE(storage->backing_pitch(), 33u * 4);
   EXPECT_EQ(mem->size, storage->backing_pitch() * 17) << "pitch × texture rows";
   gst_memory_unref(mem);
@@ -245,12 +246,12 @@ TEST_F(D3d11MemoryTest, a_video_allocation_is_one_texture_in_its_staging_layout)
 
 TEST_F(D3d11MemoryTest, nv12_planes_follow_each_other_at_the_pitch) {
   GstVideoInfo info = tmtest::info_from_string("video/x-raw,format=NV12,width=64,height=48");
-  GstMemory *mem = gst_tensor_d3d11_allocator_alloc_video(allocator, &info);
+  GstMemory *mem = gst_tensor_mem_d3d11_allocator_alloc_video(allocator, &info);
   ASSERT_NE(mem, nullptr);
   gsize offset[GST_VIDEO_MAX_PLANES];
   gint stride[GST_VIDEO_MAX_PLANES];
-  ASSERT_TRUE(gst_tensor_d3d11_memory_get_plane_layout(mem, &info, offset, stride));
-  const gsize pitch = gst_tensor_d3d11_memory_get_storage(mem)->backing_pitch();
+  ASSERT_TRUE(gst_tensor_mem_d3d11_memory_get_plane_layout(mem, &info, offset, stride));
+  const gsize pitch = gst_tensor_mem_d3d11_memory_get_storage(mem)->backing_pitch();
   EXPECT_EQ(stride[0], static_cast<gint>(pitch));
   EXPECT_EQ(stride[1], static_cast<gint>(pitch));
   EXPECT_EQ(offset[0], 0u);
@@ -262,7 +263,7 @@ TEST_F(D3d11MemoryTest, nv12_planes_follow_each_other_at_the_pitch) {
 TEST_F(D3d11MemoryTest, a_plain_byte_allocation_is_refused) {
   EXPECT_EQ(gst_allocator_alloc(allocator, 4096, nullptr), nullptr) << "a texture needs an image";
   GstVideoInfo i420 = tmtest::info_from_string("video/x-raw,format=I420,width=16,height=16");
-  EXPECT_EQ(gst_tensor_d3d11_allocator_alloc_video(allocator, &i420), nullptr) << "I420 has no texture layout";
+  EXPECT_EQ(gst_tensor_mem_d3d11_allocator_alloc_video(allocator, &i420), nullptr) << "I420 has no texture layout";
 }
 
 TEST_F(D3d11MemoryTest, maps_go_through_the_storage_map_state_and_bytes_round_trip) {
@@ -297,7 +298,7 @@ TEST_F(D3d11MemoryTest, a_share_is_the_same_texture_and_a_copy_a_new_one_with_th
   GstMemory *shared = gst_memory_share(mem, 4, 16);
   ASSERT_NE(shared, nullptr);
   EXPECT_TRUE(gst_is_tensor_d3d11_memory(shared));
-  EXPECT_EQ(gst_tensor_d3d11_memory_get_texture(shared), gst_tensor_d3d11_memory_get_texture(mem));
+  EXPECT_EQ(gst_tensor_mem_d3d11_memory_get_texture(shared), gst_tensor_mem_d3d11_memory_get_texture(mem));
   GstMapInfo r;
   ASSERT_TRUE(gst_memory_map(shared, &r, GST_MAP_READ));
   EXPECT_EQ(r.size, 16u);
@@ -308,7 +309,7 @@ TEST_F(D3d11MemoryTest, a_share_is_the_same_texture_and_a_copy_a_new_one_with_th
   GstMemory *copy = gst_memory_copy(mem, 0, -1);
   ASSERT_NE(copy, nullptr);
   EXPECT_TRUE(gst_is_tensor_d3d11_memory(copy));
-  EXPECT_NE(gst_tensor_d3d11_memory_get_texture(copy), gst_tensor_d3d11_memory_get_texture(mem));
+  EXPECT_NE(gst_tensor_mem_d3d11_memory_get_texture(copy), gst_tensor_mem_d3d11_memory_get_texture(mem));
   ASSERT_TRUE(gst_memory_map(copy, &r, GST_MAP_READ));
   ASSERT_EQ(r.size, mem->size);
   for (gsize i = 0; i < r.size; ++i)
@@ -327,7 +328,7 @@ TEST_F(D3d11MemoryTest, a_share_is_the_same_texture_and_a_copy_a_new_one_with_th
 }
 
 TEST_F(D3d11MemoryTest, a_d3d11_pool_gives_video_metas_at_the_pitch) {
-  GstBufferPool *pool = gst_tensor_buffer_pool_new_for_d3d11(allocator);
+  GstBufferPool *pool = gst_tensor_mem_buffer_pool_new_for_d3d11(allocator);
   GstCaps *caps = gst_caps_from_string("video/x-raw,format=NV12,width=33,height=17");
   GstStructure *config = gst_buffer_pool_get_config(pool);
   gst_buffer_pool_config_set_params(config, caps, 0, 1, 2);
@@ -338,7 +339,7 @@ TEST_F(D3d11MemoryTest, a_d3d11_pool_gives_video_metas_at_the_pitch) {
   ASSERT_EQ(gst_buffer_n_memory(buffer), 1u);
   GstMemory *mem = gst_buffer_peek_memory(buffer, 0);
   EXPECT_TRUE(gst_is_tensor_d3d11_memory(mem));
-  const gsize pitch = gst_tensor_d3d11_memory_get_storage(mem)->backing_pitch();
+  const gsize pitch = gst_tensor_mem_d3d11_memory_get_storage(mem)->backing_pitch();
   GstVideoMeta *meta = gst_buffer_get_video_meta(buffer);
   ASSERT_NE(meta, nullptr);
   ASSERT_EQ(meta->n_planes, 2u);
@@ -346,7 +347,7 @@ TEST_F(D3d11MemoryTest, a_d3d11_pool_gives_video_metas_at_the_pitch) {
   EXPECT_EQ(meta->stride[1], static_cast<gint>(pitch));
   EXPECT_EQ(meta->offset[1], pitch * 17);
   gst_buffer_unref(buffer);
-  EXPECT_EQ(gst_tensor_buffer_pool_get_storage(pool), GST_TENSOR_STORAGE_D3D11);
+  EXPECT_EQ(gst_tensor_mem_buffer_pool_get_storage(pool), GST_TENSOR_MEM_STORAGE_D3D11);
   gst_buffer_pool_set_active(pool, FALSE);
   gst_object_unref(pool);
   gst_caps_unref(caps);
@@ -363,7 +364,7 @@ TEST_F(D3d11MemoryTest, fenced_writes_carry_a_d3d11_meta_that_copies_without_han
   GstTensorMemFenceMeta *meta = gst_buffer_get_tensor_mem_fence_meta(buffer);
   ASSERT_NE(meta, nullptr);
   EXPECT_EQ(meta->kind, GST_TENSOR_MEM_FENCE_KIND_D3D11_FENCE);
-  auto storage = gst_tensor_d3d11_memory_get_storage(mem);
+  auto storage = gst_tensor_mem_d3d11_memory_get_storage(mem);
   EXPECT_EQ(storage->last_gpu_write(), meta->value) << "the write is recorded on the storage";
   gchar *text = gst_tensor_mem_fence_meta_describe(meta);
   EXPECT_EQ(std::string(text), "d3d11:" + std::to_string(meta->value));

@@ -23,6 +23,7 @@
 #endif
 
 #include <gst/tensormem/tensormem.h>
+#include <gst/tensormem/gsttensormem.hpp>
 
 #include <glib/gstdio.h>
 
@@ -129,7 +130,7 @@ GstPadProbeReturn count_storages(GstPad *, GstPadProbeInfo *info, gpointer user_
   auto *count = static_cast<StorageCount *>(user_data);
   GstBuffer *buffer = GST_PAD_PROBE_INFO_BUFFER(info);
   for (guint i = 0; i < gst_buffer_n_memory(buffer); ++i) {
-    const tensormem::Tensor *tensor = gst_tensor_memory_get_tensor(gst_buffer_peek_memory(buffer, i));
+    const tensormem::Tensor *tensor = gst_tensor_mem_memory_get_tensor(gst_buffer_peek_memory(buffer, i));
     if (tensor)
       count->storages.insert(tensor->storage());
     else
@@ -261,7 +262,7 @@ TEST_P(DecoderPipelines, frames_match_the_plain_decode_with_no_copy_and_no_alloc
   ASSERT_EQ(reference.checksums.size(), static_cast<size_t>(kFrames));
 
   guint64 copies_before = 0, bytes_before = 0;
-  gst_tensor_mem_get_copy_stats(GST_TENSOR_STORAGE_AUTO, &copies_before, &bytes_before);
+  gst_tensor_mem_get_copy_stats(GST_TENSOR_MEM_STORAGE_AUTO, &copies_before, &bytes_before);
   DecodeRun run;
   StorageCount storages;
   /* The queue holds tensor memory long after libav let go of it: a storage
@@ -272,7 +273,7 @@ TEST_P(DecoderPipelines, frames_match_the_plain_decode_with_no_copy_and_no_alloc
                              " ! tensordownload name=down";
   decode(source + decoder + middle + sink, &run, &storages, context);
   guint64 copies_after = 0, bytes_after = 0;
-  gst_tensor_mem_get_copy_stats(GST_TENSOR_STORAGE_AUTO, &copies_after, &bytes_after);
+  gst_tensor_mem_get_copy_stats(GST_TENSOR_MEM_STORAGE_AUTO, &copies_after, &bytes_after);
 
   ASSERT_TRUE(run.eos) << run.error;
   EXPECT_EQ(run.up_copied, 0u) << "tensorupload copied although the decoder wrote into its pool";
@@ -298,7 +299,7 @@ class WriteMappedPoolBuffer : public ::testing::TestWithParam<GstTensorMemStorag
 TEST_P(WriteMappedPoolBuffer, the_copy_the_core_asks_for_is_a_share_that_holds_the_pool_buffer) {
   GstVideoInfo info;
   ASSERT_TRUE(gst_video_info_set_format(&info, GST_VIDEO_FORMAT_I420, 64, 48));
-  GstBufferPool *pool = gst_tensor_buffer_pool_new_for_storage(GetParam());
+  GstBufferPool *pool = gst_tensor_mem_buffer_pool_new_for_storage(GetParam());
   GstStructure *config = gst_buffer_pool_get_config(pool);
   GstCaps *caps = gst_video_info_to_caps(&info);
   gst_buffer_pool_config_set_params(config, caps, GST_VIDEO_INFO_SIZE(&info), 1, 2);
@@ -315,15 +316,15 @@ TEST_P(WriteMappedPoolBuffer, the_copy_the_core_asks_for_is_a_share_that_holds_t
     std::memset(GST_VIDEO_FRAME_PLANE_DATA(&frame, p), 0x40 + p, GST_VIDEO_FRAME_PLANE_STRIDE(&frame, p));
 
   guint64 copies_before = 0, copies_after = 0;
-  gst_tensor_mem_get_copy_stats(GST_TENSOR_STORAGE_AUTO, &copies_before, nullptr);
+  gst_tensor_mem_get_copy_stats(GST_TENSOR_MEM_STORAGE_AUTO, &copies_before, nullptr);
   GstBuffer *out = gst_buffer_make_writable(gst_buffer_ref(buffer));
-  gst_tensor_mem_get_copy_stats(GST_TENSOR_STORAGE_AUTO, &copies_after, nullptr);
+  gst_tensor_mem_get_copy_stats(GST_TENSOR_MEM_STORAGE_AUTO, &copies_after, nullptr);
   ASSERT_NE(out, buffer) << "the frame's reference makes the buffer shared";
   EXPECT_EQ(copies_after - copies_before, 0u);
   GstMemory *shared = gst_buffer_peek_memory(out, 0);
   ASSERT_NE(shared, original);
-  const tensormem::Tensor *a = gst_tensor_memory_get_tensor(original);
-  const tensormem::Tensor *b = gst_tensor_memory_get_tensor(shared);
+  const tensormem::Tensor *a = gst_tensor_mem_memory_get_tensor(original);
+  const tensormem::Tensor *b = gst_tensor_mem_memory_get_tensor(shared);
   ASSERT_NE(b, nullptr);
   EXPECT_EQ(a->storage(), b->storage()) << "a copy, not a share";
   EXPECT_TRUE(GST_MEMORY_IS_READONLY(shared)) << "a share is read-only";
@@ -351,9 +352,9 @@ TEST_P(WriteMappedPoolBuffer, the_copy_the_core_asks_for_is_a_share_that_holds_t
   ASSERT_TRUE(gst_buffer_map(out, &map, GST_MAP_WRITE));
   EXPECT_EQ(map.data[0], 0x40);
   gst_buffer_unmap(out, &map);
-  gst_tensor_mem_get_copy_stats(GST_TENSOR_STORAGE_AUTO, &copies_after, nullptr);
+  gst_tensor_mem_get_copy_stats(GST_TENSOR_MEM_STORAGE_AUTO, &copies_after, nullptr);
   EXPECT_EQ(copies_after - copies_before, 1u);
-  const auto copy_storage = gst_tensor_memory_get_tensor(gst_buffer_peek_memory(out, 0))->storage();
+  const auto copy_storage = gst_tensor_mem_memory_get_tensor(gst_buffer_peek_memory(out, 0))->storage();
   GstBuffer *again = nullptr;
   ASSERT_EQ(gst_buffer_pool_acquire_buffer(pool, &again, &dontwait), GST_FLOW_OK)
       << "the pool buffer came back when the share went";
@@ -362,7 +363,7 @@ TEST_P(WriteMappedPoolBuffer, the_copy_the_core_asks_for_is_a_share_that_holds_t
       << "the copy holds the pool's other buffer";
   gst_buffer_unref(out);
   ASSERT_EQ(gst_buffer_pool_acquire_buffer(pool, &other, &dontwait), GST_FLOW_OK);
-  EXPECT_EQ(gst_tensor_memory_get_tensor(gst_buffer_peek_memory(other, 0))->storage(), copy_storage)
+  EXPECT_EQ(gst_tensor_mem_memory_get_tensor(gst_buffer_peek_memory(other, 0))->storage(), copy_storage)
       << "the copy went into pool memory, not a fresh allocation";
   gst_buffer_unref(other);
   gst_buffer_unref(again);
@@ -371,9 +372,9 @@ TEST_P(WriteMappedPoolBuffer, the_copy_the_core_asks_for_is_a_share_that_holds_t
 }
 
 INSTANTIATE_TEST_SUITE_P(Storages, WriteMappedPoolBuffer,
-                         ::testing::Values(GST_TENSOR_STORAGE_SYSTEM, GST_TENSOR_STORAGE_DMABUF),
+                         ::testing::Values(GST_TENSOR_MEM_STORAGE_SYSTEM, GST_TENSOR_MEM_STORAGE_DMABUF),
                          [](const ::testing::TestParamInfo<GstTensorMemStorage> &info) {
-                           return std::string(info.param == GST_TENSOR_STORAGE_SYSTEM ? "system" : "dmabuf");
+                           return std::string(info.param == GST_TENSOR_MEM_STORAGE_SYSTEM ? "system" : "dmabuf");
                          });
 
 const Decoder kDecoders[] = {

@@ -9,6 +9,7 @@
 
 #include <gst/allocators/gstdmabuf.h>
 #include <gst/tensormem/tensormem.h>
+#include <gst/tensormem/gsttensormem.hpp>
 #include <gst/video/video.h>
 
 #include <tensormem/tensor.hpp>
@@ -30,7 +31,7 @@ namespace {
 
 /* A buffer of one system tensor memory of `size` bytes, byte i = (7i + 3) mod 256. */
 GstMemory *system_memory(gsize size) {
-  GstAllocator *allocator = gst_tensor_system_allocator_get();
+  GstAllocator *allocator = gst_tensor_mem_system_allocator_get();
   GstMemory *mem = gst_allocator_alloc(allocator, size, nullptr);
   gst_object_unref(allocator);
   return mem;
@@ -199,7 +200,7 @@ TEST(DlPack, a_writable_tensor_is_exclusive_until_its_deleter_runs) {
   static_cast<guint8 *>(t->dl_tensor.data)[0] = 0xEE;
   // Another user of the same storage (the library's own tensor map) is
   // refused while the DLPack writer holds the storage.
-  const tensormem::Tensor *tensor = gst_tensor_memory_get_tensor(gst_buffer_peek_memory(buffer, 0));
+  const tensormem::Tensor *tensor = gst_tensor_mem_memory_get_tensor(gst_buffer_peek_memory(buffer, 0));
   ASSERT_NE(tensor, nullptr);
   EXPECT_FALSE(tensor->map(tensormem::CpuAccess::Read)) << "a reader got in beside the DLPack writer";
   t->deleter(t);

@@ -249,7 +249,7 @@ TEST(DmaDrm, VideoInfoFromCapsReadsLinearAndNamesWhatItRefuses) {
 TEST(DmaDrm, UploadAsksUpstreamForLinearModifiersOnly) {
   GstElement *upload = gst_element_factory_make("tensorupload", nullptr);
   ASSERT_NE(upload, nullptr);
-  g_object_set(upload, "storage", GST_TENSOR_STORAGE_DMABUF, nullptr);
+  g_object_set(upload, "storage", GST_TENSOR_MEM_STORAGE_DMABUF, nullptr);
   GstPad *sink = gst_element_get_static_pad(upload, "sink");
   GstCaps *filter = gst_caps_from_string("video/x-raw(memory:DMABuf),format=DMA_DRM");
   GstCaps *caps = gst_pad_query_caps(sink, filter);

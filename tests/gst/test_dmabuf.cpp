@@ -8,6 +8,7 @@
 
 #include <gst/allocators/gstdmabuf.h>
 #include <gst/tensormem/tensormem.h>
+#include <gst/tensormem/gsttensormem.hpp>
 
 #include <tensormem/dmabuf_storage.hpp>
 #include <tensormem/pixel_format.hpp>
@@ -57,7 +58,7 @@ int pattern_memfd(gsize size) {
 class DmaBufAllocator : public ::testing::Test {
 protected:
   void SetUp() override {
-    allocator_ = gst_tensor_dmabuf_allocator_get();
+    allocator_ = gst_tensor_mem_dmabuf_allocator_get();
     ASSERT_NE(allocator_, nullptr);
     g_syncs.clear();
   }
@@ -67,10 +68,10 @@ protected:
 };
 
 TEST_F(DmaBufAllocator, IsAGstDmaBufAllocatorRegisteredUnderItsName) {
-  GstAllocator *found = gst_allocator_find(GST_TENSOR_DMABUF_ALLOCATOR_NAME);
+  GstAllocator *found = gst_allocator_find(GST_TENSOR_MEM_DMABUF_ALLOCATOR_NAME);
   EXPECT_EQ(found, allocator_);
   EXPECT_TRUE(GST_IS_DMABUF_ALLOCATOR(allocator_));
-  EXPECT_TRUE(GST_IS_TENSOR_DMABUF_ALLOCATOR(allocator_));
+  EXPECT_TRUE(GST_IS_TENSOR_MEM_DMABUF_ALLOCATOR(allocator_));
   EXPECT_STREQ(allocator_->mem_type, GST_ALLOCATOR_DMABUF);
   EXPECT_FALSE(GST_OBJECT_FLAG_IS_SET(allocator_, GST_ALLOCATOR_FLAG_CUSTOM_ALLOC));
   gst_object_unref(found);
@@ -84,13 +85,13 @@ TEST_F(DmaBufAllocator, MemoryIsDmaBufWithTheStoragesFdAndRoundTrips) {
   EXPECT_TRUE(gst_memory_is_type(mem, GST_ALLOCATOR_DMABUF));
   EXPECT_TRUE(gst_is_tensor_memory(mem));
   EXPECT_TRUE(gst_is_tensor_dmabuf_memory(mem));
-  EXPECT_EQ(gst_tensor_memory_get_storage(mem), GST_TENSOR_STORAGE_DMABUF);
-  auto storage = gst_tensor_dmabuf_memory_get_storage(mem);
+  EXPECT_EQ(gst_tensor_mem_memory_get_storage(mem), GST_TENSOR_MEM_STORAGE_DMABUF);
+  auto storage = gst_tensor_mem_dmabuf_memory_get_storage(mem);
   ASSERT_NE(storage, nullptr);
   const gint fd = gst_dmabuf_memory_get_fd(mem);
   EXPECT_EQ(fd, storage->fd());
   EXPECT_TRUE(DmaBufStorage::classify(fd)) << "the fd is a DMA-BUF or memfd";
-  const tensormem::Tensor *tensor = gst_tensor_memory_get_tensor(mem);
+  const tensormem::Tensor *tensor = gst_tensor_mem_memory_get_tensor(mem);
   ASSERT_NE(tensor, nullptr);
   EXPECT_EQ(tensor->storage().get(), storage.get());
 
@@ -135,7 +136,7 @@ TEST_F(DmaBufAllocator, PrefixPaddingAndAlignmentAreApplied) {
 TEST_F(DmaBufAllocator, ReadersShareOneMmapAndEachBackendMapSyncsOnceInItsDirection) {
   auto storage = recording_storage(4096);
   ASSERT_NE(storage, nullptr);
-  GstMemory *mem = gst_tensor_dmabuf_allocator_import(allocator_, storage);
+  GstMemory *mem = gst_tensor_mem_dmabuf_allocator_import(allocator_, storage);
   ASSERT_NE(mem, nullptr);
   GstMemory *share = gst_memory_share(mem, 100, 200);
   ASSERT_NE(share, nullptr);
@@ -176,8 +177,8 @@ TEST_F(DmaBufAllocator, WriteMapIsRefusedWhileAnotherReaderHoldsTheBuffer) {
   auto storage = recording_storage(4096);
   ASSERT_NE(storage, nullptr);
   // Two memories over one DMA-BUF, as two imports of one upstream fd would be.
-  GstMemory *reader = gst_tensor_dmabuf_allocator_import(allocator_, storage);
-  GstMemory *writer = gst_tensor_dmabuf_allocator_import(allocator_, storage);
+  GstMemory *reader = gst_tensor_mem_dmabuf_allocator_import(allocator_, storage);
+  GstMemory *writer = gst_tensor_mem_dmabuf_allocator_import(allocator_, storage);
   ASSERT_TRUE(reader && writer);
 
   GstMapInfo r, w;
@@ -203,7 +204,7 @@ TEST_F(DmaBufAllocator, WriteMapIsRefusedWhileAnotherReaderHoldsTheBuffer) {
 
   // A reader outside GStreamer counts the same.
   {
-    auto core_reader = gst_tensor_memory_get_tensor(reader)->map(tensormem::CpuAccess::Read);
+    auto core_reader = gst_tensor_mem_memory_get_tensor(reader)->map(tensormem::CpuAccess::Read);
     ASSERT_TRUE(core_reader);
     EXPECT_FALSE(gst_memory_map(writer, &w, GST_MAP_WRITE));
   }
@@ -222,7 +223,7 @@ TEST_F(DmaBufAllocator, SharesKeepTheFdAndTheStorage) {
   EXPECT_TRUE(gst_is_dmabuf_memory(share));
   EXPECT_TRUE(gst_is_tensor_dmabuf_memory(share));
   EXPECT_EQ(gst_dmabuf_memory_get_fd(share), gst_dmabuf_memory_get_fd(mem));
-  EXPECT_EQ(gst_tensor_memory_get_tensor(share)->storage(), gst_tensor_memory_get_tensor(mem)->storage());
+  EXPECT_EQ(gst_tensor_mem_memory_get_tensor(share)->storage(), gst_tensor_mem_memory_get_tensor(mem)->storage());
   EXPECT_EQ(gst_memory_share(mem, 0, 8192), nullptr) << "past the end";
   gst_memory_unref(mem); // the share keeps the root and the storage alive
   GstMapInfo info;
@@ -258,13 +259,13 @@ TEST_F(DmaBufAllocator, EveryMemoryFindsItsOwnStorageBeyondTheMappingIndex) {
     }
     for (std::size_t i = 0; i < shares.size(); ++i) {
       const int r = static_cast<int>(i) / kSharesPerRoot;
-      ASSERT_EQ(gst_tensor_memory_get_tensor(shares[i])->storage(), gst_tensor_memory_get_tensor(roots[r])->storage())
+      ASSERT_EQ(gst_tensor_mem_memory_get_tensor(shares[i])->storage(), gst_tensor_mem_memory_get_tensor(roots[r])->storage())
           << "share " << i;
       GstMapInfo info;
       ASSERT_TRUE(gst_memory_map(shares[i], &info, GST_MAP_READ)) << "share " << i;
       EXPECT_EQ(info.data[0], 0x40 + r + round * kRoots) << "share " << i << " read another storage";
       gst_memory_unmap(shares[i], &info);
-      EXPECT_FALSE(gst_tensor_memory_get_tensor(shares[i])->storage()->is_mapped());
+      EXPECT_FALSE(gst_tensor_mem_memory_get_tensor(shares[i])->storage()->is_mapped());
     }
     for (GstMemory *share : shares)
       gst_memory_unref(share);
@@ -275,7 +276,7 @@ TEST_F(DmaBufAllocator, EveryMemoryFindsItsOwnStorageBeyondTheMappingIndex) {
 
 TEST_F(DmaBufAllocator, ImportFdKeepsADupAndTheCallerMayCloseItsFd) {
   const int fd = pattern_memfd(4096);
-  GstMemory *mem = gst_tensor_dmabuf_memory_import_fd(fd, 0);
+  GstMemory *mem = gst_tensor_mem_dmabuf_memory_import_fd(fd, 0);
   ASSERT_NE(mem, nullptr);
   EXPECT_NE(gst_dmabuf_memory_get_fd(mem), fd);
   EXPECT_EQ(gst_memory_get_sizes(mem, nullptr, nullptr), 4096u);
@@ -291,7 +292,7 @@ TEST_F(DmaBufAllocator, ImportFdKeepsADupAndTheCallerMayCloseItsFd) {
 TEST_F(DmaBufAllocator, ImportFdRefusesAPipe) {
   int fds[2];
   ASSERT_EQ(pipe(fds), 0);
-  EXPECT_EQ(gst_tensor_dmabuf_memory_import_fd(fds[0], 0), nullptr);
+  EXPECT_EQ(gst_tensor_mem_dmabuf_memory_import_fd(fds[0], 0), nullptr);
   close(fds[0]);
   close(fds[1]);
 }
@@ -324,7 +325,7 @@ void PrintTo(const PoolCase &c, std::ostream *os) { *os << c.name; }
 class DmaBufPool : public ::testing::TestWithParam<PoolCase> {};
 
 GstBufferPool *active_pool(const char *caps_str, guint max_buffers, const GstVideoAlignment *align = nullptr) {
-  GstBufferPool *pool = gst_tensor_buffer_pool_new_for_storage(GST_TENSOR_STORAGE_DMABUF);
+  GstBufferPool *pool = gst_tensor_mem_buffer_pool_new_for_storage(GST_TENSOR_MEM_STORAGE_DMABUF);
   GstStructure *config = gst_buffer_pool_get_config(pool);
   GstCaps *caps = gst_caps_from_string(caps_str);
   GstVideoInfo info;
@@ -343,7 +344,7 @@ GstBufferPool *active_pool(const char *caps_str, guint max_buffers, const GstVid
 TEST_P(DmaBufPool, EveryBufferIsOneDmaBufWithTheCoreLayout) {
   const PoolCase &c = GetParam();
   GstBufferPool *pool = active_pool(c.caps, 3);
-  EXPECT_EQ(gst_tensor_buffer_pool_get_storage(pool), GST_TENSOR_STORAGE_DMABUF);
+  EXPECT_EQ(gst_tensor_mem_buffer_pool_get_storage(pool), GST_TENSOR_MEM_STORAGE_DMABUF);
   auto layout = tensormem::image_layout(c.format, c.width, c.height, tensormem::kDmaBufStrideAlign);
   ASSERT_TRUE(layout) << layout.error().message();
   std::vector<GstBuffer *> buffers;
@@ -405,15 +406,15 @@ TEST(DmaBufPoolAlignment, VideoAlignmentIsHonoured) {
 }
 
 TEST(DmaBufPoolStorage, AutoResolvesToTheStorageTheMachineHas) {
-  GstBufferPool *pool = gst_tensor_buffer_pool_new_for_storage(GST_TENSOR_STORAGE_AUTO);
+  GstBufferPool *pool = gst_tensor_mem_buffer_pool_new_for_storage(GST_TENSOR_MEM_STORAGE_AUTO);
   // A heap this process may not open is no heap for auto: system memory.
   const tmtest::DmaHeapProbe heap = tmtest::probe_dma_heap();
-  EXPECT_EQ(gst_tensor_buffer_pool_get_storage(pool),
-            heap.present() ? GST_TENSOR_STORAGE_DMABUF : GST_TENSOR_STORAGE_SYSTEM)
+  EXPECT_EQ(gst_tensor_mem_buffer_pool_get_storage(pool),
+            heap.present() ? GST_TENSOR_MEM_STORAGE_DMABUF : GST_TENSOR_MEM_STORAGE_SYSTEM)
       << (heap.present() ? heap.node : heap.why);
   gst_object_unref(pool);
-  GstBufferPool *plain = gst_tensor_buffer_pool_new();
-  EXPECT_EQ(gst_tensor_buffer_pool_get_storage(plain), GST_TENSOR_STORAGE_SYSTEM);
+  GstBufferPool *plain = gst_tensor_mem_buffer_pool_new();
+  EXPECT_EQ(gst_tensor_mem_buffer_pool_get_storage(plain), GST_TENSOR_MEM_STORAGE_SYSTEM);
   gst_object_unref(plain);
 }
 
@@ -426,8 +427,8 @@ TEST(DmaBufHeap, AllocatesFromARealHeapWhereOneExists) {
   options.source = tensormem::DmaBufSource::Heap;
   auto storage = DmaBufStorage::allocate(4096, options);
   ASSERT_TRUE(storage) << heap.node << " opened but: " << storage.error().message();
-  GstAllocator *allocator = gst_tensor_dmabuf_allocator_get();
-  GstMemory *mem = gst_tensor_dmabuf_allocator_import(allocator, *storage);
+  GstAllocator *allocator = gst_tensor_mem_dmabuf_allocator_get();
+  GstMemory *mem = gst_tensor_mem_dmabuf_allocator_import(allocator, *storage);
   ASSERT_NE(mem, nullptr);
   EXPECT_EQ((*storage)->fd_kind(), tensormem::DmaBufFdKind::DmaBuf);
   GstMapInfo info;
@@ -443,7 +444,7 @@ TEST(DmaBufHeap, AllocatesFromARealHeapWhereOneExists) {
 /* Foreign DMA-BUFs re-wrapped every frame are found again by their file
  * (issue 27), but the imports kept after their wrappers died are bounded:
  * the 32 most recently used stay, older ones go, and
- * gst_tensor_dmabuf_forget_foreign_imports() drops them all. */
+ * gst_tensor_mem_dmabuf_forget_foreign_imports() drops them all. */
 TEST(ForeignDmaBufImports, KeptAfterTheirWrapperDiesAreBoundedAndForgotten) {
   constexpr int kBuffers = 40, kKept = 32;
   GstAllocator *foreign = gst_dmabuf_allocator_new();
@@ -455,7 +456,7 @@ TEST(ForeignDmaBufImports, KeptAfterTheirWrapperDiesAreBoundedAndForgotten) {
     ASSERT_EQ(ftruncate(fd, 4096), 0);
     fds.push_back(fd);
     GstMemory *wrapper = gst_dmabuf_allocator_alloc(foreign, dup(fd), 4096);
-    auto storage = gst_tensor_dmabuf_memory_import_storage(wrapper);
+    auto storage = gst_tensor_mem_dmabuf_memory_import_storage(wrapper);
     ASSERT_TRUE(storage) << storage.error().message();
     imports.push_back(*storage);
     gst_memory_unref(wrapper);
@@ -468,12 +469,12 @@ TEST(ForeignDmaBufImports, KeptAfterTheirWrapperDiesAreBoundedAndForgotten) {
     EXPECT_TRUE(imports[i].expired()) << "buffer " << i << " is not among the most recently used";
   // A kept buffer in a new wrapper under a new fd is the same import.
   GstMemory *again = gst_dmabuf_allocator_alloc(foreign, dup(fds.back()), 4096);
-  auto found = gst_tensor_dmabuf_memory_import_storage(again);
+  auto found = gst_tensor_mem_dmabuf_memory_import_storage(again);
   ASSERT_TRUE(found);
   EXPECT_EQ(*found, imports.back().lock());
   found = tensormem::Error::invalid_argument("released");
   gst_memory_unref(again);
-  gst_tensor_dmabuf_forget_foreign_imports();
+  gst_tensor_mem_dmabuf_forget_foreign_imports();
   for (int i = 0; i < kBuffers; ++i)
     EXPECT_TRUE(imports[i].expired()) << "buffer " << i << " outlived forget_foreign_imports";
   for (int fd : fds)

@@ -7,6 +7,7 @@
 #include <gst/allocators/gstdmabuf.h>
 #include <gst/check/gstharness.h>
 #include <gst/tensormem/tensormem.h>
+#include <gst/tensormem/gsttensormem.hpp>
 
 #include <tensormem/dmabuf_storage.hpp>
 
@@ -27,14 +28,14 @@ protected:
   void start(const char *factory, const char *caps, bool dmabuf_storage = true) {
     ASSERT_NO_FATAL_FAILURE(ElementFixture::start(factory, caps));
     if (dmabuf_storage)
-      g_object_set(h_->element, "storage", GST_TENSOR_STORAGE_DMABUF, nullptr);
+      g_object_set(h_->element, "storage", GST_TENSOR_MEM_STORAGE_DMABUF, nullptr);
   }
   void TearDown() override {
     ElementFixture::TearDown();
     if (plain_allocator_)
       gst_object_unref(plain_allocator_);
   }
-  GstBufferPool *new_pool() override { return gst_tensor_buffer_pool_new_for_storage(GST_TENSOR_STORAGE_DMABUF); }
+  GstBufferPool *new_pool() override { return gst_tensor_mem_buffer_pool_new_for_storage(GST_TENSOR_MEM_STORAGE_DMABUF); }
 
   /* A buffer of one plain GstDmaBufAllocator memory over `fd` (someone
    * else's DMA-BUF), with a GstVideoMeta of 64-byte aligned strides. */
@@ -114,7 +115,7 @@ TEST_F(DmaBufElement, UploadImportsForeignDmaBufWithoutACopyAndImportsEachMemory
     GstMemory *mem = gst_buffer_peek_memory(out, 0);
     EXPECT_TRUE(gst_is_tensor_dmabuf_memory(mem));
     EXPECT_NE(gst_dmabuf_memory_get_fd(mem), fd) << "our memory holds a dup";
-    auto storage = gst_tensor_memory_get_tensor(mem)->storage();
+    auto storage = gst_tensor_mem_memory_get_tensor(mem)->storage();
     if (!first)
       first = storage;
     EXPECT_EQ(storage, first) << "the import is cached on the upstream memory";
@@ -210,7 +211,7 @@ TEST_F(DmaBufElement, SizeOverflowInCapsFailsNegotiation) {
   for (const char *caps : {"video/x-raw,format=RGBA,width=2147483647,height=2147483647,framerate=30/1",
                            "video/x-raw,format=RGBA,width=65536,height=65536,framerate=30/1"}) {
     GstHarness *h = gst_harness_new("tensorupload");
-    g_object_set(h->element, "storage", GST_TENSOR_STORAGE_DMABUF, nullptr);
+    g_object_set(h->element, "storage", GST_TENSOR_MEM_STORAGE_DMABUF, nullptr);
     gst_harness_set_src_caps_str(h, caps);
     EXPECT_EQ(gst_harness_push(h, gst_buffer_new_allocate(nullptr, 64, nullptr)), GST_FLOW_NOT_NEGOTIATED) << caps;
     gst_harness_teardown(h);
@@ -227,11 +228,11 @@ TEST_F(DmaBufElement, UploadProposesADmaBufPoolAndAllocator) {
   ASSERT_GE(gst_query_get_n_allocation_pools(query), 1u);
   GstBufferPool *pool = nullptr;
   gst_query_parse_nth_allocation_pool(query, 0, &pool, nullptr, nullptr, nullptr);
-  ASSERT_TRUE(pool && GST_IS_TENSOR_BUFFER_POOL(pool));
-  EXPECT_EQ(gst_tensor_buffer_pool_get_storage(pool), GST_TENSOR_STORAGE_DMABUF);
+  ASSERT_TRUE(pool && GST_IS_TENSOR_MEM_BUFFER_POOL(pool));
+  EXPECT_EQ(gst_tensor_mem_buffer_pool_get_storage(pool), GST_TENSOR_MEM_STORAGE_DMABUF);
   GstAllocator *allocator = nullptr;
   gst_query_parse_nth_allocation_param(query, 0, &allocator, nullptr);
-  EXPECT_TRUE(allocator && GST_IS_TENSOR_DMABUF_ALLOCATOR(allocator));
+  EXPECT_TRUE(allocator && GST_IS_TENSOR_MEM_DMABUF_ALLOCATOR(allocator));
   EXPECT_TRUE(gst_query_find_allocation_meta(query, GST_VIDEO_META_API_TYPE, nullptr));
   if (allocator)
     gst_object_unref(allocator);
@@ -240,7 +241,7 @@ TEST_F(DmaBufElement, UploadProposesADmaBufPoolAndAllocator) {
 }
 
 TEST_F(DmaBufElement, UploadSourceCapsOfferDmaBufFirstOnlyForDmaBufStorage) {
-  for (GstTensorMemStorage storage : {GST_TENSOR_STORAGE_DMABUF, GST_TENSOR_STORAGE_SYSTEM}) {
+  for (GstTensorMemStorage storage : {GST_TENSOR_MEM_STORAGE_DMABUF, GST_TENSOR_MEM_STORAGE_SYSTEM}) {
     GstHarness *h = gst_harness_new("tensorupload");
     g_object_set(h->element, "storage", storage, nullptr);
     GstPad *src = gst_element_get_static_pad(h->element, "src");
@@ -250,7 +251,7 @@ TEST_F(DmaBufElement, UploadSourceCapsOfferDmaBufFirstOnlyForDmaBufStorage) {
     ASSERT_GE(gst_caps_get_size(caps), 1u);
     const bool first_dmabuf =
         gst_caps_features_contains(gst_caps_get_features(caps, 0), GST_CAPS_FEATURE_MEMORY_DMABUF);
-    EXPECT_EQ(first_dmabuf, storage == GST_TENSOR_STORAGE_DMABUF) << storage;
+    EXPECT_EQ(first_dmabuf, storage == GST_TENSOR_MEM_STORAGE_DMABUF) << storage;
     bool any_plain = false;
     for (guint i = 0; i < gst_caps_get_size(caps); ++i)
       any_plain |= gst_caps_features_is_equal(gst_caps_get_features(caps, i), GST_CAPS_FEATURES_MEMORY_SYSTEM_MEMORY);

@@ -161,9 +161,9 @@ TEST(DmaBufPipeline, SystemMemoryInputIsCopiedOnceOrRefusedInStrictMode) {
 TEST(DmaBufPipeline, StorageAutoPicksWhatTheMachineHas) {
   if (!element_available("videotestsrc") || !element_available("appsink"))
     GTEST_SKIP() << "videotestsrc/appsink not installed";
-  const GstTensorMemStorage expected = gst_tensor_storage_resolve(GST_TENSOR_STORAGE_AUTO);
+  const GstTensorMemStorage expected = gst_tensor_mem_storage_resolve(GST_TENSOR_MEM_STORAGE_AUTO);
   const tmtest::DmaHeapProbe heap = tmtest::probe_dma_heap();
-  EXPECT_EQ(expected, heap.present() ? GST_TENSOR_STORAGE_DMABUF : GST_TENSOR_STORAGE_SYSTEM)
+  EXPECT_EQ(expected, heap.present() ? GST_TENSOR_MEM_STORAGE_DMABUF : GST_TENSOR_MEM_STORAGE_SYSTEM)
       << (heap.present() ? heap.node : heap.why);
   PipelineRun run;
   ASSERT_NO_FATAL_FAILURE(run_pipeline("videotestsrc " + frames() +
@@ -175,8 +175,8 @@ TEST(DmaBufPipeline, StorageAutoPicksWhatTheMachineHas) {
   for (GstSample *sample : run.samples) {
     GstMemory *mem = gst_buffer_peek_memory(gst_sample_get_buffer(sample), 0);
     ASSERT_TRUE(gst_is_tensor_memory(mem));
-    EXPECT_EQ(gst_tensor_memory_get_storage(mem), expected);
-    EXPECT_EQ(caps_have_dmabuf(gst_sample_get_caps(sample)), expected == GST_TENSOR_STORAGE_DMABUF);
+    EXPECT_EQ(gst_tensor_mem_memory_get_storage(mem), expected);
+    EXPECT_EQ(caps_have_dmabuf(gst_sample_get_caps(sample)), expected == GST_TENSOR_MEM_STORAGE_DMABUF);
   }
 }
 

@@ -168,7 +168,7 @@ TEST(DownloadLayout, AConsumerThatAnnouncesVideoMetaGetsThePaddedBuffersWithoutA
     GstBuffer *buffer = gst_sample_get_buffer(run.samples[i]);
     const GstVideoMeta *meta = gst_buffer_get_video_meta(buffer);
     ASSERT_NE(meta, nullptr);
-    EXPECT_EQ(meta->stride[0] % GST_TENSOR_BUFFER_POOL_STRIDE_ALIGN, 0) << "the pool's padded layout, not a copy";
+    EXPECT_EQ(meta->stride[0] % GST_TENSOR_MEM_BUFFER_POOL_STRIDE_ALIGN, 0) << "the pool's padded layout, not a copy";
     EXPECT_TRUE(tmtest::frames_equal(gst_sample_get_buffer(plain.samples[i]), buffer, &info)) << "frame " << i;
   }
 }

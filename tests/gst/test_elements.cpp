@@ -64,13 +64,13 @@ TEST_F(ElementTest, UploadProposesTensorPoolAllocatorAndVideoMeta) {
   GstBufferPool *pool = nullptr;
   guint size = 0, min_buffers = 0;
   gst_query_parse_nth_allocation_pool(query, 0, &pool, &size, &min_buffers, nullptr);
-  EXPECT_TRUE(pool && GST_IS_TENSOR_BUFFER_POOL(pool));
+  EXPECT_TRUE(pool && GST_IS_TENSOR_MEM_BUFFER_POOL(pool));
   EXPECT_EQ(min_buffers, 2u);
   EXPECT_GT(size, GST_VIDEO_INFO_SIZE(&info_));
   ASSERT_GE(gst_query_get_n_allocation_params(query), 1u);
   GstAllocator *allocator = nullptr;
   gst_query_parse_nth_allocation_param(query, 0, &allocator, nullptr);
-  EXPECT_TRUE(allocator && GST_IS_TENSOR_SYSTEM_ALLOCATOR(allocator));
+  EXPECT_TRUE(allocator && GST_IS_TENSOR_MEM_SYSTEM_ALLOCATOR(allocator));
   EXPECT_TRUE(gst_query_find_allocation_meta(query, GST_VIDEO_META_API_TYPE, nullptr));
   if (allocator)
     gst_object_unref(allocator);
@@ -189,7 +189,7 @@ void expect_properties(const char *factory_name, bool has_storage) {
   GParamSpec *storage = g_object_class_find_property(klass, "storage");
   if (has_storage) {
     ASSERT_NE(storage, nullptr) << factory_name;
-    EXPECT_EQ(G_PARAM_SPEC_VALUE_TYPE(storage), GST_TYPE_TENSOR_STORAGE);
+    EXPECT_EQ(G_PARAM_SPEC_VALUE_TYPE(storage), GST_TYPE_TENSOR_MEM_STORAGE);
     EXPECT_EQ(storage->flags & G_PARAM_READWRITE, G_PARAM_READWRITE);
   } else {
     EXPECT_EQ(storage, nullptr) << factory_name << " has a storage property";

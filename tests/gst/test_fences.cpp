@@ -14,6 +14,7 @@
 #include <gst/app/gstappsrc.h>
 #include <gst/check/gstharness.h>
 #include <gst/tensormem/tensormem.h>
+#include <gst/tensormem/gsttensormem.hpp>
 
 #include <tensormem/d3d11_timeline.hpp>
 #include <tensormem/internal/d3d11_software_device.hpp>
@@ -235,14 +236,14 @@ TEST(FenceMeta, ASoftwareFenceCannotBeWaitedForOnTheGpu) {
 // ---- the pool ----------------------------------------------------------------
 
 GstBufferPool *gray_pool(bool fence_option, GstClockTime fence_timeout = GST_TENSOR_MEM_FENCE_DEFAULT_TIMEOUT) {
-  GstBufferPool *pool = gst_tensor_buffer_pool_new();
+  GstBufferPool *pool = gst_tensor_mem_buffer_pool_new();
   GstStructure *config = gst_buffer_pool_get_config(pool);
   GstCaps *caps = gst_caps_from_string(kGrayCaps);
   gst_buffer_pool_config_set_params(config, caps, kGraySize, 1, 1);
   gst_caps_unref(caps);
   if (fence_option)
     gst_buffer_pool_config_add_option(config, GST_BUFFER_POOL_OPTION_TENSOR_MEM_FENCE_META);
-  gst_tensor_buffer_pool_config_set_fence_timeout(config, fence_timeout);
+  gst_tensor_mem_buffer_pool_config_set_fence_timeout(config, fence_timeout);
   EXPECT_TRUE(gst_buffer_pool_set_config(pool, config));
   EXPECT_TRUE(gst_buffer_pool_set_active(pool, TRUE));
   return pool;
@@ -521,7 +522,7 @@ TEST_F(ReadCompletion, AFrameBeingReadIsNeverOverwrittenInA500FramePipeline) {
   guint frames = 0;
   while (GstSample *sample = gst_app_sink_try_pull_sample(GST_APP_SINK(sink), tmtest::kTimeout)) {
     GstBuffer *buffer = gst_sample_get_buffer(sample);
-    const tensormem::Tensor *tensor = gst_tensor_memory_get_tensor(gst_buffer_peek_memory(buffer, 0));
+    const tensormem::Tensor *tensor = gst_tensor_mem_memory_get_tensor(gst_buffer_peek_memory(buffer, 0));
     if (!tensor) {
       ADD_FAILURE() << "frame " << frames << " is not in tensor memory";
       gst_sample_unref(sample);
@@ -932,15 +933,15 @@ protected:
     worker = tmtest::shared_worker(&why);
     if (!worker)
       GTEST_SKIP() << "no headless GL here: " << why;
-    if (!gst_tensor_gl_worker_get_core_gl_worker(worker)->timeline())
+    if (!gst_tensor_mem_gl_worker_get_core_gl_worker(worker)->timeline())
       GTEST_SKIP() << "the EGL display has no EGL_KHR_fence_sync";
   }
   GstTensorMemGlWorker *worker = nullptr;
 };
 
 TEST_F(EglFences, AFenceAfterAnUploadIsSignalledByTheTimeTheCpuMapRuns) {
-  GstAllocator *allocator = gst_tensor_pbo_allocator_new(worker);
-  GstBufferPool *pool = gst_tensor_buffer_pool_new_for_pbo(allocator);
+  GstAllocator *allocator = gst_tensor_mem_pbo_allocator_new(worker);
+  GstBufferPool *pool = gst_tensor_mem_buffer_pool_new_for_pbo(allocator);
   GstStructure *config = gst_buffer_pool_get_config(pool);
   GstCaps *caps = gst_caps_from_string(kGrayCaps);
   gst_buffer_pool_config_set_params(config, caps, kGraySize, 1, 2);
@@ -971,7 +972,7 @@ TEST_F(EglFences, AFenceAfterAnUploadIsSignalledByTheTimeTheCpuMapRuns) {
 }
 
 TEST_F(EglFences, AnEglValueNeverIssuedIsRefused) {
-  auto timeline = gst_tensor_gl_worker_get_core_gl_worker(worker)->timeline();
+  auto timeline = gst_tensor_mem_gl_worker_get_core_gl_worker(worker)->timeline();
   GstBuffer *buffer = gst_buffer_new();
   GError *error = nullptr;
   EXPECT_EQ(gst_buffer_add_tensor_mem_fence_meta(buffer, timeline, timeline->last_issued() + 1, -1, &error), nullptr);
@@ -987,14 +988,14 @@ TEST_F(EglFences, AnEglValueNeverIssuedIsRefused) {
  * buffer the other holder has; mapped persistently and coherently, the CPU's
  * bytes need no fence and the buffer passes untouched (issue 13). */
 TEST_F(EglFences, ASharedPboBufferPassingThroughIsFencedOnAShallowCopy) {
-  const bool persistent = gst_tensor_gl_worker_get_core_gl_worker(worker)->info().persistent_maps;
+  const bool persistent = gst_tensor_mem_gl_worker_get_core_gl_worker(worker)->info().persistent_maps;
   GstHarness *h = gst_harness_new_parse("tensorupload storage=pbo");
   GstContext *context = gst_context_new_tensor_gl_worker(worker, TRUE);
   gst_element_set_context(h->element, context);
   gst_context_unref(context);
   gst_harness_set_src_caps_str(h, kGrayCaps);
   gst_harness_play(h);
-  GstAllocator *allocator = gst_tensor_pbo_allocator_new(worker);
+  GstAllocator *allocator = gst_tensor_mem_pbo_allocator_new(worker);
   GstBuffer *in = gst_buffer_new();
   gst_buffer_append_memory(in, gst_allocator_alloc(allocator, kGraySize, nullptr));
   gst_buffer_memset(in, 0, 0x33, kGraySize);
@@ -1044,7 +1045,7 @@ TEST_F(EglFences, APboPipelineOf500BuffersIsFencedAsItsMapsNeedAndEveryFrameIsRi
   guint egl = 0;
   for (const tmtest::InspectReport &report : pbo.inspected)
     egl += report.fence.rfind("egl:", 0) == 0 ? 1 : 0;
-  if (gst_tensor_gl_worker_get_core_gl_worker(worker)->info().persistent_maps)
+  if (gst_tensor_mem_gl_worker_get_core_gl_worker(worker)->info().persistent_maps)
     EXPECT_EQ(egl, 0u) << "a CPU write into a coherent PBO was fenced";
   else
     EXPECT_EQ(egl, kFrames) << "a PBO frame left tensorupload without its EGL fence";

@@ -124,7 +124,7 @@ public:
     GError *error = nullptr;
     GstPlugin *plugin = gst_plugin_load_file(path, &error);
     ASSERT_NE(plugin, nullptr) << (error ? error->message : "gst_plugin_load_file failed");
-    gst_tensormem_init();
+    gst_tensor_mem_init();
 
     g_registered = new Registered;
     GList *features = gst_registry_get_feature_list_by_plugin(gst_registry_get(), gst_plugin_get_name(plugin));
@@ -243,7 +243,7 @@ TEST(Names, CapsFeaturesAreGStreamersOrOurs) {
 }
 
 TEST(Names, ContextTypesCarryTheProjectPrefix) {
-  EXPECT_EQ(std::string(GST_TENSOR_GL_WORKER_CONTEXT_TYPE).rfind("gst.tensormem.", 0), 0u);
+  EXPECT_EQ(std::string(GST_TENSOR_MEM_GL_WORKER_CONTEXT_TYPE).rfind("gst.tensormem.", 0), 0u);
 }
 
 } // namespace

@@ -7,6 +7,7 @@
 #include "test_util.hpp"
 
 #include <gst/tensormem/tensormem.h>
+#include <gst/tensormem/gsttensormem.hpp>
 
 #include <tensormem/gl_worker.hpp>
 
@@ -32,7 +33,7 @@ protected:
     worker = shared_worker(&why);
     if (!worker)
       GTEST_SKIP() << "no headless GL here: " << why;
-    allocator = gst_tensor_pbo_allocator_new(worker);
+    allocator = gst_tensor_mem_pbo_allocator_new(worker);
     ASSERT_NE(allocator, nullptr);
   }
   void TearDown() override {
@@ -79,23 +80,23 @@ TEST_F(PboTest, allocates_a_gl_buffer_and_round_trips_real_bytes) {
   GstMemory *mem = alloc(4099);
   ASSERT_NE(mem, nullptr);
   EXPECT_TRUE(gst_is_tensor_pbo_memory(mem));
-  EXPECT_TRUE(gst_memory_is_type(mem, GST_TENSOR_PBO_MEMORY_TYPE_NAME));
+  EXPECT_TRUE(gst_memory_is_type(mem, GST_TENSOR_MEM_PBO_MEMORY_TYPE_NAME));
   EXPECT_EQ(mem->size, 4099u);
-  const guint id = gst_tensor_pbo_memory_get_buffer_id(mem);
+  const guint id = gst_tensor_mem_pbo_memory_get_buffer_id(mem);
   EXPECT_NE(id, 0u);
   EXPECT_TRUE(is_gl_buffer(worker, id));
-  EXPECT_EQ(gst_tensor_pbo_memory_get_gl_worker(mem), worker);
-  EXPECT_EQ(gst_tensor_pbo_memory_get_core_gl_worker(mem), gst_tensor_gl_worker_get_core_gl_worker(worker));
-  auto storage = gst_tensor_pbo_memory_get_storage(mem);
+  EXPECT_EQ(gst_tensor_mem_pbo_memory_get_gl_worker(mem), worker);
+  EXPECT_EQ(gst_tensor_mem_pbo_memory_get_core_gl_worker(mem), gst_tensor_mem_gl_worker_get_core_gl_worker(worker));
+  auto storage = gst_tensor_mem_pbo_memory_get_storage(mem);
   ASSERT_NE(storage, nullptr);
   EXPECT_EQ(storage->buffer_id(), id);
-  const tensormem::Tensor *tensor = gst_tensor_pbo_memory_get_tensor(mem);
+  const tensormem::Tensor *tensor = gst_tensor_mem_pbo_memory_get_tensor(mem);
   ASSERT_NE(tensor, nullptr);
   EXPECT_EQ(tensor->storage_kind(), tensormem::StorageKind::Pbo);
   storage.reset();
 
   fill(mem, 3);
-  EXPECT_EQ(gst_tensor_gl_worker_get_mapped_buffers(worker), 0u) << "unmapped from GL after the write map";
+  EXPECT_EQ(gst_tensor_mem_gl_worker_get_mapped_buffers(worker), 0u) << "unmapped from GL after the write map";
   EXPECT_TRUE(holds(mem, 3));
 
   gst_memory_unref(mem);
@@ -109,10 +110,10 @@ TEST_F(PboTest, allocates_a_gl_buffer_and_round_trips_real_bytes) {
 TEST_F(PboTest, destroy_hooks_run_before_the_gl_buffer_is_deleted) {
   GstMemory *mem = alloc(256);
   ASSERT_NE(mem, nullptr);
-  const guint id = gst_tensor_pbo_memory_get_buffer_id(mem);
+  const guint id = gst_tensor_mem_pbo_memory_get_buffer_id(mem);
   int hook_runs = 0;
   bool alive_in_hook = false;
-  gst_tensor_pbo_memory_get_storage(mem)->on_destroy([&] {
+  gst_tensor_mem_pbo_memory_get_storage(mem)->on_destroy([&] {
     ++hook_runs;
     alive_in_hook = is_gl_buffer(worker, id);
   });
@@ -130,13 +131,13 @@ TEST_F(PboTest, readers_share_one_gl_map_and_the_last_one_unmaps) {
   ASSERT_NE(share, nullptr);
   EXPECT_TRUE(gst_is_tensor_pbo_memory(share));
 
-  const guint64 before = gst_tensor_gl_worker_get_map_calls(worker);
+  const guint64 before = gst_tensor_mem_gl_worker_get_map_calls(worker);
   GstMapInfo a, b, c;
   ASSERT_TRUE(gst_memory_map(mem, &a, GST_MAP_READ));
   ASSERT_TRUE(gst_memory_map(mem, &b, GST_MAP_READ));
   ASSERT_TRUE(gst_memory_map(share, &c, GST_MAP_READ));
-  EXPECT_EQ(gst_tensor_gl_worker_get_map_calls(worker) - before, 1u) << "three readers, one glMapBufferRange";
-  EXPECT_EQ(gst_tensor_gl_worker_get_mapped_buffers(worker), 1u);
+  EXPECT_EQ(gst_tensor_mem_gl_worker_get_map_calls(worker) - before, 1u) << "three readers, one glMapBufferRange";
+  EXPECT_EQ(gst_tensor_mem_gl_worker_get_mapped_buffers(worker), 1u);
   EXPECT_EQ(a.data, b.data);
   EXPECT_EQ(c.data, a.data + 16);
   EXPECT_EQ(c.size, 256u);
@@ -156,13 +157,13 @@ TEST_F(PboTest, readers_share_one_gl_map_and_the_last_one_unmaps) {
   for (auto &t : threads)
     t.join();
   EXPECT_EQ(ok.load(), 4);
-  EXPECT_EQ(gst_tensor_gl_worker_get_map_calls(worker) - before, 1u);
+  EXPECT_EQ(gst_tensor_mem_gl_worker_get_map_calls(worker) - before, 1u);
 
   gst_memory_unmap(share, &c);
   gst_memory_unmap(mem, &b);
-  EXPECT_EQ(gst_tensor_gl_worker_get_mapped_buffers(worker), 1u);
+  EXPECT_EQ(gst_tensor_mem_gl_worker_get_mapped_buffers(worker), 1u);
   gst_memory_unmap(mem, &a);
-  EXPECT_EQ(gst_tensor_gl_worker_get_mapped_buffers(worker), 0u);
+  EXPECT_EQ(gst_tensor_mem_gl_worker_get_mapped_buffers(worker), 0u);
 
   EXPECT_TRUE(holds(share, 9, 16));
   gst_memory_unref(share);
@@ -174,7 +175,7 @@ TEST_F(PboTest, a_writer_is_exclusive_against_every_other_user_of_the_storage) {
   ASSERT_NE(mem, nullptr);
   GstMemory *share = gst_memory_share(mem, 0, -1);
   ASSERT_NE(share, nullptr);
-  const tensormem::Tensor *tensor = gst_tensor_pbo_memory_get_tensor(mem);
+  const tensormem::Tensor *tensor = gst_tensor_mem_pbo_memory_get_tensor(mem);
   ASSERT_NE(tensor, nullptr);
 
   GstMapInfo w;
@@ -199,7 +200,7 @@ TEST_F(PboTest, a_writer_is_exclusive_against_every_other_user_of_the_storage) {
   GstMapInfo w3;
   EXPECT_FALSE(gst_memory_map(mem, &w3, GST_MAP_WRITE)) << "a writer while a reader holds the PBO";
   gst_memory_unmap(share, &r);
-  EXPECT_EQ(gst_tensor_gl_worker_get_mapped_buffers(worker), 0u);
+  EXPECT_EQ(gst_tensor_mem_gl_worker_get_mapped_buffers(worker), 0u);
 
   gst_memory_unref(share);
   gst_memory_unref(mem);
@@ -212,7 +213,7 @@ TEST_F(PboTest, copy_makes_a_new_gl_buffer_with_the_same_bytes) {
   GstMemory *copy = gst_memory_copy(mem, 100, 50);
   ASSERT_NE(copy, nullptr);
   EXPECT_TRUE(gst_is_tensor_pbo_memory(copy));
-  EXPECT_NE(gst_tensor_pbo_memory_get_buffer_id(copy), gst_tensor_pbo_memory_get_buffer_id(mem));
+  EXPECT_NE(gst_tensor_mem_pbo_memory_get_buffer_id(copy), gst_tensor_mem_pbo_memory_get_buffer_id(mem));
   EXPECT_EQ(copy->size, 50u);
   EXPECT_TRUE(holds(copy, 1, 100));
   gsize offset = 0;
@@ -264,17 +265,17 @@ TEST_F(PboTest, bad_requests_are_refused_without_a_gl_buffer) {
   EXPECT_EQ(gst_allocator_alloc(allocator, 64, &params), nullptr) << "prefix + size overflows";
   // Beyond GLsizeiptr, or more than the driver gives: refused with a warning, no crash.
   EXPECT_EQ(gst_allocator_alloc(allocator, G_MAXSIZE - 1, nullptr), nullptr);
-  EXPECT_EQ(gst_tensor_gl_worker_get_mapped_buffers(worker), 0u);
+  EXPECT_EQ(gst_tensor_mem_gl_worker_get_mapped_buffers(worker), 0u);
 }
 
 TEST_F(PboTest, memories_keep_their_worker_running_after_every_other_reference_goes) {
   GError *error = nullptr;
-  GstTensorMemGlWorker *own = gst_tensor_gl_worker_new(&error);
+  GstTensorMemGlWorker *own = gst_tensor_mem_gl_worker_new(&error);
   ASSERT_NE(own, nullptr) << (error ? error->message : "");
-  GstAllocator *own_allocator = gst_tensor_pbo_allocator_new(own);
+  GstAllocator *own_allocator = gst_tensor_mem_pbo_allocator_new(own);
   GstMemory *mem = gst_allocator_alloc(own_allocator, 256, nullptr);
   ASSERT_NE(mem, nullptr);
-  std::weak_ptr<tensormem::GlWorker> core = gst_tensor_gl_worker_get_core_gl_worker(own);
+  std::weak_ptr<tensormem::GlWorker> core = gst_tensor_mem_gl_worker_get_core_gl_worker(own);
   gst_object_unref(own_allocator);
   gst_object_unref(own);
   EXPECT_FALSE(core.expired()) << "the memory's allocator holds the worker";
@@ -291,9 +292,9 @@ namespace {
 void expect_pbo_pool_buffers(GstAllocator *allocator, GstTensorMemGlWorker *worker, const char *caps_str) {
   GstVideoInfo info = tmtest::info_from_string(caps_str);
   GstCaps *caps = gst_caps_from_string(caps_str);
-  GstBufferPool *pool = gst_tensor_buffer_pool_new_for_pbo(allocator);
+  GstBufferPool *pool = gst_tensor_mem_buffer_pool_new_for_pbo(allocator);
   ASSERT_NE(pool, nullptr);
-  EXPECT_EQ(gst_tensor_buffer_pool_get_storage(pool), GST_TENSOR_STORAGE_PBO);
+  EXPECT_EQ(gst_tensor_mem_buffer_pool_get_storage(pool), GST_TENSOR_MEM_STORAGE_PBO);
   GstStructure *config = gst_buffer_pool_get_config(pool);
   gst_buffer_pool_config_set_params(config, caps, GST_VIDEO_INFO_SIZE(&info), 2, 0);
   gst_caps_unref(caps);
@@ -315,22 +316,22 @@ void expect_pbo_pool_buffers(GstAllocator *allocator, GstTensorMemGlWorker *work
   GstMemory *mem = gst_buffer_peek_memory(buffer, 0);
   EXPECT_TRUE(gst_is_tensor_pbo_memory(mem));
   EXPECT_TRUE(gst_is_tensor_memory(mem));
-  EXPECT_EQ(gst_tensor_memory_get_storage(mem), GST_TENSOR_STORAGE_PBO);
-  EXPECT_EQ(gst_tensor_memory_get_tensor(mem), gst_tensor_pbo_memory_get_tensor(mem));
+  EXPECT_EQ(gst_tensor_mem_memory_get_storage(mem), GST_TENSOR_MEM_STORAGE_PBO);
+  EXPECT_EQ(gst_tensor_mem_memory_get_tensor(mem), gst_tensor_mem_pbo_memory_get_tensor(mem));
   const GstVideoMeta *meta = gst_buffer_get_video_meta(buffer);
   ASSERT_NE(meta, nullptr);
   for (guint p = 0; p < meta->n_planes; ++p)
-    EXPECT_EQ(meta->stride[p] % GST_TENSOR_BUFFER_POOL_STRIDE_ALIGN, 0) << caps_str << " plane " << p;
+    EXPECT_EQ(meta->stride[p] % GST_TENSOR_MEM_BUFFER_POOL_STRIDE_ALIGN, 0) << caps_str << " plane " << p;
 
   // A frame map maps the one memory once per plane: one GL map for all of them.
-  const guint64 before = gst_tensor_gl_worker_get_map_calls(worker);
+  const guint64 before = gst_tensor_mem_gl_worker_get_map_calls(worker);
   GstVideoFrame frame;
   ASSERT_TRUE(gst_video_frame_map(&frame, &info, buffer, GST_MAP_READWRITE));
-  EXPECT_EQ(gst_tensor_gl_worker_get_map_calls(worker) - before, 1u);
+  EXPECT_EQ(gst_tensor_mem_gl_worker_get_map_calls(worker) - before, 1u);
   for (guint p = 0; p < GST_VIDEO_FRAME_N_PLANES(&frame); ++p)
     EXPECT_EQ(reinterpret_cast<std::uintptr_t>(GST_VIDEO_FRAME_PLANE_DATA(&frame, p)) % 64, 0u) << "plane " << p;
   gst_video_frame_unmap(&frame);
-  EXPECT_EQ(gst_tensor_gl_worker_get_mapped_buffers(worker), 0u);
+  EXPECT_EQ(gst_tensor_mem_gl_worker_get_mapped_buffers(worker), 0u);
   tmtest::fill_frame(buffer, &info, 7);
   GstBuffer *copy = gst_buffer_new_allocate(nullptr, GST_VIDEO_INFO_SIZE(&info), nullptr);
   tmtest::fill_frame(copy, &info, 7);
@@ -352,7 +353,7 @@ TEST_F(PboTest, pool_buffers_are_single_pbos_with_64_byte_strides) {
 
 TEST_F(PboTest, a_pbo_pool_needs_a_pbo_allocator) {
   GstCaps *caps = gst_caps_from_string("video/x-raw,format=RGBA,width=16,height=4");
-  GstBufferPool *pool = gst_tensor_buffer_pool_new_for_storage(GST_TENSOR_STORAGE_PBO);
+  GstBufferPool *pool = gst_tensor_mem_buffer_pool_new_for_storage(GST_TENSOR_MEM_STORAGE_PBO);
   GstStructure *config = gst_buffer_pool_get_config(pool);
   gst_buffer_pool_config_set_params(config, caps, 256, 0, 0);
   EXPECT_FALSE(gst_buffer_pool_set_config(pool, config)) << "no PBO allocator anywhere";
@@ -370,10 +371,10 @@ TEST_F(PboTest, a_pbo_pool_needs_a_pbo_allocator) {
   gst_object_unref(pool);
 
   // A system allocator in the config of a PBO pool is replaced.
-  GstBufferPool *pbo = gst_tensor_buffer_pool_new_for_pbo(allocator);
+  GstBufferPool *pbo = gst_tensor_mem_buffer_pool_new_for_pbo(allocator);
   config = gst_buffer_pool_get_config(pbo);
   gst_buffer_pool_config_set_params(config, caps, 256, 0, 0);
-  GstAllocator *system = gst_tensor_system_allocator_get();
+  GstAllocator *system = gst_tensor_mem_system_allocator_get();
   gst_buffer_pool_config_set_allocator(config, system, nullptr);
   gst_object_unref(system);
   EXPECT_TRUE(gst_buffer_pool_set_config(pbo, config));
@@ -412,7 +413,7 @@ GstStaticPadTemplate probe_src = GST_STATIC_PAD_TEMPLATE("src", GST_PAD_SRC, GST
 
 gboolean probe_query(GstPad *pad, GstObject *parent, GstQuery *query) {
   auto *self = TM_GL_PROBE(parent);
-  if (gst_tensor_gl_worker_handle_context_query(GST_ELEMENT(self), query, &self->worker))
+  if (gst_tensor_mem_gl_worker_handle_context_query(GST_ELEMENT(self), query, &self->worker))
     return TRUE;
   return gst_pad_query_default(pad, parent, query);
 }
@@ -422,7 +423,7 @@ GstFlowReturn probe_chain(GstPad *, GstObject *parent, GstBuffer *buffer) {
 }
 
 void probe_set_context(GstElement *element, GstContext *context) {
-  gst_tensor_gl_worker_handle_set_context(element, context, &TM_GL_PROBE(element)->worker);
+  gst_tensor_mem_gl_worker_handle_set_context(element, context, &TM_GL_PROBE(element)->worker);
   GST_ELEMENT_CLASS(tm_gl_probe_parent_class)->set_context(element, context);
 }
 
@@ -430,7 +431,7 @@ GstStateChangeReturn probe_change_state(GstElement *element, GstStateChange tran
   auto *self = TM_GL_PROBE(element);
   if (transition == GST_STATE_CHANGE_NULL_TO_READY) {
     GError *error = nullptr;
-    if (!gst_tensor_gl_worker_ensure(element, &self->worker, &error)) {
+    if (!gst_tensor_mem_gl_worker_ensure(element, &self->worker, &error)) {
       GST_ELEMENT_ERROR(element, RESOURCE, FAILED, ("%s", error->message), (nullptr));
       g_clear_error(&error);
       return GST_STATE_CHANGE_FAILURE;
@@ -508,7 +509,7 @@ protected:
   }
 
   static GstElement *launch(const char *description, ContextWatch *watch) {
-    watch->type = GST_TENSOR_GL_WORKER_CONTEXT_TYPE;
+    watch->type = GST_TENSOR_MEM_GL_WORKER_CONTEXT_TYPE;
     return tmtest::launch_watched(description, watch);
   }
 
@@ -529,10 +530,10 @@ TEST_F(GlContextTest, two_linked_elements_share_one_worker_through_a_context_que
   // a found it by querying its neighbour.
   EXPECT_EQ(watch.need, 1);
   EXPECT_EQ(watch.have, 1);
-  std::weak_ptr<tensormem::GlWorker> core = gst_tensor_gl_worker_get_core_gl_worker(a);
+  std::weak_ptr<tensormem::GlWorker> core = gst_tensor_mem_gl_worker_get_core_gl_worker(a);
 
   GstElement *ea = gst_bin_get_by_name(GST_BIN(pipeline), "a");
-  GstContext *context = gst_element_get_context(ea, GST_TENSOR_GL_WORKER_CONTEXT_TYPE);
+  GstContext *context = gst_element_get_context(ea, GST_TENSOR_MEM_GL_WORKER_CONTEXT_TYPE);
   ASSERT_NE(context, nullptr) << "the element reports the context it uses";
   GstTensorMemGlWorker *from_context = nullptr;
   EXPECT_TRUE(gst_context_get_tensor_gl_worker(context, &from_context));
@@ -593,7 +594,7 @@ TEST_F(GlContextTest, contexts_of_other_types_or_without_a_worker_are_ignored) {
   GstContext *other = gst_context_new("some.other.type", FALSE);
   EXPECT_FALSE(gst_context_get_tensor_gl_worker(other, nullptr));
   gst_context_unref(other);
-  GstContext *empty = gst_context_new(GST_TENSOR_GL_WORKER_CONTEXT_TYPE, FALSE);
+  GstContext *empty = gst_context_new(GST_TENSOR_MEM_GL_WORKER_CONTEXT_TYPE, FALSE);
   GstTensorMemGlWorker *worker = reinterpret_cast<GstTensorMemGlWorker *>(0x1);
   EXPECT_FALSE(gst_context_get_tensor_gl_worker(empty, &worker));
   EXPECT_EQ(worker, nullptr);
@@ -602,10 +603,10 @@ TEST_F(GlContextTest, contexts_of_other_types_or_without_a_worker_are_ignored) {
   GstElement *probe = gst_element_factory_make("tmglprobe", nullptr);
   ASSERT_NE(probe, nullptr);
   GstTensorMemGlWorker *slot = nullptr;
-  EXPECT_FALSE(gst_tensor_gl_worker_handle_set_context(probe, empty, &slot));
+  EXPECT_FALSE(gst_tensor_mem_gl_worker_handle_set_context(probe, empty, &slot));
   EXPECT_EQ(slot, nullptr);
-  GstQuery *query = gst_query_new_context(GST_TENSOR_GL_WORKER_CONTEXT_TYPE);
-  EXPECT_FALSE(gst_tensor_gl_worker_handle_context_query(probe, query, &slot)) << "no worker, no answer";
+  GstQuery *query = gst_query_new_context(GST_TENSOR_MEM_GL_WORKER_CONTEXT_TYPE);
+  EXPECT_FALSE(gst_tensor_mem_gl_worker_handle_context_query(probe, query, &slot)) << "no worker, no answer";
   gst_query_unref(query);
   gst_object_unref(probe);
   gst_context_unref(empty);

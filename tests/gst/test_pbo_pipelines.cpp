@@ -9,6 +9,7 @@
 
 #include <gst/check/gstharness.h>
 #include <gst/tensormem/tensormem.h>
+#include <gst/tensormem/gsttensormem.hpp>
 
 #include <tensormem/gl_worker.hpp>
 
@@ -100,7 +101,7 @@ void run(const std::string &description, PboRun *out, GstContext *context = null
   if (!end.eos && !end.timed_out)
     out->error = end.error;
   if (up) {
-    GstContext *used = gst_element_get_context(up, GST_TENSOR_GL_WORKER_CONTEXT_TYPE);
+    GstContext *used = gst_element_get_context(up, GST_TENSOR_MEM_GL_WORKER_CONTEXT_TYPE);
     if (used) {
       gst_context_get_tensor_gl_worker(used, &out->worker);
       gst_context_unref(used);
@@ -133,7 +134,7 @@ protected:
     if (context)
       gst_context_unref(context);
     if (worker) {
-      EXPECT_EQ(gst_tensor_gl_worker_get_mapped_buffers(worker), 0u);
+      EXPECT_EQ(gst_tensor_mem_gl_worker_get_mapped_buffers(worker), 0u);
       // Every pipeline was waited for until finalized (release_pipeline), and
       // glDeleteBuffers, posted to the GL thread when the last reference
       // went, ran before the worker's count below (its tasks run in order).
@@ -262,7 +263,7 @@ TEST_F(PboPipeline, TwoUploadsShareOneWorkerTheyStartThemselvesAndDropItInNull) 
     ASSERT_EQ(gst_element_get_state(pipeline, nullptr, nullptr, tmtest::kTimeout), GST_STATE_CHANGE_SUCCESS);
     for (auto [name, slot] : {std::pair{"a", &a}, std::pair{"b", &b}}) {
       GstElement *element = gst_bin_get_by_name(GST_BIN(pipeline), name);
-      GstContext *used = gst_element_get_context(element, GST_TENSOR_GL_WORKER_CONTEXT_TYPE);
+      GstContext *used = gst_element_get_context(element, GST_TENSOR_MEM_GL_WORKER_CONTEXT_TYPE);
       ASSERT_NE(used, nullptr) << name;
       EXPECT_TRUE(gst_context_get_tensor_gl_worker(used, slot));
       gst_context_unref(used);
@@ -271,7 +272,7 @@ TEST_F(PboPipeline, TwoUploadsShareOneWorkerTheyStartThemselvesAndDropItInNull) 
     ASSERT_NE(a, nullptr);
     EXPECT_EQ(a, b);
     EXPECT_NE(a, worker);
-    core = gst_tensor_gl_worker_get_core_gl_worker(a);
+    core = gst_tensor_mem_gl_worker_get_core_gl_worker(a);
 
     GstElement *sink = gst_bin_get_by_name(GST_BIN(pipeline), "sink");
     GstSample *sample = nullptr;
@@ -279,8 +280,8 @@ TEST_F(PboPipeline, TwoUploadsShareOneWorkerTheyStartThemselvesAndDropItInNull) 
     ASSERT_NE(sample, nullptr);
     GstMemory *mem = gst_buffer_peek_memory(gst_sample_get_buffer(sample), 0);
     ASSERT_TRUE(gst_is_tensor_pbo_memory(mem));
-    EXPECT_EQ(gst_tensor_pbo_memory_get_gl_worker(mem), a);
-    EXPECT_EQ(gst_tensor_pbo_memory_get_core_gl_worker(mem), core.lock());
+    EXPECT_EQ(gst_tensor_mem_pbo_memory_get_gl_worker(mem), a);
+    EXPECT_EQ(gst_tensor_mem_pbo_memory_get_core_gl_worker(mem), core.lock());
     gst_sample_unref(sample);
     gst_object_unref(sink);
 
@@ -309,7 +310,7 @@ TEST_F(PboPipeline, AnApplicationAnsweringNeedContextProvidesTheWorker) {
         auto *a = static_cast<Answer *>(data);
         const gchar *type = nullptr;
         if (GST_MESSAGE_TYPE(msg) == GST_MESSAGE_NEED_CONTEXT && gst_message_parse_context_type(msg, &type) &&
-            g_strcmp0(type, GST_TENSOR_GL_WORKER_CONTEXT_TYPE) == 0) {
+            g_strcmp0(type, GST_TENSOR_MEM_GL_WORKER_CONTEXT_TYPE) == 0) {
           a->asked++;
           gst_element_set_context(GST_ELEMENT(GST_MESSAGE_SRC(msg)), a->context);
         }
@@ -324,15 +325,15 @@ TEST_F(PboPipeline, AnApplicationAnsweringNeedContextProvidesTheWorker) {
   GstMemory *mem = gst_buffer_peek_memory(gst_sample_get_buffer(sample), 0);
   ASSERT_TRUE(gst_is_tensor_pbo_memory(mem));
   EXPECT_TRUE(gst_is_tensor_memory(mem));
-  EXPECT_EQ(gst_tensor_memory_get_storage(mem), GST_TENSOR_STORAGE_PBO);
-  EXPECT_EQ(gst_tensor_memory_get_tensor(mem), gst_tensor_pbo_memory_get_tensor(mem));
-  EXPECT_EQ(gst_tensor_pbo_memory_get_gl_worker(mem), worker);
+  EXPECT_EQ(gst_tensor_mem_memory_get_storage(mem), GST_TENSOR_MEM_STORAGE_PBO);
+  EXPECT_EQ(gst_tensor_mem_memory_get_tensor(mem), gst_tensor_mem_pbo_memory_get_tensor(mem));
+  EXPECT_EQ(gst_tensor_mem_pbo_memory_get_gl_worker(mem), worker);
   EXPECT_EQ(answer.asked.load(), 1);
   GstCaps *caps = gst_sample_get_caps(sample);
   EXPECT_TRUE(gst_caps_features_contains(gst_caps_get_features(caps, 0), GST_CAPS_FEATURE_MEMORY_TENSOR_PBO));
   const GstVideoMeta *meta = gst_buffer_get_video_meta(gst_sample_get_buffer(sample));
   ASSERT_NE(meta, nullptr);
-  EXPECT_EQ(meta->stride[0] % GST_TENSOR_BUFFER_POOL_STRIDE_ALIGN, 0);
+  EXPECT_EQ(meta->stride[0] % GST_TENSOR_MEM_BUFFER_POOL_STRIDE_ALIGN, 0);
   gst_sample_unref(sample);
   gst_object_unref(sink);
   EXPECT_EQ(gst_element_set_state(pipeline, GST_STATE_NULL), GST_STATE_CHANGE_SUCCESS);
@@ -362,7 +363,7 @@ TEST_F(PboPipeline, RepeatedNullPlayingCyclesLeaveNoGlBufferOrMapBehind) {
     ASSERT_EQ(gst_element_get_state(pipeline, nullptr, nullptr, tmtest::kTimeout), GST_STATE_CHANGE_SUCCESS);
     EXPECT_GT(live_gl_buffers(worker), 0) << "cycle " << cycle << ": the pool holds PBOs while playing";
     ASSERT_EQ(gst_element_set_state(pipeline, GST_STATE_NULL), GST_STATE_CHANGE_SUCCESS);
-    EXPECT_EQ(gst_tensor_gl_worker_get_mapped_buffers(worker), 0u) << "cycle " << cycle;
+    EXPECT_EQ(gst_tensor_mem_gl_worker_get_mapped_buffers(worker), 0u) << "cycle " << cycle;
     EXPECT_EQ(live_gl_buffers(worker), 0) << "cycle " << cycle;
   }
   tmtest::release_pipeline(pipeline);
@@ -383,7 +384,7 @@ protected:
   /* tensorupload storage=pbo with the application worker set before it starts. */
   GstHarness *upload(const char *extra = nullptr) {
     GstElement *element = gst_element_factory_make("tensorupload", nullptr);
-    g_object_set(element, "storage", GST_TENSOR_STORAGE_PBO, nullptr);
+    g_object_set(element, "storage", GST_TENSOR_MEM_STORAGE_PBO, nullptr);
     if (extra)
       gst_util_set_object_arg(G_OBJECT(element), "require-zero-copy", extra);
     gst_element_set_context(element, context);
@@ -407,7 +408,7 @@ TEST_F(PboHarness, PlainBuffersAreCopiedOnceIntoPbosAndCounted) {
     ASSERT_NE(out, nullptr);
     GstMemory *mem = gst_buffer_peek_memory(out, 0);
     EXPECT_TRUE(gst_is_tensor_pbo_memory(mem));
-    EXPECT_EQ(gst_tensor_pbo_memory_get_gl_worker(mem), worker);
+    EXPECT_EQ(gst_tensor_mem_pbo_memory_get_gl_worker(mem), worker);
     const GstVideoMeta *meta = gst_buffer_get_video_meta(out);
     ASSERT_NE(meta, nullptr);
     EXPECT_EQ(meta->stride[0], 128) << "80-byte rows padded to 64-byte strides";
@@ -467,9 +468,9 @@ TEST(PboElementMetadata, UploadOffersPboStorageAndBothElementsTakeTensorPboCaps)
   GstElement *up = gst_element_factory_make("tensorupload", nullptr);
   ASSERT_NE(up, nullptr);
   gst_util_set_object_arg(G_OBJECT(up), "storage", "pbo");
-  GstTensorMemStorage storage = GST_TENSOR_STORAGE_AUTO;
+  GstTensorMemStorage storage = GST_TENSOR_MEM_STORAGE_AUTO;
   g_object_get(up, "storage", &storage, nullptr);
-  EXPECT_EQ(storage, GST_TENSOR_STORAGE_PBO);
+  EXPECT_EQ(storage, GST_TENSOR_MEM_STORAGE_PBO);
   GstPad *src = gst_element_get_static_pad(up, "src");
   GstCaps *templ = gst_pad_get_pad_template_caps(src);
   GstCaps *pbo = gst_caps_from_string("video/x-raw(memory:TensorPBO),format=RGBA,width=16,height=16,framerate=0/1");
@@ -487,6 +488,6 @@ TEST(PboElementMetadata, UploadOffersPboStorageAndBothElementsTakeTensorPboCaps)
   gst_object_unref(sink);
   gst_object_unref(down);
   gst_caps_unref(pbo);
-  EXPECT_EQ(gst_tensor_storage_resolve(GST_TENSOR_STORAGE_AUTO) == GST_TENSOR_STORAGE_PBO, false)
+  EXPECT_EQ(gst_tensor_mem_storage_resolve(GST_TENSOR_MEM_STORAGE_AUTO) == GST_TENSOR_MEM_STORAGE_PBO, false)
       << "auto never picks PBO";
 }

@@ -2,6 +2,7 @@
 #include "test_util.hpp"
 
 #include <gst/tensormem/tensormem.h>
+#include <gst/tensormem/gsttensormem.hpp>
 
 #include <tensormem/pixel_format.hpp>
 
@@ -14,7 +15,7 @@ namespace {
 GstBufferPool *configured_pool(const char *caps_str, GstStructure *(*edit)(GstStructure *) = nullptr) {
   GstVideoInfo info = tmtest::info_from_string(caps_str);
   GstCaps *caps = gst_caps_from_string(caps_str);
-  GstBufferPool *pool = gst_tensor_buffer_pool_new();
+  GstBufferPool *pool = gst_tensor_mem_buffer_pool_new();
   GstStructure *config = gst_buffer_pool_get_config(pool);
   gst_buffer_pool_config_set_params(config, caps, GST_VIDEO_INFO_SIZE(&info), 2, 0);
   gst_caps_unref(caps);
@@ -107,7 +108,7 @@ TEST(TensorBufferPool, ForeignAllocatorIsReplacedByTheTensorAllocator) {
   GstAllocator *allocator = nullptr;
   GstAllocationParams params;
   ASSERT_TRUE(gst_buffer_pool_config_get_allocator(config, &allocator, &params));
-  EXPECT_TRUE(allocator && GST_IS_TENSOR_SYSTEM_ALLOCATOR(allocator));
+  EXPECT_TRUE(allocator && GST_IS_TENSOR_MEM_SYSTEM_ALLOCATOR(allocator));
   EXPECT_EQ(params.align, 63u);
   gst_structure_free(config);
   gst_object_unref(pool);
@@ -142,7 +143,7 @@ TEST(TensorBufferPool, ExistingPaddingIsKeptAndStrideAlignmentWidened) {
 }
 
 TEST(TensorBufferPool, StrideAlignmentBeyond64BytesIsRefused) {
-  GstBufferPool *pool = gst_tensor_buffer_pool_new();
+  GstBufferPool *pool = gst_tensor_mem_buffer_pool_new();
   GstStructure *config = gst_buffer_pool_get_config(pool);
   GstCaps *caps = gst_caps_from_string("video/x-raw,format=RGBA,width=321,height=17");
   gst_buffer_pool_config_set_params(config, caps, 321 * 17 * 4, 0, 0);
@@ -167,14 +168,14 @@ TEST(TensorBufferPool, PoolLayoutIsTheCoreImageLayoutForEveryFormat) {
                                       PixelFormat::NV16, PixelFormat::NV24, PixelFormat::I420,  PixelFormat::RGBP};
   constexpr std::uint32_t kSizes[][2] = {{1, 1}, {3, 5}, {321, 17}, {17, 321}, {640, 480}, {1919, 1081}};
   for (PixelFormat format : kFormats) {
-    const GstVideoFormat video_format = gst_tensor_pixel_format_to_video_format(format);
+    const GstVideoFormat video_format = gst_tensor_mem_pixel_format_to_video_format(format);
     ASSERT_NE(video_format, GST_VIDEO_FORMAT_UNKNOWN) << tensormem::format_info(format).name;
     for (const auto &wh : kSizes) {
       const std::string caps_str = std::string("video/x-raw,format=") + gst_video_format_to_string(video_format) +
                                    ",width=" + std::to_string(wh[0]) + ",height=" + std::to_string(wh[1]) +
                                    ",framerate=30/1";
       SCOPED_TRACE(caps_str);
-      auto layout = tensormem::image_layout(format, wh[0], wh[1], GST_TENSOR_BUFFER_POOL_STRIDE_ALIGN);
+      auto layout = tensormem::image_layout(format, wh[0], wh[1], GST_TENSOR_MEM_BUFFER_POOL_STRIDE_ALIGN);
       ASSERT_TRUE(layout) << layout.error().message();
       GstBufferPool *pool = configured_pool(caps_str.c_str());
       ASSERT_NE(pool, nullptr);
@@ -206,7 +207,7 @@ TEST(TensorBufferPool, PoolLayoutIsTheCoreImageLayoutForEveryFormat) {
 }
 
 TEST(TensorBufferPool, NonVideoCapsAreRefused) {
-  GstBufferPool *pool = gst_tensor_buffer_pool_new();
+  GstBufferPool *pool = gst_tensor_mem_buffer_pool_new();
   GstStructure *config = gst_buffer_pool_get_config(pool);
   GstCaps *caps = gst_caps_from_string("audio/x-raw,format=S16LE,rate=48000,channels=2,layout=interleaved");
   gst_buffer_pool_config_set_params(config, caps, 4096, 0, 0);
@@ -233,11 +234,11 @@ guint64 stats_buffers(GstBufferPool *pool) {
 // up as they are made and down as they are freed, in or out of the pool.
 TEST(TensorBufferPool, LiveStatsCountPoolsAndBuffersUntilTheyAreFreed) {
   guint64 pools0 = 0, buffers0 = 0;
-  gst_tensor_buffer_pool_get_live_stats(&pools0, &buffers0);
+  gst_tensor_mem_buffer_pool_get_live_stats(&pools0, &buffers0);
   GstBufferPool *pool = configured_pool("video/x-raw,format=RGBA,width=33,height=8");
   ASSERT_NE(pool, nullptr);
   guint64 pools = 0, buffers = 0;
-  gst_tensor_buffer_pool_get_live_stats(&pools, &buffers);
+  gst_tensor_mem_buffer_pool_get_live_stats(&pools, &buffers);
   EXPECT_EQ(pools, pools0 + 1);
   EXPECT_EQ(buffers, buffers0);
 
@@ -245,7 +246,7 @@ TEST(TensorBufferPool, LiveStatsCountPoolsAndBuffersUntilTheyAreFreed) {
   GstBuffer *out[3] = {};
   for (GstBuffer *&buffer : out)
     ASSERT_EQ(gst_buffer_pool_acquire_buffer(pool, &buffer, nullptr), GST_FLOW_OK);
-  gst_tensor_buffer_pool_get_live_stats(nullptr, &buffers);
+  gst_tensor_mem_buffer_pool_get_live_stats(nullptr, &buffers);
   EXPECT_EQ(buffers, buffers0 + 3);
   EXPECT_EQ(stats_buffers(pool), 3u);
   // A buffer back in the pool is still the pool's; one whose memory was
@@ -261,10 +262,10 @@ TEST(TensorBufferPool, LiveStatsCountPoolsAndBuffersUntilTheyAreFreed) {
   EXPECT_EQ(stats_buffers(pool), 2u);
   gst_buffer_unref(out[2]);
   EXPECT_EQ(stats_buffers(pool), 0u);
-  gst_tensor_buffer_pool_get_live_stats(&pools, &buffers);
+  gst_tensor_mem_buffer_pool_get_live_stats(&pools, &buffers);
   EXPECT_EQ(buffers, buffers0);
   gst_object_unref(pool);
-  gst_tensor_buffer_pool_get_live_stats(&pools, nullptr);
+  gst_tensor_mem_buffer_pool_get_live_stats(&pools, nullptr);
   EXPECT_EQ(pools, pools0);
 }
 

@@ -2,7 +2,7 @@
 /* GstTensorMeta (GStreamer 1.26's analytics library) on tensorconvert's
  * output, read only through GStreamer's own API, as a tensor decoder or an
  * inference element that knows nothing of gst-tensormem reads it. Built
- * where the library exists (GST_TENSORMEM_HAVE_TENSOR_META: the Debian 13
+ * where the library exists (GST_TENSOR_MEM_HAVE_TENSOR_META: the Debian 13
  * leg of scripts/test.sh). */
 #include "pipeline_util.hpp"
 #include "test_util.hpp"
@@ -153,13 +153,13 @@ TEST(TensorMeta, TheMetaTravelsThroughOurTensorElements) {
   expect_16x8_tensors_over_their_own_memory(run);
 }
 
-#if GST_TENSORMEM_HAVE_GL
+#if GST_TENSOR_MEM_HAVE_GL
 /* The GL path's tensor (PBO memory), read back to system memory by
  * tensordownload: the meta on the buffer that leaves describes that
  * buffer's memory, not the PBO it came from, and its bytes are the tensor. */
 TEST(TensorMeta, DownloadedGlTensorsDescribeTheirNewMemory) {
   GError *error = nullptr;
-  GstTensorMemGlWorker *worker = gst_tensor_gl_worker_new(&error);
+  GstTensorMemGlWorker *worker = gst_tensor_mem_gl_worker_new(&error);
   if (!worker) {
     std::string why = error ? error->message : "unknown";
     g_clear_error(&error);

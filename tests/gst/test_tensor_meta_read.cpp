@@ -4,12 +4,13 @@
  * appsrc attaching a meta built with GStreamer's analytics API alone):
  * tensorinspect's per-tensor reports against references computed here,
  * tensordownload's checks, fence waits and copies, and bad metas as element
- * errors. Built where the library exists (GST_TENSORMEM_HAVE_TENSOR_META: the
+ * errors. Built where the library exists (GST_TENSOR_MEM_HAVE_TENSOR_META: the
  * Debian 13 leg of scripts/test.sh). The CUDA side is
  * test_cuda_tensor_meta.cpp. */
 #include "meta_read_util.hpp"
 
 #include <gst/tensormem/tensormem.h>
+#include <gst/tensormem/gsttensormem.hpp>
 #include <tensormem/timeline.hpp>
 
 #include <cstring>

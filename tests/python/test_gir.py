@@ -4,8 +4,10 @@
 
 Usage: test_gir.py GIR HEADER...
 
-- Every function that the installed HEADERs declare to C (GST_TENSORMEM_API
-  outside `#ifdef __cplusplus`) is in GIR, and introspectable unless it is
+- The installed C HEADERs are C only (the C++ entry points live in
+  gsttensormem.hpp), and the GIR names its functions with at most two
+  symbol prefixes (gst_tensor_mem, and gst for gst_buffer_* and the like).
+- Every function that the installed HEADERs declare (GST_TENSOR_MEM_API) is in GIR, and introspectable unless it is
   one of NOT_INTROSPECTABLE below (each with the reason).
 - The typelib loads (GI_TYPELIB_PATH) and its function list is the GIR's;
   the annotations come through to Python: (out) parameters return tuples,
@@ -28,19 +30,30 @@ NOT_INTROSPECTABLE = {
     "gst_tensor_mem_buffer_to_dlpack",
     # In-parameters that are the address of an element's slot, read under its
     # object lock: a binding cannot pass one (elements written in C call them).
-    "gst_tensor_gl_worker_handle_context_query",
-    "gst_tensor_d3d11_device_handle_context_query",
+    "gst_tensor_mem_gl_worker_handle_context_query",
+    "gst_tensor_mem_d3d11_device_handle_context_query",
 }
 
 CORE = "{http://www.gtk.org/introspection/core/1.0}"
 C_ID = "{http://www.gtk.org/introspection/c/1.0}identifier"
 
 
-def c_declarations(path):
-    """The functions a C compiler sees in `path` with GST_TENSORMEM_API."""
+def code_of(path):
+    """`path` without its comments."""
     text = open(path).read()
-    text = re.sub(r"#ifdef __cplusplus\n.*?#endif", "", text, flags=re.S)
-    return set(re.findall(r"GST_TENSORMEM_API\s+[^;(]*?\b(gst_\w+)\s*\(", text))
+    text = re.sub(r"/\*.*?\*/", "", text, flags=re.S)
+    return re.sub(r"//[^\n]*", "", text)
+
+
+def cxx_in(path):
+    """The C++ constructs left in a header once comments are gone."""
+    return sorted(set(re.findall(r"__cplusplus|\bstd::|\bnamespace\b|\btensormem::|\btemplate\s*<", code_of(path))))
+
+
+def c_declarations(path):
+    """The functions a C compiler sees in `path` with GST_TENSOR_MEM_API."""
+    text = code_of(path)
+    return set(re.findall(r"GST_TENSOR_MEM_API\s+[^;(]*?\b(gst_\w+)\s*\(", text))
 
 
 def main(gir_path, headers):
@@ -55,6 +68,10 @@ def main(gir_path, headers):
     skipped = set()
     for header in headers:
         declared |= c_declarations(header)
+        check(not cxx_in(header), "%s: C++ in an installed C header: %s" % (header, cxx_in(header)))
+    namespace = ET.parse(gir_path).getroot().find(CORE + "namespace")
+    prefixes = namespace.get("{http://www.gtk.org/introspection/c/1.0}symbol-prefixes", "").split(",")
+    check(1 <= len(prefixes) <= 2, "the GIR uses %d symbol prefixes: %s" % (len(prefixes), prefixes))
     check(len(declared) > 50, "only %d C functions found in the headers" % len(declared))
 
     functions = {}

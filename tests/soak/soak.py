@@ -21,7 +21,7 @@ the arenas' free caches do not) and holds free ("heap-free"), open fds,
 threads,
 the GL objects of gst-tensormem alive (PBOs, EGL fences:
 gst_tensor_mem_get_gl_stats), the tensor buffer pools alive and the buffers
-they have allocated (gst_tensor_buffer_pool_get_live_stats), and the
+they have allocated (gst_tensor_mem_buffer_pool_get_live_stats), and the
 pipelines' frame counts. A pipeline that stops moving or posts an error
 fails the run.
 
@@ -82,7 +82,7 @@ def tensormem_counters():
     def read():
         pbos, fences, pools, buffers = u64(), u64(), u64(), u64()
         lib.gst_tensor_mem_get_gl_stats(ctypes.byref(pbos), ctypes.byref(fences))
-        lib.gst_tensor_buffer_pool_get_live_stats(ctypes.byref(pools), ctypes.byref(buffers))
+        lib.gst_tensor_mem_buffer_pool_get_live_stats(ctypes.byref(pools), ctypes.byref(buffers))
         return {"pbos": pbos.value, "fences": fences.value, "pools": pools.value, "pool-buffers": buffers.value}
     return read
 
