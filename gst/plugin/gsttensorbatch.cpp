@@ -59,7 +59,6 @@
 #include <gst/tensormem/gsttensorfencemeta.h>
 #include <gst/tensormem/gsttensormemconfig.h>
 #include <gst/tensormem/gsttensormemresizemeta.h>
-#include <gst/tensormem/gsttensorstorage.h>
 
 #include <gio/gio.h>
 #include <gst/allocators/allocators.h>
@@ -97,6 +96,24 @@ constexpr gsize kFreeKept = 4; // recycled allocations kept beyond those in use
 constexpr gsize kAlign = 64;
 
 enum class Kind { System, DmaBuf };
+
+/* The storage property: only the storages a batch can live in (so that
+ * gst-launch refuses storage=pbo when it parses the line). Its own enum,
+ * values as GstTensorMemStorage's nicks. */
+enum BatchStorage { BATCH_STORAGE_AUTO, BATCH_STORAGE_SYSTEM, BATCH_STORAGE_DMABUF };
+
+GType batch_storage_get_type() {
+  static GType type = 0;
+  if (g_once_init_enter(&type)) {
+    static const GEnumValue values[] = {
+        {BATCH_STORAGE_AUTO, "System memory, or DMA-BUF where the streams negotiate memory:DMABuf", "auto"},
+        {BATCH_STORAGE_SYSTEM, "System memory", "system"},
+        {BATCH_STORAGE_DMABUF, "One DMA-BUF per batch", "dmabuf"},
+        {0, nullptr, nullptr}};
+    g_once_init_leave(&type, g_enum_register_static("GstTensorMemBatchStorage", values));
+  }
+  return type;
+}
 
 struct Shared;
 
@@ -196,7 +213,7 @@ struct Shared {
   guint batch_size = 0;
   GstClockTime timeout = 0;
   bool require_zero_copy = false;
-  GstTensorMemStorage storage = GST_TENSOR_MEM_STORAGE_AUTO;
+  BatchStorage storage = BATCH_STORAGE_AUTO;
 
   // Negotiation: the per-stream tensor and the layout of a batch.
   bool negotiated = false;
@@ -972,7 +989,7 @@ gboolean sink_set_caps(GstTensorMemBatch *self, GstPad *pad, GstCaps *caps) {
   gst_structure_remove_field(gst_caps_get_structure(plain, 0), "framerate");
   std::lock_guard<std::mutex> guard(s.lock);
   // DMA-BUF where asked for, or where the streams' caps say so.
-  const Kind kind = s.storage == GST_TENSOR_MEM_STORAGE_DMABUF ||
+  const Kind kind = s.storage == BATCH_STORAGE_DMABUF ||
                             (features && gst_caps_features_contains(features, GST_CAPS_FEATURE_MEMORY_DMABUF))
                         ? Kind::DmaBuf
                         : Kind::System;
@@ -1299,19 +1316,6 @@ static GstStateChangeReturn gst_tensor_batch_change_state(GstElement *element, G
   auto *self = GST_TENSOR_BATCH(element);
   Shared &s = shared_of(self);
   if (transition == GST_STATE_CHANGE_READY_TO_PAUSED) {
-    GstTensorMemStorage storage;
-    {
-      std::lock_guard<std::mutex> guard(s.lock);
-      storage = s.storage;
-    }
-    if (storage != GST_TENSOR_MEM_STORAGE_AUTO && storage != GST_TENSOR_MEM_STORAGE_SYSTEM &&
-        storage != GST_TENSOR_MEM_STORAGE_DMABUF) {
-      GST_ELEMENT_ERROR(self, LIBRARY, SETTINGS,
-                        ("tensorbatch keeps batches in system memory or DMA-BUF, not storage=%s",
-                         storage == GST_TENSOR_MEM_STORAGE_PBO ? "pbo" : "d3d11"),
-                        ("storage=auto, system or dmabuf"));
-      return GST_STATE_CHANGE_FAILURE;
-    }
     {
       std::lock_guard<std::mutex> guard(s.lock);
       s.running = true;
@@ -1363,7 +1367,7 @@ static void gst_tensor_batch_set_property(GObject *object, guint prop_id, const 
     s.cond.notify_all();
     break;
   case PROP_REQUIRE_ZERO_COPY: s.require_zero_copy = g_value_get_boolean(value); break;
-  case PROP_STORAGE: s.storage = static_cast<GstTensorMemStorage>(g_value_get_enum(value)); break;
+  case PROP_STORAGE: s.storage = static_cast<BatchStorage>(g_value_get_enum(value)); break;
   default: G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec); break;
   }
 }
@@ -1417,7 +1421,7 @@ static void gst_tensor_batch_class_init(GstTensorMemBatchClass *klass) {
       g_param_spec_enum("storage", "Storage",
                         "Where batches live: system memory (auto, system) or one DMA-BUF per batch (dmabuf; also "
                         "where the streams negotiate memory:DMABuf)",
-                        GST_TYPE_TENSOR_MEM_STORAGE, GST_TENSOR_MEM_STORAGE_AUTO,
+                        batch_storage_get_type(), BATCH_STORAGE_AUTO,
                         static_cast<GParamFlags>(kRw | GST_PARAM_MUTABLE_READY)));
   g_object_class_install_property(
       gobject_class, PROP_REQUIRE_ZERO_COPY,

@@ -43,6 +43,12 @@ static GstTensorMemTransformPrivate *get_priv(GstTensorMemTransform *self) {
   return static_cast<GstTensorMemTransformPrivate *>(gst_tensor_transform_get_instance_private(self));
 }
 
+/* Process-wide copies of foreign (not tensor) memory, over every storage:
+ * the foreign-copies properties report the growth since the element began. */
+static void foreign_copy_totals(guint64 *copies, guint64 *bytes) {
+  gst_tensor_mem_get_copy_stats(GST_TENSOR_MEM_STORAGE_AUTO, copies, bytes);
+}
+
 static void gst_tensor_transform_set_property(GObject *object, guint prop_id, const GValue *value, GParamSpec *pspec) {
   auto *self = GST_TENSOR_TRANSFORM(object);
   switch (prop_id) {
@@ -72,7 +78,7 @@ static void gst_tensor_transform_get_property(GObject *object, guint prop_id, GV
   case PROP_FOREIGN_COPIES:
   case PROP_FOREIGN_COPIED_BYTES: {
     guint64 copies, bytes;
-    gst_tensor_mem_get_copy_stats(GST_TENSOR_MEM_STORAGE_AUTO, &copies, &bytes);
+    foreign_copy_totals(&copies, &bytes);
     g_value_set_uint64(value, prop_id == PROP_FOREIGN_COPIES ? copies - priv->foreign_copies_base
                                                              : bytes - priv->foreign_bytes_base);
     break;
@@ -111,7 +117,7 @@ static gboolean gst_tensor_transform_stop(GstBaseTransform *trans) {
   priv->copied_buffers = 0;
   GST_OBJECT_UNLOCK(self);
   guint64 foreign_copies, foreign_bytes;
-  gst_tensor_mem_get_copy_stats(GST_TENSOR_MEM_STORAGE_AUTO, &foreign_copies, &foreign_bytes);
+  foreign_copy_totals(&foreign_copies, &foreign_bytes);
   GST_INFO_OBJECT(self,
                   "summary: %" G_GUINT64_FORMAT " buffers, %" G_GUINT64_FORMAT
                   " passed on without a copy, %" G_GUINT64_FORMAT " copied; copied-bytes=%" G_GUINT64_FORMAT
@@ -185,7 +191,7 @@ static void gst_tensor_transform_init(GstTensorMemTransform *self) {
   auto *priv = get_priv(self);
   gst_video_info_init(&priv->info);
   priv->waits = g_cancellable_new();
-  gst_tensor_mem_get_copy_stats(GST_TENSOR_MEM_STORAGE_AUTO, &priv->foreign_copies_base, &priv->foreign_bytes_base);
+  foreign_copy_totals(&priv->foreign_copies_base, &priv->foreign_bytes_base);
 }
 
 const GstVideoInfo *gst_tensor_transform_get_info(GstTensorMemTransform *self) { return &get_priv(self)->info; }
