@@ -298,12 +298,7 @@ static GstFlowReturn gst_tensor_cuda_import_transform_ip(GstBaseTransform *trans
   auto *self = GST_TENSOR_CUDA_IMPORT(trans);
   // CUDA cannot queue a wait on a GstGL fence: it has passed before the import.
   gst_buffer_wait_gl_sync_metas(buffer);
-  try {
-    return import_ip(self, buffer);
-  } catch (const std::bad_alloc &) {
-    GST_ELEMENT_ERROR(self, RESOURCE, NO_SPACE_LEFT, ("CUDA import failed: out of memory."), (nullptr));
-  }
-  return GST_FLOW_ERROR;
+  return import_ip(self, buffer);
 }
 
 static void gst_tensor_cuda_import_class_init(GstTensorMemCudaImportClass *klass) {

@@ -469,12 +469,7 @@ static gboolean gst_tensor_inspect_set_caps(GstBaseTransform *trans, GstCaps *in
 
 static GstFlowReturn gst_tensor_inspect_transform_ip(GstBaseTransform *trans, GstBuffer *buffer) {
   auto *self = GST_TENSOR_INSPECT(trans);
-  try {
-    return inspect_ip(self, buffer);
-  } catch (const std::bad_alloc &) {
-    GST_ELEMENT_ERROR(self, RESOURCE, NO_SPACE_LEFT, ("Inspecting a frame failed: out of memory."), (nullptr));
-  }
-  return GST_FLOW_ERROR;
+  return inspect_ip(self, buffer);
 }
 
 static gboolean gst_tensor_inspect_sink_event(GstBaseTransform *trans, GstEvent *event) {

@@ -34,12 +34,7 @@ GstMemory *new_base_memory(GstAllocator *allocator, GstMemory *parent, const ten
                            GstMemoryFlags flags, gsize maxsize, gsize align, gsize offset, gsize size) noexcept {
   GstTensorMemBaseMemoryPrivate *priv;
   // The one boundary where this unit's C++ allocations meet GStreamer's C.
-  try {
-    priv = new GstTensorMemBaseMemoryPrivate(tensor);
-  } catch (const std::bad_alloc &) {
-    GST_WARNING_OBJECT(allocator, "out of memory wrapping a %" G_GSIZE_FORMAT "-byte tensor storage", maxsize);
-    return nullptr;
-  }
+  priv = new GstTensorMemBaseMemoryPrivate(tensor);
   auto *memory = g_new0(GstTensorMemBaseMemory, 1);
   memory->priv = priv;
   gst_memory_init(GST_MEMORY_CAST(memory), flags, allocator, parent, maxsize, align, offset, size);

@@ -44,12 +44,7 @@ gboolean cuda_meta_init(GstMeta *meta, gpointer, GstBuffer *) {
   auto *m = reinterpret_cast<GstTensorMemCudaMeta *>(meta);
   m->kind = GST_TENSOR_MEM_CUDA_KIND_EXTERNAL_MEMORY;
   m->size = 0;
-  try {
-    m->priv = new _GstTensorMemCudaMetaPrivate();
-  } catch (const std::bad_alloc &) {
-    m->priv = nullptr;
-    return FALSE;
-  }
+  m->priv = new _GstTensorMemCudaMetaPrivate();
   return TRUE;
 }
 
@@ -80,36 +75,31 @@ void ensure_debug() {
 
 gboolean map_impl(GstTensorMemCudaMeta *meta, bool writable, gpointer *device_ptr, gsize *size, GError **error) {
   g_return_val_if_fail(meta != nullptr && meta->priv != nullptr, FALSE);
-  try {
-    _GstTensorMemCudaMetaPrivate *p = meta->priv;
-    std::lock_guard lock(p->mu);
-    if (p->map) {
-      g_set_error(error, GST_RESOURCE_ERROR, GST_RESOURCE_ERROR_BUSY, "the CUDA meta is already mapped");
-      return FALSE;
-    }
-    tensormem::Result<tensormem::CudaMap> m = writable ? p->handle->map_mut() : p->handle->map();
-    if (!m) {
-      g_set_error(error, GST_RESOURCE_ERROR, GST_RESOURCE_ERROR_FAILED, "CUDA map failed: %s",
-                  m.error().message().c_str());
-      return FALSE;
-    }
-    tensormem::CudaMap map = std::move(m).value();
-    if (!map.narrow(p->offset, meta->size)) {
-      g_set_error(error, GST_RESOURCE_ERROR, GST_RESOURCE_ERROR_FAILED,
-                  "CUDA mapping of %" G_GSIZE_FORMAT " bytes cannot hold [%" G_GSIZE_FORMAT ", +%" G_GSIZE_FORMAT ")",
-                  map.length(), p->offset, meta->size);
-      return FALSE; // map released by its destructor
-    }
-    if (device_ptr)
-      *device_ptr = map.device_ptr();
-    if (size)
-      *size = map.length();
-    p->map.emplace(std::move(map));
-    return TRUE;
-  } catch (const std::bad_alloc &) {
-    g_set_error(error, GST_RESOURCE_ERROR, GST_RESOURCE_ERROR_FAILED, "CUDA map failed: out of memory");
+  _GstTensorMemCudaMetaPrivate *p = meta->priv;
+  std::lock_guard lock(p->mu);
+  if (p->map) {
+    g_set_error(error, GST_RESOURCE_ERROR, GST_RESOURCE_ERROR_BUSY, "the CUDA meta is already mapped");
     return FALSE;
   }
+  tensormem::Result<tensormem::CudaMap> m = writable ? p->handle->map_mut() : p->handle->map();
+  if (!m) {
+    g_set_error(error, GST_RESOURCE_ERROR, GST_RESOURCE_ERROR_FAILED, "CUDA map failed: %s",
+                m.error().message().c_str());
+    return FALSE;
+  }
+  tensormem::CudaMap map = std::move(m).value();
+  if (!map.narrow(p->offset, meta->size)) {
+    g_set_error(error, GST_RESOURCE_ERROR, GST_RESOURCE_ERROR_FAILED,
+                "CUDA mapping of %" G_GSIZE_FORMAT " bytes cannot hold [%" G_GSIZE_FORMAT ", +%" G_GSIZE_FORMAT ")",
+                map.length(), p->offset, meta->size);
+    return FALSE; // map released by its destructor
+  }
+  if (device_ptr)
+    *device_ptr = map.device_ptr();
+  if (size)
+    *size = map.length();
+  p->map.emplace(std::move(map));
+  return TRUE;
 }
 
 } // namespace
@@ -351,16 +341,12 @@ gboolean gst_tensor_mem_cuda_meta_read(GstTensorMemCudaMeta *meta, gpointer dest
   if (!map_impl(meta, false, &device, &size, error))
     return FALSE;
   gboolean copied = FALSE;
-  try {
-    tensormem::Result<void> done = tensormem::CudaRuntime::get()->memcpy_device_to_host(dest, device, size);
-    if (done)
-      copied = TRUE;
-    else
-      g_set_error(error, GST_RESOURCE_ERROR, GST_RESOURCE_ERROR_READ, "device-to-host copy failed: %s",
-                  done.error().message().c_str());
-  } catch (const std::bad_alloc &) {
-    g_set_error(error, GST_RESOURCE_ERROR, GST_RESOURCE_ERROR_READ, "device-to-host copy failed: out of memory");
-  }
+  tensormem::Result<void> done = tensormem::CudaRuntime::get()->memcpy_device_to_host(dest, device, size);
+  if (done)
+    copied = TRUE;
+  else
+    g_set_error(error, GST_RESOURCE_ERROR, GST_RESOURCE_ERROR_READ, "device-to-host copy failed: %s",
+                done.error().message().c_str());
   gst_tensor_mem_cuda_meta_unmap(meta);
   return copied;
 }
@@ -384,10 +370,7 @@ gboolean gst_tensor_mem_cuda_meta_read(GstTensorMemCudaMeta *meta, gpointer dest
  */
 gboolean gst_tensor_mem_cuda_get_status(const gchar **api, const gchar **library, gint *n_devices, const gchar **reason) {
   std::shared_ptr<const tensormem::CudaRuntime> rt;
-  try {
-    rt = tensormem::CudaRuntime::get();
-  } catch (const std::bad_alloc &) {
-  }
+  rt = tensormem::CudaRuntime::get();
   const bool available = rt && rt->available();
   if (api)
     *api = tensormem::cuda_backend_name(available ? rt->backend() : tensormem::CudaBackend::None);

@@ -78,24 +78,20 @@ GstMemory *copy_texture(GstTensorMemBaseMemory *base, gssize offset, gssize size
   GstMemory *copy = nullptr;
   const bool whole =
       offset == 0 && static_cast<gsize>(size) == mem->size && mem->offset == 0 && mem->size == mem->maxsize;
-  try {
-    if (whole) {
-      auto storage = gst_tensor_mem_d3d11_memory_get_storage(mem);
-      const tensormem::D3d11ImageLayout &layout = storage->layout();
-      auto made = tensormem::D3d11TextureStorage::allocate_image(storage->context(), layout.format, layout.dtype,
-                                                                 layout.width, layout.height, storage->access());
-      if (!made)
-        GST_WARNING("a texture for the copy: %s", made.error().message().c_str());
-      else if ((*made)->size_bytes() != mem->size)
-        GST_WARNING("the copy's texture has %zu bytes, the original %" G_GSIZE_FORMAT, (*made)->size_bytes(),
-                    mem->size);
-      else
-        copy = memory_over(mem->allocator, std::move(*made));
-    } else {
-      copy = gst_allocator_alloc(nullptr, static_cast<gsize>(size), nullptr);
-    }
-  } catch (const std::bad_alloc &) {
-    GST_WARNING("out of memory copying a D3D11 memory");
+  if (whole) {
+    auto storage = gst_tensor_mem_d3d11_memory_get_storage(mem);
+    const tensormem::D3d11ImageLayout &layout = storage->layout();
+    auto made = tensormem::D3d11TextureStorage::allocate_image(storage->context(), layout.format, layout.dtype,
+                                                               layout.width, layout.height, storage->access());
+    if (!made)
+      GST_WARNING("a texture for the copy: %s", made.error().message().c_str());
+    else if ((*made)->size_bytes() != mem->size)
+      GST_WARNING("the copy's texture has %zu bytes, the original %" G_GSIZE_FORMAT, (*made)->size_bytes(),
+                  mem->size);
+    else
+      copy = memory_over(mem->allocator, std::move(*made));
+  } else {
+    copy = gst_allocator_alloc(nullptr, static_cast<gsize>(size), nullptr);
   }
   if (copy) {
     GstMapInfo to;
@@ -193,23 +189,18 @@ GstMemory *gst_tensor_mem_d3d11_allocator_alloc_video(GstAllocator *allocator, c
     return nullptr;
   }
   auto context = gst_tensor_mem_d3d11_device_get_d3d11_context(GST_TENSOR_MEM_D3D11_ALLOCATOR_CAST(allocator)->device);
-  try {
-    auto storage = tensormem::D3d11TextureStorage::allocate_image(
-        std::move(context), format, tensormem::DType::U8, static_cast<std::uint32_t>(GST_VIDEO_INFO_WIDTH(info)),
-        static_cast<std::uint32_t>(GST_VIDEO_INFO_HEIGHT(info)), tensormem::CpuAccess::ReadWrite);
-    if (!storage) {
-      GST_WARNING_OBJECT(allocator, "%s %dx%d texture: %s", GST_VIDEO_INFO_NAME(info), GST_VIDEO_INFO_WIDTH(info),
-                         GST_VIDEO_INFO_HEIGHT(info), storage.error().message().c_str());
-      return nullptr;
-    }
-    GST_LOG_OBJECT(allocator, "%s %dx%d texture, pitch %zu, %zu bytes", GST_VIDEO_INFO_NAME(info),
-                   GST_VIDEO_INFO_WIDTH(info), GST_VIDEO_INFO_HEIGHT(info), (*storage)->backing_pitch(),
-                   (*storage)->size_bytes());
-    return memory_over(allocator, std::move(*storage));
-  } catch (const std::bad_alloc &) {
-    GST_WARNING_OBJECT(allocator, "out of memory allocating a texture");
+  auto storage = tensormem::D3d11TextureStorage::allocate_image(
+      std::move(context), format, tensormem::DType::U8, static_cast<std::uint32_t>(GST_VIDEO_INFO_WIDTH(info)),
+      static_cast<std::uint32_t>(GST_VIDEO_INFO_HEIGHT(info)), tensormem::CpuAccess::ReadWrite);
+  if (!storage) {
+    GST_WARNING_OBJECT(allocator, "%s %dx%d texture: %s", GST_VIDEO_INFO_NAME(info), GST_VIDEO_INFO_WIDTH(info),
+                       GST_VIDEO_INFO_HEIGHT(info), storage.error().message().c_str());
     return nullptr;
   }
+  GST_LOG_OBJECT(allocator, "%s %dx%d texture, pitch %zu, %zu bytes", GST_VIDEO_INFO_NAME(info),
+                 GST_VIDEO_INFO_WIDTH(info), GST_VIDEO_INFO_HEIGHT(info), (*storage)->backing_pitch(),
+                 (*storage)->size_bytes());
+  return memory_over(allocator, std::move(*storage));
 }
 
 /**

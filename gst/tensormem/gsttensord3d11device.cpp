@@ -73,18 +73,13 @@ GstObject **object_slot(GstTensorMemD3D11Device **slot) { return reinterpret_cas
  * Since: 0.1
  */
 GstTensorMemD3D11Device *gst_tensor_mem_d3d11_device_new(GError **error) {
-  try {
-    auto context = tensormem::D3d11Context::process();
-    if (!context) {
-      g_set_error(error, GST_RESOURCE_ERROR, GST_RESOURCE_ERROR_NOT_FOUND, "No Direct3D 11 device: %s",
-                  context.error().message().c_str());
-      return nullptr;
-    }
-    return gst_tensor_mem_d3d11_device_new_wrapped(std::move(*context));
-  } catch (const std::bad_alloc &) {
-    g_set_error(error, GST_RESOURCE_ERROR, GST_RESOURCE_ERROR_FAILED, "No Direct3D 11 device: out of memory");
+  auto context = tensormem::D3d11Context::process();
+  if (!context) {
+    g_set_error(error, GST_RESOURCE_ERROR, GST_RESOURCE_ERROR_NOT_FOUND, "No Direct3D 11 device: %s",
+                context.error().message().c_str());
     return nullptr;
   }
+  return gst_tensor_mem_d3d11_device_new_wrapped(std::move(*context));
 }
 
 /**

@@ -119,16 +119,11 @@ void destroy_mapping(gpointer data) {
 /* The qdata owns the mapping and so the storage: the storage's fd (which the
  * GstFdMemory borrows with DONT_CLOSE) lives exactly as long as the memory. */
 bool attach_mapping(GstMemory *mem, const tensormem::Tensor &tensor) noexcept {
-  try {
-    auto mapping = std::make_unique<TensorMapping>(tensor);
-    auto *owned = new IndexedMapping{mem, mapping.get()};
-    gst_mini_object_set_qdata(GST_MINI_OBJECT_CAST(mem), mapping_quark(), owned, destroy_mapping);
-    mapping_index().insert(mem, mapping.release());
-    return true;
-  } catch (const std::bad_alloc &) {
-    GST_WARNING("out of memory attaching a tensor mapping to memory %p", mem);
-    return false;
-  }
+  auto mapping = std::make_unique<TensorMapping>(tensor);
+  auto *owned = new IndexedMapping{mem, mapping.get()};
+  gst_mini_object_set_qdata(GST_MINI_OBJECT_CAST(mem), mapping_quark(), owned, destroy_mapping);
+  mapping_index().insert(mem, mapping.release());
+  return true;
 }
 
 /* Storages imported from DMA-BUF memories that are not ours, keyed on the
@@ -204,36 +199,31 @@ RecentImports &recent_imports() {
 /* A root GstFdMemory of `maxsize` bytes over `storage`'s own fd. */
 GstMemory *wrap_storage(GstAllocator *allocator, std::shared_ptr<tensormem::DmaBufStorage> storage,
                         gsize maxsize) noexcept {
-  try {
-    if (maxsize > storage->size_bytes()) {
-      GST_WARNING_OBJECT(allocator,
-                         "a %" G_GSIZE_FORMAT "-byte memory does not fit the %" G_GSIZE_FORMAT "-byte storage", maxsize,
-                         storage->size_bytes());
-      return nullptr;
-    }
-    const bool writable = storage->writable();
-    const int fd = storage->fd();
-    const gsize storage_bytes = storage->size_bytes();
-    auto tensor = tensormem::Tensor::wrap(std::move(storage), {storage_bytes}, tensormem::DType::U8,
-                                          GST_TENSOR_MEM_DMABUF_ALLOCATOR_NAME);
-    if (!tensor) {
-      GST_WARNING_OBJECT(allocator, "%s", tensor.error().message().c_str());
-      return nullptr;
-    }
-    GstMemory *mem = gst_fd_allocator_alloc(allocator, fd, maxsize, GST_FD_MEMORY_FLAG_DONT_CLOSE);
-    if (!mem)
-      return nullptr;
-    if (!attach_mapping(mem, *tensor)) {
-      gst_memory_unref(mem);
-      return nullptr;
-    }
-    if (!writable)
-      GST_MINI_OBJECT_FLAG_SET(mem, GST_MEMORY_FLAG_READONLY);
-    return mem;
-  } catch (const std::bad_alloc &) {
-    GST_WARNING_OBJECT(allocator, "out of memory wrapping a DMA-BUF storage");
+  if (maxsize > storage->size_bytes()) {
+    GST_WARNING_OBJECT(allocator,
+                       "a %" G_GSIZE_FORMAT "-byte memory does not fit the %" G_GSIZE_FORMAT "-byte storage", maxsize,
+                       storage->size_bytes());
     return nullptr;
   }
+  const bool writable = storage->writable();
+  const int fd = storage->fd();
+  const gsize storage_bytes = storage->size_bytes();
+  auto tensor = tensormem::Tensor::wrap(std::move(storage), {storage_bytes}, tensormem::DType::U8,
+                                        GST_TENSOR_MEM_DMABUF_ALLOCATOR_NAME);
+  if (!tensor) {
+    GST_WARNING_OBJECT(allocator, "%s", tensor.error().message().c_str());
+    return nullptr;
+  }
+  GstMemory *mem = gst_fd_allocator_alloc(allocator, fd, maxsize, GST_FD_MEMORY_FLAG_DONT_CLOSE);
+  if (!mem)
+    return nullptr;
+  if (!attach_mapping(mem, *tensor)) {
+    gst_memory_unref(mem);
+    return nullptr;
+  }
+  if (!writable)
+    GST_MINI_OBJECT_FLAG_SET(mem, GST_MEMORY_FLAG_READONLY);
+  return mem;
 }
 
 GstMemory *allocator_alloc(GstAllocator *allocator, gsize size, GstAllocationParams *params) {
@@ -243,25 +233,20 @@ GstMemory *allocator_alloc(GstAllocator *allocator, gsize size, GstAllocationPar
                                          gst_tensormem::max_align_mask(GST_TENSOR_MEM_STORAGE_DMABUF), "DMA-BUF memory",
                                          &maxsize))
     return nullptr;
-  try {
-    // A zero-byte GstMemory is legal, an empty storage is not.
-    auto storage = tensormem::DmaBufStorage::allocate(std::max<gsize>(maxsize, 1));
-    if (!storage) {
-      GST_WARNING_OBJECT(allocator, "%s", storage.error().message().c_str());
-      return nullptr;
-    }
-    GstMemory *mem = wrap_storage(allocator, std::move(*storage), maxsize);
-    if (!mem)
-      return nullptr;
-    mem->align = params->align;
-    gst_memory_resize(mem, static_cast<gssize>(params->prefix), size);
-    // New DMA heap and memfd buffers are zero-filled: ZERO_PREFIXED/ZERO_PADDED hold as asked.
-    GST_MINI_OBJECT_FLAGS(mem) |= params->flags;
-    return mem;
-  } catch (const std::bad_alloc &) {
-    GST_WARNING_OBJECT(allocator, "out of memory allocating %" G_GSIZE_FORMAT " bytes", maxsize);
+  // A zero-byte GstMemory is legal, an empty storage is not.
+  auto storage = tensormem::DmaBufStorage::allocate(std::max<gsize>(maxsize, 1));
+  if (!storage) {
+    GST_WARNING_OBJECT(allocator, "%s", storage.error().message().c_str());
     return nullptr;
   }
+  GstMemory *mem = wrap_storage(allocator, std::move(*storage), maxsize);
+  if (!mem)
+    return nullptr;
+  mem->align = params->align;
+  gst_memory_resize(mem, static_cast<gssize>(params->prefix), size);
+  // New DMA heap and memfd buffers are zero-filled: ZERO_PREFIXED/ZERO_PADDED hold as asked.
+  GST_MINI_OBJECT_FLAGS(mem) |= params->flags;
+  return mem;
 }
 
 gpointer mem_map_full(GstMemory *mem, GstMapInfo *info, gsize maxsize) {
@@ -426,21 +411,16 @@ GstMemory *gst_tensor_mem_dmabuf_allocator_import(GstAllocator *allocator,
  * Since: 0.1
  */
 GstMemory *gst_tensor_mem_dmabuf_memory_import_fd(gint fd, gsize size) {
-  try {
-    auto storage = tensormem::DmaBufStorage::import(fd, size);
-    if (!storage) {
-      GST_WARNING("%s", storage.error().message().c_str());
-      return nullptr;
-    }
-    const gsize bytes = size ? size : (*storage)->size_bytes();
-    GstAllocator *allocator = gst_tensor_mem_dmabuf_allocator_get();
-    GstMemory *mem = wrap_storage(allocator, std::move(*storage), bytes);
-    gst_object_unref(allocator);
-    return mem;
-  } catch (const std::bad_alloc &) {
-    GST_WARNING("out of memory importing fd %d", fd);
+  auto storage = tensormem::DmaBufStorage::import(fd, size);
+  if (!storage) {
+    GST_WARNING("%s", storage.error().message().c_str());
     return nullptr;
   }
+  const gsize bytes = size ? size : (*storage)->size_bytes();
+  GstAllocator *allocator = gst_tensor_mem_dmabuf_allocator_get();
+  GstMemory *mem = wrap_storage(allocator, std::move(*storage), bytes);
+  gst_object_unref(allocator);
+  return mem;
 }
 
 /**

@@ -111,12 +111,7 @@ gboolean fence_meta_init(GstMeta *meta, gpointer, GstBuffer *) {
   auto *m = as_fence(meta);
   m->kind = GST_TENSOR_MEM_FENCE_KIND_NONE;
   m->value = 0;
-  try {
-    m->priv = new _GstTensorMemFenceMetaPrivate();
-  } catch (...) {
-    m->priv = nullptr;
-    return FALSE;
-  }
+  m->priv = new _GstTensorMemFenceMetaPrivate();
   return TRUE;
 }
 

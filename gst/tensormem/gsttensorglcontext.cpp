@@ -88,19 +88,13 @@ GstObject **object_slot(GstTensorMemGlWorker **slot) { return reinterpret_cast<G
  */
 GstTensorMemGlWorker *gst_tensor_mem_gl_worker_new(GError **error) {
 #if GST_TENSOR_MEM_HAVE_GL
-  try {
-    auto made = tensormem::GlWorker::create();
-    if (!made) {
-      g_set_error(error, GST_RESOURCE_ERROR, GST_RESOURCE_ERROR_FAILED, "Cannot start a headless GL worker: %s",
-                  made.error().message().c_str());
-      return nullptr;
-    }
-    return gst_tensor_mem_gl_worker_new_wrapped(std::move(*made));
-  } catch (const std::bad_alloc &) {
-    g_set_error(error, GST_RESOURCE_ERROR, GST_RESOURCE_ERROR_FAILED,
-                "Cannot start a headless GL worker: out of memory");
+  auto made = tensormem::GlWorker::create();
+  if (!made) {
+    g_set_error(error, GST_RESOURCE_ERROR, GST_RESOURCE_ERROR_FAILED, "Cannot start a headless GL worker: %s",
+                made.error().message().c_str());
     return nullptr;
   }
+  return gst_tensor_mem_gl_worker_new_wrapped(std::move(*made));
 #else
   g_set_error(error, GST_RESOURCE_ERROR, GST_RESOURCE_ERROR_NOT_FOUND,
               "gst-tensormem was built without OpenGL (-Dgl=disabled, or libepoxy/EGL missing): no PBO memory");
@@ -123,12 +117,7 @@ GstTensorMemGlWorker *gst_tensor_mem_gl_worker_new(GError **error) {
 GstTensorMemGlWorker *gst_tensor_mem_gl_worker_new_wrapped(std::shared_ptr<tensormem::GlWorker> worker) {
   g_return_val_if_fail(worker != nullptr, nullptr);
   _GstTensorMemGlWorkerPrivate *priv;
-  try {
-    priv = new _GstTensorMemGlWorkerPrivate{std::move(worker)};
-  } catch (const std::bad_alloc &) {
-    GST_WARNING("out of memory wrapping a GL worker");
-    return nullptr;
-  }
+  priv = new _GstTensorMemGlWorkerPrivate{std::move(worker)};
   auto *self = static_cast<GstTensorMemGlWorker *>(g_object_new(GST_TYPE_TENSOR_MEM_GL_WORKER, nullptr));
   gst_object_ref_sink(self);
   self->priv = priv;

@@ -92,17 +92,13 @@ gboolean ensure_sharing_worker(GstGLContext *context, GstTensorMemGlWorker **wor
   auto *egl_handle = reinterpret_cast<void *>(gst_gl_display_get_handle(GST_GL_DISPLAY(egl_display)));
   auto *egl_context = reinterpret_cast<void *>(gst_gl_context_get_gl_context(context));
   GstTensorMemGlWorker *made = nullptr;
-  try {
-    auto core = tensormem::GlWorker::create_sharing(egl_handle, egl_context,
-                                                    std::string("gstgl-egl:") + GST_OBJECT_NAME(context));
-    if (!core) {
-      g_set_error(error, GST_RESOURCE_ERROR, GST_RESOURCE_ERROR_FAILED, "sharing GstGL's context %s: %s",
-                  GST_OBJECT_NAME(context), core.error().message().c_str());
-    } else {
-      made = gst_tensor_mem_gl_worker_new_wrapped(std::move(*core));
-    }
-  } catch (const std::bad_alloc &) {
-    g_set_error(error, GST_RESOURCE_ERROR, GST_RESOURCE_ERROR_FAILED, "out of memory");
+  auto core = tensormem::GlWorker::create_sharing(egl_handle, egl_context,
+                                                  std::string("gstgl-egl:") + GST_OBJECT_NAME(context));
+  if (!core) {
+    g_set_error(error, GST_RESOURCE_ERROR, GST_RESOURCE_ERROR_FAILED, "sharing GstGL's context %s: %s",
+                GST_OBJECT_NAME(context), core.error().message().c_str());
+  } else {
+    made = gst_tensor_mem_gl_worker_new_wrapped(std::move(*core));
   }
   if (!made) {
     gst_object_unref(egl_display);

@@ -152,11 +152,7 @@ namespace {
 thread_local std::string t_last_map_failure;
 
 void note_map_failure(const char *text) noexcept {
-  try {
-    t_last_map_failure = text;
-  } catch (const std::bad_alloc &) {
-    t_last_map_failure.clear(); // nothing better to say than "failed"
-  }
+  t_last_map_failure = text;
 }
 
 } // namespace
@@ -167,24 +163,18 @@ gpointer tensor_mapping_map(TensorMapping *mapping, GstMemory *mem, GstMapInfo *
   ensure_debug_category();
   t_last_map_failure.clear();
   const tensormem::CpuAccess access = access_from_map_flags(info->flags);
-  try {
-    if (GST_MINI_OBJECT_FLAG_IS_SET(mem, kPinnedShareFlag)) {
-      // A share standing in for a copy: it reads through its pin, never writes.
-      const PinnedShare *pinned = pinned_share_of(mem);
-      if (!pinned || tensormem::access_writes(access) || pinned->pin.length() < maxsize) {
-        GST_WARNING("memory %p: %s map of a pinned share refused", mem, tensormem::access_name(access));
-        note_map_failure("a read-only share of tensor memory cannot be mapped this way");
-        return nullptr;
-      }
-      auto *held = new tensormem::HostPin(pinned->pin.share());
-      info->user_data[0] = held;
-      info->user_data[1] = GINT_TO_POINTER(0);
-      return held->data();
+  if (GST_MINI_OBJECT_FLAG_IS_SET(mem, kPinnedShareFlag)) {
+    // A share standing in for a copy: it reads through its pin, never writes.
+    const PinnedShare *pinned = pinned_share_of(mem);
+    if (!pinned || tensormem::access_writes(access) || pinned->pin.length() < maxsize) {
+      GST_WARNING("memory %p: %s map of a pinned share refused", mem, tensormem::access_name(access));
+      note_map_failure("a read-only share of tensor memory cannot be mapped this way");
+      return nullptr;
     }
-  } catch (const std::bad_alloc &) {
-    GST_WARNING("memory %p: out of memory mapping for %s", mem, tensormem::access_name(access));
-    note_map_failure("out of memory");
-    return nullptr;
+    auto *held = new tensormem::HostPin(pinned->pin.share());
+    info->user_data[0] = held;
+    info->user_data[1] = GINT_TO_POINTER(0);
+    return held->data();
   }
   const std::shared_ptr<tensormem::Storage> &storage = mapping->tensor.storage();
   if (storage->size_bytes() < maxsize) {
@@ -302,18 +292,13 @@ GstAllocator *registered_allocator(gsize *once, GType type, const char *name) no
 bool detached_share_requested() noexcept { return t_detached_share; }
 
 void link_pool_buffer(GstBuffer *buffer) noexcept {
-  try {
-    auto link = std::make_shared<PoolLink>();
-    link->buffer = buffer;
-    for (guint i = 0, n = gst_buffer_n_memory(buffer); i < n; ++i)
-      gst_mini_object_set_qdata(GST_MINI_OBJECT_CAST(gst_buffer_peek_memory(buffer, i)), pool_link_quark(),
-                                new std::shared_ptr<PoolLink>(link), drop_link_ref);
-    gst_mini_object_set_qdata(GST_MINI_OBJECT_CAST(buffer), pool_link_quark(), new std::shared_ptr<PoolLink>(link),
-                              unlink_finalized_buffer);
-  } catch (const std::bad_alloc &) {
-    // Without the link a copy of these memories is a real copy, counted.
-    GST_WARNING("out of memory linking pool buffer %p to its memories", buffer);
-  }
+  auto link = std::make_shared<PoolLink>();
+  link->buffer = buffer;
+  for (guint i = 0, n = gst_buffer_n_memory(buffer); i < n; ++i)
+    gst_mini_object_set_qdata(GST_MINI_OBJECT_CAST(gst_buffer_peek_memory(buffer, i)), pool_link_quark(),
+                              new std::shared_ptr<PoolLink>(link), drop_link_ref);
+  gst_mini_object_set_qdata(GST_MINI_OBJECT_CAST(buffer), pool_link_quark(), new std::shared_ptr<PoolLink>(link),
+                            unlink_finalized_buffer);
 }
 
 namespace {
@@ -327,12 +312,7 @@ GstMemory *holding_share(GstMemory *root, gssize size, tensormem::HostPin pin, G
   t_detached_share = false;
   PinnedShare *owned = nullptr;
   if (shared) {
-    try {
-      owned = new PinnedShare(std::move(pin), holder);
-    } catch (const std::bad_alloc &) {
-      gst_memory_unref(shared);
-      shared = nullptr;
-    }
+    owned = new PinnedShare(std::move(pin), holder);
   }
   if (!shared) {
     gst_buffer_unref(holder);

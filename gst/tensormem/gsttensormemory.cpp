@@ -25,19 +25,14 @@ gboolean create_storage(GstTensorMemBaseAllocator *allocator, gsize bytes, const
     GST_WARNING_OBJECT(allocator, "%s", storage.error().message().c_str());
     return FALSE;
   }
-  try {
-    auto tensor =
-        tensormem::Tensor::wrap(std::move(*storage), {bytes}, tensormem::DType::U8, GST_TENSOR_MEM_SYSTEM_MEMORY_TYPE_NAME);
-    if (!tensor) {
-      GST_WARNING_OBJECT(allocator, "%s", tensor.error().message().c_str());
-      return FALSE;
-    }
-    static_cast<std::optional<tensormem::Tensor> *>(out)->emplace(std::move(*tensor));
-    return TRUE;
-  } catch (const std::bad_alloc &) {
-    GST_WARNING_OBJECT(allocator, "out of memory wrapping a %" G_GSIZE_FORMAT "-byte storage", bytes);
+  auto tensor =
+      tensormem::Tensor::wrap(std::move(*storage), {bytes}, tensormem::DType::U8, GST_TENSOR_MEM_SYSTEM_MEMORY_TYPE_NAME);
+  if (!tensor) {
+    GST_WARNING_OBJECT(allocator, "%s", tensor.error().message().c_str());
     return FALSE;
   }
+  static_cast<std::optional<tensormem::Tensor> *>(out)->emplace(std::move(*tensor));
+  return TRUE;
 }
 
 } // namespace

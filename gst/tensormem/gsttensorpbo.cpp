@@ -56,28 +56,23 @@ gboolean create_storage(GstTensorMemBaseAllocator *allocator, gsize bytes, const
   auto worker = gst_tensor_mem_gl_worker_get_core_gl_worker(self->worker);
   if (!worker)
     return FALSE;
-  try {
 #if GST_TENSOR_MEM_HAVE_GL
-    auto tensor = worker->create_pbo(bytes, {bytes}, tensormem::DType::U8, GST_TENSOR_MEM_PBO_MEMORY_TYPE_NAME,
-                                     tensormem::PboUsage::Upload);
+  auto tensor = worker->create_pbo(bytes, {bytes}, tensormem::DType::U8, GST_TENSOR_MEM_PBO_MEMORY_TYPE_NAME,
+                                   tensormem::PboUsage::Upload);
 #else
-    tensormem::Result<tensormem::Tensor> tensor =
-        tensormem::Error::not_implemented("gst-tensormem was built without OpenGL");
+  tensormem::Result<tensormem::Tensor> tensor =
+      tensormem::Error::not_implemented("gst-tensormem was built without OpenGL");
 #endif
-    if (!tensor) {
-      GST_WARNING_OBJECT(allocator, "%" G_GSIZE_FORMAT "-byte PBO: %s", bytes, tensor.error().message().c_str());
-      return FALSE;
-    }
-    if (!zero_edges(allocator, *tensor, params, bytes))
-      return FALSE;
-    GST_LOG_OBJECT(allocator, "GL buffer %u, %" G_GSIZE_FORMAT " bytes",
-                   tensormem::pbo_storage_of(*tensor)->buffer_id(), bytes);
-    static_cast<std::optional<tensormem::Tensor> *>(out)->emplace(std::move(*tensor));
-    return TRUE;
-  } catch (const std::bad_alloc &) {
-    GST_WARNING_OBJECT(allocator, "out of memory allocating a %" G_GSIZE_FORMAT "-byte PBO", bytes);
+  if (!tensor) {
+    GST_WARNING_OBJECT(allocator, "%" G_GSIZE_FORMAT "-byte PBO: %s", bytes, tensor.error().message().c_str());
     return FALSE;
   }
+  if (!zero_edges(allocator, *tensor, params, bytes))
+    return FALSE;
+  GST_LOG_OBJECT(allocator, "GL buffer %u, %" G_GSIZE_FORMAT " bytes",
+                 tensormem::pbo_storage_of(*tensor)->buffer_id(), bytes);
+  static_cast<std::optional<tensormem::Tensor> *>(out)->emplace(std::move(*tensor));
+  return TRUE;
 }
 
 /* The base's map, plus a check of the one thing GL (not we) decides: the

@@ -94,15 +94,9 @@ GstTensorMemReadCompletion *gst_buffer_begin_tensor_mem_read(GstBuffer *buffer, 
     g_set_error(error, GST_RESOURCE_ERROR, GST_RESOURCE_ERROR_NO_SPACE_LEFT, "out of memory");
     return nullptr;
   }
-  try {
-    read->timeline =
-        tensormem::SoftwareTimeline::create("read of buffer " + std::to_string(reinterpret_cast<guintptr>(buffer)));
-    read->value = read->timeline->issue();
-  } catch (const std::bad_alloc &) {
-    delete read;
-    g_set_error(error, GST_RESOURCE_ERROR, GST_RESOURCE_ERROR_NO_SPACE_LEFT, "out of memory");
-    return nullptr;
-  }
+  read->timeline =
+      tensormem::SoftwareTimeline::create("read of buffer " + std::to_string(reinterpret_cast<guintptr>(buffer)));
+  read->value = read->timeline->issue();
   if (!gst_buffer_add_tensor_mem_read_completion(buffer, read->timeline, read->value, error)) {
     read->done = true; // nothing recorded: nothing to signal
     gst_tensor_mem_read_completion_unref(read);

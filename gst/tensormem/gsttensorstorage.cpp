@@ -51,15 +51,11 @@ GstTensorMemStorage gst_tensor_mem_storage_resolve(GstTensorMemStorage storage) 
   static gsize resolved = 0;
   if (g_once_init_enter(&resolved)) {
     gsize value = GST_TENSOR_MEM_STORAGE_SYSTEM + 1;
-    try {
-      for (const std::string &heap : tensormem::DmaBufOptions{}.heaps) {
-        if (::access(("/dev/dma_heap/" + heap).c_str(), R_OK | W_OK) == 0) {
-          value = GST_TENSOR_MEM_STORAGE_DMABUF + 1;
-          break;
-        }
+    for (const std::string &heap : tensormem::DmaBufOptions{}.heaps) {
+      if (::access(("/dev/dma_heap/" + heap).c_str(), R_OK | W_OK) == 0) {
+        value = GST_TENSOR_MEM_STORAGE_DMABUF + 1;
+        break;
       }
-    } catch (const std::bad_alloc &) {
-      // Out of memory building a path: no heap was found, system memory it is.
     }
     g_once_init_leave(&resolved, value);
   }
