@@ -2,6 +2,7 @@
 #include <gst/tensormem/gsttensorbufferpool.h>
 
 #include <gst/tensormem/gsttensorbackend-private.h>
+#include <gst/tensormem/gsttensorbufferpool-private.h>
 #include <gst/tensormem/gsttensorcancel-private.h>
 #include <gst/tensormem/gsttensord3d11.h>
 #include <gst/tensormem/gsttensordmabuf.h>
@@ -29,10 +30,8 @@ GST_DEBUG_CATEGORY_STATIC(gst_tensor_mem_buffer_pool_debug);
 namespace {
 
 struct GstTensorMemBufferPoolPrivate {
-  GstTensorMemStorage storage;   // SYSTEM, DMABUF or PBO, fixed at construction
+  GstTensorMemStorage storage;   // fixed at construction (D3D11: the subclass in gsttensord3d11.cpp)
   GstAllocator *pbo_allocator;   // PBO: the GstTensorMemPboAllocator to use (owned); NULL until known
-  GstAllocator *d3d11_allocator; // D3D11: the GstTensorMemD3D11Allocator to use (owned); NULL until known
-  GstVideoInfo d3d11_info;       // D3D11: the frame every texture holds (set_config)
   /* Unpadded configs: the strides and offsets every buffer's meta carries,
    * from the core's image_layout (one layout engine for pool and core). */
   bool core_layout;
@@ -92,26 +91,6 @@ const char *memory_name(GstTensorMemStorage storage) {
   return "system";
 }
 
-/* PBO and D3D11 memory have no process-wide allocator: each belongs to one
- * GL worker or D3D11 device. The config's allocator wins when it is of the
- * right type (and is kept in `slot` for later configs), else the one the
- * pool was made with. */
-bool force_device_allocator(GstBufferPool *pool, GstStructure *config, GstAllocator *allocator,
-                            GstAllocationParams *params, GType type, GstAllocator **slot, const char *what) {
-  if (allocator && G_TYPE_CHECK_INSTANCE_TYPE(allocator, type)) {
-    if (*slot != allocator)
-      gst_object_replace(reinterpret_cast<GstObject **>(slot), GST_OBJECT_CAST(allocator));
-  } else if (!*slot) {
-    GST_WARNING_OBJECT(pool, "a %s pool needs a %s, in its config or from its constructor; config has %" GST_PTR_FORMAT,
-                       what, g_type_name(type), allocator);
-    return false;
-  } else if (allocator) {
-    GST_DEBUG_OBJECT(pool, "replacing allocator %" GST_PTR_FORMAT " with %" GST_PTR_FORMAT, allocator, *slot);
-  }
-  gst_buffer_pool_config_set_allocator(config, *slot, params);
-  return true;
-}
-
 /* Makes the config name the tensor allocator of the pool's storage with at
  * least the stride alignment (so the video pool need not fix it up); FALSE
  * when the asked alignment is beyond what that memory guarantees. */
@@ -128,11 +107,8 @@ bool force_tensor_allocator(GstBufferPool *pool, GstTensorMemStorage storage, Gs
   params.align |= kStrideAlignMask;
   GstTensorMemBufferPoolPrivate *priv = pool_priv(pool);
   if (storage == GST_TENSOR_MEM_STORAGE_PBO)
-    return force_device_allocator(pool, config, allocator, &params, GST_TYPE_TENSOR_MEM_PBO_ALLOCATOR, &priv->pbo_allocator,
-                                  "PBO");
-  if (storage == GST_TENSOR_MEM_STORAGE_D3D11)
-    return force_device_allocator(pool, config, allocator, &params, GST_TYPE_TENSOR_MEM_D3D11_ALLOCATOR,
-                                  &priv->d3d11_allocator, "D3D11");
+    return gst_tensormem::pool_force_device_allocator(pool, config, allocator, &params,
+                                                      GST_TYPE_TENSOR_MEM_PBO_ALLOCATOR, &priv->pbo_allocator, "PBO");
   const bool ours = allocator && (storage == GST_TENSOR_MEM_STORAGE_DMABUF ? GST_IS_TENSOR_MEM_DMABUF_ALLOCATOR(allocator)
                                                                        : GST_IS_TENSOR_MEM_SYSTEM_ALLOCATOR(allocator));
   if (ours) {
@@ -151,8 +127,35 @@ bool force_tensor_allocator(GstBufferPool *pool, GstTensorMemStorage storage, Gs
 
 } // namespace
 
-/* The fence-meta option and timeout of a config, kept in the pool. */
-static void read_fence_config(GstBufferPool *pool, GstStructure *config) {
+namespace gst_tensormem {
+
+/* PBO and D3D11 memory have no process-wide allocator: each belongs to one
+ * GL worker or D3D11 device. */
+bool pool_force_device_allocator(GstBufferPool *pool, GstStructure *config, GstAllocator *allocator,
+                                 GstAllocationParams *params, GType type, GstAllocator **slot, const char *what) {
+  if (allocator && G_TYPE_CHECK_INSTANCE_TYPE(allocator, type)) {
+    if (*slot != allocator)
+      gst_object_replace(reinterpret_cast<GstObject **>(slot), GST_OBJECT_CAST(allocator));
+  } else if (!*slot) {
+    GST_WARNING_OBJECT(pool, "a %s pool needs a %s, in its config or from its constructor; config has %" GST_PTR_FORMAT,
+                       what, g_type_name(type), allocator);
+    return false;
+  } else if (allocator) {
+    GST_DEBUG_OBJECT(pool, "replacing allocator %" GST_PTR_FORMAT " with %" GST_PTR_FORMAT, allocator, *slot);
+  }
+  gst_buffer_pool_config_set_allocator(config, *slot, params);
+  return true;
+}
+
+void pool_set_storage(GstBufferPool *pool, GstTensorMemStorage storage) { pool_priv(pool)->storage = storage; }
+
+gboolean pool_set_config_unaligned(GstBufferPool *pool, GstStructure *config) {
+  GstBufferPoolClass *grandparent =
+      GST_BUFFER_POOL_CLASS(g_type_class_peek_parent(gst_tensor_mem_buffer_pool_parent_class));
+  return grandparent->set_config(pool, config);
+}
+
+void pool_read_fence_config(GstBufferPool *pool, GstStructure *config) {
   GstTensorMemBufferPoolPrivate *priv = pool_priv(pool);
   priv->fence_meta = gst_buffer_pool_config_has_option(config, GST_BUFFER_POOL_OPTION_TENSOR_MEM_FENCE_META);
   guint64 timeout = GST_TENSOR_MEM_FENCE_DEFAULT_TIMEOUT;
@@ -160,39 +163,7 @@ static void read_fence_config(GstBufferPool *pool, GstStructure *config) {
   priv->fence_timeout = timeout;
 }
 
-/* D3D11: the texture's staging layout is the frame layout (every stride the
- * backing pitch), so GStreamer's alignment options do not apply, and the
- * buffer size is the texture memory's, learnt from one texture made here. */
-static gboolean set_d3d11_config(GstBufferPool *pool, GstStructure *config, GstCaps *caps, const GstVideoInfo *info,
-                                 guint min_buffers, guint max_buffers) {
-  GstTensorMemBufferPoolPrivate *priv = pool_priv(pool);
-  GstMemory *probe = gst_tensor_mem_d3d11_allocator_alloc_video(priv->d3d11_allocator, info);
-  if (!probe) {
-    GST_WARNING_OBJECT(pool, "no D3D11 texture for %" GST_PTR_FORMAT, caps);
-    return FALSE;
-  }
-  gsize offset[GST_VIDEO_MAX_PLANES];
-  gint stride[GST_VIDEO_MAX_PLANES];
-  const gboolean fits = gst_tensor_mem_d3d11_memory_get_plane_layout(probe, info, offset, stride);
-  const gsize size = probe->size;
-  gst_memory_unref(probe);
-  if (!fits || size > G_MAXUINT) {
-    GST_WARNING_OBJECT(pool, "%" GST_PTR_FORMAT " does not fit a D3D11 texture of %" G_GSIZE_FORMAT " bytes", caps,
-                       size);
-    return FALSE;
-  }
-  priv->d3d11_info = *info;
-  priv->core_layout = false;
-  read_fence_config(pool, config);
-  gst_buffer_pool_config_add_option(config, GST_BUFFER_POOL_OPTION_VIDEO_META);
-  gst_buffer_pool_config_set_params(config, caps, static_cast<guint>(size), min_buffers, max_buffers);
-  GST_DEBUG_OBJECT(pool, "%" GST_PTR_FORMAT ": D3D11 textures, pitch %d, %" G_GSIZE_FORMAT " bytes per buffer", caps,
-                   stride[0], size);
-  // Past GstVideoBufferPool: its config would align GStreamer's own layout.
-  GstBufferPoolClass *grandparent =
-      GST_BUFFER_POOL_CLASS(g_type_class_peek_parent(gst_tensor_mem_buffer_pool_parent_class));
-  return grandparent->set_config(pool, config);
-}
+} // namespace gst_tensormem
 
 static gboolean gst_tensor_mem_buffer_pool_set_config(GstBufferPool *pool, GstStructure *config) {
   GstCaps *caps = nullptr;
@@ -209,8 +180,6 @@ static gboolean gst_tensor_mem_buffer_pool_set_config(GstBufferPool *pool, GstSt
   const GstTensorMemStorage storage = pool_storage(pool);
   if (!force_tensor_allocator(pool, storage, config))
     return FALSE;
-  if (storage == GST_TENSOR_MEM_STORAGE_D3D11)
-    return set_d3d11_config(pool, config, caps, &info, min_buffers, max_buffers);
 
   /* Merge with an alignment already asked for: its padding is kept, masks
    * are widened to 64 bytes (wider masks are kept where the memory's own
@@ -230,7 +199,7 @@ static gboolean gst_tensor_mem_buffer_pool_set_config(GstBufferPool *pool, GstSt
     }
     mask |= kStrideAlignMask;
   }
-  read_fence_config(pool, config);
+  gst_tensormem::pool_read_fence_config(pool, config);
   gst_buffer_pool_config_add_option(config, GST_BUFFER_POOL_OPTION_VIDEO_META);
   gst_buffer_pool_config_add_option(config, GST_BUFFER_POOL_OPTION_VIDEO_ALIGNMENT);
   gst_buffer_pool_config_set_video_alignment(config, &align);
@@ -278,61 +247,44 @@ static gboolean gst_tensor_mem_buffer_pool_set_config(GstBufferPool *pool, GstSt
   return GST_BUFFER_POOL_CLASS(gst_tensor_mem_buffer_pool_parent_class)->set_config(pool, config);
 }
 
-/* D3D11: one texture per buffer, its video meta carrying the staging layout. */
-static GstFlowReturn alloc_d3d11_buffer(GstBufferPool *pool, GstBuffer **buffer) {
-  GstTensorMemBufferPoolPrivate *priv = pool_priv(pool);
-  const GstVideoInfo *info = &priv->d3d11_info;
-  GstMemory *mem = gst_tensor_mem_d3d11_allocator_alloc_video(priv->d3d11_allocator, info);
-  if (!mem)
-    return GST_FLOW_ERROR;
-  gsize offset[GST_VIDEO_MAX_PLANES];
-  gint stride[GST_VIDEO_MAX_PLANES];
-  if (!gst_tensor_mem_d3d11_memory_get_plane_layout(mem, info, offset, stride)) {
-    gst_memory_unref(mem);
-    return GST_FLOW_ERROR;
-  }
-  *buffer = gst_buffer_new();
-  gst_buffer_append_memory(*buffer, mem);
-  gst_buffer_add_video_meta_full(*buffer, GST_VIDEO_FRAME_FLAG_NONE, GST_VIDEO_INFO_FORMAT(info),
-                                 GST_VIDEO_INFO_WIDTH(info), GST_VIDEO_INFO_HEIGHT(info), GST_VIDEO_INFO_N_PLANES(info),
-                                 offset, stride);
-  return GST_FLOW_OK;
-}
-
 static GstFlowReturn gst_tensor_mem_buffer_pool_alloc_buffer(GstBufferPool *pool, GstBuffer **buffer,
-                                                         GstBufferPoolAcquireParams *params) {
-  const GstFlowReturn ret =
-      pool_storage(pool) == GST_TENSOR_MEM_STORAGE_D3D11
-          ? alloc_d3d11_buffer(pool, buffer)
-          : GST_BUFFER_POOL_CLASS(gst_tensor_mem_buffer_pool_parent_class)->alloc_buffer(pool, buffer, params);
-  const GstTensorMemBufferPoolPrivate *priv = pool_priv(pool);
+                                                             GstBufferPoolAcquireParams *params) {
+  const GstFlowReturn ret = GST_BUFFER_POOL_CLASS(gst_tensor_mem_buffer_pool_parent_class)->alloc_buffer(pool, buffer, params);
   if (ret != GST_FLOW_OK)
     return ret;
-  pool_priv(pool)->buffers++;
+  const GstTensorMemBufferPoolPrivate *priv = pool_priv(pool);
+  if (priv->core_layout) {
+    GstVideoMeta *meta = gst_buffer_get_video_meta(*buffer);
+    if (!meta || meta->n_planes != priv->layout.n_planes) {
+      GST_ERROR_OBJECT(pool, "buffer without the video meta of %u planes the layout needs", priv->layout.n_planes);
+      gst_buffer_unref(*buffer);
+      *buffer = nullptr;
+      return GST_FLOW_ERROR;
+    }
+    for (guint p = 0; p < meta->n_planes; ++p) {
+      meta->stride[p] = static_cast<gint>(priv->layout.stride[p]);
+      meta->offset[p] = priv->layout.offset[p];
+    }
+  }
+  return gst_tensormem::pool_adopt_buffer(pool, buffer);
+}
+
+namespace gst_tensormem {
+
+GstFlowReturn pool_adopt_buffer(GstBufferPool *pool, GstBuffer **buffer) {
+  GstTensorMemBufferPoolPrivate *priv = pool_priv(pool);
+  priv->buffers++;
   g_live_buffers++;
   // Lets a copy asked of these memories be a share holding this buffer.
-  gst_tensormem::link_pool_buffer(*buffer);
+  link_pool_buffer(*buffer);
   if (priv->fence_meta) {
     GstTensorMemFenceMeta *fence = gst_buffer_add_tensor_mem_fence_meta_empty(*buffer);
     mark_pooled(&fence->meta);
   }
-  if (!priv->core_layout)
-    return ret;
-  GstVideoMeta *meta = gst_buffer_get_video_meta(*buffer);
-  if (!meta || meta->n_planes != priv->layout.n_planes) {
-    GST_ERROR_OBJECT(pool, "buffer without the video meta of %u planes the layout needs", priv->layout.n_planes);
-    pool_priv(pool)->buffers--;
-    g_live_buffers--;
-    gst_buffer_unref(*buffer);
-    *buffer = nullptr;
-    return GST_FLOW_ERROR;
-  }
-  for (guint p = 0; p < meta->n_planes; ++p) {
-    meta->stride[p] = static_cast<gint>(priv->layout.stride[p]);
-    meta->offset[p] = priv->layout.offset[p];
-  }
-  return ret;
+  return GST_FLOW_OK;
 }
+
+} // namespace gst_tensormem
 
 /* Recycling rule: a buffer comes back whenever its last reference goes, also
  * when a consumer dropped it before the GPU finished writing it. Its
@@ -495,7 +447,6 @@ static void gst_tensor_mem_buffer_pool_get_property(GObject *object, guint prop_
 
 static void gst_tensor_mem_buffer_pool_dispose(GObject *object) {
   gst_clear_object(&pool_priv(GST_BUFFER_POOL_CAST(object))->pbo_allocator);
-  gst_clear_object(&pool_priv(GST_BUFFER_POOL_CAST(object))->d3d11_allocator);
   G_OBJECT_CLASS(gst_tensor_mem_buffer_pool_parent_class)->dispose(object);
 }
 
@@ -635,11 +586,13 @@ GstBufferPool *gst_tensor_mem_buffer_pool_new(void) {
  * Since: 0.1
  */
 GstBufferPool *gst_tensor_mem_buffer_pool_new_for_storage(GstTensorMemStorage storage) {
-  auto *pool = static_cast<GstBufferPool *>(g_object_new(GST_TYPE_TENSOR_MEM_BUFFER_POOL, nullptr));
+  storage = gst_tensor_mem_storage_resolve(storage);
+  // D3D11 textures have their family's own pool, which needs its allocator.
+  const GType type =
+      storage == GST_TENSOR_MEM_STORAGE_D3D11 ? gst_tensormem::d3d11_buffer_pool_get_type() : GST_TYPE_TENSOR_MEM_BUFFER_POOL;
+  auto *pool = static_cast<GstBufferPool *>(g_object_new(type, nullptr));
   gst_object_ref_sink(pool);
-  static_cast<GstTensorMemBufferPoolPrivate *>(
-      gst_tensor_mem_buffer_pool_get_instance_private(GST_TENSOR_MEM_BUFFER_POOL_CAST(pool)))
-      ->storage = gst_tensor_mem_storage_resolve(storage);
+  gst_tensormem::pool_set_storage(pool, storage);
   return pool;
 }
 
@@ -681,9 +634,7 @@ GstBufferPool *gst_tensor_mem_buffer_pool_new_for_pbo(GstAllocator *allocator) {
  */
 GstBufferPool *gst_tensor_mem_buffer_pool_new_for_d3d11(GstAllocator *allocator) {
   g_return_val_if_fail(GST_IS_TENSOR_MEM_D3D11_ALLOCATOR(allocator), nullptr);
-  GstBufferPool *pool = gst_tensor_mem_buffer_pool_new_for_storage(GST_TENSOR_MEM_STORAGE_D3D11);
-  pool_priv(pool)->d3d11_allocator = GST_ALLOCATOR_CAST(gst_object_ref(allocator));
-  return pool;
+  return gst_tensormem::d3d11_buffer_pool_new(allocator);
 }
 
 /**

@@ -3,6 +3,7 @@
 
 #include <gst/tensormem/gsttensorbackend-private.h>
 #include <gst/tensormem/gsttensorbasememory-private.h>
+#include <gst/tensormem/gsttensorbufferpool-private.h>
 #include <gst/tensormem/gsttensord3d11device.h>
 #include <gst/tensormem/gsttensorfencemeta.h>
 #include <gst/tensormem/gsttensorformat.h>
@@ -435,6 +436,116 @@ const Backend &d3d11_backend() {
       .fence_writes = gst_buffer_fence_tensor_d3d11_writes,
   };
   return backend;
+}
+
+} // namespace gst_tensormem
+
+/* The D3D11 family's pool. A texture's staging layout is the frame layout
+ * (every plane stride is the backing pitch, planes follow in texture rows),
+ * so GStreamer's alignment options do not apply, and the buffer size is the
+ * texture memory's, learnt from one texture made at set_config. Fence and
+ * reader recycling, counters and links stay in the shared base. */
+struct GstTensorMemD3D11BufferPool {
+  GstTensorMemBufferPool parent;
+  GstAllocator *allocator; // a GstTensorMemD3D11Allocator (owned); NULL until known
+  GstVideoInfo info;       // the frame every texture holds
+};
+
+struct GstTensorMemD3D11BufferPoolClass {
+  GstTensorMemBufferPoolClass parent_class;
+};
+
+G_DEFINE_TYPE(GstTensorMemD3D11BufferPool, gst_tensor_mem_d3d11_buffer_pool, GST_TYPE_TENSOR_MEM_BUFFER_POOL)
+
+static GstTensorMemD3D11BufferPool *d3d11_pool(GstBufferPool *pool) {
+  return reinterpret_cast<GstTensorMemD3D11BufferPool *>(pool);
+}
+
+static gboolean gst_tensor_mem_d3d11_buffer_pool_set_config(GstBufferPool *pool, GstStructure *config) {
+  GstTensorMemD3D11BufferPool *self = d3d11_pool(pool);
+  GstCaps *caps = nullptr;
+  guint size, min_buffers, max_buffers;
+  GstVideoInfo info;
+  if (!gst_buffer_pool_config_get_params(config, &caps, &size, &min_buffers, &max_buffers) || !caps ||
+      !gst_tensor_mem_video_info_from_caps(&info, caps, nullptr)) {
+    GST_WARNING_OBJECT(pool, "config without raw video caps: %" GST_PTR_FORMAT, caps);
+    return FALSE;
+  }
+  GstAllocator *allocator = nullptr;
+  GstAllocationParams params;
+  gst_buffer_pool_config_get_allocator(config, &allocator, &params);
+  if (!gst_tensormem::pool_force_device_allocator(pool, config, allocator, &params, GST_TYPE_TENSOR_MEM_D3D11_ALLOCATOR,
+                                                  &self->allocator, "D3D11"))
+    return FALSE;
+  GstMemory *probe = gst_tensor_mem_d3d11_allocator_alloc_video(self->allocator, &info);
+  if (!probe) {
+    GST_WARNING_OBJECT(pool, "no D3D11 texture for %" GST_PTR_FORMAT, caps);
+    return FALSE;
+  }
+  gsize offset[GST_VIDEO_MAX_PLANES];
+  gint stride[GST_VIDEO_MAX_PLANES];
+  const gboolean fits = gst_tensor_mem_d3d11_memory_get_plane_layout(probe, &info, offset, stride);
+  const gsize bytes = probe->size;
+  gst_memory_unref(probe);
+  if (!fits || bytes > G_MAXUINT) {
+    GST_WARNING_OBJECT(pool, "%" GST_PTR_FORMAT " does not fit a D3D11 texture of %" G_GSIZE_FORMAT " bytes", caps,
+                       bytes);
+    return FALSE;
+  }
+  self->info = info;
+  gst_tensormem::pool_read_fence_config(pool, config);
+  gst_buffer_pool_config_add_option(config, GST_BUFFER_POOL_OPTION_VIDEO_META);
+  gst_buffer_pool_config_set_params(config, caps, static_cast<guint>(bytes), min_buffers, max_buffers);
+  GST_DEBUG_OBJECT(pool, "%" GST_PTR_FORMAT ": D3D11 textures, pitch %d, %" G_GSIZE_FORMAT " bytes per buffer", caps,
+                   stride[0], bytes);
+  return gst_tensormem::pool_set_config_unaligned(pool, config);
+}
+
+/* One texture per buffer, its video meta carrying the staging layout. */
+static GstFlowReturn gst_tensor_mem_d3d11_buffer_pool_alloc_buffer(GstBufferPool *pool, GstBuffer **buffer,
+                                                                   GstBufferPoolAcquireParams *) {
+  GstTensorMemD3D11BufferPool *self = d3d11_pool(pool);
+  const GstVideoInfo *info = &self->info;
+  GstMemory *mem = gst_tensor_mem_d3d11_allocator_alloc_video(self->allocator, info);
+  if (!mem)
+    return GST_FLOW_ERROR;
+  gsize offset[GST_VIDEO_MAX_PLANES];
+  gint stride[GST_VIDEO_MAX_PLANES];
+  if (!gst_tensor_mem_d3d11_memory_get_plane_layout(mem, info, offset, stride)) {
+    gst_memory_unref(mem);
+    return GST_FLOW_ERROR;
+  }
+  *buffer = gst_buffer_new();
+  gst_buffer_append_memory(*buffer, mem);
+  gst_buffer_add_video_meta_full(*buffer, GST_VIDEO_FRAME_FLAG_NONE, GST_VIDEO_INFO_FORMAT(info),
+                                 GST_VIDEO_INFO_WIDTH(info), GST_VIDEO_INFO_HEIGHT(info), GST_VIDEO_INFO_N_PLANES(info),
+                                 offset, stride);
+  return gst_tensormem::pool_adopt_buffer(pool, buffer);
+}
+
+static void gst_tensor_mem_d3d11_buffer_pool_dispose(GObject *object) {
+  gst_clear_object(&d3d11_pool(GST_BUFFER_POOL_CAST(object))->allocator);
+  G_OBJECT_CLASS(gst_tensor_mem_d3d11_buffer_pool_parent_class)->dispose(object);
+}
+
+static void gst_tensor_mem_d3d11_buffer_pool_class_init(GstTensorMemD3D11BufferPoolClass *klass) {
+  G_OBJECT_CLASS(klass)->dispose = gst_tensor_mem_d3d11_buffer_pool_dispose;
+  GST_BUFFER_POOL_CLASS(klass)->set_config = gst_tensor_mem_d3d11_buffer_pool_set_config;
+  GST_BUFFER_POOL_CLASS(klass)->alloc_buffer = gst_tensor_mem_d3d11_buffer_pool_alloc_buffer;
+}
+
+static void gst_tensor_mem_d3d11_buffer_pool_init(GstTensorMemD3D11BufferPool *self) {
+  gst_video_info_init(&self->info);
+}
+
+namespace gst_tensormem {
+
+GType d3d11_buffer_pool_get_type() { return gst_tensor_mem_d3d11_buffer_pool_get_type(); }
+
+GstBufferPool *d3d11_buffer_pool_new(GstAllocator *allocator) {
+  GstBufferPool *pool = gst_tensor_mem_buffer_pool_new_for_storage(GST_TENSOR_MEM_STORAGE_D3D11);
+  d3d11_pool(pool)->allocator = GST_ALLOCATOR_CAST(gst_object_ref(allocator));
+  return pool;
 }
 
 } // namespace gst_tensormem
