@@ -4,8 +4,7 @@
 // CUDA access to a storage: a CudaHandle (a GL buffer's CUDA registration,
 // CUDA external memory imported from a DMA-BUF fd, or a Direct3D 11 texture
 // imported as a CUDA array, cuda_d3d11.hpp) and CudaMap, a scoped device
-// pointer.
-// Every failure is an Error; callers then use the ordinary host map.
+// pointer. Every failure is an Error; callers then use the ordinary host map.
 
 #include <tensormem/export.hpp>
 
@@ -185,7 +184,8 @@ class TENSORMEM_API CudaHandle : public std::enable_shared_from_this<CudaHandle>
 public:
   /// Imports `fd` (a DMA-BUF, `size` bytes) as CUDA external memory and maps
   /// it. CUDA gets a DUP of `fd`, which it owns on success; on failure the
-  /// dup is reclaimed with a tolerant close and `fd` itself is never touched. `runtime` null: CudaRuntime::get().
+  /// dup is reclaimed with a tolerant close and `fd` itself is never touched.
+  /// `runtime` null: CudaRuntime::get().
   /// Errors: NotImplemented (no usable runtime), InvalidArgument/InvalidSize
   /// (bad fd or size), Io (the dup failed), Device (the runtime refused).
   static Result<std::shared_ptr<CudaHandle>> import_dma_fd(int fd, std::size_t size,

@@ -30,8 +30,8 @@ namespace tensormem {
 /// The storage's size is the backing: pitch × texture rows, the pitch being
 /// the staging row pitch the driver chose (learned once by a map) or, with
 /// no staging, the texture's tight row. Maps go through the storage's one
-/// MapState, shared by every view. Host pins always address the
-/// host buffer, never the staging mapping.
+/// MapState, shared by every view. Host pins always address the host buffer,
+/// never the staging mapping.
 class TENSORMEM_API D3d11TextureStorage final : public Storage {
 public:
   /// A producer's completion to order an opened texture behind.

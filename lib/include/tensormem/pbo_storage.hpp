@@ -120,7 +120,8 @@ TENSORMEM_API Result<void> check_pbo_fit(std::string_view prefix, std::optional<
 /// Wraps GL buffer `buffer_id` of `size` bytes as a tensor of `shape`:
 /// checks, in order, size 0 → InvalidSize(0), overflowing footprint →
 /// InvalidShape, allocation smaller than the footprint → ShapeMismatch
-/// naming both numbers and the type. A larger allocation is accepted. An empty `name` becomes "pbo_tensor".
+/// naming both numbers and the type. A larger allocation is accepted. An
+/// empty `name` becomes "pbo_tensor".
 TENSORMEM_API Result<Tensor> from_pbo(std::uint32_t buffer_id, std::size_t size, Shape shape, DType dtype,
                                       std::string name, std::shared_ptr<PboOps> ops);
 

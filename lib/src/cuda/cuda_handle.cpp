@@ -47,7 +47,8 @@ private:
 
 } // namespace
 
-// What a D3D11 handle owns, and its linear buffer behind a lock. Shared with the write-back of a writable map.
+// What a D3D11 handle owns, and its linear buffer behind a lock. Shared with
+// the write-back of a writable map.
 struct CudaHandle::D3d11State {
   CudaD3d11Objects objects;
   std::mutex linear_mu; // held through a copy-in

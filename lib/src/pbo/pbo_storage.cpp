@@ -114,7 +114,7 @@ Result<void> check_pbo_fit(std::string_view prefix, std::optional<std::uint32_t>
 
 Result<Tensor> from_pbo(std::uint32_t buffer_id, std::size_t size, Shape shape, DType dtype, std::string name,
                         std::shared_ptr<PboOps> ops) {
-  // The seed's checks in its order, before a storage exists: a refused wrap
+  // The checks, in the seed's order, before a storage exists: a refused wrap
   // must not delete the caller's buffer when the storage is dropped.
   Result<void> fits = check_pbo_fit("from_pbo", buffer_id, size, shape, dtype);
   if (!fits)
