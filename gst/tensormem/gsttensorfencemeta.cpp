@@ -297,7 +297,7 @@ GstTensorMemFenceMeta *gst_buffer_add_tensor_mem_fence_meta(GstBuffer *buffer,
     g_set_error(error, GST_RESOURCE_ERROR, GST_RESOURCE_ERROR_SETTINGS, "a fence needs a timeline");
     return nullptr;
   }
-  // HAZ-23: a value nothing will ever signal is refused where it appears.
+  // A value nothing will ever signal is refused where it appears.
   tensormem::Result<void> issued = timeline->check_issued(value, "gst_buffer_add_tensor_mem_fence_meta");
   if (!issued) {
     g_set_error(error, GST_RESOURCE_ERROR, GST_RESOURCE_ERROR_SETTINGS, "%s", issued.error().message().c_str());

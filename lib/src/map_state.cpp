@@ -8,7 +8,7 @@ namespace tensormem {
 
 namespace {
 
-/// PBO-MAP-07/08: a mapping the backend made but that cannot be used (null,
+/// A mapping the backend made but that cannot be used (null,
 /// or shorter than the allocation) is unmapped again before the error goes
 /// back; the caller publishes Unmapped only after that.
 Result<void> check_backend_mapping(MapPort &port, const BackendMapping &mapped, std::size_t size) {
@@ -29,7 +29,7 @@ Result<std::byte *> MapState::acquire(MapPort &port, std::size_t size, CpuAccess
 
   {
     std::unique_lock lock(mu_);
-    // PBO-MAP-01: wait out in-flight backend calls, re-checking after every wake-up.
+    // Wait out in-flight backend calls, re-checking after every wake-up.
     while (phase_ == Phase::Mapping || phase_ == Phase::Unmapping) {
       if (wait == Wait::NoWait)
         return Error::would_block(std::string("map: another thread is ") +
@@ -81,14 +81,14 @@ Result<std::byte *> MapState::acquire(MapPort &port, std::size_t size, CpuAccess
     return std::move(ordered).error();
   }
 
-  // PBO-MAP-02: the backend call runs without the lock.
+  // The backend call runs without the lock.
   Result<BackendMapping> mapped = port.backend_map(size, access);
 
   if (!mapped) {
-    publish(Phase::Unmapped, nullptr); // PBO-MAP-06: nothing to undo
+    publish(Phase::Unmapped, nullptr); // nothing to undo
     return std::move(mapped).error();
   }
-  // PBO-MAP-07/08: the backend considers the buffer mapped, so release it
+  // The backend considers the buffer mapped, so release it
   // while still in Mapping; publishing Unmapped first would let a waiter start
   // a fresh map that races this cleanup.
   if (Result<void> usable = check_backend_mapping(port, *mapped, size); !usable) {
@@ -124,7 +124,7 @@ void MapState::release(MapPort &port) noexcept {
         return;
       }
       break;
-    default: return; // a release with no acquisition behind it (PBO-MAP-09)
+    default: return; // a release with no acquisition behind it
     }
     if (immediate_) {
       Result<void> unmapped = port.backend_unmap();

@@ -9,7 +9,7 @@ namespace tensormem {
 
 /// The keep-alive behind a scoped pin: it holds the storage and releases the
 /// one MapState acquisition when the last holder drops it, so each map
-/// releases exactly once however many pin shares exist (PBO-MAP-10).
+/// releases exactly once however many pin shares exist.
 class MapLease {
 public:
   explicit MapLease(std::shared_ptr<Storage> storage) noexcept : storage_(std::move(storage)) {}
@@ -124,9 +124,9 @@ void forget_completed(std::vector<GpuCompletion> &list, const std::vector<GpuCom
 /// `timeline` reaches `value`; CPU maps wait for it first.
 ///
 /// Per timeline the newest value wins: an older value arriving late never
-/// replaces a newer one (D3D-FENCE-02). Value 0 records nothing.
+/// replaces a newer one. Value 0 records nothing.
 /// \return InvalidArgument for a null timeline or for a value the timeline
-/// never issued: a map would otherwise wait on a point nothing signals (HAZ-23).
+/// never issued: a map would otherwise wait on a point nothing signals.
 Result<void> Storage::record_write(std::shared_ptr<Timeline> timeline, std::uint64_t value) {
   Result<void> result;
   if (!accept_completion(timeline, value, "record_write", &result))
@@ -176,8 +176,7 @@ std::chrono::nanoseconds Storage::fence_timeout() const noexcept {
 /// Reads already known complete are dropped first, so a pooled storage read
 /// by a new timeline every frame keeps a short list. Querying them is a
 /// cheap poll for the kinds readers use (software, sync_file).
-/// \return InvalidArgument for a null timeline or a value never issued
-/// (HAZ-23).
+/// \return InvalidArgument for a null timeline or a value never issued.
 Result<void> Storage::record_read(std::shared_ptr<Timeline> timeline, std::uint64_t value) {
   Result<void> result;
   if (!accept_completion(timeline, value, "record_read", &result))

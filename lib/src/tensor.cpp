@@ -17,7 +17,7 @@ Result<Tensor> Tensor::wrap(std::shared_ptr<Storage> storage, Shape shape, DType
                                  " needs " + std::to_string(*bytes) + " bytes, the allocation holds " +
                                  std::to_string(storage->size_bytes()));
   if (name.empty()) {
-    // "mem_tensor", "dmabuf_tensor", "pbo_tensor": the seed's default for PBOs (PBO-NEW-03), generalised.
+    // "mem_tensor", "dmabuf_tensor", "pbo_tensor": the seed's default for PBOs, generalised.
     name = storage_kind_name(storage->kind());
     for (char &c : name)
       c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));

@@ -151,6 +151,7 @@ TEST(MapState, PBO_MAP_06_a_backend_error_is_returned_unchanged_and_nothing_is_u
   EXPECT_EQ(m2.error().kind(), ErrorKind::InvalidOperation);
 }
 
+// PBO-OPS-04: a mapping shorter than asked is a failure, not a partial map.
 TEST(MapState, PBO_MAP_07_short_mapping_is_refused_and_the_buffer_released) {
   auto s = FakeStorage::make(32, FakeMode::Short);
   Tensor t = wrap(s, {32});
@@ -235,7 +236,7 @@ struct CountingPort final : MapPort {
   }
 };
 
-// PBO-MAP-12: the port cannot throw. A compile-time property of MapPort, so
+// PBO-MAP-12, PBO-OPS-06: the port cannot throw. A compile-time property of MapPort, so
 // it is checked where this file compiles, not counted as a test case.
 static_assert(noexcept(std::declval<MapPort &>().backend_map(1, CpuAccess::Read)));
 static_assert(noexcept(std::declval<MapPort &>().backend_unmap()));

@@ -166,6 +166,7 @@ TEST(TensorShape, reshape_is_strict_against_the_current_shape_not_the_padded_all
   EXPECT_FALSE(t->reshape({64}));
 }
 
+// SHR-SHAPE-03: the capacity-based way to re-shape; reshape above is the strict one.
 TEST(TensorShape, PBO_SHAPE_02_test_pbo_tensor_set_logical_shape_capacity_based) {
   auto t = Tensor::wrap(FakeStorage::make(24), {24}, DType::U8);
   ASSERT_TRUE(t->set_logical_shape({4, 5}));

@@ -4,8 +4,7 @@
 // CUDA access to a storage: a CudaHandle (a GL buffer's CUDA registration,
 // CUDA external memory imported from a DMA-BUF fd, or a Direct3D 11 texture
 // imported as a CUDA array, cuda_d3d11.hpp) and CudaMap, a scoped device
-// pointer (CUDA-HANDLE-01..06, CUDA-MAP-01..04, CUDA-DROP-01..03).
-// Every failure is an Error; callers then use the ordinary host map.
+// pointer. Every failure is an Error; callers then use the ordinary host map.
 
 #include <tensormem/export.hpp>
 
@@ -23,7 +22,7 @@
 
 namespace tensormem {
 
-/// The GL side of a GL-buffer registration (CUDA-GL-04). Every call runs on
+/// The GL side of a GL-buffer registration. Every call runs on
 /// the thread where the buffer's GL context is current: an implementation
 /// by the GL worker posts each call to its thread and waits. Thread-safe.
 class TENSORMEM_API CudaGlOps {
@@ -46,7 +45,7 @@ public:
 /// the GL worker wraps each call in a task on its own thread.
 TENSORMEM_API std::shared_ptr<CudaGlOps> make_direct_cuda_gl_ops(std::shared_ptr<const CudaRuntime> runtime);
 
-/// Imports a CUDA GL channel from a C client (ABI-CUDA-04): a NULL ctx,
+/// Imports a CUDA GL channel from a C client: a NULL ctx,
 /// retain, release, map, unmap or unregister is InvalidArgument and nothing
 /// is called; otherwise retain(ctx) is called exactly once now and
 /// release(ctx) exactly once when the returned operations are destroyed.
@@ -59,7 +58,7 @@ inline Result<std::shared_ptr<CudaGlOps>> cuda_gl_ops_from_client(const tm_cuda_
   return cuda_gl_ops_from_client(ops.state, ops.map, ops.unmap, ops.unregister);
 }
 
-/// A scoped device pointer (CUDA-MAP-01..03). Move-only; it may be moved to
+/// A scoped device pointer. Move-only; it may be moved to
 /// and used on another thread. Its release action (a GL unmap for a GL
 /// buffer, nothing for persistent external memory) runs exactly once: on
 /// release() or on destruction, whichever comes first. It keeps its handle
@@ -87,7 +86,7 @@ public:
 
   /// Ends the mapping now; later calls and the destructor do nothing.
   void release() noexcept {
-    // Taken out before it runs, so it can never run twice (CUDA-MAP-03).
+    // Taken out before it runs, so it can never run twice.
     std::shared_ptr<CudaGlOps> ops = std::exchange(unmap_ops_, nullptr);
     void *resource = std::exchange(resource_, nullptr);
     if (ops)
@@ -131,10 +130,9 @@ private:
   void *resource_ = nullptr;
 };
 
-/// A GL registration on its way across the C ABI (ABI-CUDA-02). Holds one
-/// reference on the channel; parts().ops.state borrows it, so the callee
-/// retains before this object goes. Move-only, for the calling thread
-/// (ABI-PARTS-04).
+/// A GL registration on its way across the C ABI. Holds one reference on
+/// the channel; parts().ops.state borrows it, so the callee retains before
+/// this object goes. Move-only, for the calling thread.
 class TENSORMEM_API CudaGlClientParts {
 public:
   CudaGlClientParts(CudaGlClientParts &&other) noexcept
@@ -154,10 +152,10 @@ private:
 };
 
 enum class CudaHandleKind : std::uint8_t { GlBuffer, ExternalMemory, Detached, D3d11 };
-/// "GlBuffer", "ExternalMem", "Detached", "D3d11" (CUDA-HANDLE-03).
+/// "GlBuffer", "ExternalMem", "Detached", "D3d11".
 TENSORMEM_API const char *cuda_handle_kind_name(CudaHandleKind kind) noexcept;
 
-/// The CUDA objects of one imported Direct3D 11 texture (CUDA-D3D-07):
+/// The CUDA objects of one imported Direct3D 11 texture:
 /// what import_d3d11_texture (cuda_d3d11.hpp) hands to the handle, which
 /// owns them from then on, except the semaphore.
 struct CudaD3d11Objects {
@@ -165,10 +163,10 @@ struct CudaD3d11Objects {
   void *ext_mem = nullptr;     ///< the imported texture
   void *mipmap = nullptr;      ///< its mapped mipmapped array
   void *array = nullptr;       ///< level 0 of it (owned by the mipmapped array)
-  CudaStream stream = nullptr; ///< the handle's own stream (CUDA-SEM-03)
-  int device = 0;              ///< the CUDA device, selected before every step (HAZ-47)
+  CudaStream stream = nullptr; ///< the handle's own stream
+  int device = 0;              ///< the CUDA device, selected before every step
   /// Borrowed: the process semaphore of the D3D11 fence, never destroyed
-  /// by a handle (CUDA-SEM-02); null: none.
+  /// by a handle; null: none.
   void *semaphore = nullptr;
   /// The storage's recorded write (0: none), shared with it.
   std::shared_ptr<const std::atomic<std::uint64_t>> recorded_write;
@@ -185,9 +183,9 @@ struct CudaD3d11Objects {
 class TENSORMEM_API CudaHandle : public std::enable_shared_from_this<CudaHandle> {
 public:
   /// Imports `fd` (a DMA-BUF, `size` bytes) as CUDA external memory and maps
-  /// it (CUDA-DMA-01..05). CUDA gets a DUP of `fd`, which it owns on
-  /// success; on failure the dup is reclaimed with a tolerant close and
-  /// `fd` itself is never touched. `runtime` null: CudaRuntime::get().
+  /// it. CUDA gets a DUP of `fd`, which it owns on success; on failure the
+  /// dup is reclaimed with a tolerant close and `fd` itself is never touched.
+  /// `runtime` null: CudaRuntime::get().
   /// Errors: NotImplemented (no usable runtime), InvalidArgument/InvalidSize
   /// (bad fd or size), Io (the dup failed), Device (the runtime refused).
   static Result<std::shared_ptr<CudaHandle>> import_dma_fd(int fd, std::size_t size,
@@ -214,8 +212,8 @@ public:
   CudaHandle &operator=(const CudaHandle &) = delete;
   /// Detached: nothing. GL buffer: unregister once. External memory: cudaFree
   /// of the mapped pointer, THEN cudaDestroyExternalMemory (DESIGN §8; the
-  /// seed's CUDA-DROP-02 skips the free, against NVIDIA's reference).
-  /// D3D11 (CUDA-DROP-03): on the handle's device, free the linear buffer,
+  /// seed skips the free, against NVIDIA's reference).
+  /// D3D11: on the handle's device, free the linear buffer,
   /// destroy the stream, free the mipmapped array, destroy the memory.
   ~CudaHandle();
 
@@ -224,21 +222,20 @@ public:
   /// "CudaHandle { kind: GlBuffer, size: 4096 }".
   std::string describe() const;
 
-  /// A device pointer (CUDA-HANDLE-04): GL buffer → mapped through the ops
-  /// (released by a GL unmap); external memory → the persistent pointer with
-  /// length size() (released by nothing); D3D11 → the texture copied into
-  /// the handle's linear buffer, rows at the memory's pitch (CUDA-HANDLE-06;
-  /// CUDA-HANDLE-08 deviates: seed-deviations.md; WouldBlock
-  /// when a recorded write cannot be waited for, CUDA-SEM-04); detached →
-  /// InvalidOperation. Maps of one D3D11 handle share its buffer
-  /// (CUDA-HANDLE-09): callers serialise them.
+  /// A device pointer: GL buffer → mapped through the ops (released by a GL
+  /// unmap); external memory → the persistent pointer with length size()
+  /// (released by nothing); D3D11 → the texture copied into the handle's
+  /// linear buffer, rows at the memory's pitch (see docs/seed-deviations.md;
+  /// WouldBlock when a recorded write cannot be waited for); detached →
+  /// InvalidOperation. Maps of one D3D11 handle share its buffer: callers
+  /// serialise them.
   Result<CudaMap> map() const { return map_impl(false); }
-  /// Same as map() for the other kinds, marked writable (CUDA-HANDLE-05);
+  /// Same as map() for the other kinds, marked writable;
   /// for D3D11 its release writes the buffer back into the texture and
-  /// synchronises (CUDA-MAP-04).
+  /// synchronises.
   Result<CudaMap> map_mut() const { return map_impl(true); }
 
-  /// Hands a GL registration across the C ABI (ABI-CUDA-02): on success the
+  /// Hands a GL registration across the C ABI: on success the
   /// handle becomes Detached (it no longer unregisters). Any other kind is
   /// InvalidArgument and the handle is left as it was (the seed destroyed
   /// it, spec §7 item 14).

@@ -20,7 +20,7 @@
 /// run only on Flush, a blocking Map or a fence wait.
 namespace tensormem {
 
-/// Windows SDK values (spec D3D-CONST-05).
+/// Windows SDK values.
 namespace d3d11 {
 inline constexpr std::uint32_t kBindShaderResource = 0x8;
 inline constexpr std::uint32_t kBindRenderTarget = 0x20;
@@ -54,8 +54,8 @@ struct D3d11TextureDesc {
   std::uint32_t misc_flags = 0;
 };
 
-/// What each device offers; the storage takes the degraded paths of spec
-/// D3D-IMP-03 / D3D-FENCE-03 where one is missing.
+/// What each device offers; the storage takes its degraded paths where
+/// one is missing.
 struct D3d11Capabilities {
   bool device1 = true;      ///< ID3D11Device1: opening shared NT handles
   bool device5 = true;      ///< ID3D11Device5: fences, opening shared fences
@@ -115,10 +115,10 @@ class TENSORMEM_API D3d11Texture {
 public:
   virtual ~D3d11Texture();
   virtual D3d11TextureDesc desc() const noexcept = 0;
-  /// The object's address: the identity key (never a handle value, D3D-IMP-02).
+  /// The object's address: the identity key (never a handle value).
   virtual std::uintptr_t address() const noexcept = 0;
   /// The identity of the device that created or opened it (compare with
-  /// D3d11Device::identity(), D3D-EXT-02 item 10).
+  /// D3d11Device::identity()).
   virtual const void *device_identity() const noexcept = 0;
 };
 

@@ -12,7 +12,7 @@ namespace tensormem {
 /// The process D3D11 fence as a Timeline: what a fence meta carries for a
 /// texture the GPU wrote. Its values are the context's counter, whoever
 /// signalled them (this timeline's issue() or D3d11Context::signal()
-/// directly), so the unreachable-value rule (HAZ-23) holds for both: a value
+/// directly), so the unreachable-value rule holds for both: a value
 /// above the context's last_signalled() is refused.
 class TENSORMEM_API D3d11FenceTimeline final : public Timeline {
 public:

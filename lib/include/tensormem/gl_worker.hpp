@@ -55,9 +55,8 @@ public:
   ~EglFence();
 
   bool valid() const noexcept { return sync_ != nullptr; }
-  /// Blocks up to `timeout` (never unbounded). WouldBlock when it expired
-  /// (SHR-ERR-02), Device when EGL reports an error, InvalidArgument for an
-  /// empty fence.
+  /// Blocks up to `timeout` (never unbounded). WouldBlock when it expired,
+  /// Device when EGL reports an error, InvalidArgument for an empty fence.
   Result<void> client_wait(std::chrono::nanoseconds timeout) const;
   /// Whether the fence has signalled, without waiting.
   Result<bool> is_signalled() const;
@@ -97,14 +96,14 @@ private:
 enum class PboUsage { Upload, Download };
 
 /// A thread that owns an EGL context made without a window and runs every GL
-/// call (PBO-OPS-02). Platforms are tried in order: EGL_MESA_platform_surfaceless,
+/// call. Platforms are tried in order: EGL_MESA_platform_surfaceless,
 /// EGL_EXT_platform_device (first device), the default display; desktop GL
 /// 3.3+ core first, GLES 3 otherwise.
 ///
 /// Work reaches the thread through a queue: submit() blocks until the task
 /// ran, post() does not; both run the task inline when called on the worker
 /// thread itself, so GL work that maps tensors cannot deadlock against its own
-/// thread (PBO-MAP-02). After shutdown() (or destruction) every call answers
+/// thread. After shutdown() (or destruction) every call answers
 /// Disconnected at once; storages made here may outlive the worker, their maps
 /// then fail with Disconnected and their deletes do nothing.
 class TENSORMEM_API GlWorker {
@@ -141,8 +140,8 @@ public:
   /// object in it. Idempotent.
   void shutdown() noexcept;
 
-  /// The PboOps of this worker (PBO-OPS-01..08): a buffer already mapped
-  /// through any handle is refused with Mapped (PBO-OPS-08). A buffer made by
+  /// The PboOps of this worker: a buffer already mapped through any handle
+  /// is refused with Mapped. A buffer made by
   /// create_pbo with persistent maps is handed out at its persistent address
   /// on the calling thread; any other map, unmap and every delete run on the
   /// worker.

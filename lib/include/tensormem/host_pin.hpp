@@ -11,9 +11,9 @@
 
 namespace tensormem {
 
-/// A CPU address kept valid by a keep-alive (SHR-PIN-01). A map is a scoped
+/// A CPU address kept valid by a keep-alive. A map is a scoped
 /// pin whose keep-alive is the map lease: the map ends when the last holder of
-/// that lease lets go, and a pin lets go exactly once (SHR-PIN-05) — on
+/// that lease lets go, and a pin lets go exactly once — on
 /// unmap() or on destruction, whichever comes first.
 class TENSORMEM_API HostPin {
 public:
@@ -62,7 +62,7 @@ private:
   std::size_t length_ = 0;
 };
 
-/// What Tensor::map returns (SHR-PIN-04): a scoped pin plus the tensor's
+/// What Tensor::map returns: a scoped pin plus the tensor's
 /// shape, element type and access.
 class HostView {
 public:

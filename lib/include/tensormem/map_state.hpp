@@ -19,7 +19,7 @@ struct BackendMapping {
 };
 
 /// The port through which MapState reaches a backend. Both calls block until
-/// the backend has done its work and must not throw (PBO-OPS-06, PBO-MAP-12).
+/// the backend has done its work and must not throw.
 class MapPort {
 public:
   /// Map the whole allocation of `size` bytes for `access` (never None).
@@ -52,11 +52,11 @@ protected:
   ~MapPort() = default;
 };
 
-/// The CPU-map state machine shared by every storage (PBO-MAP-01..13,
+/// The CPU-map state machine shared by every storage (the seed's PBO one,
 /// generalised). Readers share one backend mapping; a writer is exclusive;
 /// backend calls run with the lock released and are published as
 /// Mapping/Unmapping so other threads wait on the condition variable instead
-/// of on the backend (PBO-MAP-02).
+/// of on the backend.
 class TENSORMEM_API MapState {
 public:
   enum class Phase { Unmapped, Mapping, Exclusive, Shared, Unmapping };
@@ -77,10 +77,10 @@ public:
   Result<std::byte *> retain();
 
   /// Releases one acquisition; the last holder unmaps the backend. A release
-  /// with no matching acquisition is ignored (PBO-MAP-09).
+  /// with no matching acquisition is ignored.
   void release(MapPort &port) noexcept;
 
-  /// False only when Unmapped: an in-flight map or unmap counts (PBO-MAP-11).
+  /// False only when Unmapped: an in-flight map or unmap counts.
   bool is_mapped() const noexcept;
   Phase phase() const noexcept;
   std::size_t readers() const noexcept;

@@ -18,16 +18,16 @@ namespace tensormem {
 
 class GlWorker;
 
-/// The port through which a PBO storage reaches GL (PBO-OPS-01..08). The
+/// The port through which a PBO storage reaches GL. The
 /// storage never calls GL itself. Every call blocks until done, is usable
-/// from any thread and never throws (PBO-OPS-06).
+/// from any thread and never throws.
 class TENSORMEM_API PboOps {
 public:
   virtual ~PboOps() = default;
 
   /// Maps the whole buffer (`size` bytes) for `access` and returns the
   /// address and the length the implementation vouches for. A shorter length
-  /// than `size` is a failed map (PBO-OPS-04); the storage refuses it.
+  /// than `size` is a failed map; the storage refuses it.
   virtual Result<BackendMapping> map_buffer(std::uint32_t buffer_id, std::size_t size, CpuAccess access) noexcept = 0;
   /// Ends the one live mapping of the buffer.
   virtual Result<void> unmap_buffer(std::uint32_t buffer_id) noexcept = 0;
@@ -43,19 +43,19 @@ public:
 /// name); its map state is the core MapState, so readers share one GL map
 /// and writers are exclusive. The GL buffer is deleted exactly once, when
 /// the last reference (tensor, view, map, client parts, imported channel)
-/// goes (PBO-LIFE-01).
+/// goes.
 class TENSORMEM_API PboStorage final : public Storage {
 public:
   /// Wraps an existing GL buffer of `size` bytes. InvalidArgument for null
   /// ops or GL name 0 (never a buffer); InvalidSize(0) for a zero size.
-  /// Takes no reference to `ops` beyond the one it is handed (PBO-NEW-03).
+  /// Takes no reference to `ops` beyond the one it is handed.
   static Result<std::shared_ptr<PboStorage>> create(std::uint32_t buffer_id, std::size_t size,
                                                     std::shared_ptr<PboOps> ops);
   ~PboStorage() override;
 
   StorageKind kind() const noexcept override { return StorageKind::Pbo; }
   BufferIdentity identity() const noexcept override { return BufferIdentity::derived(StorageKind::Pbo, buffer_id_); }
-  /// Always refused with TM_PBO_PIN_HOST_REFUSAL (PBO-LIFE-05).
+  /// Always refused with TM_PBO_PIN_HOST_REFUSAL.
   Result<HostPin> pin_host(CpuAccess access) override;
   /// GL names are unique per context only: the port (one per GL worker) scopes them.
   const void *identity_scope() const noexcept override { return ops_.get(); }
@@ -65,7 +65,7 @@ public:
   std::uint32_t buffer_id() const noexcept { return buffer_id_; }
   const std::shared_ptr<PboOps> &ops() const noexcept { return ops_; }
 
-  /// This storage's C operations table (ABI-PBO-02..06): built on first
+  /// This storage's C operations table: built on first
   /// request and stored in the storage, so every request returns the same
   /// address and it lives exactly as long as the storage. Its ctx is this
   /// storage; it holds no reference to it and adds none to the ops.
@@ -90,7 +90,7 @@ private:
   Result<void> backend_unmap() noexcept override;
 
   // Reference counting on behalf of the C channel: while a client holds a
-  // retain, `self_` keeps this storage alive (ABI-ASM-02).
+  // retain, `self_` keeps this storage alive.
   void retain_channel() const noexcept;
   void release_channel() const noexcept;
 
@@ -103,13 +103,13 @@ private:
   mutable std::shared_ptr<const Storage> self_;
 };
 
-/// The message PboStorage::pin_host refuses with (PBO-LIFE-05).
+/// The message PboStorage::pin_host refuses with.
 inline constexpr const char *kPboPinHostRefusal = TM_PBO_PIN_HOST_REFUSAL;
 
-/// Default tensor name of a wrapped PBO (PBO-NEW-03).
+/// Default tensor name of a wrapped PBO.
 inline constexpr const char *kPboDefaultName = "pbo_tensor";
 
-/// The checks from_pbo makes before anything exists (PBO-NEW-01), in order:
+/// The checks from_pbo makes before anything exists, in order:
 /// size 0 → InvalidSize(0), overflowing footprint → InvalidShape, `size`
 /// smaller than the footprint → ShapeMismatch naming both numbers and the
 /// type. Messages start with `prefix`; `buffer_id` names the GL buffer, or
@@ -117,27 +117,27 @@ inline constexpr const char *kPboDefaultName = "pbo_tensor";
 TENSORMEM_API Result<void> check_pbo_fit(std::string_view prefix, std::optional<std::uint32_t> buffer_id,
                                          std::size_t size, const Shape &shape, DType dtype);
 
-/// Wraps GL buffer `buffer_id` of `size` bytes as a tensor of `shape`
-/// (PBO-NEW-01): checks, in order, size 0 → InvalidSize(0), overflowing
-/// footprint → InvalidShape, allocation smaller than the footprint →
-/// ShapeMismatch naming both numbers and the type. A larger allocation is
-/// accepted (PBO-NEW-02). An empty `name` becomes "pbo_tensor".
+/// Wraps GL buffer `buffer_id` of `size` bytes as a tensor of `shape`:
+/// checks, in order, size 0 → InvalidSize(0), overflowing footprint →
+/// InvalidShape, allocation smaller than the footprint → ShapeMismatch
+/// naming both numbers and the type. A larger allocation is accepted. An
+/// empty `name` becomes "pbo_tensor".
 TENSORMEM_API Result<Tensor> from_pbo(std::uint32_t buffer_id, std::size_t size, Shape shape, DType dtype,
                                       std::string name, std::shared_ptr<PboOps> ops);
 
 /// The PBO storage behind `tensor`, or null when it is not PBO-backed.
 TENSORMEM_API std::shared_ptr<PboStorage> pbo_storage_of(const Tensor &tensor) noexcept;
 
-/// Debug text of a PBO tensor (PBO-LIFE-03): names the type PboTensor and
+/// Debug text of a PBO tensor: names the type PboTensor and
 /// shows the quoted name, shape, dtype, window offset, buffer id and
 /// allocation size.
 TENSORMEM_API std::string describe_pbo(const Tensor &tensor);
 
-/// Reads a table's three parts (ABI-PBO-07). Null → InvalidArgument. The
+/// Reads a table's three parts. Null → InvalidArgument. The
 /// table only has to be alive for this call.
 TENSORMEM_API Result<tm_pbo_ops> read_pbo_table(const tm_pbo_ops *table);
 
-/// Turns a client state and its two functions into PboOps (ABI-ASM-01..03):
+/// Turns a client state and its two functions into PboOps:
 /// a null ctx, retain, release, map or unmap is InvalidArgument, refused
 /// before anything is called. On success it retains the state once; the
 /// returned ops release it once when their last reference goes. Their
@@ -145,17 +145,17 @@ TENSORMEM_API Result<tm_pbo_ops> read_pbo_table(const tm_pbo_ops *table);
 TENSORMEM_API Result<std::shared_ptr<PboOps>> client_state_pbo_ops(const tm_client_state &state, tm_pbo_map_fn map,
                                                                    tm_pbo_unmap_fn unmap);
 
-/// client_state_pbo_ops, then from_pbo (ABI-ASM-04).
+/// client_state_pbo_ops, then from_pbo.
 TENSORMEM_API Result<Tensor> from_client_pbo(const tm_client_state &state, tm_pbo_map_fn map, tm_pbo_unmap_fn unmap,
                                              std::uint32_t buffer_id, std::size_t size, Shape shape, DType dtype,
                                              std::string name = {});
 
 class PboClientParts;
 
-/// A whole PBO handed to a C entry point on this thread (ABI-PARTS-01..04).
+/// A whole PBO handed to a C entry point on this thread.
 /// The client state borrows the parts' own reference to the storage, so the
 /// buffer stays alive until the callee has retained it and the parts are
-/// dropped (HAZ-15). Move-only and meant for the calling thread.
+/// dropped. Move-only and meant for the calling thread.
 class TENSORMEM_API PboClientParts {
 public:
   PboClientParts(PboClientParts &&) noexcept = default;
@@ -188,7 +188,7 @@ private:
 // sits on a declaration MinGW accepts: a friend redeclaration cannot carry
 // dllimport.
 /// Exports a PBO tensor as client parts, consuming it. A window that does not
-/// start at byte 0 is refused with InvalidOperation (ABI-PARTS-02, HAZ-14):
+/// start at byte 0 is refused with InvalidOperation:
 /// the C entry point cannot carry an offset. A shape smaller than the
 /// allocation is fine. A tensor that is not PBO-backed → InvalidArgument.
 TENSORMEM_API Result<PboClientParts> into_client_parts(Tensor &&tensor);

@@ -13,8 +13,8 @@
 
 namespace tensormem {
 
-/// The error vocabulary of SHR-ERR-01 (PboMapped/PboDisconnected renamed to
-/// Mapped/Disconnected because every storage uses them).
+/// The error vocabulary of the library (the seed's PboMapped/PboDisconnected
+/// renamed to Mapped/Disconnected because every storage uses them).
 enum class ErrorKind : int {
   InvalidArgument,
   InvalidSize,
@@ -70,7 +70,7 @@ public:
   /// unsupported_fd: the fd's filesystem magic (0 otherwise).
   std::uint32_t fs_magic() const noexcept { return fs_magic_; }
 
-  /// Pollers retry only on this kind (SHR-ERR-02).
+  /// Pollers retry only on this kind.
   bool would_block() const noexcept { return kind_ == ErrorKind::WouldBlock; }
 
 private:

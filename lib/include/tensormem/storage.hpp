@@ -51,7 +51,7 @@ public:
   Result<HostPin> pin_live_map();
 
   /// A long-lived host address of the whole allocation that outlives every
-  /// map (SHR-PIN-03). The default refuses: only storages with a stable host
+  /// map. The default refuses: only storages with a stable host
   /// address give one.
   virtual Result<HostPin> pin_host(CpuAccess access);
 
@@ -179,7 +179,7 @@ struct StorageKey {
   }
 };
 
-/// Heap storage: a 64-byte aligned allocation (SHR-PIN-02) that obeys the
+/// Heap storage: a 64-byte aligned allocation that obeys the
 /// same reader/writer rules as the GPU storages because it maps through the
 /// same MapState.
 class TENSORMEM_API MemStorage final : public Storage {

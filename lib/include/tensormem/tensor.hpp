@@ -15,7 +15,7 @@ namespace tensormem {
 
 /// Shape, element type, name and a byte window (offset) over a shared
 /// storage. Copies and views share the storage, its identity and its map
-/// state; copying a Tensor never copies bytes (PBO-VIEW-02).
+/// state; copying a Tensor never copies bytes.
 class TENSORMEM_API Tensor {
 public:
   /// A tensor over `storage` starting at byte 0. The footprint is checked
@@ -40,16 +40,16 @@ public:
   const std::shared_ptr<Storage> &storage() const noexcept { return storage_; }
   bool is_mapped() const noexcept { return storage_->is_mapped(); }
 
-  /// Zero-copy sub-window (SHR-VIEW-01/02): `offset_bytes` is relative to this
+  /// Zero-copy sub-window: `offset_bytes` is relative to this
   /// window and must keep the element alignment; the end must fit the
   /// allocation.
   Result<Tensor> view(std::size_t offset_bytes, Shape shape) const;
   /// Strict: the new shape must hold exactly as many bytes as the current one.
   Result<void> reshape(Shape shape);
-  /// Capacity-based (SHR-SHAPE-03): any shape that fits from the current
+  /// Capacity-based: any shape that fits from the current
   /// offset to the end of the allocation.
   Result<void> set_logical_shape(Shape shape);
-  /// Moves the window to an absolute byte offset (SHR-WRAP-01) after checking
+  /// Moves the window to an absolute byte offset after checking
   /// alignment and that the current shape still fits there.
   Result<void> set_offset(std::size_t offset);
 
@@ -61,7 +61,7 @@ public:
   Result<HostView> try_map(CpuAccess access) const;
   /// A map exposing `byte_count` bytes from the window start (a padded image
   /// whose last row is shorter than the stride, say); checked against
-  /// capacity_bytes() first (SHR-WRAP-04).
+  /// capacity_bytes() first.
   Result<HostView> map_bytes(CpuAccess access, std::size_t byte_count) const;
   /// A long-lived host pin of this window, where the storage has one.
   Result<HostPin> pin_host(CpuAccess access) const;

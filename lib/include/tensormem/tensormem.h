@@ -8,15 +8,14 @@
  *     TM_PBO_* return codes). It is frozen: separately built libraries, each
  *     linking its own copy of the tensor code, exchange GL buffers through
  *     these plain structs because a compiler's interface tables have no
- *     stable layout between copies (ABI-STATE-01, ABI-PBO-01). A library
+ *     stable layout between copies. A library
  *     that only includes this header, without linking libtensormem, can use
  *     a channel on its own.
  *
  *  2. The tm_* entry points of libtensormem for C callers. They never let an
  *     exception out; failures come back as a tm_status plus an optional
  *     message written into caller-owned memory (tm_error), never into a
- *     thread-local slot that another copy of the library could not see
- *     (ABI-ERR-03, HAZ-13).
+ *     thread-local slot that another copy of the library could not see.
  *
  * Plain C11; usable from C++.
  */
@@ -43,7 +42,7 @@ extern "C" {
 /* ---- Client channel vocabulary (frozen layout) -------------------------- */
 
 /*
- * An opaque context and the pair that extends its life (ABI-STATE-01..03).
+ * An opaque context and the pair that extends its life.
  * A state handed to a callee is borrowed: the callee calls retain() before
  * the lender's own reference can go, and release() once when done.
  */
@@ -53,7 +52,7 @@ typedef struct tm_client_state {
   void (*release)(const void *ctx);
 } tm_client_state;
 
-/* Return codes of the PBO channel functions (ABI-ERR-01). Any value other
+/* Return codes of the PBO channel functions. Any value other
  * than these two is a generic failure; producers report it as
  * TM_PBO_FAILED. */
 #define TM_PBO_OK 0
@@ -67,7 +66,7 @@ typedef int (*tm_pbo_map_fn)(const void *ctx, uint32_t buffer_id, size_t size, u
 typedef int (*tm_pbo_unmap_fn)(const void *ctx, uint32_t buffer_id);
 
 /*
- * The PBO operations table (ABI-PBO-01). There is no delete function on
+ * The PBO operations table. There is no delete function on
  * purpose: whoever rebuilds a tensor from a table does not own the GL
  * buffer; only the producer deletes it.
  */
@@ -77,8 +76,8 @@ typedef struct tm_pbo_ops {
   tm_pbo_unmap_fn unmap;
 } tm_pbo_ops;
 
-/* The one text with which PBO storage refuses a long-lived host pin
- * (PBO-LIFE-05); every path that refuses it repeats this constant. */
+/* The one text with which PBO storage refuses a long-lived host pin;
+ * every path that refuses it repeats this constant. */
 #define TM_PBO_PIN_HOST_REFUSAL                                                                                        \
   "pin_host: a PBO has no host address outside a map/unmap pair, so it cannot give one that outlives a map "           \
   "guard; use map() instead (persistent mapping, EXT_buffer_storage's persistent-map bit, is not used)"
@@ -141,7 +140,7 @@ typedef struct tm_map tm_map;
  * Wraps GL buffer `buffer_id` (`size` bytes) reached through `ops` as a
  * tensor of `shape[0..ndim)` elements of `dtype`. The table is read during
  * the call only; the new tensor retains its client state and releases it
- * when the last reference goes (ABI-ASM-01/02). A NULL table, ctx, retain,
+ * when the last reference goes. A NULL table, ctx, retain,
  * release, map or unmap is refused with TM_ERROR_INVALID_ARGUMENT before
  * anything is retained. `name` may be NULL ("pbo_tensor").
  */
@@ -155,8 +154,8 @@ TM_API tm_status tm_tensor_allocate(const size_t *shape, size_t ndim, tm_dtype d
 /* A second handle on the same tensor (same storage, same window). */
 TM_API tm_status tm_tensor_clone(const tm_tensor *tensor, tm_tensor **out, tm_error *err);
 
-/* A zero-copy window `offset_bytes` into `tensor`'s window, of `shape`
- * (SHR-VIEW-01/02): shares the storage and its map state. */
+/* A zero-copy window `offset_bytes` into `tensor`'s window, of `shape`:
+ * shares the storage and its map state. */
 TM_API tm_status tm_tensor_view(const tm_tensor *tensor, size_t offset_bytes, const size_t *shape, size_t ndim,
                                 tm_tensor **out, tm_error *err);
 
@@ -164,7 +163,7 @@ TM_API tm_status tm_tensor_view(const tm_tensor *tensor, size_t offset_bytes, co
 TM_API void tm_tensor_free(tm_tensor *tensor);
 
 /*
- * The PBO operations table of a PBO tensor's storage (ABI-PBO-02/03): built
+ * The PBO operations table of a PBO tensor's storage: built
  * once, stored inside the storage, valid for as long as the storage lives
  * (so for as long as `tensor` or anything sharing its storage does). Its
  * ctx is the storage; the table holds no reference of its own. A tensor that
@@ -189,7 +188,7 @@ TM_API tm_status tm_tensor_map(const tm_tensor *tensor, tm_access access, tm_map
 TM_API void tm_tensor_unmap(tm_map *map);
 
 /*
- * A whole PBO handed to a C entry point on this thread (ABI-PARTS-01..04).
+ * A whole PBO handed to a C entry point on this thread.
  * `ops.state` borrows the reference in `owner`: the callee retains it
  * before the parts are released. Release with tm_pbo_client_parts_release().
  */
@@ -207,7 +206,7 @@ typedef struct tm_pbo_client_parts {
  * Exports `tensor` as client parts. On success the tensor handle is consumed
  * (freed) and its reference moves into the parts. A window that does not
  * start at byte 0 of the buffer is refused with TM_ERROR_INVALID_OPERATION
- * and the tensor is left to the caller (HAZ-14).
+ * and the tensor is left to the caller.
  */
 TM_API tm_status tm_tensor_into_client_parts(tm_tensor *tensor, tm_pbo_client_parts *out, tm_error *err);
 /* Drops the parts' reference and clears them. NULL is ignored. */

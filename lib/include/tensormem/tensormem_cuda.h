@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * The CUDA GL-registration channel (ABI-CUDA-01..04): how a GL buffer's
+ * The CUDA GL-registration channel: how a GL buffer's
  * CUDA registration crosses from one separately built library to another.
  * It reuses the frozen client state of tensormem.h (ctx + retain + release)
  * and adds three plain C functions. Like the PBO channel it is a struct of
@@ -51,7 +51,7 @@ typedef struct tm_cuda_gl_ops {
 } tm_cuda_gl_ops;
 
 /*
- * A GL-buffer registration handed to a C entry point (ABI-CUDA-02). `ops`
+ * A GL-buffer registration handed to a C entry point. `ops`
  * borrows the reference held by the parts' owner; the callee retains before
  * the owner lets go. The receiver owns the registration from then on and
  * unregisters it once through `ops.unregister`.

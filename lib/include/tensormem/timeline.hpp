@@ -57,7 +57,7 @@ TENSORMEM_API const char *timeline_kind_name(TimelineKind kind) noexcept;
 /// timeline reaches a value once that point and every earlier one completed.
 ///
 /// A value above the newest issued one is refused wherever it appears (the
-/// unreachable-value rule, HAZ-23): nothing would ever signal it, so a wait on
+/// unreachable-value rule): nothing would ever signal it, so a wait on
 /// it could only hang. Every wait is bounded.
 class TENSORMEM_API Timeline {
 public:

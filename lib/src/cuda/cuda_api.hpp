@@ -90,7 +90,7 @@ public:
                                            void *stream) const = 0;
   virtual CudaCall destroy_external_semaphore(void *ext_sem) const = 0;
 
-  // D3D11 textures (D3D-CUDA-01): optional entry points too. Call these
+  // D3D11 textures: optional entry points too. Call these
   // only when missing_d3d11_symbol() is null.
   /// The first entry point of the D3D11 path the library lacks (nullptr:
   /// all there).

@@ -1,8 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // import_d3d11_texture: a shared D3D11 texture as CUDA external memory and
-// a CUDA array (CUDA-D3D-01..07), the declared-size ladder
-// (CUDA-LADDER-01..04), and the process-wide device choice and fence
-// semaphore (CUDA-D3D-02, CUDA-SEM-01..03).
+// a CUDA array, the declared-size ladder, and the process-wide device
+// choice and fence semaphore.
 #include "cuda_log.hpp"
 
 #include <tensormem/internal/cuda_d3d11.hpp>
@@ -26,7 +25,7 @@ constexpr std::size_t kPageFloor = 4096;
 constexpr unsigned kRungs[] = {1, 2, 4};
 
 // One per process (per linked copy of the library), never destroyed: the
-// semaphore in it lives as long as the process (CUDA-SEM-01).
+// semaphore in it lives as long as the process.
 struct ProcessState {
   std::mutex mu;
   bool device_resolved = false;
@@ -43,7 +42,7 @@ ProcessState &process() {
   return *state;
 }
 
-/// \brief CUDA-D3D-02: the CUDA device of the adapter, looked up and
+/// \brief The CUDA device of the adapter, looked up and
 /// selected once per process; the outcome, failure included, is cached.
 Result<int> process_device(const CudaRuntime &rt, D3d11AdapterId adapter) {
   ProcessState &p = process();
@@ -73,13 +72,13 @@ Result<int> process_device(const CudaRuntime &rt, D3d11AdapterId adapter) {
   return p.device;
 }
 
-/// \brief CUDA-SEM-01/02: the process semaphore of the D3D11 fence, imported
+/// \brief The process semaphore of the D3D11 fence, imported
 /// by the first caller with a fence handle and kept (with that handle) for
 /// the process; later handles, and a handle whose import failed, close
 /// when `fence` goes.
 void *process_semaphore(const std::shared_ptr<const CudaRuntime> &rt, D3d11NtHandle fence) {
   if (!fence)
-    return nullptr; // CUDA-D3D-06: no handle, no semaphore
+    return nullptr; // no handle, no semaphore
   ProcessState &p = process();
   std::lock_guard lock(p.mu);
   if (!p.semaphore_tried) {
@@ -101,7 +100,7 @@ struct Imported {
   void *mipmap = nullptr;
 };
 
-/// \brief CUDA-LADDER-01..03: imports at 1×, 2×, 4× of max(tight, 4096)
+/// \brief Imports at 1×, 2×, 4× of max(tight, 4096)
 /// (from 2× once the process saw padding) until the array maps; each failed
 /// rung releases what it made.
 Result<Imported> climb_ladder(const CudaRuntime &rt, std::uintptr_t nt_handle, const ffi::ChannelFormatDesc &format,
@@ -189,7 +188,7 @@ void d3d11_cuda_reset_process_state_for_tests() noexcept {
   p.semaphore_handle = D3d11NtHandle();
 }
 
-/// \brief CUDA-D3D-01..07: the import, or why not, with nothing left behind.
+/// \brief The import, or why not, with nothing left behind.
 Result<std::shared_ptr<CudaHandle>> import_d3d11_texture(std::shared_ptr<const CudaRuntime> runtime,
                                                          D3d11TextureHandle request) {
   if (!runtime)
@@ -226,7 +225,7 @@ Result<std::shared_ptr<CudaHandle>> import_d3d11_texture(std::shared_ptr<const C
   Result<int> device = process_device(*runtime, request.adapter);
   if (!device)
     return std::move(device).error();
-  // Cached, but selected again: a device is per-thread state (HAZ-47).
+  // Cached, but selected again: a device is per-thread state.
   if (Result<void> selected = runtime->set_device(*device); !selected)
     return std::move(selected).error();
 
@@ -235,7 +234,7 @@ Result<std::shared_ptr<CudaHandle>> import_d3d11_texture(std::shared_ptr<const C
   if (!imported)
     return std::move(imported).error();
 
-  // CUDA-D3D-05: level 0 and the handle's own stream, or undo, the array
+  // Level 0 and the handle's own stream, or undo, the array
   // before the memory it came from.
   auto undo = [&](const std::string &which) {
     quietly([&] { debug("import_d3d11_texture: " + which + "; releasing the import"); });

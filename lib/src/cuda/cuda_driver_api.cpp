@@ -62,7 +62,7 @@ struct DriverFunctions {
   drv::SignalExternalSemaphoresAsyncFn signal_semaphores = nullptr;
   drv::WaitExternalSemaphoresAsyncFn wait_semaphores = nullptr;
   drv::DestroyExternalSemaphoreFn destroy_external_semaphore = nullptr;
-  // Optional: the D3D11 texture path (D3D-CUDA-01).
+  // Optional: the D3D11 texture path.
   drv::DeviceGetLuidFn device_get_luid = nullptr;
   drv::ExternalMemoryGetMappedMipmappedArrayFn get_mapped_mipmapped_array = nullptr;
   drv::MipmappedArrayGetLevelFn mipmapped_array_get_level = nullptr;
@@ -363,7 +363,7 @@ public:
 private:
   // The driver's array format for a runtime channel description: every
   // used channel as wide as the first, 8-bit unsigned, 16-bit or 32-bit
-  // float (the CUDA-D3D-03 table); false for anything else.
+  // float (the formats d3d11_cuda_channel_format lists); false for anything else.
   static bool array_format(const cudaffi::ChannelFormatDesc &f, drv::ArrayFormat &format, unsigned &channels) {
     const int bits[4] = {f.x, f.y, f.z, f.w};
     channels = 0;

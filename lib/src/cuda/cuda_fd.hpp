@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // Private to the CUDA sources: handing CUDA a file descriptor to take over
 // (external memory, external semaphores). CUDA owns an imported fd once the
-// import succeeds, so it is only ever given a duplicate (CUDA-DMA-02), and a
-// duplicate it refused is closed again tolerantly (CUDA-DMA-04).
+// import succeeds, so it is only ever given a duplicate, and a duplicate it
+// refused is closed again tolerantly.
 #pragma once
 
 #ifndef _WIN32
@@ -25,7 +25,7 @@ struct ImportDup {
 Result<ImportDup> duplicate_for_import(int fd, const std::string &what);
 
 /// After a refused import: closes `dup.fd` only if the number still names
-/// the file duplicated (drivers have been seen closing it, HAZ-43, and
+/// the file duplicated (drivers have been seen closing it, and
 /// another thread may have reused the number since).
 void reclaim_after_failed_import(const ImportDup &dup) noexcept;
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The CUDA GL channel across the C ABI: the producer's reference-counted
 // channel object and its C callbacks, and the importer that turns a client
-// state plus three functions back into CudaGlOps (ABI-CUDA-01..04).
+// state plus three functions back into CudaGlOps.
 #include <tensormem/cuda_handle.hpp>
 
 #include <tensormem/log.hpp>
@@ -35,7 +35,7 @@ extern "C" void channel_release(const void *ctx) {
     delete channel;
 }
 
-// ABI-CUDA-03: 0 with the out-values written when the GL map succeeds, 1
+// 0 with the out-values written when the GL map succeeds, 1
 // when it yields nothing; no exception crosses.
 extern "C" int channel_map(const void *ctx, void *resource, void **out_ptr, size_t *out_len) {
   try {
@@ -94,7 +94,7 @@ private:
 Result<std::shared_ptr<CudaGlOps>> cuda_gl_ops_from_client(const tm_client_state &state, tm_cuda_map_fn map,
                                                            tm_cuda_unmap_fn unmap, tm_cuda_unregister_fn unregister) {
   // Checked before anything is called: a silently non-owning attach is the
-  // failure this channel exists to prevent (ABI-CUDA-04).
+  // failure this channel exists to prevent.
   if (!state.ctx || !state.retain || !state.release)
     return Error::invalid_argument("CUDA client state must carry a non-NULL ctx, retain and release");
   if (!map || !unmap || !unregister)
@@ -146,7 +146,7 @@ Result<CudaGlClientParts> CudaHandle::into_client_parts() {
   parts.ops.unregister = channel_unregister;
   parts.resource = backing_.resource;
   parts.size = size_;
-  // HAZ-57: the receiver owns the registration now.
+  // The receiver owns the registration now.
   backing_ = Backing{};
   return CudaGlClientParts(parts);
 }

@@ -47,11 +47,11 @@ private:
 
 } // namespace
 
-// What a D3D11 handle owns, and its linear buffer behind a lock
-// (CUDA-D3D-07). Shared with the write-back of a writable map.
+// What a D3D11 handle owns, and its linear buffer behind a lock. Shared with
+// the write-back of a writable map.
 struct CudaHandle::D3d11State {
   CudaD3d11Objects objects;
-  std::mutex linear_mu; // held through a copy-in (CUDA-HANDLE-06)
+  std::mutex linear_mu; // held through a copy-in
   void *linear = nullptr;
 
   ~D3d11State() { release(); }
@@ -62,8 +62,8 @@ struct CudaHandle::D3d11State {
 namespace {
 
 // The release action of a writable D3D11 map: CudaMap runs a CudaGlOps
-// unmap exactly once (CUDA-MAP-03), and this one writes the linear buffer
-// back into the texture (CUDA-MAP-04).
+// unmap exactly once, and this one writes the linear buffer back into the
+// texture.
 class D3d11WriteBack final : public CudaGlOps {
 public:
   explicit D3d11WriteBack(std::shared_ptr<const void> state, const std::function<void(void *)> &write)
@@ -79,14 +79,14 @@ private:
 
 } // namespace
 
-/// \brief CUDA-DROP-03: on the handle's device, the linear buffer, the
+/// \brief On the handle's device, the linear buffer, the
 /// stream, the mipmapped array, then the memory it came from.
 void CudaHandle::D3d11State::release() noexcept {
   const CudaD3d11Objects &o = objects;
   if (!o.runtime || !o.runtime->loaded())
     return;
   // The destructor may run on any thread; a failed selection is logged and
-  // the release goes on (HAZ-47).
+  // the release goes on.
   if (Result<void> selected = o.runtime->set_device(o.device); !selected)
     quietly([&] { warn("releasing a D3D11 CUDA handle: " + selected.error().message()); });
   auto report = [](const char *what, const Result<void> &done) {
@@ -111,9 +111,9 @@ void CudaHandle::D3d11State::release() noexcept {
   objects = CudaD3d11Objects{};
 }
 
-/// \brief CUDA-MAP-04: copies the linear buffer into level 0 on the
+/// \brief Copies the linear buffer into level 0 on the
 /// handle's stream and always synchronises it; every failure is a warning,
-/// the only report a release can make (HAZ-59).
+/// the only report a release can make.
 void CudaHandle::D3d11State::write_back(void *linear_ptr) const noexcept {
   const CudaD3d11Objects &o = objects;
   if (!o.runtime || !o.runtime->available())
@@ -149,7 +149,7 @@ Result<ImportDup> duplicate_for_import(int fd, const std::string &what) {
 }
 
 // The CUDA reference says a failed import leaves the fd alone, but discrete
-// NVIDIA drivers have been seen closing it (HAZ-43). Close it only if the
+// NVIDIA drivers have been seen closing it. Close it only if the
 // number still names the file we duplicated; a closed number (EBADF) is
 // merely logged, and a number another thread reused for a different file in
 // the meantime is left alone (spec §7 item 15 — the window shrinks to a
@@ -212,7 +212,7 @@ Result<std::shared_ptr<CudaHandle>> CudaHandle::import_dma_fd(int fd, std::size_
 #ifdef _WIN32
   return Error::not_implemented("CudaHandle::import_dma_fd: DMA-BUF import exists on Linux only");
 #else
-  // CUDA-DMA-02: CUDA never gets the caller's fd. The dup stays owned by us
+  // CUDA never gets the caller's fd. The dup stays owned by us
   // until the runtime's verdict.
   Result<detail::ImportDup> dup = detail::duplicate_for_import(fd, "CudaHandle::import_dma_fd");
   if (!dup)
@@ -220,8 +220,8 @@ Result<std::shared_ptr<CudaHandle>> CudaHandle::import_dma_fd(int fd, std::size_
 
   bool fd_taken = false;
   Result<void *> imported = runtime->import_external_memory_fd(dup->fd, size, fd_taken);
-  // A close after a refusal must be the tolerant one (CUDA-DMA-04); after an
-  // acceptance CUDA owns it (CUDA-DMA-05), even when it returned no object.
+  // A close after a refusal must be the tolerant one; after an acceptance
+  // CUDA owns it, even when it returned no object.
   if (!imported) {
     debug(imported.error().message());
     if (!fd_taken)
@@ -361,15 +361,14 @@ Result<CudaMap> CudaHandle::map_impl(bool writable) const {
                                   "the C ABI)");
 }
 
-/// \brief CUDA-HANDLE-06: copies level 0 into the linear buffer on the
-/// handle's own stream, behind the recorded write (CUDA-SEM-04), and hands
-/// out the buffer.
+/// \brief Copies level 0 into the linear buffer on the handle's own stream,
+/// behind the recorded write, and hands out the buffer.
 Result<CudaMap> CudaHandle::map_d3d11(const std::shared_ptr<D3d11State> &state, bool writable) const {
   const CudaD3d11Objects &o = state->objects;
   const char *what = writable ? "CudaHandle::map_mut (D3D11)" : "CudaHandle::map (D3D11)";
   if (!o.runtime || !o.runtime->available())
     return Error::not_implemented(std::string(what) + ": CUDA is unavailable");
-  // Device selection is per thread (HAZ-47).
+  // Device selection is per thread.
   if (Result<void> selected = o.runtime->set_device(o.device); !selected)
     return std::move(selected).error();
   std::lock_guard lock(state->linear_mu);

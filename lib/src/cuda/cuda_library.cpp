@@ -75,7 +75,7 @@ Library::~Library() {
     FreeLibrary(reinterpret_cast<HMODULE>(handle_));
 }
 
-// CUDA-LOAD-03: a full path records itself; a bare name records the module
+// A full path records itself; a bare name records the module
 // the OS actually loaded, asked of the loaded module (no second load), with
 // a 1024-character buffer where 0 or 1024 (truncated) counts as failure.
 std::string Library::opened_path(const std::string &file, const char *) const {

@@ -19,7 +19,7 @@ struct Symbol {
 };
 
 /// A library handle that is never closed once kept: code of a CUDA library
-/// that ran may have left threads and exit handlers behind (CUDA-LOAD-05).
+/// that ran may have left threads and exit handlers behind.
 /// Until keep() it closes on destruction (a rejected candidate).
 class Library {
 public:

@@ -74,7 +74,7 @@ std::shared_ptr<CudaRuntime> CudaRuntime::load_api(std::span<const std::string> 
     detail::OpenedApi opened =
         backend == CudaBackend::Driver ? detail::open_driver_api(candidate) : detail::open_runtime_api(candidate);
     if (!opened.api) {
-      // CUDA-LOAD-04: a stale library earlier in the order must not disable
+      // A stale library earlier in the order must not disable
       // CUDA; it was closed again, go on.
       if (opened.why.starts_with("lacks "))
         debug("candidate " + candidate + " " + opened.why + "; closed, trying the next one");
@@ -150,7 +150,7 @@ std::shared_ptr<const CudaRuntime> CudaRuntime::load_default() { return load_ord
 
 std::shared_ptr<const CudaRuntime> CudaRuntime::get() {
   // Built once, never destroyed: the library stays loaded for the life of
-  // the process and its function pointers stay callable (CUDA-LOAD-05).
+  // the process and its function pointers stay callable.
   static const std::shared_ptr<const CudaRuntime> *process = [] {
 #if defined(TENSORMEM_CUDA_DISABLED)
     // Built with -Dcuda=disabled: the code is there (it needs nothing of CUDA
@@ -410,7 +410,7 @@ Result<void *> CudaRuntime::import_external_semaphore(const cudaffi::ExternalSem
 
 namespace {
 
-// Signal and wait alike. HAZ-50: the parameters are zero everywhere but the
+// Signal and wait alike: the parameters are zero everywhere but the
 // fence value, which the v1 and v2 layouts share; an error names the call
 // made and the value.
 template <typename Params, typename Queue>

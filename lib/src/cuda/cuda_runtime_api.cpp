@@ -11,8 +11,8 @@ namespace {
 
 namespace ffi = cudaffi;
 
-// The resolved entry points. Required: CUDA-SYM-01 plus
-// cudaGetDeviceCount; the rest are optional.
+// The resolved entry points. Required: those before "Optional." below,
+// without which a runtime does not count as usable; the rest are optional.
 struct RuntimeFunctions {
   ffi::GetDeviceCountFn get_device_count = nullptr;
   ffi::GraphicsGLRegisterBufferFn graphics_gl_register_buffer = nullptr;
@@ -31,16 +31,16 @@ struct RuntimeFunctions {
   // Optional.
   ffi::GetErrorStringFn get_error_string = nullptr;
   ffi::MallocFn malloc = nullptr;
-  // Optional too (CUDA-SYM-02, changed: optional on every platform), and
+  // Optional too (on every platform, see docs/seed-deviations.md), and
   // only usable all together; the semaphore calls prefer the _v2 exports
-  // and fall back to the pre-11.2 ones (HAZ-50).
+  // and fall back to the pre-11.2 ones.
   ffi::ImportExternalSemaphoreFn import_external_semaphore = nullptr;
   ffi::SignalExternalSemaphoresAsyncFn signal_semaphores_v2 = nullptr;
   ffi::SignalExternalSemaphoresAsyncFn signal_semaphores_v1 = nullptr;
   ffi::WaitExternalSemaphoresAsyncFn wait_semaphores_v2 = nullptr;
   ffi::WaitExternalSemaphoresAsyncFn wait_semaphores_v1 = nullptr;
   ffi::DestroyExternalSemaphoreFn destroy_external_semaphore = nullptr;
-  // Optional: the D3D11 texture path (D3D-CUDA-01). The device properties
+  // Optional: the D3D11 texture path. The device properties
   // prefer the _v2 export (CUDA 12's; CUDA 13 exports only the unsuffixed
   // name, with the same layout up to the LUID).
   ffi::ExternalMemoryGetMappedMipmappedArrayFn get_mapped_mipmapped_array = nullptr;
@@ -211,7 +211,7 @@ public:
   CudaCall set_device(int ordinal) const override { return {fn_.set_device(ordinal), "cudaSetDevice"}; }
   CudaCall external_memory_mipmapped_array(void **mipmap, void *ext_mem, const ffi::ChannelFormatDesc &format,
                                            std::size_t width, std::size_t height) const override {
-    // CUDA-D3D-04: offset 0, one level, flags 0, depth 0.
+    // Offset 0, one level, flags 0, depth 0.
     ffi::ExternalMemoryMipmappedArrayDesc desc;
     ffi::zero_fill(desc);
     desc.offset = 0;

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 //
-// Image → texture layouts for the D3D11 storage (the row quantities of D3D-LAYOUT-05).
+// Image → texture layouts for the D3D11 storage, and their row quantities.
 //
 // Table (format, dtype → DXGI format, texture width × height):
 //   RGBA/RGBx U8 → R8G8B8A8_Unorm, w × h;  BGRA U8 → B8G8R8A8_Unorm;

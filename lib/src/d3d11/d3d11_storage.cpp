@@ -19,8 +19,9 @@ std::string layout_text(PixelFormat format, DType dtype, std::uint32_t width, st
          std::to_string(height);
 }
 
-/// D3D-CONST-01 / D3D-CONST-02; `shareable` false on a device without
-/// shared NT handles (the texture is then unshared, seed-deviations.md).
+/// The description of a texture tensor's texture or of its staging texture;
+/// `shareable` false on a device without shared NT handles (the texture is
+/// then unshared, see docs/seed-deviations.md).
 D3d11TextureDesc texture_desc(const D3d11ImageLayout &layout, bool staging, bool shareable = true) {
   D3d11TextureDesc d;
   d.width = layout.texture_width;
@@ -39,7 +40,7 @@ D3d11TextureDesc texture_desc(const D3d11ImageLayout &layout, bool staging, bool
 }
 
 /// \brief A staging texture of `layout` and the row pitch the driver gave it,
-/// learned by one map (D3D-LAYOUT-01).
+/// learned by one map.
 Result<std::pair<std::shared_ptr<D3d11Texture>, std::size_t>> staging_with_pitch(D3d11Device &device,
                                                                                  const D3d11ImageLayout &layout) {
   auto staging = device.create_texture(texture_desc(layout, true));
@@ -55,7 +56,7 @@ Result<std::pair<std::shared_ptr<D3d11Texture>, std::size_t>> staging_with_pitch
 
 std::uint32_t even(std::size_t v) { return static_cast<std::uint32_t>((v + 1) & ~std::size_t{1}); }
 
-/// \brief D3D-LAYOUT-02: a semi-planar layout as wide as the pitch a CPU map
+/// \brief A semi-planar layout as wide as the pitch a CPU map
 /// sees, so one producer row is one texture row.
 Result<D3d11ImageLayout> widen_to_pitch(D3d11Device &device, const D3d11ImageLayout &layout) {
   auto probe = staging_with_pitch(device, layout);
@@ -87,7 +88,7 @@ Error refuse(const char *field, const std::string &found, const std::string &req
                                  required);
 }
 
-/// \brief D3D-EXT-02: `texture` checked against the layout of the image,
+/// \brief `texture` checked against the layout of the image,
 /// field by field in the spec's order; the (possibly widened) layout.
 Result<D3d11ImageLayout> check_external(D3d11Context &ctx, D3d11Texture &texture, PixelFormat format, DType dtype,
                                         std::uint32_t width, std::uint32_t height) {
@@ -148,7 +149,7 @@ D3d11TextureStorage::~D3d11TextureStorage() {
     context_->device().unmap(*staging_);
 }
 
-/// \brief D3D-ALLOC-02: the backings every constructor ends with.
+/// \brief The backings every constructor ends with.
 Result<std::shared_ptr<D3d11TextureStorage>> D3d11TextureStorage::finish(std::shared_ptr<D3d11Context> context,
                                                                          std::shared_ptr<D3d11Texture> texture,
                                                                          D3d11NtHandle handle, D3d11ImageLayout layout,
@@ -185,7 +186,7 @@ D3d11TextureStorage::allocate_image(std::shared_ptr<D3d11Context> context, Pixel
                                    layout_text(format, dtype, width, height) +
                                    "; let the element choose the memory, or use system memory");
   D3d11Device &device = context->device();
-  if (layout->semi_planar()) { // D3D-LAYOUT-03: for every access kind
+  if (layout->semi_planar()) { // for every access kind
     auto widened = widen_to_pitch(device, *layout);
     if (!widened)
       return widened.error();
@@ -232,9 +233,9 @@ Result<std::shared_ptr<D3d11TextureStorage>> D3d11TextureStorage::wrap_texture(s
   return finish(std::move(context), std::move(texture), std::move(handle), *layout, access, bind);
 }
 
-/// \brief Opens a shared texture; with a completion, orders behind it
-/// (D3D-IMP-03): a GPU wait and a fresh local signal where the device can, a
-/// bounded CPU wait where it cannot, a warning without fences.
+/// \brief Opens a shared texture; with a completion, orders behind it:
+/// a GPU wait and a fresh local signal where the device can, a bounded CPU
+/// wait where it cannot, a warning without fences.
 Result<std::shared_ptr<D3d11TextureStorage>>
 D3d11TextureStorage::open_shared_handle(std::shared_ptr<D3d11Context> context, std::uintptr_t handle,
                                         PixelFormat format, DType dtype, std::uint32_t width, std::uint32_t height,
@@ -282,7 +283,7 @@ D3d11TextureStorage::open_shared_handle(std::shared_ptr<D3d11Context> context, s
   if (!queued)
     return queued.error();
   (*storage)->producer_fence_ = std::move(*fence);
-  auto local = context->signal(); // HAZ-36: a point on this device's fence, never the producer's value
+  auto local = context->signal(); // a point on this device's fence, never the producer's value
   if (!local)
     return local.error();
   if (Result<void> recorded = (*storage)->set_gpu_write(*local); !recorded)
@@ -304,7 +305,7 @@ Result<StorageHandle> D3d11TextureStorage::export_handle() {
   out.adapter = context_->device().adapter();
   if (context_->fence_shared()) {
     auto fence = context_->duplicate_fence_handle();
-    if (fence) // no handle only means no GPU-side ordering (CUDA-D3D-06)
+    if (fence) // no handle only means no GPU-side ordering
       out.fence_handle = std::move(*fence);
   }
   out.recorded_write = gpu_write_;
@@ -324,8 +325,8 @@ Result<void> D3d11TextureStorage::set_gpu_write(std::uint64_t value) {
   return {};
 }
 
-/// \brief D3D-FENCE-03: a GPU-side wait for the recorded write, only where
-/// it can never stall the immediate context (HAZ-22/23/24).
+/// \brief A GPU-side wait for the recorded write, only where it can never
+/// stall the immediate context.
 void D3d11TextureStorage::wait_for_recorded_write() noexcept {
   const std::uint64_t value = gpu_write_->load();
   D3d11Fence *fence = context_->fence();
@@ -356,7 +357,7 @@ Result<void> D3d11TextureStorage::order_backend_map(CpuAccess, bool may_block) n
 }
 
 /// \brief The host buffer, made zeroed on first use at the backing's size
-/// with its base aligned once (D3D-BACK-02/04). Holds mu_.
+/// with its base aligned once. Holds mu_.
 Result<std::byte *> D3d11TextureStorage::host_buffer() {
   if (host_)
     return host_;
@@ -381,7 +382,7 @@ Result<void> D3d11TextureStorage::refresh_staging_locked(bool flush_now) {
   return {};
 }
 
-/// \brief D3D-MAP-03..07: the staging path or the host-buffer path.
+/// \brief The staging path or the host-buffer path.
 Result<BackendMapping> D3d11TextureStorage::backend_map(std::size_t, CpuAccess access) noexcept {
   if (access_ == CpuAccess::None)
     return Error::invalid_operation("D3D11 texture: access None grants no CPU map");
@@ -393,9 +394,8 @@ Result<BackendMapping> D3d11TextureStorage::backend_map(std::size_t, CpuAccess a
     D3d11Device &device = context_->device();
     if (staging_) {
       const bool nonblocking = !map_blocks_;
-      // D3D-MAP-04: a blocking read always refreshes; only a poll reuses
-      // the pending copy (D3D-TRY-02), and it flushes what it queues
-      // (D3D-TRY-03).
+      // A blocking read always refreshes; only a poll reuses the pending
+      // copy, and it flushes what it queues.
       if (access_reads(access) && !(nonblocking && refresh_pending_)) {
         Result<void> refreshed = refresh_staging_locked(nonblocking);
         if (!refreshed)
@@ -424,7 +424,7 @@ Result<BackendMapping> D3d11TextureStorage::backend_map(std::size_t, CpuAccess a
 }
 
 /// \brief The last unmap: a writer publishes (staging → texture, or the
-/// host buffer uploaded) and flushes (D3D-MAP-06/07, D3D-FENCE-01).
+/// host buffer uploaded) and flushes.
 Result<void> D3d11TextureStorage::backend_unmap() noexcept {
   std::lock_guard lock(mu_);
   D3d11Device &device = context_->device();
@@ -445,7 +445,7 @@ Result<void> D3d11TextureStorage::backend_unmap() noexcept {
 }
 
 /// \brief Refuses a write-only window short of the whole backing: its
-/// release would publish rows nobody wrote (HAZ-27).
+/// release would publish rows nobody wrote.
 Result<void> D3d11TextureStorage::check_cpu_window(CpuAccess access, std::size_t offset, std::size_t bytes) const {
   if (access != CpuAccess::Write)
     return {};
@@ -473,7 +473,7 @@ Result<HostPin> D3d11TextureStorage::pin_host(CpuAccess access) {
   return HostPin(shared_from_this(), *host, size_bytes());
 }
 
-/// \brief D3D-SYNC-03: the host buffer refreshed from the texture.
+/// \brief The host buffer refreshed from the texture.
 Result<void> D3d11TextureStorage::sync_for_cpu(CpuAccess access) {
   std::lock_guard lock(mu_);
   if (!access_reads(access) || !host_ || !staging_)
@@ -495,8 +495,8 @@ Result<void> D3d11TextureStorage::sync_for_cpu(CpuAccess access) {
   return {};
 }
 
-/// \brief D3D-SYNC-04: CPU writes published to the texture, both backings
-/// held through the copy (HAZ-32).
+/// \brief CPU writes published to the texture, both backings held through
+/// the copy.
 Result<void> D3d11TextureStorage::sync_for_device(CpuAccess access) {
   if (!access_writes(access))
     return {};

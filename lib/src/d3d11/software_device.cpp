@@ -53,7 +53,7 @@ struct FenceState {
 
 /// The process-wide NT handle table. Values are multiples of 4 (as Windows
 /// hands them out) and the lowest free one is reused first, so a test can
-/// see a closed value come back for an unrelated object (HAZ-35).
+/// see a closed value come back for an unrelated object.
 class HandleTable final : public D3d11HandleTable {
 public:
   using Object = std::variant<std::shared_ptr<Memory>, std::shared_ptr<FenceState>>;

@@ -101,7 +101,7 @@ struct GlWorker::Core {
   }
 
   /// A buffer of immutable storage mapped once, for its life, at `data`.
-  /// `cpu_mapped` is the one CPU map the port has handed out (PBO-OPS-08).
+  /// `cpu_mapped` is the one CPU map the port has handed out.
   struct Persistent {
     std::byte *data = nullptr;
     std::size_t size = 0;
@@ -239,7 +239,7 @@ struct GlWorker::Core {
   // ---- GL operations: each runs on the worker thread ---------------------
 
   Result<BackendMapping> gl_map(std::uint32_t id, std::size_t size, CpuAccess access) {
-    // PBO-OPS-08, HAZ-18: MapState serialises one handle; two handles of one
+    // MapState serialises one handle; two handles of one
     // GL name (a producer and an import) only meet here.
     if (mapped.count(id))
       return Error::mapped("GL buffer " + std::to_string(id) + " is already mapped through another handle");

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// The tm_* C entry points. Every one catches everything (SHR-FFI-01) and
-// reports through its return value plus the caller's tm_error, never through
-// a thread-local slot (ABI-ERR-03, HAZ-13).
+// The tm_* C entry points. Every one catches everything and reports through
+// its return value plus the caller's tm_error, never through a thread-local
+// slot.
 #include <tensormem/pbo_storage.hpp>
 #include <tensormem/tensormem.h>
 
@@ -89,7 +89,7 @@ tm_status tm_tensor_wrap_pbo(const tm_pbo_ops *ops, uint32_t buffer_id, size_t s
     Result<DType> type = dtype_from(dtype);
     if (!type)
       return report(err, type.error());
-    // ABI-PARTS-05: the dimensions arrive unchecked; from_pbo's checked
+    // The dimensions arrive unchecked; from_pbo's checked
     // footprint is the boundary that holds.
     return hand_out(from_client_pbo(table->state, table->map, table->unmap, buffer_id, size, std::move(*dims), *type,
                                     name ? name : ""),

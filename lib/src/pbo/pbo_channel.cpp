@@ -1,8 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// The cross-boundary PBO channel: the producer's table (ABI-PBO), importing a
-// table back into PboOps (ABI-ASM), error codes (ABI-ERR) and client parts
-// (ABI-PARTS). Nothing here is keyed by buffer id: a channel is its ctx
-// (HAZ-08), and no process-global registry exists (HAZ-09).
+// The cross-boundary PBO channel: the producer's table, importing a table
+// back into PboOps, error codes and client parts. Nothing here is keyed by
+// buffer id: a channel is its ctx, and no process-global registry exists.
 #include "pbo_channel.hpp"
 
 #include <tensormem/log.hpp>
@@ -55,13 +54,13 @@ int PboChannel::code_of(const Error &error) noexcept {
 Error PboChannel::error_of(int code) {
   if (code == TM_PBO_DISCONNECTED)
     return Error::disconnected("cross-boundary PBO operation: the producer's GL context is gone");
-  // ABI-ERR-03: only the coarse code crosses; the producer's text stays on its side.
+  // Only the coarse code crosses; the producer's text stays on its side.
   return Error::not_implemented("cross-boundary PBO operation failed: errno " + std::to_string(code));
 }
 
-// Producer side of map (ABI-PBO-06). The ops call goes straight to GL, not
+// Producer side of map. The ops call goes straight to GL, not
 // through this storage's MapState: the importer has its own MapState, and the
-// GL worker serialises the two handles per buffer (PBO-OPS-08).
+// GL worker serialises the two handles per buffer.
 int PboChannel::map(const void *ctx, std::uint32_t buffer_id, std::size_t size, std::uint8_t **out_ptr,
                     std::size_t *out_len) noexcept {
   try {
@@ -93,7 +92,7 @@ int PboChannel::map(const void *ctx, std::uint32_t buffer_id, std::size_t size, 
     *out_len = mapping->length;
     return TM_PBO_OK;
   } catch (...) {
-    return TM_PBO_FAILED; // SHR-FFI-01
+    return TM_PBO_FAILED; // no exception crosses the C boundary
   }
 }
 
@@ -114,8 +113,8 @@ int PboChannel::unmap(const void *ctx, std::uint32_t buffer_id) noexcept {
 namespace {
 
 /// PboOps over a client channel. It holds one retain on the channel for its
-/// whole life, which is what lets an imported tensor outlive its producer
-/// (ABI-ASM-02, HAZ-10); it never deletes the buffer (HAZ-11).
+/// whole life, which is what lets an imported tensor outlive its producer;
+/// it never deletes the buffer.
 class ImportedPboOps final : public PboOps {
 public:
   // Built only from a checked state. The one retain happens here, after the
@@ -129,8 +128,8 @@ public:
   ImportedPboOps &operator=(const ImportedPboOps &) = delete;
   ~ImportedPboOps() override { state_.release(state_.ctx); }
 
-  // ABI-ASM-03: the client's claim is returned as it is; MapState refuses
-  // null and short mappings (PBO-MAP-07/08).
+  // The client's claim is returned as it is; MapState refuses
+  // null and short mappings.
   Result<BackendMapping> map_buffer(std::uint32_t buffer_id, std::size_t size, CpuAccess) noexcept override {
     try {
       std::uint8_t *ptr = nullptr;
@@ -173,7 +172,7 @@ Result<tm_pbo_ops> read_pbo_table(const tm_pbo_ops *table) {
 
 Result<std::shared_ptr<PboOps>> client_state_pbo_ops(const tm_client_state &state, tm_pbo_map_fn map,
                                                      tm_pbo_unmap_fn unmap) {
-  // ABI-ASM-01, HAZ-12: all five parts are checked before anything is called.
+  // All five parts are checked before anything is called.
   if (!state.ctx)
     return Error::invalid_argument("PBO client state carries a NULL ctx");
   if (!state.retain)
@@ -208,7 +207,7 @@ Result<PboClientParts> into_client_parts(Tensor &&tensor) {
   if (!storage)
     return Error::invalid_argument(std::string("into_client_parts: a ") + storage_kind_name(tensor.storage_kind()) +
                                    " tensor has no PBO channel");
-  // ABI-PARTS-02, HAZ-14: the C entry point has no offset argument, so a
+  // The C entry point has no offset argument, so a
   // window off the buffer's origin would land at byte 0 on the far side.
   if (tensor.offset() != 0)
     return Error::invalid_operation(

@@ -7,10 +7,10 @@
 namespace tensormem {
 
 /// Builds the C table of a storage and converts between errors and the
-/// channel's return codes (ABI-ERR-01/02).
+/// channel's return codes.
 struct PboChannel {
   /// The table whose ctx is `storage` and whose functions dispatch into its
-  /// ops and its channel reference count (ABI-PBO-03).
+  /// ops and its channel reference count.
   static tm_pbo_ops table_for(const PboStorage *storage) noexcept;
 
   static void retain(const void *ctx) noexcept;

@@ -24,7 +24,7 @@ Result<std::shared_ptr<PboStorage>> PboStorage::create(std::uint32_t buffer_id, 
 PboStorage::PboStorage(Token, std::uint32_t buffer_id, std::size_t size, std::shared_ptr<PboOps> ops) noexcept
     : Storage(size), buffer_id_(buffer_id), ops_(std::move(ops)) {}
 
-// PBO-LIFE-01: the storage is the one owner of the GL buffer; copies, views,
+// The storage is the one owner of the GL buffer; copies, views,
 // maps, parts and imported channels all hold the storage, so this runs once.
 PboStorage::~PboStorage() {
   // Another API's import of the buffer (a CUDA registration) is released
@@ -35,7 +35,7 @@ PboStorage::~PboStorage() {
 
 Result<HostPin> PboStorage::pin_host(CpuAccess) { return Error::not_implemented(kPboPinHostRefusal); }
 
-// PBO-MAP-03: MapState always asks for the whole allocation.
+// MapState always asks for the whole allocation.
 Result<BackendMapping> PboStorage::backend_map(std::size_t size, CpuAccess access) noexcept {
   return ops_->map_buffer(buffer_id_, size, access);
 }
@@ -43,7 +43,7 @@ Result<BackendMapping> PboStorage::backend_map(std::size_t size, CpuAccess acces
 Result<void> PboStorage::backend_unmap() noexcept { return ops_->unmap_buffer(buffer_id_); }
 
 const tm_pbo_ops *PboStorage::client_table() const noexcept {
-  // ABI-PBO-04: the table borrows; a reference held here would be a cycle
+  // The table borrows; a reference held here would be a cycle
   // through the storage that contains it and would leak every GL buffer.
   std::call_once(table_once_, [this] { table_ = PboChannel::table_for(this); });
   return &table_;
@@ -57,8 +57,8 @@ std::size_t PboStorage::channel_references() const noexcept {
 void PboStorage::retain_channel() const noexcept {
   std::lock_guard lock(channel_mu_);
   if (channel_refs_ == 0) {
-    // The retaining client vouches that a reference exists right now
-    // (ABI-STATE-03), so weak_from_this cannot be expired here.
+    // The retaining client vouches that a reference exists right now, so
+    // weak_from_this cannot be expired here.
     std::shared_ptr<const Storage> self = weak_from_this().lock();
     if (!self) {
       log(LogLevel::Error, "PBO channel: retain on a storage nobody owns; the reference is not taken");
@@ -114,7 +114,7 @@ Result<void> check_pbo_fit(std::string_view prefix, std::optional<std::uint32_t>
 
 Result<Tensor> from_pbo(std::uint32_t buffer_id, std::size_t size, Shape shape, DType dtype, std::string name,
                         std::shared_ptr<PboOps> ops) {
-  // PBO-NEW-01, in the spec's order, before a storage exists: a refused wrap
+  // The checks, in the seed's order, before a storage exists: a refused wrap
   // must not delete the caller's buffer when the storage is dropped.
   Result<void> fits = check_pbo_fit("from_pbo", buffer_id, size, shape, dtype);
   if (!fits)

@@ -39,7 +39,7 @@ std::uint64_t Timeline::last_issued() const noexcept {
   return std::max(issued_, elsewhere);
 }
 
-/// \brief Refuses a value this timeline never handed out (HAZ-23).
+/// \brief Refuses a value this timeline never handed out.
 /// \param value The value a caller wants to record or wait on.
 /// \param what The operation, named first in the error.
 /// \return InvalidArgument naming the value, the timeline and its newest value

@@ -72,6 +72,7 @@ TEST(CudaChannel, imported_ops_cannot_register_buffers) {
   EXPECT_EQ(r.error().kind(), ErrorKind::NotImplemented);
 }
 
+// CUDA-DROP-01: a detached handle does nothing when it goes; a GL one unregisters once.
 TEST(CudaChannel, ABI_CUDA_02_into_client_parts_detaches_the_handle_and_the_receiver_unregisters_once) {
   auto gl = std::make_shared<CountingGlOps>();
   auto producer = CudaHandle::from_gl(reinterpret_cast<void *>(0x11), 4096, gl);

@@ -281,6 +281,8 @@ TEST_F(CudaD3d11, CUDA_LADDER_01_every_rung_refused_is_none_with_everything_rele
 
 // ---- Formats, device, semaphore -------------------------------------------------
 
+// CUDA-D3D-04: the fake refuses a mipmapped-array descriptor other than offset 0,
+// one level, flags 0 and depth 0, so every import here checks it.
 TEST_F(CudaD3d11, CUDA_D3D_03_every_listed_format_imports_and_copies_its_bytes) {
   for (DxgiFormat format :
        {DxgiFormat::R8_Unorm, DxgiFormat::R8G8_Unorm, DxgiFormat::R8G8B8A8_Unorm, DxgiFormat::B8G8R8A8_Unorm,
@@ -380,6 +382,7 @@ TEST_F(CudaD3d11, CUDA_D3D_06_no_fence_handle_means_no_semaphore_even_when_the_p
 
 // ---- Maps --------------------------------------------------------------------
 
+// CUDA-D3D-07: the handle keeps its linear buffer, made on the first map and reused.
 TEST_F(CudaD3d11, CUDA_HANDLE_06_a_map_copies_the_texture_into_the_linear_buffer) {
   SharedTexture t = make_texture(100, 30, DxgiFormat::B8G8R8A8_Unorm, 9);
   Result<std::shared_ptr<CudaHandle>> handle = import(t);

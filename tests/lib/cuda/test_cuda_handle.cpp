@@ -60,6 +60,9 @@ TEST_F(CudaHandleTest, CUDA_HANDLE_03_glbuffer_handle_debug_and_empty_map) {
   EXPECT_EQ(h->kind(), CudaHandleKind::GlBuffer);
 }
 
+// CUDA-MAP-02: a GL map is released by a GL unmap, external memory by nothing
+// (below); the C-library unmap and the D3D11 write-back are checked in
+// test_cuda_channel.cpp and test_cuda_d3d11.cpp.
 TEST_F(CudaHandleTest, CUDA_HANDLE_04_cudamap_guard_unmaps_on_drop_for_glbuffer) {
   auto ops = std::make_shared<CountingGlOps>();
   {
@@ -188,6 +191,8 @@ TEST_F(CudaHandleTest, a_gl_mapping_with_a_null_address_is_refused_and_unmapped)
   EXPECT_EQ(ops->unmaps, 1);
 }
 
+// CUDA-HANDLE-02: a handle from a GL registration here, from an external-memory
+// import in the CUDA_DMA tests below.
 TEST_F(CudaHandleTest, CUDA_GL_04_registration_goes_through_the_gl_ops) {
   auto ops = std::make_shared<CountingGlOps>();
   Result<std::shared_ptr<CudaHandle>> h = CudaHandle::register_gl_buffer(ops, 9, 4096);

@@ -97,6 +97,7 @@ TEST_F(CudaLoader, CUDA_LOAD_04_a_candidate_missing_a_symbol_is_closed_and_the_n
   EXPECT_EQ(::dlopen(partial_path().c_str(), RTLD_NOW | RTLD_NOLOAD), nullptr);
 }
 
+// CUDA-SYM-01: a runtime lacking a required symbol does not count as usable.
 TEST_F(CudaLoader, CUDA_LOAD_04_only_incomplete_candidates_leave_cuda_unavailable_naming_the_symbol) {
   std::vector<std::string> candidates{partial_path()};
   auto rt = CudaRuntime::load(candidates);

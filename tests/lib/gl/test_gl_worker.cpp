@@ -64,6 +64,7 @@ TEST_F(GlWorkerTest, submit_runs_on_the_worker_and_inline_when_already_there) {
   EXPECT_EQ(order, (std::vector<int>{0, 1, 2, 3, 4}));
 }
 
+// PBO-OPS-05: the buffer is unmapped as soon as a map ends, before its next GL use.
 TEST_F(GlWorkerTest, PBO_OPS_02_allocate_write_through_a_map_and_read_back_through_another) {
   Tensor t = make_pbo(4096, {64, 64});
   auto pbo = pbo_storage_of(t);
@@ -195,6 +196,7 @@ TEST_F(GlWorkerTest, PBO_MAP_02_gl_work_on_the_worker_may_map_tensors_itself) {
   EXPECT_EQ(r->bytes()[0], std::byte{0x5A});
 }
 
+// HAZ-18: the GL thread serialises the handles of one GL name.
 TEST_F(GlWorkerTest, PBO_OPS_08_a_second_handle_of_one_gl_name_cannot_map_concurrently) {
   Tensor producer = make_pbo(256, {256});
   auto pbo = pbo_storage_of(producer);

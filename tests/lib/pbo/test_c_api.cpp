@@ -228,6 +228,8 @@ struct ForeignLibrary {
 
 } // namespace
 
+// ABI-PBO-01: the table's client state, map and unmap are all an importer needs;
+// it has no delete, and only the producer deletes the buffer.
 TEST(PboForeignCopy, a_library_built_only_against_the_c_header_reads_real_bytes_through_the_table) {
   ForeignLibrary foreign;
   ASSERT_TRUE(foreign.ok()) << foreign.lib.error();

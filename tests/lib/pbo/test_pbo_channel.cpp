@@ -83,6 +83,7 @@ TEST(PboChannel, ABI_DESC_01_cross_package_pbo_round_trips_through_tensor_desc_w
   EXPECT_EQ(m->data(), ops->bytes().data()) << "the same buffer, not a copy";
 }
 
+// HAZ-08: GL names repeat, so an import follows the table address, never the name.
 TEST(PboChannel, ABI_DESC_02_two_pbo_tensors_sharing_a_buffer_id_do_not_cross_resolve) {
   auto ops_a = FakePboOps::make(4);
   auto ops_b = FakePboOps::make(4);
@@ -109,6 +110,7 @@ TEST(PboChannel, ABI_DESC_02_two_pbo_tensors_sharing_a_buffer_id_do_not_cross_re
 
 // ---- ABI-PBO ------------------------------------------------------------------
 
+// HAZ-09: the table borrows; it keeps neither the buffer nor the ops alive.
 TEST(PboChannel, ABI_PBO_05_dropping_the_producing_pbo_tensor_leaks_nothing_the_vtable_touched) {
   auto ops = FakePboOps::make(8);
   std::shared_ptr<PboOps> second = ops;
@@ -215,6 +217,8 @@ TEST(PboChannel, ABI_ERR_02_any_non_zero_code_becomes_not_implemented_naming_it)
 
 // ---- ABI-ASM ------------------------------------------------------------------
 
+// HAZ-10: the importer retains the channel itself, so it outlives the producer.
+// HAZ-11: only the producer's storage deletes the buffer, once.
 TEST(PboChannel, ABI_ASM_02_an_imported_channel_keeps_the_producers_buffer_alive) {
   auto ops = FakePboOps::make(64);
   std::optional<Tensor> producer = wrap(21, 64, {64}, ops);
@@ -234,6 +238,7 @@ TEST(PboChannel, ABI_ASM_02_an_imported_channel_keeps_the_producers_buffer_alive
   EXPECT_EQ(ops->deletes, 1) << "released exactly once, and the importer deleted nothing itself";
 }
 
+// ABI-STATE-02: each retain adds one reference and each release drops one.
 TEST(PboChannel, ABI_ASM_02_retain_and_release_are_balanced_per_importer) {
   Tensor producer = wrap(22, 8, {8}, FakePboOps::make(8));
   auto pbo = pbo_storage_of(producer);
@@ -267,6 +272,7 @@ TEST(PboChannel, ABI_ASM_04_from_client_pbo_refuses_an_incomplete_channel) {
   }
 }
 
+// HAZ-12: a state without retain or release is refused before anything is retained.
 TEST(PboChannel, ABI_ASM_01_a_client_state_missing_any_part_is_refused) {
   auto parts = into_client_parts(wrap(9, 16, {16}, FakePboOps::make(16)));
   ASSERT_TRUE(parts);
@@ -306,6 +312,7 @@ TEST(PboChannel, ABI_ASM_03_the_clients_reported_mapping_is_validated_by_the_imp
 
 // ---- ABI-PARTS ----------------------------------------------------------------
 
+// HAZ-15: the parts own a reference until the callee has retained its own.
 TEST(PboChannel, ABI_PARTS_01_client_parts_hand_over_a_channel_the_callee_retains) {
   auto ops = FakePboOps::make(32);
   auto parts = into_client_parts(wrap(7, 32, {32}, ops));
@@ -326,6 +333,7 @@ TEST(PboChannel, ABI_PARTS_01_client_parts_hand_over_a_channel_the_callee_retain
   EXPECT_EQ(ops->deletes, 1);
 }
 
+// HAZ-14: a window off the buffer's origin cannot cross the C entry point.
 TEST(PboChannel, ABI_PARTS_02_client_parts_refuse_a_sub_view) {
   Tensor whole = wrap(11, 32, {32}, FakePboOps::make(32));
   auto sub = whole.view(16, {16});

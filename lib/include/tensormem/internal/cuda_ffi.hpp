@@ -4,8 +4,7 @@
 // Our own mirrors of the few CUDA runtime types the library passes across
 // the dlopen boundary. No CUDA header is needed to build; the numbers and
 // layouts follow the CUDA 13 driver_types.h, and tests/lib/cuda compares
-// them with the real header wherever one is installed (CUDA-FFI-01..09,
-// DESIGN §8).
+// them with the real header wherever one is installed (DESIGN §8).
 //
 // Layout rule: every descriptor uses the LONG form that ends in
 // `unsigned int reserved[16]`, on every platform. Older runtimes read only
@@ -67,7 +66,7 @@ inline constexpr unsigned kExternalMemoryDedicated = 0x1;
 /// cudaGraphicsRegisterFlagsNone.
 inline constexpr unsigned kGraphicsRegisterFlagsNone = 0;
 
-/// cudaMemcpyKind (CUDA-PRIM-01).
+/// cudaMemcpyKind.
 enum class MemcpyKind : int {
   HostToHost = 0,
   HostToDevice = 1,
@@ -124,7 +123,7 @@ struct ExternalMemoryMipmappedArrayDesc {
   unsigned int reserved[16];
 };
 
-/// The two fields of cudaDeviceProp the D3D11 path reads (D3D-CUDA-01):
+/// The two fields of cudaDeviceProp the D3D11 path reads:
 /// the adapter LUID (char[8], the bytes of a Windows LUID) and its node
 /// mask, after `char name[256]` and the 16-byte `cudaUUID_t uuid`. The
 /// struct's length differs between toolkits; it is never mirrored whole: a
@@ -177,7 +176,7 @@ struct ExternalSemaphoreWaitParams {
 /// cudaExternalSemaphoreSignalParams (the _v2 layout): 144 bytes, alignment
 /// 8. The v1 layout (cudaSignalExternalSemaphoresAsync before CUDA 11.2) is
 /// this without the trailing reserved[16]: with one semaphore per call and
-/// only fence.value set, both read the same meaning (HAZ-50).
+/// only fence.value set, both read the same meaning.
 struct ExternalSemaphoreSignalParams {
   struct {
     struct {
@@ -254,7 +253,7 @@ using SignalExternalSemaphoresAsyncFn = Status (*)(void *const *ext_sems, const 
 using WaitExternalSemaphoresAsyncFn = Status (*)(void *const *ext_sems, const ExternalSemaphoreWaitParams *params,
                                                  unsigned int count, void *stream);
 using DestroyExternalSemaphoreFn = Status (*)(void *ext_sem);
-// D3D11 textures (optional entry points, D3D-CUDA-01): the mipmapped array
+// D3D11 textures (optional entry points): the mipmapped array
 // an external memory holds, its base level, 2-D copies between an array and
 // linear memory on a stream, device selection by adapter LUID.
 using ExternalMemoryGetMappedMipmappedArrayFn = Status (*)(void **mipmap, void *ext_mem,
@@ -336,7 +335,7 @@ using ImportExternalMemoryFn = Status (*)(void **ext_mem, const ExternalMemoryHa
 using ExternalMemoryGetMappedBufferFn = Status (*)(DevicePtr *dev_ptr, void *ext_mem,
                                                    const ExternalMemoryBufferDesc *desc);
 using DestroyExternalMemoryFn = Status (*)(void *ext_mem);
-/// CUarray_format values of the D3D11 texel formats (CUDA-D3D-03).
+/// CUarray_format values of the D3D11 texel formats.
 enum class ArrayFormat : int { UnsignedInt8 = 0x01, Half = 0x10, Float = 0x20 };
 /// CUmemorytype values a 2-D copy names.
 enum class MemoryType : int { Host = 0x01, Device = 0x02, Array = 0x03, Unified = 0x04 };

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
-// CUDA, reached through dlopen only (CUDA-LOAD-01..07): CUDA's runtime API
+// CUDA, reached through dlopen only: CUDA's runtime API
 // (libcudart) or, where only the NVIDIA driver is installed, its driver API
 // (libcuda). Nothing here needs CUDA headers or links against CUDA.
 
@@ -33,15 +33,15 @@ enum class CudaBackend : std::uint8_t {
 /// "none", "runtime", "driver".
 TENSORMEM_API const char *cuda_backend_name(CudaBackend backend) noexcept;
 
-/// One attempt at loading CUDA: the library it opened (never closed again,
-/// CUDA-LOAD-05), the API it offers, and whether a device answered. Every
+/// One attempt at loading CUDA: the library it opened (never closed
+/// again), the API it offers, and whether a device answered. Every
 /// operation below means the same on either backend; error messages name
 /// the call actually made (cudaMemcpy, cuMemcpyDtoH_v2, ...).
 class TENSORMEM_API CudaRuntime {
 public:
   /// The process runtime: load_default() on first use, cached (including
   /// "unavailable") and never retried; the outcome is logged once at info
-  /// level. Thread-safe, and cheap after the first call (CUDA-LOAD-01).
+  /// level. Thread-safe, and cheap after the first call.
   static std::shared_ptr<const CudaRuntime> get();
 
   /// The loader order, fresh (no cache): $TENSORMEM_CUDA_API = runtime or
@@ -81,21 +81,20 @@ public:
   int device_count() const noexcept { return device_count_; }
   /// The API of the library loaded (None when nothing loaded).
   CudaBackend backend() const noexcept { return backend_; }
-  /// The file actually opened (dladdr / GetModuleFileNameW), empty when none
-  /// (CUDA-LOAD-07).
+  /// The file actually opened (dladdr / GetModuleFileNameW), empty when none.
   const std::string &runtime_path() const noexcept { return path_; }
   /// Why CUDA is not available (empty when it is).
   const std::string &reason() const noexcept { return reason_; }
 
   /// "<CUDA's text> (cudaError n)" (runtime) or "<text> (CUresult n)"
-  /// (driver); the code alone without text (CUDA-SYM-04).
+  /// (driver); the code alone without text.
   std::string error_text(cudaffi::Status status) const;
   /// Device error for `call` failing with `status`.
   Error call_error(const char *call, cudaffi::Status status) const;
   /// NotImplemented error saying why CUDA cannot be used (for `what`).
   Error unavailable_error(const char *what) const;
 
-  // Generic primitives (CUDA-PRIM-01..03). Without a runtime they fail
+  // Generic primitives. Without a runtime they fail
   // without touching any pointer.
   Result<void> memcpy(void *dst, const void *src, std::size_t count, cudaffi::MemcpyKind kind) const;
   Result<void> memcpy_device_to_host(void *host, const void *device, std::size_t count) const {
@@ -114,7 +113,7 @@ public:
   /// No-op without a runtime; errors are logged, not returned.
   void stream_destroy(CudaStream stream) const noexcept;
 
-  // GL-buffer registration primitives (CUDA-GL-01..03). They MUST run on the
+  // GL-buffer registration primitives. They MUST run on the
   // thread where the buffer's GL context is current (the GL worker).
   Result<void *> gl_register_buffer(std::uint32_t buffer_id) const;
   /// Maps on the default stream and queries the pointer; a failed query
@@ -123,7 +122,7 @@ public:
   void gl_unmap_resource(void *resource) const noexcept;
   void gl_unregister_resource(void *resource) const noexcept;
 
-  // External memory (CUDA-DMA-01..05), the steps CudaHandle composes.
+  // External memory, the steps CudaHandle composes.
   /// Imports `fd` as OpaqueFd external memory of `size` bytes (long,
   /// zero-filled descriptor). `fd_taken` is set when CUDA now owns `fd`:
   /// on success, and on a success status that returned no object.
@@ -136,7 +135,7 @@ public:
   // External semaphores, the steps CudaExternalSemaphore composes
   // (cuda_semaphore.hpp). Their entry points are optional: where the
   // library lacks one, every step is NotImplemented naming it, and nothing
-  // else is affected (CUDA-SYM-02, changed: optional everywhere).
+  // else is affected (optional everywhere, see docs/seed-deviations.md).
   /// The first semaphore entry point the library lacks (nullptr: none, or
   /// nothing loaded).
   const char *missing_semaphore_symbol() const noexcept;
@@ -154,7 +153,7 @@ public:
   Result<void> wait_external_semaphore(void *ext_sem, std::uint64_t value, CudaStream stream) const;
   Result<void> destroy_external_semaphore(void *ext_sem) const;
 
-  // Direct3D 11 textures (D3D-CUDA-01), the steps import_d3d11_texture
+  // Direct3D 11 textures, the steps import_d3d11_texture
   // composes (cuda_d3d11.hpp). Their entry points are optional like the
   // semaphore ones: a library without them serves everything else, and
   // these steps are NotImplemented naming the missing entry point.
@@ -170,7 +169,7 @@ public:
   Result<void *> import_external_memory_win32(cudaffi::ExternalMemoryHandleType type, void *handle, std::size_t size,
                                               unsigned flags) const;
   /// The base image of `ext_mem` as a one-level mipmapped array of
-  /// `width` × `height` texels of `format` (CUDA-D3D-04); free it with
+  /// `width` × `height` texels of `format`; free it with
   /// free_mipmapped_array() before destroying the memory.
   Result<void *> external_memory_mipmapped_array(void *ext_mem, const cudaffi::ChannelFormatDesc &format,
                                                  std::size_t width, std::size_t height) const;
