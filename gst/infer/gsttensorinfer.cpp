@@ -48,6 +48,7 @@
 #include "ort_model.hpp"
 
 #include <gst/analytics/analytics.h>
+#include <gst/tensormem/gsttensoranalytics-private.h>
 #include <gst/tensormem/gsttensorcaps.h>
 #include <gst/tensormem/gsttensorfencemeta.h>
 
@@ -167,33 +168,6 @@ GType output_get_type() {
   return type;
 }
 
-/* other/tensors element types (gsttensorcaps.h) and their ONNX names. */
-struct CapsType {
-  gst_tensormem::TensorTypeCode code;
-  std::uint8_t bits;
-  ONNXTensorElementDataType onnx;
-};
-constexpr CapsType kCapsTypes[] = {
-    {gst_tensormem::TensorTypeCode::Float, 16, ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT16},
-    {gst_tensormem::TensorTypeCode::Float, 32, ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT},
-    {gst_tensormem::TensorTypeCode::Float, 64, ONNX_TENSOR_ELEMENT_DATA_TYPE_DOUBLE},
-    {gst_tensormem::TensorTypeCode::Int, 8, ONNX_TENSOR_ELEMENT_DATA_TYPE_INT8},
-    {gst_tensormem::TensorTypeCode::Int, 16, ONNX_TENSOR_ELEMENT_DATA_TYPE_INT16},
-    {gst_tensormem::TensorTypeCode::Int, 32, ONNX_TENSOR_ELEMENT_DATA_TYPE_INT32},
-    {gst_tensormem::TensorTypeCode::Int, 64, ONNX_TENSOR_ELEMENT_DATA_TYPE_INT64},
-    {gst_tensormem::TensorTypeCode::UInt, 8, ONNX_TENSOR_ELEMENT_DATA_TYPE_UINT8},
-    {gst_tensormem::TensorTypeCode::UInt, 16, ONNX_TENSOR_ELEMENT_DATA_TYPE_UINT16},
-    {gst_tensormem::TensorTypeCode::UInt, 32, ONNX_TENSOR_ELEMENT_DATA_TYPE_UINT32},
-    {gst_tensormem::TensorTypeCode::UInt, 64, ONNX_TENSOR_ELEMENT_DATA_TYPE_UINT64},
-};
-
-ONNXTensorElementDataType onnx_type_of_caps(const gst_tensormem::TensorCaps &caps) {
-  for (const CapsType &type : kCapsTypes)
-    if (type.code == caps.code && type.bits == caps.bits)
-      return type.onnx;
-  return ONNX_TENSOR_ELEMENT_DATA_TYPE_UNDEFINED;
-}
-
 struct TypePair {
   GstTensorDataType gst;
   ONNXTensorElementDataType onnx;
@@ -220,6 +194,13 @@ ONNXTensorElementDataType onnx_type_of(GstTensorDataType type) {
     if (pair.gst == type)
       return pair.onnx;
   return ONNX_TENSOR_ELEMENT_DATA_TYPE_UNDEFINED;
+}
+
+/* An other/tensors element type (gsttensorcaps.h) in ONNX terms. */
+ONNXTensorElementDataType onnx_type_of_caps(const gst_tensormem::TensorCaps &caps) {
+  GstTensorDataType type;
+  return gst_tensormem::tensor_data_type_of(caps.code, caps.bits, &type) ? onnx_type_of(type)
+                                                                         : ONNX_TENSOR_ELEMENT_DATA_TYPE_UNDEFINED;
 }
 
 GstTensorDataType gst_type_of(ONNXTensorElementDataType type) {

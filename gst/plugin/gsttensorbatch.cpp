@@ -64,6 +64,7 @@
 #include <gst/allocators/allocators.h>
 #if GST_TENSOR_MEM_HAVE_TENSOR_META
 #include <gst/analytics/analytics.h>
+#include <gst/tensormem/gsttensoranalytics-private.h>
 #endif
 #ifdef G_OS_UNIX
 #include <sys/mman.h>
@@ -605,58 +606,26 @@ namespace {
 
 enum class Reason { Complete, Timeout, Drain };
 
-/* The source caps for the current layout. */
-GstCaps *src_caps_locked(const Shared &s) {
+/* The source caps of a batch of `n_slots` slots (under the lock). */
+GstCaps *batch_caps_locked(const Shared &s, guint n_slots) {
   GstCaps *caps = gst_caps_copy(s.stream_caps);
-  gst_caps_set_simple(caps, "dimensions", G_TYPE_STRING, dims_string(batched_shape(s.tensor, s.n_slots)).c_str(),
+  gst_caps_set_simple(caps, "dimensions", G_TYPE_STRING, dims_string(batched_shape(s.tensor, n_slots)).c_str(),
                       nullptr);
   return caps;
 }
 
 #if GST_TENSOR_MEM_HAVE_TENSOR_META
-bool tensor_data_type(const gst_tensormem::TensorCaps &t, GstTensorDataType *out) {
-  using gst_tensormem::TensorTypeCode;
-  struct Entry {
-    TensorTypeCode code;
-    guint8 bits;
-    GstTensorDataType type;
-  };
-  static const Entry table[] = {
-      {TensorTypeCode::Int, 8, GST_TENSOR_DATA_TYPE_INT8},       {TensorTypeCode::Int, 16, GST_TENSOR_DATA_TYPE_INT16},
-      {TensorTypeCode::Int, 32, GST_TENSOR_DATA_TYPE_INT32},     {TensorTypeCode::Int, 64, GST_TENSOR_DATA_TYPE_INT64},
-      {TensorTypeCode::UInt, 8, GST_TENSOR_DATA_TYPE_UINT8},     {TensorTypeCode::UInt, 16, GST_TENSOR_DATA_TYPE_UINT16},
-      {TensorTypeCode::UInt, 32, GST_TENSOR_DATA_TYPE_UINT32},   {TensorTypeCode::UInt, 64, GST_TENSOR_DATA_TYPE_UINT64},
-      {TensorTypeCode::Float, 16, GST_TENSOR_DATA_TYPE_FLOAT16}, {TensorTypeCode::Float, 32, GST_TENSOR_DATA_TYPE_FLOAT32},
-      {TensorTypeCode::Float, 64, GST_TENSOR_DATA_TYPE_FLOAT64},
-  };
-  for (const Entry &e : table)
-    if (e.code == t.code && e.bits == t.bits) {
-      *out = e.type;
-      return true;
-    }
-  return false;
-}
-
 /* GStreamer's description of the batch (1.26): its data a buffer over the
  * same memory. */
 void attach_tensor_meta(GstBuffer *out, const gst_tensormem::TensorCaps &t, guint n) {
   GstTensorDataType type;
-  if (!tensor_data_type(t, &type))
+  if (!gst_tensormem::tensor_data_type_of(t.code, t.bits, &type))
     return;
   const std::vector<std::int64_t> shape = batched_shape(t, n);
-  std::vector<gsize> dims(shape.begin(), shape.end());
+  const std::vector<gsize> dims(shape.begin(), shape.end());
   GstBuffer *data = gst_buffer_new();
   gst_buffer_append_memory(data, gst_memory_ref(gst_buffer_peek_memory(out, 0)));
-  GstTensor *tensor = gst_tensor_new_simple(g_quark_from_static_string("batch"), type, data,
-                                            GST_TENSOR_DIM_ORDER_ROW_MAJOR, dims.size(), dims.data());
-  if (!tensor) {
-    gst_buffer_unref(data);
-    return;
-  }
-  GstTensorMeta *meta = gst_buffer_add_tensor_meta(out);
-  auto **tensors = g_new(GstTensor *, 1);
-  tensors[0] = tensor;
-  gst_tensor_meta_set(meta, 1, tensors);
+  gst_tensormem::set_tensor_meta(out, data, g_quark_from_static_string("batch"), type, dims.data(), dims.size());
 }
 #endif
 
@@ -765,11 +734,7 @@ GstFlowReturn emit(GstTensorMemBatch *self, Reason why) {
   GstCaps *caps = nullptr;
   if (s.caps_changed || !gst_pad_has_current_caps(self->srcpad)) {
     // The caps of the batch leaving now, which a relayout above may not share.
-    GstCaps *now = gst_caps_copy(s.stream_caps);
-    gst_caps_set_simple(now, "dimensions", G_TYPE_STRING,
-                        dims_string(batched_shape(s.tensor, static_cast<guint>(batch.slots.size()))).c_str(),
-                        nullptr);
-    caps = now;
+    caps = batch_caps_locked(s, static_cast<guint>(batch.slots.size()));
     s.caps_changed = s.n_slots != batch.slots.size();
   }
   const gst_tensormem::TensorCaps tensor = s.tensor;
@@ -1221,7 +1186,7 @@ static gboolean gst_tensor_batch_src_query(GstPad *pad, GstObject *parent, GstQu
     {
       std::lock_guard<std::mutex> guard(s.lock);
       if (s.negotiated)
-        caps = src_caps_locked(s);
+        caps = batch_caps_locked(s, s.n_slots);
     }
     return answer_caps_query(query, caps ? caps : gst_pad_get_pad_template_caps(pad));
   }

@@ -26,28 +26,6 @@ GstFlowReturn element_validate_input(GstElement *element, GstBuffer *buffer, gui
 
 namespace {
 
-/* Bits per element; 0 for a value the enum does not define (a producer
- * built against a later GStreamer, or garbage). */
-guint element_bits(GstTensorDataType type) {
-  switch (type) {
-  case GST_TENSOR_DATA_TYPE_INT4:
-  case GST_TENSOR_DATA_TYPE_UINT4: return 4;
-  case GST_TENSOR_DATA_TYPE_INT8:
-  case GST_TENSOR_DATA_TYPE_UINT8: return 8;
-  case GST_TENSOR_DATA_TYPE_INT16:
-  case GST_TENSOR_DATA_TYPE_UINT16:
-  case GST_TENSOR_DATA_TYPE_FLOAT16:
-  case GST_TENSOR_DATA_TYPE_BFLOAT16: return 16;
-  case GST_TENSOR_DATA_TYPE_INT32:
-  case GST_TENSOR_DATA_TYPE_UINT32:
-  case GST_TENSOR_DATA_TYPE_FLOAT32: return 32;
-  case GST_TENSOR_DATA_TYPE_INT64:
-  case GST_TENSOR_DATA_TYPE_UINT64:
-  case GST_TENSOR_DATA_TYPE_FLOAT64: return 64;
-  }
-  return 0;
-}
-
 bool refuse(GstElement *element, const GstTensor *tensor, gsize index, const std::string &what) {
   GST_ELEMENT_ERROR(element, STREAM, FORMAT,
                     ("Tensor %" G_GSIZE_FORMAT " ('%s') of the buffer's GstTensorMeta cannot be read: %s.", index,
@@ -57,26 +35,6 @@ bool refuse(GstElement *element, const GstTensor *tensor, gsize index, const std
 }
 
 } // namespace
-
-const char *tensor_data_type_name(GstTensorDataType type) {
-  switch (type) {
-  case GST_TENSOR_DATA_TYPE_INT4: return "int4";
-  case GST_TENSOR_DATA_TYPE_INT8: return "int8";
-  case GST_TENSOR_DATA_TYPE_INT16: return "int16";
-  case GST_TENSOR_DATA_TYPE_INT32: return "int32";
-  case GST_TENSOR_DATA_TYPE_INT64: return "int64";
-  case GST_TENSOR_DATA_TYPE_UINT4: return "uint4";
-  case GST_TENSOR_DATA_TYPE_UINT8: return "uint8";
-  case GST_TENSOR_DATA_TYPE_UINT16: return "uint16";
-  case GST_TENSOR_DATA_TYPE_UINT32: return "uint32";
-  case GST_TENSOR_DATA_TYPE_UINT64: return "uint64";
-  case GST_TENSOR_DATA_TYPE_FLOAT16: return "float16";
-  case GST_TENSOR_DATA_TYPE_FLOAT32: return "float32";
-  case GST_TENSOR_DATA_TYPE_FLOAT64: return "float64";
-  case GST_TENSOR_DATA_TYPE_BFLOAT16: return "bfloat16";
-  }
-  return nullptr;
-}
 
 std::string tensor_dims_text(const GstTensor *tensor) {
   std::string text;
@@ -100,7 +58,7 @@ bool element_read_tensor_meta(GstElement *element, GstBuffer *buffer, std::vecto
     GstTensor *tensor = meta->tensors[i];
     if (!tensor)
       return refuse(element, nullptr, i, "the meta's entry is NULL");
-    const guint bits = element_bits(tensor->data_type);
+    const guint bits = tensor_data_type_bits(tensor->data_type);
     if (bits == 0)
       return refuse(element, tensor, i,
                     "its data type " + std::to_string(static_cast<int>(tensor->data_type)) +

@@ -18,6 +18,7 @@
 
 #if GST_TENSOR_MEM_HAVE_TENSOR_META
 #include <gst/analytics/analytics.h>
+#include <gst/tensormem/gsttensoranalytics-private.h>
 #endif
 
 namespace gst_tensormem {
@@ -30,9 +31,6 @@ struct MetaTensor {
   gsize index = 0;             // in the meta
   gsize bytes = 0;             // what its dims and type cover, from the start of `data` (<= its size)
 };
-
-/* "float32", "uint4", ...; nullptr for a value GStreamer 1.26 does not define. */
-const char *tensor_data_type_name(GstTensorDataType type);
 
 /* The tensor's dims as "1x3x224x224", in its own order. */
 std::string tensor_dims_text(const GstTensor *tensor);

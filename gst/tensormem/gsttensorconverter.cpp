@@ -18,6 +18,7 @@
 #endif
 #if GST_TENSOR_MEM_HAVE_TENSOR_META
 #include <gst/analytics/analytics.h>
+#include <gst/tensormem/gsttensoranalytics-private.h>
 #endif
 
 #include <algorithm>
@@ -201,34 +202,15 @@ void attach_resize_meta(GstBuffer *outbuf, const tensormem::FrameConverter &conv
  * `target`'s memory, no copy) holds its bytes, row-major and contiguous,
  * dims batch first as the layout orders them. */
 void attach_tensor_meta(GstBuffer *target, GstBuffer *data, const tensormem::ConvertSpec &spec, GQuark id) {
-  GstTensorMeta *meta = gst_buffer_get_tensor_meta(target);
-  if (!meta)
-    meta = gst_buffer_add_tensor_meta(target);
-  // A view of the same memories, made by hand: gst_buffer_copy_region() would
-  // add a GstParentBufferMeta holding `target`, which holds this meta, a
-  // cycle that never frees. A consumer keeping the view beyond `target` only
-  // makes the pool discard the buffer (its memory is shared), never reuse it.
-  if (!data) {
-    data = gst_buffer_new();
-    for (guint i = 0; i < gst_buffer_n_memory(target); ++i)
-      gst_buffer_append_memory(data, gst_memory_ref(gst_buffer_peek_memory(target, i)));
-  }
   GstTensorDataType type = GST_TENSOR_DATA_TYPE_FLOAT32;
   if (spec.dtype == tensormem::DType::U8)
     type = GST_TENSOR_DATA_TYPE_UINT8;
   else if (spec.dtype == tensormem::DType::F16)
     type = GST_TENSOR_DATA_TYPE_FLOAT16;
   const gsize h = spec.out_height, w = spec.out_width;
-  gsize nchw[] = {1, 3, h, w}, nhwc[] = {1, h, w, 3};
-  GstTensor *tensor = gst_tensor_new_simple(id, type, data, GST_TENSOR_DIM_ORDER_ROW_MAJOR, 4,
-                                            spec.layout == tensormem::TensorLayout::Nchw ? nchw : nhwc);
-  if (!tensor) { // the size disagrees with the dims; never for our own output
-    gst_buffer_unref(data);
-    return;
-  }
-  auto **tensors = g_new(GstTensor *, 1);
-  tensors[0] = tensor;
-  gst_tensor_meta_set(meta, 1, tensors);
+  const gsize nchw[] = {1, 3, h, w}, nhwc[] = {1, h, w, 3};
+  gst_tensormem::set_tensor_meta(target, data, id, type, spec.layout == tensormem::TensorLayout::Nchw ? nchw : nhwc,
+                                 4);
 }
 #endif
 
