@@ -283,10 +283,10 @@ GstAllocator *registered_allocator(gsize *once, GType type, const char *name) no
   if (g_once_init_enter(once)) {
     auto *allocator = static_cast<GstAllocator *>(g_object_new(type, nullptr));
     gst_object_ref_sink(allocator);
-    gst_allocator_register(name, allocator);
-    g_once_init_leave(once, 1);
+    gst_allocator_register(name, GST_ALLOCATOR_CAST(gst_object_ref(allocator)));
+    g_once_init_leave(once, reinterpret_cast<gsize>(allocator));
   }
-  return gst_allocator_find(name);
+  return GST_ALLOCATOR_CAST(gst_object_ref(reinterpret_cast<GstAllocator *>(*once)));
 }
 
 bool detached_share_requested() noexcept { return t_detached_share; }

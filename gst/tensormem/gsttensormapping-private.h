@@ -90,7 +90,10 @@ bool prepare_allocation(GstDebugCategory *cat, GstAllocator *allocator, gsize si
 
 /* The allocator of `type` registered under `name` (made and registered on
  * the first call, `once` guarding it), so gst_allocator_find() finds it too.
- * Returns a new reference. */
+ * `once` then holds the instance, with a reference of the process's own
+ * (an allocator registered later under the same name cannot free it): the
+ * elements ask for it per buffer, and a registry lookup would take a global
+ * lock each time. Returns a new reference. */
 GstAllocator *registered_allocator(gsize *once, GType type, const char *name) noexcept;
 
 /* The mem_copy body of every tensor allocator.
