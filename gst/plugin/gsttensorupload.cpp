@@ -135,14 +135,14 @@ GstFlowReturn allow_copy(GstElement *element, GstBuffer *inbuf, const char *refu
   return gst_tensor_transform_allow_copy(GST_TENSOR_TRANSFORM_CAST(element), inbuf, refusal, why);
 }
 
-/* What the upload paths need from this element. `allocator` is a new
- * reference (or NULL), released by release_context(). */
+/* What the upload paths need from this element; release_context() drops
+ * what it holds. No allocator: the per-buffer paths take theirs from the
+ * output pool, and asking the backend for one per buffer costs a reference. */
 gst_tensormem::UploadContext upload_context(GstTensorMemUpload *self) {
   gst_tensormem::UploadContext ctx{};
   ctx.element = GST_ELEMENT_CAST(self);
   ctx.element_backend = self->backend;
   ctx.backend = &backend_of(self);
-  ctx.allocator = self->backend->allocator_for(*ctx.backend);
   ctx.info = gst_tensor_transform_get_info(GST_TENSOR_TRANSFORM_CAST(self));
   ctx.copy_metadata = copy_metadata;
   ctx.allow_copy = allow_copy;
@@ -150,8 +150,6 @@ gst_tensormem::UploadContext upload_context(GstTensorMemUpload *self) {
 }
 
 void release_context(gst_tensormem::UploadContext &ctx) {
-  if (ctx.allocator)
-    gst_object_unref(ctx.allocator);
   if (ctx.output_pool)
     gst_object_unref(ctx.output_pool);
 }
@@ -342,8 +340,10 @@ static gboolean gst_tensor_upload_decide_allocation(GstBaseTransform *trans, Gst
 
   guint size = 0;
   gst_tensormem::UploadContext ctx = upload_context(self);
-  GstBufferPool *pool = gst_tensormem::backend_make_pool(*ctx.backend, GST_ELEMENT_CAST(self), ctx.allocator, caps,
+  GstAllocator *allocator = self->backend->allocator_for(*ctx.backend);
+  GstBufferPool *pool = gst_tensormem::backend_make_pool(*ctx.backend, GST_ELEMENT_CAST(self), allocator, caps,
                                                         GST_VIDEO_INFO_SIZE(&info), min_buffers, max_buffers, &size);
+  gst_clear_object(&allocator);
   release_context(ctx);
   if (!pool)
     return FALSE;

@@ -70,8 +70,8 @@ gboolean passthrough_propose(const UploadContext &ctx, GstQuery *query) {
     return FALSE;
   }
   const Backend &backend = caps_have_feature(caps, 0, GST_CAPS_FEATURE_MEMORY_DMABUF) ? dmabuf_backend() : *ctx.backend;
-  GstAllocator *allocator = &backend == ctx.backend ? (ctx.allocator ? GST_ALLOCATOR_CAST(gst_object_ref(ctx.allocator)) : nullptr)
-                                                    : backend.new_allocator(nullptr);
+  GstAllocator *allocator =
+      &backend == ctx.backend ? ctx.element_backend->allocator_for(backend) : backend.new_allocator(nullptr);
   if (!allocator) {
     GST_DEBUG_OBJECT(ctx.element, "no %s allocator yet: nothing to propose", backend.memory_name);
     return FALSE;

@@ -22,7 +22,6 @@ struct UploadContext {
   GstElement *element;
   ElementBackend *element_backend; // the element's: storage, shared device, allocator
   const Backend *backend;          // element_backend's backend, resolved
-  GstAllocator *allocator;         // the backend's allocator between start and stop, else NULL
   const GstVideoInfo *info;        // the negotiated frame (perform only)
   GstBufferPool *output_pool;      // the element's decided pool (perform only)
   /* The element's GstBaseTransform::copy_metadata for a buffer it made. */
