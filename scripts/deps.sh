@@ -85,8 +85,10 @@ packages=(
 # light_resnet50 (libonnx-testdata, 7 MB) is the large model of
 # tests/bench/infer_vs_onnxinference.sh. Debian 13 packages them, Debian 12
 # does not (there the element is not built).
+# valgrind too: the full mode runs tensorinfer's tests under it inside the
+# Debian 13 root, the one place the element exists.
 if [[ $(. /etc/os-release && echo "${VERSION_ID:-}") == 13 ]]; then
-  packages+=(libonnxruntime-dev python3-onnx python3-onnxruntime libonnx-testdata)
+  packages+=(libonnxruntime-dev python3-onnx python3-onnxruntime libonnx-testdata valgrind)
 fi
 # Only the host's full set: the valgrind run, the Windows cross-build under
 # Wine, debootstrap for the Debian 13 root (scripts/test.sh --debian13), and

@@ -127,8 +127,31 @@ if ((debian13)); then
     -Danalytics=enabled
   # meson test and the virtual X server run inside the root; the build's
   # paths are the same inside and outside, so its logs read alike here.
-  run_prefix=(scripts/debian13.sh run "${run_prefix[@]}")
+  x_prefix=("${run_prefix[@]}")
+  run_prefix=(scripts/debian13.sh run "${x_prefix[@]}")
   run_suite debian13 build-debian13/build
+
+  if ((full)); then
+    # tensorinfer exists only here (ONNX Runtime): its tests under ASan +
+    # UBSan and under valgrind too, as the host's runs cover everything else.
+    # The sanitizer build makes only what gst-infer loads.
+    echo "== build (ASan + UBSan) in build-debian13/asan, inside the Debian 13 root: tensorinfer's tests"
+    scripts/debian13.sh run scripts/build.sh build-debian13/asan -Db_sanitize=address,undefined -Db_lundef=false \
+      -Dbuildtype=debug -Dcpp_args=-fno-sanitize-recover=all -Dc_args=-fno-sanitize-recover=all -Dbench=disabled \
+      -Dgst=enabled -Dgl=enabled -Danalytics=enabled -Dintrospection=disabled -- \
+      tests/gst/test-gst-infer gst/plugin/libgsttensormem.so gst/infer/libgsttensorinfer.so
+    run_prefix=(scripts/debian13.sh run env GST_REGISTRY_FORK=no G_SLICE=always-malloc G_DEBUG=gc-friendly
+      ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:halt_on_error=1:fast_unwind_on_malloc=0
+      LSAN_OPTIONS="suppressions=$root/tests/sanitizers/lsan.supp:print_suppressions=0"
+      UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 "${x_prefix[@]}")
+    run_suite debian13-asan build-debian13/asan --timeout-multiplier 4 gst-infer
+    echo "== valgrind (memcheck) of tensorinfer's tests over build-debian13/build"
+    run_prefix=(scripts/debian13.sh run env GST_REGISTRY_FORK=no G_SLICE=always-malloc G_DEBUG=gc-friendly
+      "${x_prefix[@]}")
+    run_suite debian13-valgrind build-debian13/build --timeout-multiplier 10 \
+      --wrapper "valgrind --quiet --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite --show-leak-kinds=definite --suppressions=$root/tests/sanitizers/valgrind.supp --suppressions=$root/tests/lib/gl/gl.supp --num-callers=30" \
+      gst-infer
+  fi
 fi
 
 # The full mode (CI) and the Debian 13 leg alone (a CI leg, on a root this

@@ -606,6 +606,16 @@ namespace {
 
 enum class Reason { Complete, Timeout, Drain };
 
+/* The batch stream's start (under push_lock). Its id is made here, as
+ * GstAggregator makes its own: gst_pad_create_stream_id() derives an id
+ * from the one sink pad of an element, and this one has several. */
+void push_stream_start(GstTensorMemBatch *self) {
+  gchar *id = g_strdup_printf("%s-%08x", GST_OBJECT_NAME(self), g_random_int());
+  gst_pad_push_event(self->srcpad, gst_event_new_stream_start(id));
+  g_free(id);
+  self->sent_stream_start = true;
+}
+
 /* The source caps of a batch of `n_slots` slots (under the lock). */
 GstCaps *batch_caps_locked(const Shared &s, guint n_slots) {
   GstCaps *caps = gst_caps_copy(s.stream_caps);
@@ -752,12 +762,8 @@ GstFlowReturn emit(GstTensorMemBatch *self, Reason why) {
   ++s.batches;
   if (partial)
     ++s.partial_batches;
-  if (!self->sent_stream_start) {
-    gchar *id = gst_pad_create_stream_id(self->srcpad, GST_ELEMENT_CAST(self), nullptr);
-    gst_pad_push_event(self->srcpad, gst_event_new_stream_start(id));
-    g_free(id);
-    self->sent_stream_start = true;
-  }
+  if (!self->sent_stream_start)
+    push_stream_start(self);
   if (caps) {
     GstCaps *current = gst_pad_get_current_caps(self->srcpad);
     if (!current || !gst_caps_is_equal(caps, current))
@@ -1043,12 +1049,8 @@ static gboolean gst_tensor_batch_sink_event(GstPad *pad, GstObject *parent, GstE
     }
     emit(self, Reason::Drain);
     std::lock_guard<std::mutex> pushing(*self->push_lock);
-    if (!self->sent_stream_start) {
-      gchar *id = gst_pad_create_stream_id(self->srcpad, GST_ELEMENT_CAST(self), nullptr);
-      gst_pad_push_event(self->srcpad, gst_event_new_stream_start(id));
-      g_free(id);
-      self->sent_stream_start = true;
-    }
+    if (!self->sent_stream_start)
+      push_stream_start(self);
     return gst_pad_push_event(self->srcpad, gst_event_new_eos());
   }
   case GST_EVENT_FLUSH_START: {

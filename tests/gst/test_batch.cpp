@@ -23,6 +23,13 @@
 
 namespace {
 
+// A GStreamer critical or warning (a NULL stream id, data before
+// stream-start) fails the program here, as gst_check_init() makes it do.
+const bool g_fatal_warnings = [] {
+  g_log_set_always_fatal(static_cast<GLogLevelFlags>(G_LOG_FATAL_MASK | G_LOG_LEVEL_CRITICAL | G_LOG_LEVEL_WARNING));
+  return true;
+}();
+
 constexpr int kFrames = 5;
 constexpr gsize kTensorBytes = 32 * 24 * 3 * sizeof(float);
 const char *const kPatterns[] = {"smpte", "ball", "circular", "pinwheel"};
