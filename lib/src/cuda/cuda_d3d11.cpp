@@ -131,7 +131,7 @@ Result<Imported> climb_ladder(const CudaRuntime &rt, std::uintptr_t nt_handle, c
     if (multiple > 1 && !padded.exchange(true))
       quietly([&] {
         log(LogLevel::Info, "cuda: this adapter pads textures past their tight size; D3D11 imports now declare " +
-                                std::to_string(multiple) + "x or more (CUDA-LADDER-03)");
+                                std::to_string(multiple) + "x or more");
       });
     return Imported{*ext_mem, *mipmap};
   }
@@ -201,7 +201,7 @@ Result<std::shared_ptr<CudaHandle>> import_d3d11_texture(std::shared_ptr<const C
   std::optional<ffi::ChannelFormatDesc> format = d3d11_cuda_channel_format(layout.dxgi_format);
   if (!format) {
     std::string message = std::string("import_d3d11_texture: DXGI format ") + dxgi_format_name(layout.dxgi_format) +
-                          " has no CUDA channel description (CUDA-D3D-03)";
+                          " has no CUDA channel description";
     quietly([&] { debug(message); });
     return Error::not_implemented(std::move(message));
   }

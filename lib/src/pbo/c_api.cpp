@@ -24,7 +24,7 @@ namespace {
 static_assert(static_cast<int>(ErrorKind::Device) + 1 == TM_ERROR_DEVICE, "tm_status mirrors ErrorKind + 1");
 static_assert(static_cast<int>(DType::F64) == TM_DTYPE_F64, "tm_dtype mirrors DType");
 static_assert(static_cast<int>(CpuAccess::ReadWrite) == TM_ACCESS_READ_WRITE, "tm_access mirrors CpuAccess");
-static_assert(sizeof(tm_client_state) == 3 * sizeof(void *), "ABI-STATE-01: three pointer-sized members");
+static_assert(sizeof(tm_client_state) == 3 * sizeof(void *), "tm_client_state is three pointer-sized members (the C ABI)");
 
 tm_status report(tm_error *err, tm_status status, std::string_view message) noexcept {
   if (err) {

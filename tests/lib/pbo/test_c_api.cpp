@@ -9,6 +9,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstddef>
 #include <cstring>
 #include <optional>
 
@@ -33,6 +34,13 @@ struct CTensor {
 };
 
 } // namespace
+
+// ABI-STATE-01: a client state is three pointer-sized members, in the
+// order context, retain, release, as a C client lays it out.
+static_assert(sizeof(tm_client_state) == 3 * sizeof(void *));
+static_assert(offsetof(tm_client_state, ctx) == 0);
+static_assert(offsetof(tm_client_state, retain) == sizeof(void *));
+static_assert(offsetof(tm_client_state, release) == 2 * sizeof(void *));
 
 TEST(PboCApi, ABI_ASM_04_tm_tensor_wrap_pbo_round_trips_real_bytes) {
   auto ops = FakePboOps::make(16);
