@@ -4,6 +4,7 @@
 #include <gst/tensormem/gsttensorbackend-private.h>
 #include <gst/tensormem/gsttensorbasememory-private.h>
 #include <gst/tensormem/gsttensorbufferpool-private.h>
+#include <gst/tensormem/gsttensormapping-private.h>
 #include <gst/tensormem/gsttensord3d11device.h>
 #include <gst/tensormem/gsttensorfencemeta.h>
 #include <gst/tensormem/gsttensorformat.h>
@@ -474,6 +475,12 @@ static gboolean gst_tensor_mem_d3d11_buffer_pool_set_config(GstBufferPool *pool,
   GstAllocator *allocator = nullptr;
   GstAllocationParams params;
   gst_buffer_pool_config_get_allocator(config, &allocator, &params);
+  if (params.align > gst_tensormem::max_align_mask(GST_TENSOR_MEM_STORAGE_D3D11)) {
+    GST_WARNING_OBJECT(pool, "alignment mask %" G_GSIZE_FORMAT " exceeds the alignment of D3D11 tensor memory",
+                       params.align);
+    return FALSE;
+  }
+  params.align |= GST_TENSOR_MEM_BUFFER_POOL_STRIDE_ALIGN - 1;
   if (!gst_tensormem::pool_force_device_allocator(pool, config, allocator, &params, GST_TYPE_TENSOR_MEM_D3D11_ALLOCATOR,
                                                   &self->allocator, "D3D11"))
     return FALSE;

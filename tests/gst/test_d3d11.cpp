@@ -353,6 +353,50 @@ TEST_F(D3d11MemoryTest, a_d3d11_pool_gives_video_metas_at_the_pitch) {
   gst_caps_unref(caps);
 }
 
+TEST_F(D3d11MemoryTest, the_d3d11_pool_is_its_family_subclass_and_keeps_the_base_rules) {
+  // Its own pool class (one per memory family), a GstTensorMemBufferPool all
+  // the same, from either constructor.
+  GstBufferPool *pool = gst_tensor_mem_buffer_pool_new_for_d3d11(allocator);
+  EXPECT_TRUE(GST_IS_TENSOR_MEM_BUFFER_POOL(pool));
+  EXPECT_STRNE(G_OBJECT_TYPE_NAME(pool), "GstTensorMemBufferPool");
+  GstBufferPool *by_storage = gst_tensor_mem_buffer_pool_new_for_storage(GST_TENSOR_MEM_STORAGE_D3D11);
+  EXPECT_EQ(G_OBJECT_TYPE(by_storage), G_OBJECT_TYPE(pool));
+  // Without an allocator in its config or constructor it cannot be configured.
+  GstCaps *caps = gst_caps_from_string("video/x-raw,format=RGBA,width=16,height=8");
+  GstStructure *config = gst_buffer_pool_get_config(by_storage);
+  gst_buffer_pool_config_set_params(config, caps, 0, 1, 2);
+  EXPECT_FALSE(gst_buffer_pool_set_config(by_storage, config));
+  gst_object_unref(by_storage);
+  // An alignment past what D3D11 memory promises is refused, as by the base.
+  config = gst_buffer_pool_get_config(pool);
+  gst_buffer_pool_config_set_params(config, caps, 0, 1, 2);
+  GstAllocationParams params;
+  gst_allocation_params_init(&params);
+  params.align = 4095;
+  gst_buffer_pool_config_set_allocator(config, allocator, &params);
+  EXPECT_FALSE(gst_buffer_pool_set_config(pool, config));
+  // The fence meta option reaches the base: every buffer has an (empty) one, pooled.
+  // (A refused config stays the pool's, as GStreamer keeps it: reset the
+  // alignment.)
+  config = gst_buffer_pool_get_config(pool);
+  gst_buffer_pool_config_set_params(config, caps, 0, 1, 2);
+  params.align = 0;
+  gst_buffer_pool_config_set_allocator(config, allocator, &params);
+  gst_buffer_pool_config_add_option(config, GST_BUFFER_POOL_OPTION_TENSOR_MEM_FENCE_META);
+  ASSERT_TRUE(gst_buffer_pool_set_config(pool, config));
+  ASSERT_TRUE(gst_buffer_pool_set_active(pool, TRUE));
+  GstBuffer *buffer = nullptr;
+  ASSERT_EQ(gst_buffer_pool_acquire_buffer(pool, &buffer, nullptr), GST_FLOW_OK);
+  gpointer state = nullptr;
+  GstMeta *empty = gst_buffer_iterate_meta_filtered(buffer, &state, GST_TENSOR_MEM_FENCE_META_API_TYPE);
+  ASSERT_NE(empty, nullptr);
+  EXPECT_TRUE(GST_META_FLAG_IS_SET(empty, GST_META_FLAG_POOLED));
+  gst_buffer_unref(buffer);
+  gst_buffer_pool_set_active(pool, FALSE);
+  gst_object_unref(pool);
+  gst_caps_unref(caps);
+}
+
 TEST_F(D3d11MemoryTest, fenced_writes_carry_a_d3d11_meta_that_copies_without_handles) {
   GstMemory *mem = alloc("video/x-raw,format=RGBA,width=8,height=8");
   ASSERT_NE(mem, nullptr);
