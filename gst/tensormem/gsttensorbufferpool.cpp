@@ -338,7 +338,7 @@ static void put_back(GstBufferPool *pool, GstBuffer **buffer, bool discard) {
  * finish in time leaves the pool and the acquire fails. */
 static GstFlowReturn wait_for_readers(GstBufferPool *pool, GstBuffer **buffer, GstBufferPoolAcquireParams *params) {
   GstTensorMemBufferPoolPrivate *priv = pool_priv(pool);
-  std::vector<std::shared_ptr<tensormem::Storage>> read;
+  std::vector<tensormem::Storage *> read; // owned by *buffer's memories, which stay put while we wait
   std::string failure;
   for (guint i = 0; i < gst_buffer_n_memory(*buffer) && failure.empty(); ++i) {
     const tensormem::Tensor *tensor = gst_tensor_mem_memory_get_tensor(gst_buffer_peek_memory(*buffer, i));
@@ -348,7 +348,7 @@ static GstFlowReturn wait_for_readers(GstBufferPool *pool, GstBuffer **buffer, G
     if (!running)
       failure = running.error().message();
     else if (!running->empty())
-      read.push_back(tensor->storage());
+      read.push_back(tensor->storage().get());
   }
   if (read.empty() && failure.empty())
     return GST_FLOW_OK;
@@ -359,7 +359,7 @@ static GstFlowReturn wait_for_readers(GstBufferPool *pool, GstBuffer **buffer, G
   const auto bound = std::chrono::nanoseconds(static_cast<std::int64_t>(std::min<GstClockTime>(
       priv->fence_timeout, static_cast<GstClockTime>(std::chrono::nanoseconds(std::chrono::hours(24 * 365)).count()))));
   const auto deadline = std::chrono::steady_clock::now() + bound;
-  for (const auto &storage : read) {
+  for (tensormem::Storage *storage : read) {
     if (!failure.empty())
       break;
     const auto left =

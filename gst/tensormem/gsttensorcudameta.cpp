@@ -289,8 +289,8 @@ tensormem::Result<std::shared_ptr<tensormem::CudaHandle>> gst_tensor_mem_memory_
   const tensormem::Tensor *tensor = gst_tensor_mem_memory_get_tensor(root);
   if (!tensor)
     return tensormem::Error::not_implemented("memory is not tensor memory");
-  std::shared_ptr<tensormem::Storage> storage_of_mem = tensor->storage();
-  if (auto cached = tensormem::cached_cuda_handle(*storage_of_mem))
+  tensormem::Storage &storage_of_mem = *tensor->storage(); // kept alive by `mem`, which the caller holds
+  if (auto cached = tensormem::cached_cuda_handle(storage_of_mem))
     return cached;
 
   std::shared_ptr<const tensormem::CudaRuntime> rt = tensormem::CudaRuntime::get();
@@ -302,7 +302,7 @@ tensormem::Result<std::shared_ptr<tensormem::CudaHandle>> gst_tensor_mem_memory_
    * import: the first handle cached wins, the other is released. */
   bool fresh = false;
   tensormem::Result<std::shared_ptr<tensormem::CudaHandle>> cached =
-      tensormem::import_cuda_cached(*storage_of_mem, rt, &fresh);
+      tensormem::import_cuda_cached(storage_of_mem, rt, &fresh);
   if (!cached || !fresh)
     return cached;
   if (imported)

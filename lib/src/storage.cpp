@@ -129,7 +129,7 @@ void forget_completed(std::vector<GpuCompletion> &list, const std::vector<GpuCom
 /// never issued: a map would otherwise wait on a point nothing signals.
 Result<void> Storage::record_write(std::shared_ptr<Timeline> timeline, std::uint64_t value) {
   Result<void> result;
-  if (!accept_completion(timeline, value, "record_write", &result))
+  if (!accept_completion(timeline.get(), value, "record_write", &result))
     return result;
   std::lock_guard lock(writes_mu_);
   keep_newest(writes_, std::move(timeline), value);
@@ -137,8 +137,7 @@ Result<void> Storage::record_write(std::shared_ptr<Timeline> timeline, std::uint
   return {};
 }
 
-bool Storage::accept_completion(const std::shared_ptr<Timeline> &timeline, std::uint64_t value, const char *what,
-                                Result<void> *result) {
+bool Storage::accept_completion(const Timeline *timeline, std::uint64_t value, const char *what, Result<void> *result) {
   if (!timeline) {
     *result = Error::invalid_argument(std::string(what) + ": no timeline");
     return false;
@@ -179,7 +178,7 @@ std::chrono::nanoseconds Storage::fence_timeout() const noexcept {
 /// \return InvalidArgument for a null timeline or a value never issued.
 Result<void> Storage::record_read(std::shared_ptr<Timeline> timeline, std::uint64_t value) {
   Result<void> result;
-  if (!accept_completion(timeline, value, "record_read", &result))
+  if (!accept_completion(timeline.get(), value, "record_read", &result))
     return result;
   try {
     Result<std::vector<GpuCompletion>> running = pending_reads(); // forgets the completed

@@ -146,8 +146,7 @@ private:
   bool map_is_immediate(CpuAccess access) const noexcept final;
   /// Checks a completion to be recorded; false (with `*result` set) when
   /// there is nothing to record: an error, or value 0.
-  static bool accept_completion(const std::shared_ptr<Timeline> &timeline, std::uint64_t value, const char *what,
-                                Result<void> *result);
+  static bool accept_completion(const Timeline *timeline, std::uint64_t value, const char *what, Result<void> *result);
   void note_recorded() noexcept; // under writes_mu_
 
   std::size_t size_;

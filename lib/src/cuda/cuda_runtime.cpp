@@ -66,8 +66,8 @@ std::vector<std::string> CudaRuntime::driver_candidates() {
 #endif
 }
 
-std::shared_ptr<CudaRuntime> CudaRuntime::load_api(std::span<const std::string> candidates, CudaBackend backend) {
-  std::shared_ptr<CudaRuntime> rt(new CudaRuntime());
+std::unique_ptr<CudaRuntime> CudaRuntime::load_api(std::span<const std::string> candidates, CudaBackend backend) {
+  std::unique_ptr<CudaRuntime> rt(new CudaRuntime());
   const char *what = backend == CudaBackend::Driver ? "CUDA driver" : "CUDA runtime";
   std::string tried;
   for (const std::string &candidate : candidates) {
@@ -120,30 +120,31 @@ void CudaRuntime::probe_devices() {
   debug("loaded " + path_ + ", " + std::to_string(count) + " device(s)");
 }
 
-std::shared_ptr<CudaRuntime> CudaRuntime::load_order() {
+std::unique_ptr<CudaRuntime> CudaRuntime::load_order() {
   const std::string api = env("TENSORMEM_CUDA_API");
   if (!api.empty() && api != "runtime" && api != "driver") {
-    std::shared_ptr<CudaRuntime> rt(new CudaRuntime());
+    std::unique_ptr<CudaRuntime> rt(new CudaRuntime());
     rt->reason_ = "TENSORMEM_CUDA_API=" + api + " names no CUDA API (runtime or driver)";
     cuda_log::warn(rt->reason_);
     return rt;
   }
   if (api == "driver")
     return load_api(driver_candidates(), CudaBackend::Driver);
-  std::shared_ptr<CudaRuntime> runtime = load_api(default_candidates(), CudaBackend::Runtime);
+  std::unique_ptr<CudaRuntime> runtime = load_api(default_candidates(), CudaBackend::Runtime);
   // $TENSORMEM_CUDART names exactly one file: no fallback behind it.
   if (runtime->available() || api == "runtime" || !env("TENSORMEM_CUDART").empty())
     return runtime;
   // No runtime library, or one that cannot use the driver installed (a
   // runtime newer than the driver answers cudaErrorInsufficientDriver): the
   // driver API itself.
-  std::shared_ptr<CudaRuntime> driver = load_api(driver_candidates(), CudaBackend::Driver);
+  std::unique_ptr<CudaRuntime> driver = load_api(driver_candidates(), CudaBackend::Driver);
   if (driver->available())
     return driver;
   // Neither: report what was found, the runtime first.
-  std::shared_ptr<CudaRuntime> kept = runtime->loaded() || !driver->loaded() ? runtime : driver;
-  kept->reason_ = runtime->reason_ + "; " + driver->reason_;
-  return kept;
+  std::string reason = runtime->reason_ + "; " + driver->reason_;
+  std::unique_ptr<CudaRuntime> &kept = runtime->loaded() || !driver->loaded() ? runtime : driver;
+  kept->reason_ = std::move(reason);
+  return std::move(kept);
 }
 
 std::shared_ptr<const CudaRuntime> CudaRuntime::load_default() { return load_order(); }
@@ -155,10 +156,10 @@ std::shared_ptr<const CudaRuntime> CudaRuntime::get() {
 #if defined(TENSORMEM_CUDA_DISABLED)
     // Built with -Dcuda=disabled: the code is there (it needs nothing of CUDA
     // to build), but no runtime is ever loaded.
-    auto rt = std::shared_ptr<CudaRuntime>(new CudaRuntime());
+    std::unique_ptr<CudaRuntime> rt(new CudaRuntime());
     rt->reason_ = "CUDA support was disabled at build time (-Dcuda=disabled)";
 #else
-    std::shared_ptr<CudaRuntime> rt = load_order();
+    std::unique_ptr<CudaRuntime> rt = load_order();
 #endif
     if (rt->available())
       quietly([&] {

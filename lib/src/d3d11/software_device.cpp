@@ -516,18 +516,18 @@ std::optional<SoftwareD3d11Device::VideoMemory> SoftwareD3d11Device::video_memor
   return VideoMemory{m.bytes.data(), m.row_pitch, m.rows, m.desc};
 }
 
-std::shared_ptr<D3d11Texture> SoftwareD3d11Device::lookup_shared_texture(std::uintptr_t handle) {
+std::unique_ptr<D3d11Texture> SoftwareD3d11Device::lookup_shared_texture(std::uintptr_t handle) {
   std::optional<HandleTable::Object> object = handle_table().find(handle);
   if (!object || !std::holds_alternative<std::shared_ptr<Memory>>(*object))
     return nullptr;
-  return std::make_shared<SoftTexture>(std::get<std::shared_ptr<Memory>>(*object), nullptr);
+  return std::make_unique<SoftTexture>(std::get<std::shared_ptr<Memory>>(*object), nullptr);
 }
 
-std::shared_ptr<D3d11Fence> SoftwareD3d11Device::lookup_shared_fence(std::uintptr_t handle) {
+std::unique_ptr<D3d11Fence> SoftwareD3d11Device::lookup_shared_fence(std::uintptr_t handle) {
   std::optional<HandleTable::Object> object = handle_table().find(handle);
   if (!object || !std::holds_alternative<std::shared_ptr<FenceState>>(*object))
     return nullptr;
-  return std::make_shared<SoftFence>(std::get<std::shared_ptr<FenceState>>(*object), nullptr);
+  return std::make_unique<SoftFence>(std::get<std::shared_ptr<FenceState>>(*object), nullptr);
 }
 
 /// \brief The reference device behind the port's factory.
@@ -544,7 +544,7 @@ Result<std::shared_ptr<D3d11Device>> create_software_d3d11_device(const Software
 
 extern "C" int tm_software_d3d11_video_memory(std::uintptr_t handle, void **data, std::uint32_t *row_pitch,
                                               std::uint32_t *rows) {
-  std::shared_ptr<tensormem::D3d11Texture> texture = tensormem::SoftwareD3d11Device::lookup_shared_texture(handle);
+  std::unique_ptr<tensormem::D3d11Texture> texture = tensormem::SoftwareD3d11Device::lookup_shared_texture(handle);
   if (!texture || !data || !row_pitch || !rows)
     return -1;
   std::optional<tensormem::SoftwareD3d11Device::VideoMemory> vm =
@@ -558,7 +558,7 @@ extern "C" int tm_software_d3d11_video_memory(std::uintptr_t handle, void **data
 }
 
 extern "C" int tm_software_d3d11_fence_value(std::uintptr_t handle, std::uint64_t *value) {
-  std::shared_ptr<tensormem::D3d11Fence> fence = tensormem::SoftwareD3d11Device::lookup_shared_fence(handle);
+  std::unique_ptr<tensormem::D3d11Fence> fence = tensormem::SoftwareD3d11Device::lookup_shared_fence(handle);
   if (!fence || !value)
     return -1;
   *value = fence->completed_value();

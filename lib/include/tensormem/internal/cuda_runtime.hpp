@@ -193,8 +193,9 @@ public:
 
 private:
   CudaRuntime();
-  static std::shared_ptr<CudaRuntime> load_api(std::span<const std::string> candidates, CudaBackend backend);
-  static std::shared_ptr<CudaRuntime> load_order();
+  // Each load builds a runtime of its own; the caller decides who shares it.
+  static std::unique_ptr<CudaRuntime> load_api(std::span<const std::string> candidates, CudaBackend backend);
+  static std::unique_ptr<CudaRuntime> load_order();
   void probe_devices();
 
   std::unique_ptr<detail::CudaApi> api_;

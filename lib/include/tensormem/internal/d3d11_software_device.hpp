@@ -89,9 +89,10 @@ public:
     D3d11TextureDesc desc;
   };
   static std::optional<VideoMemory> video_memory(D3d11Texture &texture);
-  /// The objects a shared handle refers to (null for none of that kind).
-  static std::shared_ptr<D3d11Texture> lookup_shared_texture(std::uintptr_t handle);
-  static std::shared_ptr<D3d11Fence> lookup_shared_fence(std::uintptr_t handle);
+  /// A new object of the caller's over what a shared handle refers to (null
+  /// for none of that kind); the handle's memory or fence state stays shared.
+  static std::unique_ptr<D3d11Texture> lookup_shared_texture(std::uintptr_t handle);
+  static std::unique_ptr<D3d11Fence> lookup_shared_fence(std::uintptr_t handle);
 
   struct Impl;
 
