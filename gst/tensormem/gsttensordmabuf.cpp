@@ -259,7 +259,10 @@ gpointer mem_map_full(GstMemory *mem, GstMapInfo *info, gsize maxsize) {
 }
 
 void mem_unmap_full(GstMemory *mem, GstMapInfo *info) {
-  if (TensorMapping *mapping = mapping_of(mem))
+  TensorMapping *mapping = gst_tensormem::mapped_by(info);
+  if (!mapping)
+    mapping = mapping_of(mem);
+  if (mapping)
     gst_tensormem::tensor_mapping_unmap(mapping, info);
 }
 

@@ -205,9 +205,13 @@ gpointer tensor_mapping_map(TensorMapping *mapping, GstMemory *mem, GstMapInfo *
     return nullptr;
   }
   ++mapping->holds;
-  info->user_data[0] = nullptr;
+  info->user_data[0] = mapping; // mapped_by(): the unmap needs no lookup
   info->user_data[1] = GINT_TO_POINTER(1);
   return mapping->data;
+}
+
+TensorMapping *mapped_by(const GstMapInfo *info) noexcept {
+  return GPOINTER_TO_INT(info->user_data[1]) == 1 ? static_cast<TensorMapping *>(info->user_data[0]) : nullptr;
 }
 
 void tensor_mapping_unmap(TensorMapping *mapping, GstMapInfo *info) noexcept {

@@ -53,6 +53,10 @@ gpointer tensor_mapping_map(TensorMapping *mapping, GstMemory *mem, GstMapInfo *
  * worked (and before any). */
 const char *last_map_failure() noexcept;
 
+/* The mapping a map of tensor_mapping_map() went through, kept in `info`;
+ * NULL for a pinned share's map (which holds its pin instead). */
+TensorMapping *mapped_by(const GstMapInfo *info) noexcept;
+
 /* The mem_unmap_full body for a map made by tensor_mapping_map. */
 void tensor_mapping_unmap(TensorMapping *mapping, GstMapInfo *info) noexcept;
 
