@@ -209,7 +209,7 @@ static gboolean gst_tensor_mem_buffer_pool_set_config(GstBufferPool *pool, GstSt
    * size covers both. Padding is asked for by decoders, which require our
    * strides to equal those of their own GstVideoBufferPool (gst-libav
    * compares them before it renders into a downstream pool), so padded
-   * configs keep gst_video_info_align's layout (docs/architecture.md). */
+   * configs keep gst_video_info_align's layout (docs/architecture-details.md). */
   GstTensorMemBufferPoolPrivate *priv = pool_priv(pool);
   priv->core_layout = false;
   tensormem::PixelFormat format;

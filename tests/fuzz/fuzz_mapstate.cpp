@@ -10,7 +10,7 @@
  * map that must wait fails at once instead of timing out the fuzzer.
  *
  * A model predicts each step, and after it the invariants of
- * docs/architecture.md ("Storage, tensor, map state") are asserted:
+ * docs/architecture-details.md ("Storage, tensor, map state") are asserted:
  *  - between calls on one thread the phase is never Mapping or Unmapping;
  *    Unmapped with no holder, Shared with readers() = the read holders,
  *    Exclusive (readers() = 0) with a writable holder; is_mapped() is

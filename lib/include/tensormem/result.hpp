@@ -96,7 +96,7 @@ namespace detail {
 } // namespace detail
 
 /// A value or an Error. Nothing in the public API throws an error of its
-/// own (see docs/architecture.md, "Exceptions"); fallible constructors are
+/// own (see docs/architecture-details.md, "Exceptions"); fallible constructors are
 /// factories returning a Result. value() on an error and error() on a value
 /// abort with a message.
 template <typename T> class [[nodiscard]] Result {
