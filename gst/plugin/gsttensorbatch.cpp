@@ -633,9 +633,7 @@ void attach_tensor_meta(GstBuffer *out, const gst_tensormem::TensorCaps &t, guin
     return;
   const std::vector<std::int64_t> shape = batched_shape(t, n);
   const std::vector<gsize> dims(shape.begin(), shape.end());
-  GstBuffer *data = gst_buffer_new();
-  gst_buffer_append_memory(data, gst_memory_ref(gst_buffer_peek_memory(out, 0)));
-  gst_tensormem::set_tensor_meta(out, data, g_quark_from_static_string("batch"), type, dims.data(), dims.size());
+  gst_tensormem::set_tensor_meta(out, nullptr, g_quark_from_static_string("batch"), type, dims.data(), dims.size());
 }
 #endif
 

@@ -500,7 +500,9 @@ TEST(TensorBatch, TheStoragePropertyOffersOnlySystemAndDmaBuf) {
 
   GError *error = nullptr;
   GstElement *line = gst_parse_launch("fakesrc ! tensorbatch storage=pbo ! fakesink", &error);
-  EXPECT_NE(error, nullptr);
+  ASSERT_NE(error, nullptr);
+  // The property refused the value, not some other step of the line.
+  EXPECT_TRUE(g_error_matches(error, GST_PARSE_ERROR, GST_PARSE_ERROR_COULD_NOT_SET_PROPERTY)) << error->message;
   if (error)
     g_error_free(error);
   if (line)
