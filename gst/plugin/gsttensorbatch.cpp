@@ -13,7 +13,8 @@
  *
  * Slots are written in place: each sink pad answers its allocation query
  * with a pool whose buffers are windows of the batch being assembled, and
- * `tensorconvert`'s CPU path takes such a pool, so each stream's tensor is
+ * `tensorconvert` takes such a pool (on its GL path too, where the batch is
+ * a PBO; see Memory below), so each stream's tensor is
  * written straight into its slot and the whole batch goes downstream as one
  * buffer over one allocation, without a copy. A buffer that is not its
  * slot's window (a producer that ignored the pool, or a frame that missed
@@ -40,7 +41,12 @@
  * than slots are refused.
  *
  * Memory: system memory, or one DMA-BUF per batch where the streams
- * negotiate `memory:DMABuf`.
+ * negotiate `memory:DMABuf`, or one PBO per batch where they negotiate
+ * `memory:TensorPBO` (tensorconvert's GL path): the slots are then windows
+ * of that PBO, and each stream's GL pass writes its slot in place where it
+ * runs on the batch's GL worker (found through GstContext, as tensorconvert
+ * finds its own, so a pipeline shares one) and its tensor is a whole number
+ * of 32-bit words; the batch carries every slot's EGL fence.
  *
  * ## Example launch line
  * |[
@@ -53,12 +59,16 @@
  */
 #include "gsttensorbatch.h"
 
+#include <gst/tensormem/gsttensorbackend-private.h>
+#include <gst/tensormem/gsttensorbasememory.h>
 #include <gst/tensormem/gsttensorbatchmeta.h>
 #include <gst/tensormem/gsttensorcaps.h>
 #include <gst/tensormem/gsttensordmabuf.h>
 #include <gst/tensormem/gsttensorfencemeta.h>
 #include <gst/tensormem/gsttensormemconfig.h>
 #include <gst/tensormem/gsttensormemresizemeta.h>
+#include <gst/tensormem/gsttensorpbo.h>
+#include <gst/tensormem/gsttensorreadcompletion.h>
 
 #include <gio/gio.h>
 #include <gst/allocators/allocators.h>
@@ -96,7 +106,16 @@ constexpr guint64 kDepth = 2;
 constexpr gsize kFreeKept = 4; // recycled allocations kept beyond those in use
 constexpr gsize kAlign = 64;
 
-enum class Kind { System, DmaBuf };
+enum class Kind { System, DmaBuf, Pbo };
+
+const char *kind_name(Kind kind) {
+  switch (kind) {
+  case Kind::DmaBuf: return "DMA-BUF";
+  case Kind::Pbo: return "a PBO";
+  case Kind::System: break;
+  }
+  return "system memory";
+}
 
 /* The storage property: only the storages a batch can live in (so that
  * gst-launch refuses storage=pbo when it parses the line). Its own enum,
@@ -126,19 +145,21 @@ struct Storage {
   Kind kind = Kind::System;
   gsize slot_bytes = 0, bytes = 0;
   guint n_slots = 0;
-  std::byte *data = nullptr; // the CPU's view: heap, or the DMA-BUF mapped
+  std::byte *data = nullptr; // the CPU's view: heap, or the DMA-BUF mapped; NULL for a PBO (mapped per write)
   int fd = -1;               // DMA-BUF only
-  GstMemory *root = nullptr; // DMA-BUF only: the allocation, owning fd
+  GstMemory *root = nullptr; // DMA-BUF: the allocation, owning fd; PBO: the PBO memory
+  GstObject *device = nullptr; // PBO: the GL worker owning the buffer (one reference)
 
   ~Storage() {
+    if (kind == Kind::System)
+      std::free(data);
 #ifdef G_OS_UNIX
-    if (root) {
+    else if (kind == Kind::DmaBuf && data)
       munmap(data, bytes);
-      gst_memory_unref(root);
-      return;
-    }
 #endif
-    std::free(data);
+    if (root)
+      gst_memory_unref(root);
+    gst_clear_object(&device);
   }
   void ref() { refs.fetch_add(1, std::memory_order_relaxed); }
   void unref();
@@ -192,6 +213,7 @@ struct Batch {
   Storage *storage = nullptr; // one reference
   std::vector<SlotRecord> slots;
   guint filled = 0;
+  bool cpu_written = false; // a slot copied or zeroed by the CPU (a PBO's writes then need a fence)
   gint64 first_fill = 0; // monotonic µs
 };
 
@@ -221,6 +243,7 @@ struct Shared {
   GstCaps *stream_caps = nullptr; // the first stream's, without framerate
   gst_tensormem::TensorCaps tensor;
   Kind kind = Kind::System;
+  GstObject *gl_worker = nullptr; // Kind::Pbo: the GL worker the batches' PBOs belong to (one reference)
   gsize slot_bytes = 0;
   guint n_slots = 0;
   bool relayout = false; // pads changed under batch-size 0: a new layout at the next boundary
@@ -249,6 +272,7 @@ struct Shared {
     for (Storage *s : spare)
       delete s;
     gst_clear_caps(&stream_caps);
+    gst_clear_object(&gl_worker);
   }
 
   PadState *pad(guint id) {
@@ -259,18 +283,22 @@ struct Shared {
   }
 
   Storage *new_storage(const std::shared_ptr<Shared> &self) {
-    std::vector<Storage *> unfit;
+    std::vector<Storage *> unfit, busy;
     Storage *found = nullptr;
     {
       std::lock_guard<std::mutex> guard(spare_lock);
       while (!spare.empty() && !found) {
         Storage *s = spare.back();
         spare.pop_back();
-        if (s->slot_bytes == slot_bytes && s->n_slots == n_slots && s->kind == kind)
-          found = s;
-        else
+        if (s->slot_bytes != slot_bytes || s->n_slots != n_slots || s->kind != kind ||
+            (kind == Kind::Pbo && s->device != gl_worker))
           unfit.push_back(s); // of a layout before the current one
+        else if (s->root && gst_tensor_mem_memory_is_being_read(s->root))
+          busy.push_back(s); // a reader (gst_buffer_begin_tensor_mem_read) still reads it: kept, not written
+        else
+          found = s;
       }
+      spare.insert(spare.begin(), busy.begin(), busy.end());
     }
     for (Storage *s : unfit)
       delete s;
@@ -303,10 +331,23 @@ struct Shared {
       }
       s->data = static_cast<std::byte *>(map);
 #endif
+    } else if (kind == Kind::Pbo) {
+      // One PBO per batch on the streams' GL worker; its slots are windows
+      // of it, which their producers' GL passes write.
+      if (gl_worker) {
+        GstAllocator *allocator = gst_tensormem::pbo_backend().new_allocator(gl_worker);
+        s->root = allocator ? gst_allocator_alloc(allocator, s->bytes, nullptr) : nullptr;
+        gst_clear_object(&allocator);
+        s->device = GST_OBJECT_CAST(gst_object_ref(gl_worker));
+      }
+      if (!s->root) {
+        delete s;
+        return nullptr;
+      }
     } else {
       s->data = static_cast<std::byte *>(std::aligned_alloc(kAlign, (s->bytes + kAlign - 1) / kAlign * kAlign));
     }
-    if (!s->data) {
+    if (!s->data && kind != Kind::Pbo) {
       delete s;
       return nullptr;
     }
@@ -446,6 +487,8 @@ GstMemory *window(Storage *s, guint64 seq, guint slot, gsize offset, gsize size)
     }
     gst_memory_resize(mem, static_cast<gssize>(offset), size);
 #endif
+  } else if (s->kind == Kind::Pbo) {
+    mem = gst_tensor_mem_base_memory_new_window(s->root, offset, size);
   } else {
     mem = gst_memory_new_wrapped(static_cast<GstMemoryFlags>(0), s->data + offset, size, 0, size, nullptr, nullptr);
   }
@@ -454,6 +497,30 @@ GstMemory *window(Storage *s, guint64 seq, guint slot, gsize offset, gsize size)
   s->ref();
   gst_mini_object_set_qdata(GST_MINI_OBJECT_CAST(mem), tag_quark(), new Tag{s, seq, slot}, tag_free);
   return mem;
+}
+
+/* A CPU write of `size` bytes at `offset` of batch `b`'s allocation:
+ * `write` gets the bytes. A PBO is mapped for the write (after the GPU
+ * writes into it so far) and the batch remembers that its writes need a
+ * fence. FALSE when the bytes cannot be mapped. */
+template <typename Write> bool write_on_cpu(Batch &b, gsize offset, gsize size, Write &&write) {
+  Storage *s = b.storage;
+  if (s->kind != Kind::Pbo) {
+    write(s->data + offset);
+    return true;
+  }
+  GstMemory *w = gst_tensor_mem_base_memory_new_window(s->root, offset, size);
+  GstMapInfo map;
+  if (!w || !gst_memory_map(w, &map, GST_MAP_WRITE)) {
+    if (w)
+      gst_memory_unref(w);
+    return false;
+  }
+  write(reinterpret_cast<std::byte *>(map.data));
+  gst_memory_unmap(w, &map);
+  gst_memory_unref(w);
+  b.cpu_written = true;
+  return true;
 }
 
 std::string dims_string(const std::vector<std::int64_t> &outermost_first) {
@@ -584,6 +651,7 @@ struct _GstTensorMemBatch {
   std::mutex *push_lock; // one batch downstream at a time, in order; taken before shared->lock
   std::thread *timer;
   GCancellable *waits; // cancels fence waits on flush and PAUSED→READY
+  gst_tensormem::ElementBackend *devices; // the GL worker of PBO batches, shared through GstContext
   // Streaming state of the source pad, under push_lock.
   bool sent_stream_start, sent_segment;
   GstEvent *segment; // the first stream's segment, sent before the first batch
@@ -591,9 +659,14 @@ struct _GstTensorMemBatch {
 
 enum { PROP_0, PROP_BATCH_SIZE, PROP_TIMEOUT, PROP_STORAGE, PROP_REQUIRE_ZERO_COPY, PROP_COPIED_BYTES, PROP_BATCHES, PROP_PARTIAL };
 
+#if GST_TENSOR_MEM_HAVE_GL
+#define PBO_CAPS "; other/tensors(" GST_CAPS_FEATURE_MEMORY_TENSOR_PBO "), format=(string)static, num_tensors=(int)1"
+#else
+#define PBO_CAPS ""
+#endif
 #define SINK_CAPS                                                                                                      \
   "other/tensors, format=(string)static, num_tensors=(int)1; "                                                         \
-  "other/tensors(memory:DMABuf), format=(string)static, num_tensors=(int)1"
+  "other/tensors(memory:DMABuf), format=(string)static, num_tensors=(int)1" PBO_CAPS
 
 static GstStaticPadTemplate sink_template =
     GST_STATIC_PAD_TEMPLATE("sink_%u", GST_PAD_SINK, GST_PAD_REQUEST, GST_STATIC_CAPS(SINK_CAPS));
@@ -639,11 +712,15 @@ void attach_tensor_meta(GstBuffer *out, const gst_tensormem::TensorCaps &t, guin
 
 /* The batch `b` as one buffer: its memory over the whole allocation, the
  * empty slots zeroed, the slots' fences, the batch meta. Takes `b`; NULL
- * when no memory over the allocation can be made (no fd left to dup). */
-GstBuffer *make_output(Batch &b, guint64 seq, const gst_tensormem::TensorCaps &tensor) {
+ * with `*why` set when no memory over the allocation can be made (no fd
+ * left to dup) or a PBO cannot be written or fenced. */
+GstBuffer *make_output(Batch &b, guint64 seq, const gst_tensormem::TensorCaps &tensor, std::string *why) {
   Storage *s = b.storage;
   GstMemory *whole = window(s, seq, kNoSlot, 0, s->bytes);
   if (!whole) {
+    *why = s->kind == Kind::DmaBuf ? std::string("no memory over its DMA-BUF could be made (dup failed: ") +
+                                         g_strerror(errno) + ")"
+                                   : "no memory over its allocation could be made";
     release_batch(b);
     return nullptr;
   }
@@ -659,8 +736,13 @@ GstBuffer *make_output(Batch &b, guint64 seq, const gst_tensormem::TensorCaps &t
     if (!rec.filled) {
       // A window still out is a frame being written late: its bytes are its
       // writer's (the slot says it is not filled); the others are zero.
-      if (!rec.acquired)
-        std::memset(s->data + i * s->slot_bytes, 0, s->slot_bytes);
+      if (!rec.acquired &&
+          !write_on_cpu(b, i * s->slot_bytes, s->slot_bytes, [&](std::byte *to) { std::memset(to, 0, s->slot_bytes); })) {
+        *why = "slot " + std::to_string(i) + " of " + kind_name(s->kind) + " cannot be mapped to be zeroed";
+        gst_buffer_unref(out);
+        release_batch(b);
+        return nullptr;
+      }
       continue;
     }
     GstBuffer *frame = rec.frame;
@@ -694,6 +776,17 @@ GstBuffer *make_output(Batch &b, guint64 seq, const gst_tensormem::TensorCaps &t
         fence->info->transform_func(out, fence, frame, _gst_meta_transform_copy, &copy);
       }
     }
+  }
+  // Bytes the CPU wrote into a PBO reach GL readers after a fence where the
+  // PBO is mapped per call.
+  GError *error = nullptr;
+  if (b.cpu_written && gst_buffer_tensor_pbo_cpu_writes_need_fence(out) &&
+      !gst_buffer_fence_tensor_pbo_writes(out, &error)) {
+    *why = std::string("the CPU's writes into its PBO cannot be fenced: ") + (error ? error->message : "no reason");
+    g_clear_error(&error);
+    gst_buffer_unref(out);
+    release_batch(b);
+    return nullptr;
   }
   GST_BUFFER_PTS(out) = pts;
   GST_BUFFER_DURATION(out) = duration;
@@ -749,10 +842,10 @@ GstFlowReturn emit(GstTensorMemBatch *self, Reason why) {
   s.cond.notify_all();
   lock.unlock();
 
-  GstBuffer *out = make_output(batch, seq, tensor);
+  std::string why;
+  GstBuffer *out = make_output(batch, seq, tensor, &why);
   if (!out) {
-    GST_ELEMENT_ERROR(self, RESOURCE, FAILED, ("Cannot hand batch %" G_GUINT64_FORMAT " on", seq),
-                      ("no memory over its DMA-BUF could be made (dup failed: %s)", g_strerror(errno)));
+    GST_ELEMENT_ERROR(self, RESOURCE, FAILED, ("Cannot hand batch %" G_GUINT64_FORMAT " on", seq), ("%s", why.c_str()));
     lock.lock();
     s.last_flow = GST_FLOW_ERROR;
     return GST_FLOW_ERROR;
@@ -859,8 +952,7 @@ static GstFlowReturn gst_tensor_batch_chain(GstPad *pad, GstObject *parent, GstB
     if (!b) {
       lock.unlock();
       return refuse(self, buffer, "Cannot allocate a batch",
-                    std::to_string(s.slot_bytes * s.n_slots) + " bytes of " +
-                        (s.kind == Kind::DmaBuf ? "DMA-BUF" : "system memory"));
+                    std::to_string(s.slot_bytes * s.n_slots) + " bytes of " + kind_name(s.kind));
     }
     SlotRecord &rec = b->slots[p->slot];
     if (rec.filled) { // this stream's frame of the front batch is in: wait for it to leave
@@ -885,7 +977,8 @@ static GstFlowReturn gst_tensor_batch_chain(GstPad *pad, GstObject *parent, GstB
                       name + "'s tensor would be copied into its batch slot and require-zero-copy is set",
                       tag ? "the buffer is a window of a batch that already left (a late frame)"
                           : "the buffer is not a window of the batch: its producer did not take the slot pool "
-                            "tensorbatch proposed (tensorconvert's CPU path takes it)");
+                            "tensorbatch proposed (tensorconvert takes it on its CPU path, and on its GL path where "
+                            "it runs on the batch's GL worker and its tensor is a whole number of 32-bit words)");
       }
       if (!waited && gst_buffer_has_tensor_mem_fence(buffer)) {
         // A copy reads the frame: its producer's writes first, without the lock.
@@ -900,10 +993,15 @@ static GstFlowReturn gst_tensor_batch_chain(GstPad *pad, GstObject *parent, GstB
         lock.lock();
         continue;
       }
-      if (gst_buffer_extract(buffer, 0, b->storage->data + p->slot * s.slot_bytes, s.slot_bytes) != s.slot_bytes) {
+      bool read = false;
+      const bool mapped = write_on_cpu(*b, p->slot * s.slot_bytes, s.slot_bytes, [&](std::byte *to) {
+        read = gst_buffer_extract(buffer, 0, to, s.slot_bytes) == s.slot_bytes;
+      });
+      if (!mapped || !read) {
         const std::string name = p->name;
         lock.unlock();
-        return refuse(self, buffer, name + "'s buffer cannot be read", "gst_buffer_extract failed");
+        return refuse(self, buffer, mapped ? name + "'s buffer cannot be read" : name + "'s slot cannot be mapped",
+                      mapped ? "gst_buffer_extract failed" : std::string("mapping a window of ") + kind_name(s.kind));
       }
       s.copied_bytes += s.slot_bytes;
     }
@@ -954,14 +1052,33 @@ gboolean sink_set_caps(GstTensorMemBatch *self, GstPad *pad, GstCaps *caps) {
     return FALSE;
   }
   const GstCapsFeatures *features = gst_caps_get_features(caps, 0);
+  // A PBO per batch where the streams' caps are PBO memory (the GL path's),
+  // on the GL worker the pipeline shares; else DMA-BUF where asked for or
+  // where the caps say so.
+  const bool pbo = features && gst_caps_features_contains(features, GST_CAPS_FEATURE_MEMORY_TENSOR_PBO);
+  GstObject *worker = nullptr;
+  if (pbo) {
+    GError *error = nullptr;
+    if (!self->devices->find_device(gst_tensormem::pbo_backend(), &error)) {
+      GST_ELEMENT_ERROR(self, RESOURCE, FAILED,
+                        ("%s: PBO batches need a GL worker: %s", GST_PAD_NAME(pad), error ? error->message : "none"),
+                        ("caps %" GST_PTR_FORMAT, caps));
+      g_clear_error(&error);
+      return FALSE;
+    }
+    worker = self->devices->device_of(gst_tensormem::pbo_backend());
+  }
   GstCaps *plain = gst_caps_copy(caps);
   gst_structure_remove_field(gst_caps_get_structure(plain, 0), "framerate");
   std::lock_guard<std::mutex> guard(s.lock);
-  // DMA-BUF where asked for, or where the streams' caps say so.
-  const Kind kind = s.storage == BATCH_STORAGE_DMABUF ||
+  const Kind kind = pbo ? Kind::Pbo
+                    : s.storage == BATCH_STORAGE_DMABUF ||
                             (features && gst_caps_features_contains(features, GST_CAPS_FEATURE_MEMORY_DMABUF))
                         ? Kind::DmaBuf
                         : Kind::System;
+  if (!s.negotiated)
+    std::swap(s.gl_worker, worker); // the old one (if any) is let go below
+  gst_clear_object(&worker);
   if (s.negotiated) {
     if (!gst_caps_is_equal(plain, s.stream_caps)) {
       gchar *theirs = gst_caps_to_string(plain);
@@ -1002,7 +1119,7 @@ gboolean sink_set_caps(GstTensorMemBatch *self, GstPad *pad, GstCaps *caps) {
   s.apply_relayout();
   s.caps_changed = true;
   GST_INFO_OBJECT(self, "batches of %u × %" G_GSIZE_FORMAT "-byte tensors in %s", s.n_slots, s.slot_bytes,
-                  kind == Kind::DmaBuf ? "DMA-BUF" : "system memory");
+                  kind_name(kind));
   s.cond.notify_all();
   return TRUE;
 }
@@ -1140,13 +1257,19 @@ static gboolean gst_tensor_batch_sink_query(GstPad *pad, GstObject *parent, GstQ
     gboolean need_pool = FALSE;
     gst_query_parse_allocation(query, &caps, &need_pool);
     gsize bytes = 0;
+    GstObject *worker = nullptr;
     {
       std::lock_guard<std::mutex> guard(s.lock);
-      if (s.negotiated)
+      if (s.negotiated) {
         bytes = s.slot_bytes;
+        if (s.kind == Kind::Pbo && s.gl_worker)
+          worker = GST_OBJECT_CAST(gst_object_ref(s.gl_worker));
+      }
     }
-    if (!caps || bytes == 0)
+    if (!caps || bytes == 0) {
+      gst_clear_object(&worker);
       return TRUE;
+    }
     auto *pool = GST_TENSOR_BATCH_SLOT_POOL(g_object_new(GST_TYPE_TENSOR_BATCH_SLOT_POOL, nullptr));
     gst_object_ref_sink(pool);
     *pool->shared = *self->shared;
@@ -1154,11 +1277,20 @@ static gboolean gst_tensor_batch_sink_query(GstPad *pad, GstObject *parent, GstQ
     GstStructure *config = gst_buffer_pool_get_config(GST_BUFFER_POOL(pool));
     gst_buffer_pool_config_set_params(config, caps, static_cast<guint>(bytes), 0, 0);
     gst_buffer_pool_config_add_option(config, GST_BUFFER_POOL_OPTION_TENSOR_MEM_BATCH_SLOT);
+    if (worker) { // PBO windows: a GL producer writes them in place on this worker only
+      gst_structure_set(config, GST_TENSOR_MEM_BATCH_SLOT_POOL_GL_WORKER, GST_TYPE_TENSOR_MEM_GL_WORKER, worker,
+                        nullptr);
+      gst_object_unref(worker);
+    }
     gst_buffer_pool_set_config(GST_BUFFER_POOL(pool), config);
     gst_query_add_allocation_pool(query, GST_BUFFER_POOL(pool), static_cast<guint>(bytes), 0, 0);
     gst_object_unref(pool);
     return TRUE;
   }
+  case GST_QUERY_CONTEXT:
+    if (self->devices->handle_context_query(query))
+      return TRUE;
+    return gst_pad_query_default(pad, parent, query);
   default:
     return gst_pad_query_default(pad, parent, query);
   }
@@ -1190,6 +1322,8 @@ static gboolean gst_tensor_batch_src_query(GstPad *pad, GstObject *parent, GstQu
     }
     return answer_caps_query(query, caps ? caps : gst_pad_get_pad_template_caps(pad));
   }
+  if (GST_QUERY_TYPE(query) == GST_QUERY_CONTEXT && self->devices->handle_context_query(query))
+    return TRUE;
   return gst_pad_query_default(pad, parent, query);
 }
 
@@ -1318,8 +1452,25 @@ static GstStateChangeReturn gst_tensor_batch_change_state(GstElement *element, G
     GST_OBJECT_LOCK(self);
     gst_clear_event(&self->segment);
     GST_OBJECT_UNLOCK(self);
+  } else if (transition == GST_STATE_CHANGE_READY_TO_NULL) {
+    // The next run takes the GL worker shared then; the kept PBOs go with this one.
+    std::vector<Storage *> spare;
+    {
+      std::lock_guard<std::mutex> guard(s.lock);
+      gst_clear_object(&s.gl_worker);
+      std::lock_guard<std::mutex> spare_guard(s.spare_lock);
+      spare.swap(s.spare);
+    }
+    for (Storage *storage : spare)
+      delete storage;
+    self->devices->close();
   }
   return ret;
+}
+
+static void gst_tensor_batch_set_context(GstElement *element, GstContext *context) {
+  GST_TENSOR_BATCH(element)->devices->handle_set_context(context);
+  GST_ELEMENT_CLASS(gst_tensor_batch_parent_class)->set_context(element, context);
 }
 
 static void gst_tensor_batch_set_property(GObject *object, guint prop_id, const GValue *value, GParamSpec *pspec) {
@@ -1356,6 +1507,7 @@ static void gst_tensor_batch_finalize(GObject *object) {
   auto *self = GST_TENSOR_BATCH(object);
   delete self->shared;
   delete self->push_lock;
+  delete self->devices;
   g_clear_object(&self->waits);
   gst_clear_event(&self->segment);
   G_OBJECT_CLASS(gst_tensor_batch_parent_class)->finalize(object);
@@ -1385,7 +1537,8 @@ static void gst_tensor_batch_class_init(GstTensorMemBatchClass *klass) {
       gobject_class, PROP_STORAGE,
       g_param_spec_enum("storage", "Storage",
                         "Where batches live: system memory (auto, system) or one DMA-BUF per batch (dmabuf; also "
-                        "where the streams negotiate memory:DMABuf)",
+                        "where the streams negotiate memory:DMABuf); streams of memory:TensorPBO (tensorconvert's GL "
+                        "path) are batched in one PBO per batch whatever this says",
                         batch_storage_get_type(), BATCH_STORAGE_AUTO,
                         static_cast<GParamFlags>(kRw | GST_PARAM_MUTABLE_READY)));
   g_object_class_install_property(
@@ -1414,6 +1567,7 @@ static void gst_tensor_batch_class_init(GstTensorMemBatchClass *klass) {
   element_class->request_new_pad = gst_tensor_batch_request_new_pad;
   element_class->release_pad = gst_tensor_batch_release_pad;
   element_class->change_state = gst_tensor_batch_change_state;
+  element_class->set_context = gst_tensor_batch_set_context;
   gst_type_mark_as_plugin_api(GST_TYPE_TENSOR_BATCH_PAD, static_cast<GstPluginAPIFlags>(0));
   GST_DEBUG_CATEGORY_INIT(gst_tensor_batch_debug, "tensorbatch", 0, "tensorbatch");
 }
@@ -1423,6 +1577,7 @@ static void gst_tensor_batch_init(GstTensorMemBatch *self) {
   self->push_lock = new std::mutex();
   self->timer = nullptr;
   self->waits = g_cancellable_new();
+  self->devices = new gst_tensormem::ElementBackend(GST_ELEMENT_CAST(self), GST_TENSOR_MEM_STORAGE_PBO);
   self->segment = nullptr;
   self->sent_stream_start = self->sent_segment = false;
   self->srcpad = gst_pad_new_from_static_template(&src_template, "src");

@@ -149,6 +149,36 @@ GstMemory *gst_tensormem::base_memory_new_over(GstAllocator *allocator, const te
 }
 
 /**
+ * gst_tensor_mem_base_memory_new_window:
+ * @mem: a #GstTensorMemBaseMemory
+ * @offset: the window's first byte, from @mem's first byte
+ * @size: the window's bytes
+ *
+ * A writable memory over bytes [@offset, @offset + @size) of @mem, sharing
+ * its storage: no byte is copied, and the storage (a GL buffer, say) lives
+ * while any window over it does. Unlike gst_memory_share(), the window has
+ * no #GstMemory parent and is not read-only: it is a memory of its own that
+ * can be mapped for writing while other windows of the same storage are in
+ * use elsewhere (one slot of a batch per stream, each written by its own
+ * producer). The storage's map state still orders CPU access: one CPU
+ * writer of a storage at a time, readers after pending GPU writes. For a
+ * producer that writes several windows of one storage at once, the windows
+ * must not overlap; nothing here checks that.
+ *
+ * Returns: (transfer full) (nullable): the window, or %NULL when @mem is not
+ * a #GstTensorMemBaseMemory or the range does not lie inside it.
+ *
+ * Since: 0.2
+ */
+GstMemory *gst_tensor_mem_base_memory_new_window(GstMemory *mem, gsize offset, gsize size) {
+  g_return_val_if_fail(gst_is_tensor_mem_base_memory(mem), nullptr);
+  if (offset > mem->size || size > mem->size - offset || size == 0)
+    return nullptr;
+  return new_base_memory(mem->allocator, nullptr, mapping_of(mem)->tensor, static_cast<GstMemoryFlags>(0),
+                         mem->maxsize, mem->align, mem->offset + offset, size);
+}
+
+/**
  * gst_is_tensor_mem_base_memory:
  * @mem: a #GstMemory
  *

@@ -110,6 +110,9 @@ GType gst_tensor_mem_base_allocator_get_type(void);
 GST_TENSOR_MEM_API
 gboolean gst_is_tensor_mem_base_memory(GstMemory *mem);
 
+GST_TENSOR_MEM_API
+GstMemory *gst_tensor_mem_base_memory_new_window(GstMemory *mem, gsize offset, gsize size);
+
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(GstTensorMemBaseAllocator, gst_object_unref)
 
 G_END_DECLS

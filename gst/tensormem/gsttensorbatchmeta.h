@@ -13,13 +13,27 @@ G_BEGIN_DECLS
  *
  * The option of a pool whose buffers are windows of a batch that a
  * downstream element (`tensorbatch`) assembles: a producer that writes its
- * output in place (tensorconvert's CPU path) takes such a pool from the
+ * output in place (tensorconvert's CPU path, and its GL path where the
+ * slots are PBO windows of its GL worker) takes such a pool from the
  * allocation query instead of its own, so its tensor is written straight
  * into its slot of the batch.
  *
  * Since: 0.1
  */
 #define GST_BUFFER_POOL_OPTION_TENSOR_MEM_BATCH_SLOT "GstBufferPoolOptionTensorMemBatchSlot"
+
+/**
+ * GST_TENSOR_MEM_BATCH_SLOT_POOL_GL_WORKER:
+ *
+ * The field of a batch-slot pool's config (a #GstTensorMemGlWorker) where
+ * the slots are windows of one PBO per batch: the GL worker whose context
+ * owns those buffers. A GL producer writes into the slots in place only on
+ * that worker (`tensorconvert`'s GL path on another worker keeps its own
+ * pool, and its tensors are copied into their slots, counted).
+ *
+ * Since: 0.2
+ */
+#define GST_TENSOR_MEM_BATCH_SLOT_POOL_GL_WORKER "tensor-mem-gl-worker"
 
 typedef struct _GstTensorMemBatchSlot GstTensorMemBatchSlot;
 typedef struct _GstTensorMemBatchMeta GstTensorMemBatchMeta;

@@ -84,11 +84,13 @@ public:
    * element error naming what does not fit. */
   gboolean set_caps(const ConvertSettings &s, GstCaps *incaps, GstCaps *outcaps);
   bool negotiated() const;
-  /* GstBaseTransform::decide_allocation, after set_caps: on the CPU path
-   * with output=tensor, a downstream pool of batch slots
+  /* GstBaseTransform::decide_allocation, after set_caps: with
+   * output=tensor, a downstream pool of batch slots
    * (GST_BUFFER_POOL_OPTION_TENSOR_MEM_BATCH_SLOT, from tensorbatch) whose
    * buffers hold the tensor replaces the converter's own, so each tensor is
-   * written in place into its slot of the batch. TRUE when it was taken. */
+   * written in place into its slot of the batch: on the CPU path always, on
+   * the GL path where the slots are PBO windows of the pass's GL worker.
+   * TRUE when it was taken. */
   gboolean adopt_slot_pool(GstQuery *query);
   /* output=tensor: an output buffer of the pool, sized to the tensor. */
   GstFlowReturn acquire(GstBuffer **out);
@@ -105,6 +107,7 @@ public:
 
 private:
   GstFlowReturn convert_into(GstBuffer *in, GstBuffer *tensor, const ConvertHooks &hooks, gsize *copied);
+  bool gl_can_write_slots(GstBufferPool *pool) const;
 
   GstElement *element_;
   ElementBackend devices_; // the GL worker, shared through GstContext

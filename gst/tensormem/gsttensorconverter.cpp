@@ -480,8 +480,8 @@ static GstFlowReturn convert_gl(GstElement *element, TensorConverter::Impl &impl
                                 gsize *copied) {
 #if GST_TENSOR_MEM_HAVE_GL
   const std::shared_ptr<tensormem::GlWorker> &worker = impl.pass->worker();
-  std::shared_ptr<tensormem::PboStorage> out_storage =
-      gst_buffer_n_memory(outbuf) == 1 ? gst_tensor_mem_pbo_memory_get_storage(gst_buffer_peek_memory(outbuf, 0)) : nullptr;
+  GstMemory *out_mem = gst_buffer_n_memory(outbuf) == 1 ? gst_buffer_peek_memory(outbuf, 0) : nullptr;
+  std::shared_ptr<tensormem::PboStorage> out_storage = out_mem ? gst_tensor_mem_pbo_memory_get_storage(out_mem) : nullptr;
   if (!out_storage) {
     GST_ELEMENT_ERROR(element, RESOURCE, WRITE, ("Cannot write tensor %" G_GUINT64_FORMAT, frame_number),
                       ("the output buffer is not one PBO memory"));
@@ -505,7 +505,10 @@ static GstFlowReturn convert_gl(GstElement *element, TensorConverter::Impl &impl
                              : stage_frame(element, impl, frame_number, inbuf, hooks, &src, copied);
   if (ret != GST_FLOW_OK)
     return ret;
-  tensormem::Result<void> ran = impl.pass->convert(src, out_storage->buffer_id(), out_storage->size_bytes());
+  // The output may be a window of a larger PBO (a batch slot): the pass
+  // writes from the memory's offset into its GL buffer.
+  tensormem::Result<void> ran = impl.pass->convert(src, out_storage->buffer_id(), out_storage->size_bytes(),
+                                                   gst_tensor_mem_pbo_memory_get_tensor(out_mem)->offset() + out_mem->offset);
   if (!ran) {
     GST_ELEMENT_ERROR(element, RESOURCE, FAILED, ("The GL pass failed on frame %" G_GUINT64_FORMAT, frame_number),
                       ("%s", ran.error().message().c_str()));
@@ -688,8 +691,31 @@ gboolean TensorConverter::set_caps(const ConvertSettings &s, GstCaps *incaps, Gs
   return TRUE;
 }
 
+/* The GL path writes into a slot pool's windows only where they are PBO
+ * windows of its own worker, and the pass's whole words end where the slot
+ * does (a tensor of a multiple of 4 bytes): else the next slot's first
+ * bytes would be overwritten. */
+bool TensorConverter::gl_can_write_slots(GstBufferPool *pool) const {
+#if GST_TENSOR_MEM_HAVE_GL
+  GstStructure *config = gst_buffer_pool_get_config(pool);
+  GstTensorMemGlWorker *worker = nullptr;
+  gst_structure_get(config, GST_TENSOR_MEM_BATCH_SLOT_POOL_GL_WORKER, GST_TYPE_TENSOR_MEM_GL_WORKER, &worker, nullptr);
+  gst_structure_free(config);
+  const bool same = worker && gst_tensor_mem_gl_worker_get_core_gl_worker(worker) == impl_->pass->worker();
+  gst_clear_object(&worker);
+  const bool whole_words = impl_->pass->padded_output_bytes() == impl_->converter->output_bytes();
+  if (!same || !whole_words)
+    GST_INFO_OBJECT(element_, "downstream's slot pool %" GST_PTR_FORMAT " %s; its slots get copies", pool,
+                    !same ? "is not PBO windows of this GL worker" : "has slots that end inside a 32-bit word");
+  return same && whole_words;
+#else
+  (void)pool;
+  return false;
+#endif
+}
+
 gboolean TensorConverter::adopt_slot_pool(GstQuery *query) {
-  if (!negotiated() || impl_->use_gl || impl_->output_meta || gst_query_get_n_allocation_pools(query) == 0)
+  if (!negotiated() || impl_->output_meta || gst_query_get_n_allocation_pools(query) == 0)
     return FALSE;
   GstBufferPool *pool = nullptr;
   guint size = 0, min = 0, max = 0;
@@ -697,7 +723,8 @@ gboolean TensorConverter::adopt_slot_pool(GstQuery *query) {
   if (!pool)
     return FALSE;
   const gsize bytes = impl_->converter->output_bytes();
-  if (!gst_buffer_pool_has_option(pool, GST_BUFFER_POOL_OPTION_TENSOR_MEM_BATCH_SLOT) || size < bytes) {
+  if (!gst_buffer_pool_has_option(pool, GST_BUFFER_POOL_OPTION_TENSOR_MEM_BATCH_SLOT) || size < bytes ||
+      (impl_->use_gl && !gl_can_write_slots(pool))) {
     gst_object_unref(pool);
     return FALSE;
   }

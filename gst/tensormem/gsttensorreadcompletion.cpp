@@ -166,3 +166,28 @@ void gst_tensor_mem_read_completion_unref(GstTensorMemReadCompletion *read) {
   gst_tensor_mem_read_completion_done(read);
   delete read;
 }
+
+/**
+ * gst_tensor_mem_memory_is_being_read:
+ * @mem: a #GstMemory
+ *
+ * Whether a read recorded on @mem's storage (gst_buffer_begin_tensor_mem_read(),
+ * on any buffer over that storage) has not finished. For code that recycles
+ * storages itself instead of through a #GstTensorMemBufferPool (tensorbatch
+ * keeps its batches' allocations): a storage still being read is not handed
+ * to a producer. Polls, never waits.
+ *
+ * Returns: %TRUE while such a read runs, or when the reads cannot be
+ * polled; %FALSE when none runs or @mem is not tensor memory (whose reads
+ * cannot be recorded).
+ *
+ * Since: 0.2
+ */
+gboolean gst_tensor_mem_memory_is_being_read(GstMemory *mem) {
+  g_return_val_if_fail(mem != nullptr, FALSE);
+  const tensormem::Tensor *tensor = gst_tensor_mem_memory_get_tensor(mem);
+  if (!tensor)
+    return FALSE;
+  tensormem::Result<std::vector<tensormem::GpuCompletion>> running = tensor->storage()->pending_reads();
+  return !running || !running->empty();
+}

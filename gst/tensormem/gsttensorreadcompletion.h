@@ -27,6 +27,9 @@ GstTensorMemReadCompletion *gst_tensor_mem_read_completion_ref(GstTensorMemReadC
 GST_TENSOR_MEM_API
 void gst_tensor_mem_read_completion_unref(GstTensorMemReadCompletion *read);
 
+GST_TENSOR_MEM_API
+gboolean gst_tensor_mem_memory_is_being_read(GstMemory *mem);
+
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(GstTensorMemReadCompletion, gst_tensor_mem_read_completion_unref)
 
 G_END_DECLS

@@ -6,8 +6,7 @@
  * batches flagged, EOS after the last); pads added and released while
  * playing; NULL while a stream waits for its batch; the settings and caps
  * it refuses. */
-#include "pipeline_util.hpp"
-#include "test_util.hpp"
+#include "batch_test_util.hpp"
 
 #include <gst/allocators/allocators.h>
 #include <gst/tensormem/gsttensormemconfig.h>
@@ -23,12 +22,9 @@
 
 namespace {
 
-// A GStreamer critical or warning (a NULL stream id, data before
-// stream-start) fails the program here, as gst_check_init() makes it do.
-const bool g_fatal_warnings = [] {
-  g_log_set_always_fatal(static_cast<GLogLevelFlags>(G_LOG_FATAL_MASK | G_LOG_LEVEL_CRITICAL | G_LOG_LEVEL_WARNING));
-  return true;
-}();
+using batchtest::BatchRun;
+using batchtest::dims_of;
+using batchtest::run;
 
 constexpr int kFrames = 5;
 constexpr gsize kTensorBytes = 32 * 24 * 3 * sizeof(float);
@@ -45,103 +41,9 @@ std::string source(const char *pattern, int frames) {
          " ! video/x-raw,format=RGBA,width=64,height=48,framerate=30/1 ! ";
 }
 
-struct BatchRun {
-  std::vector<GstSample *> samples;
-  bool eos = false;
-  std::string error;
-  guint64 copied = 0, batches = 0, partial = 0;
-  ~BatchRun() {
-    for (GstSample *s : samples)
-      gst_sample_unref(s);
-  }
-};
-
-/* Plays `description` (a tensorbatch named "batch", an appsink named
- * "sink") to EOS or an error; `during`, when given, runs once it plays. */
-void run(const std::string &description, BatchRun *out, const std::function<void(GstElement *)> &during = {}) {
-  GError *error = nullptr;
-  GstElement *pipeline = gst_parse_launch(description.c_str(), &error);
-  ASSERT_EQ(error, nullptr) << description << ": " << error->message;
-  GstElement *sink = gst_bin_get_by_name(GST_BIN(pipeline), "sink");
-  GstElement *batch = gst_bin_get_by_name(GST_BIN(pipeline), "batch");
-  ASSERT_NE(gst_element_set_state(pipeline, GST_STATE_PLAYING), GST_STATE_CHANGE_FAILURE);
-  if (during)
-    during(pipeline);
-  // Samples until EOS; an error ends the run too (appsink would wait on).
-  GstBus *bus = gst_element_get_bus(pipeline);
-  const gint64 give_up = g_get_monotonic_time() + tmtest::kTimeout / 1000;
-  bool timed_out = false;
-  for (;;) {
-    GstSample *sample = nullptr;
-    g_signal_emit_by_name(sink, "try-pull-sample", 50 * GST_MSECOND, &sample);
-    if (sample) {
-      out->samples.push_back(sample);
-      continue;
-    }
-    GstMessage *msg =
-        gst_bus_pop_filtered(bus, static_cast<GstMessageType>(GST_MESSAGE_EOS | GST_MESSAGE_ERROR));
-    if (msg) {
-      if (GST_MESSAGE_TYPE(msg) == GST_MESSAGE_EOS) {
-        out->eos = true;
-        // The samples before EOS are all in the appsink by now.
-        while (g_signal_emit_by_name(sink, "try-pull-sample", 0, &sample), sample)
-          out->samples.push_back(sample);
-      } else {
-        GError *err = nullptr;
-        gchar *debug = nullptr;
-        gst_message_parse_error(msg, &err, &debug);
-        out->error = std::string(err->message) + " | " + (debug ? debug : "");
-        g_error_free(err);
-        g_free(debug);
-      }
-      gst_message_unref(msg);
-      break;
-    }
-    if (g_get_monotonic_time() > give_up) {
-      timed_out = true;
-      break;
-    }
-  }
-  gst_object_unref(bus);
-  EXPECT_FALSE(timed_out) << description << ": neither EOS nor an error";
-  g_object_get(batch, "copied-bytes", &out->copied, "batches", &out->batches, "partial-batches", &out->partial,
-               nullptr);
-  EXPECT_EQ(gst_element_set_state(pipeline, GST_STATE_NULL), GST_STATE_CHANGE_SUCCESS);
-  gst_object_unref(batch);
-  gst_object_unref(sink);
-  tmtest::release_pipeline(pipeline);
-}
-
 /* The tensors of one stream converted alone. */
 std::vector<std::vector<std::uint8_t>> alone(const char *pattern, int frames, const std::string &extra = "") {
-  BatchRun r;
-  GError *error = nullptr;
-  GstElement *pipeline = gst_parse_launch((source(pattern, frames) + convert(extra) + " ! appsink name=sink").c_str(),
-                                          &error);
-  EXPECT_EQ(error, nullptr);
-  GstElement *sink = gst_bin_get_by_name(GST_BIN(pipeline), "sink");
-  gst_element_set_state(pipeline, GST_STATE_PLAYING);
-  std::vector<std::vector<std::uint8_t>> tensors;
-  for (;;) {
-    GstSample *sample = nullptr;
-    g_signal_emit_by_name(sink, "pull-sample", &sample);
-    if (!sample)
-      break;
-    GstBuffer *buffer = gst_sample_get_buffer(sample);
-    std::vector<std::uint8_t> bytes(gst_buffer_get_size(buffer));
-    gst_buffer_extract(buffer, 0, bytes.data(), bytes.size());
-    tensors.push_back(std::move(bytes));
-    gst_sample_unref(sample);
-  }
-  gst_element_set_state(pipeline, GST_STATE_NULL);
-  gst_object_unref(sink);
-  tmtest::release_pipeline(pipeline);
-  return tensors;
-}
-
-std::string dims_of(GstSample *sample) {
-  const char *dims = gst_structure_get_string(gst_caps_get_structure(gst_sample_get_caps(sample), 0), "dimensions");
-  return dims ? dims : "";
+  return batchtest::tensors_of(source(pattern, frames) + convert(extra) + " ! appsink name=sink");
 }
 
 /* Slot `slot` of the batch in `sample`. */

@@ -56,12 +56,16 @@ public:
   Result<std::size_t> source_extent(const GlFrameSource &source) const;
 
   /// Queues the conversion of `source` into GL buffer `output` (of
-  /// `output_size` bytes) on the worker and returns once it is queued, with
-  /// a barrier after it so that CPU maps and other GL readers see the write.
-  /// The caller fences the write (GlWorker::fence_write). InvalidArgument
-  /// for a source whose planes reach past its buffer, an output smaller than
-  /// padded_output_bytes(), or a buffer name 0.
-  Result<void> convert(const GlFrameSource &source, std::uint32_t output, std::size_t output_size);
+  /// `output_size` bytes), the tensor starting at byte `output_offset` (a
+  /// window of a larger buffer: one slot of a batch), on the worker and
+  /// returns once it is queued, with a barrier after it so that CPU maps and
+  /// other GL readers see the write. Only padded_output_bytes() from the
+  /// offset are bound and written. The caller fences the write
+  /// (GlWorker::fence_write). InvalidArgument for a source whose planes
+  /// reach past its buffer, an offset that is not a multiple of 4, fewer
+  /// than padded_output_bytes() after it, or a buffer name 0.
+  Result<void> convert(const GlFrameSource &source, std::uint32_t output, std::size_t output_size,
+                       std::size_t output_offset = 0);
 
   /// The GLSL source of the pass (for tests and debugging).
   const std::string &shader_source() const noexcept { return source_; }
@@ -78,6 +82,9 @@ private:
   std::uint32_t taps_ = 0;
   int offset_location_ = -1;
   int stride_location_ = -1;
+  int base_location_ = -1;
+  std::size_t range_align_ = 256; // GL_SHADER_STORAGE_BUFFER_OFFSET_ALIGNMENT
+  std::size_t max_block_ = 0;     // GL_MAX_SHADER_STORAGE_BLOCK_SIZE, 0: unknown
 };
 
 } // namespace tensormem

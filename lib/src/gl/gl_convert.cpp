@@ -66,6 +66,9 @@ layout(std430, binding = 1) writeonly buffer Tensor { uint tensor[]; };
 layout(std430, binding = 2) readonly buffer Taps { uvec4 taps[]; };
 uniform uvec3 plane_offset;
 uniform uvec3 plane_stride;
+// The tensor's first word within the bound range (the range starts at the
+// output offset rounded down to the SSBO offset alignment).
+uniform uint tensor_base;
 
 uint byte_at(uint at) { return (frame[at >> 2u] >> ((at & 3u) << 3u)) & 0xffu; }
 
@@ -129,7 +132,7 @@ void main() {
   // One pixel: its three elements, each a whole word.
   vec3 rgb = rgb_at(id % OUT_W, id / OUT_W);
   for (uint c = 0u; c < 3u; ++c)
-    tensor[NCHW ? c * PLANE + id : id * 3u + c] = floatBitsToUint(channel_value(rgb, c));
+    tensor[tensor_base + (NCHW ? c * PLANE + id : id * 3u + c)] = floatBitsToUint(channel_value(rgb, c));
 #else
   // One word of PER_WORD elements (uint8: 4, float16: 2), each sampled for
   // its own pixel and channel, so that no two invocations share a word.
@@ -157,7 +160,7 @@ void main() {
 #if DTYPE_F16
   word = packHalf2x16(halves);
 #endif
-  tensor[id] = word;
+  tensor[tensor_base + id] = word;
 #endif
 }
 )GLSL";
@@ -287,6 +290,10 @@ Result<std::shared_ptr<GlFrameConverter>> GlFrameConverter::create(std::shared_p
         }
         GLint max_block = 0;
         glGetIntegerv(GL_MAX_SHADER_STORAGE_BLOCK_SIZE, &max_block);
+        GLint ssbo_align = 0;
+        glGetIntegerv(GL_SHADER_STORAGE_BUFFER_OFFSET_ALIGNMENT, &ssbo_align);
+        raw->max_block_ = max_block > 0 ? static_cast<std::size_t>(max_block) : 0;
+        raw->range_align_ = ssbo_align > 0 ? static_cast<std::size_t>(ssbo_align) : 256;
         if (max_block > 0 && raw->padded_bytes_ > static_cast<std::size_t>(max_block))
           return Error::invalid_shape("GlFrameConverter: the tensor's " + std::to_string(raw->padded_bytes_) +
                                       " bytes exceed GL_MAX_SHADER_STORAGE_BLOCK_SIZE (" + std::to_string(max_block) +
@@ -297,6 +304,7 @@ Result<std::shared_ptr<GlFrameConverter>> GlFrameConverter::create(std::shared_p
         raw->program_ = *program;
         raw->offset_location_ = glGetUniformLocation(raw->program_, "plane_offset");
         raw->stride_location_ = glGetUniformLocation(raw->program_, "plane_stride");
+        raw->base_location_ = glGetUniformLocation(raw->program_, "tensor_base");
         glGenBuffers(1, &raw->taps_);
         glBindBuffer(GL_SHADER_STORAGE_BUFFER, raw->taps_);
         glBufferData(GL_SHADER_STORAGE_BUFFER, static_cast<GLsizeiptr>(table.size() * sizeof(std::uint32_t)),
@@ -345,12 +353,25 @@ Result<std::size_t> GlFrameConverter::source_extent(const GlFrameSource &source)
   return static_cast<std::size_t>(end);
 }
 
-Result<void> GlFrameConverter::convert(const GlFrameSource &source, std::uint32_t output, std::size_t output_size) {
+Result<void> GlFrameConverter::convert(const GlFrameSource &source, std::uint32_t output, std::size_t output_size,
+                                       std::size_t output_offset) {
   if (source.buffer == 0 || output == 0)
     return Error::invalid_argument("GlFrameConverter::convert: GL buffer name 0");
-  if (output_size < padded_bytes_)
+  if (output_offset % 4 != 0)
+    return Error::invalid_argument("GlFrameConverter::convert: output offset " + std::to_string(output_offset) +
+                                   " is not a whole 32-bit word");
+  if (output_offset > output_size || output_size - output_offset < padded_bytes_)
     return Error::invalid_argument("GlFrameConverter::convert: the output buffer holds " + std::to_string(output_size) +
-                                   " bytes, the tensor needs " + std::to_string(padded_bytes_));
+                                   " bytes, the tensor needs " + std::to_string(padded_bytes_) + " from byte " +
+                                   std::to_string(output_offset));
+  // The bound range starts at the offset rounded down to the SSBO offset
+  // alignment; the shader adds the rest in words.
+  const std::size_t range_start = output_offset / range_align_ * range_align_;
+  const std::size_t range_bytes = output_offset - range_start + padded_bytes_;
+  if (max_block_ && range_bytes > max_block_)
+    return Error::invalid_argument("GlFrameConverter::convert: a range of " + std::to_string(range_bytes) +
+                                   " bytes exceeds GL_MAX_SHADER_STORAGE_BLOCK_SIZE (" + std::to_string(max_block_) +
+                                   ")");
   Result<std::size_t> extent = source_extent(source);
   if (!extent)
     return std::move(extent).error();
@@ -373,7 +394,9 @@ Result<void> GlFrameConverter::convert(const GlFrameSource &source, std::uint32_
         glUniform3ui(stride_location_, static_cast<GLuint>(source.stride[0]), static_cast<GLuint>(source.stride[1]),
                      static_cast<GLuint>(source.stride[2]));
         glBindBufferBase(GL_SHADER_STORAGE_BUFFER, 0, source.buffer);
-        glBindBufferBase(GL_SHADER_STORAGE_BUFFER, 1, output);
+        glUniform1ui(base_location_, static_cast<GLuint>((output_offset - range_start) / 4));
+        glBindBufferRange(GL_SHADER_STORAGE_BUFFER, 1, output, static_cast<GLintptr>(range_start),
+                          static_cast<GLsizeiptr>(range_bytes));
         glBindBufferBase(GL_SHADER_STORAGE_BUFFER, 2, taps_);
         glDispatchCompute(gx, gy, 1);
         // CPU maps (persistent or not) and later GL reads of the buffers see
