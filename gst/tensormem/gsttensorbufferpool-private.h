@@ -32,7 +32,9 @@ gboolean pool_set_config_unaligned(GstBufferPool *pool, GstStructure *config);
 GstFlowReturn pool_adopt_buffer(GstBufferPool *pool, GstBuffer **buffer);
 
 /* The D3D11 family's pool (gsttensord3d11.cpp). */
-GType d3d11_buffer_pool_get_type();
 GstBufferPool *d3d11_buffer_pool_new(GstAllocator *allocator);
 
 } // namespace gst_tensormem
+
+/* Its type (G_DEFINE_TYPE in gsttensord3d11.cpp; not installed). */
+GType gst_tensor_mem_d3d11_buffer_pool_get_type(void);

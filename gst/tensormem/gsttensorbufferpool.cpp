@@ -589,7 +589,7 @@ GstBufferPool *gst_tensor_mem_buffer_pool_new_for_storage(GstTensorMemStorage st
   storage = gst_tensor_mem_storage_resolve(storage);
   // D3D11 textures have their family's own pool, which needs its allocator.
   const GType type =
-      storage == GST_TENSOR_MEM_STORAGE_D3D11 ? gst_tensormem::d3d11_buffer_pool_get_type() : GST_TYPE_TENSOR_MEM_BUFFER_POOL;
+      storage == GST_TENSOR_MEM_STORAGE_D3D11 ? gst_tensor_mem_d3d11_buffer_pool_get_type() : GST_TYPE_TENSOR_MEM_BUFFER_POOL;
   auto *pool = static_cast<GstBufferPool *>(g_object_new(type, nullptr));
   gst_object_ref_sink(pool);
   gst_tensormem::pool_set_storage(pool, storage);

@@ -547,8 +547,6 @@ static void gst_tensor_mem_d3d11_buffer_pool_init(GstTensorMemD3D11BufferPool *s
 
 namespace gst_tensormem {
 
-GType d3d11_buffer_pool_get_type() { return gst_tensor_mem_d3d11_buffer_pool_get_type(); }
-
 GstBufferPool *d3d11_buffer_pool_new(GstAllocator *allocator) {
   GstBufferPool *pool = gst_tensor_mem_buffer_pool_new_for_storage(GST_TENSOR_MEM_STORAGE_D3D11);
   d3d11_pool(pool)->allocator = GST_ALLOCATOR_CAST(gst_object_ref(allocator));
