@@ -52,13 +52,17 @@ inline void run(const std::string &description, BatchRun *out, const std::functi
     during(pipeline);
   // Samples until EOS; an error ends the run too (appsink would wait on).
   GstBus *bus = gst_element_get_bus(pipeline);
-  const gint64 give_up = g_get_monotonic_time() + tmtest::kTimeout / 1000;
+  // Gives up after kTimeout without a sample or a message; before the first
+  // sample three times that, which the GL tests' shader compiles (one per
+  // tensorconvert, slow under valgrind) may take.
+  gint64 give_up = g_get_monotonic_time() + 3 * tmtest::kTimeout / 1000;
   bool timed_out = false;
   for (;;) {
     GstSample *sample = nullptr;
     g_signal_emit_by_name(sink, "try-pull-sample", 50 * GST_MSECOND, &sample);
     if (sample) {
       out->samples.push_back(sample);
+      give_up = g_get_monotonic_time() + tmtest::kTimeout / 1000;
       continue;
     }
     GstMessage *msg =
@@ -86,7 +90,8 @@ inline void run(const std::string &description, BatchRun *out, const std::functi
     }
   }
   gst_object_unref(bus);
-  EXPECT_FALSE(timed_out) << description << ": neither EOS nor an error";
+  EXPECT_FALSE(timed_out) << description << ": neither a sample, EOS nor an error for " << tmtest::kTimeout / GST_SECOND
+                          << " s";
   g_object_get(batch, "copied-bytes", &out->copied, "batches", &out->batches, "partial-batches", &out->partial,
                nullptr);
   EXPECT_EQ(gst_element_set_state(pipeline, GST_STATE_NULL), GST_STATE_CHANGE_SUCCESS);
