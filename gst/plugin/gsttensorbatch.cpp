@@ -69,6 +69,7 @@
 #include <gst/tensormem/gsttensormemresizemeta.h>
 #include <gst/tensormem/gsttensorpbo.h>
 #include <gst/tensormem/gsttensorreadcompletion.h>
+#include <gst/tensormem/gsttensormem.hpp>
 
 #include <gio/gio.h>
 #include <gst/allocators/allocators.h>
@@ -474,8 +475,17 @@ void Storage::unref() {
  * reference to `s`). */
 GstMemory *window(Storage *s, guint64 seq, guint slot, gsize offset, gsize size) {
   GstMemory *mem = nullptr;
-  if (s->kind == Kind::DmaBuf) {
+  if (s->kind == Kind::DmaBuf && slot == kNoSlot) {
+    // The whole batch is DMA-BUF tensor memory over the batch's own storage,
+    // so a reader that outlives the buffer (gst_buffer_begin_tensor_mem_read)
+    // records its read where new_storage() looks before reuse.
+    GstAllocator *allocator = gst_tensor_mem_dmabuf_allocator_get();
+    mem = gst_tensor_mem_dmabuf_allocator_import(allocator, gst_tensor_mem_dmabuf_memory_get_storage(s->root));
+    gst_object_unref(allocator);
+  } else if (s->kind == Kind::DmaBuf) {
 #ifdef G_OS_UNIX
+    // A slot: its own dmabuf memory (over a dup of the fd), so that every
+    // stream maps and writes its slot at once.
     static GstAllocator *plain = gst_dmabuf_allocator_new(); // lives as long as the process, as GStreamer's own do
     const int fd = dup(s->fd);
     if (fd < 0)
@@ -712,15 +722,13 @@ void attach_tensor_meta(GstBuffer *out, const gst_tensormem::TensorCaps &t, guin
 
 /* The batch `b` as one buffer: its memory over the whole allocation, the
  * empty slots zeroed, the slots' fences, the batch meta. Takes `b`; NULL
- * with `*why` set when no memory over the allocation can be made (no fd
- * left to dup) or a PBO cannot be written or fenced. */
+ * with `*why` set when no memory over the allocation can be made or a PBO
+ * cannot be written or fenced. */
 GstBuffer *make_output(Batch &b, guint64 seq, const gst_tensormem::TensorCaps &tensor, std::string *why) {
   Storage *s = b.storage;
   GstMemory *whole = window(s, seq, kNoSlot, 0, s->bytes);
   if (!whole) {
-    *why = s->kind == Kind::DmaBuf ? std::string("no memory over its DMA-BUF could be made (dup failed: ") +
-                                         g_strerror(errno) + ")"
-                                   : "no memory over its allocation could be made";
+    *why = std::string("no memory over its ") + kind_name(s->kind) + " could be made";
     release_batch(b);
     return nullptr;
   }
