@@ -479,9 +479,11 @@ GstMemory *window(Storage *s, guint64 seq, guint slot, gsize offset, gsize size)
     // The whole batch is DMA-BUF tensor memory over the batch's own storage,
     // so a reader that outlives the buffer (gst_buffer_begin_tensor_mem_read)
     // records its read where new_storage() looks before reuse.
-    GstAllocator *allocator = gst_tensor_mem_dmabuf_allocator_get();
-    mem = gst_tensor_mem_dmabuf_allocator_import(allocator, gst_tensor_mem_dmabuf_memory_get_storage(s->root));
-    gst_object_unref(allocator);
+    if (auto storage = gst_tensor_mem_dmabuf_memory_get_storage(s->root)) {
+      GstAllocator *allocator = gst_tensor_mem_dmabuf_allocator_get();
+      mem = gst_tensor_mem_dmabuf_allocator_import(allocator, std::move(storage));
+      gst_object_unref(allocator);
+    }
   } else if (s->kind == Kind::DmaBuf) {
 #ifdef G_OS_UNIX
     // A slot: its own dmabuf memory (over a dup of the fd), so that every
