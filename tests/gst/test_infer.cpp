@@ -21,6 +21,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iterator>
 #include <map>
 #include <set>
@@ -450,19 +451,22 @@ void check_batches(guint pieces, guint64 *copied, gsize *batch_bytes) {
 }
 
 /* tensorbatch (issue 26): two streams, each written into its slot of the
- * batch by its own tensorconvert, run through the model in one call per
- * batch; the outputs equal the Python reference on the batch's bytes, and
- * neither element copied anything. */
-TEST(TensorInfer, ABatchOfStreamsRunsInOneModelCall) {
-  REQUIRE_MODELS();
+ * batch by its own tensorconvert (`convert`: the CPU path, or the GL path
+ * into one PBO per batch), run through the model in one call per batch; the
+ * outputs equal the Python reference on the batch's bytes, and neither
+ * element copied anything. */
+void expect_batch_in_one_call(const std::string &convert, const std::function<void(GstElement *)> &prepare) {
   tmtest::PipelineRun run;
   GstElement *batch = nullptr, *infer = nullptr;
-  const std::string description = "tensorbatch name=batch ! tensorinfer name=infer model=" + model("weighted.onnx") +
-                                  " ! appsink name=sink " + kSource + kConvert + "! batch.sink_0 " +
+  const std::string description = "tensorbatch name=batch require-zero-copy=true ! tensorinfer name=infer model=" +
+                                  model("weighted.onnx") + " ! appsink name=sink " + kSource + convert +
+                                  "! batch.sink_0 " +
                                   "videotestsrc num-buffers=4 pattern=smpte ! video/x-raw,format=RGBA,width=64,"
                                   "height=48 ! " +
-                                  kConvert + "! batch.sink_1";
+                                  convert + "! batch.sink_1";
   tmtest::run_pipeline(description, &run, nullptr, [&](GstElement *pipeline) {
+    if (prepare)
+      prepare(pipeline);
     batch = gst_bin_get_by_name(GST_BIN(pipeline), "batch");
     infer = gst_bin_get_by_name(GST_BIN(pipeline), "infer");
   });
@@ -485,6 +489,26 @@ TEST(TensorInfer, ABatchOfStreamsRunsInOneModelCall) {
   gst_object_unref(batch);
   gst_object_unref(infer);
 }
+
+TEST(TensorInfer, ABatchOfStreamsRunsInOneModelCall) {
+  REQUIRE_MODELS();
+  expect_batch_in_one_call(kConvert, {});
+}
+
+#if TM_TEST_HAVE_GL
+TEST(TensorInfer, ABatchOfGlStreamsInOnePboRunsInOneModelCall) {
+  REQUIRE_MODELS();
+  std::string no_gl;
+  if (!tmtest::shared_worker(&no_gl))
+    GTEST_SKIP() << "no headless GL context: " << no_gl;
+  expect_batch_in_one_call("tensorupload storage=pbo ! " + kConvert + "backend=gl require-zero-copy=true ",
+                           [&](GstElement *pipeline) {
+                             GstContext *context = gst_context_new_tensor_gl_worker(tmtest::shared_worker(&no_gl), TRUE);
+                             gst_element_set_context(pipeline, context);
+                             gst_context_unref(context);
+                           });
+}
+#endif
 
 TEST(TensorInfer, BatchesTakeTheOpenFirstDimension) {
   REQUIRE_MODELS();
