@@ -16,6 +16,8 @@
         classifier_batch.onnx
                         the same classifier, weights and all, on float32
                         [batch,3,224,224] (tests/bench/batch_vs_chains.sh)
+        classifier640.onnx, classifier640_batch.onnx
+                        the same two on [1|batch,3,640,640] (its 640x640 rows)
         garbage.onnx    bytes that are no ONNX model
   infer_models.py annotate SOURCE DESTINATION
       copies a model, naming each output's tensor id in its metadata (what
@@ -85,8 +87,8 @@ def bytes_graph(onnx):
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
 
 
-def classifier_graph(onnx, np, batch=1):
-    """A small classifier on 224x224 RGB, NCHW float32: 1x1 Conv to 8
+def classifier_graph(onnx, np, batch=1, size=224):
+    """A small classifier on SIZExSIZE RGB, NCHW float32: 1x1 Conv to 8
     channels, Relu, global average pool, a 10-way Gemm and Softmax. Cheap
     enough that pre-processing dominates (tests/bench/infer_vs_onnxinference.sh)."""
     from onnx import TensorProto, helper, numpy_helper
@@ -105,7 +107,7 @@ def classifier_graph(onnx, np, batch=1):
     graph = helper.make_graph(
         nodes,
         "classifier",
-        [helper.make_tensor_value_info("images", TensorProto.FLOAT, [batch, 3, 224, 224])],
+        [helper.make_tensor_value_info("images", TensorProto.FLOAT, [batch, 3, size, size])],
         [helper.make_tensor_value_info("scores", TensorProto.FLOAT, [batch, 10])],
         [numpy_helper.from_array(conv, "conv"), numpy_helper.from_array(gemm, "gemm")],
     )
@@ -127,6 +129,8 @@ def make(directory):
         "wide.onnx": weighted_graph(onnx, np, [1, 3, 32, 32], "wide"),
         "classifier.onnx": classifier_graph(onnx, np),
         "classifier_batch.onnx": classifier_graph(onnx, np, "batch"),
+        "classifier640.onnx": classifier_graph(onnx, np, size=640),
+        "classifier640_batch.onnx": classifier_graph(onnx, np, "batch", 640),
     }
     for name, model in models.items():
         model.ir_version = 8
