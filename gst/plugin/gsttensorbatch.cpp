@@ -25,7 +25,8 @@
  *
  * A batch leaves when every stream that has not ended has filled its slot;
  * with `timeout` set, also when that long has passed since its first slot
- * was filled (a partial batch: the empty slots are zero and flagged), so a
+ * was filled (a partial batch: the empty slots hold `pad-value`, 0 by
+ * default, and are flagged), so a
  * stalled stream does not stall the others. Each batch carries a
  * #GstTensorMemBatchMeta saying per slot which stream it came from, its
  * timestamps, whether it was filled (or copied) and how the frame was fitted
@@ -236,6 +237,7 @@ struct Shared {
   // Properties.
   guint batch_size = 0;
   GstClockTime timeout = 0;
+  double pad_value = 0.0; // every element of an empty slot
   bool require_zero_copy = false;
   BatchStorage storage = BATCH_STORAGE_AUTO;
 
@@ -669,7 +671,17 @@ struct _GstTensorMemBatch {
   GstEvent *segment; // the first stream's segment, sent before the first batch
 };
 
-enum { PROP_0, PROP_BATCH_SIZE, PROP_TIMEOUT, PROP_STORAGE, PROP_REQUIRE_ZERO_COPY, PROP_COPIED_BYTES, PROP_BATCHES, PROP_PARTIAL };
+enum {
+  PROP_0,
+  PROP_BATCH_SIZE,
+  PROP_TIMEOUT,
+  PROP_PAD_VALUE,
+  PROP_STORAGE,
+  PROP_REQUIRE_ZERO_COPY,
+  PROP_COPIED_BYTES,
+  PROP_BATCHES,
+  PROP_PARTIAL
+};
 
 #if GST_TENSOR_MEM_HAVE_GL
 #define PBO_CAPS "; other/tensors(" GST_CAPS_FEATURE_MEMORY_TENSOR_PBO "), format=(string)static, num_tensors=(int)1"
@@ -722,11 +734,23 @@ void attach_tensor_meta(GstBuffer *out, const gst_tensormem::TensorCaps &t, guin
 }
 #endif
 
+/* `bytes` bytes at `to`, every element `value` in `t`'s type. */
+void fill(std::byte *to, gsize bytes, const gst_tensormem::TensorCaps &t, double value) {
+  std::vector<std::uint8_t> element;
+  if (value == 0.0 || !gst_tensormem::element_bytes(t, value, &element) || element.empty()) {
+    std::memset(to, 0, bytes);
+    return;
+  }
+  for (gsize at = 0; at + element.size() <= bytes; at += element.size())
+    std::memcpy(to + at, element.data(), element.size());
+}
+
 /* The batch `b` as one buffer: its memory over the whole allocation, the
- * empty slots zeroed, the slots' fences, the batch meta. Takes `b`; NULL
+ * empty slots filled with `pad_value`, the slots' fences, the batch meta. Takes `b`; NULL
  * with `*why` set when no memory over the allocation can be made or a PBO
  * cannot be written or fenced. */
-GstBuffer *make_output(Batch &b, guint64 seq, const gst_tensormem::TensorCaps &tensor, std::string *why) {
+GstBuffer *make_output(Batch &b, guint64 seq, const gst_tensormem::TensorCaps &tensor, double pad_value,
+                       std::string *why) {
   Storage *s = b.storage;
   GstMemory *whole = window(s, seq, kNoSlot, 0, s->bytes);
   if (!whole) {
@@ -746,9 +770,9 @@ GstBuffer *make_output(Batch &b, guint64 seq, const gst_tensormem::TensorCaps &t
     if (!rec.filled) {
       // A window still out is a frame being written late: its bytes are its
       // writer's (the slot says it is not filled); the others are zero.
-      if (!rec.acquired &&
-          !write_on_cpu(b, i * s->slot_bytes, s->slot_bytes, [&](std::byte *to) { std::memset(to, 0, s->slot_bytes); })) {
-        *why = "slot " + std::to_string(i) + " of " + kind_name(s->kind) + " cannot be mapped to be zeroed";
+      if (!rec.acquired && !write_on_cpu(b, i * s->slot_bytes, s->slot_bytes,
+                                         [&](std::byte *to) { fill(to, s->slot_bytes, tensor, pad_value); })) {
+        *why = "slot " + std::to_string(i) + " of " + kind_name(s->kind) + " cannot be mapped to be filled";
         gst_buffer_unref(out);
         release_batch(b);
         return nullptr;
@@ -849,11 +873,12 @@ GstFlowReturn emit(GstTensorMemBatch *self, Reason why) {
     s.caps_changed = s.n_slots != batch.slots.size();
   }
   const gst_tensormem::TensorCaps tensor = s.tensor;
+  const double pad_value = s.pad_value;
   s.cond.notify_all();
   lock.unlock();
 
   std::string why;
-  GstBuffer *out = make_output(batch, seq, tensor, &why);
+  GstBuffer *out = make_output(batch, seq, tensor, pad_value, &why);
   if (!out) {
     GST_ELEMENT_ERROR(self, RESOURCE, FAILED, ("Cannot hand batch %" G_GUINT64_FORMAT " on", seq), ("%s", why.c_str()));
     lock.lock();
@@ -1492,6 +1517,7 @@ static void gst_tensor_batch_set_property(GObject *object, guint prop_id, const 
     s.timeout = g_value_get_uint64(value);
     s.cond.notify_all();
     break;
+  case PROP_PAD_VALUE: s.pad_value = g_value_get_double(value); break;
   case PROP_REQUIRE_ZERO_COPY: s.require_zero_copy = g_value_get_boolean(value); break;
   case PROP_STORAGE: s.storage = static_cast<BatchStorage>(g_value_get_enum(value)); break;
   default: G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec); break;
@@ -1504,6 +1530,7 @@ static void gst_tensor_batch_get_property(GObject *object, guint prop_id, GValue
   switch (prop_id) {
   case PROP_BATCH_SIZE: g_value_set_uint(value, s.batch_size); break;
   case PROP_TIMEOUT: g_value_set_uint64(value, s.timeout); break;
+  case PROP_PAD_VALUE: g_value_set_double(value, s.pad_value); break;
   case PROP_REQUIRE_ZERO_COPY: g_value_set_boolean(value, s.require_zero_copy); break;
   case PROP_STORAGE: g_value_set_enum(value, s.storage); break;
   case PROP_COPIED_BYTES: g_value_set_uint64(value, s.copied_bytes.load()); break;
@@ -1540,9 +1567,15 @@ static void gst_tensor_batch_class_init(GstTensorMemBatchClass *klass) {
   g_object_class_install_property(
       gobject_class, PROP_TIMEOUT,
       g_param_spec_uint64("timeout", "Timeout",
-                          "Nanoseconds after its first slot is filled that a batch leaves partial (empty slots zero and "
-                          "flagged); 0: wait for every stream that has not ended",
+                          "Nanoseconds after its first slot is filled that a batch leaves partial (empty slots hold "
+                          "pad-value and are flagged); 0: wait for every stream that has not ended",
                           0, G_MAXUINT64, 0, static_cast<GParamFlags>(kRw | GST_PARAM_MUTABLE_PLAYING)));
+  g_object_class_install_property(
+      gobject_class, PROP_PAD_VALUE,
+      g_param_spec_double("pad-value", "Pad value",
+                          "Every element of an empty slot (a partial batch's, or one no stream feeds), in the tensor's "
+                          "type (rounded and clamped for integer types)",
+                          -G_MAXDOUBLE, G_MAXDOUBLE, 0.0, static_cast<GParamFlags>(kRw | GST_PARAM_MUTABLE_PLAYING)));
   g_object_class_install_property(
       gobject_class, PROP_STORAGE,
       g_param_spec_enum("storage", "Storage",

@@ -46,8 +46,9 @@ typedef struct _GstTensorMemBatchMeta GstTensorMemBatchMeta;
  *   %GST_CLOCK_TIME_NONE
  * @duration: its duration, or %GST_CLOCK_TIME_NONE
  * @filled: whether a frame was written into the slot; %FALSE for a slot of a
- *   partial batch (its bytes are zero, unless a frame being written when the
- *   batch left was late: then they are unspecified) or a slot no stream feeds
+ *   partial batch (every element is tensorbatch's `pad-value`, unless a
+ *   frame being written when the batch left was late: then its bytes are
+ *   unspecified) or a slot no stream feeds
  * @copied: whether the frame reached the slot by a copy (its producer did not
  *   write into the slot in place)
  * @has_resize: whether the fields below are known (the frame came from

@@ -1,6 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 #include <gst/tensormem/gsttensorcaps.h>
 
+#include <tensormem/frame_convert.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+
 namespace gst_tensormem {
 
 namespace {
@@ -95,6 +102,58 @@ gboolean element_read_tensor_caps(GstElement *element, const GstCaps *caps, guin
   }
   *bytes = tensor.bytes;
   return TRUE;
+}
+
+namespace {
+
+template <typename T> void put(T v, std::vector<std::uint8_t> *out) {
+  out->resize(sizeof(T));
+  std::memcpy(out->data(), &v, sizeof(T));
+}
+
+/* `value` rounded to the nearest integer of T, clamped to T's range (NaN: 0). */
+template <typename T> void put_integer(double value, std::vector<std::uint8_t> *out) {
+  double v = std::isnan(value) ? 0.0 : std::nearbyint(value);
+  v = std::clamp(v, static_cast<double>(std::numeric_limits<T>::min()), static_cast<double>(std::numeric_limits<T>::max()));
+  // The top of a 64-bit range is not a double: its nearest double is past it.
+  if (v >= static_cast<double>(std::numeric_limits<T>::max()))
+    put(std::numeric_limits<T>::max(), out);
+  else
+    put(static_cast<T>(v), out);
+}
+
+} // namespace
+
+bool element_bytes(const TensorCaps &t, double value, std::vector<std::uint8_t> *out) {
+  switch (t.code) {
+  case TensorTypeCode::Float:
+    if (t.bits == 64)
+      put(value, out);
+    else if (t.bits == 32)
+      put(static_cast<float>(value), out);
+    else if (t.bits == 16)
+      put(tensormem::float_to_half(static_cast<float>(value)), out);
+    else
+      return false;
+    return true;
+  case TensorTypeCode::Int:
+    switch (t.bits) {
+    case 8: put_integer<std::int8_t>(value, out); return true;
+    case 16: put_integer<std::int16_t>(value, out); return true;
+    case 32: put_integer<std::int32_t>(value, out); return true;
+    case 64: put_integer<std::int64_t>(value, out); return true;
+    }
+    return false;
+  case TensorTypeCode::UInt:
+    switch (t.bits) {
+    case 8: put_integer<std::uint8_t>(value, out); return true;
+    case 16: put_integer<std::uint16_t>(value, out); return true;
+    case 32: put_integer<std::uint32_t>(value, out); return true;
+    case 64: put_integer<std::uint64_t>(value, out); return true;
+    }
+    return false;
+  }
+  return false;
 }
 
 } // namespace gst_tensormem

@@ -41,4 +41,11 @@ bool parse_tensor_caps(const GstStructure *s, TensorCaps *out, std::string *why)
 GST_TENSOR_MEM_API
 gboolean element_read_tensor_caps(GstElement *element, const GstCaps *caps, guint64 *bytes);
 
+/* `value` as one element of `t`'s type: its bytes in native order, in
+ * `*out`. Integers are rounded and clamped to the type's range, float16 is
+ * the nearest half; FALSE for a type without such an encoding (none of
+ * parse_tensor_caps()'s). */
+GST_TENSOR_MEM_API
+bool element_bytes(const TensorCaps &t, double value, std::vector<std::uint8_t> *out);
+
 } // namespace gst_tensormem
