@@ -10,7 +10,11 @@
 #      1.26: Debian 13), an ONNX model (a small classifier written by
 #      scripts/demo_model.py) runs on each tensor in place, and its top
 #      scores are printed;
-#   2. runs the storage round trips (system, DMA-BUF, OpenGL PBO), short.
+#   2. runs four such streams into one batch: each stream's tensorconvert
+#      writes its tensor straight into its slot of one DMA-BUF per batch
+#      (tensorbatch), and where tensorinfer was built the model runs once
+#      per batch of four (its twin with an open batch dimension);
+#   3. runs the storage round trips (system, DMA-BUF, OpenGL PBO), short.
 #   scripts/demo.sh [frames] [WIDTHxHEIGHT of the tensor]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -79,6 +83,8 @@ infer=""
 if [[ -f build-demo/gst/infer/libgsttensorinfer.so ]]; then
   model=build-demo/demo-classifier.onnx
   [[ -s $model ]] || python3 scripts/demo_model.py "$model"
+  batch_model=build-demo/demo-classifier-batch.onnx
+  [[ -s $batch_model ]] || python3 scripts/demo_model.py "$batch_model" batch
   GST_PLUGIN_PATH=$GST_PLUGIN_PATH:$PWD/build-demo/gst/infer
   infer="tensorinfer model=$model require-zero-copy=true name=infer ! "
 else
@@ -176,7 +182,36 @@ if [[ -x $decoder ]]; then
   echo "  in $(elapsed "$start" "$end") s"
 fi
 
-# ---- 2. storage round trips --------------------------------------------------
+# ---- 2. four streams, one batch ------------------------------------------------
+streams=4
+batch_infer=""
+[[ -n $infer ]] && batch_infer="tensorinfer model=$batch_model require-zero-copy=true name=infer ! "
+batched="tensorbatch name=batch storage=dmabuf require-zero-copy=true ! ${batch_infer}tensorinspect name=inspect ! fakesink sync=false"
+for ((i = 0; i < streams; ++i)); do
+  batched+=" filesrc location=$clip ! h264parse ! openh264dec ! tensorupload storage=dmabuf require-zero-copy=true name=up$i ! tensorconvert width=$width height=$height resize=letterbox dtype=float32 layout=nchw mean=<0.485,0.456,0.406> std=<0.229,0.224,0.225> require-zero-copy=true name=convert$i ! batch.sink_$i"
+done
+echo
+echo "demo: $streams streams -> one batched tensor (each stream's tensorconvert writes its slot in place) -> ${batch_infer:+one model call per batch -> }consumer"
+echo "demo: gst-launch-1.0 $batched"
+start=$(date +%s.%N)
+if ! GST_DEBUG="tensorbatch:4,tensorinfer:4" GST_DEBUG_NO_COLOR=1 gst-launch-1.0 -e -m $batched >"$log" 2>&1; then
+  cat "$log"
+  echo "demo: the batch pipeline failed"
+  exit 1
+fi
+end=$(date +%s.%N)
+summaries
+python3 - "$log" <<'EOF'
+import re, sys
+text = open(sys.argv[1], errors="replace").read()
+batches = re.findall(r'tensorinspect, .*?checksum=\(string\)([0-9a-f]+)', text)
+print(f"  inspect: {len(batches)} batches read")
+for m in sorted(set(re.findall(r'tensorinspect-tensor, .*?id=\(string\)(\S+?), type=\(string\)(\w+), dims=\(string\)([0-9x]+)', text))):
+    print(f"  inspect: GstTensorMeta tensor '{m[0]}' {m[1]} {m[2]} on every batch")
+EOF
+echo "  $streams x $frames frames decoded, converted and batched in $(elapsed "$start" "$end") s"
+
+# ---- 3. storage round trips --------------------------------------------------
 run() {
   local storage=$1 n=100
   local pipeline="videotestsrc num-buffers=$n pattern=ball ! video/x-raw,format=RGBA,width=1280,height=720,framerate=30/1 ! tensorupload storage=$storage require-zero-copy=true name=up ! tensordownload name=down ! fakesink sync=false"

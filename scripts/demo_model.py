@@ -1,6 +1,8 @@
 # SPDX-License-Identifier: Apache-2.0
 """Writes the demo's model, a small 10-way classifier on float32
-[1,3,224,224] NCHW ("images" -> "scores" [1,10]), with Python's standard
+[1,3,224,224] NCHW ("images" -> "scores" [1,10]), or with "batch" its twin
+on [batch,3,224,224] (an open first dimension: tensorbatch's batches of
+any size, one model call each), with Python's standard
 library alone: the ONNX protobuf is encoded here by hand, so the demo needs
 neither python3-onnx nor numpy (and their BLAS, LAPACK and protobuf) only to
 write 1 KB. The graph is the one tests/gst/infer_models.py calls the
@@ -8,7 +10,7 @@ classifier (1x1 Conv to 8 channels, Relu, GlobalAveragePool, Flatten, Gemm,
 Softmax); the weights are fixed pseudo-random numbers, so its scores mean
 nothing but are the same on every machine.
 
-  demo_model.py OUT.onnx
+  demo_model.py OUT.onnx [batch]
 """
 
 import struct
@@ -42,9 +44,14 @@ FLOAT = 1  # TensorProto.DataType
 ATTR_INT = 2  # AttributeProto.AttributeType
 
 
+def dimension(d):
+    # TensorShapeProto.Dimension: dim_value (1) or, for a name, dim_param (2)
+    return field_bytes(2, d) if isinstance(d, str) else field_varint(1, d)
+
+
 def tensor_type(dims):
-    # TypeProto { tensor_type: { elem_type, shape { dim { dim_value } } } }
-    shape = b"".join(field_bytes(1, field_varint(1, d)) for d in dims)
+    # TypeProto { tensor_type: { elem_type, shape { dim { dim_value | dim_param } } } }
+    shape = b"".join(field_bytes(1, dimension(d)) for d in dims)
     return field_bytes(1, field_varint(1, FLOAT) + field_bytes(2, shape))
 
 
@@ -75,7 +82,7 @@ def weights(count, seed):
     return out
 
 
-def model():
+def model(batch=1):
     nodes = [
         node("Conv", ["images", "conv"], ["features"]),
         node("Relu", ["features"], ["active"]),
@@ -87,18 +94,18 @@ def model():
     graph = b"".join(field_bytes(1, n) for n in nodes) + field_bytes(2, "classifier")
     graph += field_bytes(5, initializer("conv", [8, 3, 1, 1], weights(24, 25)))
     graph += field_bytes(5, initializer("gemm", [8, 10], [4 * w for w in weights(80, 27)]))
-    graph += field_bytes(11, value_info("images", [1, 3, 224, 224]))
-    graph += field_bytes(12, value_info("scores", [1, 10]))
+    graph += field_bytes(11, value_info("images", [batch, 3, 224, 224]))
+    graph += field_bytes(12, value_info("scores", [batch, 10]))
     # ModelProto: ir_version 8 (what ONNX Runtime 1.21 reads), producer, graph, opset 13.
     return (field_varint(1, 8) + field_bytes(2, "gst-tensormem demo") + field_bytes(7, graph) +
             field_bytes(8, field_bytes(1, "") + field_varint(2, 13)))
 
 
 def main(argv):
-    if len(argv) != 2:
-        sys.exit("usage: demo_model.py OUT.onnx")
+    if len(argv) not in (2, 3) or (len(argv) == 3 and argv[2] != "batch"):
+        sys.exit("usage: demo_model.py OUT.onnx [batch]")
     with open(argv[1], "wb") as f:
-        f.write(model())
+        f.write(model("batch" if len(argv) == 3 else 1))
 
 
 if __name__ == "__main__":

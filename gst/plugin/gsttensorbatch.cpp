@@ -1479,6 +1479,12 @@ static GstStateChangeReturn gst_tensor_batch_change_state(GstElement *element, G
       self->timer = nullptr;
     }
     std::lock_guard<std::mutex> guard(s.lock);
+    // One line per run saying what the element did, as the transforms log
+    // theirs (GST_DEBUG=tensorbatch:4; the demo prints it).
+    GST_INFO_OBJECT(self,
+                    "summary: %" G_GUINT64_FORMAT " batches, %" G_GUINT64_FORMAT " partial, of %u slots in %s; "
+                    "copied-bytes=%" G_GUINT64_FORMAT,
+                    s.batches.load(), s.partial_batches.load(), s.n_slots, kind_name(s.kind), s.copied_bytes.load());
     s.discard_open();
     s.negotiated = false;
     gst_clear_caps(&s.stream_caps);
