@@ -10,6 +10,7 @@
 
 #include <gst/tensormem/tensormem.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -131,6 +132,63 @@ inline std::vector<std::vector<std::uint8_t>> tensors_of(const std::string &desc
 inline std::string dims_of(GstSample *sample) {
   const char *dims = gst_structure_get_string(gst_caps_get_structure(gst_sample_get_caps(sample), 0), "dimensions");
   return dims ? dims : "";
+}
+
+/* Plays `description` (an appsink named "sink", max-buffers=1) to EOS,
+ * starting a read (gst_buffer_begin_tensor_mem_read) of the first batch
+ * that outlives its buffer, and ends that read only after the last batch.
+ * Returns what `identity` says of each batch's allocation, in order (a
+ * DMA-BUF's fd, a PBO's GL name); `prepare` sees the pipeline before it
+ * starts. */
+inline std::vector<guint64> allocations_while_first_is_read(const std::string &description,
+                                                            const std::function<guint64(GstMemory *)> &identity,
+                                                            const std::function<void(GstElement *)> &prepare = {}) {
+  std::vector<guint64> ids;
+  GError *error = nullptr;
+  GstElement *pipeline = gst_parse_launch(description.c_str(), &error);
+  EXPECT_EQ(error, nullptr) << (error ? error->message : "");
+  if (!pipeline)
+    return ids;
+  if (prepare)
+    prepare(pipeline);
+  GstElement *sink = gst_bin_get_by_name(GST_BIN(pipeline), "sink");
+  EXPECT_NE(gst_element_set_state(pipeline, GST_STATE_PLAYING), GST_STATE_CHANGE_FAILURE);
+  GstTensorMemReadCompletion *read = nullptr;
+  for (;;) {
+    GstSample *sample = nullptr;
+    g_signal_emit_by_name(sink, "pull-sample", &sample);
+    if (!sample)
+      break;
+    GstBuffer *batch = gst_sample_get_buffer(sample);
+    ids.push_back(identity(gst_buffer_peek_memory(batch, 0)));
+    if (!read) {
+      read = gst_buffer_begin_tensor_mem_read(batch, &error);
+      EXPECT_NE(read, nullptr) << (error ? error->message : "");
+      g_clear_error(&error);
+    }
+    gst_sample_unref(sample); // the buffer goes; the read of its allocation goes on
+  }
+  if (read) {
+    gst_tensor_mem_read_completion_done(read);
+    gst_tensor_mem_read_completion_unref(read);
+  }
+  EXPECT_EQ(gst_element_set_state(pipeline, GST_STATE_NULL), GST_STATE_CHANGE_SUCCESS);
+  gst_object_unref(sink);
+  tmtest::release_pipeline(pipeline);
+  return ids;
+}
+
+/* `ids` (allocations_while_first_is_read's) never name the first batch's
+ * allocation again, and name fewer allocations than batches (the others
+ * went round). */
+inline void expect_first_kept_others_reused(const std::vector<guint64> &ids, std::size_t batches) {
+  ASSERT_EQ(ids.size(), batches);
+  for (std::size_t k = 1; k < ids.size(); ++k)
+    EXPECT_NE(ids[k], ids[0]) << "batch " << k << " reuses the allocation still being read";
+  std::vector<guint64> distinct(ids);
+  std::sort(distinct.begin(), distinct.end());
+  distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
+  EXPECT_LT(distinct.size(), ids.size()) << "the other allocations go round";
 }
 
 } // namespace batchtest

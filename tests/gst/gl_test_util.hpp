@@ -51,6 +51,16 @@ public:
 };
 inline const auto *const g_shared_worker_release = ::testing::AddGlobalTestEnvironment(new SharedWorkerRelease);
 
+/* Hands the program's shared GL worker to every element of `element` (a
+ * pipeline or bin) through a GstContext: an llvmpipe context per pipeline
+ * is slow under valgrind. */
+inline void share_gl_worker(GstElement *element) {
+  std::string why;
+  GstContext *context = gst_context_new_tensor_gl_worker(shared_worker(&why), TRUE);
+  gst_element_set_context(element, context);
+  gst_context_unref(context);
+}
+
 /* Whether GL name `id` is a live buffer of the worker's context. */
 inline bool is_gl_buffer(GstTensorMemGlWorker *worker, guint id) {
   bool alive = false;

@@ -15,7 +15,6 @@
 #include <gst/tensormem/gsttensormem.hpp>
 #include <tensormem/gl_convert.hpp>
 
-#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -43,13 +42,6 @@ std::string gl_chain(const char *pattern, int frames, int w, int h, const char *
          dtype + " width=" + std::to_string(w) + " height=" + std::to_string(h) + " ";
 }
 
-void share_worker(GstElement *pipeline) {
-  std::string why;
-  GstContext *context = gst_context_new_tensor_gl_worker(tmtest::shared_worker(&why), TRUE);
-  gst_element_set_context(pipeline, context);
-  gst_context_unref(context);
-}
-
 std::vector<std::uint8_t> slot_of(GstSample *sample, guint slot, gsize bytes) {
   std::vector<std::uint8_t> out(bytes);
   EXPECT_EQ(gst_buffer_extract(gst_sample_get_buffer(sample), slot * bytes, out.data(), bytes), bytes);
@@ -69,7 +61,7 @@ void four_gl_streams(const Layout &l, const std::string &batch_props, const std:
   for (int i = 0; i < 4; ++i)
     d += gl_chain(kPatterns[i], kFrames, l.w, l.h, l.dtype) + convert_props + " ! batch.sink_" + std::to_string(i) +
          " ";
-  run(d, r, {}, shared ? share_worker : std::function<void(GstElement *)>());
+  run(d, r, {}, shared ? tmtest::share_gl_worker : std::function<void(GstElement *)>());
   ASSERT_TRUE(r->eos) << r->error;
   ASSERT_EQ(r->samples.size(), static_cast<std::size_t>(kFrames));
   for (guint i = 0; i < 4; ++i) {
@@ -140,7 +132,7 @@ TEST(TensorBatchGl, SlotsEndingInsideAWordAreRefusedUnderRequireZeroCopy) {
   std::string d = "tensorbatch name=batch require-zero-copy=true ! appsink name=sink sync=false ";
   for (int i = 0; i < 2; ++i)
     d += gl_chain(kPatterns[i], kFrames, 7, 5, "uint8") + " ! batch.sink_" + std::to_string(i) + " ";
-  run(d, &r, {}, share_worker);
+  run(d, &r, {}, tmtest::share_gl_worker);
   EXPECT_FALSE(r.eos);
   EXPECT_NE(r.error.find("would be copied into its batch slot"), std::string::npos) << r.error;
   EXPECT_EQ(r.copied, 0u);
@@ -157,7 +149,7 @@ TEST(TensorBatchGl, AStreamThatEndsEarlyHasItsPboSlotZeroed) {
   const std::string d = "tensorbatch name=batch ! appsink name=sink sync=false " +
                         gl_chain(kPatterns[0], kLong, 16, 12, "float32") + " ! batch.sink_0 " +
                         gl_chain(kPatterns[1], kShort, 16, 12, "float32") + " ! batch.sink_1 ";
-  run(d, &r, {}, share_worker);
+  run(d, &r, {}, tmtest::share_gl_worker);
   ASSERT_TRUE(r.eos) << r.error;
   ASSERT_EQ(r.samples.size(), static_cast<std::size_t>(kLong));
   EXPECT_EQ(r.copied, 0u);
@@ -182,40 +174,9 @@ TEST(TensorBatchGl, APboBeingReadIsNotReusedUntilTheReaderIsDone) {
   std::string d = "tensorbatch name=batch ! appsink name=sink sync=false max-buffers=1 ";
   for (int i = 0; i < 2; ++i)
     d += gl_chain(kPatterns[i], kMany, 16, 12, "float32") + " ! batch.sink_" + std::to_string(i) + " ";
-  GError *error = nullptr;
-  GstElement *pipeline = gst_parse_launch(d.c_str(), &error);
-  ASSERT_EQ(error, nullptr) << error->message;
-  share_worker(pipeline);
-  GstElement *sink = gst_bin_get_by_name(GST_BIN(pipeline), "sink");
-  ASSERT_NE(gst_element_set_state(pipeline, GST_STATE_PLAYING), GST_STATE_CHANGE_FAILURE);
-  std::vector<guint> ids;
-  GstTensorMemReadCompletion *read = nullptr;
-  for (;;) {
-    GstSample *sample = nullptr;
-    g_signal_emit_by_name(sink, "pull-sample", &sample);
-    if (!sample)
-      break;
-    GstBuffer *batch = gst_sample_get_buffer(sample);
-    ids.push_back(gst_tensor_mem_pbo_memory_get_buffer_id(gst_buffer_peek_memory(batch, 0)));
-    if (!read) {
-      read = gst_buffer_begin_tensor_mem_read(batch, &error);
-      ASSERT_NE(read, nullptr) << error->message;
-    }
-    gst_sample_unref(sample); // the buffer goes; the read of its PBO goes on
-  }
-  gst_tensor_mem_read_completion_done(read);
-  gst_tensor_mem_read_completion_unref(read);
-  EXPECT_EQ(gst_element_set_state(pipeline, GST_STATE_NULL), GST_STATE_CHANGE_SUCCESS);
-  gst_object_unref(sink);
-  tmtest::release_pipeline(pipeline);
-  ASSERT_EQ(ids.size(), static_cast<std::size_t>(kMany));
-  for (std::size_t k = 1; k < ids.size(); ++k)
-    EXPECT_NE(ids[k], ids[0]) << "batch " << k << " reuses the PBO still being read";
-  // The others were reused: fewer PBOs than batches.
-  std::vector<guint> distinct(ids);
-  std::sort(distinct.begin(), distinct.end());
-  distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
-  EXPECT_LT(distinct.size(), ids.size());
+  const std::vector<guint64> names = batchtest::allocations_while_first_is_read(
+      d, [](GstMemory *mem) -> guint64 { return gst_tensor_mem_pbo_memory_get_buffer_id(mem); }, tmtest::share_gl_worker);
+  batchtest::expect_first_kept_others_reused(names, kMany);
 }
 
 /* The pass at an offset: the same bytes as at offset 0, nothing written

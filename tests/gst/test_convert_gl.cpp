@@ -31,15 +31,6 @@ using namespace convtest;
   if (!tmtest::shared_worker(&no_gl))                                                                                  \
   GTEST_SKIP() << "no headless GL context: " << no_gl
 
-/* Hands the program's GL worker to every element of `element` (a pipeline
- * or bin): an llvmpipe context per pipeline is slow under valgrind. */
-void share_worker(GstElement *element) {
-  std::string why;
-  GstContext *context = gst_context_new_tensor_gl_worker(tmtest::shared_worker(&why), TRUE);
-  gst_element_set_context(element, context);
-  gst_context_unref(context);
-}
-
 /* Which path converts, and whether the frame arrives as PBO memory. */
 struct Path {
   const char *backend;
@@ -74,7 +65,7 @@ void convert_one(const Case &c, const std::vector<std::uint8_t> &bytes, const st
   // them), so upload and pass share it and PBO input is read where it lies.
   GstElement *bin = gst_parse_bin_from_description(convert_launch(c, path).c_str(), TRUE, nullptr);
   ASSERT_NE(bin, nullptr);
-  share_worker(bin);
+  tmtest::share_gl_worker(bin);
   GstHarness *h = gst_harness_new_with_element(bin, "sink", "src");
   gst_object_unref(bin);
   gst_harness_set_src_caps_str(h, caps.c_str());
@@ -175,7 +166,7 @@ TEST(TensorConvertGl, PboInGivesPooledFencedPboTensorsWithoutACopy) {
   tmtest::run_pipeline("videotestsrc num-buffers=12 ! video/x-raw,format=NV12,width=64,height=48 ! "
                        "tensorupload storage=pbo ! tensorconvert name=conv width=32 height=32 ! "
                        "tensorinspect name=ins ! appsink name=sink",
-                       &run, nullptr, [](GstElement *pipeline) { share_worker(pipeline); });
+                       &run, nullptr, [](GstElement *pipeline) { tmtest::share_gl_worker(pipeline); });
   ASSERT_TRUE(run.eos) << run.error_debug;
   ASSERT_EQ(run.samples.size(), 12u);
   std::set<guint> gl_buffers;
@@ -205,7 +196,7 @@ TEST(TensorConvertGl, OutputPboBuffersComeFromAPool) {
                        "tensorupload storage=pbo ! tensorconvert name=conv width=16 height=16 ! fakesink name=fs";
   GstElement *pipeline = gst_parse_launch(launch, nullptr);
   ASSERT_NE(pipeline, nullptr);
-  share_worker(pipeline);
+  tmtest::share_gl_worker(pipeline);
   std::set<guint> ids;
   GstElement *fs = gst_bin_get_by_name(GST_BIN(pipeline), "fs");
   GstPad *pad = gst_element_get_static_pad(fs, "sink");
@@ -249,7 +240,7 @@ TEST(TensorConvertGl, SystemInputIsCopiedCountedAndRefusedUnderRequireZeroCopy) 
   tmtest::PipelineRun run;
   tmtest::run_pipeline("videotestsrc num-buffers=2 ! video/x-raw,format=RGBA,width=32,height=16 ! "
                        "tensorconvert backend=gl require-zero-copy=true ! fakesink",
-                       &run, nullptr, [](GstElement *pipeline) { share_worker(pipeline); });
+                       &run, nullptr, [](GstElement *pipeline) { tmtest::share_gl_worker(pipeline); });
   EXPECT_FALSE(run.eos);
   EXPECT_NE(run.error_debug.find("require-zero-copy=true"), std::string::npos) << run.error_debug;
 }
@@ -278,7 +269,7 @@ TEST(TensorConvertGl, AutoChoosesGlForPboInputOrPboDownstream) {
   for (const Want &want : wants) {
     SCOPED_TRACE(want.launch);
     tmtest::PipelineRun run;
-    tmtest::run_pipeline(want.launch, &run, nullptr, [](GstElement *pipeline) { share_worker(pipeline); });
+    tmtest::run_pipeline(want.launch, &run, nullptr, [](GstElement *pipeline) { tmtest::share_gl_worker(pipeline); });
     ASSERT_TRUE(run.eos) << run.error_debug;
     ASSERT_EQ(run.samples.size(), 1u);
     GstMemory *mem = gst_buffer_peek_memory(gst_sample_get_buffer(run.samples[0]), 0);
@@ -298,7 +289,7 @@ TEST(TensorConvertGlCuda, TensorcudaimportHandsInferenceTheTensorWithoutACopy) {
   tmtest::run_pipeline("videotestsrc num-buffers=3 ! video/x-raw,format=NV12,width=40,height=30 ! "
                        "tensorupload storage=pbo name=up ! tensorconvert name=conv width=16 height=8 ! "
                        "tensorcudaimport name=imp require-cuda=true ! appsink name=sink",
-                       &run, nullptr, [](GstElement *pipeline) { share_worker(pipeline); });
+                       &run, nullptr, [](GstElement *pipeline) { tmtest::share_gl_worker(pipeline); });
   ASSERT_TRUE(run.eos) << run.error_debug;
   ASSERT_EQ(run.samples.size(), 3u);
   EXPECT_EQ(run.upload_copied, 0u);
@@ -336,7 +327,7 @@ TEST(TensorConvertGl, BadInputIsAnElementError) {
     GstElement *pipeline =
         gst_parse_launch("appsrc name=src ! tensorconvert name=conv backend=gl ! fakesink sync=false", nullptr);
     ASSERT_NE(pipeline, nullptr);
-    share_worker(pipeline);
+    tmtest::share_gl_worker(pipeline);
     GstElement *src = gst_bin_get_by_name(GST_BIN(pipeline), "src");
     GstCaps *caps = gst_caps_from_string("video/x-raw,format=RGBA,width=16,height=8,framerate=30/1");
     g_object_set(src, "caps", caps, "format", GST_FORMAT_TIME, nullptr);

@@ -385,11 +385,7 @@ TEST(TensorInfer, GlConvertPathEqualsOnnxRuntimePython) {
     GTEST_SKIP() << "no headless GL context: " << no_gl;
   tmtest::PipelineRun run;
   InferHandle infer;
-  run_weighted("tensorupload storage=pbo ! " + kConvert + "backend=gl ", &run, &infer, [&](GstElement *pipeline) {
-    GstContext *context = gst_context_new_tensor_gl_worker(tmtest::shared_worker(&no_gl), TRUE);
-    gst_element_set_context(pipeline, context);
-    gst_context_unref(context);
-  });
+  run_weighted("tensorupload storage=pbo ! " + kConvert + "backend=gl ", &run, &infer, tmtest::share_gl_worker);
   ASSERT_TRUE(run.eos) << run.error_debug;
   check_against_python(run, [](GstBuffer *b) { return b; }, {1, 3, 16, 16}, {1, 2, 16, 16});
   EXPECT_EQ(tmtest::copied_bytes(infer.element), 0u);
@@ -502,11 +498,7 @@ TEST(TensorInfer, ABatchOfGlStreamsInOnePboRunsInOneModelCall) {
   if (!tmtest::shared_worker(&no_gl))
     GTEST_SKIP() << "no headless GL context: " << no_gl;
   expect_batch_in_one_call("tensorupload storage=pbo ! " + kConvert + "backend=gl require-zero-copy=true ",
-                           [&](GstElement *pipeline) {
-                             GstContext *context = gst_context_new_tensor_gl_worker(tmtest::shared_worker(&no_gl), TRUE);
-                             gst_element_set_context(pipeline, context);
-                             gst_context_unref(context);
-                           });
+                           tmtest::share_gl_worker);
 }
 #endif
 
