@@ -877,10 +877,11 @@ GstFlowReturn emit(GstTensorMemBatch *self, Reason why) {
   s.cond.notify_all();
   lock.unlock();
 
-  std::string why;
-  GstBuffer *out = make_output(batch, seq, tensor, pad_value, &why);
+  std::string failure;
+  GstBuffer *out = make_output(batch, seq, tensor, pad_value, &failure);
   if (!out) {
-    GST_ELEMENT_ERROR(self, RESOURCE, FAILED, ("Cannot hand batch %" G_GUINT64_FORMAT " on", seq), ("%s", why.c_str()));
+    GST_ELEMENT_ERROR(self, RESOURCE, FAILED, ("Cannot hand batch %" G_GUINT64_FORMAT " on", seq),
+                      ("%s", failure.c_str()));
     lock.lock();
     s.last_flow = GST_FLOW_ERROR;
     return GST_FLOW_ERROR;
