@@ -125,6 +125,9 @@ static_assert(!std::is_copy_constructible_v<HostView>, "SHR-PIN-05: views are mo
 
 namespace {
 struct Counted {
+  // A constructor, not an aggregate: make_shared's parenthesised aggregate
+  // initialisation (C++20, P0960) is missing from clang before 16.
+  explicit Counted(int *count) : releases(count) {}
   int *releases;
   ~Counted() { ++*releases; }
 };

@@ -92,7 +92,7 @@ TEST_P(TextureRead, EveryTexelInPlace) {
   make_texture(c.width, c.height);
   const std::size_t stride = (std::size_t{c.width} + c.pad_texels) * 4;
   const std::size_t size = c.offset + stride * c.height + 8;
-  Result<Tensor> pbo = worker->create_pbo(size, Shape{{size}}, DType::U8, "read", PboUsage::Download);
+  Result<Tensor> pbo = worker->create_pbo(size, Shape{size}, DType::U8, "read", PboUsage::Download);
   ASSERT_TRUE(pbo) << pbo.error().message();
   constexpr std::uint8_t kUntouched = 0xa5;
   {
@@ -169,7 +169,7 @@ protected:
 };
 
 TEST_F(TextureReadRefusals, BadRegions) {
-  Result<Tensor> pbo = worker->create_pbo(64, Shape{{64}}, DType::U8);
+  Result<Tensor> pbo = worker->create_pbo(64, Shape{64}, DType::U8);
   ASSERT_TRUE(pbo) << pbo.error().message();
   std::shared_ptr<PboStorage> storage = pbo_storage_of(*pbo);
   GlWorker::TextureRegion region;
