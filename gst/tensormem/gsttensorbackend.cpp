@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include <gst/tensormem/gsttensorbackend-private.h>
+#include <gst/tensormem/gsttensorwritable-private.h>
 
 
 GST_DEBUG_CATEGORY_STATIC(gst_tensor_backend_debug);
@@ -258,7 +259,7 @@ GstFlowReturn ElementBackend::fence_writes(const Backend &backend, GstBuffer *in
   if (!backend.fence_writes)
     return GST_FLOW_OK;
   if (*outbuf == inbuf && !gst_buffer_is_writable(inbuf))
-    *outbuf = gst_buffer_copy(inbuf); // same memories; the base transform drops inbuf
+    *outbuf = make_buffer_writable(gst_buffer_ref(inbuf)); // same memories and metas; the base transform drops inbuf
   GError *error = nullptr;
   if (backend.fence_writes(*outbuf, &error))
     return GST_FLOW_OK;

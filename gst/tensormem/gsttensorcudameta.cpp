@@ -10,14 +10,16 @@
  * gst_tensor_mem_cuda_meta_unmap() per successful map. The meta keeps the CUDA
  * handle alive; an outstanding map is released when the meta is freed.
  *
- * The meta is never copied: a copied buffer loses it (see
- * #GstTensorMemCudaMeta). For a GL buffer, unmap before CPU-mapping the memory.
+ * GStreamer's buffer copies drop the meta; our elements that make a buffer
+ * writable keep it, unmapped, on their copy (see #GstTensorMemCudaMeta). For
+ * a GL buffer, unmap before CPU-mapping the memory.
  *
  * Since: 0.1
  */
 #include "gsttensorcudameta.h"
 
 #include "gsttensormemallocator.h"
+#include "gsttensorwritable-private.h"
 #include <gst/tensormem/gsttensormem.hpp>
 
 #include <tensormem/cuda_import.hpp>
@@ -56,8 +58,11 @@ void cuda_meta_free(GstMeta *meta, GstBuffer *) {
   m->priv = nullptr;
 }
 
-/* Copies never share a mapping: the meta is dropped (returning FALSE from a
- * transform function leaves it off the destination). */
+/* Dropped from every copy GStreamer makes (returning FALSE from a transform
+ * function leaves it off the destination): the transform cannot tell a
+ * shallow copy, whose memories are the source's, from a deep one, whose
+ * device pointer would still be the source's. Code that knows the copy shares
+ * the memories carries it (gst_tensormem::copy_buffer_metas()). */
 gboolean cuda_meta_transform(GstBuffer *, GstMeta *, GstBuffer *, GQuark, gpointer) { return FALSE; }
 
 /* The CUDA handle of each storage lives in libtensormem's one cache of
@@ -264,6 +269,15 @@ GstTensorMemCudaMeta *gst_buffer_add_tensor_cuda_meta(GstBuffer *buffer, std::sh
   meta->priv->offset = offset;
   return meta;
 }
+
+namespace gst_tensormem {
+
+GstTensorMemCudaMeta *copy_cuda_meta(GstTensorMemCudaMeta *from, GstBuffer *to) {
+  g_return_val_if_fail(from != nullptr && from->priv != nullptr, nullptr);
+  return gst_buffer_add_tensor_cuda_meta(to, from->priv->handle, from->priv->offset, from->size);
+}
+
+} // namespace gst_tensormem
 
 std::shared_ptr<tensormem::CudaHandle> gst_tensor_mem_cuda_meta_get_handle(GstTensorMemCudaMeta *meta) {
   g_return_val_if_fail(meta != nullptr && meta->priv != nullptr, nullptr);

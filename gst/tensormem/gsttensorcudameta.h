@@ -39,7 +39,9 @@ typedef struct _GstTensorMemCudaMetaPrivate GstTensorMemCudaMetaPrivate;
  *
  * Copies: the meta's transform function never shares a mapping between two
  * buffers: gst_buffer_copy() and gst_buffer_copy_deep() DROP the meta. A copy
- * gets CUDA access again when it passes `tensorcudaimport`.
+ * gets CUDA access again when it passes `tensorcudaimport`. Our elements
+ * that make a shared buffer writable keep a meta (the same handle, no
+ * mapping) on their copy, whose memories are the source's.
  */
 struct _GstTensorMemCudaMeta {
   GstMeta meta;
