@@ -53,6 +53,7 @@
 #include <gst/tensormem/gsttensormemconfig.h>
 #include <gst/tensormem/gsttensorpbo.h>
 #include <gst/tensormem/gsttensorstorage.h>
+#include <gst/tensormem/gsttensorwritable-private.h>
 
 #include <cmath>
 #include <vector>
@@ -249,8 +250,8 @@ GstFlowReturn gst_tensor_convert_prepare_output_buffer(GstBaseTransform *trans, 
   GST_OBJECT_LOCK(self);
   const bool output_meta = self->settings->output == gst_tensormem::ConvertOutput::Meta;
   GST_OBJECT_UNLOCK(self);
-  if (output_meta) { // the frame itself, its metadata writable (its memory shared, not copied)
-    *outbuf = gst_buffer_is_writable(inbuf) ? inbuf : gst_buffer_copy(inbuf);
+  if (output_meta) { // the frame itself, its metadata writable (its memory shared, not copied), its metas kept
+    *outbuf = gst_buffer_is_writable(inbuf) ? inbuf : gst_tensormem::make_buffer_writable(gst_buffer_ref(inbuf));
     return GST_FLOW_OK;
   }
   const GstFlowReturn acquired = self->converter->acquire(outbuf);

@@ -54,6 +54,7 @@
 #include <gst/tensormem/gsttensorfencemeta.h>
 #include <gst/tensormem/gsttensormemvalidate.h>
 #include <gst/tensormem/gsttensorpbo.h>
+#include <gst/tensormem/gsttensorwritable-private.h>
 #include <gst/tensormem/gsttensormem.hpp>
 
 
@@ -301,6 +302,18 @@ static GstFlowReturn gst_tensor_cuda_import_transform_ip(GstBaseTransform *trans
   return import_ip(self, buffer);
 }
 
+/* In place, the base class makes a shared buffer writable with
+ * gst_buffer_copy(), which drops the GstTensorMeta whose tensors are imported
+ * here (and a CUDA meta of upstream's): the copy keeps them. */
+static GstFlowReturn gst_tensor_cuda_import_prepare_output_buffer(GstBaseTransform *trans, GstBuffer *inbuf,
+                                                                  GstBuffer **outbuf) {
+  const GstFlowReturn ret =
+      GST_BASE_TRANSFORM_CLASS(gst_tensor_cuda_import_parent_class)->prepare_output_buffer(trans, inbuf, outbuf);
+  if (ret == GST_FLOW_OK && *outbuf != inbuf)
+    gst_tensormem::copy_buffer_metas(inbuf, *outbuf);
+  return ret;
+}
+
 static void gst_tensor_cuda_import_class_init(GstTensorMemCudaImportClass *klass) {
   GObjectClass *gobject_class = G_OBJECT_CLASS(klass);
   GstElementClass *element_class = GST_ELEMENT_CLASS(klass);
@@ -345,6 +358,7 @@ static void gst_tensor_cuda_import_class_init(GstTensorMemCudaImportClass *klass
   trans_class->stop = GST_DEBUG_FUNCPTR(gst_tensor_cuda_import_stop);
   trans_class->set_caps = GST_DEBUG_FUNCPTR(gst_tensor_cuda_import_set_caps);
   trans_class->transform_ip = GST_DEBUG_FUNCPTR(gst_tensor_cuda_import_transform_ip);
+  trans_class->prepare_output_buffer = GST_DEBUG_FUNCPTR(gst_tensor_cuda_import_prepare_output_buffer);
   trans_class->passthrough_on_same_caps = FALSE;
   trans_class->transform_ip_on_passthrough = FALSE;
 

@@ -70,6 +70,7 @@
 #include <gst/tensormem/gsttensorformat.h>
 #include <gst/tensormem/gsttensormemvalidate.h>
 #include <gst/tensormem/gsttensorpbo.h>
+#include <gst/tensormem/gsttensorwritable-private.h>
 
 #include <string>
 #include <vector>
@@ -280,10 +281,8 @@ static GstFlowReturn gst_tensor_download_prepare_output_buffer(GstBaseTransform 
   }
   gsize copied = 0;
   ret = method.perform(ctx, inbuf, outbuf, &copied);
-#if GST_TENSOR_MEM_HAVE_TENSOR_META
   if (ret == GST_FLOW_OK && *outbuf != inbuf)
-    gst_tensormem::copy_tensor_meta(inbuf, *outbuf);
-#endif
+    gst_tensormem::copy_buffer_metas(inbuf, *outbuf);
   if (ret == GST_FLOW_OK) {
     GST_LOG_OBJECT(self, "%" GST_PTR_FORMAT " took the %s path", inbuf, method.name);
     gst_tensor_transform_count_buffer(GST_TENSOR_TRANSFORM_CAST(self), copied);

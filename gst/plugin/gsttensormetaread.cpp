@@ -109,17 +109,6 @@ GstFlowReturn element_wait_tensor_fences(GstElement *element, GstBuffer *buffer,
   return GST_FLOW_OK;
 }
 
-void copy_tensor_meta(GstBuffer *in, GstBuffer *out) {
-  GstTensorMeta *from = gst_buffer_get_tensor_meta(in);
-  if (!from || from->num_tensors == 0 || !from->tensors || !gst_buffer_is_writable(out) ||
-      gst_buffer_get_tensor_meta(out))
-    return;
-  auto **tensors = g_new(GstTensor *, from->num_tensors);
-  for (gsize i = 0; i < from->num_tensors; ++i)
-    tensors[i] = gst_tensor_copy(from->tensors[i]);
-  gst_tensor_meta_set(gst_buffer_add_tensor_meta(out), static_cast<guint>(from->num_tensors), tensors);
-}
-
 #endif
 
 } // namespace gst_tensormem

@@ -50,12 +50,6 @@ bool element_read_tensor_meta(GstElement *element, GstBuffer *buffer, std::vecto
  * frame's). */
 GstFlowReturn element_wait_tensor_fences(GstElement *element, GstBuffer *buffer, const std::vector<MetaTensor> &tensors,
                                          GCancellable *cancellable);
-
-/* `out` (writable) gets a GstTensorMeta describing the same tensors as
- * `in`'s, which element_read_tensor_meta() accepted (their data buffers shared, not copied), unless it has one.
- * GStreamer 1.26's GstTensorMeta has no transform function, so a copy of a
- * buffer (GstBaseTransform's copy_metadata included) drops it. */
-void copy_tensor_meta(GstBuffer *in, GstBuffer *out);
 #else
 struct MetaTensor {}; // no GstTensorMeta before GStreamer 1.26
 #endif

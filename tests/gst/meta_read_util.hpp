@@ -39,12 +39,15 @@ struct MetaRun {
   guint64 summary_tensors = 0; // its EOS summary's `tensors`
   guint64 download_copied = 0; // copied-bytes of the element named "down"
   std::vector<GstSample *> samples;
+  std::vector<GstSample *> others; // from an appsink named "other" (a second branch), kept as long
 
   MetaRun() = default;
   MetaRun(const MetaRun &) = delete;
   MetaRun &operator=(const MetaRun &) = delete;
   ~MetaRun() {
     for (GstSample *s : samples)
+      gst_sample_unref(s);
+    for (GstSample *s : others)
       gst_sample_unref(s);
   }
 };
@@ -78,29 +81,50 @@ inline GstFlowReturn push(GstElement *appsrc, GstBuffer *buffer) {
   return gst_app_src_push_buffer(GST_APP_SRC(appsrc), buffer);
 }
 
+/* `source` (ending in "! ") into a tee: `element` on one branch, into the
+ * appsink "sink", and an appsink "other" keeping every frame on the other
+ * (run_meta_pipeline() holds its samples to the end). The element sees each
+ * frame shared, as behind any tee, so a copy it makes to write the frame's
+ * metadata must keep what GStreamer's copy drops (the GstTensorMeta), and
+ * leave the other branch's frame as it was. */
+inline std::string tee_before(const std::string &source, const std::string &element) {
+  return source + "tee name=t t. ! " + element + " ! appsink name=sink async=false " +
+         "t. ! queue ! appsink name=other async=false";
+}
+
+/* Keeps every sample of `appsink` in `*kept` (so their buffers stay shared). */
+inline void keep_samples(GstElement *appsink, std::vector<GstSample *> *kept) {
+  g_object_set(appsink, "emit-signals", TRUE, "sync", FALSE, nullptr);
+  g_signal_connect(appsink, "new-sample", G_CALLBACK(+[](GstElement *sink, gpointer data) -> GstFlowReturn {
+                     GstSample *sample = nullptr;
+                     g_signal_emit_by_name(sink, "pull-sample", &sample);
+                     if (sample)
+                       static_cast<std::vector<GstSample *> *>(data)->push_back(sample);
+                     return GST_FLOW_OK;
+                   }),
+                   kept);
+}
+
 /* Runs `description` to EOS or the first error. An appsrc named "src" is
- * handed to `feed` once the pipeline plays, then ended; an appsink named
- * "sink" keeps every sample. */
+ * handed to `feed` once the pipeline plays, then ended; appsinks named
+ * "sink" and "other" keep every sample. */
 inline void run_meta_pipeline(const std::string &description, MetaRun *run,
                               const std::function<void(GstElement *)> &feed = nullptr) {
   GError *error = nullptr;
   GstElement *pipeline = gst_parse_launch(description.c_str(), &error);
-  if (!pipeline) {
+  if (!pipeline || error) { // a pipeline with an error is one that could not be linked
     ADD_FAILURE() << description << ": " << (error ? error->message : "?");
     g_clear_error(&error);
+    if (pipeline)
+      gst_object_unref(pipeline);
     return;
   }
   GstElement *sink = gst_bin_get_by_name(GST_BIN(pipeline), "sink");
-  if (sink) {
-    g_object_set(sink, "emit-signals", TRUE, "sync", FALSE, nullptr);
-    g_signal_connect(sink, "new-sample", G_CALLBACK(+[](GstElement *appsink, gpointer data) -> GstFlowReturn {
-                       GstSample *sample = nullptr;
-                       g_signal_emit_by_name(appsink, "pull-sample", &sample);
-                       if (sample)
-                         static_cast<MetaRun *>(data)->samples.push_back(sample);
-                       return GST_FLOW_OK;
-                     }),
-                     run);
+  if (sink)
+    keep_samples(sink, &run->samples);
+  if (GstElement *other = gst_bin_get_by_name(GST_BIN(pipeline), "other")) {
+    keep_samples(other, &run->others);
+    gst_object_unref(other);
   }
   gst_element_set_state(pipeline, GST_STATE_PLAYING);
   if (GstElement *src = gst_bin_get_by_name(GST_BIN(pipeline), "src")) {

@@ -55,3 +55,70 @@ TEST(CudaTensorMeta, ATensorCudaCannotImportIsReportedByName) {
   ASSERT_EQ(lenient.warnings.size(), 1u);
   EXPECT_NE(lenient.warnings[0].find("tensor 0 ('input')"), std::string::npos) << lenient.warnings[0];
 }
+
+/* The issue's `tee` before the CUDA import: the import's copy of the shared
+ * frame keeps the GstTensorMeta, so every tensor reaches CUDA (GStreamer's
+ * copy alone would leave a frame without tensors, imported itself: an error
+ * under require-cuda), and the other branch's tensors stay unimported. */
+TEST(CudaTensorMeta, TheTensorsOfAFrameBehindATeeReachCuda) {
+  MetaRun run;
+  tmtest::run_meta_pipeline(
+      tmtest::tee_before("videotestsrc num-buffers=6 pattern=ball ! video/x-raw,format=RGBA,width=64,height=48 ! "
+                 "tensorconvert storage=dmabuf width=16 height=8 output=meta ! ",
+                 "tensorcudaimport require-cuda=true ! tensorinspect"),
+      &run);
+  ASSERT_TRUE(run.eos) << run.error;
+  ASSERT_EQ(run.samples.size(), 6u);
+  ASSERT_EQ(run.others.size(), 6u);
+  ASSERT_EQ(run.tensors.size(), 6u);
+  for (std::size_t i = 0; i < run.samples.size(); ++i) {
+    SCOPED_TRACE(i);
+    GstTensorMeta *meta = gst_buffer_get_tensor_meta(gst_sample_get_buffer(run.samples[i]));
+    GstTensorMeta *other = gst_buffer_get_tensor_meta(gst_sample_get_buffer(run.others[i]));
+    ASSERT_NE(meta, nullptr) << "the copy lost the GstTensorMeta";
+    ASSERT_NE(other, nullptr);
+    ASSERT_EQ(meta->num_tensors, 1u);
+    ASSERT_EQ(other->num_tensors, 1u);
+    EXPECT_NE(gst_buffer_get_tensor_cuda_meta(meta->tensors[0]->data), nullptr);
+    EXPECT_EQ(gst_buffer_get_tensor_cuda_meta(other->tensors[0]->data), nullptr) << "the other branch was changed";
+    EXPECT_EQ(run.tensors[i].path, "cuda");
+    EXPECT_EQ(tmtest::bytes_of(meta->tensors[0]->data), tmtest::bytes_of(other->tensors[0]->data));
+  }
+}
+
+/* A frame in CUDA-imported tensor memory, behind a tee, through
+ * tensorconvert output=meta: its copy shares the frame's memory, so it keeps
+ * the CUDA meta (unmapped) beside the new GstTensorMeta; the other branch's
+ * frame keeps its CUDA meta and gets no tensors. */
+TEST(CudaTensorMeta, AFrameBehindATeeKeepsItsCudaMetaThroughTensorConvert) {
+  MetaRun run;
+  tmtest::run_meta_pipeline(
+      tmtest::tee_before("videotestsrc num-buffers=4 pattern=ball ! video/x-raw,format=RGBA,width=64,height=48 ! "
+                 "tensorupload storage=dmabuf ! tensorcudaimport require-cuda=true ! ",
+                 "tensorconvert width=16 height=8 output=meta"),
+      &run);
+  ASSERT_TRUE(run.eos) << run.error;
+  ASSERT_EQ(run.samples.size(), 4u);
+  ASSERT_EQ(run.others.size(), 4u);
+  for (std::size_t i = 0; i < run.samples.size(); ++i) {
+    SCOPED_TRACE(i);
+    GstBuffer *frame = gst_sample_get_buffer(run.samples[i]);
+    GstBuffer *other = gst_sample_get_buffer(run.others[i]);
+    ASSERT_NE(frame, other) << "the frame was meant to be shared, so copied";
+    ASSERT_EQ(gst_buffer_peek_memory(frame, 0), gst_buffer_peek_memory(other, 0));
+    EXPECT_NE(gst_buffer_get_tensor_meta(frame), nullptr);
+    GstTensorMemCudaMeta *cuda = gst_buffer_get_tensor_cuda_meta(frame);
+    GstTensorMemCudaMeta *other_cuda = gst_buffer_get_tensor_cuda_meta(other);
+    ASSERT_NE(cuda, nullptr) << "the copy lost the CUDA meta";
+    ASSERT_NE(other_cuda, nullptr);
+    EXPECT_EQ(cuda->size, other_cuda->size);
+    EXPECT_FALSE(gst_tensor_mem_cuda_meta_is_mapped(cuda));
+    gpointer ptr = nullptr, other_ptr = nullptr;
+    ASSERT_TRUE(gst_tensor_mem_cuda_meta_map(cuda, &ptr, nullptr, nullptr));
+    ASSERT_TRUE(gst_tensor_mem_cuda_meta_map(other_cuda, &other_ptr, nullptr, nullptr));
+    EXPECT_EQ(ptr, other_ptr) << "the copy's CUDA meta gives other bytes";
+    gst_tensor_mem_cuda_meta_unmap(cuda);
+    gst_tensor_mem_cuda_meta_unmap(other_cuda);
+    EXPECT_EQ(gst_buffer_get_tensor_meta(other), nullptr) << "the other branch was changed";
+  }
+}

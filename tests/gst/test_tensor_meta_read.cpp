@@ -3,10 +3,10 @@
  * library), from tensorconvert output=meta and from a foreign producer (an
  * appsrc attaching a meta built with GStreamer's analytics API alone):
  * tensorinspect's per-tensor reports against references computed here,
- * tensordownload's checks, fence waits and copies, and bad metas as element
- * errors. Built where the library exists (GST_TENSOR_MEM_HAVE_TENSOR_META: the
- * Debian 13 leg of scripts/test.sh). The CUDA side is
- * test_cuda_tensor_meta.cpp. */
+ * tensordownload's checks, fence waits and copies, bad metas as element
+ * errors, and each element behind a tee keeping the meta. Built where the
+ * library exists (GST_TENSOR_MEM_HAVE_TENSOR_META: the Debian 13 leg of
+ * scripts/test.sh). The CUDA side is test_cuda_tensor_meta.cpp. */
 #include "meta_read_util.hpp"
 
 #include <gst/tensormem/tensormem.h>
@@ -294,5 +294,94 @@ TEST(TensorMetaRead, DownloadCopyKeepsTheTensorMeta) {
     ASSERT_EQ(meta->num_tensors, 1u);
     EXPECT_EQ(meta->tensors[0]->data_type, GST_TENSOR_DATA_TYPE_FLOAT32);
     EXPECT_EQ(tmtest::bytes_of(meta->tensors[0]->data), tmtest::bytes_of(want->tensors[0]->data));
+  }
+}
+
+namespace {
+
+/* The one tensor of `buffer`'s GstTensorMeta, with `id` and `dims`; NULL
+ * (after a failure) when it has another. */
+const GstTensor *expect_one_tensor(GstBuffer *buffer, const char *id, const std::vector<gsize> &dims) {
+  const GstTensorMeta *meta = gst_buffer_get_tensor_meta(buffer);
+  EXPECT_NE(meta, nullptr) << "the frame has no GstTensorMeta";
+  if (!meta)
+    return nullptr;
+  EXPECT_EQ(meta->num_tensors, 1u);
+  if (meta->num_tensors != 1 || !meta->tensors[0])
+    return nullptr;
+  const GstTensor *tensor = meta->tensors[0];
+  EXPECT_STREQ(g_quark_to_string(tensor->id), id);
+  EXPECT_EQ(std::vector<gsize>(tensor->dims, tensor->dims + tensor->num_dims), dims);
+  EXPECT_NE(tensor->data, nullptr);
+  return tensor->data ? tensor : nullptr;
+}
+
+} // namespace
+
+/* tensorsync, tensorinspect, tensordownload (its copy into the default
+ * layout) and a second tensorconvert output=meta behind a tee: every frame
+ * leaves with its tensors (the second tensorconvert's own, which replace
+ * them), and the frames of the other branch keep theirs. */
+TEST(TensorMetaRead, ElementsBehindATeeKeepTheTensorMeta) {
+  const std::string source = "videotestsrc num-buffers=3 pattern=ball ! video/x-raw,format=RGBA,width=30,height=20 ! "
+                             "tensorupload storage=system ! tensorconvert width=8 height=4 output=meta ! ";
+  struct Case {
+    const char *element;
+    std::vector<gsize> dims; // of the tensor after the element
+  };
+  const Case cases[] = {
+      {"tensorsync", {1, 3, 4, 8}},
+      {"tensorcudaimport", {1, 3, 4, 8}}, // no CUDA here: a warning, the frame passes on
+      {"tensorinspect", {1, 3, 4, 8}},
+      {"tensordownload name=down", {1, 3, 4, 8}},
+      {"tensorconvert width=4 height=2 output=meta", {1, 3, 2, 4}},
+  };
+  for (const Case &c : cases) {
+    SCOPED_TRACE(c.element);
+    MetaRun run;
+    tmtest::run_meta_pipeline(tmtest::tee_before(source, c.element), &run);
+    ASSERT_TRUE(run.eos) << run.error;
+    ASSERT_EQ(run.samples.size(), 3u);
+    ASSERT_EQ(run.others.size(), 3u);
+    if (std::string(c.element).find("down") != std::string::npos) {
+      EXPECT_GT(run.download_copied, 0u) << "the frame was meant to take the copy path";
+    }
+    for (std::size_t i = 0; i < run.samples.size(); ++i) {
+      SCOPED_TRACE(i);
+      const GstTensor *after = expect_one_tensor(gst_sample_get_buffer(run.samples[i]), "input", c.dims);
+      const GstTensor *other = expect_one_tensor(gst_sample_get_buffer(run.others[i]), "input", {1, 3, 4, 8});
+      ASSERT_NE(after, nullptr);
+      ASSERT_NE(other, nullptr);
+      if (c.dims == std::vector<gsize>{1, 3, 4, 8}) {
+        EXPECT_EQ(tmtest::bytes_of(after->data), tmtest::bytes_of(other->data));
+      }
+    }
+  }
+}
+
+/* tensorbatch behind a tee (and a queue: a tee's request pad does not link
+ * to tensorbatch's at parse time): its slot gets a copy of the shared
+ * tensor, and the batch its own GstTensorMeta over the batch; the other
+ * branch's tensor still describes its own memory. */
+TEST(TensorMetaRead, TensorBatchBehindATeeDescribesTheBatch) {
+  const std::string source = "videotestsrc num-buffers=3 pattern=ball ! video/x-raw,format=RGBA,width=64,height=48 ! "
+                             "tensorconvert width=16 height=8 ! ";
+  MetaRun run;
+  tmtest::run_meta_pipeline(tmtest::tee_before(source, "queue ! tensorbatch"), &run);
+  ASSERT_TRUE(run.eos) << run.error;
+  ASSERT_EQ(run.samples.size(), 3u);
+  ASSERT_EQ(run.others.size(), 3u);
+  for (std::size_t i = 0; i < run.samples.size(); ++i) {
+    SCOPED_TRACE(i);
+    GstBuffer *batch = gst_sample_get_buffer(run.samples[i]);
+    GstBuffer *frame = gst_sample_get_buffer(run.others[i]);
+    const GstTensor *batched = expect_one_tensor(batch, "batch", {1, 3, 8, 16});
+    const GstTensor *own = expect_one_tensor(frame, "input", {1, 3, 8, 16});
+    ASSERT_NE(batched, nullptr);
+    ASSERT_NE(own, nullptr);
+    EXPECT_EQ(tmtest::bytes_of(batched->data), tmtest::bytes_of(frame));
+    ASSERT_EQ(gst_buffer_n_memory(own->data), gst_buffer_n_memory(frame));
+    for (guint m = 0; m < gst_buffer_n_memory(frame); ++m)
+      EXPECT_EQ(gst_buffer_peek_memory(own->data, m), gst_buffer_peek_memory(frame, m)) << "memory " << m;
   }
 }
