@@ -312,11 +312,10 @@ bool inspect_meta_tensor(GstTensorMemInspect *self, guint64 frame, const gst_ten
   GstStructure *s = gst_structure_new(
       "tensorinspect-tensor", "frame", G_TYPE_UINT64, frame, "index", G_TYPE_UINT, static_cast<guint>(t.index), "id",
       G_TYPE_STRING, gst_tensormem::tensor_id_text(t.tensor), "type", G_TYPE_STRING,
-      gst_tensormem::tensor_data_type_name(t.tensor->data_type), "dims", G_TYPE_STRING, dims.c_str(), "dims-order",
-      G_TYPE_STRING, t.tensor->dims_order == GST_TENSOR_DIM_ORDER_COL_MAJOR ? "col-major" : "row-major", "bytes",
-      G_TYPE_UINT64, static_cast<guint64>(t.bytes), "checksum", G_TYPE_STRING, checksum, "path", G_TYPE_STRING, path,
-      "min", G_TYPE_UINT, stats.count ? stats.min : 0u, "max", G_TYPE_UINT, stats.max, "mean", G_TYPE_DOUBLE, mean,
-      nullptr);
+      gst_tensormem::tensor_data_type_name(t.data_type), "dims", G_TYPE_STRING, dims.c_str(), "dims-order",
+      G_TYPE_STRING, t.dims_order == GST_TENSOR_DIM_ORDER_COL_MAJOR ? "col-major" : "row-major", "bytes", G_TYPE_UINT64,
+      static_cast<guint64>(t.bytes), "checksum", G_TYPE_STRING, checksum, "path", G_TYPE_STRING, path, "min",
+      G_TYPE_UINT, stats.count ? stats.min : 0u, "max", G_TYPE_UINT, stats.max, "mean", G_TYPE_DOUBLE, mean, nullptr);
   gst_element_post_message(GST_ELEMENT(self), gst_message_new_element(GST_OBJECT(self), s));
   return true;
 }

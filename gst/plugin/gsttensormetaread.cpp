@@ -4,6 +4,8 @@
 #include <gst/tensormem/gsttensorfencemeta.h>
 #include <gst/tensormem/gsttensormemvalidate.h>
 
+#include <cstring>
+
 namespace gst_tensormem {
 
 GstFlowReturn element_validate_input(GstElement *element, GstBuffer *buffer, guint64 tensor_bytes,
@@ -25,6 +27,16 @@ GstFlowReturn element_validate_input(GstElement *element, GstBuffer *buffer, gui
 #if GST_TENSOR_MEM_HAVE_TENSOR_META
 
 namespace {
+
+/* An enum field of a foreign meta as the integer it holds: a producer built
+ * against a later GStreamer, or garbage, may hold a value the enum does not
+ * define, and loading that as the enum is undefined behaviour. */
+template <typename Enum> gint enum_value(const Enum &field) {
+  static_assert(sizeof(Enum) == sizeof(gint), "a C enum field is an int");
+  gint value;
+  std::memcpy(&value, &field, sizeof value);
+  return value;
+}
 
 bool refuse(GstElement *element, const GstTensor *tensor, gsize index, const std::string &what) {
   GST_ELEMENT_ERROR(element, STREAM, FORMAT,
@@ -58,11 +70,17 @@ bool element_read_tensor_meta(GstElement *element, GstBuffer *buffer, std::vecto
     GstTensor *tensor = meta->tensors[i];
     if (!tensor)
       return refuse(element, nullptr, i, "the meta's entry is NULL");
-    const guint bits = tensor_data_type_bits(tensor->data_type);
+    const gint type_value = enum_value(tensor->data_type);
+    const auto type = static_cast<GstTensorDataType>(type_value);
+    const bool type_defined = type_value >= GST_TENSOR_DATA_TYPE_INT4 && type_value <= GST_TENSOR_DATA_TYPE_BFLOAT16;
+    const guint bits = type_defined ? tensor_data_type_bits(type) : 0;
     if (bits == 0)
       return refuse(element, tensor, i,
-                    "its data type " + std::to_string(static_cast<int>(tensor->data_type)) +
-                        " is none that GStreamer defines");
+                    "its data type " + std::to_string(type_value) + " is none that GStreamer defines");
+    const gint order_value = enum_value(tensor->dims_order);
+    if (order_value != GST_TENSOR_DIM_ORDER_ROW_MAJOR && order_value != GST_TENSOR_DIM_ORDER_COL_MAJOR)
+      return refuse(element, tensor, i,
+                    "its dims order " + std::to_string(order_value) + " is none that GStreamer defines");
     if (!tensor->data || !GST_IS_BUFFER(tensor->data))
       return refuse(element, tensor, i, "it has no data buffer");
     const gsize have = gst_buffer_get_size(tensor->data);
@@ -86,11 +104,11 @@ bool element_read_tensor_meta(GstElement *element, GstBuffer *buffer, std::vecto
       bytes = (bits_total + 7) / 8;
       if (bytes > have)
         return refuse(element, tensor, i,
-                      std::string("a ") + tensor_data_type_name(tensor->data_type) + " " + tensor_dims_text(tensor) +
+                      std::string("a ") + tensor_data_type_name(type) + " " + tensor_dims_text(tensor) +
                           " tensor needs " + std::to_string(bytes) + " bytes and its data buffer holds " +
                           std::to_string(have));
     }
-    tensors->push_back(MetaTensor{tensor, i, bytes});
+    tensors->push_back(MetaTensor{tensor, i, bytes, type, static_cast<GstTensorDimOrder>(order_value)});
   }
   return true;
 }

@@ -30,6 +30,10 @@ struct MetaTensor {
   GstTensor *tensor = nullptr; // owned by the meta
   gsize index = 0;             // in the meta
   gsize bytes = 0;             // what its dims and type cover, from the start of `data` (<= its size)
+  // Its enum fields, checked: read these, never the tensor's (a value the
+  // enum does not define is undefined behaviour to load as the enum).
+  GstTensorDataType data_type = GST_TENSOR_DATA_TYPE_UINT8;
+  GstTensorDimOrder dims_order = GST_TENSOR_DIM_ORDER_ROW_MAJOR;
 };
 
 /* The tensor's dims as "1x3x224x224", in its own order. */
@@ -39,7 +43,8 @@ std::string tensor_dims_text(const GstTensor *tensor);
 const char *tensor_id_text(const GstTensor *tensor);
 
 /* The tensors of `buffer`'s GstTensorMeta (none when it has no meta), each
- * checked: data present, a data type GStreamer defines, dims whose byte
+ * checked: data present, a data type and dims order GStreamer defines
+ * (read as integers first), dims whose byte
  * count does not overflow, data at least that long. A tensor with a 0
  * (dynamic) dimension covers its whole data buffer. False after one element
  * error (STREAM FORMAT) naming the tensor, its index and what is wrong. */
