@@ -3,9 +3,10 @@
 #   scripts/test.sh          quick mode: one debug-optimised build, every test,
 #                            and the MinGW-w64 cross-build's tests under Wine
 #   scripts/test.sh --full   also an ASan/UBSan build, a valgrind run of the
-#                            core and GStreamer tests, 30 s of each libFuzzer
-#                            target (scripts/fuzz.sh, build-fuzz/), then the
-#                            Debian 13 leg (what CI runs)
+#                            core and GStreamer tests, every unit compiled
+#                            with clang (scripts/clang-build.sh, build-clang/),
+#                            30 s of each libFuzzer target (scripts/fuzz.sh,
+#                            build-fuzz/), then the Debian 13 leg (what CI runs)
 #   scripts/test.sh --debian13
 #                            only the Debian 13 leg: the quick build and its
 #                            suites (Python's included) inside a Debian 13 root
@@ -97,6 +98,15 @@ if [[ -n $host ]]; then
     GST_REGISTRY_FORK=no G_SLICE=always-malloc G_DEBUG=gc-friendly \
       run_suite valgrind build --suite lib --suite gst --no-suite leaks-on-purpose --no-suite no-valgrind --timeout-multiplier 10 \
       --wrapper "valgrind --quiet --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite --show-leak-kinds=definite --suppressions=$root/tests/sanitizers/valgrind.supp --suppressions=$root/tests/lib/gl/gl.supp --num-callers=30"
+
+    # Every unit compiled with clang too (issue 37; g++ builds everything
+    # else): front end only, in build-clang/, a warning fails. One result,
+    # clang-build; no clang is one skip.
+    echo "== clang: every unit with clang, -Werror, in build-clang/ (scripts/clang-build.sh)"
+    CLANG_TESTLOG=$results/clang.testlog.json scripts/clang-build.sh >"$results/clang.log" 2>&1 || true
+    cat "$results/clang.log"
+    [[ -s $results/clang.testlog.json ]] || rm -f "$results/clang.testlog.json"
+    runs+=(clang)
 
     # The libFuzzer targets (issue 28): built with clang into build-fuzz/
     # (only they and the libraries they link), each run 30 s from its corpus,
