@@ -93,6 +93,18 @@ std::size_t tensor_bytes(ONNXTensorElementDataType type, const std::vector<std::
   return bytes;
 }
 
+std::size_t declared_min_bytes(const Port &port) {
+  std::size_t bytes = element_size(port.type);
+  for (std::int64_t d : port.shape) {
+    if (d <= 0)
+      continue; // open: at least 1 (0 would make the tensor empty, not large)
+    if (bytes > std::numeric_limits<std::size_t>::max() / static_cast<std::size_t>(d))
+      return std::numeric_limits<std::size_t>::max();
+    bytes *= static_cast<std::size_t>(d);
+  }
+  return bytes;
+}
+
 std::unique_ptr<Model> Model::load(const std::string &path, Provider provider, int threads, std::string *error,
                                    std::string *note) {
   // ORT's own message for a missing file is a generic load failure; say it plainly.
@@ -242,19 +254,72 @@ bool Model::output_shapes(const std::vector<std::int64_t> &shape, std::vector<st
   return true;
 }
 
-bool Model::run(const void *input, const std::vector<std::int64_t> &shape, const std::vector<void *> &outputs,
-                const std::vector<std::vector<std::int64_t>> &output_shapes, std::string *error) {
+bool Model::read_slots(std::vector<Slot> *slots, std::string *error) const {
+  for (std::size_t i = 0; i < slots->size(); ++i) {
+    Slot &slot = (*slots)[i];
+    const auto info = slot.value.GetTensorTypeAndShapeInfo();
+    if (info.GetElementType() != outputs_[i].type) {
+      *error = "output '" + outputs_[i].name + "' came out as " + type_name(info.GetElementType()) +
+               ", the model declares " + type_name(outputs_[i].type);
+      return false;
+    }
+    slot.real_shape = info.GetShape();
+    std::size_t elements = 1;
+    for (std::int64_t d : slot.real_shape)
+      elements *= static_cast<std::size_t>(d);
+    slot.size = elements * element_size(outputs_[i].type);
+    // An empty tensor may have no data at all.
+    slot.bytes = slot.size ? slot.value.GetTensorRawData() : slot.data;
+    if (slot.in_place())
+      slot.value = Ort::Value{nullptr}; // only our wrapper of the caller's buffer
+  }
+  return true;
+}
+
+bool Model::run(const void *input, const std::vector<std::int64_t> &shape, std::vector<Slot> *slots, bool *reran,
+                std::string *error) {
+  *reran = false;
   try {
     // ORT reads an input tensor and never writes it: the const_cast only
     // meets CreateTensor's signature.
     Ort::Value in = Ort::Value::CreateTensor(cpu_memory_, const_cast<void *>(input), tensor_bytes(input_.type, shape),
                                              shape.data(), shape.size(), input_.type);
     std::vector<Ort::Value> out;
-    out.reserve(outputs.size());
-    for (std::size_t i = 0; i < outputs.size(); ++i)
-      out.push_back(Ort::Value::CreateTensor(cpu_memory_, outputs[i], tensor_bytes(outputs_[i].type, output_shapes[i]),
-                                             output_shapes[i].data(), output_shapes[i].size(), outputs_[i].type));
-    return run_values(in, &out, error);
+    out.reserve(slots->size());
+    bool any_in_place = false;
+    for (std::size_t i = 0; i < slots->size(); ++i) {
+      Slot &slot = (*slots)[i];
+      if (slot.data) {
+        any_in_place = true;
+        out.push_back(Ort::Value::CreateTensor(cpu_memory_, slot.data, tensor_bytes(outputs_[i].type, slot.shape),
+                                               slot.shape.data(), slot.shape.size(), outputs_[i].type));
+      } else {
+        out.emplace_back(nullptr); // ORT allocates it
+      }
+    }
+    if (!run_values(in, &out, error)) {
+      /* ORT refuses a caller buffer whose shape is not the output's ("shape
+       * verification failed"): an output of data-dependent size. Once more
+       * with every output ORT's own; a failure then is the model's. */
+      if (!any_in_place)
+        return false;
+      std::vector<Ort::Value> fresh;
+      for (std::size_t i = 0; i < slots->size(); ++i)
+        fresh.emplace_back(nullptr);
+      std::string second;
+      if (!run_values(in, &fresh, &second)) {
+        *error = second;
+        return false;
+      }
+      error->clear();
+      out = std::move(fresh);
+      *reran = true;
+      for (Slot &slot : *slots)
+        slot.data = nullptr;
+    }
+    for (std::size_t i = 0; i < slots->size(); ++i)
+      (*slots)[i].value = std::move(out[i]);
+    return read_slots(slots, error);
   } catch (const Ort::Exception &e) {
     *error = e.what();
     return false;

@@ -36,6 +36,9 @@ const char *type_name(ONNXTensorElementDataType type);
 std::string shape_text(const std::vector<std::int64_t> &shape);
 /* Elements × element size, 0 on overflow or a dimension below 0. */
 std::size_t tensor_bytes(ONNXTensorElementDataType type, const std::vector<std::int64_t> &shape);
+/* The bytes a tensor of `port` needs at least, whatever its open
+ * dimensions (taken as 1) become; SIZE_MAX when that overflows. */
+std::size_t declared_min_bytes(const Port &port);
 
 class Model {
 public:
@@ -60,18 +63,41 @@ public:
   bool accepts(ONNXTensorElementDataType type, const std::vector<std::int64_t> &shape, std::string *why) const;
 
   /* The output shapes for an input of `shape`: one run over zeros, since
-   * the model may leave output dimensions open. False with ORT's text. */
+   * the model may leave output dimensions open. An output whose size depends
+   * on the data (NonZero, in-graph NMS) comes out at the zero run's size,
+   * perhaps empty: run() finds out frame by frame. False with ORT's text. */
   bool output_shapes(const std::vector<std::int64_t> &shape, std::vector<std::vector<std::int64_t>> *shapes,
                      std::string *error);
 
-  /* One run reading `input` (the input's type, `shape`) in place and
-   * writing output i into `outputs[i]` (`output_shapes[i]`) in place. */
-  bool run(const void *input, const std::vector<std::int64_t> &shape, const std::vector<void *> &outputs,
-           const std::vector<std::vector<std::int64_t>> &output_shapes, std::string *error);
+  /* Where one output of run() goes, and what came of it. */
+  struct Slot {
+    /* In: a caller buffer of `shape` for ORT to write in place, or nullptr
+     * for ORT to allocate the output itself. */
+    void *data = nullptr;
+    std::vector<std::int64_t> shape;
+    /* Out: the output's real shape, its bytes and their size. `value` is
+     * ORT's own tensor wherever the output is not in `data`: ORT allocated
+     * it, or handed back memory it already had (an output that is the
+     * model's input, or a constant) without writing `data`. */
+    std::vector<std::int64_t> real_shape;
+    const void *bytes = nullptr;
+    std::size_t size = 0;
+    Ort::Value value{nullptr};
+    bool in_place() const { return data && bytes == data; }
+  };
+
+  /* One run reading `input` (the input's type, `shape`) in place. Output i
+   * goes into `(*slots)[i]`; where a caller buffer's shape is not the one
+   * ORT computes (an output of data-dependent size), the run is made once
+   * more with ORT allocating every output, and `*reran` says so. False with
+   * ORT's text. */
+  bool run(const void *input, const std::vector<std::int64_t> &shape, std::vector<Slot> *slots, bool *reran,
+           std::string *error);
 
 private:
   Model() = default;
   bool run_values(const Ort::Value &input, std::vector<Ort::Value> *outputs, std::string *error);
+  bool read_slots(std::vector<Slot> *slots, std::string *error) const;
 
   Ort::Env env_{nullptr};
   Ort::Session session_{nullptr};

@@ -18,6 +18,20 @@
                         [batch,3,224,224] (tests/bench/batch_vs_chains.sh)
         classifier640.onnx, classifier640_batch.onnx
                         the same two on [1|batch,3,640,640] (its 640x640 rows)
+        passthrough.onnx
+                        float32 [batch,3,h,w] "images" whose one output is
+                        "images" itself: no node writes it
+        echo.onnx       weighted.onnx with its input listed among its
+                        outputs too ("images", "features", "scores"), as
+                        debugging exports do
+        nonzero.onnx    float32 [batch,3,h,w] "images" -> the channel mean
+                        of each pixel, "indices" (int64) of those above 0.5
+                        (NonZero) and their "values" (Gather): outputs whose
+                        length the data decides, empty for zeros
+        nonzero_low.onnx
+                        the same above -0.5: zeros give every pixel
+        huge.onnx       float32 [batch,3,h,w] "images" -> "huge", declared
+                        float32 [1073741824] (4 GiB: the mean expanded)
         garbage.onnx    bytes that are no ONNX model
   infer_models.py annotate SOURCE DESTINATION
       copies a model, naming each output's tensor id in its metadata (what
@@ -118,6 +132,75 @@ def classifier_graph(onnx, np, batch=1, size=224):
     return model
 
 
+def passthrough_graph(onnx):
+    from onnx import TensorProto, helper
+
+    dims = ["batch", 3, "height", "width"]
+    graph = helper.make_graph(
+        [],
+        "passthrough",
+        [helper.make_tensor_value_info("images", TensorProto.FLOAT, dims)],
+        [helper.make_tensor_value_info("images", TensorProto.FLOAT, dims)],
+    )
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+
+
+def echo_graph(onnx, np):
+    from onnx import TensorProto, helper
+
+    dims = ["batch", 3, "height", "width"]
+    model = weighted_graph(onnx, np, dims, "echo")
+    model.graph.output.insert(0, helper.make_tensor_value_info("images", TensorProto.FLOAT, dims))
+    return model
+
+
+def nonzero_graph(onnx, np, threshold, name):
+    """What an in-graph NMS does to a detector's outputs, in small: their
+    length is the number of pixels whose channel mean exceeds THRESHOLD."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    nodes = [
+        helper.make_node("ReduceMean", ["images"], ["level"], axes=[1], keepdims=0),
+        helper.make_node("Reshape", ["level", "flat_shape"], ["flat"]),
+        helper.make_node("Greater", ["flat", "threshold"], ["mask"]),
+        helper.make_node("NonZero", ["mask"], ["found"]),
+        helper.make_node("Reshape", ["found", "flat_shape"], ["indices"]),
+        helper.make_node("Gather", ["flat", "indices"], ["values"], axis=0),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        name,
+        [helper.make_tensor_value_info("images", TensorProto.FLOAT, ["batch", 3, "height", "width"])],
+        [
+            helper.make_tensor_value_info("indices", TensorProto.INT64, ["detections"]),
+            helper.make_tensor_value_info("values", TensorProto.FLOAT, ["detections"]),
+        ],
+        [
+            numpy_helper.from_array(np.array([-1], dtype=np.int64), "flat_shape"),
+            numpy_helper.from_array(np.array(threshold, dtype=np.float32), "threshold"),
+        ],
+    )
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+
+
+def huge_graph(onnx, np):
+    from onnx import TensorProto, helper, numpy_helper
+
+    elements = 1 << 30
+    nodes = [
+        helper.make_node("ReduceMean", ["images"], ["level"], keepdims=0),
+        helper.make_node("Expand", ["level", "huge_shape"], ["huge"]),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "huge",
+        [helper.make_tensor_value_info("images", TensorProto.FLOAT, ["batch", 3, "height", "width"])],
+        [helper.make_tensor_value_info("huge", TensorProto.FLOAT, [elements])],
+        [numpy_helper.from_array(np.array([elements], dtype=np.int64), "huge_shape")],
+    )
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+
+
 def make(directory):
     onnx = need("onnx", "python3-onnx")
     np = need("numpy", "python3-numpy")
@@ -131,6 +214,11 @@ def make(directory):
         "classifier_batch.onnx": classifier_graph(onnx, np, "batch"),
         "classifier640.onnx": classifier_graph(onnx, np, size=640),
         "classifier640_batch.onnx": classifier_graph(onnx, np, "batch", 640),
+        "passthrough.onnx": passthrough_graph(onnx),
+        "echo.onnx": echo_graph(onnx, np),
+        "nonzero.onnx": nonzero_graph(onnx, np, 0.5, "nonzero"),
+        "nonzero_low.onnx": nonzero_graph(onnx, np, -0.5, "nonzero_low"),
+        "huge.onnx": huge_graph(onnx, np),
     }
     for name, model in models.items():
         model.ir_version = 8
