@@ -22,15 +22,19 @@
  * #GstTensorMemInfer:copied-bytes and refused under
  * #GstTensorMemInfer:require-zero-copy.
  *
- * Outputs are written by ONNX Runtime straight into pooled buffers (no
- * allocation per frame once the pool is warm). With output=meta the input
+ * Outputs of a fixed size are written by ONNX Runtime straight into pooled
+ * buffers (no allocation per frame once the pool is warm); outputs whose
+ * size the data decides (NonZero, in-graph NMS) are ONNX Runtime's own
+ * allocations, wrapped without a copy, at their real size frame by frame;
+ * an output that is the model's input is copied (counted). With output=meta the input
  * buffer goes on with one #GstTensor per model output added to its
  * #GstTensorMeta (a new meta when it had none), id the output's name; with
  * output=tensors the element outputs an `other/tensors` buffer holding one
  * memory per model output (input must then be `other/tensors`).
  *
  * The session is made at READY→PAUSED and kept until PAUSED→READY; the
- * model, provider and threads properties are read then. Output shapes are
+ * model, execution-provider, threads and output properties are read then,
+ * and refused (with a warning message) while the element runs. Output shapes are
  * learnt by one run over zeros when the input's shape first appears (the
  * model may leave them open).
  *
@@ -51,7 +55,9 @@
 #include <gst/tensormem/gsttensoranalytics-private.h>
 #include <gst/tensormem/gsttensorcaps.h>
 #include <gst/tensormem/gsttensorfencemeta.h>
+#include <gst/tensormem/gsttensorwritable-private.h>
 
+#include <cstring>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -90,13 +96,25 @@ struct Prepared {
   std::vector<std::int64_t> shape;
   std::vector<std::vector<std::int64_t>> output_shapes;
   std::vector<gsize> output_bytes;
+  /* Per output: true where ORT allocates it each frame rather than write a
+   * pooled buffer in place: an output whose size depends on the data (the
+   * zero run gave none, or a frame gave another shape), or one that is the
+   * model's input, which ORT hands back without writing the buffer it is
+   * given. */
+  std::vector<bool> ort_allocated;
+  /* output=meta: one pool per output (nullptr for an empty one);
+   * output=tensors: one pool. */
   std::vector<GstBufferPool *> pools;
+  /* output=tensors: the output shapes the src caps last announced. */
+  std::vector<std::vector<std::int64_t>> announced;
 
   Prepared() = default;
   Prepared(const Prepared &) = delete;
   Prepared &operator=(const Prepared &) = delete;
   ~Prepared() {
     for (GstBufferPool *pool : pools) {
+      if (!pool)
+        continue;
       gst_buffer_pool_set_active(pool, FALSE);
       gst_object_unref(pool);
     }
@@ -104,7 +122,9 @@ struct Prepared {
 };
 
 struct InferState {
-  std::unique_ptr<Model> model;
+  /* Shared with the buffers that wrap outputs ORT allocated: the session
+   * (and its allocator) lives until the last of them is freed. */
+  std::shared_ptr<Model> model;
   Output output = Output::Meta;
   // From set_caps: an other/tensors stream's tensor; unset for video.
   bool tensor_caps = false;
@@ -131,6 +151,8 @@ struct _GstTensorMemInfer {
   Output output;
   gboolean require_zero_copy;
   guint64 copied_bytes;
+  // Between start and stop: the properties read at start are refused.
+  gboolean running;
   // Cancelled on flush-start and PAUSED→READY: fence waits end with FLUSHING.
   GCancellable *waits;
   InferState *state;
@@ -189,17 +211,26 @@ constexpr TypePair kTypes[] = {
     {GST_TENSOR_DATA_TYPE_UINT8, ONNX_TENSOR_ELEMENT_DATA_TYPE_BOOL},
 };
 
-ONNXTensorElementDataType onnx_type_of(GstTensorDataType type) {
+/* `type` is an integer: it may come from a foreign meta, unchecked. */
+ONNXTensorElementDataType onnx_type_of(gint type) {
   for (const TypePair &pair : kTypes)
-    if (pair.gst == type)
+    if (static_cast<gint>(pair.gst) == type)
       return pair.onnx;
   return ONNX_TENSOR_ELEMENT_DATA_TYPE_UNDEFINED;
+}
+
+/* The integer an enum field holds, read without loading it as the enum. */
+template <typename Enum> gint raw_enum(const Enum &field) {
+  static_assert(sizeof(Enum) == sizeof(gint));
+  gint value;
+  std::memcpy(&value, &field, sizeof value);
+  return value;
 }
 
 /* An other/tensors element type (gsttensorcaps.h) in ONNX terms. */
 ONNXTensorElementDataType onnx_type_of_caps(const gst_tensormem::TensorCaps &caps) {
   GstTensorDataType type;
-  return gst_tensormem::tensor_data_type_of(caps.code, caps.bits, &type) ? onnx_type_of(type)
+  return gst_tensormem::tensor_data_type_of(caps.code, caps.bits, &type) ? onnx_type_of(static_cast<gint>(type))
                                                                          : ONNX_TENSOR_ELEMENT_DATA_TYPE_UNDEFINED;
 }
 
@@ -212,19 +243,20 @@ GstTensorDataType gst_type_of(ONNXTensorElementDataType type) {
 
 /* Each output in NNStreamer's caps terms: `types` and innermost-first
  * `dimensions`, tensors separated by commas. */
-GstCaps *tensors_caps(const Model &model, const Prepared &prepared, const GstStructure *in) {
+GstCaps *tensors_caps(const Model &model, const std::vector<std::vector<std::int64_t>> &shapes,
+                      const GstStructure *in) {
   std::string types, dims;
-  for (std::size_t i = 0; i < prepared.output_shapes.size(); ++i) {
+  for (std::size_t i = 0; i < shapes.size(); ++i) {
     types += (i ? "," : "") + std::string(gst_tensorinfer::type_name(model.outputs()[i].type));
     dims += i ? "," : "";
-    const std::vector<std::int64_t> &shape = prepared.output_shapes[i];
+    const std::vector<std::int64_t> &shape = shapes[i];
     for (std::size_t d = shape.size(); d-- > 0;)
       dims += std::to_string(shape[d]) + (d ? ":" : "");
     if (shape.empty())
       dims += "1";
   }
   GstStructure *s = gst_structure_new("other/tensors", "format", G_TYPE_STRING, "static", "num_tensors", G_TYPE_INT,
-                                      static_cast<gint>(prepared.output_shapes.size()), "types", G_TYPE_STRING,
+                                      static_cast<gint>(shapes.size()), "types", G_TYPE_STRING,
                                       types.c_str(), "dimensions", G_TYPE_STRING, dims.c_str(), nullptr);
   if (const GValue *rate = in ? gst_structure_get_value(in, "framerate") : nullptr)
     gst_structure_set_value(s, "framerate", rate);
@@ -267,32 +299,49 @@ bool prepare(GstTensorMemInfer *self, ONNXTensorElementDataType type, const std:
     return refuse();
   }
   guint64 total = 0;
+  const std::string &input_name = model.input().name;
   for (std::size_t i = 0; i < prepared->output_shapes.size(); ++i) {
-    const gsize bytes = gst_tensorinfer::tensor_bytes(model.outputs()[i].type, prepared->output_shapes[i]);
+    const gst_tensorinfer::Port &port = model.outputs()[i];
+    const std::vector<std::int64_t> &out_shape = prepared->output_shapes[i];
+    bool empty = false;
+    for (std::int64_t d : out_shape)
+      empty = empty || d == 0;
+    const gsize bytes = empty ? 0 : gst_tensorinfer::tensor_bytes(port.type, out_shape);
     total += bytes;
-    if (bytes == 0 || total > G_MAXUINT) {
+    if ((!empty && bytes == 0) || total > G_MAXUINT) {
       GST_ELEMENT_ERROR(self, STREAM, FORMAT,
-                        ("Model output '%s' has shape %s: empty or too large to hand on.",
-                         model.outputs()[i].name.c_str(),
-                         gst_tensorinfer::shape_text(prepared->output_shapes[i]).c_str()),
+                        ("Model output '%s' has shape %s: too large to hand on.", port.name.c_str(),
+                         gst_tensorinfer::shape_text(out_shape).c_str()),
                         (nullptr));
       return refuse();
     }
     prepared->output_bytes.push_back(bytes);
+    // An empty output at the zero run is one whose size the data decides (NonZero, NMS).
+    prepared->ort_allocated.push_back(empty || port.name == input_name);
+    if (prepared->ort_allocated.back())
+      GST_INFO_OBJECT(self, "output '%s' is allocated by ONNX Runtime frame by frame (%s)", port.name.c_str(),
+                      empty ? "empty at the zero run: its size depends on the data" : "it is the model's input");
   }
+  prepared->announced = prepared->output_shapes;
   const auto n_outputs = static_cast<guint>(prepared->output_bytes.size());
+  bool made = true;
   if (state->output == Output::Tensors) {
-    prepared->pools.push_back(gst_tensor_infer_pool_new(prepared->output_bytes.data(), n_outputs, kMinPoolBuffers));
+    GstBufferPool *pool = gst_tensor_infer_pool_new(prepared->output_bytes.data(), n_outputs, kMinPoolBuffers);
+    made = pool != nullptr;
+    prepared->pools.push_back(pool);
   } else {
-    for (gsize bytes : prepared->output_bytes)
-      prepared->pools.push_back(gst_tensor_infer_pool_new(&bytes, 1, kMinPoolBuffers));
-  }
-  for (GstBufferPool *pool : prepared->pools) {
-    if (!pool) {
-      std::erase(prepared->pools, nullptr);
-      GST_ELEMENT_ERROR(self, RESOURCE, NO_SPACE_LEFT, ("Cannot make the pool of output buffers."), (nullptr));
-      return refuse();
+    for (std::size_t i = 0; i < prepared->output_bytes.size(); ++i) {
+      GstBufferPool *pool = nullptr;
+      if (prepared->output_bytes[i] != 0) {
+        pool = gst_tensor_infer_pool_new(&prepared->output_bytes[i], 1, kMinPoolBuffers);
+        made = made && pool != nullptr;
+      }
+      prepared->pools.push_back(pool);
     }
+  }
+  if (!made) {
+    GST_ELEMENT_ERROR(self, RESOURCE, NO_SPACE_LEFT, ("Cannot make the pool of output buffers."), (nullptr));
+    return refuse();
   }
   GST_INFO_OBJECT(self, "input %s %s: %u outputs, first %s", gst_tensorinfer::type_name(type),
                   gst_tensorinfer::shape_text(shape).c_str(), n_outputs,
@@ -334,8 +383,13 @@ bool find_input(GstTensorMemInfer *self, GstBuffer *buffer, InputTensor *input) 
     return false;
   }
   const GstTensor *tensor = gst_tensor_meta_get(meta, index < 0 ? 0 : static_cast<gsize>(index));
-  if (!tensor->data || tensor->dims_order != GST_TENSOR_DIM_ORDER_ROW_MAJOR ||
-      onnx_type_of(tensor->data_type) == ONNX_TENSOR_ELEMENT_DATA_TYPE_UNDEFINED) {
+  /* A foreign meta's enum fields may hold any value (99, from a producer
+   * built against a later GStreamer, or garbage): read as integers, so
+   * that no enum holds a value it does not define. */
+  const gint data_type = raw_enum(tensor->data_type), dims_order = raw_enum(tensor->dims_order);
+  const ONNXTensorElementDataType onnx_type = onnx_type_of(data_type);
+  if (!tensor->data || dims_order != GST_TENSOR_DIM_ORDER_ROW_MAJOR ||
+      onnx_type == ONNX_TENSOR_ELEMENT_DATA_TYPE_UNDEFINED) {
     GST_ELEMENT_ERROR(self, STREAM, FORMAT,
                       ("Tensor '%s' of the frame's GstTensorMeta is not a row-major tensor with data of a type "
                        "tensorinfer reads.",
@@ -344,7 +398,7 @@ bool find_input(GstTensorMemInfer *self, GstBuffer *buffer, InputTensor *input) 
     return false;
   }
   input->data = tensor->data;
-  input->type = onnx_type_of(tensor->data_type);
+  input->type = onnx_type;
   input->shape.assign(tensor->dims, tensor->dims + tensor->num_dims);
   return true;
 }
@@ -357,24 +411,26 @@ void count_copy(GstTensorMemInfer *self, gsize bytes) {
 
 /* The outputs as GstTensors in the buffer's GstTensorMeta, after the
  * tensors it already carries (the input, from tensorconvert): one meta per
- * buffer, so gst_buffer_get_tensor_meta() finds inputs and outputs alike. */
-void attach_outputs(GstBuffer *buffer, const Model &model, const Prepared &prepared, GstBuffer **results) {
+ * buffer, so gst_buffer_get_tensor_meta() finds inputs and outputs alike.
+ * `results` (transfer full) hold output i's bytes, `shapes` its shape this
+ * frame. */
+void attach_outputs(GstBuffer *buffer, const Model &model, const std::vector<std::vector<std::int64_t>> &shapes,
+                    GstBuffer **results) {
   GstTensorMeta *meta = gst_buffer_get_tensor_meta(buffer);
   const gsize kept = meta ? meta->num_tensors : 0;
   if (!meta)
     meta = gst_buffer_add_tensor_meta(buffer);
-  const gsize n = prepared.output_shapes.size();
+  const gsize n = shapes.size();
   auto **tensors = g_new(GstTensor *, kept + n);
   for (gsize i = 0; i < kept; ++i)
     tensors[i] = gst_tensor_copy(meta->tensors[i]);
   for (gsize i = 0; i < n; ++i) {
-    const std::vector<std::int64_t> &shape = prepared.output_shapes[i];
-    std::vector<gsize> dims(shape.begin(), shape.end());
+    std::vector<gsize> dims(shapes[i].begin(), shapes[i].end());
     GstTensor *tensor = gst_tensor_alloc(dims.size());
     tensor->id = g_quark_from_string(model.outputs()[i].name.c_str());
     tensor->layout = GST_TENSOR_LAYOUT_CONTIGUOUS;
     tensor->data_type = gst_type_of(model.outputs()[i].type);
-    tensor->data = results[i]; // the pool's buffer goes back to the pool when the meta goes
+    tensor->data = results[i]; // a pooled buffer goes back to its pool when the meta goes
     tensor->dims_order = GST_TENSOR_DIM_ORDER_ROW_MAJOR;
     tensor->num_dims = dims.size();
     std::copy(dims.begin(), dims.end(), tensor->dims);
@@ -383,10 +439,78 @@ void attach_outputs(GstBuffer *buffer, const Model &model, const Prepared &prepa
   gst_tensor_meta_set(meta, static_cast<guint>(kept + n), tensors);
 }
 
-/* One inference: the input tensor of `inbuf` read in place, the outputs
- * written into `results` (one pooled buffer per pool of `prepared`). */
-GstFlowReturn run_model(GstTensorMemInfer *self, GstBuffer *inbuf, const InputTensor &input, const Prepared &prepared,
-                        GstBuffer **results) {
+/* An output ORT allocated, kept alive by the memory that wraps it; the
+ * session it came from lives as long. */
+struct OrtOutput {
+  std::shared_ptr<Model> model;
+  Ort::Value value{nullptr};
+};
+
+void free_ort_output(gpointer data) { delete static_cast<OrtOutput *>(data); }
+
+/* What one run made of each output: its shape this frame, and a memory of
+ * its bytes where they are not in the memory the caller gave for it
+ * (nullptr where they are). */
+struct RunResult {
+  std::vector<std::vector<std::int64_t>> shapes;
+  std::vector<GstMemory *> replacements;
+  RunResult() = default;
+  RunResult(const RunResult &) = delete;
+  RunResult &operator=(const RunResult &) = delete;
+  ~RunResult() {
+    for (GstMemory *memory : replacements)
+      if (memory)
+        gst_memory_unref(memory);
+  }
+};
+
+/* A memory holding output `slot`, which ORT did not write in place: ORT's
+ * own allocation, wrapped (read-only: it may be a constant of the model);
+ * or, where ORT handed back the input itself (an output that is the
+ * model's input), a copy, since the input is unmapped after the run.
+ * nullptr after an element error (require-zero-copy refuses that copy). */
+GstMemory *memory_of_output(GstTensorMemInfer *self, Model::Slot &slot, const std::string &name, const guint8 *in,
+                            gsize in_size) {
+  if (slot.size == 0)
+    return gst_allocator_alloc(nullptr, 0, nullptr);
+  const auto *bytes = static_cast<const guint8 *>(slot.bytes);
+  if (bytes >= in && bytes < in + in_size) {
+    GST_OBJECT_LOCK(self);
+    const gboolean strict = self->require_zero_copy;
+    GST_OBJECT_UNLOCK(self);
+    if (strict) {
+      GST_ELEMENT_ERROR(self, STREAM, FAILED,
+                        ("Model output '%s' is the model's input: handing it on copies it, which require-zero-copy "
+                         "forbids.",
+                         name.c_str()),
+                        (nullptr));
+      return nullptr;
+    }
+    GstMemory *copy = gst_allocator_alloc(nullptr, slot.size, nullptr);
+    GstMapInfo map;
+    if (!copy || !gst_memory_map(copy, &map, GST_MAP_WRITE)) {
+      if (copy)
+        gst_memory_unref(copy);
+      GST_ELEMENT_ERROR(self, RESOURCE, NO_SPACE_LEFT, ("Cannot allocate %" G_GSIZE_FORMAT " bytes for output '%s'.",
+                                                        static_cast<gsize>(slot.size), name.c_str()),
+                        (nullptr));
+      return nullptr;
+    }
+    std::memcpy(map.data, bytes, slot.size);
+    gst_memory_unmap(copy, &map);
+    count_copy(self, slot.size);
+    return copy;
+  }
+  auto *keep = new OrtOutput{self->state->model, std::move(slot.value)};
+  return gst_memory_new_wrapped(GST_MEMORY_FLAG_READONLY, const_cast<guint8 *>(bytes), slot.size, 0, slot.size,
+                                keep, free_ort_output);
+}
+
+/* One inference: the input tensor of `inbuf` read in place, output i
+ * written into `targets[i]` in place where it is a memory (of the output's
+ * learnt size), else allocated by ORT; `result` says what came out. */
+GstFlowReturn run_model(GstTensorMemInfer *self, GstBuffer *inbuf, const InputTensor &input, Prepared &prepared,
+                        const std::vector<GstMemory *> &targets, RunResult *result) {
   InferState *state = self->state;
   const gsize needed = gst_tensorinfer::tensor_bytes(input.type, input.shape);
   if (gst_buffer_get_size(input.data) < needed) {
@@ -433,45 +557,65 @@ GstFlowReturn run_model(GstTensorMemInfer *self, GstBuffer *inbuf, const InputTe
     in_bytes = in_map.data;
   }
 
-  std::vector<GstMapInfo> out_maps;
-  std::vector<GstMemory *> out_memories;
-  std::vector<void *> out_bytes;
+  Model &model = *state->model;
+  const std::size_t n = prepared.output_shapes.size();
+  std::vector<Model::Slot> slots(n);
+  std::vector<GstMapInfo> out_maps(n);
   bool mapped = true;
-  for (std::size_t p = 0; p < prepared.pools.size() && mapped; ++p) {
-    for (guint m = 0; m < gst_buffer_n_memory(results[p]); ++m) {
-      GstMemory *memory = gst_buffer_peek_memory(results[p], m);
-      GstMapInfo map;
-      if (!gst_memory_map(memory, &map, GST_MAP_WRITE)) {
-        mapped = false;
-        break;
-      }
-      out_maps.push_back(map);
-      out_memories.push_back(memory);
-      out_bytes.push_back(map.data);
+  for (std::size_t i = 0; i < n && mapped; ++i) {
+    slots[i].shape = prepared.output_shapes[i];
+    if (!targets[i])
+      continue;
+    if (!gst_memory_map(targets[i], &out_maps[i], GST_MAP_WRITE)) {
+      mapped = false;
+      break;
     }
+    slots[i].data = out_maps[i].data;
   }
   std::string error;
-  const bool ran = mapped && out_bytes.size() == prepared.output_shapes.size() &&
-                   state->model->run(in_bytes, input.shape, out_bytes, prepared.output_shapes, &error);
-  for (std::size_t i = 0; i < out_maps.size(); ++i)
-    gst_memory_unmap(out_memories[i], &out_maps[i]);
-  if (!gathered)
-    gst_buffer_unmap(input.data, &in_map);
+  bool reran = false;
+  const bool ran = mapped && model.run(in_bytes, input.shape, &slots, &reran, &error);
+  for (std::size_t i = 0; i < n; ++i)
+    if (targets[i] && out_maps[i].memory)
+      gst_memory_unmap(targets[i], &out_maps[i]);
+  GstFlowReturn ret = GST_FLOW_OK;
   if (!mapped) {
     GST_ELEMENT_ERROR(self, RESOURCE, WRITE, ("Cannot map an output buffer for writing."), (nullptr));
-    return GST_FLOW_ERROR;
-  }
-  if (!ran) {
+    ret = GST_FLOW_ERROR;
+  } else if (!ran) {
     GST_ELEMENT_ERROR(self, LIBRARY, FAILED, ("ONNX Runtime failed to run the model: %s", error.c_str()), (nullptr));
-    return GST_FLOW_ERROR;
+    ret = GST_FLOW_ERROR;
   }
-  ++state->frames;
-  return GST_FLOW_OK;
+  result->shapes.resize(n);
+  result->replacements.assign(n, nullptr);
+  for (std::size_t i = 0; i < n && ret == GST_FLOW_OK; ++i) {
+    result->shapes[i] = slots[i].real_shape;
+    if (reran && !prepared.ort_allocated[i] && slots[i].real_shape != prepared.output_shapes[i]) {
+      // From now on ORT allocates it: one failed run per such output, not per frame.
+      prepared.ort_allocated[i] = true;
+      GST_INFO_OBJECT(self, "output '%s' came out as %s, not %s: its size depends on the data; ONNX Runtime "
+                      "allocates it frame by frame from now on",
+                      model.outputs()[i].name.c_str(), gst_tensorinfer::shape_text(slots[i].real_shape).c_str(),
+                      gst_tensorinfer::shape_text(prepared.output_shapes[i]).c_str());
+    }
+    if (slots[i].in_place())
+      continue;
+    result->replacements[i] = memory_of_output(self, slots[i], model.outputs()[i].name,
+                                               static_cast<const guint8 *>(in_bytes), needed);
+    if (!result->replacements[i])
+      ret = GST_FLOW_ERROR;
+  }
+  // The input stays mapped until ORT's outputs that alias it are copied.
+  if (!gathered)
+    gst_buffer_unmap(input.data, &in_map);
+  if (ret == GST_FLOW_OK)
+    ++state->frames;
+  return ret;
 }
 
 /* The input of `inbuf`, prepared for; the lock held by the caller over
  * the returned Prepared's use. */
-const Prepared *prepare_for_buffer(GstTensorMemInfer *self, GstBuffer *inbuf, InputTensor *input) {
+Prepared *prepare_for_buffer(GstTensorMemInfer *self, GstBuffer *inbuf, InputTensor *input) {
   if (!find_input(self, inbuf, input))
     return nullptr;
   if (!prepare(self, input->type, input->shape))
@@ -484,6 +628,17 @@ const Prepared *prepare_for_buffer(GstTensorMemInfer *self, GstBuffer *inbuf, In
 static void gst_tensor_infer_set_property(GObject *object, guint prop_id, const GValue *value, GParamSpec *pspec) {
   auto *self = GST_TENSOR_INFER(object);
   GST_OBJECT_LOCK(self);
+  /* model, execution-provider, threads and output are read when the
+   * session is made: while it runs, a new value would leave the caps and
+   * the buffers describing different things, so it is refused, loudly. */
+  if (self->running && prop_id != PROP_REQUIRE_ZERO_COPY) {
+    GST_OBJECT_UNLOCK(self);
+    GST_ELEMENT_WARNING(self, LIBRARY, SETTINGS,
+                        ("tensorinfer's '%s' cannot change while the element runs; the change is ignored.",
+                         pspec->name),
+                        ("set it in the NULL or READY state: it is read when the model is loaded (READY to PAUSED)"));
+    return;
+  }
   switch (prop_id) {
   case PROP_MODEL:
     g_free(self->model_path);
@@ -520,10 +675,23 @@ static gboolean gst_tensor_infer_start(GstBaseTransform *trans) {
   const Provider provider = self->provider;
   const int threads = static_cast<int>(self->threads);
   const Output output = self->output;
+  self->running = TRUE;
   GST_OBJECT_UNLOCK(self);
   std::string error, note;
-  std::unique_ptr<Model> model = Model::load(path, provider, threads, &error, &note);
+  std::shared_ptr<Model> model = Model::load(path, provider, threads, &error, &note);
+  // What the model declares is checked before any run allocates it.
+  for (std::size_t i = 0; model && i < model->outputs().size(); ++i) {
+    const gst_tensorinfer::Port &port = model->outputs()[i];
+    if (gst_tensorinfer::declared_min_bytes(port) > G_MAXUINT) {
+      error = "output '" + port.name + "' is declared " + gst_tensorinfer::type_name(port.type) + " " +
+              gst_tensorinfer::shape_text(port.shape) + ", over 4 GiB: too large to hand on";
+      model.reset();
+    }
+  }
   if (!model) {
+    GST_OBJECT_LOCK(self);
+    self->running = FALSE;
+    GST_OBJECT_UNLOCK(self);
     GST_ELEMENT_ERROR(self, RESOURCE, SETTINGS, ("tensorinfer cannot use its model: %s", error.c_str()),
                       ("model=%s", path.c_str()));
     return FALSE;
@@ -558,6 +726,9 @@ static gboolean gst_tensor_infer_stop(GstBaseTransform *trans) {
   state->refused.reset();
   state->model.reset();
   std::vector<guint8>().swap(state->scratch);
+  GST_OBJECT_LOCK(self);
+  self->running = FALSE;
+  GST_OBJECT_UNLOCK(self);
   return TRUE;
 }
 
@@ -581,7 +752,7 @@ static GstCaps *gst_tensor_infer_transform_caps(GstBaseTransform *trans, GstPadD
     std::lock_guard<std::mutex> guard(state->lock);
     if (s && state->model && gst_tensormem::is_tensor_caps(s) && gst_tensormem::parse_tensor_caps(s, &tensor, &why)) {
       if (prepare(self, onnx_type_of_caps(tensor), tensor.shape))
-        result = tensors_caps(*state->model, *state->prepared, s);
+        result = tensors_caps(*state->model, state->prepared->announced, s);
       else
         result = gst_caps_new_empty();
     } else {
@@ -633,26 +804,44 @@ static GstFlowReturn gst_tensor_infer_transform_ip(GstBaseTransform *trans, GstB
   InferState *state = self->state;
   std::lock_guard<std::mutex> guard(state->lock);
   InputTensor input;
-  const Prepared *prepared = prepare_for_buffer(self, buffer, &input);
+  Prepared *prepared = prepare_for_buffer(self, buffer, &input);
   if (!prepared)
     return GST_FLOW_ERROR;
-  std::vector<GstBuffer *> results(prepared->pools.size(), nullptr);
-  for (std::size_t i = 0; i < results.size(); ++i) {
+  const std::size_t n = prepared->pools.size();
+  // One pooled buffer per output written in place; none for those ORT allocates.
+  std::vector<GstBuffer *> results(n, nullptr);
+  std::vector<GstMemory *> targets(n, nullptr);
+  auto drop = [&results]() {
+    for (GstBuffer *result : results)
+      if (result)
+        gst_buffer_unref(result);
+  };
+  for (std::size_t i = 0; i < n; ++i) {
+    if (prepared->ort_allocated[i])
+      continue;
     const GstFlowReturn acquired = gst_buffer_pool_acquire_buffer(prepared->pools[i], &results[i], nullptr);
     if (acquired != GST_FLOW_OK) {
-      for (GstBuffer *result : results)
-        if (result)
-          gst_buffer_unref(result);
+      drop();
       return acquired;
     }
+    targets[i] = gst_buffer_peek_memory(results[i], 0);
   }
-  const GstFlowReturn ran = run_model(self, buffer, input, *prepared, results.data());
+  RunResult result;
+  const GstFlowReturn ran = run_model(self, buffer, input, *prepared, targets, &result);
   if (ran != GST_FLOW_OK) {
-    for (GstBuffer *result : results)
-      gst_buffer_unref(result);
+    drop();
     return ran;
   }
-  attach_outputs(buffer, *state->model, *prepared, results.data());
+  for (std::size_t i = 0; i < n; ++i) {
+    if (!result.replacements[i])
+      continue;
+    if (results[i])
+      gst_buffer_unref(results[i]); // back to its pool, unwritten
+    results[i] = gst_buffer_new();
+    gst_buffer_append_memory(results[i], result.replacements[i]);
+    result.replacements[i] = nullptr;
+  }
+  attach_outputs(buffer, *state->model, result.shapes, results.data());
   return GST_FLOW_OK;
 }
 
@@ -662,8 +851,12 @@ static GstFlowReturn gst_tensor_infer_prepare_output_buffer(GstBaseTransform *tr
                                                             GstBuffer **outbuf) {
   auto *self = GST_TENSOR_INFER(trans);
   InferState *state = self->state;
-  if (state->output == Output::Meta)
-    return GST_BASE_TRANSFORM_CLASS(gst_tensor_infer_parent_class)->prepare_output_buffer(trans, inbuf, outbuf);
+  if (state->output == Output::Meta) {
+    /* In place on a buffer others hold too (after a tee): a copy, which
+     * must keep the frame's GstTensorMeta (GStreamer's copy drops it). */
+    *outbuf = gst_buffer_is_writable(inbuf) ? inbuf : gst_tensormem::make_buffer_writable(gst_buffer_ref(inbuf));
+    return GST_FLOW_OK;
+  }
   std::lock_guard<std::mutex> guard(state->lock);
   if (!state->prepared)
     return GST_FLOW_NOT_NEGOTIATED;
@@ -678,12 +871,51 @@ static GstFlowReturn gst_tensor_infer_prepare_output_buffer(GstBaseTransform *tr
 
 static GstFlowReturn gst_tensor_infer_transform(GstBaseTransform *trans, GstBuffer *inbuf, GstBuffer *outbuf) {
   auto *self = GST_TENSOR_INFER(trans);
-  std::lock_guard<std::mutex> guard(self->state->lock);
-  InputTensor input;
-  const Prepared *prepared = prepare_for_buffer(self, inbuf, &input);
-  if (!prepared)
-    return GST_FLOW_ERROR;
-  return run_model(self, inbuf, input, *prepared, &outbuf);
+  InferState *state = self->state;
+  GstCaps *announce = nullptr;
+  {
+    std::lock_guard<std::mutex> guard(state->lock);
+    InputTensor input;
+    Prepared *prepared = prepare_for_buffer(self, inbuf, &input);
+    if (!prepared)
+      return GST_FLOW_ERROR;
+    const std::size_t n = prepared->output_shapes.size();
+    if (gst_buffer_n_memory(outbuf) != n)
+      return GST_FLOW_NOT_NEGOTIATED; // a buffer of the pool made for another input
+    std::vector<GstMemory *> targets(n, nullptr);
+    for (std::size_t i = 0; i < n; ++i)
+      if (!prepared->ort_allocated[i])
+        targets[i] = gst_buffer_peek_memory(outbuf, static_cast<guint>(i));
+    RunResult result;
+    const GstFlowReturn ran = run_model(self, inbuf, input, *prepared, targets, &result);
+    if (ran != GST_FLOW_OK)
+      return ran;
+    for (std::size_t i = 0; i < n; ++i) {
+      if (!result.replacements[i])
+        continue;
+      gst_buffer_replace_memory(outbuf, static_cast<guint>(i), result.replacements[i]);
+      result.replacements[i] = nullptr;
+    }
+    /* An output of data-dependent size: other/tensors caps describe every
+     * tensor's dimensions, so they follow the frame when its shapes differ
+     * from the last ones announced. */
+    if (result.shapes != prepared->announced) {
+      prepared->announced = result.shapes;
+      GstCaps *current = gst_pad_get_current_caps(GST_BASE_TRANSFORM_SINK_PAD(trans));
+      announce = tensors_caps(*state->model, prepared->announced,
+                              current ? gst_caps_get_structure(current, 0) : nullptr);
+      if (current)
+        gst_caps_unref(current);
+    }
+  }
+  if (announce) {
+    GST_DEBUG_OBJECT(self, "output shapes changed: %" GST_PTR_FORMAT, announce);
+    const gboolean sent = gst_base_transform_update_src_caps(trans, announce);
+    gst_caps_unref(announce);
+    if (!sent)
+      return GST_FLOW_NOT_NEGOTIATED;
+  }
+  return GST_FLOW_OK;
 }
 
 static gboolean gst_tensor_infer_sink_event(GstBaseTransform *trans, GstEvent *event) {
@@ -777,6 +1009,7 @@ static void gst_tensor_infer_init(GstTensorMemInfer *self) {
   self->output = Output::Meta;
   self->require_zero_copy = FALSE;
   self->copied_bytes = 0;
+  self->running = FALSE;
   self->waits = g_cancellable_new();
   self->state = new InferState();
 }

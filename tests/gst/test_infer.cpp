@@ -14,16 +14,19 @@
 #endif
 
 #include <gst/analytics/analytics.h>
+#include <gst/app/gstappsink.h>
 #include <gst/app/gstappsrc.h>
 
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
 #include <iterator>
 #include <map>
+#include <mutex>
 #include <set>
 #include <string>
 #include <sys/wait.h>
@@ -299,23 +302,79 @@ GstBuffer *batch_buffer(int seed, guint pieces) {
 
 const char *kBatchCaps = "other/tensors,format=static,num_tensors=1,types=float32,dimensions=5:4:3:2,framerate=0/1";
 
-/* Runs appsrc (kBatchCaps) ! tensorinfer `props` ! appsink with three
- * batches in `pieces` memories each. */
-void run_batches(const std::string &props, guint pieces, tmtest::PipelineRun *run, InferHandle *infer,
-                 std::vector<std::vector<guint8>> *inputs) {
+/* Runs appsrc (kBatchCaps) ! tensorinfer `props` ! appsink with `frames`
+ * (transfer full), whose bytes go to `inputs`. */
+void run_frames(const std::string &props, const std::vector<GstBuffer *> &frames, tmtest::PipelineRun *run,
+                InferHandle *infer, std::vector<std::vector<guint8>> *inputs) {
   const std::string description = std::string("appsrc name=src format=time caps=\"") + kBatchCaps +
                                   "\" ! tensorinfer name=infer " + props + " ! appsink name=sink";
   tmtest::run_pipeline(description, run, nullptr, [&](GstElement *pipeline) {
     infer->grab()(pipeline);
     GstElement *src = gst_bin_get_by_name(GST_BIN(pipeline), "src");
-    for (int i = 0; i < 3; ++i) {
-      GstBuffer *buffer = batch_buffer(i, pieces);
+    for (GstBuffer *buffer : frames) {
       inputs->push_back(bytes_of(buffer));
       gst_app_src_push_buffer(GST_APP_SRC(src), buffer);
     }
     gst_app_src_end_of_stream(GST_APP_SRC(src));
     gst_object_unref(src);
   });
+}
+
+/* Runs appsrc (kBatchCaps) ! tensorinfer `props` ! appsink with three
+ * batches in `pieces` memories each. */
+void run_batches(const std::string &props, guint pieces, tmtest::PipelineRun *run, InferHandle *infer,
+                 std::vector<std::vector<guint8>> *inputs) {
+  std::vector<GstBuffer *> frames;
+  for (int i = 0; i < 3; ++i)
+    frames.push_back(batch_buffer(i, pieces));
+  run_frames(props, frames, run, infer, inputs);
+}
+
+/* A float32 [2,3,4,5] frame whose 40 pixels (b, y, x) have `levels` in
+ * every channel, so that each pixel's channel mean is its level. */
+GstBuffer *levels_buffer(const std::vector<float> &levels) {
+  std::vector<float> values(2 * 3 * 4 * 5);
+  for (std::size_t b = 0; b < 2; ++b)
+    for (std::size_t c = 0; c < 3; ++c)
+      for (std::size_t p = 0; p < 20; ++p)
+        values[(b * 3 + c) * 20 + p] = levels[b * 20 + p];
+  const gsize bytes = values.size() * sizeof(float);
+  return gst_buffer_new_memdup(values.data(), bytes);
+}
+
+/* Frames for nonzero.onnx (above 0.5) and nonzero_low.onnx (above -0.5):
+ * pixels at -1 count for neither, at 0 for the low one only, at 1 for
+ * both. Above 0.5: 0, 3, 7, 0 pixels; above -0.5: 0, 3, 12, 3. */
+std::vector<GstBuffer *> detection_frames() {
+  std::vector<std::vector<float>> frames(4, std::vector<float>(40, -1.0f));
+  for (std::size_t p : {4u, 17u, 33u})
+    frames[1][p] = 1.0f;
+  for (std::size_t p : {0u, 5u, 9u, 20u, 21u, 22u, 39u})
+    frames[2][p] = 1.0f;
+  for (std::size_t p : {1u, 2u, 3u, 30u, 31u})
+    frames[2][p] = 0.0f;
+  for (std::size_t p : {10u, 11u, 12u})
+    frames[3][p] = 0.0f;
+  std::vector<GstBuffer *> buffers;
+  for (const std::vector<float> &levels : frames)
+    buffers.push_back(levels_buffer(levels));
+  return buffers;
+}
+
+/* The other/tensors `dimensions` of a sample's caps. */
+std::string caps_dimensions(GstSample *sample) {
+  const char *dims = gst_structure_get_string(gst_caps_get_structure(gst_sample_get_caps(sample), 0), "dimensions");
+  return dims ? dims : "";
+}
+
+/* Memory `index` of an other/tensors buffer, as bytes. */
+std::vector<guint8> memory_bytes(GstBuffer *buffer, guint index) {
+  GstMapInfo map;
+  if (index >= gst_buffer_n_memory(buffer) || !gst_buffer_map_range(buffer, index, 1, &map, GST_MAP_READ))
+    return {};
+  std::vector<guint8> bytes(map.data, map.data + map.size);
+  gst_buffer_unmap(buffer, &map);
+  return bytes;
 }
 
 /* videotestsrc ! `convert` ! tensorinfer name=infer model=weighted.onnx !
@@ -564,6 +623,272 @@ TEST(TensorInfer, TensorsOutputIsAnOtherTensorsBufferOfTheOutputs) {
   }
 }
 
+/* A model output that is the model's input (a pass-through graph, or a
+ * debugging export listing its input among the outputs): ORT hands its
+ * input back and never writes the buffer it is given, so the element
+ * copies the input there, counted. Every frame's output equals its input,
+ * as ORT's Python API says, in both output modes. */
+TEST(TensorInfer, AnOutputThatIsTheInputCarriesTheInputsBytes) {
+  REQUIRE_MODELS();
+  for (const char *name : {"passthrough.onnx", "echo.onnx"}) {
+    for (const char *mode : {"meta", "tensors"}) {
+      SCOPED_TRACE(std::string(name) + " output=" + mode);
+      tmtest::PipelineRun run;
+      InferHandle infer;
+      std::vector<std::vector<guint8>> inputs;
+      run_batches(std::string("output=") + mode + " model=" + model(name), 1, &run, &infer, &inputs);
+      ASSERT_TRUE(run.eos) << run.error_debug;
+      ASSERT_EQ(run.samples.size(), 3u);
+      for (std::size_t f = 0; f < run.samples.size(); ++f) {
+        GstBuffer *out = gst_sample_get_buffer(run.samples[f]);
+        std::string skip;
+        std::map<std::string, Output> want = python_reference(model(name), inputs[f], {2, 3, 4, 5}, &skip);
+        if (!skip.empty())
+          GTEST_SKIP() << skip;
+        ASSERT_EQ(want["images"].bytes, inputs[f]);
+        if (std::string(mode) == "meta") {
+          const GstTensor *images = tensor_named(out, "images");
+          ASSERT_NE(images, nullptr);
+          EXPECT_EQ(dims_of(images), (std::vector<gsize>{2, 3, 4, 5}));
+          EXPECT_EQ(bytes_of(images->data), inputs[f]) << "frame " << f;
+          if (const GstTensor *scores = tensor_named(out, "scores"))
+            expect_close(bytes_of(scores->data), want["scores"].bytes, "scores");
+        } else {
+          EXPECT_EQ(memory_bytes(out, 0), inputs[f]) << "frame " << f;
+        }
+      }
+      EXPECT_EQ(tmtest::copied_bytes(infer.element), 3u * inputs[0].size());
+    }
+  }
+}
+
+/* ... and require-zero-copy refuses that copy by name. */
+TEST(TensorInfer, RequireZeroCopyRefusesHandingOnTheInputAsAnOutput) {
+  REQUIRE_MODELS();
+  tmtest::PipelineRun run;
+  InferHandle infer;
+  std::vector<std::vector<guint8>> inputs;
+  run_batches("require-zero-copy=true model=" + model("passthrough.onnx"), 1, &run, &infer, &inputs);
+  EXPECT_FALSE(run.eos);
+  EXPECT_NE(run.error_debug.find("is the model's input"), std::string::npos) << run.error_debug;
+}
+
+/* Outputs whose length the data decides (NonZero feeding Gather, as an
+ * in-graph NMS does): each frame's outputs at their real size, equal to
+ * ORT's Python API frame by frame, in GstTensorMeta and in other/tensors
+ * (whose caps follow the shapes). nonzero.onnx gives nothing for the zero
+ * run (ORT allocates from the start); nonzero_low.onnx gives every pixel
+ * there, so its first frame finds the learnt size wrong and the element
+ * switches that output to ORT's allocation. */
+TEST(TensorInfer, OutputsOfDataDependentSizeFollowEachFrame) {
+  REQUIRE_MODELS();
+  struct Case {
+    const char *model;
+    std::vector<gsize> counts;
+  };
+  for (const Case &c : {Case{"nonzero.onnx", {0, 3, 7, 0}}, Case{"nonzero_low.onnx", {0, 3, 12, 3}}}) {
+    for (const char *mode : {"meta", "tensors"}) {
+      SCOPED_TRACE(std::string(c.model) + " output=" + mode);
+      tmtest::PipelineRun run;
+      InferHandle infer;
+      std::vector<std::vector<guint8>> inputs;
+      run_frames(std::string("output=") + mode + " model=" + model(c.model), detection_frames(), &run, &infer,
+                 &inputs);
+      ASSERT_TRUE(run.eos) << run.error_debug;
+      ASSERT_EQ(run.samples.size(), c.counts.size());
+      for (std::size_t f = 0; f < run.samples.size(); ++f) {
+        SCOPED_TRACE("frame " + std::to_string(f));
+        GstBuffer *out = gst_sample_get_buffer(run.samples[f]);
+        std::string skip;
+        std::map<std::string, Output> want = python_reference(model(c.model), inputs[f], {2, 3, 4, 5}, &skip);
+        if (!skip.empty())
+          GTEST_SKIP() << skip;
+        ASSERT_EQ(want["indices"].dims, (std::vector<gsize>{c.counts[f]}));
+        ASSERT_EQ(want["values"].dims, (std::vector<gsize>{c.counts[f]}));
+        if (std::string(mode) == "meta") {
+          const GstTensor *indices = tensor_named(out, "indices");
+          const GstTensor *values = tensor_named(out, "values");
+          ASSERT_NE(indices, nullptr);
+          ASSERT_NE(values, nullptr);
+          EXPECT_EQ(indices->data_type, GST_TENSOR_DATA_TYPE_INT64);
+          EXPECT_EQ(dims_of(indices), want["indices"].dims);
+          EXPECT_EQ(dims_of(values), want["values"].dims);
+          EXPECT_EQ(bytes_of(indices->data), want["indices"].bytes);
+          EXPECT_EQ(bytes_of(values->data), want["values"].bytes);
+        } else {
+          const std::string k = std::to_string(c.counts[f]);
+          EXPECT_EQ(caps_dimensions(run.samples[f]), k + "," + k);
+          ASSERT_EQ(gst_buffer_n_memory(out), 2u);
+          EXPECT_EQ(memory_bytes(out, 0), want["indices"].bytes);
+          EXPECT_EQ(memory_bytes(out, 1), want["values"].bytes);
+        }
+      }
+      EXPECT_EQ(tmtest::copied_bytes(infer.element), 0u);
+    }
+  }
+}
+
+/* A tee before tensorinfer: the frame it gets is shared, so the element
+ * works on a copy, which must keep the frame's GstTensorMeta (GStreamer's
+ * own copy drops it). Every frame of the inferring branch has its scores;
+ * the other branch's frames have none. */
+TEST(TensorInfer, AfterATeeEveryFrameKeepsItsTensorMeta) {
+  REQUIRE_MODELS();
+  tmtest::PipelineRun run;
+  InferHandle infer;
+  /* The tee's input frames, held here as a recorder would hold them, so
+   * that every frame reaches tensorinfer shared whatever the other branch
+   * has done with it yet. */
+  struct Held {
+    std::mutex lock;
+    std::vector<GstBuffer *> frames;
+  } held;
+  tmtest::run_pipeline(kSource + kConvert + "output=meta ! tee name=t ! queue ! tensorinfer name=infer model=" +
+                           model("weighted.onnx") + " ! appsink name=sink t. ! queue ! fakesink name=other",
+                       &run, nullptr, [&](GstElement *pipeline) {
+                         infer.grab()(pipeline);
+                         GstElement *tee = gst_bin_get_by_name(GST_BIN(pipeline), "t");
+                         GstPad *in = gst_element_get_static_pad(tee, "sink");
+                         gst_pad_add_probe(
+                             in, GST_PAD_PROBE_TYPE_BUFFER,
+                             [](GstPad *, GstPadProbeInfo *info, gpointer data) {
+                               auto *h = static_cast<Held *>(data);
+                               std::lock_guard<std::mutex> guard(h->lock);
+                               h->frames.push_back(gst_buffer_ref(GST_PAD_PROBE_INFO_BUFFER(info)));
+                               return GST_PAD_PROBE_OK;
+                             },
+                             &held, nullptr);
+                         gst_object_unref(in);
+                         gst_object_unref(tee);
+                         GstElement *other = gst_bin_get_by_name(GST_BIN(pipeline), "other");
+                         GstPad *pad = gst_element_get_static_pad(other, "sink");
+                         // The untouched branch: its frames carry the input tensor only.
+                         gst_pad_add_probe(
+                             pad, GST_PAD_PROBE_TYPE_BUFFER,
+                             [](GstPad *, GstPadProbeInfo *info, gpointer) {
+                               EXPECT_EQ(tensor_named(GST_PAD_PROBE_INFO_BUFFER(info), "scores"), nullptr);
+                               return GST_PAD_PROBE_OK;
+                             },
+                             nullptr, nullptr);
+                         gst_object_unref(pad);
+                         gst_object_unref(other);
+                       });
+  EXPECT_EQ(held.frames.size(), 4u);
+  for (GstBuffer *frame : held.frames) {
+    EXPECT_NE(gst_buffer_get_tensor_meta(frame), nullptr) << "the held frame keeps its input tensor";
+    EXPECT_EQ(tensor_named(frame, "scores"), nullptr) << "the held frame was not written";
+    gst_buffer_unref(frame);
+  }
+  ASSERT_TRUE(run.eos) << run.error_debug;
+  ASSERT_EQ(run.samples.size(), 4u);
+  for (GstSample *sample : run.samples)
+    EXPECT_NE(tensor_named(gst_sample_get_buffer(sample), "scores"), nullptr);
+}
+
+/* model, output, threads and execution-provider are read when the session
+ * is made: set while the element runs, they are refused with a warning on
+ * the bus, and the caps and buffers go on agreeing. */
+TEST(TensorInfer, StartOnlyPropertiesAreRefusedWhileRunning) {
+  REQUIRE_MODELS();
+  const std::string description = std::string("appsrc name=src format=time caps=\"") + kBatchCaps +
+                                  "\" ! tensorinfer name=infer model=" + model("weighted.onnx") +
+                                  " ! appsink name=sink sync=false";
+  GError *error = nullptr;
+  GstElement *pipeline = gst_parse_launch(description.c_str(), &error);
+  ASSERT_EQ(error, nullptr) << error->message;
+  GstElement *src = gst_bin_get_by_name(GST_BIN(pipeline), "src");
+  GstElement *sink = gst_bin_get_by_name(GST_BIN(pipeline), "sink");
+  GstElement *element = gst_bin_get_by_name(GST_BIN(pipeline), "infer");
+  ASSERT_NE(gst_element_set_state(pipeline, GST_STATE_PLAYING), GST_STATE_CHANGE_FAILURE);
+  gst_app_src_push_buffer(GST_APP_SRC(src), batch_buffer(0, 1));
+  GstSample *first = gst_app_sink_try_pull_sample(GST_APP_SINK(sink), tmtest::kTimeout);
+  ASSERT_NE(first, nullptr);
+  g_object_set(element, "output", 1 /* tensors */, "threads", 3u, "model", model("wide.onnx").c_str(), nullptr);
+  gint output = -1;
+  guint threads = 1;
+  gchar *path = nullptr;
+  g_object_get(element, "output", &output, "threads", &threads, "model", &path, nullptr);
+  EXPECT_EQ(output, 0) << "output=meta stays";
+  EXPECT_EQ(threads, 0u);
+  EXPECT_EQ(std::string(path ? path : ""), model("weighted.onnx"));
+  g_free(path);
+  // A renegotiation now must still describe output=meta's buffers.
+  gst_element_send_event(sink, gst_event_new_reconfigure());
+  gst_app_src_push_buffer(GST_APP_SRC(src), batch_buffer(1, 1));
+  GstSample *second = gst_app_sink_try_pull_sample(GST_APP_SINK(sink), tmtest::kTimeout);
+  ASSERT_NE(second, nullptr);
+  EXPECT_TRUE(gst_caps_is_equal(gst_sample_get_caps(first), gst_sample_get_caps(second)));
+  EXPECT_NE(tensor_named(gst_sample_get_buffer(second), "scores"), nullptr);
+  gst_sample_unref(first);
+  gst_sample_unref(second);
+  int warnings = 0;
+  GstBus *bus = gst_element_get_bus(pipeline);
+  while (GstMessage *msg = gst_bus_pop_filtered(bus, GST_MESSAGE_WARNING)) {
+    GError *err = nullptr;
+    gst_message_parse_warning(msg, &err, nullptr);
+    if (GST_MESSAGE_SRC(msg) == GST_OBJECT(element)) {
+      ++warnings;
+      EXPECT_NE(std::string(err->message).find("cannot change while the element runs"), std::string::npos)
+          << err->message;
+    }
+    g_error_free(err);
+    gst_message_unref(msg);
+  }
+  EXPECT_EQ(warnings, 3);
+  gst_object_unref(bus);
+  // In READY the properties take again.
+  gst_element_set_state(pipeline, GST_STATE_READY);
+  g_object_set(element, "threads", 2u, nullptr);
+  g_object_get(element, "threads", &threads, nullptr);
+  EXPECT_EQ(threads, 2u);
+  gst_object_unref(element);
+  gst_object_unref(sink);
+  gst_object_unref(src);
+  EXPECT_EQ(gst_element_set_state(pipeline, GST_STATE_NULL), GST_STATE_CHANGE_SUCCESS);
+  tmtest::release_pipeline(pipeline);
+}
+
+/* A GstTensorMeta whose data type is no GstTensorDataType (99): one
+ * element error, and the value is never loaded as the enum (UBSan). */
+TEST(TensorInfer, ATensorMetaOfAnUnknownDataTypeIsOneError) {
+  REQUIRE_MODELS();
+  const std::string description = "appsrc name=src format=time caps=video/x-raw,format=RGBA,width=16,height=16,"
+                                  "framerate=0/1 ! tensorinfer name=infer model=" +
+                                  model("weighted.onnx") + " ! fakesink";
+  GError *error = nullptr;
+  GstElement *pipeline = gst_parse_launch(description.c_str(), &error);
+  ASSERT_EQ(error, nullptr) << error->message;
+  GstElement *src = gst_bin_get_by_name(GST_BIN(pipeline), "src");
+  ASSERT_NE(gst_element_set_state(pipeline, GST_STATE_PLAYING), GST_STATE_CHANGE_FAILURE);
+  GstBuffer *frame = gst_buffer_new_allocate(nullptr, 16 * 16 * 4, nullptr);
+  gst_buffer_memset(frame, 0, 0, 16 * 16 * 4);
+  gsize dims[] = {1, 3, 16, 16};
+  GstTensor *tensor = gst_tensor_new_simple(g_quark_from_string("images"), GST_TENSOR_DATA_TYPE_FLOAT32,
+                                            gst_buffer_new_allocate(nullptr, 3 * 16 * 16 * 4, nullptr),
+                                            GST_TENSOR_DIM_ORDER_ROW_MAJOR, 4, dims);
+  const gint bad = 99;
+  std::memcpy(&tensor->data_type, &bad, sizeof bad);
+  auto **tensors = g_new(GstTensor *, 1);
+  tensors[0] = tensor;
+  gst_tensor_meta_set(gst_buffer_add_tensor_meta(frame), 1, tensors);
+  gst_app_src_push_buffer(GST_APP_SRC(src), frame);
+  GstBus *bus = gst_element_get_bus(pipeline);
+  GstMessage *msg = gst_bus_timed_pop_filtered(bus, tmtest::kTimeout, GST_MESSAGE_ERROR);
+  ASSERT_NE(msg, nullptr);
+  GError *err = nullptr;
+  gst_message_parse_error(msg, &err, nullptr);
+  EXPECT_STREQ(GST_OBJECT_NAME(GST_MESSAGE_SRC(msg)), "infer");
+  EXPECT_NE(std::string(err->message).find("not a row-major tensor with data of a type tensorinfer reads"),
+            std::string::npos)
+      << err->message;
+  g_error_free(err);
+  gst_message_unref(msg);
+  gst_object_unref(bus);
+  gst_object_unref(src);
+  EXPECT_EQ(gst_element_set_state(pipeline, GST_STATE_NULL), GST_STATE_CHANGE_SUCCESS);
+  tmtest::release_pipeline(pipeline);
+}
+
 /* ORT writes into pooled buffers: over 12 frames whose outputs are dropped
  * at once, almost every frame's output memory is one seen before. A mark
  * (qdata) on the memory, not its address, tells: a freed memory loses the
@@ -638,7 +963,9 @@ INSTANTIATE_TEST_SUITE_P(
                       // Debian's ONNX Runtime is CPU-only.
                       WrongSetup{"CudaProviderAbsent", true, "execution-provider=cuda", "weighted.onnx",
                                  "has no CUDA execution provider"},
-                      WrongSetup{"VideoFrameWithoutTensorMeta", false, "", "weighted.onnx", "without a GstTensorMeta"}),
+                      WrongSetup{"VideoFrameWithoutTensorMeta", false, "", "weighted.onnx", "without a GstTensorMeta"},
+                      // Refused from what the model declares, before any run allocates 4 GiB.
+                      WrongSetup{"DeclaredOutputOver4GiB", true, "", "huge.onnx", "over 4 GiB"}),
     [](const ::testing::TestParamInfo<WrongSetup> &info) { return std::string(info.param.name); });
 
 /* execution-provider=auto on a runtime without CUDA runs on the CPU. */
