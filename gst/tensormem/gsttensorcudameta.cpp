@@ -19,7 +19,7 @@
 #include "gsttensorcudameta.h"
 
 #include "gsttensormemallocator.h"
-#include "gsttensorwritable-private.h"
+#include "gsttensorcudameta-private.h"
 #include <gst/tensormem/gsttensormem.hpp>
 
 #include <tensormem/cuda_import.hpp>

@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "gsttensorwritable-private.h"
 
+#include "gsttensorcudameta-private.h"
+#include "gsttensorcudameta.h"
+
 #include <gst/tensormem/gsttensormemconfig.h>
 
 #if GST_TENSOR_MEM_HAVE_TENSOR_META

@@ -9,7 +9,6 @@
 #pragma once
 
 #include <gst/gst.h>
-#include <gst/tensormem/gsttensorcudameta.h>
 #include <gst/tensormem/tensormem-prelude.h>
 
 namespace gst_tensormem {
@@ -27,11 +26,5 @@ GstBuffer *make_buffer_writable(GstBuffer *buffer);
  * buffers (a prepare_output_buffer override, a copy into new memory). */
 GST_TENSOR_MEM_API
 void copy_buffer_metas(GstBuffer *from, GstBuffer *to);
-
-/* A CUDA meta on `to` giving CUDA the bytes `from` gives (its handle, offset
- * and size), with no map outstanding: a map belongs to the meta it was made
- * on. Defined beside the meta (gsttensorcudameta.cpp), whose private part it
- * reads. NULL when `to` cannot take it. */
-GstTensorMemCudaMeta *copy_cuda_meta(GstTensorMemCudaMeta *from, GstBuffer *to);
 
 } // namespace gst_tensormem
