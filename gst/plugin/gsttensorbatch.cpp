@@ -39,7 +39,9 @@
  * or released while playing change the batch (and the caps) at the next
  * batch boundary. A fixed `batch-size` keeps the tensor's shape, for models
  * exported with a fixed batch: slots no pad feeds stay empty, and more pads
- * than slots are refused.
+ * than slots are refused with a message naming batch-size and the pad
+ * count: an element error when the element starts (so gst-launch prints
+ * it), a warning and no pad when one is requested while it runs.
  *
  * Memory: system memory, or one DMA-BUF per batch where the streams
  * negotiate `memory:DMABuf`, or one PBO per batch where they negotiate
@@ -835,6 +837,18 @@ GstBuffer *make_output(Batch &b, guint64 seq, const gst_tensormem::TensorCaps &t
 
 Shared &shared_of(GstTensorMemBatch *self) { return **self->shared; }
 
+/* Why the sink pads, with `more` still to come, do not fit a fixed
+ * batch-size (empty where they do), naming the property and the count: the
+ * text of the element error or warning the user reads. */
+std::string too_many_pads_locked(const Shared &s, gsize more) {
+  const gsize pads = s.pads.size() + more;
+  if (s.batch_size == 0 || pads <= s.batch_size)
+    return {};
+  return std::to_string(pads) + " sink pads for batch-size=" + std::to_string(s.batch_size) +
+         ": a fixed batch has one slot per stream; set batch-size to 0 (one slot per pad) or to at least " +
+         std::to_string(pads);
+}
+
 /* Sends the front batch downstream when `why` holds for it. Called with no
  * lock held; one caller at a time pushes. */
 GstFlowReturn emit(GstTensorMemBatch *self, Reason why) {
@@ -1132,10 +1146,9 @@ gboolean sink_set_caps(GstTensorMemBatch *self, GstPad *pad, GstCaps *caps) {
     gst_caps_unref(plain);
     return TRUE;
   }
-  if (s.batch_size && s.pads.size() > s.batch_size) {
-    GST_ELEMENT_ERROR(self, CORE, NEGOTIATION, ("%u streams for a batch of %u", static_cast<guint>(s.pads.size()),
-                                                s.batch_size),
-                      ("set batch-size to at least the number of sink pads, or 0 for one slot per pad"));
+  // batch-size lowered after the element started (the start checks it too).
+  if (const std::string refused = too_many_pads_locked(s, 0); !refused.empty()) {
+    GST_ELEMENT_ERROR(self, CORE, NEGOTIATION, ("%s", refused.c_str()), (nullptr));
     gst_caps_unref(plain);
     return FALSE;
   }
@@ -1367,6 +1380,19 @@ static GstPad *gst_tensor_batch_request_new_pad(GstElement *element, GstPadTempl
                                                 const GstCaps *) {
   auto *self = GST_TENSOR_BATCH(element);
   Shared &s = shared_of(self);
+  // Until the element starts, batch-size may still change, so the count is
+  // checked then (READY→PAUSED); gst-launch links every pad before it starts
+  // and prints only "could not link" for a pad refused here.
+  std::string refused;
+  {
+    std::lock_guard<std::mutex> guard(s.lock);
+    if (s.running)
+      refused = too_many_pads_locked(s, 1);
+  }
+  if (!refused.empty()) {
+    GST_ELEMENT_WARNING(self, CORE, PAD, ("%s", refused.c_str()), (nullptr));
+    return nullptr;
+  }
   guint id;
   std::string name;
   {
@@ -1384,12 +1410,6 @@ static GstPad *gst_tensor_batch_request_new_pad(GstElement *element, GstPadTempl
       id = std::max(s.next_pad_id, used);
     }
     s.next_pad_id = std::max(s.next_pad_id, id + 1);
-    if (s.batch_size && s.pads.size() >= s.batch_size) {
-      GST_ELEMENT_WARNING(self, CORE, PAD, ("A batch of %u has a slot for %u streams; no more pads", s.batch_size,
-                                            s.batch_size),
-                          (nullptr));
-      return nullptr;
-    }
     name = "sink_" + std::to_string(id);
   }
   GstPad *pad = GST_PAD_CAST(
@@ -1451,6 +1471,15 @@ static GstStateChangeReturn gst_tensor_batch_change_state(GstElement *element, G
   auto *self = GST_TENSOR_BATCH(element);
   Shared &s = shared_of(self);
   if (transition == GST_STATE_CHANGE_READY_TO_PAUSED) {
+    std::string refused;
+    {
+      std::lock_guard<std::mutex> guard(s.lock);
+      refused = too_many_pads_locked(s, 0);
+    }
+    if (!refused.empty()) {
+      GST_ELEMENT_ERROR(self, CORE, PAD, ("%s", refused.c_str()), (nullptr));
+      return GST_STATE_CHANGE_FAILURE;
+    }
     {
       std::lock_guard<std::mutex> guard(s.lock);
       s.running = true;

@@ -4,8 +4,8 @@
  * alone (byte-exact, system memory and DMA-BUF, no copy); the copy path and
  * require-zero-copy; streams that end early or stall (timeout, partial
  * batches flagged, EOS after the last); pads added and released while
- * playing; NULL while a stream waits for its batch; the settings and caps
- * it refuses. */
+ * playing; NULL while a stream waits for its batch; the settings, caps and
+ * pads it refuses. */
 #include "batch_test_util.hpp"
 
 #include <gst/allocators/allocators.h>
@@ -466,19 +466,58 @@ TEST(TensorBatch, TheStoragePropertyOffersOnlySystemAndDmaBuf) {
     gst_object_unref(line);
 }
 
-TEST(TensorBatch, MoreStreamsThanAFixedBatchAreRefused) {
-  GstElement *batch = gst_element_factory_make("tensorbatch", nullptr);
-  ASSERT_NE(batch, nullptr);
-  g_object_set(batch, "batch-size", 1u, nullptr);
-  GstPad *first = gst_element_request_pad_simple(batch, "sink_%u");
-  EXPECT_NE(first, nullptr);
+/* The first message of `type` (an error or a warning) on `pipeline`'s bus,
+ * as "SOURCE: message | debug"; empty where there is none. */
+std::string problem_on_bus(GstElement *pipeline, GstMessageType type) {
+  GstBus *bus = gst_element_get_bus(pipeline);
+  GstMessage *msg = gst_bus_pop_filtered(bus, type);
+  gst_object_unref(bus);
+  if (!msg)
+    return "";
+  std::string text = tmtest::problem_text(msg);
+  gst_message_unref(msg);
+  return text;
+}
+
+TEST(TensorBatch, MorePadsThanAFixedBatchSizeFailTheStartNamingBatchSize) {
+  // The gst-launch line of issue 37: the second pad links (batch-size may
+  // still change before the start, so a refused link would only say "could
+  // not link"), and the start fails with an element error gst-launch prints.
+  std::string d = "tensorbatch name=batch batch-size=1 ! appsink name=sink sync=false ";
+  for (int i = 0; i < 2; ++i)
+    d += source(kPatterns[i], kFrames) + convert() + " ! batch. ";
+  GError *error = nullptr;
+  GstElement *pipeline = gst_parse_launch(d.c_str(), &error);
+  ASSERT_EQ(error, nullptr) << error->message;
+  GstElement *batch = gst_bin_get_by_name(GST_BIN(pipeline), "batch");
+  g_object_add_weak_pointer(G_OBJECT(batch), reinterpret_cast<gpointer *>(&batch));
+  gst_object_unref(batch);
+  EXPECT_EQ(gst_element_set_state(pipeline, GST_STATE_PAUSED), GST_STATE_CHANGE_FAILURE);
+  const std::string problem = problem_on_bus(pipeline, GST_MESSAGE_ERROR);
+  EXPECT_NE(problem.find("batch: 2 sink pads for batch-size=1"), std::string::npos) << problem;
+  EXPECT_EQ(gst_element_set_state(pipeline, GST_STATE_NULL), GST_STATE_CHANGE_SUCCESS);
+  tmtest::release_pipeline(pipeline);
+  EXPECT_EQ(batch, nullptr) << "tensorbatch outlives its pipeline";
+}
+
+TEST(TensorBatch, APadBeyondAFixedBatchSizeWhileRunningIsRefusedNamingBatchSize) {
+  const std::string d = "tensorbatch name=batch batch-size=1 ! appsink name=sink sync=false " +
+                        source(kPatterns[0], kFrames) + convert() + " ! batch.sink_0 ";
+  GError *error = nullptr;
+  GstElement *pipeline = gst_parse_launch(d.c_str(), &error);
+  ASSERT_EQ(error, nullptr) << error->message;
+  GstElement *batch = gst_bin_get_by_name(GST_BIN(pipeline), "batch");
+  ASSERT_NE(gst_element_set_state(pipeline, GST_STATE_PAUSED), GST_STATE_CHANGE_FAILURE);
+  ASSERT_EQ(gst_element_get_state(pipeline, nullptr, nullptr, tmtest::kTimeout), GST_STATE_CHANGE_SUCCESS);
   GstPad *second = gst_element_request_pad_simple(batch, "sink_%u");
   EXPECT_EQ(second, nullptr);
-  if (first) {
-    gst_element_release_request_pad(batch, first);
-    gst_object_unref(first);
-  }
+  const std::string problem = problem_on_bus(pipeline, GST_MESSAGE_WARNING);
+  EXPECT_NE(problem.find("batch: 2 sink pads for batch-size=1"), std::string::npos) << problem;
+  if (second)
+    gst_object_unref(second);
+  EXPECT_EQ(gst_element_set_state(pipeline, GST_STATE_NULL), GST_STATE_CHANGE_SUCCESS);
   gst_object_unref(batch);
+  tmtest::release_pipeline(pipeline);
 }
 
 TEST(TensorBatch, AFixedBatchLeavesUnfedSlotsEmpty) {
