@@ -87,8 +87,10 @@ packages=(
 # does not (there the element is not built).
 # valgrind too: the full mode runs tensorinfer's tests under it inside the
 # Debian 13 root, the one place the element exists.
+# clang too: the full mode checks with it the units that only this release
+# compiles (tensorinfer, GstTensorMeta; scripts/clang-build.sh).
 if [[ $(. /etc/os-release && echo "${VERSION_ID:-}") == 13 ]]; then
-  packages+=(libonnxruntime-dev python3-onnx python3-onnxruntime libonnx-testdata valgrind)
+  packages+=(libonnxruntime-dev python3-onnx python3-onnxruntime libonnx-testdata valgrind clang)
 fi
 # Only the host's full set: the valgrind run, the Windows cross-build under
 # Wine, debootstrap for the Debian 13 root (scripts/test.sh --debian13), and

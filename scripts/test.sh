@@ -161,6 +161,17 @@ if ((debian13)); then
     run_suite debian13-valgrind build-debian13/build --timeout-multiplier 10 \
       --wrapper "valgrind --quiet --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite --show-leak-kinds=definite --suppressions=$root/tests/sanitizers/valgrind.supp --suppressions=$root/tests/lib/gl/gl.supp --num-callers=30" \
       gst-infer
+
+    # clang over what only this root compiles (the host's clang-build
+    # checks the rest): tensorinfer and every source that reads GstTensorMeta.
+    echo "== clang: tensorinfer and the GstTensorMeta units with clang, -Werror, in build-debian13/clang"
+    scripts/debian13.sh run env CLANG_BUILD_DIR=build-debian13/clang CLANG_NAME=debian13-clang-build \
+      CLANG_ONLY='gst/infer/|test_infer|GST_TENSOR_MEM_HAVE_TENSOR_META|gst/analytics/' \
+      CLANG_MESON_ARGS='-Dgst=enabled -Dgl=enabled -Danalytics=enabled' \
+      CLANG_TESTLOG=$results/debian13-clang.testlog.json scripts/clang-build.sh >"$results/debian13-clang.log" 2>&1 || true
+    cat "$results/debian13-clang.log"
+    [[ -s $results/debian13-clang.testlog.json ]] || rm -f "$results/debian13-clang.testlog.json"
+    runs+=(debian13-clang)
   fi
 fi
 
