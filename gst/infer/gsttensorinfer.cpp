@@ -81,7 +81,8 @@ enum {
   PROP_THREADS,
   PROP_OUTPUT,
   PROP_COPIED_BYTES,
-  PROP_REQUIRE_ZERO_COPY
+  PROP_REQUIRE_ZERO_COPY,
+  PROP_ONNXRUNTIME
 };
 
 /* Pooled output buffers made before the first frame: what a pipeline with a
@@ -663,6 +664,16 @@ static void gst_tensor_infer_get_property(GObject *object, guint prop_id, GValue
   case PROP_OUTPUT: g_value_set_enum(value, static_cast<gint>(self->output)); break;
   case PROP_COPIED_BYTES: g_value_set_uint64(value, self->copied_bytes); break;
   case PROP_REQUIRE_ZERO_COPY: g_value_set_boolean(value, self->require_zero_copy); break;
+  case PROP_ONNXRUNTIME: {
+    // Opens the runtime if nothing has yet: outside the object lock.
+    GST_OBJECT_UNLOCK(self);
+    std::string error;
+    const std::string text = gst_tensorinfer::runtime_description(&error);
+    g_value_set_string(value, text.empty() ? nullptr : text.c_str());
+    if (text.empty())
+      GST_WARNING_OBJECT(self, "%s", error.c_str());
+    return;
+  }
   default: G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec); break;
   }
   GST_OBJECT_UNLOCK(self);
@@ -698,6 +709,8 @@ static gboolean gst_tensor_infer_start(GstBaseTransform *trans) {
   }
   if (!note.empty())
     GST_INFO_OBJECT(self, "%s", note.c_str());
+  std::string no_runtime;
+  GST_INFO_OBJECT(self, "ONNX Runtime %s", gst_tensorinfer::runtime_description(&no_runtime).c_str());
   GST_INFO_OBJECT(self, "model %s: input '%s' %s %s, %zu outputs", path.c_str(), model->input().name.c_str(),
                   gst_tensorinfer::type_name(model->input().type),
                   gst_tensorinfer::shape_text(model->input().shape).c_str(), model->outputs().size());
@@ -980,6 +993,13 @@ static void gst_tensor_infer_class_init(GstTensorMemInferClass *klass) {
           "require-zero-copy", "Require zero copy",
           "Fail with a stream error instead of copying an input tensor that cannot be read in place", FALSE,
           static_cast<GParamFlags>(G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_PLAYING)));
+
+  g_object_class_install_property(
+      gobject_class, PROP_ONNXRUNTIME,
+      g_param_spec_string("onnxruntime", "ONNX Runtime",
+                          "The ONNX Runtime this element runs on, opened at run time: its version, the API table in "
+                          "use, the file, and its execution providers (NULL where none opens; the log says why)",
+                          nullptr, static_cast<GParamFlags>(G_PARAM_READABLE | G_PARAM_STATIC_STRINGS)));
 
   gst_element_class_add_static_pad_template(element_class, &sink_template);
   gst_element_class_add_static_pad_template(element_class, &src_template);

@@ -6,6 +6,12 @@
 #include <limits>
 #include <sys/stat.h>
 
+/* The runtime the project's scripts install where the system has none
+ * (scripts/deps.sh --demo), set by meson; empty: none. */
+#ifndef GST_TENSORINFER_BUNDLED_ORT
+#define GST_TENSORINFER_BUNDLED_ORT ""
+#endif
+
 namespace gst_tensorinfer {
 
 namespace {
@@ -93,6 +99,19 @@ std::size_t tensor_bytes(ONNXTensorElementDataType type, const std::vector<std::
   return bytes;
 }
 
+std::string runtime_description(std::string *error) {
+  const Runtime *runtime = load_runtime(GST_TENSORINFER_BUNDLED_ORT, error);
+  if (!runtime)
+    return {};
+  try {
+    return runtime->version + " (API " + std::to_string(runtime->api) + ") from " + runtime->path +
+           "; providers: " + provider_list();
+  } catch (const Ort::Exception &e) {
+    *error = e.what();
+    return {};
+  }
+}
+
 std::size_t declared_min_bytes(const Port &port) {
   std::size_t bytes = element_size(port.type);
   for (std::int64_t d : port.shape) {
@@ -117,12 +136,15 @@ std::unique_ptr<Model> Model::load(const std::string &path, Provider provider, i
     *error = "model file '" + path + "' does not exist or is not a regular file";
     return nullptr;
   }
+  const Runtime *runtime = load_runtime(GST_TENSORINFER_BUNDLED_ORT, error);
+  if (!runtime)
+    return nullptr;
   std::unique_ptr<Model> model(new Model());
   try {
     bool cuda = false;
     if (provider == Provider::Cuda) {
       if (!has_provider(kCudaProvider)) {
-        *error = std::string("execution-provider=cuda: this ONNX Runtime (") + Ort::GetVersionString() +
+        *error = "execution-provider=cuda: this ONNX Runtime (" + runtime->version +
                  ") has no CUDA execution provider; it has " + provider_list();
         return nullptr;
       }
@@ -138,8 +160,22 @@ std::unique_ptr<Model> Model::load(const std::string &path, Provider provider, i
     if (threads > 0)
       options.SetIntraOpNumThreads(threads);
     if (cuda) {
-      OrtCUDAProviderOptions cuda_options;
-      options.AppendExecutionProvider_CUDA(cuda_options);
+      /* A runtime may list the CUDA provider and still fail to load it
+       * (npm's linux x64 build lists it; its library and CUDA's are not
+       * there): cuda says so, auto goes on on the CPU. */
+      try {
+        OrtCUDAProviderOptions cuda_options;
+        options.AppendExecutionProvider_CUDA(cuda_options);
+      } catch (const Ort::Exception &e) {
+        const std::string why = std::string("this ONNX Runtime (") + runtime->version +
+                                ") has no CUDA execution provider it can load (" + e.what() + ")";
+        if (provider == Provider::Cuda) {
+          *error = "execution-provider=cuda: " + why;
+          return nullptr;
+        }
+        cuda = false;
+        *note = "execution-provider=auto: " + why + "; using the CPU";
+      }
     }
     model->on_cpu_ = !cuda;
     model->session_ = Ort::Session(model->env_, path.c_str(), options);

@@ -6,7 +6,7 @@
  * in ort_model.cpp and comes back as a false return with ORT's text. */
 #pragma once
 
-#include <onnxruntime_cxx_api.h>
+#include "ort_runtime.hpp"
 
 #include <cstddef>
 #include <cstdint>
@@ -39,6 +39,11 @@ std::size_t tensor_bytes(ONNXTensorElementDataType type, const std::vector<std::
 /* The bytes a tensor of `port` needs at least, whatever its open
  * dimensions (taken as 1) become; SIZE_MAX when that overflows. */
 std::size_t declared_min_bytes(const Port &port);
+
+/* "1.21.0 (API 21) from libonnxruntime.so.1; providers: CPUExecutionProvider, ...",
+ * opening the runtime if no model has yet; empty with `*error` set where
+ * there is none. */
+std::string runtime_description(std::string *error);
 
 class Model {
 public:

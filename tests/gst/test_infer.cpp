@@ -968,6 +968,39 @@ INSTANTIATE_TEST_SUITE_P(
                       WrongSetup{"DeclaredOutputOver4GiB", true, "", "huge.onnx", "over 4 GiB"}),
     [](const ::testing::TestParamInfo<WrongSetup> &info) { return std::string(info.param.name); });
 
+/* ONNX Runtime is opened at run time, and the element says which: its
+ * version (the one Python's onnxruntime reports here, the same Debian
+ * package), the API table, the file and the providers. */
+TEST(TensorInfer, TheRuntimeItRunsOnIsReadable) {
+  REQUIRE_MODELS();
+  GstElement *element = gst_element_factory_make("tensorinfer", nullptr);
+  ASSERT_NE(element, nullptr);
+  gchar *runtime = nullptr;
+  g_object_get(element, "onnxruntime", &runtime, nullptr);
+  const std::string text = runtime ? runtime : "";
+  g_free(runtime);
+  gst_object_unref(element);
+  EXPECT_NE(text.find("(API "), std::string::npos) << text;
+  EXPECT_NE(text.find("libonnxruntime.so.1"), std::string::npos) << text;
+  EXPECT_NE(text.find("CPUExecutionProvider"), std::string::npos) << text;
+  // A runtime named by hand (CI's run on npm's oldest supported one) is the one opened.
+  if (const char *named = g_getenv("TENSORMEM_ONNXRUNTIME"); named && *named) {
+    EXPECT_NE(text.find(std::string(" from ") + named + ";"), std::string::npos) << text;
+    return;
+  }
+  const char *python = g_getenv("TENSORMEM_TEST_PYTHON");
+  ASSERT_NE(python, nullptr);
+  gchar *out = nullptr;
+  const std::string command =
+      std::string(python) + " -c \"import onnxruntime; print(onnxruntime.__version__, end='')\"";
+  if (!g_spawn_command_line_sync(command.c_str(), &out, nullptr, nullptr, nullptr) || !out || !*out) {
+    g_free(out);
+    GTEST_SKIP() << "no python3-onnxruntime to compare the version with";
+  }
+  EXPECT_EQ(text.rfind(out, 0), 0u) << text << " vs Python's " << out;
+  g_free(out);
+}
+
 /* execution-provider=auto on a runtime without CUDA runs on the CPU. */
 TEST(TensorInfer, AutoProviderFallsBackToTheCpu) {
   REQUIRE_MODELS();
