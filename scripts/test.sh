@@ -162,6 +162,21 @@ if ((debian13)); then
       --wrapper "valgrind --quiet --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite --show-leak-kinds=definite --suppressions=$root/tests/sanitizers/valgrind.supp --suppressions=$root/tests/lib/gl/gl.supp --num-callers=30" \
       gst-infer
 
+    # tensorinfer opens ONNX Runtime at run time: its tests once more on
+    # npm's builds of the oldest runtime it supports and of a recent one
+    # (scripts/onnxruntime-npm.sh; the library only, kept in build-debian13/).
+    for version in 1.16.3 1.31.1; do
+      echo "== tensorinfer's tests on ONNX Runtime $version from npm (TENSORMEM_ONNXRUNTIME)"
+      if lib=$(scripts/onnxruntime-npm.sh "$version" "build-debian13/onnxruntime-npm/$version"); then
+        run_prefix=(scripts/debian13.sh run env "TENSORMEM_ONNXRUNTIME=$root/$lib" "${x_prefix[@]}")
+        run_suite "debian13-onnxruntime-$version" build-debian13/build gst-infer
+      else
+        # No result file: scripts/summarize.py counts the missing run as a failure.
+        mkdir -p "$results/debian13-onnxruntime-$version"
+        runs+=("debian13-onnxruntime-$version")
+      fi
+    done
+
     # clang over what only this root compiles (the host's clang-build
     # checks the rest): tensorinfer and every source that reads GstTensorMeta.
     echo "== clang: tensorinfer and the GstTensorMeta units with clang, -Werror, in build-debian13/clang"
