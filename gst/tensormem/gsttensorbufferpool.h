@@ -3,7 +3,7 @@
 
 #include <gst/tensormem/gsttensorstorage.h>
 #include <gst/tensormem/tensormem-prelude.h>
-#include <gst/video/gstvideopool.h>
+#include <gst/video/video.h> // not gstvideopool.h alone: on 1.28 it needs video.h first
 
 G_BEGIN_DECLS
 

@@ -8,7 +8,7 @@
 #include <gst/tensormem/gsttensorpbo.h>
 #include <gst/tensormem/gsttensormemvalidate.h>
 #include <gst/tensormem/gsttensorbackend-private.h>
-#include <gst/video/gstvideopool.h>
+#include <gst/video/video.h>
 
 GST_DEBUG_CATEGORY_STATIC(gst_tensor_downloader_debug);
 #define GST_CAT_DEFAULT gst_tensor_downloader_debug

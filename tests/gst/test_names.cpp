@@ -10,7 +10,6 @@
 #include <gst/base/gstbasetransform.h>
 #include <gst/gst.h>
 #include <gst/tensormem/tensormem.h>
-#include <gst/video/gstvideopool.h>
 #include <gst/video/video.h>
 
 #include <algorithm>
