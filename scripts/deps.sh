@@ -42,16 +42,23 @@ demo_packages=(
   libxxhash-dev libdlpack-dev
   libepoxy-dev libegl-dev libegl-mesa0 libgl1-mesa-dri libglx-mesa0 libgbm1 libglapi-mesa
 )
-# The demo's tensorinfer step (Debian 13): ONNX Runtime's headers (its
-# library comes with gstreamer1.0-plugins-bad's onnxinference). GStreamer
+# The demo's tensorinfer step. Debian 13: ONNX Runtime's headers (its
+# library comes with gstreamer1.0-plugins-bad's onnxinference); GStreamer
 # 1.26's analytics headers (GstTensorMeta) are unpacked by scripts/demo.sh
 # instead of installed: their package pulls in OpenCV's development files.
-# The model is written by scripts/demo_model.py with the standard library (no
-# python3-onnx, numpy). Debian 12 has no ONNX Runtime: nothing.
-if [[ $(. /etc/os-release && echo "${VERSION_ID:-}") == 13 ]]; then
-  demo_packages+=(libonnxruntime-dev libopenh264-8)
-else
+# Debian 12 packages no ONNX Runtime: scripts/onnxruntime-sdk.sh (below)
+# takes npm's library and Debian 13's header, with npm itself where the
+# machine has none. The model is written by scripts/demo_model.py with the
+# standard library (no python3-onnx, numpy).
+# Debian 13 and later (testing, forky, has no VERSION_ID) package it.
+release=$(. /etc/os-release && echo "${VERSION_ID:-}")
+own_onnxruntime=0
+if [[ $release == 12 ]]; then
   demo_packages+=(libopenh264-7)
+  own_onnxruntime=1
+  command -v npm >/dev/null || demo_packages+=(npm)
+else
+  demo_packages+=(libonnxruntime-dev libopenh264-8)
 fi
 
 packages=(
@@ -81,15 +88,20 @@ packages=(
   python3-gi python3-gst-1.0 python3-numpy
 )
 # ONNX Runtime for tensorinfer (gst/infer) and its tests, which make their
-# models with python3-onnx and compare with python3-onnxruntime; ONNX's
+# models with python3-onnx (python3-onnxruntime: the soak's RSS reference); ONNX's
 # light_resnet50 (libonnx-testdata, 7 MB) is the large model of
-# tests/bench/infer_vs_onnxinference.sh. Debian 13 packages them, Debian 12
-# does not (there the element is not built).
+# tests/bench/infer_vs_onnxinference.sh. Debian 13 and later package them;
+# Debian 12 has python3-onnx alone.
 # valgrind too: the full mode runs tensorinfer's tests under it inside the
-# Debian 13 root, the one place the element exists.
+# Debian 13 root as well as on the host.
 # clang too: the full mode checks with it the units that only this release
-# compiles (tensorinfer, GstTensorMeta; scripts/clang-build.sh).
-if [[ $(. /etc/os-release && echo "${VERSION_ID:-}") == 13 ]]; then
+# compiles (GstTensorMeta; scripts/clang-build.sh).
+if [[ $release == 12 ]]; then
+  # tensorinfer's tests make their models with python3-onnx (Debian 12: 1.12);
+  # the runtime is scripts/onnxruntime-sdk.sh's (below).
+  packages+=(python3-onnx)
+  command -v npm >/dev/null || packages+=(npm)
+else
   packages+=(libonnxruntime-dev python3-onnx python3-onnxruntime libonnx-testdata valgrind clang)
 fi
 # Only the host's full set: the valgrind run, the Windows cross-build under
@@ -178,8 +190,15 @@ for p in "${packages[@]}"; do
 done
 
 mapfile -t todo < <(printf '%s\n' "${todo[@]}" "${missing[@]}" | sed '/^$/d' | sort -u)
-if ((${#todo[@]} == 0)); then
-  exit 0
+if ((${#todo[@]} > 0)); then
+  echo "deps: installing or upgrading ${todo[*]}"
+  $sudo apt-get install -y -qq --no-install-recommends "${todo[@]}"
 fi
-echo "deps: installing or upgrading ${todo[*]}"
-$sudo apt-get install -y -qq --no-install-recommends "${todo[@]}"
+
+# ONNX Runtime where the distribution has none, into build-deps/onnxruntime
+# (ignored by git; meson finds it there). Once: a later run finds it made.
+if ((own_onnxruntime)); then
+  cd "$(dirname "$0")/.."
+  scripts/onnxruntime-sdk.sh build-deps/onnxruntime >/dev/null ||
+    echo "deps: no ONNX Runtime for tensorinfer (scripts/onnxruntime-sdk.sh failed): it is not built" >&2
+fi

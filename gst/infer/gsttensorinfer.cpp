@@ -51,7 +51,6 @@
 #include "gsttensorinferpool.h"
 #include "ort_model.hpp"
 
-#include <gst/analytics/analytics.h>
 #include <gst/tensormem/gsttensoranalytics-private.h>
 #include <gst/tensormem/gsttensorcaps.h>
 #include <gst/tensormem/gsttensorfencemeta.h>
@@ -73,6 +72,16 @@ using gst_tensorinfer::Provider;
 namespace {
 
 enum class Output { Meta, Tensors };
+
+/* Video frames carry their tensor in a GstTensorMeta (GStreamer 1.26):
+ * without one, tensors only. */
+#if GST_TENSOR_MEM_HAVE_TENSOR_META
+#define INFER_CAPS "other/tensors(ANY); video/x-raw(ANY)"
+constexpr Output kDefaultOutput = Output::Meta;
+#else
+#define INFER_CAPS "other/tensors(ANY)"
+constexpr Output kDefaultOutput = Output::Tensors;
+#endif
 
 enum {
   PROP_0,
@@ -126,7 +135,7 @@ struct InferState {
   /* Shared with the buffers that wrap outputs ORT allocated: the session
    * (and its allocator) lives until the last of them is freed. */
   std::shared_ptr<Model> model;
-  Output output = Output::Meta;
+  Output output = kDefaultOutput;
   // From set_caps: an other/tensors stream's tensor; unset for video.
   bool tensor_caps = false;
   ONNXTensorElementDataType caps_type = ONNX_TENSOR_ELEMENT_DATA_TYPE_UNDEFINED;
@@ -163,10 +172,10 @@ G_DEFINE_TYPE(GstTensorMemInfer, gst_tensor_infer, GST_TYPE_BASE_TRANSFORM)
 
 namespace {
 
-GstStaticPadTemplate sink_template = GST_STATIC_PAD_TEMPLATE("sink", GST_PAD_SINK, GST_PAD_ALWAYS,
-                                                             GST_STATIC_CAPS("other/tensors(ANY); video/x-raw(ANY)"));
-GstStaticPadTemplate src_template = GST_STATIC_PAD_TEMPLATE("src", GST_PAD_SRC, GST_PAD_ALWAYS,
-                                                            GST_STATIC_CAPS("other/tensors(ANY); video/x-raw(ANY)"));
+GstStaticPadTemplate sink_template =
+    GST_STATIC_PAD_TEMPLATE("sink", GST_PAD_SINK, GST_PAD_ALWAYS, GST_STATIC_CAPS(INFER_CAPS));
+GstStaticPadTemplate src_template =
+    GST_STATIC_PAD_TEMPLATE("src", GST_PAD_SRC, GST_PAD_ALWAYS, GST_STATIC_CAPS(INFER_CAPS));
 
 GType provider_get_type() {
   static GType type = 0;
@@ -191,6 +200,22 @@ GType output_get_type() {
   return type;
 }
 
+/* An other/tensors element type (gsttensorcaps.h) in ONNX terms, by the
+ * names both spell alike ("float32", "uint8"). */
+ONNXTensorElementDataType onnx_type_of_caps(const gst_tensormem::TensorCaps &caps) {
+  static const char *const kCodes[] = {"int", "uint", "float"};
+  const std::string name = kCodes[static_cast<int>(caps.code)] + std::to_string(caps.bits);
+  for (ONNXTensorElementDataType type :
+       {ONNX_TENSOR_ELEMENT_DATA_TYPE_INT8, ONNX_TENSOR_ELEMENT_DATA_TYPE_INT16, ONNX_TENSOR_ELEMENT_DATA_TYPE_INT32,
+        ONNX_TENSOR_ELEMENT_DATA_TYPE_INT64, ONNX_TENSOR_ELEMENT_DATA_TYPE_UINT8, ONNX_TENSOR_ELEMENT_DATA_TYPE_UINT16,
+        ONNX_TENSOR_ELEMENT_DATA_TYPE_UINT32, ONNX_TENSOR_ELEMENT_DATA_TYPE_UINT64, ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT16,
+        ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT, ONNX_TENSOR_ELEMENT_DATA_TYPE_DOUBLE})
+    if (name == gst_tensorinfer::type_name(type))
+      return type;
+  return ONNX_TENSOR_ELEMENT_DATA_TYPE_UNDEFINED;
+}
+
+#if GST_TENSOR_MEM_HAVE_TENSOR_META
 struct TypePair {
   GstTensorDataType gst;
   ONNXTensorElementDataType onnx;
@@ -228,19 +253,14 @@ template <typename Enum> gint raw_enum(const Enum &field) {
   return value;
 }
 
-/* An other/tensors element type (gsttensorcaps.h) in ONNX terms. */
-ONNXTensorElementDataType onnx_type_of_caps(const gst_tensormem::TensorCaps &caps) {
-  GstTensorDataType type;
-  return gst_tensormem::tensor_data_type_of(caps.code, caps.bits, &type) ? onnx_type_of(static_cast<gint>(type))
-                                                                         : ONNX_TENSOR_ELEMENT_DATA_TYPE_UNDEFINED;
-}
-
 GstTensorDataType gst_type_of(ONNXTensorElementDataType type) {
   for (const TypePair &pair : kTypes)
     if (pair.onnx == type)
       return pair.gst;
   return GST_TENSOR_DATA_TYPE_UINT8; // never: Model::load refuses outputs of other types
 }
+
+#endif
 
 /* Each output in NNStreamer's caps terms: `types` and innermost-first
  * `dimensions`, tensors separated by commas. */
@@ -367,6 +387,7 @@ bool find_input(GstTensorMemInfer *self, GstBuffer *buffer, InputTensor *input) 
     input->shape = state->caps_shape;
     return true;
   }
+#if GST_TENSOR_MEM_HAVE_TENSOR_META
   GstTensorMeta *meta = gst_buffer_get_tensor_meta(buffer);
   if (!meta || meta->num_tensors == 0) {
     GST_ELEMENT_ERROR(self, STREAM, FORMAT, ("A video frame without a GstTensorMeta: there is no tensor to infer on."),
@@ -402,6 +423,11 @@ bool find_input(GstTensorMemInfer *self, GstBuffer *buffer, InputTensor *input) 
   input->type = onnx_type;
   input->shape.assign(tensor->dims, tensor->dims + tensor->num_dims);
   return true;
+#else
+  GST_ELEMENT_ERROR(self, STREAM, FORMAT, ("A buffer without a tensor: tensorinfer takes other/tensors here."),
+                    ("built without GstTensorMeta (GStreamer < 1.26)"));
+  return false;
+#endif
 }
 
 void count_copy(GstTensorMemInfer *self, gsize bytes) {
@@ -410,6 +436,7 @@ void count_copy(GstTensorMemInfer *self, gsize bytes) {
   GST_OBJECT_UNLOCK(self);
 }
 
+#if GST_TENSOR_MEM_HAVE_TENSOR_META
 /* The outputs as GstTensors in the buffer's GstTensorMeta, after the
  * tensors it already carries (the input, from tensorconvert): one meta per
  * buffer, so gst_buffer_get_tensor_meta() finds inputs and outputs alike.
@@ -439,6 +466,7 @@ void attach_outputs(GstBuffer *buffer, const Model &model, const std::vector<std
   }
   gst_tensor_meta_set(meta, static_cast<guint>(kept + n), tensors);
 }
+#endif
 
 /* An output ORT allocated, kept alive by the memory that wraps it; the
  * session it came from lives as long. */
@@ -686,6 +714,15 @@ static gboolean gst_tensor_infer_start(GstBaseTransform *trans) {
   const Provider provider = self->provider;
   const int threads = static_cast<int>(self->threads);
   const Output output = self->output;
+  if (output == Output::Meta && !GST_TENSOR_MEM_HAVE_TENSOR_META) {
+    GST_OBJECT_UNLOCK(self);
+    GST_ELEMENT_ERROR(self, RESOURCE, SETTINGS,
+                      ("tensorinfer's output=meta needs GstTensorMeta (GStreamer 1.26); this build has GStreamer "
+                       "%d.%d: use output=tensors.",
+                       GST_VERSION_MAJOR, GST_VERSION_MINOR),
+                      (nullptr));
+    return FALSE;
+  }
   self->running = TRUE;
   GST_OBJECT_UNLOCK(self);
   std::string error, note;
@@ -812,6 +849,7 @@ static gboolean gst_tensor_infer_set_caps(GstBaseTransform *trans, GstCaps *inca
   return prepare(self, type, tensor.shape);
 }
 
+#if GST_TENSOR_MEM_HAVE_TENSOR_META
 static GstFlowReturn gst_tensor_infer_transform_ip(GstBaseTransform *trans, GstBuffer *buffer) {
   auto *self = GST_TENSOR_INFER(trans);
   InferState *state = self->state;
@@ -857,6 +895,7 @@ static GstFlowReturn gst_tensor_infer_transform_ip(GstBaseTransform *trans, GstB
   attach_outputs(buffer, *state->model, result.shapes, results.data());
   return GST_FLOW_OK;
 }
+#endif
 
 /* output=tensors: the output buffer comes from the element's own pool, one
  * memory per model output, for ORT to write into. */
@@ -979,8 +1018,8 @@ static void gst_tensor_infer_class_init(GstTensorMemInferClass *klass) {
       gobject_class, PROP_OUTPUT,
       g_param_spec_enum("output", "Output",
                         "How the model's outputs go downstream: GstTensorMeta on the input buffer, or an "
-                        "other/tensors buffer",
-                        output_get_type(), static_cast<gint>(Output::Meta), ready_only));
+                        "other/tensors buffer (meta needs GStreamer 1.26; the default where it is built against one)",
+                        output_get_type(), static_cast<gint>(kDefaultOutput), ready_only));
   g_object_class_install_property(
       gobject_class, PROP_COPIED_BYTES,
       g_param_spec_uint64("copied-bytes", "Copied bytes",
@@ -1012,7 +1051,9 @@ static void gst_tensor_infer_class_init(GstTensorMemInferClass *klass) {
   trans_class->stop = GST_DEBUG_FUNCPTR(gst_tensor_infer_stop);
   trans_class->transform_caps = GST_DEBUG_FUNCPTR(gst_tensor_infer_transform_caps);
   trans_class->set_caps = GST_DEBUG_FUNCPTR(gst_tensor_infer_set_caps);
+#if GST_TENSOR_MEM_HAVE_TENSOR_META
   trans_class->transform_ip = GST_DEBUG_FUNCPTR(gst_tensor_infer_transform_ip);
+#endif
   trans_class->transform = GST_DEBUG_FUNCPTR(gst_tensor_infer_transform);
   trans_class->prepare_output_buffer = GST_DEBUG_FUNCPTR(gst_tensor_infer_prepare_output_buffer);
   trans_class->sink_event = GST_DEBUG_FUNCPTR(gst_tensor_infer_sink_event);
@@ -1026,7 +1067,7 @@ static void gst_tensor_infer_init(GstTensorMemInfer *self) {
   self->model_path = nullptr;
   self->provider = Provider::Cpu;
   self->threads = 0;
-  self->output = Output::Meta;
+  self->output = kDefaultOutput;
   self->require_zero_copy = FALSE;
   self->copied_bytes = 0;
   self->running = FALSE;

@@ -44,25 +44,6 @@ bool port_of(const Ort::TypeInfo &info, std::string name, Port *port) {
 
 } // namespace
 
-std::size_t element_size(ONNXTensorElementDataType type) {
-  switch (type) {
-  case ONNX_TENSOR_ELEMENT_DATA_TYPE_INT8:
-  case ONNX_TENSOR_ELEMENT_DATA_TYPE_UINT8:
-  case ONNX_TENSOR_ELEMENT_DATA_TYPE_BOOL: return 1;
-  case ONNX_TENSOR_ELEMENT_DATA_TYPE_INT16:
-  case ONNX_TENSOR_ELEMENT_DATA_TYPE_UINT16:
-  case ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT16:
-  case ONNX_TENSOR_ELEMENT_DATA_TYPE_BFLOAT16: return 2;
-  case ONNX_TENSOR_ELEMENT_DATA_TYPE_INT32:
-  case ONNX_TENSOR_ELEMENT_DATA_TYPE_UINT32:
-  case ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT: return 4;
-  case ONNX_TENSOR_ELEMENT_DATA_TYPE_INT64:
-  case ONNX_TENSOR_ELEMENT_DATA_TYPE_UINT64:
-  case ONNX_TENSOR_ELEMENT_DATA_TYPE_DOUBLE: return 8;
-  default: return 0;
-  }
-}
-
 const char *type_name(ONNXTensorElementDataType type) {
   switch (type) {
   case ONNX_TENSOR_ELEMENT_DATA_TYPE_INT8: return "int8";

@@ -26,9 +26,6 @@ struct Port {
   std::vector<std::int64_t> shape;
 };
 
-/* Bytes per element of `type`; 0 for the types tensorinfer does not carry
- * (strings, 4-bit, complex). */
-std::size_t element_size(ONNXTensorElementDataType type);
 /* NNStreamer's name of `type` ("float32", "uint8", ...); "undefined" for
  * the others. */
 const char *type_name(ONNXTensorElementDataType type);

@@ -99,6 +99,25 @@ bool try_open(const std::string &path, Runtime *runtime, std::string *why) {
 
 } // namespace
 
+std::size_t element_size(ONNXTensorElementDataType type) {
+  switch (type) {
+  case ONNX_TENSOR_ELEMENT_DATA_TYPE_INT8:
+  case ONNX_TENSOR_ELEMENT_DATA_TYPE_UINT8:
+  case ONNX_TENSOR_ELEMENT_DATA_TYPE_BOOL: return 1;
+  case ONNX_TENSOR_ELEMENT_DATA_TYPE_INT16:
+  case ONNX_TENSOR_ELEMENT_DATA_TYPE_UINT16:
+  case ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT16:
+  case ONNX_TENSOR_ELEMENT_DATA_TYPE_BFLOAT16: return 2;
+  case ONNX_TENSOR_ELEMENT_DATA_TYPE_INT32:
+  case ONNX_TENSOR_ELEMENT_DATA_TYPE_UINT32:
+  case ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT: return 4;
+  case ONNX_TENSOR_ELEMENT_DATA_TYPE_INT64:
+  case ONNX_TENSOR_ELEMENT_DATA_TYPE_UINT64:
+  case ONNX_TENSOR_ELEMENT_DATA_TYPE_DOUBLE: return 8;
+  default: return 0;
+  }
+}
+
 const Runtime *load_runtime(const std::string &bundled, std::string *error) {
   static std::mutex lock;
   static bool tried = false;

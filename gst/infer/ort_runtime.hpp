@@ -12,6 +12,7 @@
 #endif
 #include <onnxruntime_cxx_api.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 
@@ -26,6 +27,10 @@ struct Runtime {
   std::string version;      // the runtime's own ("1.21.0")
   std::uint32_t api = 0;    // the API table in use: min(the header's, the runtime's)
 };
+
+/* Bytes per element of `type`; 0 for the types tensorinfer does not carry
+ * (strings, 4-bit, complex). */
+std::size_t element_size(ONNXTensorElementDataType type);
 
 /* Opens ONNX Runtime once per process and points the C++ API at its table.
  * Where it looks, in order: the file TENSORMEM_ONNXRUNTIME names; the

@@ -36,13 +36,11 @@
   infer_models.py annotate SOURCE DESTINATION
       copies a model, naming each output's tensor id in its metadata (what
       GStreamer's onnxinference 1.26 needs; tests/bench/infer_vs_onnxinference.sh)
-  infer_models.py reference MODEL INPUT DTYPE DIMS OUTDIR
-      runs MODEL with ONNX Runtime's Python API on the raw bytes of INPUT
-      (DTYPE such as float32, DIMS such as 1,3,16,16) and writes each
-      output's raw bytes to OUTDIR/NAME.bin and its shape to OUTDIR/NAME.shape
 
-Exits 77 (skip) naming the Debian package when onnx, onnxruntime or numpy
-is missing.
+The references the tests compare with come from infer_reference.cpp (ONNX
+Runtime's own C++ API, on the library the element opens), not from here.
+
+Exits 77 (skip) naming the Debian package when onnx or numpy is missing.
 """
 
 import os
@@ -239,28 +237,11 @@ def annotate(source, destination):
     onnx.save(model, destination)
 
 
-def reference(model, input_path, dtype, dims, outdir):
-    np = need("numpy", "python3-numpy")
-    ort = need("onnxruntime", "python3-onnxruntime")
-    shape = [int(d) for d in dims.split(",")]
-    data = np.fromfile(input_path, dtype=np.dtype(dtype)).reshape(shape)
-    session = ort.InferenceSession(model, providers=["CPUExecutionProvider"])
-    names = [o.name for o in session.get_outputs()]
-    results = session.run(names, {session.get_inputs()[0].name: data})
-    os.makedirs(outdir, exist_ok=True)
-    for name, value in zip(names, results):
-        np.ascontiguousarray(value).tofile(os.path.join(outdir, name + ".bin"))
-        with open(os.path.join(outdir, name + ".shape"), "w") as f:
-            f.write(",".join(str(d) for d in value.shape))
-
-
 def main(argv):
     if len(argv) == 3 and argv[1] == "make":
         make(argv[2])
     elif len(argv) == 4 and argv[1] == "annotate":
         annotate(argv[2], argv[3])
-    elif len(argv) == 7 and argv[1] == "reference":
-        reference(*argv[2:])
     else:
         print(__doc__, file=sys.stderr)
         return 2
