@@ -6,8 +6,9 @@
 #      in place through DLPack (examples/decode_to_tensor.c: a CUDA pointer
 #      where a GPU is, a host pointer here), printing per element what it did
 #      (frames, copies, fences) and the tensor's shape, type and checksum;
-#      where the tensorinfer plugin was built (ONNX Runtime and GStreamer
-#      1.26: Debian 13), an ONNX model (a small classifier written by
+#      where the tensorinfer plugin was built (everywhere scripts/deps.sh
+#      found or fetched ONNX Runtime: Debian 13's package, npm's library on
+#      Debian 12), an ONNX model (a small classifier written by
 #      scripts/demo_model.py) runs on each tensor in place, and its top
 #      scores are printed;
 #   2. runs four such streams into one batch: each stream's tensorconvert
@@ -88,8 +89,13 @@ if [[ -f build-demo/gst/infer/libgsttensorinfer.so ]]; then
   GST_PLUGIN_PATH=$GST_PLUGIN_PATH:$PWD/build-demo/gst/infer
   infer="tensorinfer model=$model require-zero-copy=true name=infer ! "
 else
-  echo "demo: no tensorinfer here (it needs ONNX Runtime and GStreamer 1.26: Debian 13); the chain runs without a model"
+  echo "demo: no tensorinfer here (no ONNX Runtime header: scripts/onnxruntime-sdk.sh); the chain runs without a model"
 fi
+# Where GStreamer has GstTensorMeta (1.26), tensorinfer adds the scores to
+# the tensor's buffer (output=meta); before that it hands on an other/tensors
+# buffer of the scores (output=tensors, its default there).
+scores_from="tensorinfer's other/tensors output (GStreamer $(pkg-config --modversion gstreamer-1.0) has no GstTensorMeta)"
+pkg-config --exists gstreamer-analytics-1.0 && scores_from="GstTensorMeta"
 export GST_REGISTRY=$PWD/build-demo/demo-registry.bin
 if [[ ! -d /dev/dma_heap ]]; then
   export TENSORMEM_DMABUF_SOURCE=memfd
@@ -150,7 +156,7 @@ echo "  $frames frames decoded and converted in $(elapsed "$start" "$end") s"
 scorer=build-demo/examples/infer-top-scores
 if [[ -n $infer && -x $scorer ]]; then
   echo
-  echo "demo: the model's scores: $scorer $model $clip (top five of the 10 classes per frame, read from GstTensorMeta)"
+  echo "demo: the model's scores: $scorer $model $clip (top five of the 10 classes per frame, read from $scores_from)"
   if ! "$scorer" "$model" "$clip" >"$log" 2>&1; then
     cat "$log"
     echo "demo: reading the scores failed"
@@ -210,6 +216,18 @@ for m in sorted(set(re.findall(r'tensorinspect-tensor, .*?id=\(string\)(\S+?), t
     print(f"  inspect: GstTensorMeta tensor '{m[0]}' {m[1]} {m[2]} on every batch")
 EOF
 echo "  $streams x $frames frames decoded, converted and batched in $(elapsed "$start" "$end") s"
+if [[ -n $batch_infer && -x $scorer ]]; then
+  echo
+  echo "demo: the model's scores per batch: $scorer --streams=$streams $batch_model $clip (top five per slot, read from $scores_from)"
+  if ! "$scorer" --streams="$streams" "$batch_model" "$clip" >"$log" 2>&1; then
+    cat "$log"
+    echo "demo: reading the batch scores failed"
+    exit 1
+  fi
+  grep '^batch 0 ' "$log" | sed 's/^/  /'
+  echo "  ..."
+  grep -v '^batch ' "$log" | grep -v 'Schema error' | tail -n 1 | sed 's/^/  /'
+fi
 
 # ---- 3. storage round trips --------------------------------------------------
 run() {

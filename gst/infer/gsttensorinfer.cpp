@@ -268,7 +268,10 @@ GstCaps *tensors_caps(const Model &model, const std::vector<std::vector<std::int
                       const GstStructure *in) {
   std::string types, dims;
   for (std::size_t i = 0; i < shapes.size(); ++i) {
-    types += (i ? "," : "") + std::string(gst_tensorinfer::type_name(model.outputs()[i].type));
+    // Appended piece by piece: GCC 12 at -O3 warns (-Wrestrict, a false
+    // positive) on "literal" + std::string&&.
+    types += i ? "," : "";
+    types += gst_tensorinfer::type_name(model.outputs()[i].type);
     dims += i ? "," : "";
     const std::vector<std::int64_t> &shape = shapes[i];
     for (std::size_t d = shape.size(); d-- > 0;)

@@ -65,8 +65,11 @@ const char *type_name(ONNXTensorElementDataType type) {
 
 std::string shape_text(const std::vector<std::int64_t> &shape) {
   std::string text = "[";
-  for (std::size_t i = 0; i < shape.size(); ++i)
-    text += (i ? "," : "") + (shape[i] < 0 ? std::string("?") : std::to_string(shape[i]));
+  for (std::size_t i = 0; i < shape.size(); ++i) {
+    // Piece by piece: GCC 12 at -O3 warns (-Wrestrict, a false positive) on "," + std::string&&.
+    text += i ? "," : "";
+    text += shape[i] < 0 ? std::string("?") : std::to_string(shape[i]);
+  }
   return text + "]";
 }
 
