@@ -1,27 +1,43 @@
 #!/usr/bin/env bash
-# The Debian 13 (trixie: GStreamer 1.26, g++ 14, Mesa 25) root that
-# scripts/test.sh --debian13 builds and tests in, under build-debian13/.
-#   scripts/debian13.sh setup       makes build-debian13/root once
-#                                   (debootstrap --variant=minbase trixie from
-#                                   deb.debian.org; later runs reuse it), then
-#                                   installs or updates the packages there with
-#                                   scripts/deps.sh --quick-linux
-#   scripts/debian13.sh run CMD...  runs CMD inside the root, in the directory
-#                                   it is called from (below the checkout)
+# The roots of other Debian releases that scripts/test.sh builds and tests
+# in, each under a build directory of its own:
+#   trixie  Debian 13 (GStreamer 1.26, g++ 14, Mesa 25), build-debian13/
+#           (scripts/test.sh --debian13)
+#   forky   Debian testing (GStreamer 1.28, ONNX Runtime 1.23), build-forky/
+#           (scripts/test.sh --forky)
+#   scripts/debian-root.sh RELEASE setup
+#       makes DIR/root once (debootstrap --variant=minbase RELEASE from
+#       deb.debian.org; later runs reuse it), then installs or updates the
+#       packages there with scripts/deps.sh --quick-linux
+#   scripts/debian-root.sh RELEASE run CMD...
+#       runs CMD inside the root, in the directory it is called from (below
+#       the checkout)
+# scripts/debian13.sh is `scripts/debian-root.sh trixie`.
 # The checkout appears inside the root at its own path, read-only but for
-# build-debian13/ and build-results/, so paths in build files and test logs
-# mean the same inside and outside.
+# the root's build directory and build-results/, so paths in build files
+# and test logs mean the same inside and outside.
+#
+# Testing's mirror can serve a Release whose Valid-Until has passed: its
+# root's apt is told not to check it (/etc/apt/apt.conf.d/), and this host's
+# debootstrap, which has no script named forky, is given sid's.
 #
 # Every mount (/proc, /sys, /dev, /tmp, the checkout) lives in a private mount
 # namespace (unshare --mount --propagation private) that ends with the
 # command, however it ends (killed included): the host never sees them, so
-# `rm -rf build-debian13` cannot reach into the host's /dev, /sys or the
+# `rm -rf build-debian13` (or build-forky) cannot reach into the host's /dev, /sys or the
 # checkout. debootstrap, which mounts /proc and /sys in its target, runs in
 # one too. Needs root (re-runs itself under sudo otherwise).
 set -euo pipefail
 
 src=$(cd "$(dirname "$0")/.." && pwd)
-build=$src/build-debian13
+release=${1:-}
+shift || true
+case $release in
+  trixie) build=$src/build-debian13 ;;
+  forky) build=$src/build-forky ;;
+  *) echo "usage: $0 trixie|forky setup | run CMD..." >&2; exit 2 ;;
+esac
+name=$release
 rootfs=$build/root
 # Written last: a root without it is half made (interrupted) and made anew.
 stamp=$build/root.complete
@@ -34,17 +50,17 @@ passed_env() {
 
 if [[ $(id -u) -ne 0 ]]; then
   mapfile -t pass < <(passed_env)
-  exec sudo env "${pass[@]}" "$0" "$@"
+  exec sudo env "${pass[@]}" "$0" "$release" "$@"
 fi
 
-# Refuses to go on while anything is mounted below build-debian13/ in this
+# Refuses to go on while anything is mounted below the build directory in this
 # namespace (a mount made outside this script): removing the root then
 # would remove what is mounted there.
 check_no_mounts() {
   local mounted
   mounted=$(findmnt -rn -o TARGET | awk -v dir="$build/" 'index($0, dir) == 1')
   if [[ -n $mounted ]]; then
-    echo "debian13: something is mounted below $build; unmount it first:" >&2
+    echo "$name: something is mounted below $build; unmount it first:" >&2
     echo "$mounted" >&2
     exit 1
   fi
@@ -55,12 +71,17 @@ setup() {
   if [[ ! -f $stamp ]]; then
     check_no_mounts
     rm -rf "$rootfs"
-    echo "debian13: making $rootfs (debootstrap --variant=minbase trixie $mirror)"
+    local script=()
+    [[ $release == forky && ! -e /usr/share/debootstrap/scripts/forky ]] && script=(/usr/share/debootstrap/scripts/sid)
+    echo "$name: making $rootfs (debootstrap --variant=minbase $release $mirror ${script[*]})"
     if ! unshare --mount --propagation private -- \
-      debootstrap --variant=minbase trixie "$rootfs" "$mirror" >"$build/debootstrap.log" 2>&1; then
+      debootstrap --variant=minbase "$release" "$rootfs" "$mirror" "${script[@]}" >"$build/debootstrap.log" 2>&1; then
       tail -n 30 "$build/debootstrap.log"
-      echo "debian13: debootstrap failed; its log: $build/debootstrap.log" >&2
+      echo "$name: debootstrap failed; its log: $build/debootstrap.log" >&2
       exit 1
+    fi
+    if [[ $release == forky ]]; then
+      echo 'Acquire::Check-Valid-Until "false";' >"$rootfs/etc/apt/apt.conf.d/80tensormem-valid-until"
     fi
     touch "$stamp"
   fi
@@ -69,7 +90,7 @@ setup() {
   if ! { (run_in_root "$src" dpkg --configure -a) && (run_in_root "$src" scripts/deps.sh --quick-linux); } \
     >"$build/deps.log" 2>&1; then
     tail -n 40 "$build/deps.log"
-    echo "debian13: installing the packages failed; the log: $build/deps.log" >&2
+    echo "$name: installing the packages failed; the log: $build/deps.log" >&2
     exit 1
   fi
   grep '^deps:' "$build/deps.log" || true
@@ -80,14 +101,14 @@ setup() {
 run_in_root() {
   local dir=$1
   shift
-  [[ -f $stamp ]] || { echo "debian13: no root yet; run scripts/debian13.sh setup" >&2; exit 1; }
+  [[ -f $stamp ]] || { echo "$name: no root yet; run scripts/debian-root.sh $release setup" >&2; exit 1; }
   # The host's resolver, for apt and the device kit's downloads.
   cp -L /etc/resolv.conf "$rootfs/etc/resolv.conf"
   mkdir -p "$rootfs$src" "$build" "$src/build-results"
   mapfile -t pass < <(passed_env)
   # exec: nothing of this script runs after the command (which may be long,
   # and outlive an edit of this file).
-  exec unshare --mount --propagation private -- "$0" __enter "$dir" "${pass[@]}" -- "$@"
+  exec unshare --mount --propagation private -- "$0" "$release" __enter "$dir" "${pass[@]}" -- "$@"
 }
 
 # Inside the new namespace: mounts, then chroot.
@@ -116,9 +137,9 @@ case ${1:-} in
   setup) setup ;;
   run)
     shift
-    case $PWD/ in "$src"/*) ;; *) echo "debian13: run it from inside $src" >&2; exit 2 ;; esac
+    case $PWD/ in "$src"/*) ;; *) echo "$name: run it from inside $src" >&2; exit 2 ;; esac
     run_in_root "$PWD" "$@"
     ;;
   __enter) shift; enter "$@" ;;
-  *) echo "usage: $0 setup | run CMD..." >&2; exit 2 ;;
+  *) echo "usage: $0 trixie|forky setup | run CMD..." >&2; exit 2 ;;
 esac

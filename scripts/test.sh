@@ -6,13 +6,18 @@
 #                            core and GStreamer tests, every unit compiled
 #                            with clang (scripts/clang-build.sh, build-clang/),
 #                            30 s of each libFuzzer target (scripts/fuzz.sh,
-#                            build-fuzz/), then the Debian 13 leg (what CI runs)
+#                            build-fuzz/), then the Debian 13 leg and the
+#                            GStreamer 1.28 leg (what CI runs)
 #   scripts/test.sh --debian13
 #                            only the Debian 13 leg: the quick build and its
 #                            suites (Python's included) inside a Debian 13 root
 #                            (GStreamer 1.26) made once under build-debian13/
-#                            (scripts/debian13.sh); with --quick, after the
-#                            quick mode
+#                            (scripts/debian-root.sh trixie); with --quick,
+#                            after the quick mode
+#   scripts/test.sh --forky  only the GStreamer 1.28 leg: the quick build and
+#                            its suites inside a Debian testing (forky) root
+#                            made once under build-forky/ (scripts/debian-root.sh
+#                            forky); with --quick or --debian13, after those
 # Ends with "N passed, N failed, N skipped", counted from the tests' own
 # results; exits non-zero when anything failed.
 set -euo pipefail
@@ -21,15 +26,17 @@ root=$PWD
 
 host=""   # the runs on this machine itself: quick, full, or none
 debian13=0
+forky=0
 for arg in "$@"; do
   case "$arg" in
-    --full) host=full debian13=1 ;;
+    --full) host=full debian13=1 forky=1 ;;
     --quick) host=quick ;;
     --debian13) debian13=1 ;;
-    *) echo "usage: $0 [--quick|--full|--debian13]" >&2; exit 2 ;;
+    --forky) forky=1 ;;
+    *) echo "usage: $0 [--quick|--full|--debian13|--forky]" >&2; exit 2 ;;
   esac
 done
-if [[ -z $host ]] && ((!debian13)); then host=quick; fi
+if [[ -z $host ]] && ((!debian13 && !forky)); then host=quick; fi
 full=0
 [[ $host == full ]] && full=1
 
@@ -39,6 +46,24 @@ results=$root/build-results
 rm -rf "$results"
 mkdir -p "$results"
 runs=()
+
+# The roots are made (or brought up to date) in the background while this
+# machine builds and tests: debootstrap and apt wait mostly on the network
+# and the disk. Each leg waits for its own root; its log is printed there.
+declare -A root_setup=()
+start_root() {
+  local release=$1
+  scripts/debian-root.sh "$release" setup >"$results/root-$release.log" 2>&1 &
+  root_setup[$release]=$!
+}
+wait_root() {
+  local release=$1 status=0
+  wait "${root_setup[$release]}" || status=$?
+  cat "$results/root-$release.log"
+  return "$status"
+}
+((debian13)) && start_root trixie
+((forky)) && start_root forky
 
 # run_suite NAME BUILDDIR [extra meson test args...]: gtest JSON per binary
 # into $results/NAME, meson's log beside it, meson test running inside
@@ -129,38 +154,39 @@ fi
 # made once, then reused). The quick build's options, with the parts it must
 # not quietly lose made required: GStreamer, GL, introspection for the
 # Python tests (tests/python), and GstTensorMeta (tests/gst/test_tensor_meta.cpp).
+x_prefix=("${run_prefix[@]}")
 if ((debian13)); then
   echo "== Debian 13 root (trixie) in build-debian13/root"
-  scripts/debian13.sh setup
+  wait_root trixie
   echo "== build (debugoptimized) in build-debian13/build, inside the Debian 13 root"
   scripts/debian13.sh run scripts/build.sh build-debian13/build -Dgst=enabled -Dgl=enabled -Dintrospection=enabled \
     -Danalytics=enabled
   # meson test and the virtual X server run inside the root; the build's
   # paths are the same inside and outside, so its logs read alike here.
-  x_prefix=("${run_prefix[@]}")
   run_prefix=(scripts/debian13.sh run "${x_prefix[@]}")
   run_suite debian13 build-debian13/build
 
   if ((full)); then
-    # tensorinfer exists only here (ONNX Runtime): its tests under ASan +
-    # UBSan and under valgrind too, as the host's runs cover everything else.
-    # The sanitizer build makes only what gst-infer loads.
+    # tensorinfer's GstTensorMeta cases exist only here (GStreamer 1.26):
+    # its tests under ASan + UBSan and under valgrind here too (the host's
+    # runs cover its other/tensors build and everything else). The
+    # sanitizer build makes only what gst-infer loads.
     echo "== build (ASan + UBSan) in build-debian13/asan, inside the Debian 13 root: tensorinfer's tests"
     scripts/debian13.sh run scripts/build.sh build-debian13/asan -Db_sanitize=address,undefined -Db_lundef=false \
       -Dbuildtype=debug -Dcpp_args=-fno-sanitize-recover=all -Dc_args=-fno-sanitize-recover=all -Dbench=disabled \
       -Dgst=enabled -Dgl=enabled -Danalytics=enabled -Dintrospection=disabled -- \
-      tests/gst/test-gst-infer gst/plugin/libgsttensormem.so gst/infer/libgsttensorinfer.so
+      tests/gst/test-gst-infer tests/gst/infer-reference gst/plugin/libgsttensormem.so gst/infer/libgsttensorinfer.so
     run_prefix=(scripts/debian13.sh run env GST_REGISTRY_FORK=no G_SLICE=always-malloc G_DEBUG=gc-friendly
       ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:halt_on_error=1:fast_unwind_on_malloc=0
       LSAN_OPTIONS="suppressions=$root/tests/sanitizers/lsan.supp:print_suppressions=0"
       UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 "${x_prefix[@]}")
-    run_suite debian13-asan build-debian13/asan --timeout-multiplier 4 gst-infer
+    run_suite debian13-asan build-debian13/asan --timeout-multiplier 4 gst-infer gst-infer-gl
     echo "== valgrind (memcheck) of tensorinfer's tests over build-debian13/build"
     run_prefix=(scripts/debian13.sh run env GST_REGISTRY_FORK=no G_SLICE=always-malloc G_DEBUG=gc-friendly
       "${x_prefix[@]}")
     run_suite debian13-valgrind build-debian13/build --timeout-multiplier 10 \
       --wrapper "valgrind --quiet --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite --show-leak-kinds=definite --suppressions=$root/tests/sanitizers/valgrind.supp --suppressions=$root/tests/lib/gl/gl.supp --num-callers=30" \
-      gst-infer
+      gst-infer gst-infer-gl
 
     # tensorinfer opens ONNX Runtime at run time: its tests once more on
     # npm's builds of the oldest runtime it supports and of a recent one
@@ -169,7 +195,7 @@ if ((debian13)); then
       echo "== tensorinfer's tests on ONNX Runtime $version from npm (TENSORMEM_ONNXRUNTIME)"
       if lib=$(scripts/onnxruntime-npm.sh "$version" "build-debian13/onnxruntime-npm/$version"); then
         run_prefix=(scripts/debian13.sh run env "TENSORMEM_ONNXRUNTIME=$root/$lib" "${x_prefix[@]}")
-        run_suite "debian13-onnxruntime-$version" build-debian13/build gst-infer
+        run_suite "debian13-onnxruntime-$version" build-debian13/build gst-infer gst-infer-gl
       else
         # No result file: scripts/summarize.py counts the missing run as a failure.
         mkdir -p "$results/debian13-onnxruntime-$version"
@@ -188,6 +214,22 @@ if ((debian13)); then
     [[ -s $results/debian13-clang.testlog.json ]] || rm -f "$results/debian13-clang.testlog.json"
     runs+=(debian13-clang)
   fi
+fi
+
+# GStreamer 1.28 (Debian testing, forky): the quick build and its suites
+# once more, tensorinfer's included, on the current GStreamer release with
+# its analytics stack and the distribution's ONNX Runtime (1.23). Not the
+# Python tests (no introspection here: the Debian 13 leg runs them).
+if ((forky)); then
+  echo "== GStreamer 1.28 root (Debian testing, forky) in build-forky/root"
+  wait_root forky
+  echo "== build (debugoptimized) in build-forky/build, inside the forky root"
+  scripts/debian-root.sh forky run scripts/build.sh build-forky/build -Dgst=enabled -Dgl=enabled \
+    -Danalytics=enabled -Donnxruntime=enabled -Dintrospection=disabled -Dbench=disabled
+  run_prefix=(scripts/debian-root.sh forky run "${x_prefix[@]}")
+  # Not the device suite: its kit packs the host release's libraries for a
+  # GPU machine of this kind; the host's runs check it.
+  run_suite forky build-forky/build --no-suite device
 fi
 
 # The full mode (CI) and the Debian 13 leg alone (a CI leg, on a root this

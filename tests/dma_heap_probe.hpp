@@ -35,7 +35,8 @@ inline DmaHeapProbe probe_dma_heap() {
     return probe;
   }
   std::string refused;
-  for (const std::string &name : tensormem::DmaBufOptions{}.heaps) {
+  const tensormem::DmaBufOptions defaults;
+  for (const std::string &name : defaults.heaps) {
     const std::string path = "/dev/dma_heap/" + name;
     int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
     const int err = errno;
