@@ -8,6 +8,10 @@
 #include "gsttensorupload.h"
 
 #include <gst/tensormem/gsttensormem.h>
+#include <gst/tensormem/gsttensormemconfig.h>
+#if GST_TENSOR_MEM_HAVE_ANALYTICS
+#include "gsttensorresultmap.h"
+#endif
 
 static gboolean plugin_init(GstPlugin *plugin) {
   gst_tensor_mem_init();
@@ -17,7 +21,11 @@ static gboolean plugin_init(GstPlugin *plugin) {
          gst_element_register(plugin, "tensorinspect", GST_RANK_NONE, GST_TYPE_TENSOR_INSPECT) &&
          gst_element_register(plugin, "tensorconvert", GST_RANK_NONE, GST_TYPE_TENSOR_CONVERT) &&
          gst_element_register(plugin, "tensorsync", GST_RANK_NONE, GST_TYPE_TENSOR_SYNC) &&
-         gst_element_register(plugin, "tensorbatch", GST_RANK_NONE, GST_TYPE_TENSOR_BATCH);
+         gst_element_register(plugin, "tensorbatch", GST_RANK_NONE, GST_TYPE_TENSOR_BATCH)
+#if GST_TENSOR_MEM_HAVE_ANALYTICS
+         && gst_element_register(plugin, "tensorresultmap", GST_RANK_NONE, GST_TYPE_TENSOR_RESULT_MAP)
+#endif
+      ;
 }
 
 GST_PLUGIN_DEFINE(GST_VERSION_MAJOR, GST_VERSION_MINOR, tensormem,
