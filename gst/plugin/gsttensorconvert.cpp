@@ -212,7 +212,7 @@ GstCaps *gst_tensor_convert_transform_caps(GstBaseTransform *trans, GstPadDirect
   const gst_tensormem::ConvertSettings s = settings_of(self);
   GstCaps *result;
   if (GST_TENSOR_MEM_HAVE_TENSOR_META && s.output == gst_tensormem::ConvertOutput::Meta) // the frame passes
-    result = gst_caps_ref(caps);
+    result = gst_tensormem::TensorConverter::frame_caps(s, caps, direction);
   else if (direction == GST_PAD_SINK)
     result = gst_tensormem::TensorConverter::tensor_caps(s, caps);
   else // any frame size can become the tensor; the formats are the template's

@@ -8,8 +8,15 @@
 #include <gst/tensormem/gsttensorcaps.h>
 #include <gst/tensormem/gsttensormemconfig.h>
 
+/* GStreamer 1.28 describes a stream's tensors in its caps (below) and
+ * reads .modelinfo files; older releases have neither. */
+#define GST_TENSOR_MEM_HAVE_TENSOR_CAPS (GST_TENSOR_MEM_HAVE_TENSOR_META && GST_CHECK_VERSION(1, 28, 0))
+
 #if GST_TENSOR_MEM_HAVE_TENSOR_META
 #include <gst/analytics/analytics.h>
+
+#include <string>
+#include <vector>
 
 namespace gst_tensormem {
 
@@ -38,6 +45,36 @@ const char *tensor_data_type_name(GstTensorDataType type);
 GST_TENSOR_MEM_API
 bool set_tensor_meta(GstBuffer *target, GstBuffer *data, GQuark id, GstTensorDataType type, const gsize *dims,
                      gsize n_dims);
+
+#if GST_TENSOR_MEM_HAVE_TENSOR_CAPS
+/* One tensor as GStreamer 1.28's caps describe it: a `tensor/strided`
+ * structure in a group of the `tensors` field,
+ *   video/x-raw, ..., tensors=(structure)"tensorgroups,
+ *       GROUP=(GstUniqueList){ (GstCaps)"tensor/strided, tensor-id=ID,
+ *       dims=<1, 84, 8400>, dims-order=row-major, type=float32" }"
+ * which upstream's tensor decoders name in their sink templates. */
+struct CapsTensor {
+  std::string id;
+  GstTensorDataType type = GST_TENSOR_DATA_TYPE_FLOAT32;
+  std::vector<gsize> dims; // 0 for a dimension not known before the data
+  GstTensorDimOrder order = GST_TENSOR_DIM_ORDER_ROW_MAJOR;
+};
+
+/* `s` (writable) gets group `group` listing `tensors`, replacing a group of
+ * that name and keeping the others. */
+GST_TENSOR_MEM_API
+void set_caps_tensor_group(GstStructure *s, const char *group, const std::vector<CapsTensor> &tensors);
+
+/* Every structure of `caps` (writable) without its `tensors` field: what
+ * an element that adds tensors asks of upstream. */
+GST_TENSOR_MEM_API
+void strip_caps_tensors(GstCaps *caps);
+
+/* The tensor named `id` in any group of `s`'s `tensors` field; with `id`
+ * NULL, the only tensor there is. */
+GST_TENSOR_MEM_API
+bool find_caps_tensor(const GstStructure *s, const char *id, CapsTensor *out);
+#endif
 
 } // namespace gst_tensormem
 

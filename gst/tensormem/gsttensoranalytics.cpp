@@ -82,6 +82,116 @@ bool set_tensor_meta(GstBuffer *target, GstBuffer *data, GQuark id, GstTensorDat
   return true;
 }
 
+
+#if GST_TENSOR_MEM_HAVE_TENSOR_CAPS
+
+namespace {
+
+constexpr const char *kTensorsField = "tensors";
+constexpr const char *kGroupsName = "tensorgroups";
+constexpr const char *kTensorName = "tensor/strided";
+
+GstStructure *strided_structure(const CapsTensor &t) {
+  GstStructure *s = gst_structure_new(kTensorName, "tensor-id", G_TYPE_STRING, t.id.c_str(), "dims-order",
+                                      G_TYPE_STRING,
+                                      t.order == GST_TENSOR_DIM_ORDER_COL_MAJOR ? "col-major" : "row-major", nullptr);
+  GValue dims = G_VALUE_INIT, dim = G_VALUE_INIT;
+  gst_value_array_init(&dims, t.dims.size());
+  g_value_init(&dim, G_TYPE_INT);
+  for (gsize d : t.dims) {
+    g_value_set_int(&dim, d <= G_MAXINT ? static_cast<gint>(d) : 0);
+    gst_value_array_append_value(&dims, &dim);
+  }
+  g_value_unset(&dim);
+  gst_structure_take_value(s, "dims", &dims);
+  if (const char *name = tensor_data_type_name(t.type))
+    gst_structure_set(s, "type", G_TYPE_STRING, name, nullptr);
+  return s;
+}
+
+bool read_strided(const GstStructure *s, CapsTensor *out) {
+  if (!gst_structure_has_name(s, kTensorName))
+    return false;
+  const char *id = gst_structure_get_string(s, "tensor-id");
+  const char *type = gst_structure_get_string(s, "type");
+  const char *order = gst_structure_get_string(s, "dims-order");
+  const GValue *dims = gst_structure_get_value(s, "dims");
+  if (!id || !type || !dims || !GST_VALUE_HOLDS_ARRAY(dims))
+    return false;
+  CapsTensor t;
+  t.id = id;
+  const TypeEntry *entry = nullptr;
+  for (const TypeEntry &e : kTypes)
+    if (g_strcmp0(e.name, type) == 0)
+      entry = &e;
+  if (!entry)
+    return false;
+  t.type = entry->type;
+  t.order = g_strcmp0(order, "col-major") == 0 ? GST_TENSOR_DIM_ORDER_COL_MAJOR : GST_TENSOR_DIM_ORDER_ROW_MAJOR;
+  for (guint i = 0; i < gst_value_array_get_size(dims); ++i) {
+    const GValue *d = gst_value_array_get_value(dims, i);
+    t.dims.push_back(G_VALUE_HOLDS_INT(d) && g_value_get_int(d) > 0 ? static_cast<gsize>(g_value_get_int(d)) : 0);
+  }
+  *out = std::move(t);
+  return true;
+}
+
+} // namespace
+
+void set_caps_tensor_group(GstStructure *s, const char *group, const std::vector<CapsTensor> &tensors) {
+  GstStructure *groups = nullptr;
+  const GValue *have = gst_structure_get_value(s, kTensorsField);
+  if (have && GST_VALUE_HOLDS_STRUCTURE(have))
+    groups = gst_structure_copy(gst_value_get_structure(have));
+  else
+    groups = gst_structure_new_empty(kGroupsName);
+  GValue list = G_VALUE_INIT;
+  g_value_init(&list, GST_TYPE_UNIQUE_LIST);
+  for (const CapsTensor &t : tensors) {
+    GValue caps = G_VALUE_INIT;
+    g_value_init(&caps, GST_TYPE_CAPS);
+    g_value_take_boxed(&caps, gst_caps_new_full(strided_structure(t), nullptr));
+    gst_value_unique_list_append_and_take_value(&list, &caps);
+  }
+  gst_structure_take_value(groups, group, &list);
+  gst_structure_set(s, kTensorsField, GST_TYPE_STRUCTURE, groups, nullptr);
+  gst_structure_free(groups);
+}
+
+void strip_caps_tensors(GstCaps *caps) {
+  for (guint i = 0; i < gst_caps_get_size(caps); ++i)
+    gst_structure_remove_field(gst_caps_get_structure(caps, i), kTensorsField);
+}
+
+bool find_caps_tensor(const GstStructure *s, const char *id, CapsTensor *out) {
+  const GValue *have = gst_structure_get_value(s, kTensorsField);
+  if (!have || !GST_VALUE_HOLDS_STRUCTURE(have))
+    return false;
+  const GstStructure *groups = gst_value_get_structure(have);
+  guint found = 0;
+  CapsTensor t;
+  for (gint g = 0; g < gst_structure_n_fields(groups); ++g) {
+    const GValue *list = gst_structure_get_value(groups, gst_structure_nth_field_name(groups, g));
+    if (!list || !GST_VALUE_HOLDS_UNIQUE_LIST(list))
+      continue;
+    for (guint i = 0; i < gst_value_unique_list_get_size(list); ++i) {
+      const GValue *v = gst_value_unique_list_get_value(list, i);
+      const GstCaps *caps = G_VALUE_HOLDS(v, GST_TYPE_CAPS) ? gst_value_get_caps(v) : nullptr;
+      if (!caps || gst_caps_get_size(caps) != 1 || !read_strided(gst_caps_get_structure(caps, 0), &t))
+        continue;
+      if (id && t.id == id) {
+        *out = std::move(t);
+        return true;
+      }
+      if (!id && found++ == 0)
+        *out = t;
+    }
+  }
+  return !id && found == 1;
+}
+
+#endif
+
 } // namespace gst_tensormem
 
 #endif

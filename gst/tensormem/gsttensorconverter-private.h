@@ -69,6 +69,11 @@ public:
    * dimensions where the sizes are known), PBO first where the GL path is
    * preferred. */
   static GstCaps *tensor_caps(const ConvertSettings &s, GstCaps *caps);
+  /* output=meta: the frame's caps on the other side. Towards the source on
+   * GStreamer 1.28 they describe the tensor, as a group named after its id
+   * in the `tensors` field (the frame's size or the element's must be
+   * known); towards the sink they lose that field. Elsewhere unchanged. */
+  static GstCaps *frame_caps(const ConvertSettings &s, GstCaps *caps, GstPadDirection direction);
 
   /* GstBaseTransform::start: settings that cannot work together fail here,
    * and an explicit GL request finds its GL worker (FALSE after an element

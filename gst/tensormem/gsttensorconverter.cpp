@@ -16,9 +16,9 @@
 #if GST_TENSOR_MEM_HAVE_GL
 #include <tensormem/gl_convert.hpp>
 #endif
+#include <gst/tensormem/gsttensoranalytics-private.h>
 #if GST_TENSOR_MEM_HAVE_TENSOR_META
 #include <gst/analytics/analytics.h>
-#include <gst/tensormem/gsttensoranalytics-private.h>
 #endif
 
 #include <algorithm>
@@ -274,6 +274,41 @@ GstCaps *TensorConverter::tensor_caps(const ConvertSettings &s, GstCaps *caps) {
       add_pbo();
     gst_structure_free(tensor);
   }
+  return result;
+}
+
+GstCaps *TensorConverter::frame_caps(const ConvertSettings &s, GstCaps *caps, GstPadDirection direction) {
+  GstCaps *result = gst_caps_copy(caps);
+#if GST_TENSOR_MEM_HAVE_TENSOR_CAPS
+  if (direction == GST_PAD_SRC) { // upstream's frames carry no tensor of ours
+    gst_tensormem::strip_caps_tensors(result);
+    return result;
+  }
+  GstTensorDataType type = GST_TENSOR_DATA_TYPE_FLOAT32;
+  if (s.dtype == tensormem::DType::U8)
+    type = GST_TENSOR_DATA_TYPE_UINT8;
+  else if (s.dtype == tensormem::DType::F16)
+    type = GST_TENSOR_DATA_TYPE_FLOAT16;
+  for (guint i = 0; i < gst_caps_get_size(result); ++i) {
+    GstStructure *frame = gst_caps_get_structure(result, i);
+    gint w = 0, h = 0;
+    gst_structure_get_int(frame, "width", &w);
+    gst_structure_get_int(frame, "height", &h);
+    const gsize ow = s.width ? s.width : static_cast<gsize>(std::max(w, 0));
+    const gsize oh = s.height ? s.height : static_cast<gsize>(std::max(h, 0));
+    if (!ow || !oh)
+      continue; // a size the caps leave open: described once they fix it
+    gst_tensormem::CapsTensor t;
+    t.id = s.tensor_id;
+    t.type = type;
+    t.dims = s.layout == tensormem::TensorLayout::Nchw ? std::vector<gsize>{1, 3, oh, ow}
+                                                        : std::vector<gsize>{1, oh, ow, 3};
+    gst_tensormem::set_caps_tensor_group(frame, s.tensor_id.c_str(), {t});
+  }
+#else
+  (void)s;
+  (void)direction;
+#endif
   return result;
 }
 
