@@ -49,6 +49,7 @@
 #include "gsttensorinfer.h"
 
 #include "gsttensorinferpool.h"
+#include "modelinfo.hpp"
 #include "ort_model.hpp"
 
 #include <gst/tensormem/gsttensoranalytics-private.h>
@@ -56,6 +57,7 @@
 #include <gst/tensormem/gsttensorfencemeta.h>
 #include <gst/tensormem/gsttensorwritable-private.h>
 
+#include <algorithm>
 #include <cstring>
 #include <memory>
 #include <mutex>
@@ -148,6 +150,13 @@ struct InferState {
   std::optional<std::pair<ONNXTensorElementDataType, std::vector<std::int64_t>>> refused;
   std::vector<guint8> scratch; // a tensor in several memories, gathered
   guint64 frames = 0;
+  /* What the tensors are called (the model's .modelinfo where there is
+   * one, else the model's own names): the input's id, each output's id and
+   * dims order, and the group GStreamer 1.28's caps list the outputs in. */
+  std::string input_id;
+  std::vector<std::string> output_ids;
+  std::vector<bool> output_col_major;
+  std::string group_id;
 };
 
 } // namespace
@@ -397,8 +406,10 @@ bool find_input(GstTensorMemInfer *self, GstBuffer *buffer, InputTensor *input) 
                       ("put tensorconvert output=meta before tensorinfer, or feed it other/tensors"));
     return false;
   }
-  const std::string &name = state->model->input().name;
-  const gint index = gst_tensor_meta_get_index_from_id(meta, g_quark_from_string(name.c_str()));
+  const std::string &name = state->input_id;
+  gint index = gst_tensor_meta_get_index_from_id(meta, g_quark_from_string(name.c_str()));
+  if (index < 0 && name != state->model->input().name)
+    index = gst_tensor_meta_get_index_from_id(meta, g_quark_from_string(state->model->input().name.c_str()));
   if (index < 0 && meta->num_tensors != 1) {
     GST_ELEMENT_ERROR(self, STREAM, FORMAT,
                       ("The frame's GstTensorMeta has %" G_GSIZE_FORMAT " tensors and none is named '%s' (the "
@@ -445,8 +456,9 @@ void count_copy(GstTensorMemInfer *self, gsize bytes) {
  * buffer, so gst_buffer_get_tensor_meta() finds inputs and outputs alike.
  * `results` (transfer full) hold output i's bytes, `shapes` its shape this
  * frame. */
-void attach_outputs(GstBuffer *buffer, const Model &model, const std::vector<std::vector<std::int64_t>> &shapes,
+void attach_outputs(GstBuffer *buffer, const InferState &state, const std::vector<std::vector<std::int64_t>> &shapes,
                     GstBuffer **results) {
+  const Model &model = *state.model;
   GstTensorMeta *meta = gst_buffer_get_tensor_meta(buffer);
   const gsize kept = meta ? meta->num_tensors : 0;
   if (!meta)
@@ -458,11 +470,11 @@ void attach_outputs(GstBuffer *buffer, const Model &model, const std::vector<std
   for (gsize i = 0; i < n; ++i) {
     std::vector<gsize> dims(shapes[i].begin(), shapes[i].end());
     GstTensor *tensor = gst_tensor_alloc(dims.size());
-    tensor->id = g_quark_from_string(model.outputs()[i].name.c_str());
+    tensor->id = g_quark_from_string(state.output_ids[i].c_str());
     tensor->layout = GST_TENSOR_LAYOUT_CONTIGUOUS;
     tensor->data_type = gst_type_of(model.outputs()[i].type);
     tensor->data = results[i]; // a pooled buffer goes back to its pool when the meta goes
-    tensor->dims_order = GST_TENSOR_DIM_ORDER_ROW_MAJOR;
+    tensor->dims_order = state.output_col_major[i] ? GST_TENSOR_DIM_ORDER_COL_MAJOR : GST_TENSOR_DIM_ORDER_ROW_MAJOR;
     tensor->num_dims = dims.size();
     std::copy(dims.begin(), dims.end(), tensor->dims);
     tensors[kept + i] = tensor;
@@ -710,6 +722,108 @@ static void gst_tensor_infer_get_property(GObject *object, guint prop_id, GValue
   GST_OBJECT_UNLOCK(self);
 }
 
+namespace {
+
+/* The tensors' ids: from the model's .modelinfo where it has one (every
+ * tensor must then have its entry), else the model's own names. */
+struct Names {
+  std::string input;
+  std::vector<std::string> outputs;
+  std::vector<bool> col_major;
+  std::string group;
+};
+
+bool name_tensors(const Model &model, const std::string &path, Names *names, std::string *error) {
+  std::unique_ptr<gst_tensorinfer::ModelInfo> info = gst_tensorinfer::ModelInfo::load(path, error);
+  if (!error->empty())
+    return false;
+  auto described = [&](bool output, std::size_t index, const gst_tensorinfer::Port &port,
+                       gst_tensorinfer::ModelInfoTensor *out) {
+    std::optional<gst_tensorinfer::ModelInfoTensor> found = info->find(output, index, port);
+    if (!found) {
+      *error = info->path() + " has no entry that fits the model's " + (output ? "output" : "input") + " '" +
+               port.name + "' (" + gst_tensorinfer::type_name(port.type) + " " +
+               gst_tensorinfer::shape_text(port.shape) + ")";
+      return false;
+    }
+    *out = std::move(*found);
+    if (out->id.empty())
+      out->id = port.name;
+    return true;
+  };
+  names->input = model.input().name;
+  names->outputs.clear();
+  names->col_major.clear();
+  names->group.clear();
+  gst_tensorinfer::ModelInfoTensor t;
+  if (info) {
+    if (!described(false, 0, model.input(), &t))
+      return false;
+    names->input = t.id;
+    names->group = info->group_id();
+  }
+  for (std::size_t i = 0; i < model.outputs().size(); ++i) {
+    if (info && !described(true, i, model.outputs()[i], &t))
+      return false;
+    names->outputs.push_back(info ? t.id : model.outputs()[i].name);
+    names->col_major.push_back(info && t.col_major);
+  }
+  if (names->group.empty())
+    names->group = names->outputs.empty() ? names->input : names->outputs.front();
+  if (info)
+    GST_INFO("%s: input '%s', group '%s'", info->path().c_str(), names->input.c_str(), names->group.c_str());
+  return true;
+}
+
+#if GST_TENSOR_MEM_HAVE_TENSOR_CAPS
+/* output=meta on GStreamer 1.28: each video structure of `caps` (writable)
+ * describes the outputs too, as a group of its `tensors` field, so that
+ * upstream's tensor decoders link. Their dims are exact where the caps
+ * describe the input tensor fully (tensorconvert's do), else the model's
+ * declared ones, 0 where it leaves one open. Under the state's lock; false
+ * where the described input is refused (after its element error). */
+bool describe_outputs(GstTensorMemInfer *self, GstCaps *caps) {
+  InferState *state = self->state;
+  const Model &model = *state->model;
+  for (guint i = 0; i < gst_caps_get_size(caps); ++i) {
+    GstStructure *s = gst_caps_get_structure(caps, i);
+    if (!gst_structure_has_name(s, "video/x-raw"))
+      continue;
+    std::vector<std::vector<std::int64_t>> shapes;
+    for (const gst_tensorinfer::Port &port : model.outputs())
+      shapes.push_back(port.shape);
+    gst_tensormem::CapsTensor input;
+    if (gst_tensormem::find_caps_tensor(s, state->input_id.c_str(), &input) ||
+        gst_tensormem::find_caps_tensor(s, nullptr, &input)) {
+      std::vector<std::int64_t> shape(input.dims.begin(), input.dims.end());
+      const ONNXTensorElementDataType type = onnx_type_of(static_cast<gint>(input.type));
+      const bool known = std::find(input.dims.begin(), input.dims.end(), 0) == input.dims.end();
+      if (known && type != ONNX_TENSOR_ELEMENT_DATA_TYPE_UNDEFINED &&
+          input.order == GST_TENSOR_DIM_ORDER_ROW_MAJOR) {
+        if (!prepare(self, type, shape))
+          return false;
+        shapes = state->prepared->output_shapes;
+      }
+    }
+    std::vector<gst_tensormem::CapsTensor> outputs;
+    for (std::size_t o = 0; o < shapes.size(); ++o) {
+      gst_tensormem::CapsTensor t;
+      t.id = state->output_ids[o];
+      t.type = gst_type_of(model.outputs()[o].type);
+      for (std::int64_t d : shapes[o])
+        t.dims.push_back(d > 0 ? static_cast<gsize>(d) : 0);
+      t.order = state->output_col_major[o] ? GST_TENSOR_DIM_ORDER_COL_MAJOR : GST_TENSOR_DIM_ORDER_ROW_MAJOR;
+      outputs.push_back(std::move(t));
+    }
+    gst_structure_remove_field(s, "tensors");
+    gst_tensormem::set_caps_tensor_group(s, state->group_id.c_str(), outputs);
+  }
+  return true;
+}
+#endif
+
+} // namespace
+
 static gboolean gst_tensor_infer_start(GstBaseTransform *trans) {
   auto *self = GST_TENSOR_INFER(trans);
   GST_OBJECT_LOCK(self);
@@ -739,6 +853,9 @@ static gboolean gst_tensor_infer_start(GstBaseTransform *trans) {
       model.reset();
     }
   }
+  Names names;
+  if (model && !name_tensors(*model, path, &names, &error))
+    model.reset();
   if (!model) {
     GST_OBJECT_LOCK(self);
     self->running = FALSE;
@@ -757,6 +874,10 @@ static gboolean gst_tensor_infer_start(GstBaseTransform *trans) {
   InferState *state = self->state;
   std::lock_guard<std::mutex> guard(state->lock);
   state->model = std::move(model);
+  state->input_id = std::move(names.input);
+  state->output_ids = std::move(names.outputs);
+  state->output_col_major = std::move(names.col_major);
+  state->group_id = std::move(names.group);
   state->output = output;
   state->tensor_caps = false;
   state->prepared.reset();
@@ -794,7 +915,20 @@ static GstCaps *gst_tensor_infer_transform_caps(GstBaseTransform *trans, GstPadD
   GST_OBJECT_UNLOCK(self);
   GstCaps *result = nullptr;
   if (output == Output::Meta) {
+#if GST_TENSOR_MEM_HAVE_TENSOR_CAPS
+    result = gst_caps_copy(caps);
+    if (direction == GST_PAD_SRC) {
+      gst_tensormem::strip_caps_tensors(result); // the outputs are ours to add
+    } else {
+      std::lock_guard<std::mutex> guard(state->lock);
+      if (state->model && !describe_outputs(self, result)) {
+        gst_caps_unref(result);
+        result = gst_caps_new_empty();
+      }
+    }
+#else
     result = gst_caps_ref(caps);
+#endif
   } else if (direction == GST_PAD_SRC) {
     result = gst_caps_from_string("other/tensors(ANY)");
   } else {
@@ -895,7 +1029,7 @@ static GstFlowReturn gst_tensor_infer_transform_ip(GstBaseTransform *trans, GstB
     gst_buffer_append_memory(results[i], result.replacements[i]);
     result.replacements[i] = nullptr;
   }
-  attach_outputs(buffer, *state->model, result.shapes, results.data());
+  attach_outputs(buffer, *state, result.shapes, results.data());
   return GST_FLOW_OK;
 }
 #endif

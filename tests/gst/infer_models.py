@@ -130,6 +130,51 @@ def classifier_graph(onnx, np, batch=1, size=224):
     return model
 
 
+def yolo_graph(onnx):
+    """YOLOv8's output shape in small ([1, 84, 16]: 4 box values and 80
+    class scores for 16 candidates), every value the input's mean: enough
+    for GStreamer 1.28's yolov8tensordec to link and read it."""
+    from onnx import TensorProto, helper
+
+    nodes = [
+        helper.make_node("ReduceMean", ["images"], ["mean"], axes=[1, 2, 3], keepdims=1),
+        helper.make_node("Expand", ["mean", "shape"], ["wide"]),
+        helper.make_node("Reshape", ["wide", "out_shape"], ["output0"]),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "yolo",
+        [helper.make_tensor_value_info("images", TensorProto.FLOAT, [1, 3, 32, 32])],
+        [helper.make_tensor_value_info("output0", TensorProto.FLOAT, [1, 84, 16])],
+        [
+            helper.make_tensor("shape", TensorProto.INT64, [4], [1, 1, 84, 16]),
+            helper.make_tensor("out_shape", TensorProto.INT64, [3], [1, 84, 16]),
+        ],
+    )
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+
+
+# GStreamer 1.28's .modelinfo for yolo.onnx: the ids upstream's decoders look for.
+YOLO_MODELINFO = """[modelinfo]
+version=1.0
+group-id=yolo-v8-out
+
+[images]
+id=images
+type=float32
+dims=1,3,32,32
+dir=input
+ranges=0.0,1.0
+
+[output0]
+id=yolo-v8-out
+type=float32
+dims=1,84,16
+dir=output
+dims-order=col-major
+"""
+
+
 def passthrough_graph(onnx):
     from onnx import TensorProto, helper
 
@@ -217,11 +262,14 @@ def make(directory):
         "nonzero.onnx": nonzero_graph(onnx, np, 0.5, "nonzero"),
         "nonzero_low.onnx": nonzero_graph(onnx, np, -0.5, "nonzero_low"),
         "huge.onnx": huge_graph(onnx, np),
+        "yolo.onnx": yolo_graph(onnx),
     }
     for name, model in models.items():
         model.ir_version = 8
         onnx.checker.check_model(model)
         onnx.save(model, os.path.join(directory, name))
+    with open(os.path.join(directory, "yolo.onnx.modelinfo"), "w") as f:
+        f.write(YOLO_MODELINFO)
     with open(os.path.join(directory, "garbage.onnx"), "wb") as f:
         f.write(b"this is not a protobuf, let alone an ONNX model\n" * 4)
 

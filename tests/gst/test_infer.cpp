@@ -17,6 +17,7 @@
 
 #include <gst/app/gstappsink.h>
 #include <gst/app/gstappsrc.h>
+#include <gst/tensormem/gsttensoranalytics-private.h>
 #include <gst/tensormem/gsttensormemconfig.h>
 #if GST_TENSOR_MEM_HAVE_TENSOR_META
 #include "meta_read_util.hpp"
@@ -121,6 +122,25 @@ const auto *const g_models = ::testing::AddGlobalTestEnvironment(new Models);
   } while (0)
 
 std::string model(const char *name) { return Models::get()->path(name); }
+
+/* Test model `name` in a directory of its own (`dir`, under the models'),
+ * with `modelinfo` beside it as MODEL.modelinfo. */
+std::string model_with_info(const char *name, const char *dir, const std::string &modelinfo) {
+  const std::string where = model(dir);
+  std::filesystem::create_directories(where);
+  const std::string path = where + "/" + name;
+  std::filesystem::remove(path);
+  std::filesystem::create_symlink(model(name), path);
+  EXPECT_TRUE(g_file_set_contents((path + ".modelinfo").c_str(), modelinfo.c_str(), -1, nullptr));
+  return path;
+}
+
+/* weighted.onnx's tensors renamed: its input is tensorconvert's
+ * tensor-id=pixels, its outputs test-features and test-scores. */
+const char kWeightedInfo[] = "[modelinfo]\nversion=1.0\ngroup-id=test-group\n\n"
+                             "[images]\nid=pixels\ntype=float32\ndims=-1,3,-1,-1\ndir=input\n\n"
+                             "[features]\nid=test-features\ntype=float32\ndims=-1,2,-1,-1\ndir=output\n\n"
+                             "[scores]\nid=test-scores\ntype=float32\ndims=-1,2\ndir=output\n";
 
 std::vector<guint8> bytes_of(GstBuffer *buffer) {
   std::vector<guint8> bytes(gst_buffer_get_size(buffer));
@@ -512,6 +532,121 @@ TEST(TensorInfer, VideoFramesWithTensorMetaGainTheOutputs) {
     inputs.push_back(bytes_of(tensor_named(gst_sample_get_buffer(sample), "input")->data));
   check_against_reference(run, inputs, {1, 3, 16, 16}, {1, 2, 16, 16});
   EXPECT_EQ(tmtest::copied_bytes(infer.element), 0u);
+}
+#endif
+
+/* A .modelinfo file beside the model (GStreamer 1.28's format, read by
+ * 1.28's own reader there and by ours elsewhere) names the tensors: each
+ * output gets the file's id, and the input is found by the file's id among
+ * the frame's tensors. The outputs stay ONNX Runtime's. */
+#if GST_TENSOR_MEM_HAVE_TENSOR_META
+TEST(TensorInfer, AModelinfoFileNamesTheTensors) {
+  REQUIRE_MODELS();
+  const std::string path = model_with_info("weighted.onnx", "named", kWeightedInfo);
+  tmtest::PipelineRun run;
+  InferHandle infer;
+  tmtest::run_pipeline(kSource + kConvert + "output=meta tensor-id=pixels ! tensorinfer name=infer model=" + path +
+                           " ! appsink name=sink",
+                       &run, nullptr, infer.grab());
+  ASSERT_TRUE(run.eos) << run.error_debug;
+  ASSERT_FALSE(run.samples.empty());
+  std::vector<std::vector<guint8>> inputs;
+  for (GstSample *sample : run.samples) {
+    GstBuffer *buffer = gst_sample_get_buffer(sample);
+    ASSERT_NE(tensor_named(buffer, "test-features"), nullptr);
+    ASSERT_NE(tensor_named(buffer, "test-scores"), nullptr);
+    EXPECT_EQ(tensor_named(buffer, "features"), nullptr) << "the model's own name is not the id";
+    inputs.push_back(bytes_of(tensor_named(buffer, "pixels")->data));
+  }
+  // The same bytes as the model's outputs by their model names.
+  std::string skip;
+  const std::map<std::string, Output> want = ort_reference(model("weighted.onnx"), inputs[0], {1, 3, 16, 16}, &skip);
+  if (!skip.empty())
+    GTEST_SKIP() << skip;
+  const std::map<std::string, Output> got = outputs_of(run.samples[0], {"test-features", "test-scores"});
+  ASSERT_EQ(got.count("test-scores"), 1u);
+  ASSERT_EQ(want.count("scores"), 1u);
+  expect_close(got.at("test-scores").bytes, want.at("scores").bytes, "scores");
+}
+#endif
+
+/* A modelinfo file that does not fit the model, or is not one, is one
+ * element error at start naming the file: never a silent fallback to the
+ * model's names. */
+TEST(TensorInfer, AModelinfoFileThatDoesNotFitIsOneError) {
+  REQUIRE_MODELS();
+  const std::string wrong_type =
+      model_with_info("weighted.onnx", "wrong-type",
+                      "[modelinfo]\nversion=1.0\ngroup-id=g\n\n[images]\nid=pixels\ntype=uint8\ndir=input\n");
+  expect_one_infer_error(kSource + kConvert + "! tensorinfer name=infer model=" + wrong_type + " ! fakesink",
+                         "has no entry that fits the model's input 'images'");
+  const std::string wrong_version =
+      model_with_info("weighted.onnx", "wrong-version", "[modelinfo]\nversion=2.0\ngroup-id=g\n");
+  expect_one_infer_error(kSource + kConvert + "! tensorinfer name=infer model=" + wrong_version + " ! fakesink",
+                         "weighted.onnx.modelinfo");
+}
+
+#if GST_TENSOR_MEM_HAVE_TENSOR_CAPS
+/* GStreamer 1.28: output=meta describes the tensors in the caps as 1.28
+ * does (tensorconvert its tensor, tensorinfer the outputs in the model's
+ * group, with the modelinfo's ids and exact dims), so that upstream's
+ * decoders link with no caps glue. */
+TEST(TensorInfer, OutputMetaCapsDescribeTheTensorsAs128Does) {
+  REQUIRE_MODELS();
+  const std::string path = model_with_info("weighted.onnx", "caps", kWeightedInfo);
+  tmtest::PipelineRun run;
+  tmtest::run_pipeline(kSource + kConvert + "output=meta tensor-id=pixels ! tensorinfer model=" + path +
+                           " ! appsink name=sink",
+                       &run);
+  ASSERT_TRUE(run.eos) << run.error_debug;
+  ASSERT_FALSE(run.samples.empty());
+  const GstStructure *s = gst_caps_get_structure(gst_sample_get_caps(run.samples[0]), 0);
+  gst_tensormem::CapsTensor t;
+  ASSERT_TRUE(gst_tensormem::find_caps_tensor(s, "test-features", &t)) << gst_structure_to_string(s);
+  EXPECT_EQ(t.dims, (std::vector<gsize>{1, 2, 16, 16})) << "the open dims, exact from the input's";
+  EXPECT_EQ(t.type, GST_TENSOR_DATA_TYPE_FLOAT32);
+  ASSERT_TRUE(gst_tensormem::find_caps_tensor(s, "test-scores", &t));
+  EXPECT_EQ(t.dims, (std::vector<gsize>{1, 2}));
+  const GValue *groups = gst_structure_get_value(s, "tensors");
+  ASSERT_NE(groups, nullptr);
+  EXPECT_TRUE(gst_structure_has_field(gst_value_get_structure(groups), "test-group"));
+  // Only the outputs, as onnxinference's: tensordecodebin chains every
+  // decoder whose template the caps fit, and a group more fits them all.
+  EXPECT_FALSE(gst_structure_has_field(gst_value_get_structure(groups), "pixels"));
+
+  // tensorconvert's own caps describe its tensor, in a group of its id.
+  tmtest::PipelineRun convert;
+  tmtest::run_pipeline(kSource + kConvert + "output=meta tensor-id=pixels ! appsink name=sink", &convert);
+  ASSERT_TRUE(convert.eos) << convert.error_debug;
+  ASSERT_FALSE(convert.samples.empty());
+  s = gst_caps_get_structure(gst_sample_get_caps(convert.samples[0]), 0);
+  ASSERT_TRUE(gst_tensormem::find_caps_tensor(s, "pixels", &t)) << gst_structure_to_string(s);
+  EXPECT_EQ(t.dims, (std::vector<gsize>{1, 3, 16, 16}));
+  EXPECT_EQ(t.type, GST_TENSOR_DATA_TYPE_FLOAT32);
+}
+
+/* Upstream's YOLOv8 decoder after tensorinfer, by name and through
+ * tensordecodebin, which picks it from the caps: no caps glue. */
+TEST(TensorInfer, UpstreamYoloDecoderLinksAfterTensorinfer) {
+  REQUIRE_MODELS();
+  if (!tmtest::element_available("yolov8tensordec") || !tmtest::element_available("tensordecodebin"))
+    GTEST_SKIP() << "no yolov8tensordec / tensordecodebin (gstreamer1.0-plugins-bad 1.28's tensordecoders)";
+  const std::string head = "videotestsrc num-buffers=3 pattern=ball ! video/x-raw,format=RGBA,width=320,height=240 ! "
+                           "tensorconvert width=32 height=32 resize=letterbox layout=nchw dtype=float32 output=meta "
+                           "tensor-id=images ! tensorinfer model=" +
+                           model("yolo.onnx") + " ! ";
+  for (const char *decoder : {"yolov8tensordec", "tensordecodebin name=bin"}) {
+    SCOPED_TRACE(decoder);
+    tmtest::PipelineRun run;
+    tmtest::run_pipeline(head + decoder + " ! appsink name=sink", &run);
+    ASSERT_TRUE(run.eos) << run.error_debug;
+    EXPECT_EQ(run.samples.size(), 3u);
+    const GstStructure *s = gst_caps_get_structure(gst_sample_get_caps(run.samples[0]), 0);
+    gst_tensormem::CapsTensor t;
+    ASSERT_TRUE(gst_tensormem::find_caps_tensor(s, "yolo-v8-out", &t));
+    EXPECT_EQ(t.order, GST_TENSOR_DIM_ORDER_COL_MAJOR) << "the modelinfo's dims-order";
+    EXPECT_EQ(t.dims, (std::vector<gsize>{1, 84, 16}));
+  }
 }
 #endif
 
