@@ -29,7 +29,7 @@
  *
  * A buffer without a #GstTensorMemResizeMeta passes through unchanged (the
  * tensor was the frame, or the results were made elsewhere); the element
- * says so once, at INFO level. A resize meta that describes no transform
+ * says so once, with an element warning. A resize meta that describes no transform
  * (a size of 0, a scale that is not a positive number, a content rectangle
  * outside the tensor or not covered by the frame) is an element error
  * (%GST_STREAM_ERROR_FORMAT) naming the frame and the tensor. A buffer with
@@ -331,10 +331,10 @@ static GstFlowReturn gst_tensor_result_map_transform_ip(GstBaseTransform *trans,
     return GST_FLOW_OK;
   if (work == Work::NoResizeMeta) {
     if (!self->told_unmapped)
-      GST_INFO_OBJECT(self,
-                      "%" GST_PTR_FORMAT " has results but no GstTensorMemResizeMeta: passed on unmapped "
-                      "(said once)",
-                      buffer);
+      GST_ELEMENT_WARNING(self, STREAM, FORMAT,
+                          ("A frame with results but no GstTensorMemResizeMeta: its results pass on unmapped "
+                           "(said once)."),
+                          ("put tensorconvert before the model; %" GST_PTR_FORMAT, buffer));
     self->told_unmapped = TRUE;
     return GST_FLOW_OK;
   }

@@ -1286,20 +1286,23 @@ TEST(TensorInfer, TensorinspectReadsOnnxinferenceOutput) {
   REQUIRE_MODELS();
   if (!tmtest::element_available("onnxinference"))
     GTEST_SKIP() << "no onnxinference (gstreamer1.0-plugins-bad's onnx plugin)";
-  // GStreamer 1.28's onnxinference lost these properties: it reads the
-  // pre-processing and the tensor ids from MODEL.modelinfo instead.
+  // GStreamer 1.28's onnxinference lost the pre-processing properties: it
+  // reads them, and the tensor ids, from MODEL.modelinfo instead.
   GstElement *upstream = gst_element_factory_make("onnxinference", nullptr);
   const bool has_image_format =
       g_object_class_find_property(G_OBJECT_GET_CLASS(upstream), "input-image-format") != nullptr;
   gst_object_unref(upstream);
-  if (!has_image_format)
-    GTEST_SKIP() << "this onnxinference (GStreamer 1.28) needs a .modelinfo file, which the test models do not "
-                    "have yet (issue 39)";
+  const std::string settings =
+      has_image_format
+          ? model("classifier.onnx") + " input-image-format=chw input-tensor-scale=255"
+          : model_with_info("classifier.onnx", "upstream",
+                            "[modelinfo]\nversion=1.0\ngroup-id=classification-generic-out\n\n"
+                            "[images]\nid=images\ntype=float32\ndims=1,3,224,224\ndir=input\nranges=0.0,1.0\n\n"
+                            "[scores]\nid=classification-scores\ntype=float32\ndims=1,10\ndir=output\n");
   tmtest::MetaRun run;
   tmtest::run_meta_pipeline("videotestsrc num-buffers=2 pattern=ball ! video/x-raw,format=RGB,width=224,height=224 ! "
                             "onnxinference model-file=" +
-                                model("classifier.onnx") +
-                                " input-image-format=chw input-tensor-scale=255 ! tensorinspect ! appsink name=sink",
+                                settings + " ! tensorinspect ! appsink name=sink",
                             &run);
   ASSERT_TRUE(run.eos) << run.error;
   ASSERT_EQ(run.samples.size(), 2u);

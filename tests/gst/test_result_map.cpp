@@ -189,6 +189,13 @@ TEST_F(ResultMapTest, WithoutResizeMetaTheBufferPassesUnchanged) {
   EXPECT_EQ(boxes_of(pulled), (std::vector<Box>{{100, 200, 50, 60}}));
   gst_buffer_unref(pulled);
   EXPECT_EQ(uint64_property(h_->element, "mapped"), 0u);
+  // One warning for the stream, not one per frame.
+  guint warnings = 0;
+  while (GstMessage *msg = gst_bus_pop_filtered(bus_, GST_MESSAGE_WARNING)) {
+    ++warnings;
+    gst_message_unref(msg);
+  }
+  EXPECT_EQ(warnings, 1u);
 }
 
 TEST_F(ResultMapTest, WithoutBoxesTheBufferIsNotTouched) {
