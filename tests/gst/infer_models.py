@@ -33,6 +33,15 @@
         huge.onnx       float32 [batch,3,h,w] "images" -> "huge", declared
                         float32 [1073741824] (4 GiB: the mean expanded)
         garbage.onnx    bytes that are no ONNX model
+        ball.onnx       a detector in YOLOv8's output layout, plain ONNX
+                        operators, no weights: float32 [1,3,640,640]
+                        "images" (RGB in [0,1]) -> "output0" [1,5,1], one
+                        candidate (cx, cy, w, h in tensor pixels, a score):
+                        the extent of the pixels whose channel mean exceeds
+                        0.5 (videotestsrc pattern=ball's white ball on black),
+                        score 1 when there are any, 0 when none; with
+                        ball.onnx.modelinfo (GStreamer 1.28's format), whose
+                        ids upstream's yolov8tensordec reads
   infer_models.py annotate SOURCE DESTINATION
       copies a model, naming each output's tensor id in its metadata (what
       GStreamer's onnxinference 1.26 needs; tests/bench/infer_vs_onnxinference.sh)
@@ -175,6 +184,83 @@ dims-order=col-major
 """
 
 
+def ball_graph(onnx, np, size=640):
+    """The bright pixels' extent as one YOLOv8 candidate. mask: channel mean
+    above 0.5; a column (row) holds the ball when its maximum over the rows
+    (columns) is 1; the last such column is max(present * index), the first
+    size - 1 - max(present * (size - 1 - index)). The extent is inclusive, so
+    w = last - first + 1 and cx = (first + last + 1) / 2: yolov8tensordec's
+    box x = cx - w / 2 is the first column exactly (whole numbers and halves
+    are exact in float32). The score is the mask's maximum: 0 on a black
+    frame (and in black letterbox padding), where the box means nothing and
+    the decoder's class threshold drops it."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    index = np.arange(size, dtype=np.float32).reshape(1, size)
+    nodes = [
+        helper.make_node("ReduceMean", ["images"], ["level"], axes=[1], keepdims=0),  # [1,H,W]
+        helper.make_node("Greater", ["level", "half"], ["bright"]),
+        helper.make_node("Cast", ["bright"], ["mask"], to=TensorProto.FLOAT),
+        helper.make_node("ReduceMax", ["mask"], ["columns"], axes=[1], keepdims=0),  # [1,W]
+        helper.make_node("ReduceMax", ["mask"], ["rows"], axes=[2], keepdims=0),  # [1,H]
+        helper.make_node("ReduceMax", ["mask"], ["score"], axes=[1, 2], keepdims=0),  # [1]
+    ]
+    for axis, present in (("x", "columns"), ("y", "rows")):
+        nodes += [
+            helper.make_node("Mul", [present, "index"], [axis + "_at"]),
+            helper.make_node("ReduceMax", [axis + "_at"], [axis + "_last"], axes=[1], keepdims=0),
+            helper.make_node("Mul", [present, "index_back"], [axis + "_back"]),
+            helper.make_node("ReduceMax", [axis + "_back"], [axis + "_first_back"], axes=[1], keepdims=0),
+            helper.make_node("Sub", ["last_index", axis + "_first_back"], [axis + "_first"]),
+            helper.make_node("Sub", [axis + "_last", axis + "_first"], [axis + "_span"]),
+            helper.make_node("Add", [axis + "_span", "one"], [axis + "_size"]),
+            helper.make_node("Add", [axis + "_first", axis + "_last"], [axis + "_ends"]),
+            helper.make_node("Add", [axis + "_ends", "one"], [axis + "_ends1"]),
+            helper.make_node("Mul", [axis + "_ends1", "half"], [axis + "_centre"]),
+        ]
+    nodes += [
+        # [1] each: cx, cy, w, h, score -> [5] -> [1,5,1] (candidate-minor, as YOLOv8's [1,84,8400])
+        helper.make_node("Concat", ["x_centre", "y_centre", "x_size", "y_size", "score"], ["box"], axis=0),
+        helper.make_node("Reshape", ["box", "out_shape"], ["output0"]),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "ball",
+        [helper.make_tensor_value_info("images", TensorProto.FLOAT, [1, 3, size, size])],
+        [helper.make_tensor_value_info("output0", TensorProto.FLOAT, [1, 5, 1])],
+        [
+            numpy_helper.from_array(np.array(0.5, dtype=np.float32), "half"),
+            numpy_helper.from_array(np.array(1.0, dtype=np.float32), "one"),
+            numpy_helper.from_array(np.array(size - 1, dtype=np.float32), "last_index"),
+            numpy_helper.from_array(index, "index"),
+            numpy_helper.from_array(np.ascontiguousarray(index[:, ::-1]), "index_back"),
+            numpy_helper.from_array(np.array([1, 5, 1], dtype=np.int64), "out_shape"),
+        ],
+    )
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+
+
+# ball.onnx's .modelinfo: the output is upstream's yolo-v8-out, as YOLOv8's.
+BALL_MODELINFO = """[modelinfo]
+version=1.0
+group-id=yolo-v8-out
+
+[images]
+id=images
+type=float32
+dims=1,3,640,640
+dir=input
+ranges=0.0,1.0
+
+[output0]
+id=yolo-v8-out
+type=float32
+dims=1,5,1
+dir=output
+dims-order=col-major
+"""
+
+
 def passthrough_graph(onnx):
     from onnx import TensorProto, helper
 
@@ -263,6 +349,7 @@ def make(directory):
         "nonzero_low.onnx": nonzero_graph(onnx, np, -0.5, "nonzero_low"),
         "huge.onnx": huge_graph(onnx, np),
         "yolo.onnx": yolo_graph(onnx),
+        "ball.onnx": ball_graph(onnx, np),
     }
     for name, model in models.items():
         model.ir_version = 8
@@ -270,6 +357,8 @@ def make(directory):
         onnx.save(model, os.path.join(directory, name))
     with open(os.path.join(directory, "yolo.onnx.modelinfo"), "w") as f:
         f.write(YOLO_MODELINFO)
+    with open(os.path.join(directory, "ball.onnx.modelinfo"), "w") as f:
+        f.write(BALL_MODELINFO)
     with open(os.path.join(directory, "garbage.onnx"), "wb") as f:
         f.write(b"this is not a protobuf, let alone an ONNX model\n" * 4)
 
