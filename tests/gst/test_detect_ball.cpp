@@ -1,0 +1,195 @@
+// SPDX-License-Identifier: Apache-2.0
+/* Boxes on the frame, end to end (issue 39): videotestsrc's moving ball,
+ * letterboxed by tensorconvert into a 640x640 tensor, found by ball.onnx (a
+ * detector in YOLOv8's output layout, tests/gst/infer_models.py) through
+ * tensorinfer, decoded by GStreamer 1.28's own yolov8tensordec and mapped
+ * back to the frame by tensorresultmap. Each frame's box must lie within one
+ * tensor pixel, scaled to the frame, of the ball's true extent, which the
+ * test measures on that very frame (output=meta hands the frame on).
+ * Built where tensorinfer and GstTensorMeta are; skipped, saying why, where
+ * yolov8tensordec is missing (everywhere before GStreamer 1.28). */
+#include "pipeline_util.hpp"
+
+#include <gst/analytics/analytics.h>
+#include <gst/video/video.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <iterator>
+#include <string>
+#include <sys/wait.h>
+#include <vector>
+
+namespace {
+
+constexpr int kSkipCode = 77;
+constexpr int kTensorSize = 640;
+
+/* `python3 tests/gst/infer_models.py make DIR`, as test_infer.cpp runs it:
+ * its exit status, its standard output (the skip reason on 77). */
+int make_models(const std::string &dir, std::string *out) {
+  const char *python = g_getenv("TENSORMEM_TEST_PYTHON");
+  const char *script = g_getenv("TENSORMEM_TEST_INFER_MODELS");
+  if (!python || !script) {
+    *out = "TENSORMEM_TEST_PYTHON / TENSORMEM_TEST_INFER_MODELS are not set (run through meson test)";
+    return -1;
+  }
+  const gchar *argv[] = {python, script, "make", dir.c_str(), nullptr};
+  gchar *text = nullptr;
+  gint status = 0;
+  GError *error = nullptr;
+  // Debian's ONNX packages print screens of "Schema error" on stderr: dropped.
+  if (!g_spawn_sync(nullptr, const_cast<gchar **>(argv), nullptr, G_SPAWN_STDERR_TO_DEV_NULL, nullptr, nullptr, &text,
+                    nullptr, &status, &error)) {
+    *out = error->message;
+    g_error_free(error);
+    return -1;
+  }
+  *out = text ? text : "";
+  g_free(text);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+/* The models, made once per program in a directory removed at exit. */
+class Models : public ::testing::Environment {
+public:
+  static Models *get() { return instance_; }
+  void SetUp() override {
+    instance_ = this;
+    gchar *dir = g_dir_make_tmp("detect-ball-XXXXXX", nullptr);
+    dir_ = dir ? dir : "";
+    g_free(dir);
+    std::string out;
+    const int status = make_models(dir_, &out);
+    if (status == kSkipCode)
+      skip_ = out.empty() ? "the model script skipped" : out;
+    else if (status != 0)
+      error_ = "infer_models.py make failed (" + std::to_string(status) + "): " + out;
+  }
+  void TearDown() override {
+    if (!dir_.empty())
+      std::filesystem::remove_all(dir_);
+  }
+  std::string path(const char *name) const { return dir_ + "/" + name; }
+  const std::string &skip() const { return skip_; }
+  const std::string &error() const { return error_; }
+
+private:
+  static inline Models *instance_ = nullptr;
+  std::string dir_, skip_, error_;
+};
+
+const auto *const g_models = ::testing::AddGlobalTestEnvironment(new Models);
+
+/* A box as x0, y0 (first pixel) and x1, y1 (one past the last). */
+struct Extent {
+  gint x0 = 0, y0 = 0, x1 = 0, y1 = 0;
+};
+
+/* The bounding box of the RGBA frame's pixels brighter than half (channel
+ * mean above 127.5), or nothing when there are none. */
+bool bright_extent(GstSample *sample, Extent *e) {
+  GstVideoInfo info;
+  if (!gst_video_info_from_caps(&info, gst_sample_get_caps(sample)))
+    return false;
+  GstVideoFrame frame;
+  if (!gst_video_frame_map(&frame, &info, gst_sample_get_buffer(sample), GST_MAP_READ))
+    return false;
+  const guint8 *pixels = static_cast<const guint8 *>(GST_VIDEO_FRAME_PLANE_DATA(&frame, 0));
+  const gint stride = GST_VIDEO_FRAME_PLANE_STRIDE(&frame, 0);
+  bool found = false;
+  *e = {GST_VIDEO_INFO_WIDTH(&info), GST_VIDEO_INFO_HEIGHT(&info), 0, 0};
+  for (gint y = 0; y < GST_VIDEO_INFO_HEIGHT(&info); ++y) {
+    const guint8 *row = pixels + static_cast<gsize>(y) * stride;
+    for (gint x = 0; x < GST_VIDEO_INFO_WIDTH(&info); ++x) {
+      const guint8 *p = row + 4 * x;
+      if (2 * (p[0] + p[1] + p[2]) <= 3 * 255)
+        continue;
+      found = true;
+      e->x0 = std::min(e->x0, x);
+      e->y0 = std::min(e->y0, y);
+      e->x1 = std::max(e->x1, x + 1);
+      e->y1 = std::max(e->y1, y + 1);
+    }
+  }
+  gst_video_frame_unmap(&frame);
+  return found;
+}
+
+/* Every object-detection box on the buffer, in the frame's pixels. */
+std::vector<Extent> boxes_of(GstBuffer *buffer) {
+  std::vector<Extent> boxes;
+  GstAnalyticsRelationMeta *rmeta = gst_buffer_get_analytics_relation_meta(buffer);
+  if (!rmeta)
+    return boxes;
+  gpointer state = nullptr;
+  GstAnalyticsODMtd od;
+  while (gst_analytics_relation_meta_iterate(rmeta, &state, gst_analytics_od_mtd_get_mtd_type(), &od)) {
+    gint x = 0, y = 0, w = 0, h = 0;
+    gfloat confidence = 0;
+    if (gst_analytics_od_mtd_get_location(&od, &x, &y, &w, &h, &confidence))
+      boxes.push_back({x, y, x + w, y + h});
+  }
+  return boxes;
+}
+
+struct FrameSize {
+  gint width, height;
+};
+
+class DetectBall : public ::testing::TestWithParam<FrameSize> {};
+
+/* The chain the README's picture comes from, on every frame of a stretch
+ * of the ball's path that reaches the frame's top, bottom and right edges
+ * (next to the letterbox padding, above and below). */
+TEST_P(DetectBall, BoxOnTheFrameIsTheBallsExtent) {
+  ASSERT_TRUE(Models::get()->error().empty()) << Models::get()->error();
+  if (!Models::get()->skip().empty())
+    GTEST_SKIP() << Models::get()->skip();
+  if (!tmtest::element_available("yolov8tensordec"))
+    GTEST_SKIP() << "no yolov8tensordec (gstreamer1.0-plugins-bad 1.28's tensordecoders)";
+
+  const FrameSize size = GetParam();
+  constexpr int kFrames = 110; // t = 0..109: the right edge at 50, the bottom at 35, the top at 106
+  const std::string description =
+      "videotestsrc pattern=ball num-buffers=" + std::to_string(kFrames) +
+      " ! video/x-raw,format=RGBA,width=" + std::to_string(size.width) + ",height=" + std::to_string(size.height) +
+      " ! tensorconvert width=640 height=640 resize=letterbox layout=nchw dtype=float32 output=meta "
+      "tensor-id=images ! tensorinfer model=" +
+      Models::get()->path("ball.onnx") + " ! yolov8tensordec ! tensorresultmap ! appsink name=sink sync=false";
+  tmtest::PipelineRun run;
+  tmtest::run_pipeline(description, &run);
+  ASSERT_TRUE(run.eos) << run.error_debug;
+  ASSERT_EQ(run.samples.size(), static_cast<std::size_t>(kFrames));
+
+  // One tensor pixel on the frame: the letterbox scales by 640 / the longer side.
+  const gint tolerance = (std::max(size.width, size.height) + kTensorSize - 1) / kTensorSize;
+  gint worst = 0;
+  for (std::size_t i = 0; i < run.samples.size(); ++i) {
+    SCOPED_TRACE("frame " + std::to_string(i));
+    Extent truth;
+    ASSERT_TRUE(bright_extent(run.samples[i], &truth)) << "no ball on the frame";
+    const std::vector<Extent> boxes = boxes_of(gst_sample_get_buffer(run.samples[i]));
+    ASSERT_EQ(boxes.size(), 1u) << "one box per frame";
+    const Extent &b = boxes[0];
+    const gint errors[] = {std::abs(b.x0 - truth.x0), std::abs(b.y0 - truth.y0), std::abs(b.x1 - truth.x1),
+                           std::abs(b.y1 - truth.y1)};
+    for (gint e : errors)
+      worst = std::max(worst, e);
+    EXPECT_LE(*std::max_element(std::begin(errors), std::end(errors)), tolerance)
+        << "box " << b.x0 << "," << b.y0 << " to " << b.x1 << "," << b.y1 << "; the ball " << truth.x0 << ","
+        << truth.y0 << " to " << truth.x1 << "," << truth.y1;
+  }
+  std::printf("%dx%d: worst edge error %d px over %d frames (tolerance %d px)\n", size.width, size.height, worst,
+              kFrames, tolerance);
+  RecordProperty("worst_edge_error_px", worst);
+}
+
+INSTANTIATE_TEST_SUITE_P(Frames, DetectBall, ::testing::Values(FrameSize{1280, 720}, FrameSize{1920, 1080}),
+                         [](const ::testing::TestParamInfo<FrameSize> &info) {
+                           return std::to_string(info.param.width) + "x" + std::to_string(info.param.height);
+                         });
+
+} // namespace
