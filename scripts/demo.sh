@@ -15,10 +15,84 @@
 #      writes its tensor straight into its slot of one DMA-BUF per batch
 #      (tensorbatch), and where tensorinfer was built the model runs once
 #      per batch of four (its twin with an open batch dimension);
-#   3. runs the storage round trips (system, DMA-BUF, OpenGL PBO), short.
+#   3. runs the storage round trips (system, DMA-BUF, OpenGL PBO), short;
+#   4. on GStreamer 1.28 (yolov8tensordec, objectdetectionoverlay), finds the
+#      clip's ball: tensorconvert letterboxes each frame into a 640x640
+#      tensor, tensorinfer runs tests/gst/infer_models.py's ball.onnx (a
+#      small detector in YOLOv8's output layout, written with python3-onnx),
+#      upstream's yolov8tensordec decodes its box, tensorresultmap maps it
+#      back to the frame and objectdetectionoverlay draws it; the last frame,
+#      scaled to 640x360, is written to build-demo/ball.png. Elsewhere it
+#      says in one line why it is skipped.
 #   scripts/demo.sh [frames] [WIDTHxHEIGHT of the tensor]
+#   scripts/demo.sh --picture BUILD
+#       section 4 alone, with an existing build's plugins (BUILD/gst/plugin,
+#       BUILD/gst/infer), writing into BUILD/demo-picture/; installs and
+#       builds nothing. docs/img/ball-detection.png was made so, in the
+#       GStreamer 1.28 root: scripts/debian-root.sh forky run scripts/demo.sh
+#       --picture build-forky/build
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+# make_clip PATH [FRAMES]: a 1280x720 H.264 clip of videotestsrc's ball.
+make_clip() {
+  [[ -s $1 ]] && return 0
+  echo "demo: making a ${2:-90}-frame 1280x720 H.264 clip ($1)"
+  local out
+  out=$(gst-launch-1.0 -q videotestsrc num-buffers="${2:-90}" pattern=ball ! \
+    video/x-raw,format=I420,width=1280,height=720,framerate=30/1 ! openh264enc ! h264parse ! \
+    filesink location="$1" 2>&1) || { echo "$out"; echo "demo: could not make the clip"; return 1; }
+}
+
+# picture DIR CLIP: section 4 (above), its files in DIR; GST_PLUGIN_PATH
+# must reach our plugins and tensorinfer.
+picture() {
+  local dir=$1 clip=$2
+  echo
+  if ! gst-inspect-1.0 --exists yolov8tensordec || ! gst-inspect-1.0 --exists objectdetectionoverlay; then
+    echo "demo: no detection picture: yolov8tensordec and objectdetectionoverlay are GStreamer 1.28's (gstreamer1.0-plugins-bad); here $(gst-inspect-1.0 --version | sed -n 's/^GStreamer //p')"
+    return 0
+  fi
+  if ! gst-inspect-1.0 --exists tensorinfer || ! gst-inspect-1.0 --exists tensorresultmap; then
+    echo "demo: no detection picture: tensorinfer (ONNX Runtime) or tensorresultmap (GStreamer's analytics library) was not built here"
+    return 0
+  fi
+  local py=/usr/bin/python3
+  [[ -x $py ]] || py=python3
+  if ! "$py" -c 'import onnx, numpy' 2>/dev/null; then
+    echo "demo: no detection picture: its detector is written with python3-onnx and python3-numpy, not installed here"
+    return 0
+  fi
+  mkdir -p "$dir/models"
+  "$py" tests/gst/infer_models.py make "$dir/models" >"$log" 2>&1 ||
+    { cat "$log"; echo "demo: tests/gst/infer_models.py could not write ball.onnx"; return 1; }
+  echo ball >"$dir/ball-labels.txt"
+  local png=$dir/ball.png
+  rm -f "$png"
+  # The overlay draws on the full 1280x720 frame, in green; the frame is
+  # scaled down after it. multifilesink rewrites one file: the last frame.
+  local pipeline="filesrc location=$clip ! h264parse ! openh264dec ! tensorconvert width=640 height=640 resize=letterbox layout=nchw dtype=float32 output=meta tensor-id=images ! tensorinfer model=$dir/models/ball.onnx ! yolov8tensordec label-file=$dir/ball-labels.txt ! tensorresultmap name=map ! objectdetectionoverlay object-detection-outline-color=0xff00ff00 labels-color=0xff00ff00 ! videoconvert ! videoscale ! video/x-raw,width=640,height=360 ! pngenc ! multifilesink location=$png"
+  echo "demo: decode -> tensor -> ball.onnx -> yolov8tensordec -> tensorresultmap -> boxes drawn on the frame"
+  echo "demo: gst-launch-1.0 $pipeline"
+  if ! gst-launch-1.0 -e $pipeline >"$log" 2>&1 || [[ ! -s $png ]]; then
+    grep -v 'Schema error' "$log" || true
+    echo "demo: the detection pipeline failed"
+    return 1
+  fi
+  echo "  the last frame with its box, 640x360: $png"
+}
+
+if [[ ${1:-} == --picture ]]; then
+  build=${2:?usage: scripts/demo.sh --picture BUILD}
+  export GST_PLUGIN_PATH=$PWD/$build/gst/plugin:$PWD/$build/gst/infer
+  export GST_REGISTRY=$PWD/$build/demo-picture/registry.bin
+  mkdir -p "$build/demo-picture"
+  log=$(mktemp)
+  trap 'rm -f "$log"' EXIT
+  make_clip "$build/demo-picture/demo-clip-1280x720.h264"
+  picture "$build/demo-picture" "$build/demo-picture/demo-clip-1280x720.h264"
+  exit 0
+fi
 
 frames=${1:-90}
 size=${2:-224x224}
@@ -114,12 +188,7 @@ summaries() {
 
 # ---- 1. decode -> tensor -> consumer -----------------------------------------
 clip=build-demo/demo-clip-1280x720.h264
-if [[ ! -s $clip ]]; then
-  echo "demo: making a ${frames}-frame 1280x720 H.264 clip ($clip)"
-  gst-launch-1.0 -q videotestsrc num-buffers="$frames" pattern=ball ! \
-    video/x-raw,format=I420,width=1280,height=720,framerate=30/1 ! openh264enc ! h264parse ! \
-    filesink location="$clip" >"$log" 2>&1 || { cat "$log"; echo "demo: could not make the clip"; exit 1; }
-fi
+make_clip "$clip" "$frames"
 
 chain="filesrc location=$clip ! h264parse ! openh264dec ! tensorupload storage=dmabuf require-zero-copy=true name=up ! tensorconvert width=$width height=$height resize=letterbox dtype=float32 layout=nchw mean=<0.485,0.456,0.406> std=<0.229,0.224,0.225> name=convert ! ${infer}tensorcudaimport name=cuda ! tensorsync name=sync ! tensorinspect name=inspect ! fakesink sync=false"
 echo
@@ -251,5 +320,8 @@ run() {
 run auto
 run dmabuf
 run pbo
+
+# ---- 4. the ball found, its box on the frame (GStreamer 1.28) ----------------
+picture build-demo "$clip"
 echo
 echo "demo: every pipeline reached EOS; 'copied-bytes' above is what each element copied (tensorupload ran with require-zero-copy=true)"
