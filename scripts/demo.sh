@@ -44,8 +44,8 @@ make_clip() {
     filesink location="$1" 2>&1) || { echo "$out"; echo "demo: could not make the clip"; return 1; }
 }
 
-# picture DIR CLIP: section 4 (above), its files in DIR; GST_PLUGIN_PATH
-# must reach our plugins and tensorinfer.
+# picture DIR CLIP: section 4 (above), its files in DIR, CLIP made when
+# missing; GST_PLUGIN_PATH must reach our plugins and tensorinfer.
 picture() {
   local dir=$1 clip=$2
   echo
@@ -63,6 +63,7 @@ picture() {
     echo "demo: no detection picture: its detector is written with python3-onnx and python3-numpy, not installed here"
     return 0
   fi
+  make_clip "$clip"
   mkdir -p "$dir/models"
   "$py" tests/gst/infer_models.py make "$dir/models" >"$log" 2>&1 ||
     { cat "$log"; echo "demo: tests/gst/infer_models.py could not write ball.onnx"; return 1; }
@@ -89,7 +90,6 @@ if [[ ${1:-} == --picture ]]; then
   mkdir -p "$build/demo-picture"
   log=$(mktemp)
   trap 'rm -f "$log"' EXIT
-  make_clip "$build/demo-picture/demo-clip-1280x720.h264"
   picture "$build/demo-picture" "$build/demo-picture/demo-clip-1280x720.h264"
   exit 0
 fi
