@@ -51,11 +51,13 @@
 #include <gst/tensormem/gsttensorconverter-private.h>
 #include <gst/tensormem/gsttensorformat.h>
 #include <gst/tensormem/gsttensormemconfig.h>
+#include <gst/tensormem/gsttensormodelinfo-private.h>
 #include <gst/tensormem/gsttensorpbo.h>
 #include <gst/tensormem/gsttensorstorage.h>
 #include <gst/tensormem/gsttensorwritable-private.h>
 
 #include <cmath>
+#include <string>
 #include <vector>
 
 GST_DEBUG_CATEGORY_STATIC(gst_tensor_convert_debug);
@@ -79,6 +81,7 @@ enum {
   PROP_N_THREADS,
   PROP_OUTPUT,
   PROP_TENSOR_ID,
+  PROP_MODEL,
 };
 
 /* The element's own enums, one GType each (their values are the core's),
@@ -153,6 +156,8 @@ struct _GstTensorMemConvert {
   GstTensorMemTransform parent;
   gst_tensormem::ConvertSettings *settings;   // the properties; guarded by the object lock
   gst_tensormem::TensorConverter *converter; // negotiation, pool and both paths; streaming thread
+  gchar *model;       // the `model` property; under the object lock
+  gchar *model_error; // why its .modelinfo could not configure the element; NULL when it did
 };
 
 G_DEFINE_TYPE_WITH_CODE(GstTensorMemConvert, gst_tensor_convert, GST_TYPE_TENSOR_TRANSFORM,
@@ -274,8 +279,92 @@ GstFlowReturn gst_tensor_convert_transform(GstBaseTransform *trans, GstBuffer *i
   return ret;
 }
 
+/* What the model's .modelinfo says of its input, as this element's
+ * settings: size and layout from `dims` (N,3,H,W or N,H,W,3; -1 keeps the
+ * frame's size), dtype from `type`, channel order from a 1.1 file's `caps`
+ * format, and mean and std from `ranges` (a channel's [min, max] is
+ * x / 255 * (max - min) + min, i.e. std = 1 / (max - min) and
+ * mean = -min * std; no ranges: [0, 1]). False with `*error` naming the
+ * file and what does not fit. The tensor's id is the input's `id`, which
+ * tensorinfer looks for. */
+bool settings_from_model(const std::string &model, gst_tensormem::ConvertSettings *s, std::string *error) {
+  std::unique_ptr<gst_tensormem::ModelInfoFile> file = gst_tensormem::ModelInfoFile::load(model, error);
+  if (!file) {
+    if (error->empty())
+      *error = "no " + model + ".modelinfo (nor the model's name with .modelinfo for its extension)";
+    return false;
+  }
+  const gst_tensormem::ModelInfoSection *in = file->first_input();
+  const std::string where = file->path() + ": ";
+  if (!in) {
+    *error = where + "no tensor with dir=input";
+    return false;
+  }
+  const std::string tensor = where + "[" + in->name + "] ";
+  const std::vector<std::int64_t> &d = in->dims;
+  if (d.size() != 4 || (d[1] != 3 && d[3] != 3)) {
+    *error = tensor + "dims are not N,3,H,W or N,H,W,3: tensorconvert makes 3-channel image tensors";
+    return false;
+  }
+  const bool nchw = d[1] == 3;
+  const std::int64_t h = nchw ? d[2] : d[1], w = nchw ? d[3] : d[2];
+  if (in->type == "float32")
+    s->dtype = tensormem::DType::F32;
+  else if (in->type == "float16")
+    s->dtype = tensormem::DType::F16;
+  else if (in->type == "uint8")
+    s->dtype = tensormem::DType::U8;
+  else {
+    *error = tensor + "type " + in->type + ": tensorconvert writes float32, float16 or uint8";
+    return false;
+  }
+  std::vector<std::pair<double, double>> ranges = in->ranges;
+  if (ranges.empty())
+    ranges.emplace_back(0.0, s->dtype == tensormem::DType::U8 ? 255.0 : 1.0);
+  if (ranges.size() != 1 && ranges.size() != 3) {
+    *error = tensor + "ranges has " + std::to_string(ranges.size()) +
+             " entries; the tensor has 3 channels (give 3, or 1 for all)";
+    return false;
+  }
+  std::vector<double> mean, std_dev;
+  for (const auto &[lo, hi] : ranges) {
+    if (!(hi > lo) || !std::isfinite(lo) || !std::isfinite(hi)) {
+      *error = tensor + "a range's max is not above its min";
+      return false;
+    }
+    if (s->dtype == tensormem::DType::U8 && (lo != 0.0 || hi != 255.0)) {
+      *error = tensor + "uint8 with a range other than 0,255: tensorconvert writes uint8 tensors unscaled";
+      return false;
+    }
+    std_dev.push_back(1.0 / (hi - lo));
+    mean.push_back(-lo / (hi - lo));
+  }
+  s->layout = nchw ? tensormem::TensorLayout::Nchw : tensormem::TensorLayout::Nhwc;
+  s->width = w > 0 ? static_cast<guint>(w) : 0;
+  s->height = h > 0 ? static_cast<guint>(h) : 0;
+  s->mean = mean;
+  s->std_dev = std_dev;
+  if (!in->id.empty())
+    s->tensor_id = in->id;
+  if (g_str_has_prefix(in->format.c_str(), "BGR"))
+    s->order = tensormem::ChannelOrder::Bgr;
+  else if (g_str_has_prefix(in->format.c_str(), "RGB"))
+    s->order = tensormem::ChannelOrder::Rgb;
+  return true;
+}
+
 gboolean gst_tensor_convert_start(GstBaseTransform *trans) {
   auto *self = GST_TENSOR_CONVERT(trans);
+  GST_OBJECT_LOCK(self);
+  const std::string error = self->model_error ? self->model_error : "";
+  const std::string model = self->model ? self->model : "";
+  GST_OBJECT_UNLOCK(self);
+  if (!error.empty()) {
+    GST_ELEMENT_ERROR(self, RESOURCE, SETTINGS, ("tensorconvert cannot take its settings from model=%s: %s",
+                                                 model.c_str(), error.c_str()),
+                      (nullptr));
+    return FALSE;
+  }
   return self->converter->start(settings_of(self));
 }
 
@@ -306,9 +395,24 @@ static void gst_tensor_convert_set_property(GObject *object, guint prop_id, cons
   case PROP_N_THREADS: s.n_threads = g_value_get_uint(value); break;
   case PROP_OUTPUT: s.output = static_cast<gst_tensormem::ConvertOutput>(g_value_get_enum(value)); break;
   case PROP_TENSOR_ID: s.tensor_id = g_value_get_string(value) ? g_value_get_string(value) : "input"; break;
+  case PROP_MODEL: {
+    g_free(self->model);
+    g_clear_pointer(&self->model_error, g_free);
+    self->model = g_value_dup_string(value);
+    std::string error;
+    gst_tensormem::ConvertSettings from_model = s;
+    if (self->model && !settings_from_model(self->model, &from_model, &error))
+      self->model_error = g_strdup(error.c_str());
+    else if (self->model)
+      s = from_model;
+    break;
+  }
   default: G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec); break;
   }
   GST_OBJECT_UNLOCK(self);
+  if (prop_id == PROP_MODEL)
+    for (const char *name : {"width", "height", "layout", "dtype", "channel-order", "mean", "std"})
+      g_object_notify(object, name);
   // A new tensor shape or type means new output caps.
   if (prop_id != PROP_N_THREADS && prop_id != PROP_TENSOR_ID)
     gst_base_transform_reconfigure_src(GST_BASE_TRANSFORM(self));
@@ -333,6 +437,7 @@ static void gst_tensor_convert_get_property(GObject *object, guint prop_id, GVal
   case PROP_N_THREADS: g_value_set_uint(value, s.n_threads); break;
   case PROP_OUTPUT: g_value_set_enum(value, static_cast<gint>(s.output)); break;
   case PROP_TENSOR_ID: g_value_set_string(value, s.tensor_id.c_str()); break;
+  case PROP_MODEL: g_value_set_string(value, self->model); break;
   default: G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec); break;
   }
   GST_OBJECT_UNLOCK(self);
@@ -342,6 +447,8 @@ static void gst_tensor_convert_finalize(GObject *object) {
   auto *self = GST_TENSOR_CONVERT(object);
   delete self->converter;
   delete self->settings;
+  g_free(self->model);
+  g_free(self->model_error);
   G_OBJECT_CLASS(gst_tensor_convert_parent_class)->finalize(object);
 }
 
@@ -441,6 +548,13 @@ static void gst_tensor_convert_class_init(GstTensorMemConvertClass *klass) {
       g_param_spec_string("tensor-id", "Tensor id",
                           "The id of the GstTensorMeta's tensor (GStreamer 1.26), e.g. the model input's name",
                           "input", kRw));
+  g_object_class_install_property(
+      gobject_class, PROP_MODEL,
+      g_param_spec_string("model", "Model",
+                          "A model whose .modelinfo (GStreamer 1.28's format; MODEL.modelinfo) sets width, height, "
+                          "layout, dtype, channel-order, mean, std and tensor-id from its input tensor's dims, "
+                          "type, caps and ranges; a property set after this one overrides it",
+                          nullptr, kRw));
   gst_element_class_add_static_pad_template(element_class, &sink_template);
   gst_element_class_add_static_pad_template(element_class, &src_template);
   gst_element_class_set_static_metadata(element_class, "Tensor convert", "Filter/Converter/Video",

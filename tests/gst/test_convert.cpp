@@ -8,6 +8,7 @@
 #include "test_convert_reference.hpp"
 #include "test_util.hpp"
 
+#include <glib/gstdio.h>
 #include <gst/check/gstharness.h>
 #include <gst/tensormem/tensormem.h>
 
@@ -237,6 +238,46 @@ TEST(TensorConvert, YuvToRgbAgreesWithVideoconvert) {
 
 /* Settings it cannot honour end in one element error naming them; the
  * pipeline still reaches NULL. */
+/* The buffers of `want` and `got` hold the same `size` bytes. */
+void expect_same_bytes(GstSample *want, GstSample *got, gsize size) {
+  GstMapInfo a, b;
+  ASSERT_TRUE(gst_buffer_map(gst_sample_get_buffer(want), &a, GST_MAP_READ));
+  ASSERT_TRUE(gst_buffer_map(gst_sample_get_buffer(got), &b, GST_MAP_READ));
+  EXPECT_EQ(a.size, size);
+  EXPECT_EQ(b.size, a.size);
+  if (a.size == b.size) {
+    EXPECT_EQ(std::memcmp(a.data, b.data, a.size), 0);
+  }
+  gst_buffer_unmap(gst_sample_get_buffer(got), &b);
+  gst_buffer_unmap(gst_sample_get_buffer(want), &a);
+}
+
+/* `description` fails with exactly one element error whose text (message |
+ * debug) holds `says`, refused at start (the state change fails) or at
+ * negotiation (on the streaming thread), and reaches NULL. */
+void expect_one_error(const std::string &description, const std::string &says) {
+  GstElement *pipeline = gst_parse_launch(description.c_str(), nullptr);
+  ASSERT_NE(pipeline, nullptr);
+  gst_element_set_state(pipeline, GST_STATE_PLAYING);
+  GstBus *bus = gst_element_get_bus(pipeline);
+  GstMessage *msg = gst_bus_timed_pop_filtered(bus, tmtest::kTimeout,
+                                               static_cast<GstMessageType>(GST_MESSAGE_EOS | GST_MESSAGE_ERROR));
+  ASSERT_NE(msg, nullptr);
+  ASSERT_EQ(GST_MESSAGE_TYPE(msg), GST_MESSAGE_ERROR) << "a bad setting reached EOS";
+  GError *err = nullptr;
+  gchar *debug = nullptr;
+  gst_message_parse_error(msg, &err, &debug);
+  const std::string text = std::string(err->message) + " | " + (debug ? debug : "");
+  EXPECT_NE(text.find(says), std::string::npos) << text;
+  g_error_free(err);
+  g_free(debug);
+  gst_message_unref(msg);
+  EXPECT_EQ(gst_element_set_state(pipeline, GST_STATE_NULL), GST_STATE_CHANGE_SUCCESS);
+  EXPECT_EQ(gst_bus_pop_filtered(bus, GST_MESSAGE_ERROR), nullptr) << "more than one error";
+  gst_object_unref(bus);
+  tmtest::release_pipeline(pipeline);
+}
+
 TEST(TensorConvert, BadSettingsAreElementErrors) {
   struct Bad {
     const char *props;
@@ -266,31 +307,94 @@ TEST(TensorConvert, BadSettingsAreElementErrors) {
   };
   for (const Bad &bad : bads) {
     SCOPED_TRACE(bad.props);
-    const std::string description =
-        std::string("videotestsrc num-buffers=2 ! video/x-raw,width=32,height=16 ! tensorconvert ") + bad.props +
-        " ! fakesink";
-    GstElement *pipeline = gst_parse_launch(description.c_str(), nullptr);
-    ASSERT_NE(pipeline, nullptr);
-    // Refused at start (the state change fails) or at negotiation (later,
-    // on the streaming thread): either way exactly one error on the bus.
-    gst_element_set_state(pipeline, GST_STATE_PLAYING);
-    GstBus *bus = gst_element_get_bus(pipeline);
-    GstMessage *msg = gst_bus_timed_pop_filtered(bus, tmtest::kTimeout,
-                                                 static_cast<GstMessageType>(GST_MESSAGE_EOS | GST_MESSAGE_ERROR));
-    ASSERT_NE(msg, nullptr);
-    ASSERT_EQ(GST_MESSAGE_TYPE(msg), GST_MESSAGE_ERROR) << "a bad setting reached EOS";
-    GError *err = nullptr;
-    gchar *debug = nullptr;
-    gst_message_parse_error(msg, &err, &debug);
-    const std::string text = std::string(err->message) + " | " + (debug ? debug : "");
-    EXPECT_NE(text.find(bad.says), std::string::npos) << text;
-    g_error_free(err);
-    g_free(debug);
-    gst_message_unref(msg);
-    EXPECT_EQ(gst_element_set_state(pipeline, GST_STATE_NULL), GST_STATE_CHANGE_SUCCESS);
-    gst_object_unref(bus);
-    tmtest::release_pipeline(pipeline);
+    expect_one_error(std::string("videotestsrc num-buffers=2 ! video/x-raw,width=32,height=16 ! tensorconvert ") +
+                         bad.props + " ! fakesink",
+                     bad.says);
   }
+}
+
+/* A model's .modelinfo (GStreamer 1.28's format) beside `model` in a
+ * directory of its own; the model itself is never read. */
+std::string model_with_info(const std::string &name, const std::string &modelinfo) {
+  gchar *dir = g_dir_make_tmp("tensorconvert-XXXXXX", nullptr);
+  const std::string model = std::string(dir) + "/" + name;
+  g_free(dir);
+  EXPECT_TRUE(g_file_set_contents((model + ".modelinfo").c_str(), modelinfo.c_str(), -1, nullptr));
+  return model;
+}
+
+void remove_model(const std::string &model) {
+  g_remove((model + ".modelinfo").c_str());
+  gchar *dir = g_path_get_dirname(model.c_str());
+  g_rmdir(dir);
+  g_free(dir);
+}
+
+/* model=: size, layout, dtype, channel order and the per-channel ranges
+ * come from the modelinfo, and give the very bytes of the equivalent
+ * explicit properties (a range [min, max] is mean -min/(max-min), std
+ * 1/(max-min)); the tensor's id is the input's. */
+TEST(TensorConvert, ModelinfoSettingsEqualTheExplicitProperties) {
+  const std::string model = model_with_info(
+      "net.onnx", "[modelinfo]\nversion=1.1\ngroup-id=g\n\n[pixels]\nid=net-in\ntype=float32\n"
+                  "dims=1,24,40,3\ndir=input\nranges=0.0,1.0;-1.0,1.0;0.0,255.0\ncaps=video/x-raw, format=BGR\n");
+  const std::string head = "videotestsrc num-buffers=3 pattern=ball ! video/x-raw,format=RGBA,width=64,height=48 ! ";
+  tmtest::PipelineRun by_model, by_hand;
+  tmtest::run_pipeline(head + "tensorconvert name=c resize=letterbox model=" + model + " ! appsink name=sink",
+                       &by_model);
+  tmtest::run_pipeline(head + "tensorconvert resize=letterbox width=40 height=24 layout=nhwc dtype=float32 "
+                              "channel-order=bgr mean=\"<0,0.5,0>\" std=\"<1,0.5,0.00392156862745098>\" ! "
+                              "appsink name=sink",
+                       &by_hand);
+  ASSERT_TRUE(by_model.eos) << by_model.error_debug;
+  ASSERT_TRUE(by_hand.eos) << by_hand.error_debug;
+  ASSERT_EQ(by_model.samples.size(), 3u);
+  ASSERT_EQ(by_hand.samples.size(), 3u);
+  for (std::size_t i = 0; i < 3; ++i) {
+    SCOPED_TRACE(i);
+    expect_same_bytes(by_hand.samples[i], by_model.samples[i], 40u * 24 * 3 * 4);
+  }
+  // The properties say what the model set; one set after model= overrides it.
+  GstElement *convert = gst_element_factory_make("tensorconvert", nullptr);
+  g_object_set(convert, "model", model.c_str(), "height", 30u, nullptr);
+  guint width = 0, height = 0;
+  gchar *id = nullptr;
+  g_object_get(convert, "width", &width, "height", &height, "tensor-id", &id, nullptr);
+  EXPECT_EQ(width, 40u);
+  EXPECT_EQ(height, 30u);
+  EXPECT_STREQ(id, "net-in");
+  g_free(id);
+  gst_object_unref(convert);
+  remove_model(model);
+}
+
+/* A modelinfo tensorconvert cannot follow is one element error at start
+ * naming the file and what does not fit. */
+TEST(TensorConvert, AModelinfoItCannotFollowIsOneElementError) {
+  struct Bad {
+    const char *modelinfo;
+    const char *says;
+  } bads[] = {
+      {"[modelinfo]\nversion=1.0\n\n[in]\ntype=float32\ndims=1,3,8,8\ndir=input\nranges=0,1;0,1\n",
+       "ranges has 2 entries; the tensor has 3 channels"},
+      {"[modelinfo]\nversion=2.0\n", "[modelinfo] version 2.0"},
+      {"[modelinfo]\nversion=1.0\n\n[in]\ntype=float32\ndims=1,1,8,8\ndir=input\n", "dims are not N,3,H,W"},
+      {"[modelinfo]\nversion=1.0\n\n[in]\ntype=int64\ndims=1,3,8,8\ndir=input\n", "type int64"},
+      {"[modelinfo]\nversion=1.0\n\n[in]\ntype=uint8\ndims=1,3,8,8\ndir=input\nranges=0,1\n",
+       "uint8 with a range other than 0,255"},
+      {"[modelinfo]\nversion=1.0\n\n[out]\ntype=float32\ndims=1,10\ndir=output\n", "no tensor with dir=input"},
+      {"this is [not an ini file\n", "is not an ini file"},
+  };
+  for (const Bad &bad : bads) {
+    SCOPED_TRACE(bad.says);
+    const std::string model = model_with_info("m.onnx", bad.modelinfo);
+    expect_one_error("videotestsrc num-buffers=2 ! video/x-raw,width=32,height=16 ! tensorconvert model=" + model +
+                         " ! fakesink",
+                     bad.says);
+    remove_model(model);
+  }
+  expect_one_error("videotestsrc num-buffers=2 ! tensorconvert model=/nonexistent/m.onnx ! fakesink",
+                   "no /nonexistent/m.onnx.modelinfo");
 }
 
 /* A long run through a pipeline: every frame converted, the pool reused. */
@@ -328,14 +432,8 @@ TEST(TensorConvert, TensorsPassTensordownloadAndTensorinspectByteExact) {
     for (std::size_t i = 0; i < ref.samples.size(); ++i) {
       GstCaps *caps = gst_sample_get_caps(ours.samples[i]);
       EXPECT_TRUE(gst_structure_has_name(gst_caps_get_structure(caps, 0), "other/tensors"));
-      GstMapInfo a, b;
-      ASSERT_TRUE(gst_buffer_map(gst_sample_get_buffer(ref.samples[i]), &a, GST_MAP_READ));
-      ASSERT_TRUE(gst_buffer_map(gst_sample_get_buffer(ours.samples[i]), &b, GST_MAP_READ));
-      ASSERT_EQ(a.size, 19u * 11 * 3 * 4);
-      ASSERT_EQ(b.size, a.size);
-      EXPECT_EQ(std::memcmp(a.data, b.data, a.size), 0) << "frame " << i;
-      gst_buffer_unmap(gst_sample_get_buffer(ours.samples[i]), &b);
-      gst_buffer_unmap(gst_sample_get_buffer(ref.samples[i]), &a);
+      SCOPED_TRACE(i);
+      expect_same_bytes(ref.samples[i], ours.samples[i], 19u * 11 * 3 * 4);
     }
   }
 }
