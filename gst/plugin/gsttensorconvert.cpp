@@ -35,7 +35,12 @@
  * passes the video frame on instead, untouched, with the tensor (a pooled
  * buffer, the CPU path) attached as its GstTensorMeta, the way GStreamer's
  * inference elements carry tensors beside the frame so that tensor decoders
- * and overlays keep it.
+ * and overlays keep it; on GStreamer 1.28 its caps describe the tensor too
+ * (the `tensors` field 1.28's tensor decoders read).
+ *
+ * #GstTensorMemConvert:model takes the size, layout, dtype, channel order,
+ * normalisation and tensor id from the model's `.modelinfo` (GStreamer
+ * 1.28's format), the file tensorinfer reads.
  *
  * ## Example launch line
  * |[
