@@ -33,7 +33,7 @@ done
 # uses two plugins of gstreamer1.0-plugins-bad (openh264, h264parse), which
 # scripts/demo.sh unpacks from the package rather than installs: installing
 # it adds 165 packages (88 MB on Debian 12) that the demo never loads, 14 s
-# of dpkg on a quiet fresh machine and minutes on a loaded one (README).
+# of dpkg on a quiet fresh machine and minutes on a loaded one (docs/ci-timings.md).
 # Here: their libraries (the openh264 codec, GStreamer's codec parsers).
 demo_packages=(
   meson ninja-build pkg-config g++ python3
