@@ -135,12 +135,14 @@ std::string model_with_info(const char *name, const char *dir, const std::string
   return path;
 }
 
+#if GST_TENSOR_MEM_HAVE_TENSOR_META
 /* weighted.onnx's tensors renamed: its input is tensorconvert's
  * tensor-id=pixels, its outputs test-features and test-scores. */
 const char kWeightedInfo[] = "[modelinfo]\nversion=1.0\ngroup-id=test-group\n\n"
                              "[images]\nid=pixels\ntype=float32\ndims=-1,3,-1,-1\ndir=input\n\n"
                              "[features]\nid=test-features\ntype=float32\ndims=-1,2,-1,-1\ndir=output\n\n"
                              "[scores]\nid=test-scores\ntype=float32\ndims=-1,2\ndir=output\n";
+#endif
 
 std::vector<guint8> bytes_of(GstBuffer *buffer) {
   std::vector<guint8> bytes(gst_buffer_get_size(buffer));
