@@ -17,8 +17,9 @@
 #      per batch of four (its twin with an open batch dimension);
 #   3. runs the storage round trips (system, DMA-BUF, OpenGL PBO), short;
 #   4. on GStreamer 1.28 (yolov8tensordec, objectdetectionoverlay), finds the
-#      clip's ball: tensorconvert letterboxes each frame into a 640x640
-#      tensor, tensorinfer runs tests/gst/infer_models.py's ball.onnx (a
+#      clip's ball: tensorconvert letterboxes each frame into the 640x640
+#      tensor the model's .modelinfo describes (model=, one file for the
+#      chain), tensorinfer runs tests/gst/infer_models.py's ball.onnx (a
 #      small detector in YOLOv8's output layout, written with python3-onnx),
 #      upstream's yolov8tensordec decodes its box, tensorresultmap maps it
 #      back to the frame and objectdetectionoverlay draws it; the last frame,
@@ -72,7 +73,7 @@ picture() {
   rm -f "$png"
   # The overlay draws on the full 1280x720 frame, in green; the frame is
   # scaled down after it. multifilesink rewrites one file: the last frame.
-  local pipeline="filesrc location=$clip ! h264parse ! openh264dec ! tensorconvert width=640 height=640 resize=letterbox layout=nchw dtype=float32 output=meta tensor-id=images ! tensorinfer model=$dir/models/ball.onnx ! yolov8tensordec label-file=$dir/ball-labels.txt ! tensorresultmap name=map ! objectdetectionoverlay object-detection-outline-color=0xff00ff00 labels-color=0xff00ff00 ! videoconvert ! videoscale ! video/x-raw,width=640,height=360 ! pngenc ! multifilesink location=$png"
+  local pipeline="filesrc location=$clip ! h264parse ! openh264dec ! tensorconvert model=$dir/models/ball.onnx resize=letterbox output=meta ! tensorinfer model=$dir/models/ball.onnx ! yolov8tensordec label-file=$dir/ball-labels.txt ! tensorresultmap name=map ! objectdetectionoverlay object-detection-outline-color=0xff00ff00 labels-color=0xff00ff00 ! videoconvert ! videoscale ! video/x-raw,width=640,height=360 ! pngenc ! multifilesink location=$png"
   echo "demo: decode -> tensor -> ball.onnx -> yolov8tensordec -> tensorresultmap -> boxes drawn on the frame"
   echo "demo: gst-launch-1.0 $pipeline"
   if ! gst-launch-1.0 -e $pipeline >"$log" 2>&1 || [[ ! -s $png ]]; then

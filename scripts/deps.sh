@@ -60,6 +60,12 @@ if [[ $release == 12 ]]; then
 else
   demo_packages+=(libonnxruntime-dev libopenh264-8)
 fi
+# GStreamer 1.28 (Debian testing, no VERSION_ID): the demo's picture
+# (section 4) takes upstream's tensor decoders and overlay
+# (gstreamer1.0-plugins-bad) and writes its detector with python3-onnx.
+if [[ -z $release ]]; then
+  demo_packages+=(gstreamer1.0-plugins-bad python3-onnx python3-numpy)
+fi
 
 packages=(
   meson ninja-build pkg-config g++ python3
