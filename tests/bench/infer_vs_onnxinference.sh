@@ -12,12 +12,13 @@
 # shows what decoding costs alone. Models: the small classifier of
 # tests/gst/infer_models.py (pre-processing dominates) and, where
 # libonnx-testdata is installed, light_resnet50 (the model dominates); both
-# carry the output-name metadata onnxinference 1.26 requires. Each cell is
+# carry the output-name metadata onnxinference 1.26 requires and the
+# .modelinfo file 1.28's requires. Each cell is
 # the median over ROUNDS (default 5) runs of wall and CPU (user + system)
 # time per frame; the ratio divides ours by GStreamer's. Both sessions use
 # ONNX Runtime's default thread count and all graph optimisations
 # (onnxinference defaults to none: set to enable-all here, as a user would). Needs gst-plugins-bad's onnx plugin
-# (Debian 13). Not a test: it asserts nothing; docs/performance.md quotes
+# (Debian 13, GStreamer 1.26; Debian testing, 1.28). Not a test: it asserts nothing; docs/performance.md quotes
 # its latest run.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -34,7 +35,10 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 # Debian's ONNX packages print a screen of "Schema error" lines on stderr.
 python3 tests/gst/infer_models.py make "$work" 2>/dev/null >/dev/null
-models=("small|$work/classifier.onnx")
+# Both models through `annotate`: the output-name metadata onnxinference 1.26
+# reads, and the .modelinfo 1.28's reads (and tensorinfer, same ids).
+python3 tests/gst/infer_models.py annotate "$work/classifier.onnx" "$work/small.onnx" 2>/dev/null >/dev/null
+models=("small|$work/small.onnx")
 light=/usr/share/libonnx-testdata/data/light/light_resnet50.onnx
 if [[ -f $light ]]; then
   python3 tests/gst/infer_models.py annotate "$light" "$work/resnet50.onnx" 2>/dev/null >/dev/null
@@ -49,11 +53,22 @@ gst-launch-1.0 -q videotestsrc num-buffers="$frames" pattern=ball ! \
   h264parse ! filesink location="$clip" >/dev/null 2>&1
 decode="filesrc location=$clip ! h264parse ! openh264dec"
 
+# GStreamer 1.26's onnxinference takes its pre-processing as properties;
+# 1.28's reads it from MODEL.modelinfo (ranges 0,1 from 8-bit RGB: the same
+# scaling).
+upstream_settings=""
+# (grep reads all: with pipefail, -q's early exit would fail gst-inspect.)
+if gst-inspect-1.0 onnxinference 2>/dev/null | grep -c input-image-format >/dev/null; then
+  upstream_settings="input-image-format=chw input-tensor-scale=255"
+fi
+printf 'GStreamer %s, ONNX Runtime of onnxinference and tensorinfer alike\n' \
+  "$(gst-inspect-1.0 --version | sed -n 's/^GStreamer //p')"
+
 # name|pipeline after the decoder
 cases=("decode only|fakesink")
 for m in "${models[@]}"; do
   IFS='|' read -r label file <<<"$m"
-  cases+=("$label gstreamer|videoconvert ! videoscale ! video/x-raw,format=RGB,width=224,height=224 ! onnxinference model-file=$file optimization-level=enable-all input-image-format=chw input-tensor-scale=255 ! fakesink")
+  cases+=("$label gstreamer|videoconvert ! videoscale ! video/x-raw,format=RGB,width=224,height=224 ! onnxinference model-file=$file optimization-level=enable-all $upstream_settings ! fakesink")
   cases+=("$label ours|tensorconvert width=224 height=224 layout=nchw dtype=float32 output=meta ! tensorinfer model=$file ! fakesink")
 done
 

@@ -365,13 +365,31 @@ def make(directory):
 
 def annotate(source, destination):
     """A copy of SOURCE whose metadata names each output's tensor id (the
-    output's own name), as GStreamer's onnxinference 1.26 requires."""
+    output's own name), as GStreamer's onnxinference 1.26 requires, with
+    DESTINATION.modelinfo beside it, which 1.28's reads instead: the same
+    ids, the input in [0, 1] (ranges), every open dimension -1."""
     onnx = need("onnx", "python3-onnx")
     from onnx import helper
 
     model = onnx.load(source)
     helper.set_model_props(model, {o.name: o.name for o in model.graph.output})
     onnx.save(model, destination)
+    names = {1: "float32", 2: "uint8", 3: "int8", 6: "int32", 7: "int64", 10: "float16", 11: "float64"}
+    initialisers = {i.name for i in model.graph.initializer}
+
+    def section(value, direction):
+        tensor = value.type.tensor_type
+        dims = ",".join(str(d.dim_value) if d.HasField("dim_value") else "-1" for d in tensor.shape.dim)
+        lines = ["[%s]" % value.name, "id=%s" % value.name, "type=%s" % names.get(tensor.elem_type, "undefined"),
+                 "dims=%s" % dims, "dir=%s" % direction]
+        if direction == "input":
+            lines.append("ranges=0.0,1.0")
+        return "\n".join(lines) + "\n"
+
+    inputs = [i for i in model.graph.input if i.name not in initialisers]
+    with open(destination + ".modelinfo", "w") as f:
+        f.write("[modelinfo]\nversion=1.0\ngroup-id=%s\n\n" % model.graph.output[0].name)
+        f.write("\n".join([section(i, "input") for i in inputs] + [section(o, "output") for o in model.graph.output]))
 
 
 def main(argv):
