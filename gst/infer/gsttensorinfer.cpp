@@ -90,6 +90,7 @@ enum {
   PROP_MODEL,
   PROP_EXECUTION_PROVIDER,
   PROP_THREADS,
+  PROP_SPIN,
   PROP_OUTPUT,
   PROP_COPIED_BYTES,
   PROP_REQUIRE_ZERO_COPY,
@@ -169,6 +170,7 @@ struct _GstTensorMemInfer {
   guint threads;
   Output output;
   gboolean require_zero_copy;
+  gboolean spin;
   guint64 copied_bytes;
   // Between start and stop: the properties read at start are refused.
   gboolean running;
@@ -690,6 +692,7 @@ static void gst_tensor_infer_set_property(GObject *object, guint prop_id, const 
     break;
   case PROP_EXECUTION_PROVIDER: self->provider = static_cast<Provider>(g_value_get_enum(value)); break;
   case PROP_THREADS: self->threads = g_value_get_uint(value); break;
+  case PROP_SPIN: self->spin = g_value_get_boolean(value); break;
   case PROP_OUTPUT: self->output = static_cast<Output>(g_value_get_enum(value)); break;
   case PROP_REQUIRE_ZERO_COPY: self->require_zero_copy = g_value_get_boolean(value); break;
   default: G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec); break;
@@ -704,6 +707,7 @@ static void gst_tensor_infer_get_property(GObject *object, guint prop_id, GValue
   case PROP_MODEL: g_value_set_string(value, self->model_path); break;
   case PROP_EXECUTION_PROVIDER: g_value_set_enum(value, static_cast<gint>(self->provider)); break;
   case PROP_THREADS: g_value_set_uint(value, self->threads); break;
+  case PROP_SPIN: g_value_set_boolean(value, self->spin); break;
   case PROP_OUTPUT: g_value_set_enum(value, static_cast<gint>(self->output)); break;
   case PROP_COPIED_BYTES: g_value_set_uint64(value, self->copied_bytes); break;
   case PROP_REQUIRE_ZERO_COPY: g_value_set_boolean(value, self->require_zero_copy); break;
@@ -830,6 +834,7 @@ static gboolean gst_tensor_infer_start(GstBaseTransform *trans) {
   const std::string path = self->model_path ? self->model_path : "";
   const Provider provider = self->provider;
   const int threads = static_cast<int>(self->threads);
+  const bool spin = self->spin;
   const Output output = self->output;
   if (output == Output::Meta && !GST_TENSOR_MEM_HAVE_TENSOR_META) {
     GST_OBJECT_UNLOCK(self);
@@ -843,7 +848,7 @@ static gboolean gst_tensor_infer_start(GstBaseTransform *trans) {
   self->running = TRUE;
   GST_OBJECT_UNLOCK(self);
   std::string error, note;
-  std::shared_ptr<Model> model = Model::load(path, provider, threads, &error, &note);
+  std::shared_ptr<Model> model = Model::load(path, provider, threads, spin, &error, &note);
   // What the model declares is checked before any run allocates it.
   for (std::size_t i = 0; model && i < model->outputs().size(); ++i) {
     const gst_tensorinfer::Port &port = model->outputs()[i];
@@ -1151,6 +1156,13 @@ static void gst_tensor_infer_class_init(GstTensorMemInferClass *klass) {
                                   g_param_spec_uint("threads", "Threads",
                                                     "Intra-op threads of the session (0: ONNX Runtime's default)", 0,
                                                     1024, 0, ready_only));
+  g_object_class_install_property(
+      gobject_class, PROP_SPIN,
+      g_param_spec_boolean("spin", "Spin",
+                           "Let ONNX Runtime's intra-op threads spin while waiting for work: a little less latency "
+                           "per run, CPU burnt between frames (ONNX Runtime's default); off, they sleep and the "
+                           "pipeline's other elements keep the cores",
+                           FALSE, ready_only));
   g_object_class_install_property(
       gobject_class, PROP_OUTPUT,
       g_param_spec_enum("output", "Output",

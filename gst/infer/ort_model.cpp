@@ -108,7 +108,7 @@ std::size_t declared_min_bytes(const Port &port) {
   return bytes;
 }
 
-std::unique_ptr<Model> Model::load(const std::string &path, Provider provider, int threads, std::string *error,
+std::unique_ptr<Model> Model::load(const std::string &path, Provider provider, int threads, bool spin, std::string *error,
                                    std::string *note) {
   // ORT's own message for a missing file is a generic load failure; say it plainly.
   struct stat st;
@@ -143,6 +143,8 @@ std::unique_ptr<Model> Model::load(const std::string &path, Provider provider, i
     Ort::SessionOptions options;
     if (threads > 0)
       options.SetIntraOpNumThreads(threads);
+    if (!spin)
+      options.AddConfigEntry("session.intra_op.allow_spinning", "0");
     if (cuda) {
       /* A runtime may list the CUDA provider and still fail to load it
        * (npm's linux x64 build lists it; its library and CUDA's are not

@@ -49,7 +49,7 @@ public:
    * missing, ORT refuses it, the provider is not in this runtime, or the
    * model has other than one tensor input or a non-tensor output. `*note`
    * says which provider `auto` chose. */
-  static std::unique_ptr<Model> load(const std::string &path, Provider provider, int threads, std::string *error,
+  static std::unique_ptr<Model> load(const std::string &path, Provider provider, int threads, bool spin, std::string *error,
                                      std::string *note);
 
   Model(const Model &) = delete;

@@ -15,7 +15,8 @@
 # carry the output-name metadata onnxinference 1.26 requires and the
 # .modelinfo file 1.28's requires. Each cell is
 # the median over ROUNDS (default 5) runs of wall and CPU (user + system)
-# time per frame; the ratio divides ours by GStreamer's. Both sessions use
+# time per frame of a whole process, and of the CPU one more frame costs
+# (below); the ratios divide ours by GStreamer's. Both sessions use
 # ONNX Runtime's default thread count and all graph optimisations
 # (onnxinference defaults to none: set to enable-all here, as a user would). Needs gst-plugins-bad's onnx plugin
 # (Debian 13, GStreamer 1.26; Debian testing, 1.28). Not a test: it asserts nothing; docs/performance.md quotes
@@ -47,11 +48,15 @@ else
   echo "note: $light is missing (Debian: libonnx-testdata); the large-model rows are left out" >&2
 fi
 
-clip=$work/clip.h264
-gst-launch-1.0 -q videotestsrc num-buffers="$frames" pattern=ball ! \
-  video/x-raw,format=I420,width=1920,height=1080,framerate=30/1 ! openh264enc bitrate=8000000 ! \
-  h264parse ! filesink location="$clip" >/dev/null 2>&1
-decode="filesrc location=$clip ! h264parse ! openh264dec"
+# Two clips, FRAMES and 2 x FRAMES long: a whole process costs its start
+# (loading ONNX Runtime, making the session) once, so the difference of the
+# two runs over FRAMES is what one more frame costs, the steady state.
+for n in "$frames" $((2 * frames)); do
+  gst-launch-1.0 -q videotestsrc num-buffers="$n" pattern=ball ! \
+    video/x-raw,format=I420,width=1920,height=1080,framerate=30/1 ! openh264enc bitrate=8000000 ! \
+    h264parse ! filesink location="$work/clip-$n.h264" >/dev/null 2>&1
+done
+decode_of() { echo "filesrc location=$work/clip-$1.h264 ! h264parse ! openh264dec"; }
 
 # GStreamer 1.26's onnxinference takes its pre-processing as properties;
 # 1.28's reads it from MODEL.modelinfo (ranges 0,1 from 8-bit RGB: the same
@@ -72,19 +77,27 @@ for m in "${models[@]}"; do
   cases+=("$label ours|tensorconvert width=224 height=224 layout=nchw dtype=float32 output=meta ! tensorinfer model=$file ! fakesink")
 done
 
-declare -A wall cpu
+declare -A wall cpu marginal
 TIMEFORMAT='%R %U %S'
 for ((r = 0; r < rounds; ++r)); do
   for c in "${cases[@]}"; do
     IFS='|' read -r name middle <<<"$c"
+    long_cpu=fail
     # shellcheck disable=SC2086 # the pipeline text is meant to split into words
-    if t=$({ time gst-launch-1.0 -q $decode ! $middle >/dev/null 2>&1; } 2>&1); then
+    if t=$({ time gst-launch-1.0 -q $(decode_of $((2 * frames))) ! $middle >/dev/null 2>&1; } 2>&1); then
+      read -r _ user sys <<<"$t"
+      long_cpu=$(awk -v u="$user" -v s="$sys" 'BEGIN { print u + s }')
+    fi
+    # shellcheck disable=SC2086
+    if t=$({ time gst-launch-1.0 -q $(decode_of "$frames") ! $middle >/dev/null 2>&1; } 2>&1) && [[ $long_cpu != fail ]]; then
       read -r real user sys <<<"$t"
       wall[$name]+="$real "
       cpu[$name]+="$(awk -v u="$user" -v s="$sys" 'BEGIN { print u + s }') "
+      marginal[$name]+="$(awk -v l="$long_cpu" -v u="$user" -v s="$sys" 'BEGIN { print l - u - s }') "
     else
       wall[$name]+="fail "
       cpu[$name]+="fail "
+      marginal[$name]+="fail "
     fi
   done
 done
@@ -93,23 +106,23 @@ median() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{v[NR] = $1} END {print v
 per_frame() { # seconds of the whole run -> ms per frame
   if [[ $1 == fail ]]; then echo fail; else awk -v t="$1" -v n="$frames" 'BEGIN { printf "%.2f", 1000 * t / n }'; fi
 }
-printf '%s frames of 1080p H.264, median of %s runs\n\n' "$frames" "$rounds"
-printf '| %-20s | %14s | %14s | %13s | %13s |\n' pipeline "wall ms/frame" "CPU ms/frame" "wall vs gst" "CPU vs gst"
-printf '|%s|%s|%s|%s|%s|\n' "$(printf -- '-%.0s' {1..22})" "$(printf -- '-%.0s' {1..16})" "$(printf -- '-%.0s' {1..16})" \
-  "$(printf -- '-%.0s' {1..15})" "$(printf -- '-%.0s' {1..15})"
+printf '%s frames of 1080p H.264, median of %s runs; "per more frame": the CPU of a\n' "$frames" "$rounds"
+printf '%s-frame run less this one, over %s (the start paid once drops out)\n\n' $((2 * frames)) "$frames"
+printf '| %-20s | %9s | %9s | %10s | %14s | %18s |\n' pipeline "wall ms" "CPU ms" "CPU vs gst" "CPU per more" "per more vs gst"
+printf '|%s|%s|%s|%s|%s|%s|\n' "$(printf -- '-%.0s' {1..22})" "$(printf -- '-%.0s' {1..11})" "$(printf -- '-%.0s' {1..11})" \
+  "$(printf -- '-%.0s' {1..12})" "$(printf -- '-%.0s' {1..16})" "$(printf -- '-%.0s' {1..20})"
+ratio() { if [[ $1 == fail || $2 == fail ]]; then echo ""; else awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2fx", a / b }'; fi; }
 for c in "${cases[@]}"; do
   IFS='|' read -r name _ <<<"$c"
   w=$(echo "${wall[$name]}" | median)
   u=$(echo "${cpu[$name]}" | median)
-  wr="" cr=""
+  m=$(echo "${marginal[$name]}" | median)
+  cr="" mr=""
   if [[ $name == *" ours" ]]; then
     other=${name% ours}" gstreamer"
-    gw=$(echo "${wall[$other]}" | median)
-    gu=$(echo "${cpu[$other]}" | median)
-    if [[ $w != fail && $gw != fail ]]; then
-      wr=$(awk -v a="$w" -v b="$gw" 'BEGIN { printf "%.2fx", a / b }')
-      cr=$(awk -v a="$u" -v b="$gu" 'BEGIN { printf "%.2fx", a / b }')
-    fi
+    cr=$(ratio "$u" "$(echo "${cpu[$other]}" | median)")
+    mr=$(ratio "$m" "$(echo "${marginal[$other]}" | median)")
   fi
-  printf '| %-20s | %14s | %14s | %13s | %13s |\n' "$name" "$(per_frame "$w")" "$(per_frame "$u")" "$wr" "$cr"
+  printf '| %-20s | %9s | %9s | %10s | %14s | %18s |\n' "$name" "$(per_frame "$w")" "$(per_frame "$u")" "$cr" \
+    "$(per_frame "$m")" "$mr"
 done

@@ -1040,13 +1040,16 @@ TEST(TensorInfer, StartOnlyPropertiesAreRefusedWhileRunning) {
   // The output mode it runs with (meta, 0, where GstTensorMeta is; else tensors, 1), and the other one.
   gint running_output = -1;
   g_object_get(element, "output", &running_output, nullptr);
-  g_object_set(element, "output", 1 - running_output, "threads", 3u, "model", model("wide.onnx").c_str(), nullptr);
+  g_object_set(element, "output", 1 - running_output, "threads", 3u, "model", model("wide.onnx").c_str(), "spin",
+               TRUE, nullptr);
   gint output = -1;
   guint threads = 1;
+  gboolean spin = TRUE;
   gchar *path = nullptr;
-  g_object_get(element, "output", &output, "threads", &threads, "model", &path, nullptr);
+  g_object_get(element, "output", &output, "threads", &threads, "model", &path, "spin", &spin, nullptr);
   EXPECT_EQ(output, running_output) << "the output mode stays";
   EXPECT_EQ(threads, 0u);
+  EXPECT_FALSE(spin) << "threads sleep between runs unless asked";
   EXPECT_EQ(std::string(path ? path : ""), model("weighted.onnx"));
   g_free(path);
   // A renegotiation now must still describe the running mode's buffers.
@@ -1071,7 +1074,7 @@ TEST(TensorInfer, StartOnlyPropertiesAreRefusedWhileRunning) {
     g_error_free(err);
     gst_message_unref(msg);
   }
-  EXPECT_EQ(warnings, 3);
+  EXPECT_EQ(warnings, 4);
   gst_object_unref(bus);
   // In READY the properties take again.
   gst_element_set_state(pipeline, GST_STATE_READY);
