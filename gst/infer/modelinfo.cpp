@@ -63,18 +63,10 @@ std::optional<ModelInfoTensor> ModelInfo::find(bool output, std::size_t index, c
   if (!section)
     return std::nullopt;
   ModelInfoTensor t;
-  t.section = section;
   gchar *id = gst_analytics_modelinfo_get_id(impl_->info, section);
   t.id = id ? id : "";
   g_free(id);
   t.col_major = gst_analytics_modelinfo_get_dims_order(impl_->info, section) == GST_TENSOR_DIM_ORDER_COL_MAJOR;
-  gsize n = 0;
-  gdouble *mins = nullptr, *maxs = nullptr;
-  if (gst_analytics_modelinfo_get_target_ranges(impl_->info, section, &n, &mins, &maxs))
-    for (gsize i = 0; i < n; ++i)
-      t.ranges.emplace_back(mins[i], maxs[i]);
-  g_free(mins);
-  g_free(maxs);
   g_free(section);
   return t;
 }
@@ -95,12 +87,7 @@ std::optional<ModelInfoTensor> ModelInfo::find(bool output, std::size_t index, c
   const gst_tensormem::ModelInfoSection *s = impl_->file->find(output, index, port.name, type_name(port.type), port.shape);
   if (!s)
     return std::nullopt;
-  ModelInfoTensor t;
-  t.section = s->name;
-  t.id = s->id;
-  t.col_major = s->col_major;
-  t.ranges = s->ranges;
-  return t;
+  return ModelInfoTensor{s->id, s->col_major};
 }
 #endif
 

@@ -13,17 +13,15 @@
 #include <memory>
 #include <optional>
 #include <string>
-#include <utility>
 #include <vector>
 
 namespace gst_tensorinfer {
 
-/* What the file says of one tensor of the model. */
+/* What the file says of one tensor of the model, as tensorinfer uses it
+ * (its input's ranges are tensorconvert model='s). */
 struct ModelInfoTensor {
-  std::string section; // the tensor's group in the file
-  std::string id;      // empty where the file gives none
+  std::string id; // empty where the file gives none
   bool col_major = false;
-  std::vector<std::pair<double, double>> ranges; // per channel (min, max), or one for all; empty: none given
 };
 
 class ModelInfo {
