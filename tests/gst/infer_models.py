@@ -163,25 +163,15 @@ def yolo_graph(onnx):
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
 
 
-# GStreamer 1.28's .modelinfo for yolo.onnx: the ids upstream's decoders look for.
-YOLO_MODELINFO = """[modelinfo]
-version=1.0
-group-id=yolo-v8-out
-
-[images]
-id=images
-type=float32
-dims=1,3,32,32
-dir=input
-ranges=0.0,1.0
-
-[output0]
-id=yolo-v8-out
-type=float32
-dims=1,84,16
-dir=output
-dims-order=col-major
-"""
+def yolo_modelinfo(input_dims, output_dims):
+    """GStreamer 1.28's .modelinfo of a model in YOLOv8's layout (yolo.onnx,
+    ball.onnx): its output is upstream's yolo-v8-out, the id the decoders
+    look for; its input takes values in [0, 1]."""
+    dims = lambda d: ",".join(str(v) for v in d)
+    return ("[modelinfo]\nversion=1.0\ngroup-id=yolo-v8-out\n\n"
+            "[images]\nid=images\ntype=float32\ndims=%s\ndir=input\nranges=0.0,1.0\n\n"
+            "[output0]\nid=yolo-v8-out\ntype=float32\ndims=%s\ndir=output\ndims-order=col-major\n"
+            % (dims(input_dims), dims(output_dims)))
 
 
 def ball_graph(onnx, np, size=640):
@@ -238,27 +228,6 @@ def ball_graph(onnx, np, size=640):
         ],
     )
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
-
-
-# ball.onnx's .modelinfo: the output is upstream's yolo-v8-out, as YOLOv8's.
-BALL_MODELINFO = """[modelinfo]
-version=1.0
-group-id=yolo-v8-out
-
-[images]
-id=images
-type=float32
-dims=1,3,640,640
-dir=input
-ranges=0.0,1.0
-
-[output0]
-id=yolo-v8-out
-type=float32
-dims=1,5,1
-dir=output
-dims-order=col-major
-"""
 
 
 def passthrough_graph(onnx):
@@ -355,10 +324,10 @@ def make(directory):
         model.ir_version = 8
         onnx.checker.check_model(model)
         onnx.save(model, os.path.join(directory, name))
-    with open(os.path.join(directory, "yolo.onnx.modelinfo"), "w") as f:
-        f.write(YOLO_MODELINFO)
-    with open(os.path.join(directory, "ball.onnx.modelinfo"), "w") as f:
-        f.write(BALL_MODELINFO)
+    for name, input_dims, output_dims in (("yolo.onnx", [1, 3, 32, 32], [1, 84, 16]),
+                                          ("ball.onnx", [1, 3, 640, 640], [1, 5, 1])):
+        with open(os.path.join(directory, name + ".modelinfo"), "w") as f:
+            f.write(yolo_modelinfo(input_dims, output_dims))
     with open(os.path.join(directory, "garbage.onnx"), "wb") as f:
         f.write(b"this is not a protobuf, let alone an ONNX model\n" * 4)
 

@@ -8,6 +8,7 @@
  * test measures on that very frame (output=meta hands the frame on).
  * Built where tensorinfer and GstTensorMeta are; skipped, saying why, where
  * yolov8tensordec is missing (everywhere before GStreamer 1.28). */
+#include "infer_models_env.hpp"
 #include "pipeline_util.hpp"
 
 #include <gst/analytics/analytics.h>
@@ -15,73 +16,16 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <cstdlib>
-#include <filesystem>
 #include <iterator>
 #include <string>
-#include <sys/wait.h>
 #include <vector>
 
 namespace {
 
-constexpr int kSkipCode = 77;
+using infertest::model;
+
 constexpr int kTensorSize = 640;
 
-/* `python3 tests/gst/infer_models.py make DIR`, as test_infer.cpp runs it:
- * its exit status, its standard output (the skip reason on 77). */
-int make_models(const std::string &dir, std::string *out) {
-  const char *python = g_getenv("TENSORMEM_TEST_PYTHON");
-  const char *script = g_getenv("TENSORMEM_TEST_INFER_MODELS");
-  if (!python || !script) {
-    *out = "TENSORMEM_TEST_PYTHON / TENSORMEM_TEST_INFER_MODELS are not set (run through meson test)";
-    return -1;
-  }
-  const gchar *argv[] = {python, script, "make", dir.c_str(), nullptr};
-  gchar *text = nullptr;
-  gint status = 0;
-  GError *error = nullptr;
-  // Debian's ONNX packages print screens of "Schema error" on stderr: dropped.
-  if (!g_spawn_sync(nullptr, const_cast<gchar **>(argv), nullptr, G_SPAWN_STDERR_TO_DEV_NULL, nullptr, nullptr, &text,
-                    nullptr, &status, &error)) {
-    *out = error->message;
-    g_error_free(error);
-    return -1;
-  }
-  *out = text ? text : "";
-  g_free(text);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
-
-/* The models, made once per program in a directory removed at exit. */
-class Models : public ::testing::Environment {
-public:
-  static Models *get() { return instance_; }
-  void SetUp() override {
-    instance_ = this;
-    gchar *dir = g_dir_make_tmp("detect-ball-XXXXXX", nullptr);
-    dir_ = dir ? dir : "";
-    g_free(dir);
-    std::string out;
-    const int status = make_models(dir_, &out);
-    if (status == kSkipCode)
-      skip_ = out.empty() ? "the model script skipped" : out;
-    else if (status != 0)
-      error_ = "infer_models.py make failed (" + std::to_string(status) + "): " + out;
-  }
-  void TearDown() override {
-    if (!dir_.empty())
-      std::filesystem::remove_all(dir_);
-  }
-  std::string path(const char *name) const { return dir_ + "/" + name; }
-  const std::string &skip() const { return skip_; }
-  const std::string &error() const { return error_; }
-
-private:
-  static inline Models *instance_ = nullptr;
-  std::string dir_, skip_, error_;
-};
-
-const auto *const g_models = ::testing::AddGlobalTestEnvironment(new Models);
 
 /* A box as x0, y0 (first pixel) and x1, y1 (one past the last). */
 struct Extent {
@@ -145,9 +89,7 @@ class DetectBall : public ::testing::TestWithParam<FrameSize> {};
  * of the ball's path that reaches the frame's top, bottom and right edges
  * (next to the letterbox padding, above and below). */
 TEST_P(DetectBall, BoxOnTheFrameIsTheBallsExtent) {
-  ASSERT_TRUE(Models::get()->error().empty()) << Models::get()->error();
-  if (!Models::get()->skip().empty())
-    GTEST_SKIP() << Models::get()->skip();
+  REQUIRE_MODELS();
   if (!tmtest::element_available("yolov8tensordec"))
     GTEST_SKIP() << "no yolov8tensordec (gstreamer1.0-plugins-bad 1.28's tensordecoders)";
 
@@ -158,7 +100,7 @@ TEST_P(DetectBall, BoxOnTheFrameIsTheBallsExtent) {
       " ! video/x-raw,format=RGBA,width=" + std::to_string(size.width) + ",height=" + std::to_string(size.height) +
       " ! tensorconvert width=640 height=640 resize=letterbox layout=nchw dtype=float32 output=meta "
       "tensor-id=images ! tensorinfer model=" +
-      Models::get()->path("ball.onnx") + " ! yolov8tensordec ! tensorresultmap ! appsink name=sink sync=false";
+      model("ball.onnx") + " ! yolov8tensordec ! tensorresultmap ! appsink name=sink sync=false";
   GError *error = nullptr;
   GstElement *pipeline = gst_parse_launch(description.c_str(), &error);
   ASSERT_EQ(error, nullptr) << description << ": " << error->message;
