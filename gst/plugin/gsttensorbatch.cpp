@@ -72,7 +72,7 @@
 #include <gst/tensormem/gsttensormemresizemeta.h>
 #include <gst/tensormem/gsttensorpbo.h>
 #include <gst/tensormem/gsttensorreadcompletion.h>
-#include <gst/tensormem/gsttensormem.hpp>
+#include <gst/tensormem/gsttensordmabuf.hpp>
 
 #include <gio/gio.h>
 #include <gst/allocators/allocators.h>

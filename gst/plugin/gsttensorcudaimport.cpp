@@ -49,13 +49,13 @@
 
 #include <gst/tensormem/gsttensorcaps.h>
 #include <gst/tensormem/gsttensorcudameta.h>
-#include <gst/tensormem/gsttensord3d11.h>
+#include <gst/tensormem/gsttensorbackend-private.h>
 #include <gst/tensormem/gsttensordmabuf.h>
 #include <gst/tensormem/gsttensorfencemeta.h>
 #include <gst/tensormem/gsttensormemvalidate.h>
 #include <gst/tensormem/gsttensorpbo.h>
 #include <gst/tensormem/gsttensorwritable-private.h>
-#include <gst/tensormem/gsttensormem.hpp>
+#include <gst/tensormem/gsttensorcudameta.hpp>
 
 
 #include <new>
@@ -121,27 +121,6 @@ GstFlowReturn no_cuda(GstTensorMemCudaImport *self, GstBuffer *buffer, const std
   return GST_FLOW_OK;
 }
 
-/* D3D11 memory: a D3D11 fence meta on the buffer becomes the texture
- * storage's recorded write, whose counter the CUDA attachment shares, so a
- * CUDA map waits for it on the stream (through the imported fence
- * semaphore) instead of on the CPU. */
-void record_d3d11_fences(GstBuffer *buffer, GstMemory *mem) {
-  auto storage = gst_tensor_mem_d3d11_memory_get_storage(mem);
-  if (!storage)
-    return;
-  gpointer state = nullptr;
-  while (GstMeta *meta = gst_buffer_iterate_meta_filtered(buffer, &state, GST_TENSOR_MEM_FENCE_META_API_TYPE)) {
-    auto *fence = reinterpret_cast<GstTensorMemFenceMeta *>(meta);
-    if (fence->kind != GST_TENSOR_MEM_FENCE_KIND_D3D11_FENCE || fence->value == 0)
-      continue;
-    // The meta refused unissued values when it was added; this cannot fail
-    // unless the meta's timeline is another process fence than the storage's.
-    if (tensormem::Result<void> recorded = storage->set_gpu_write(fence->value); !recorded)
-      GST_WARNING("D3D11 fence %" G_GUINT64_FORMAT " not recorded on the texture: %s", fence->value,
-                  recorded.error().message().c_str());
-  }
-}
-
 /* Imports the one tensor memory of `target` (the buffer itself, or a meta
  * tensor's data buffer; writable) and attaches its CUDA meta there. `what`
  * ("" for the buffer, "tensor N ('id'): " for a meta tensor) leads every
@@ -162,7 +141,7 @@ GstFlowReturn import_into(GstTensorMemCudaImport *self, GstBuffer *buffer, GstBu
     return no_cuda(self, buffer, key + "memory-kind",
                    what + "memory from allocator " + (mem->allocator ? mem->allocator->mem_type : "(none)") +
                        " is not tensor memory");
-  record_d3d11_fences(target, mem);
+  gst_tensormem::prepare_cuda_import(target, mem); // what the memory's family needs first (D3D11: its fences)
   gboolean imported = FALSE;
   tensormem::Result<std::shared_ptr<tensormem::CudaHandle>> handle = gst_tensor_mem_memory_import_cuda(mem, &imported);
   if (!handle)

@@ -7,8 +7,12 @@
  * a D3D11 device: shared through GstContext) and when to find it, the start
  * check that names what this machine lacks, its allocator and pool, and how
  * a CPU write into its memory is fenced. Each storage unit defines its entry
- * (gsttensormemallocator.cpp, gsttensordmabuf.cpp, gsttensorpbo.cpp,
- * gsttensord3d11.cpp); backend_for() is the one switch over storages.
+ * (gsttensormemory.cpp, gsttensordmabuf.cpp, gsttensorpbo.cpp,
+ * gsttensord3d11.cpp); backend_for() and backend_at() are the one switch
+ * over storages. The entry covers the family's whole life: its memory's
+ * caps, its device, allocator and pool, windows of its memory, how a CPU
+ * write into it is fenced and how it is readied for a CUDA import; an
+ * element or a library unit outside the family asks the table.
  *
  * ElementBackend is what an element holds: the storage property, the shared
  * objects its neighbours or the application gave it, and the allocator
@@ -67,7 +71,78 @@ struct Backend {
    * fence (fence_writes adds one). NULL: never. */
   gboolean (*cpu_writes_need_fence)(GstBuffer *buffer) = nullptr;
   gboolean (*fence_writes)(GstBuffer *buffer, GError **error) = nullptr;
+
+  /* TRUE: any element can read this memory through an ordinary CPU map,
+   * so besides its caps feature the family may be offered with plain caps
+   * (system memory, and DMA-BUF: an fd's mmap). */
+  bool maps_as_system = false;
+  /* A template structure this family adds after its featured caps where
+   * GStreamer knows it (DMA-BUF: its DMA_DRM form); "" for none. */
+  const char *extra_template = "";
+  /* The type of the family's allocators, and of its pool where the family
+   * has a subclass of GstTensorMemBufferPool (NULL: the base pool). */
+  GType (*allocator_type)(void) = nullptr;
+  GType (*pool_type)(void) = nullptr;
+  /* TRUE when `mem` is memory of this family (shares and windows too). */
+  gboolean (*owns_memory)(GstMemory *mem) = nullptr;
+  /* The pool of this family's memory from `allocator` (the backend's; not
+   * NULL for families with a device); NULL for an allocator of another kind. */
+  GstBufferPool *(*new_pool)(GstAllocator *allocator) = nullptr;
+  /* A writable memory over bytes [offset, offset + size) of `mem` (this
+   * family's), sharing its storage: no copy, no GstMemory parent, so it can
+   * be written while other windows of the storage are in use (a batch's
+   * slots). NULL when the range is outside `mem`. */
+  GstMemory *(*new_window)(GstMemory *mem, gsize offset, gsize size) = nullptr;
+  /* Before `mem` (this family's, in `buffer`) is imported into CUDA: makes
+   * what the buffer says about pending GPU work part of the storage, where
+   * the CUDA attachment waits on it (D3D11: the buffer's D3D11 fence metas
+   * become the texture's recorded write). NULL: nothing to do. */
+  void (*prepare_cuda)(GstBuffer *buffer, GstMemory *mem) = nullptr;
+  /* TRUE with the bytes of the fd behind `mem` (this family's) as its
+   * storage measured them when it was made, so that buffer validation need
+   * not ask the kernel; 0 bytes when the memory has no fd. FALSE (or NULL):
+   * not known here, ask the kernel. */
+  gboolean (*fd_bytes)(GstMemory *mem, guint64 *bytes) = nullptr;
 };
+
+/* The number of families, and family `i` of the table (0: system). */
+constexpr std::size_t kBackendCount = 4;
+GST_TENSOR_MEM_API
+const Backend &backend_at(std::size_t i);
+
+/* The family whose memory `mem` is; NULL for memory that is not ours. */
+GST_TENSOR_MEM_API
+const Backend *backend_of_memory(GstMemory *mem);
+
+/* The family whose caps feature structure `index` of `caps` names (system
+ * for plain caps); NULL for a feature no family has. */
+GST_TENSOR_MEM_API
+const Backend *backend_of_caps(const GstCaps *caps, guint index);
+
+/* A window of `mem` (see Backend::new_window) for memory of any family;
+ * NULL for memory that is not ours or a range outside it. */
+GST_TENSOR_MEM_API
+GstMemory *memory_new_window(GstMemory *mem, gsize offset, gsize size);
+
+/* Before a CUDA import of `mem` (of `buffer`): the family's preparation. */
+GST_TENSOR_MEM_API
+void prepare_cuda_import(GstBuffer *buffer, GstMemory *mem);
+
+/* Which families template_caps() lists, and in which order. */
+enum class TemplateFamilies {
+  All,          // every family, system first
+  AllShared,    // every family, the shared families that map as system first
+  CpuReadable,  // the families that map as system, system first
+  CpuReadableShared, // the same, the shared ones first
+};
+
+/* Pad-template caps built from the table (as GstGL builds its upload's
+ * from its method table): `plain` (borrowed, structures without features)
+ * once per family, with the family's caps feature and, for video/x-raw, its
+ * extra template structure. A new family's memory reaches every element's
+ * template by its table entry. */
+GST_TENSOR_MEM_API
+GstCaps *template_caps(const char *plain, TemplateFamilies families);
 
 /* Each storage unit's entry. */
 GST_TENSOR_MEM_API
@@ -95,8 +170,10 @@ GstCaps *caps_with_feature(GstCaps *caps, const char *feature);
  * for DMA_DRM caps where GStreamer has them: any drm-format, so that a
  * modifier we cannot read reaches set_caps and is refused there by name. */
 #if GST_TENSOR_MEM_HAVE_DMA_DRM
-#define GST_TENSOR_MEM_DMA_DRM_TEMPLATE "; " GST_VIDEO_CAPS_MAKE_WITH_FEATURES(GST_CAPS_FEATURE_MEMORY_DMABUF, "DMA_DRM")
+#define GST_TENSOR_MEM_DMA_DRM_STRUCTURE GST_VIDEO_CAPS_MAKE_WITH_FEATURES(GST_CAPS_FEATURE_MEMORY_DMABUF, "DMA_DRM")
+#define GST_TENSOR_MEM_DMA_DRM_TEMPLATE "; " GST_TENSOR_MEM_DMA_DRM_STRUCTURE
 #else
+#define GST_TENSOR_MEM_DMA_DRM_STRUCTURE ""
 #define GST_TENSOR_MEM_DMA_DRM_TEMPLATE ""
 #endif
 
@@ -131,11 +208,6 @@ bool caps_have_feature(const GstCaps *caps, guint index, const char *feature);
 GST_TENSOR_MEM_API
 GstBufferPool *backend_make_pool(const Backend &backend, GstElement *element, GstAllocator *allocator, GstCaps *caps,
                                  guint size, guint min_buffers, guint max_buffers, guint *aligned_size);
-
-/* A tensor pool of `storage` (not AUTO) whose buffers are memory of
- * `allocator` (the backend's). Defined by the pool (gsttensorbufferpool.cpp). */
-GST_TENSOR_MEM_API
-GstBufferPool *new_tensor_pool(GstTensorMemStorage storage, GstAllocator *allocator);
 
 /* One element's use of the backend of its storage property. The element's
  * object lock guards every field; the methods take it themselves. */
@@ -195,7 +267,7 @@ public:
   GstFlowReturn fence_writes(const Backend &backend, GstBuffer *inbuf, GstBuffer **outbuf) const;
 
 private:
-  static constexpr std::size_t kSlots = 4; // one per backend_for() entry
+  static constexpr std::size_t kSlots = kBackendCount;
   GstObject **slot_of(const Backend &backend);
   gboolean ensure_device(const Backend &backend);
 

@@ -45,6 +45,75 @@ const Backend &backend_for(GstTensorMemStorage storage) {
   }
 }
 
+const Backend &backend_at(std::size_t i) {
+  switch (i) {
+  case 1: return dmabuf_backend();
+  case 2: return pbo_backend();
+  case 3: return d3d11_backend();
+  default: return system_backend();
+  }
+}
+
+const Backend *backend_of_memory(GstMemory *mem) {
+  if (!mem)
+    return nullptr;
+  for (std::size_t i = 0; i < kBackendCount; ++i) {
+    const Backend &backend = backend_at(i);
+    if (backend.owns_memory && backend.owns_memory(mem))
+      return &backend;
+  }
+  return nullptr;
+}
+
+const Backend *backend_of_caps(const GstCaps *caps, guint index) {
+  if (!caps || gst_caps_is_any(caps) || index >= gst_caps_get_size(caps))
+    return nullptr;
+  const GstCapsFeatures *features = gst_caps_get_features(caps, index);
+  const bool plain = !features || gst_caps_features_is_equal(features, GST_CAPS_FEATURES_MEMORY_SYSTEM_MEMORY);
+  for (std::size_t i = 0; i < kBackendCount; ++i) {
+    const Backend &backend = backend_at(i);
+    if (backend.caps_feature ? caps_have_feature(caps, index, backend.caps_feature) : plain)
+      return &backend;
+  }
+  return nullptr;
+}
+
+GstMemory *memory_new_window(GstMemory *mem, gsize offset, gsize size) {
+  const Backend *backend = backend_of_memory(mem);
+  return backend && backend->new_window ? backend->new_window(mem, offset, size) : nullptr;
+}
+
+void prepare_cuda_import(GstBuffer *buffer, GstMemory *mem) {
+  const Backend *backend = backend_of_memory(mem);
+  if (backend && backend->prepare_cuda)
+    backend->prepare_cuda(buffer, mem);
+}
+
+GstCaps *template_caps(const char *plain, TemplateFamilies families) {
+  const bool cpu_only = families == TemplateFamilies::CpuReadable || families == TemplateFamilies::CpuReadableShared;
+  const bool shared_first = families == TemplateFamilies::AllShared || families == TemplateFamilies::CpuReadableShared;
+  GstCaps *base = gst_caps_from_string(plain);
+  const bool video = gst_caps_get_size(base) > 0 && gst_structure_has_name(gst_caps_get_structure(base, 0), "video/x-raw");
+  GstCaps *out = gst_caps_new_empty();
+  auto add = [&](const Backend &backend) {
+    gst_caps_append(out, caps_with_feature(base, backend.caps_feature));
+    if (video && backend.extra_template[0])
+      gst_caps_append(out, gst_caps_from_string(backend.extra_template));
+  };
+  // Pass 0: the shared families that map as system (when they lead); pass 1: the rest, in table order.
+  for (int pass = shared_first ? 0 : 1; pass < 2; ++pass) {
+    for (std::size_t i = 0; i < kBackendCount; ++i) {
+      const Backend &backend = backend_at(i);
+      const bool leading = backend.caps_feature && backend.maps_as_system;
+      if ((cpu_only && !backend.maps_as_system) || (shared_first && leading != (pass == 0)))
+        continue;
+      add(backend);
+    }
+  }
+  gst_caps_unref(base);
+  return out;
+}
+
 const char *storage_nick(GstTensorMemStorage storage) {
   auto *klass = static_cast<GEnumClass *>(g_type_class_ref(GST_TYPE_TENSOR_MEM_STORAGE));
   GEnumValue *value = g_enum_get_value(klass, storage);
@@ -75,7 +144,11 @@ GstBufferPool *backend_make_pool(const Backend &backend, GstElement *element, Gs
     GST_WARNING_OBJECT(element, "no %s allocator: the element has not started", backend.memory_name);
     return nullptr;
   }
-  GstBufferPool *pool = new_tensor_pool(backend.storage, allocator);
+  GstBufferPool *pool = backend.new_pool(allocator);
+  if (!pool) {
+    GST_WARNING_OBJECT(element, "%" GST_PTR_FORMAT " is not a %s allocator", allocator, backend.memory_name);
+    return nullptr;
+  }
   GstStructure *config = gst_buffer_pool_get_config(pool);
   gst_buffer_pool_config_set_params(config, caps, size, min_buffers, max_buffers);
   if (!gst_buffer_pool_set_config(pool, config)) {
@@ -90,17 +163,6 @@ GstBufferPool *backend_make_pool(const Backend &backend, GstElement *element, Gs
 }
 
 /* ---- ElementBackend ---- */
-
-namespace {
-const Backend &backend_at(std::size_t i) {
-  switch (i) {
-  case 1: return dmabuf_backend();
-  case 2: return pbo_backend();
-  case 3: return d3d11_backend();
-  default: return system_backend();
-  }
-}
-} // namespace
 
 ElementBackend::ElementBackend(GstElement *element, GstTensorMemStorage storage)
     : element_(element), storage_(storage) {

@@ -31,6 +31,11 @@ gboolean pool_set_config_unaligned(GstBufferPool *pool, GstStructure *config);
  * returns this after it made `*buffer`. */
 GstFlowReturn pool_adopt_buffer(GstBufferPool *pool, GstBuffer **buffer);
 
+/* Right after construction, for a family with a device (PBO): the
+ * allocator of that device that configs without one get (a new reference
+ * is taken). */
+void pool_set_device_allocator(GstBufferPool *pool, GstAllocator *allocator);
+
 /* The D3D11 family's pool (gsttensord3d11.cpp). */
 GstBufferPool *d3d11_buffer_pool_new(GstAllocator *allocator);
 

@@ -4,15 +4,12 @@
 #include <gst/tensormem/gsttensorbackend-private.h>
 #include <gst/tensormem/gsttensorbufferpool-private.h>
 #include <gst/tensormem/gsttensorcancel-private.h>
-#include <gst/tensormem/gsttensord3d11.h>
-#include <gst/tensormem/gsttensordmabuf.h>
 #include <gst/tensormem/gsttensorfencemeta.h>
 #include <gst/tensormem/gsttensorformat.h>
 #include <gst/tensormem/gsttensormapping-private.h>
-#include <gst/tensormem/gsttensormemory.h>
-#include <gst/tensormem/gsttensorpbo.h>
 #include <gst/tensormem/gsttensormemvalidate.h>
-#include <gst/tensormem/gsttensormem.hpp>
+#include <gst/tensormem/gsttensorformat.hpp>
+#include <gst/tensormem/gsttensormemallocator.hpp>
 
 #include <tensormem/storage.hpp>
 #include <tensormem/tensor.hpp>
@@ -31,7 +28,7 @@ namespace {
 
 struct GstTensorMemBufferPoolPrivate {
   GstTensorMemStorage storage;   // fixed at construction (D3D11: the subclass in gsttensord3d11.cpp)
-  GstAllocator *pbo_allocator;   // PBO: the GstTensorMemPboAllocator to use (owned); NULL until known
+  GstAllocator *device_allocator; // a family with a device (PBO): the allocator to use (owned); NULL until known
   /* Unpadded configs: the strides and offsets every buffer's meta carries,
    * from the core's image_layout (one layout engine for pool and core). */
   bool core_layout;
@@ -81,15 +78,7 @@ constexpr guint kStrideAlignMask = GST_TENSOR_MEM_BUFFER_POOL_STRIDE_ALIGN - 1;
 /* Kept by the pool's reset_buffer (GST_META_FLAG_SET does not compile as C++). */
 void mark_pooled(GstMeta *meta) { meta->flags = static_cast<GstMetaFlags>(meta->flags | GST_META_FLAG_POOLED); }
 
-const char *memory_name(GstTensorMemStorage storage) {
-  switch (storage) {
-  case GST_TENSOR_MEM_STORAGE_DMABUF: return "DMA-BUF";
-  case GST_TENSOR_MEM_STORAGE_PBO: return "PBO";
-  case GST_TENSOR_MEM_STORAGE_D3D11: return "D3D11";
-  default: break;
-  }
-  return "system";
-}
+const char *memory_name(GstTensorMemStorage storage) { return gst_tensormem::backend_for(storage).memory_name; }
 
 /* Makes the config name the tensor allocator of the pool's storage with at
  * least the stride alignment (so the video pool need not fix it up); FALSE
@@ -106,17 +95,15 @@ bool force_tensor_allocator(GstBufferPool *pool, GstTensorMemStorage storage, Gs
   }
   params.align |= kStrideAlignMask;
   GstTensorMemBufferPoolPrivate *priv = pool_priv(pool);
-  if (storage == GST_TENSOR_MEM_STORAGE_PBO)
-    return gst_tensormem::pool_force_device_allocator(pool, config, allocator, &params,
-                                                      GST_TYPE_TENSOR_MEM_PBO_ALLOCATOR, &priv->pbo_allocator, "PBO");
-  const bool ours = allocator && (storage == GST_TENSOR_MEM_STORAGE_DMABUF ? GST_IS_TENSOR_MEM_DMABUF_ALLOCATOR(allocator)
-                                                                       : GST_IS_TENSOR_MEM_SYSTEM_ALLOCATOR(allocator));
-  if (ours) {
+  const gst_tensormem::Backend &backend = gst_tensormem::backend_for(storage);
+  if (backend.ensure_device) // no process-wide allocator: the device's
+    return gst_tensormem::pool_force_device_allocator(pool, config, allocator, &params, backend.allocator_type(),
+                                                      &priv->device_allocator, backend.memory_name);
+  if (allocator && G_TYPE_CHECK_INSTANCE_TYPE(allocator, backend.allocator_type())) {
     gst_buffer_pool_config_set_allocator(config, allocator, &params);
     return true;
   }
-  GstAllocator *tensor_allocator =
-      storage == GST_TENSOR_MEM_STORAGE_DMABUF ? gst_tensor_mem_dmabuf_allocator_get() : gst_tensor_mem_system_allocator_get();
+  GstAllocator *tensor_allocator = backend.new_allocator(nullptr);
   if (allocator)
     GST_DEBUG_OBJECT(pool, "replacing allocator %" GST_PTR_FORMAT " with %" GST_PTR_FORMAT, allocator,
                      tensor_allocator);
@@ -148,6 +135,10 @@ bool pool_force_device_allocator(GstBufferPool *pool, GstStructure *config, GstA
 }
 
 void pool_set_storage(GstBufferPool *pool, GstTensorMemStorage storage) { pool_priv(pool)->storage = storage; }
+
+void pool_set_device_allocator(GstBufferPool *pool, GstAllocator *allocator) {
+  gst_object_replace(reinterpret_cast<GstObject **>(&pool_priv(pool)->device_allocator), GST_OBJECT_CAST(allocator));
+}
 
 gboolean pool_set_config_unaligned(GstBufferPool *pool, GstStructure *config) {
   GstBufferPoolClass *grandparent =
@@ -446,7 +437,7 @@ static void gst_tensor_mem_buffer_pool_get_property(GObject *object, guint prop_
 }
 
 static void gst_tensor_mem_buffer_pool_dispose(GObject *object) {
-  gst_clear_object(&pool_priv(GST_BUFFER_POOL_CAST(object))->pbo_allocator);
+  gst_clear_object(&pool_priv(GST_BUFFER_POOL_CAST(object))->device_allocator);
   G_OBJECT_CLASS(gst_tensor_mem_buffer_pool_parent_class)->dispose(object);
 }
 
@@ -587,54 +578,13 @@ GstBufferPool *gst_tensor_mem_buffer_pool_new(void) {
  */
 GstBufferPool *gst_tensor_mem_buffer_pool_new_for_storage(GstTensorMemStorage storage) {
   storage = gst_tensor_mem_storage_resolve(storage);
-  // D3D11 textures have their family's own pool, which needs its allocator.
-  const GType type =
-      storage == GST_TENSOR_MEM_STORAGE_D3D11 ? gst_tensor_mem_d3d11_buffer_pool_get_type() : GST_TYPE_TENSOR_MEM_BUFFER_POOL;
+  // A family with its own pool subclass (D3D11 textures) names it in the table.
+  const gst_tensormem::Backend &backend = gst_tensormem::backend_for(storage);
+  const GType type = backend.pool_type ? backend.pool_type() : GST_TYPE_TENSOR_MEM_BUFFER_POOL;
   auto *pool = static_cast<GstBufferPool *>(g_object_new(type, nullptr));
   gst_object_ref_sink(pool);
   gst_tensormem::pool_set_storage(pool, storage);
   return pool;
-}
-
-/**
- * gst_tensor_mem_buffer_pool_new_for_pbo:
- * @allocator: a #GstTensorMemPboAllocator (gst_tensor_mem_pbo_allocator_new())
- *
- * A pool of video buffers in OpenGL PBO memory of @allocator's GL worker:
- * one GL buffer per pool buffer, a #GstVideoMeta with every plane stride
- * aligned to %GST_TENSOR_MEM_BUFFER_POOL_STRIDE_ALIGN bytes. A PBO allocator in
- * a later config replaces @allocator.
- *
- * Returns: (transfer full): a new #GstBufferPool.
- *
- * Since: 0.1
- */
-GstBufferPool *gst_tensor_mem_buffer_pool_new_for_pbo(GstAllocator *allocator) {
-  g_return_val_if_fail(GST_IS_TENSOR_MEM_PBO_ALLOCATOR(allocator), nullptr);
-  GstBufferPool *pool = gst_tensor_mem_buffer_pool_new_for_storage(GST_TENSOR_MEM_STORAGE_PBO);
-  pool_priv(pool)->pbo_allocator = GST_ALLOCATOR_CAST(gst_object_ref(allocator));
-  return pool;
-}
-
-/**
- * gst_tensor_mem_buffer_pool_new_for_d3d11:
- * @allocator: a #GstTensorMemD3D11Allocator (gst_tensor_mem_d3d11_allocator_new())
- *
- * A pool of video buffers in Direct3D 11 textures of @allocator's device:
- * one texture (with a staging texture for CPU reads and writes) per buffer,
- * a #GstVideoMeta whose every plane stride is the staging pitch and whose
- * planes follow each other in texture rows (NV12: chroma at pitch × height).
- * The buffer size is the texture memory's (pitch × texture rows); read it
- * back from the config. Alignment options are ignored: the device decides
- * the pitch.
- *
- * Returns: (transfer full): a new #GstBufferPool.
- *
- * Since: 0.1
- */
-GstBufferPool *gst_tensor_mem_buffer_pool_new_for_d3d11(GstAllocator *allocator) {
-  g_return_val_if_fail(GST_IS_TENSOR_MEM_D3D11_ALLOCATOR(allocator), nullptr);
-  return gst_tensormem::d3d11_buffer_pool_new(allocator);
 }
 
 /**
@@ -663,14 +613,3 @@ void gst_tensor_mem_buffer_pool_config_set_fence_timeout(GstStructure *config, G
   gst_structure_set(config, kFenceTimeoutField, G_TYPE_UINT64, static_cast<guint64>(timeout), nullptr);
 }
 
-namespace gst_tensormem {
-
-GstBufferPool *new_tensor_pool(GstTensorMemStorage storage, GstAllocator *allocator) {
-  switch (storage) {
-  case GST_TENSOR_MEM_STORAGE_PBO: return gst_tensor_mem_buffer_pool_new_for_pbo(allocator);
-  case GST_TENSOR_MEM_STORAGE_D3D11: return gst_tensor_mem_buffer_pool_new_for_d3d11(allocator);
-  default: return gst_tensor_mem_buffer_pool_new_for_storage(storage);
-  }
-}
-
-} // namespace gst_tensormem

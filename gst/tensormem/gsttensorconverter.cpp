@@ -11,7 +11,12 @@
 #include <gst/tensormem/gsttensormemresizemeta.h>
 #include <gst/tensormem/gsttensormemvalidate.h>
 #include <gst/tensormem/gsttensorpbo.h>
-#include <gst/tensormem/gsttensormem.hpp>
+#include <gst/tensormem/gsttensorfencemeta.hpp>
+#include <gst/tensormem/gsttensorformat.hpp>
+#if GST_TENSOR_MEM_HAVE_GL
+#include <gst/tensormem/gsttensorglcontext.hpp>
+#include <gst/tensormem/gsttensorpbo.hpp>
+#endif
 
 #if GST_TENSOR_MEM_HAVE_GL
 #include <tensormem/gl_convert.hpp>

@@ -20,7 +20,8 @@
 
 #include "gsttensormemallocator.h"
 #include "gsttensorcudameta-private.h"
-#include <gst/tensormem/gsttensormem.hpp>
+#include <gst/tensormem/gsttensorcudameta.hpp>
+#include <gst/tensormem/gsttensormemallocator.hpp>
 
 #include <tensormem/cuda_import.hpp>
 #include <tensormem/internal/cuda_runtime.hpp>

@@ -4,12 +4,18 @@
 #include <gst/tensormem/gsttensorbackend-private.h>
 #include <gst/tensormem/gsttensorbasememory-private.h>
 #include <gst/tensormem/gsttensorbufferpool-private.h>
+#include <gst/tensormem/gsttensorbufferpool.h>
 #include <gst/tensormem/gsttensormapping-private.h>
 #include <gst/tensormem/gsttensord3d11device.h>
 #include <gst/tensormem/gsttensorfencemeta.h>
 #include <gst/tensormem/gsttensorformat.h>
 #include <gst/tensormem/gsttensormemallocator.h>
-#include <gst/tensormem/gsttensormem.hpp>
+#include <gst/tensormem/gsttensormemvalidate.h>
+#include <gst/tensormem/gsttensord3d11device.hpp>
+#include <gst/tensormem/gsttensord3d11.hpp>
+#include <gst/tensormem/gsttensorfencemeta.hpp>
+#include <gst/tensormem/gsttensorformat.hpp>
+#include <gst/tensormem/gsttensormemallocator.hpp>
 
 #include <tensormem/d3d11_timeline.hpp>
 #include <tensormem/host_pin.hpp>
@@ -375,6 +381,27 @@ std::shared_ptr<tensormem::D3d11Texture> gst_tensor_mem_d3d11_memory_get_texture
   return storage ? storage->texture() : nullptr;
 }
 
+/**
+ * gst_tensor_mem_buffer_pool_new_for_d3d11:
+ * @allocator: a #GstTensorMemD3D11Allocator (gst_tensor_mem_d3d11_allocator_new())
+ *
+ * A pool of video buffers in Direct3D 11 textures of @allocator's device:
+ * one texture (with a staging texture for CPU reads and writes) per buffer,
+ * a #GstVideoMeta whose every plane stride is the staging pitch and whose
+ * planes follow each other in texture rows (NV12: chroma at pitch × height).
+ * The buffer size is the texture memory's (pitch × texture rows); read it
+ * back from the config. Alignment options are ignored: the device decides
+ * the pitch.
+ *
+ * Returns: (transfer full): a new #GstBufferPool.
+ *
+ * Since: 0.1
+ */
+GstBufferPool *gst_tensor_mem_buffer_pool_new_for_d3d11(GstAllocator *allocator) {
+  g_return_val_if_fail(GST_IS_TENSOR_MEM_D3D11_ALLOCATOR(allocator), nullptr);
+  return gst_tensormem::d3d11_buffer_pool_new(allocator);
+}
+
 /* ---- the D3D11 backend: the process device, shared through GstContext ---- */
 
 namespace gst_tensormem {
@@ -415,6 +442,25 @@ gboolean d3d11_check_caps(GstElement *element, GstCaps *caps) {
 }
 /* Every write into a texture is ordered by the process fence. */
 gboolean d3d11_cpu_writes_need_fence(GstBuffer *) { return TRUE; }
+/* A D3D11 fence meta on the buffer becomes the texture storage's recorded
+ * write, whose counter the CUDA attachment shares: a CUDA map then waits for
+ * it on the stream (through the imported fence semaphore), not on the CPU. */
+void d3d11_prepare_cuda(GstBuffer *buffer, GstMemory *mem) {
+  auto storage = gst_tensor_mem_d3d11_memory_get_storage(mem);
+  if (!storage)
+    return;
+  gpointer state = nullptr;
+  while (GstMeta *meta = gst_buffer_iterate_meta_filtered(buffer, &state, GST_TENSOR_MEM_FENCE_META_API_TYPE)) {
+    auto *fence = reinterpret_cast<GstTensorMemFenceMeta *>(meta);
+    if (fence->kind != GST_TENSOR_MEM_FENCE_KIND_D3D11_FENCE || fence->value == 0)
+      continue;
+    // The meta refused unissued values when it was added; this fails only
+    // when the meta's timeline is another process fence than the storage's.
+    if (tensormem::Result<void> recorded = storage->set_gpu_write(fence->value); !recorded)
+      GST_WARNING("D3D11 fence %" G_GUINT64_FORMAT " not recorded on the texture: %s", fence->value,
+                  recorded.error().message().c_str());
+  }
+}
 } // namespace
 
 const Backend &d3d11_backend() {
@@ -435,6 +481,12 @@ const Backend &d3d11_backend() {
       .new_allocator = d3d11_new_allocator,
       .cpu_writes_need_fence = d3d11_cpu_writes_need_fence,
       .fence_writes = gst_buffer_fence_tensor_d3d11_writes,
+      .allocator_type = gst_tensor_mem_d3d11_allocator_get_type,
+      .pool_type = gst_tensor_mem_d3d11_buffer_pool_get_type,
+      .owns_memory = gst_is_tensor_d3d11_memory,
+      .new_pool = gst_tensor_mem_buffer_pool_new_for_d3d11,
+      .new_window = gst_tensor_mem_base_memory_new_window,
+      .prepare_cuda = d3d11_prepare_cuda,
   };
   return backend;
 }

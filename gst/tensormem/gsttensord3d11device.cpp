@@ -2,7 +2,7 @@
 #include <gst/tensormem/gsttensord3d11device.h>
 
 #include <gst/tensormem/gsttensorcontextshare-private.h>
-#include <gst/tensormem/gsttensormem.hpp>
+#include <gst/tensormem/gsttensord3d11device.hpp>
 
 #include <tensormem/d3d11_device.hpp>
 #include <tensormem/d3d11_timeline.hpp>

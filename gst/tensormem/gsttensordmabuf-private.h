@@ -4,7 +4,7 @@
 #pragma once
 
 #include <gst/gst.h>
-#include <gst/tensormem/gsttensormem.hpp>
+#include <gst/tensormem/gsttensormemallocator.hpp>
 #include <tensormem/tensor.hpp>
 
 namespace gst_tensormem {

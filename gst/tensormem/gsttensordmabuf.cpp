@@ -2,12 +2,14 @@
 #include <gst/tensormem/gsttensordmabuf.h>
 
 #include <gst/tensormem/gsttensorbackend-private.h>
+#include <gst/tensormem/gsttensorbufferpool.h>
 #include <gst/tensormem/gsttensordmabuf-private.h>
 #include <gst/tensormem/gsttensorformat.h>
 #include <gst/tensormem/gsttensormapping-private.h>
 #include <gst/tensormem/gsttensormemconfig.h>
 #include <gst/tensormem/gsttensorsidecache-private.h>
-#include <gst/tensormem/gsttensormem.hpp>
+#include <gst/tensormem/gsttensordmabuf.hpp>
+#include <gst/tensormem/gsttensormemallocator.hpp>
 #include <gst/video/video.h>
 
 #include <algorithm>
@@ -508,6 +510,31 @@ gboolean dmabuf_check_usable(GstElement *element) {
   return FALSE;
 }
 GstAllocator *dmabuf_new_allocator(GstObject *) { return gst_tensor_mem_dmabuf_allocator_get(); }
+gboolean dmabuf_fd_bytes(GstMemory *mem, guint64 *bytes) {
+  const tensormem::Tensor *own = own_dmabuf_tensor(mem);
+  if (!own)
+    return FALSE;
+  *bytes = own->size_bytes();
+  return TRUE;
+}
+GstBufferPool *dmabuf_new_pool(GstAllocator *) {
+  return gst_tensor_mem_buffer_pool_new_for_storage(GST_TENSOR_MEM_STORAGE_DMABUF);
+}
+/* A memory of the DMA-BUF allocator over the same storage (its own
+ * mapping, the same fd's pages), narrowed to the range. */
+GstMemory *dmabuf_new_window(GstMemory *mem, gsize offset, gsize size) {
+  if (!gst_is_tensor_dmabuf_memory(mem) || offset > mem->size || size > mem->size - offset || size == 0)
+    return nullptr;
+  std::shared_ptr<tensormem::DmaBufStorage> storage = gst_tensor_mem_dmabuf_memory_get_storage(mem);
+  if (!storage)
+    return nullptr;
+  GstAllocator *allocator = gst_tensor_mem_dmabuf_allocator_get();
+  GstMemory *window = gst_tensor_mem_dmabuf_allocator_import(allocator, std::move(storage));
+  gst_object_unref(allocator);
+  if (window)
+    gst_memory_resize(window, static_cast<gssize>(mem->offset + offset), size);
+  return window;
+}
 } // namespace
 
 const Backend &dmabuf_backend() {
@@ -518,6 +545,13 @@ const Backend &dmabuf_backend() {
       .kind = tensormem::StorageKind::DmaBuf,
       .check_usable = dmabuf_check_usable,
       .new_allocator = dmabuf_new_allocator,
+      .maps_as_system = true,
+      .extra_template = GST_TENSOR_MEM_DMA_DRM_STRUCTURE,
+      .allocator_type = gst_tensor_mem_dmabuf_allocator_get_type,
+      .owns_memory = gst_is_tensor_dmabuf_memory,
+      .new_pool = dmabuf_new_pool,
+      .new_window = dmabuf_new_window,
+      .fd_bytes = dmabuf_fd_bytes,
   };
   return backend;
 }

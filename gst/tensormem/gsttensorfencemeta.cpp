@@ -26,7 +26,11 @@
 #include <gst/tensormem/gsttensormemconfig.h>
 
 #include <gst/tensormem/gsttensorcancel-private.h>
-#include <gst/tensormem/gsttensormem.hpp>
+#include <gst/tensormem/gsttensorfencemeta.hpp>
+#include <gst/tensormem/gsttensormemallocator.hpp>
+#if GST_TENSOR_MEM_HAVE_GL
+#include <gst/tensormem/gsttensorglcontext.hpp>
+#endif
 
 #include <tensormem/gl_worker.hpp>
 #include <tensormem/storage.hpp>

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include <gst/tensormem/gsttensorformat.h>
-#include <gst/tensormem/gsttensormem.hpp>
+#include <gst/tensormem/gsttensorformat.hpp>
 
 #include <array>
 #include <utility>

@@ -3,7 +3,9 @@
 #include <gst/tensormem/gsttensormemconfig.h>
 
 #include <gst/tensormem/gsttensorcontextshare-private.h>
-#include <gst/tensormem/gsttensormem.hpp>
+#if GST_TENSOR_MEM_HAVE_GL
+#include <gst/tensormem/gsttensorglcontext.hpp>
+#endif
 
 #include <tensormem/gl_worker.hpp>
 

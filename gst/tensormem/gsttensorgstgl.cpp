@@ -21,7 +21,10 @@
 
 #include <gst/tensormem/gsttensormemconfig.h>
 #include <gst/tensormem/gsttensorpbo.h>
-#include <gst/tensormem/gsttensormem.hpp>
+#if GST_TENSOR_MEM_HAVE_GL
+#include <gst/tensormem/gsttensorglcontext.hpp>
+#include <gst/tensormem/gsttensorpbo.hpp>
+#endif
 
 #include <tensormem/gl_worker.hpp>
 

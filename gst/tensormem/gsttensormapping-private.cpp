@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include <gst/tensormem/gsttensormapping-private.h>
-#include <gst/tensormem/gsttensormem.hpp>
+#include <gst/tensormem/gsttensormemallocator.hpp>
 
 #include <tensormem/storage.hpp>
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include <gst/tensormem/gsttensormemallocator.h>
-#include <gst/tensormem/gsttensormem.hpp>
+#include <gst/tensormem/gsttensormemallocator.hpp>
 
 G_DEFINE_INTERFACE(GstTensorMemAllocator, gst_tensor_mem_allocator, GST_TYPE_ALLOCATOR)
 

@@ -2,6 +2,7 @@
 #include <gst/tensormem/gsttensormemory.h>
 
 #include <gst/tensormem/gsttensorbackend-private.h>
+#include <gst/tensormem/gsttensorbufferpool.h>
 
 #include <gst/tensormem/gsttensormapping-private.h>
 
@@ -85,6 +86,16 @@ namespace gst_tensormem {
 
 namespace {
 GstAllocator *system_new_allocator(GstObject *) { return gst_tensor_mem_system_allocator_get(); }
+gboolean system_owns_memory(GstMemory *mem) {
+  return mem && mem->allocator && GST_IS_TENSOR_MEM_SYSTEM_ALLOCATOR(mem->allocator);
+}
+gboolean system_fd_bytes(GstMemory *, guint64 *bytes) { // a heap block
+  *bytes = 0;
+  return TRUE;
+}
+GstBufferPool *system_new_pool(GstAllocator *) {
+  return gst_tensor_mem_buffer_pool_new_for_storage(GST_TENSOR_MEM_STORAGE_SYSTEM);
+}
 } // namespace
 
 const Backend &system_backend() {
@@ -94,6 +105,12 @@ const Backend &system_backend() {
       .caps_feature = nullptr,
       .kind = tensormem::StorageKind::Mem,
       .new_allocator = system_new_allocator,
+      .maps_as_system = true,
+      .allocator_type = gst_tensor_mem_system_allocator_get_type,
+      .owns_memory = system_owns_memory,
+      .new_pool = system_new_pool,
+      .new_window = gst_tensor_mem_base_memory_new_window,
+      .fd_bytes = system_fd_bytes,
   };
   return backend;
 }

@@ -38,7 +38,7 @@
 
 #include <gst/allocators/gstdmabuf.h>
 #include <gst/allocators/gstfdmemory.h>
-#include <gst/tensormem/gsttensordmabuf-private.h>
+#include <gst/tensormem/gsttensorbackend-private.h>
 #include <gst/tensormem/gsttensormemallocator.h>
 #include <gst/tensormem/gsttensormemconfig.h>
 
@@ -123,19 +123,17 @@ gboolean check_fd_memories(GstBuffer *buffer, GError **error) {
   const guint n = gst_buffer_n_memory(buffer);
   for (guint i = 0; i < n; ++i) {
     GstMemory *mem = gst_buffer_peek_memory(buffer, i);
-    // Our system memory is a heap block: no fd behind it. The commonest case
-    // at every element, found by the allocator's exact type.
-    if (mem->allocator && G_TYPE_FROM_INSTANCE(mem->allocator) == GST_TYPE_TENSOR_MEM_SYSTEM_ALLOCATOR)
-      continue;
     guint64 size = 0;
     gboolean known = FALSE;
-    /* Our own DMA-BUF memory (the commonest fd memory here, checked at
-     * every element for every buffer): its storage measured the fd once,
-     * when it was allocated or imported, and maps exactly that many bytes;
-     * compare with that instead of asking the kernel, and find it by the
-     * allocator's exact type instead of the fd and interface lookups. */
-    if (const tensormem::Tensor *own = gst_tensormem::own_dmabuf_tensor(mem)) {
-      size = own->size_bytes();
+    /* Our own memory (the commonest here, checked at every element for
+     * every buffer): the family says what is behind it. System memory is a
+     * heap block with no fd; a DMA-BUF storage measured its fd once, when it
+     * was allocated or imported, and maps exactly that many bytes: compare
+     * with that instead of asking the kernel. */
+    const gst_tensormem::Backend *family = gst_tensormem::backend_of_memory(mem);
+    if (family && family->fd_bytes && family->fd_bytes(mem, &size)) {
+      if (size == 0)
+        continue;
       known = TRUE;
     } else if (!gst_is_fd_memory(mem)) {
       continue;

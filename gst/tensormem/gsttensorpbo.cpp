@@ -3,9 +3,16 @@
 #include <gst/tensormem/gsttensorpbo.h>
 
 #include <gst/tensormem/gsttensorbackend-private.h>
+#include <gst/tensormem/gsttensorbufferpool-private.h>
+#include <gst/tensormem/gsttensorbufferpool.h>
 #include <gst/tensormem/gsttensorfencemeta.h>
 #include <gst/tensormem/gsttensormapping-private.h>
-#include <gst/tensormem/gsttensormem.hpp>
+#include <gst/tensormem/gsttensorfencemeta.hpp>
+#include <gst/tensormem/gsttensormemallocator.hpp>
+#if GST_TENSOR_MEM_HAVE_GL
+#include <gst/tensormem/gsttensorglcontext.hpp>
+#include <gst/tensormem/gsttensorpbo.hpp>
+#endif
 
 #include <tensormem/gl_worker.hpp>
 #include <tensormem/host_pin.hpp>
@@ -324,6 +331,26 @@ void gst_tensor_mem_get_gl_stats(guint64 *pbos, guint64 *fences) {
     *fences = live.fences;
 }
 
+/**
+ * gst_tensor_mem_buffer_pool_new_for_pbo:
+ * @allocator: a #GstTensorMemPboAllocator (gst_tensor_mem_pbo_allocator_new())
+ *
+ * A pool of video buffers in OpenGL PBO memory of @allocator's GL worker:
+ * one GL buffer per pool buffer, a #GstVideoMeta with every plane stride
+ * aligned to %GST_TENSOR_MEM_BUFFER_POOL_STRIDE_ALIGN bytes. A PBO allocator in
+ * a later config replaces @allocator.
+ *
+ * Returns: (transfer full): a new #GstBufferPool.
+ *
+ * Since: 0.1
+ */
+GstBufferPool *gst_tensor_mem_buffer_pool_new_for_pbo(GstAllocator *allocator) {
+  g_return_val_if_fail(GST_IS_TENSOR_MEM_PBO_ALLOCATOR(allocator), nullptr);
+  GstBufferPool *pool = gst_tensor_mem_buffer_pool_new_for_storage(GST_TENSOR_MEM_STORAGE_PBO);
+  gst_tensormem::pool_set_device_allocator(pool, allocator);
+  return pool;
+}
+
 /* ---- the PBO backend: a GL worker shared through GstContext ---- */
 
 namespace gst_tensormem {
@@ -364,6 +391,10 @@ const Backend &pbo_backend() {
       .new_allocator = pbo_new_allocator,
       .cpu_writes_need_fence = gst_buffer_tensor_pbo_cpu_writes_need_fence,
       .fence_writes = gst_buffer_fence_tensor_pbo_writes,
+      .allocator_type = gst_tensor_mem_pbo_allocator_get_type,
+      .owns_memory = gst_is_tensor_pbo_memory,
+      .new_pool = gst_tensor_mem_buffer_pool_new_for_pbo,
+      .new_window = gst_tensor_mem_base_memory_new_window,
   };
   return backend;
 }

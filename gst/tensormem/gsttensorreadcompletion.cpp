@@ -26,7 +26,8 @@
 #include <gst/tensormem/gsttensorreadcompletion.h>
 
 #include <gst/tensormem/gsttensormemallocator.h>
-#include <gst/tensormem/gsttensormem.hpp>
+#include <gst/tensormem/gsttensormemallocator.hpp>
+#include <gst/tensormem/gsttensorreadcompletion.hpp>
 
 #include <tensormem/storage.hpp>
 #include <tensormem/tensor.hpp>

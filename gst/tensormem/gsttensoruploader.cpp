@@ -11,7 +11,8 @@
 #include <gst/tensormem/gsttensormemconfig.h>
 #include <gst/tensormem/gsttensormemory.h>
 #include <gst/tensormem/gsttensormemvalidate.h>
-#include <gst/tensormem/gsttensormem.hpp>
+#include <gst/tensormem/gsttensordmabuf.hpp>
+#include <gst/tensormem/gsttensormemallocator.hpp>
 
 #include <iterator>
 #include <utility>

@@ -8,7 +8,7 @@
 
 #include <gst/gst.h>
 #include <gst/tensormem/tensormem.h>
-#include <gst/tensormem/gsttensormem.hpp>
+#include <gst/tensormem/tensormem.hpp>
 
 #include <tensormem/gl_worker.hpp>
 #include <tensormem/timeline.hpp>

@@ -14,7 +14,7 @@
 #include <gst/check/gstharness.h>
 #include <gst/gst.h>
 #include <gst/tensormem/tensormem.h>
-#include <gst/tensormem/gsttensormem.hpp>
+#include <gst/tensormem/tensormem.hpp>
 #include <gst/video/video.h>
 
 #include <tensormem/gl_worker.hpp>

@@ -22,7 +22,7 @@
 #include <gst/tensormem/gsttensorcaps.h>
 #include <gst/tensormem/gsttensorformat.h>
 #include <gst/tensormem/gsttensormemvalidate.h>
-#include <gst/tensormem/gsttensormem.hpp>
+#include <gst/tensormem/tensormem.hpp>
 #include <gst/video/video.h>
 
 #include <algorithm>

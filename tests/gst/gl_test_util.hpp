@@ -6,7 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <gst/tensormem/tensormem.h>
-#include <gst/tensormem/gsttensormem.hpp>
+#include <gst/tensormem/tensormem.hpp>
 #include <tensormem/gl_worker.hpp>
 
 #include <epoxy/gl.h>

@@ -3,7 +3,7 @@
 
 #include <gst/gst.h>
 #include <gst/tensormem/tensormem.h>
-#include <gst/tensormem/gsttensormem.hpp>
+#include <gst/tensormem/tensormem.hpp>
 
 #include <tensormem/tensor.hpp>
 

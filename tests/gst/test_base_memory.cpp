@@ -7,7 +7,7 @@
 #include <gst/allocators/gstdmabuf.h>
 #include <gst/gst.h>
 #include <gst/tensormem/tensormem.h>
-#include <gst/tensormem/gsttensormem.hpp>
+#include <gst/tensormem/tensormem.hpp>
 
 #include <tensormem/storage.hpp>
 #include <tensormem/tensor.hpp>

@@ -12,7 +12,7 @@
 #include "gl_test_util.hpp"
 
 #include <gst/tensormem/tensormem.h>
-#include <gst/tensormem/gsttensormem.hpp>
+#include <gst/tensormem/tensormem.hpp>
 #include <tensormem/gl_convert.hpp>
 
 #include <string>

@@ -14,7 +14,7 @@
 #include <gst/app/gstappsrc.h>
 #include <gst/check/gstharness.h>
 #include <gst/tensormem/tensormem.h>
-#include <gst/tensormem/gsttensormem.hpp>
+#include <gst/tensormem/tensormem.hpp>
 #include <tensormem/gl_convert.hpp>
 #include <tensormem/internal/cuda_runtime.hpp>
 

@@ -14,7 +14,7 @@
 #include <gst/tensormem/tensormem.h>
 
 #include <gst/tensormem/gsttensordlpack.h>
-#include <gst/tensormem/gsttensormem.hpp>
+#include <gst/tensormem/tensormem.hpp>
 
 #include <tensormem/d3d11_timeline.hpp>
 #include <tensormem/internal/cuda_d3d11.hpp>

@@ -14,7 +14,7 @@
 #include <gst/check/gstharness.h>
 
 #include <gst/tensormem/tensormem.h>
-#include <gst/tensormem/gsttensormem.hpp>
+#include <gst/tensormem/tensormem.hpp>
 #include <tensormem/internal/cuda_runtime.hpp>
 
 #include <ostream>

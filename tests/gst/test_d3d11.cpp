@@ -12,7 +12,7 @@
 #include <gst/tensormem/gsttensorfencemeta.h>
 #include <gst/tensormem/gsttensormemallocator.h>
 #include <gst/tensormem/gsttensorstorage.h>
-#include <gst/tensormem/gsttensormem.hpp>
+#include <gst/tensormem/tensormem.hpp>
 
 #include <tensormem/d3d11_device.hpp>
 #include <tensormem/internal/d3d11_software_device.hpp>

@@ -23,7 +23,7 @@
 #endif
 
 #include <gst/tensormem/tensormem.h>
-#include <gst/tensormem/gsttensormem.hpp>
+#include <gst/tensormem/tensormem.hpp>
 
 #include <glib/gstdio.h>
 

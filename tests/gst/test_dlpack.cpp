@@ -9,7 +9,7 @@
 
 #include <gst/allocators/gstdmabuf.h>
 #include <gst/tensormem/tensormem.h>
-#include <gst/tensormem/gsttensormem.hpp>
+#include <gst/tensormem/tensormem.hpp>
 #include <gst/video/video.h>
 
 #include <tensormem/tensor.hpp>

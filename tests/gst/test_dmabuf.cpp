@@ -8,7 +8,7 @@
 
 #include <gst/allocators/gstdmabuf.h>
 #include <gst/tensormem/tensormem.h>
-#include <gst/tensormem/gsttensormem.hpp>
+#include <gst/tensormem/tensormem.hpp>
 
 #include <tensormem/dmabuf_storage.hpp>
 #include <tensormem/pixel_format.hpp>

@@ -7,7 +7,7 @@
 #include <gst/allocators/gstdmabuf.h>
 #include <gst/check/gstharness.h>
 #include <gst/tensormem/tensormem.h>
-#include <gst/tensormem/gsttensormem.hpp>
+#include <gst/tensormem/tensormem.hpp>
 
 #include <tensormem/dmabuf_storage.hpp>
 

@@ -14,7 +14,7 @@
 #include <gst/app/gstappsrc.h>
 #include <gst/check/gstharness.h>
 #include <gst/tensormem/tensormem.h>
-#include <gst/tensormem/gsttensormem.hpp>
+#include <gst/tensormem/tensormem.hpp>
 
 #include <tensormem/d3d11_timeline.hpp>
 #include <tensormem/internal/d3d11_software_device.hpp>

@@ -7,7 +7,7 @@
 #include "test_util.hpp"
 
 #include <gst/tensormem/tensormem.h>
-#include <gst/tensormem/gsttensormem.hpp>
+#include <gst/tensormem/tensormem.hpp>
 
 #include <tensormem/gl_worker.hpp>
 

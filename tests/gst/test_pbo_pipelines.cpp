@@ -9,7 +9,7 @@
 
 #include <gst/check/gstharness.h>
 #include <gst/tensormem/tensormem.h>
-#include <gst/tensormem/gsttensormem.hpp>
+#include <gst/tensormem/tensormem.hpp>
 
 #include <tensormem/gl_worker.hpp>
 

@@ -2,7 +2,7 @@
 #include "test_util.hpp"
 
 #include <gst/tensormem/tensormem.h>
-#include <gst/tensormem/gsttensormem.hpp>
+#include <gst/tensormem/tensormem.hpp>
 
 #include <tensormem/pixel_format.hpp>
 

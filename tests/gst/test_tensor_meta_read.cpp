@@ -10,7 +10,7 @@
 #include "meta_read_util.hpp"
 
 #include <gst/tensormem/tensormem.h>
-#include <gst/tensormem/gsttensormem.hpp>
+#include <gst/tensormem/tensormem.hpp>
 #include <tensormem/timeline.hpp>
 
 #include <cstring>

@@ -5,7 +5,7 @@
 Usage: test_gir.py GIR HEADER...
 
 - The installed C HEADERs are C only (the C++ entry points live in
-  gsttensormem.hpp), and the GIR names its functions with at most two
+  the .hpp companions), and the GIR names its functions with at most two
   symbol prefixes (gst_tensor_mem, and gst for gst_buffer_* and the like).
 - Every function that the installed HEADERs declare (GST_TENSOR_MEM_API) is in GIR, and introspectable unless it is
   one of NOT_INTROSPECTABLE below (each with the reason).
