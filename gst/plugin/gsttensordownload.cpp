@@ -88,33 +88,24 @@ struct _GstTensorMemDownload {
 
 namespace {
 
-#define DOWNLOAD_DMABUF_CAPS GST_VIDEO_CAPS_MAKE_WITH_FEATURES(GST_CAPS_FEATURE_MEMORY_DMABUF, GST_TENSOR_MEM_VIDEO_FORMATS)
 #define DOWNLOAD_PLAIN_CAPS GST_VIDEO_CAPS_MAKE(GST_TENSOR_MEM_VIDEO_FORMATS)
-#define DOWNLOAD_PBO_CAPS                                                                                              \
-  GST_VIDEO_CAPS_MAKE_WITH_FEATURES(GST_CAPS_FEATURE_MEMORY_TENSOR_PBO, GST_TENSOR_MEM_VIDEO_FORMATS)
-#define DOWNLOAD_D3D11_CAPS                                                                                            \
-  GST_VIDEO_CAPS_MAKE_WITH_FEATURES(GST_CAPS_FEATURE_MEMORY_TENSOR_D3D11, GST_TENSOR_MEM_VIDEO_FORMATS)
-/* Tensors (tensorconvert, NNStreamer) in any of our memories. The template
- * takes any other/tensors so that what it cannot handle (more than one
- * tensor, flexible or sparse formats) reaches set_caps and is refused there
- * by name, not as a bare not-negotiated. */
-#define DOWNLOAD_TENSOR_CAPS(features) "other/tensors" features
-#define DOWNLOAD_TENSOR_SINK_CAPS                                                                                      \
-  DOWNLOAD_TENSOR_CAPS("")                                                                                             \
-  "; " DOWNLOAD_TENSOR_CAPS("(" GST_CAPS_FEATURE_MEMORY_DMABUF ")") "; " DOWNLOAD_TENSOR_CAPS(                         \
-      "(" GST_CAPS_FEATURE_MEMORY_TENSOR_PBO                                                                           \
-      ")") "; " DOWNLOAD_TENSOR_CAPS("(" GST_CAPS_FEATURE_MEMORY_TENSOR_D3D11 ")")
-#define DOWNLOAD_TENSOR_SRC_CAPS                                                                                       \
-  DOWNLOAD_TENSOR_CAPS("(" GST_CAPS_FEATURE_MEMORY_DMABUF ")") "; " DOWNLOAD_TENSOR_CAPS("")
 
-GstStaticPadTemplate sink_template = GST_STATIC_PAD_TEMPLATE(
-    "sink", GST_PAD_SINK, GST_PAD_ALWAYS,
-    GST_STATIC_CAPS(DOWNLOAD_PLAIN_CAPS "; " DOWNLOAD_DMABUF_CAPS GST_TENSOR_MEM_DMA_DRM_TEMPLATE "; " DOWNLOAD_PBO_CAPS
-                                        "; " DOWNLOAD_D3D11_CAPS "; " DOWNLOAD_TENSOR_SINK_CAPS));
-GstStaticPadTemplate src_template =
-    GST_STATIC_PAD_TEMPLATE("src", GST_PAD_SRC, GST_PAD_ALWAYS,
-                            GST_STATIC_CAPS(DOWNLOAD_DMABUF_CAPS GST_TENSOR_MEM_DMA_DRM_TEMPLATE
-                                            "; " DOWNLOAD_PLAIN_CAPS "; " DOWNLOAD_TENSOR_SRC_CAPS));
+/* The pad templates, from the backend table: frames and tensors (tensorconvert,
+ * NNStreamer) in every family's memory in, in memory the CPU can read out.
+ * The tensor caps take any other/tensors so that what the element cannot
+ * handle (more than one tensor, flexible or sparse formats) reaches set_caps
+ * and is refused there by name, not as a bare not-negotiated. */
+void add_pad_templates(GstElementClass *element_class) {
+  using gst_tensormem::TemplateFamilies;
+  GstCaps *sink = gst_tensormem::template_caps(DOWNLOAD_PLAIN_CAPS, TemplateFamilies::All);
+  gst_caps_append(sink, gst_tensormem::template_caps("other/tensors", TemplateFamilies::All));
+  GstCaps *src = gst_tensormem::template_caps(DOWNLOAD_PLAIN_CAPS, TemplateFamilies::CpuReadableShared);
+  gst_caps_append(src, gst_tensormem::template_caps("other/tensors", TemplateFamilies::CpuReadableShared));
+  gst_element_class_add_pad_template(element_class, gst_pad_template_new("sink", GST_PAD_SINK, GST_PAD_ALWAYS, sink));
+  gst_element_class_add_pad_template(element_class, gst_pad_template_new("src", GST_PAD_SRC, GST_PAD_ALWAYS, src));
+  gst_caps_unref(sink);
+  gst_caps_unref(src);
+}
 
 /* The require-zero-copy error for a frame whose consumer cannot read its
  * layout. */
@@ -166,9 +157,7 @@ static gboolean gst_tensor_download_set_caps(GstBaseTransform *trans, GstCaps *i
   if (!self->tensor_bytes &&
       !GST_BASE_TRANSFORM_CLASS(gst_tensor_download_parent_class)->set_caps(trans, incaps, outcaps))
     return FALSE;
-  GstCapsFeatures *features = gst_caps_get_features(outcaps, 0);
-  self->output_dmabuf = features && !gst_caps_features_is_any(features) &&
-                        gst_caps_features_contains(features, GST_CAPS_FEATURE_MEMORY_DMABUF);
+  self->output_dmabuf = gst_tensormem::download_output_keeps_memory(outcaps);
   GST_DEBUG_OBJECT(self, "output caps %s memory:DMABuf", self->output_dmabuf ? "keep" : "drop");
   return TRUE;
 }
@@ -300,8 +289,7 @@ static void gst_tensor_download_class_init(GstTensorMemDownloadClass *klass) {
                                         "already the default one, one counted copy into a pool of default-layout "
                                         "frames otherwise",
                                         GST_TENSOR_MEM_AUTHOR);
-  gst_element_class_add_static_pad_template(element_class, &sink_template);
-  gst_element_class_add_static_pad_template(element_class, &src_template);
+  add_pad_templates(element_class);
 
   trans_class->transform_caps = gst_tensor_download_transform_caps;
   trans_class->fixate_caps = gst_tensor_download_fixate_caps;

@@ -100,30 +100,28 @@ namespace {
 
 enum { PROP_0, PROP_STORAGE, PROP_GPU_COPIED_BYTES };
 
-#define UPLOAD_DMABUF_CAPS GST_VIDEO_CAPS_MAKE_WITH_FEATURES(GST_CAPS_FEATURE_MEMORY_DMABUF, GST_TENSOR_MEM_VIDEO_FORMATS)
 #define UPLOAD_PLAIN_CAPS GST_VIDEO_CAPS_MAKE(GST_TENSOR_MEM_VIDEO_FORMATS)
-#define UPLOAD_PBO_CAPS GST_VIDEO_CAPS_MAKE_WITH_FEATURES(GST_CAPS_FEATURE_MEMORY_TENSOR_PBO, GST_TENSOR_MEM_VIDEO_FORMATS)
-#define UPLOAD_D3D11_CAPS                                                                                              \
-  GST_VIDEO_CAPS_MAKE_WITH_FEATURES(GST_CAPS_FEATURE_MEMORY_TENSOR_D3D11, GST_TENSOR_MEM_VIDEO_FORMATS)
 
 /* GstGL interop: textures of 4-byte formats (an RGBA8 texture holds the
  * bytes as they are), read into PBOs on the GPU (storage=pbo). */
 #define UPLOAD_GL_MEMORY_CAPS                                                                                          \
   GST_VIDEO_CAPS_MAKE_WITH_FEATURES(GST_TENSOR_MEM_CAPS_FEATURE_MEMORY_GL_MEMORY, "{ RGBA, BGRA, RGBx, BGRx }")            \
   ", texture-target=(string)2D"
-#if GST_TENSOR_MEM_HAVE_GSTGL && GST_TENSOR_MEM_HAVE_GL
-#define UPLOAD_SINK_GL_CAPS "; " UPLOAD_GL_MEMORY_CAPS
-#else
-#define UPLOAD_SINK_GL_CAPS ""
-#endif
 
-GstStaticPadTemplate sink_template = GST_STATIC_PAD_TEMPLATE(
-    "sink", GST_PAD_SINK, GST_PAD_ALWAYS,
-    GST_STATIC_CAPS(UPLOAD_PLAIN_CAPS "; " UPLOAD_DMABUF_CAPS GST_TENSOR_MEM_DMA_DRM_TEMPLATE UPLOAD_SINK_GL_CAPS));
-GstStaticPadTemplate src_template =
-    GST_STATIC_PAD_TEMPLATE("src", GST_PAD_SRC, GST_PAD_ALWAYS,
-                            GST_STATIC_CAPS(UPLOAD_DMABUF_CAPS GST_TENSOR_MEM_DMA_DRM_TEMPLATE
-                                            "; " UPLOAD_PLAIN_CAPS "; " UPLOAD_PBO_CAPS "; " UPLOAD_D3D11_CAPS));
+/* The pad templates, from the backend table: frames in any memory the CPU
+ * can read (and GstGL textures) in, frames in every family's memory out. */
+void add_pad_templates(GstElementClass *element_class) {
+  using gst_tensormem::TemplateFamilies;
+  GstCaps *sink = gst_tensormem::template_caps(UPLOAD_PLAIN_CAPS, TemplateFamilies::CpuReadable);
+#if GST_TENSOR_MEM_HAVE_GSTGL && GST_TENSOR_MEM_HAVE_GL
+  gst_caps_append(sink, gst_caps_from_string(UPLOAD_GL_MEMORY_CAPS));
+#endif
+  GstCaps *src = gst_tensormem::template_caps(UPLOAD_PLAIN_CAPS, TemplateFamilies::AllShared);
+  gst_element_class_add_pad_template(element_class, gst_pad_template_new("sink", GST_PAD_SINK, GST_PAD_ALWAYS, sink));
+  gst_element_class_add_pad_template(element_class, gst_pad_template_new("src", GST_PAD_SRC, GST_PAD_ALWAYS, src));
+  gst_caps_unref(sink);
+  gst_caps_unref(src);
+}
 
 const gst_tensormem::Backend &backend_of(GstTensorMemUpload *self) { return self->backend->backend(); }
 
@@ -282,8 +280,8 @@ static GstCaps *gst_tensor_upload_transform_caps(GstBaseTransform *trans, GstPad
   if (direction == GST_PAD_SINK) {
     const gst_tensormem::Backend &backend = backend_of(self);
     result = gst_tensormem::caps_with_feature(plain, backend.caps_feature);
-    // DMA-BUF memory maps as system memory too: plain caps second.
-    if (&backend == &gst_tensormem::dmabuf_backend())
+    // Shared memory that maps as system memory (DMA-BUF) is offered with plain caps too, second.
+    if (backend.caps_feature && backend.maps_as_system)
       result = gst_caps_merge(result, plain);
     else
       gst_caps_unref(plain);
@@ -448,8 +446,7 @@ static void gst_tensor_upload_class_init(GstTensorMemUploadClass *klass) {
                                         "zero-copy when upstream writes into the offered tensor buffer pool or hands "
                                         "over DMA-BUF memory, one counted copy otherwise",
                                         GST_TENSOR_MEM_AUTHOR);
-  gst_element_class_add_static_pad_template(element_class, &sink_template);
-  gst_element_class_add_static_pad_template(element_class, &src_template);
+  add_pad_templates(element_class);
 
   trans_class->start = gst_tensor_upload_start;
   trans_class->stop = gst_tensor_upload_stop;

@@ -30,12 +30,12 @@ void ensure_debug_category() {
   }
 }
 
-bool structure_has_dmabuf(GstCaps *caps, guint i) {
-  if (!caps || gst_caps_is_any(caps) || i >= gst_caps_get_size(caps))
-    return false;
-  GstCapsFeatures *features = gst_caps_get_features(caps, i);
-  return features && !gst_caps_features_is_any(features) &&
-         gst_caps_features_contains(features, GST_CAPS_FEATURE_MEMORY_DMABUF);
+/* The caps feature of structure `i` when it names a family whose memory
+ * the CPU reads as it is (DMA-BUF): such memory passes through download
+ * keeping its feature. NULL otherwise. */
+const char *passing_feature(GstCaps *caps, guint i) {
+  const Backend *family = backend_of_caps(caps, i);
+  return family && family->caps_feature && family->maps_as_system ? family->caps_feature : nullptr;
 }
 
 void append_with_feature(GstCaps *out, GstCaps *caps, guint i, const char *feature) {
@@ -148,18 +148,19 @@ GstCaps *download_transform_caps(GstPadDirection direction, GstCaps *in_caps, Gs
     GstCaps *first = gst_caps_new_empty();
     GstCaps *second = gst_caps_new_empty();
     for (guint i = 0; i < gst_caps_get_size(caps); ++i) {
-      const bool dmabuf = structure_has_dmabuf(caps, i);
+      const char *passing = passing_feature(caps, i);
       if (direction == GST_PAD_SINK) {
-        if (dmabuf)
-          append_with_feature(first, caps, i, GST_CAPS_FEATURE_MEMORY_DMABUF);
+        if (passing)
+          append_with_feature(first, caps, i, passing);
         append_with_feature(second, caps, i, nullptr);
-      } else if (dmabuf) {
-        append_with_feature(first, caps, i, GST_CAPS_FEATURE_MEMORY_DMABUF);
+      } else if (passing) {
+        append_with_feature(first, caps, i, passing);
       } else {
         append_with_feature(first, caps, i, nullptr);
-        append_with_feature(second, caps, i, GST_CAPS_FEATURE_MEMORY_DMABUF);
-        append_with_feature(second, caps, i, GST_CAPS_FEATURE_MEMORY_TENSOR_PBO);
-        append_with_feature(second, caps, i, GST_CAPS_FEATURE_MEMORY_TENSOR_D3D11);
+        for (std::size_t f = 0; f < kBackendCount; ++f) {
+          if (const char *feature = backend_at(f).caps_feature)
+            append_with_feature(second, caps, i, feature);
+        }
       }
     }
     gst_caps_unref(caps);
@@ -175,18 +176,20 @@ GstCaps *download_transform_caps(GstPadDirection direction, GstCaps *in_caps, Gs
   return result;
 }
 
+gboolean download_output_keeps_memory(GstCaps *outcaps) { return passing_feature(outcaps, 0) != nullptr; }
+
 GstCaps *download_restrict_output_caps(GstPad *srcpad, GstCaps *othercaps) {
   GstCaps *peer = gst_pad_peer_query_caps(srcpad, nullptr);
-  bool names_dmabuf = false;
-  for (guint i = 0; peer && i < gst_caps_get_size(peer) && !names_dmabuf; ++i)
-    names_dmabuf = structure_has_dmabuf(peer, i);
+  bool names_feature = false;
+  for (guint i = 0; peer && i < gst_caps_get_size(peer) && !names_feature; ++i)
+    names_feature = passing_feature(peer, i) != nullptr;
   if (peer)
     gst_caps_unref(peer);
-  if (names_dmabuf)
+  if (names_feature)
     return othercaps;
   GstCaps *plain = gst_caps_new_empty();
   for (guint i = 0; i < gst_caps_get_size(othercaps); ++i) {
-    if (!structure_has_dmabuf(othercaps, i))
+    if (!passing_feature(othercaps, i))
       gst_caps_append_structure_full(plain, gst_structure_copy(gst_caps_get_structure(othercaps, i)),
                                      gst_caps_features_copy(gst_caps_get_features(othercaps, i)));
   }

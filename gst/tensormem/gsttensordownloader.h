@@ -56,6 +56,12 @@ gboolean download_propose_allocation(const DownloadContext &ctx, GstQuery *query
 GST_TENSOR_MEM_API
 GstCaps *download_transform_caps(GstPadDirection direction, GstCaps *caps, GstCaps *filter, GstCaps *template_caps);
 
+/* TRUE when negotiated source caps `outcaps` name a memory that passes
+ * through as it is (memory:DMABuf: the CPU reads it with an mmap), so
+ * buffers of that memory keep it. */
+GST_TENSOR_MEM_API
+gboolean download_output_keeps_memory(GstCaps *outcaps);
+
 /* `othercaps` (source caps to fixate) without their memory:DMABuf
  * structures unless the peer of `srcpad` lists memory:DMABuf itself: a
  * consumer with ANY caps takes the feature by intersection yet reads plain

@@ -60,7 +60,8 @@ gboolean passthrough_accept(const UploadContext &ctx, void *, GstBuffer *in) {
 
 /* Our pool, the allocator and GstVideoMeta, so the producer writes straight
  * into tensor memory and the buffer passes through. An upstream that
- * negotiated memory:DMABuf gets a DMA-BUF pool whatever the storage. */
+ * negotiated a family's caps feature (memory:DMABuf) gets that family's
+ * pool whatever the storage. */
 gboolean passthrough_propose(const UploadContext &ctx, GstQuery *query) {
   GstCaps *caps = nullptr;
   gboolean need_pool = FALSE;
@@ -70,7 +71,8 @@ gboolean passthrough_propose(const UploadContext &ctx, GstQuery *query) {
     GST_DEBUG_OBJECT(ctx.element, "allocation query without raw video caps: %" GST_PTR_FORMAT, caps);
     return FALSE;
   }
-  const Backend &backend = caps_have_feature(caps, 0, GST_CAPS_FEATURE_MEMORY_DMABUF) ? dmabuf_backend() : *ctx.backend;
+  const Backend *named = backend_of_caps(caps, 0);
+  const Backend &backend = named && named->caps_feature ? *named : *ctx.backend;
   GstAllocator *allocator =
       &backend == ctx.backend ? ctx.element_backend->allocator_for(backend) : backend.new_allocator(nullptr);
   if (!allocator) {

@@ -1,0 +1,283 @@
+// SPDX-License-Identifier: Apache-2.0
+// The backend table's contract, run for every family of the table: a new
+// storage family is tested by adding its entry. Each family must be found
+// from its caps and its memory, reach the pad templates, allocate through
+// an element's backend and a pool of its own, let buffers come back to that
+// pool, map for the CPU, cut windows that share its bytes, and be ready for
+// a CUDA import (with the fake runtime, in the -cuda variant).
+#include "test_util.hpp"
+
+#include <gst/tensormem/gsttensorbackend-private.h>
+#include <gst/tensormem/gsttensorcudameta.hpp>
+#include <gst/tensormem/tensormem.h>
+
+#include <gtest/gtest.h>
+#include <tensormem/internal/cuda_d3d11.hpp>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+namespace {
+
+using gst_tensormem::Backend;
+
+// D3D11 runs on the software reference device off Windows.
+const bool g_software_d3d11 = g_setenv("TENSORMEM_D3D11_DEVICE", "software", TRUE);
+
+constexpr const char *kFrameCaps = "video/x-raw, format=(string)RGBA, width=(int)64, height=(int)16, framerate=(fraction)30/1";
+
+std::string family_name(const testing::TestParamInfo<std::size_t> &info) {
+  std::string name = gst_tensormem::storage_nick(gst_tensormem::backend_at(info.param).storage);
+  return name;
+}
+
+bool caps_contain_structure(GstCaps *caps, GstCaps *one) {
+  for (guint i = 0; i < gst_caps_get_size(caps); ++i) {
+    GstCaps *at = gst_caps_copy_nth(caps, i);
+    const bool same = gst_caps_is_equal(at, one);
+    gst_caps_unref(at);
+    if (same)
+      return true;
+  }
+  return false;
+}
+
+/* One family's element backend, started, with a pool of its memory for
+ * 64x16 RGBA frames; the test skips (saying why) where the family cannot
+ * run here. */
+class BackendTable : public testing::TestWithParam<std::size_t> {
+protected:
+  void SetUp() override {
+    ASSERT_TRUE(g_software_d3d11);
+    family_ = &gst_tensormem::backend_at(GetParam());
+    element_ = gst_element_factory_make("identity", nullptr);
+    ASSERT_NE(element_, nullptr);
+    gst_object_ref_sink(element_);
+    bus_ = gst_bus_new();
+    gst_element_set_bus(element_, bus_);
+    backend_ = new gst_tensormem::ElementBackend(element_, family_->storage);
+    if (!backend_->open() || !backend_->start()) {
+      GstMessage *msg = gst_bus_pop_filtered(bus_, GST_MESSAGE_ERROR);
+      const std::string why = msg ? tmtest::problem_text(msg) : std::string("no message");
+      if (msg)
+        gst_message_unref(msg);
+      GTEST_SKIP() << family_->memory_name << " memory cannot be made here: " << why;
+    }
+    caps_ = gst_caps_from_string(kFrameCaps);
+    if (family_->caps_feature) {
+      GstCaps *featured = gst_tensormem::caps_with_feature(caps_, family_->caps_feature);
+      gst_caps_unref(caps_);
+      caps_ = featured;
+    }
+    GstAllocator *allocator = backend_->allocator();
+    ASSERT_NE(allocator, nullptr);
+    EXPECT_TRUE(G_TYPE_CHECK_INSTANCE_TYPE(allocator, family_->allocator_type()));
+    pool_ = gst_tensormem::backend_make_pool(*family_, element_, allocator, caps_, 64 * 16 * 4, 1, 2, &size_);
+    gst_object_unref(allocator);
+    ASSERT_NE(pool_, nullptr) << family_->memory_name;
+    ASSERT_TRUE(gst_buffer_pool_set_active(pool_, TRUE));
+  }
+
+  void TearDown() override {
+    if (pool_) {
+      gst_buffer_pool_set_active(pool_, FALSE);
+      gst_object_unref(pool_);
+    }
+    if (caps_)
+      gst_caps_unref(caps_);
+    if (backend_) {
+      backend_->stop();
+      backend_->close();
+      delete backend_;
+    }
+    if (element_) {
+      gst_element_set_bus(element_, nullptr);
+      gst_object_unref(element_);
+    }
+    if (bus_)
+      gst_object_unref(bus_);
+  }
+
+  GstBuffer *acquire() {
+    GstBuffer *buffer = nullptr;
+    EXPECT_EQ(gst_buffer_pool_acquire_buffer(pool_, &buffer, nullptr), GST_FLOW_OK);
+    return buffer;
+  }
+
+  const Backend *family_ = nullptr;
+  GstElement *element_ = nullptr;
+  GstBus *bus_ = nullptr;
+  gst_tensormem::ElementBackend *backend_ = nullptr;
+  GstCaps *caps_ = nullptr;
+  GstBufferPool *pool_ = nullptr;
+  guint size_ = 0;
+};
+
+TEST(BackendTableEntries, EveryFamilyFillsTheEntriesEveryElementUses) {
+  for (std::size_t i = 0; i < gst_tensormem::kBackendCount; ++i) {
+    const Backend &family = gst_tensormem::backend_at(i);
+    SCOPED_TRACE(family.memory_name);
+    EXPECT_EQ(&gst_tensormem::backend_for(family.storage), &family);
+    EXPECT_NE(family.new_allocator, nullptr);
+    EXPECT_NE(family.allocator_type, nullptr);
+    EXPECT_NE(family.new_pool, nullptr);
+    EXPECT_NE(family.new_window, nullptr);
+    EXPECT_NE(family.owns_memory, nullptr);
+    // A family with a caps feature and a device has a way to find it.
+    EXPECT_EQ(family.ensure_device != nullptr, family.handle_set_context != nullptr);
+    for (std::size_t j = 0; j < i; ++j) {
+      const Backend &other = gst_tensormem::backend_at(j);
+      EXPECT_NE(&other, &family);
+      if (family.caps_feature && other.caps_feature) {
+        EXPECT_STRNE(family.caps_feature, other.caps_feature);
+      }
+    }
+  }
+}
+
+TEST_P(BackendTable, IsFoundFromItsCapsAndReachesThePadTemplates) {
+  EXPECT_EQ(gst_tensormem::backend_of_caps(caps_, 0), family_);
+  GstCaps *all = gst_tensormem::template_caps(kFrameCaps, gst_tensormem::TemplateFamilies::All);
+  GstCaps *readable = gst_tensormem::template_caps(kFrameCaps, gst_tensormem::TemplateFamilies::CpuReadable);
+  EXPECT_TRUE(caps_contain_structure(all, caps_));
+  EXPECT_EQ(caps_contain_structure(readable, caps_), family_->maps_as_system);
+  EXPECT_EQ(gst_caps_get_size(all), gst_tensormem::kBackendCount + (GST_TENSOR_MEM_DMA_DRM_STRUCTURE[0] ? 1 : 0));
+  gst_caps_unref(all);
+  gst_caps_unref(readable);
+  // The elements' templates come from the table: tensordownload takes this
+  // family's frames; tensorupload makes them.
+  for (const char *factory_name : {"tensordownload", "tensorupload"}) {
+    GstElementFactory *factory = gst_element_factory_find(factory_name);
+    ASSERT_NE(factory, nullptr) << factory_name;
+    const GstPadDirection direction = g_str_equal(factory_name, "tensorupload") ? GST_PAD_SRC : GST_PAD_SINK;
+    bool found = false;
+    for (const GList *l = gst_element_factory_get_static_pad_templates(factory); l; l = l->next) {
+      auto *tmpl = static_cast<GstStaticPadTemplate *>(l->data);
+      if (tmpl->direction != direction)
+        continue;
+      GstCaps *caps = gst_static_caps_get(&tmpl->static_caps);
+      found = gst_caps_can_intersect(caps, caps_);
+      gst_caps_unref(caps);
+    }
+    EXPECT_TRUE(found) << factory_name << " has no " << family_->memory_name << " frames in its template";
+    gst_object_unref(factory);
+  }
+}
+
+TEST_P(BackendTable, ItsPoolGivesItsMemoryAndTakesBuffersBack) {
+  GstBuffer *buffer = acquire();
+  ASSERT_NE(buffer, nullptr);
+  ASSERT_GE(gst_buffer_n_memory(buffer), 1u);
+  GstMemory *mem = gst_buffer_peek_memory(buffer, 0);
+  EXPECT_EQ(gst_tensormem::backend_of_memory(mem), family_);
+  for (std::size_t i = 0; i < gst_tensormem::kBackendCount; ++i) {
+    const Backend &other = gst_tensormem::backend_at(i);
+    EXPECT_EQ(bool(other.owns_memory(mem)), &other == family_) << other.memory_name;
+  }
+  // Not our memory: no family.
+  GstMemory *foreign = gst_allocator_alloc(nullptr, 64, nullptr);
+  EXPECT_EQ(gst_tensormem::backend_of_memory(foreign), nullptr);
+  gst_memory_unref(foreign);
+
+  const GstMemory *first = mem;
+  gst_buffer_unref(buffer);
+  buffer = acquire();
+  ASSERT_NE(buffer, nullptr);
+  EXPECT_EQ(gst_buffer_peek_memory(buffer, 0), first) << "the pool made new memory instead of recycling";
+  gst_buffer_unref(buffer);
+}
+
+TEST_P(BackendTable, MapsForTheCpuAndCutsWindowsOverTheSameBytes) {
+  GstBuffer *buffer = acquire();
+  ASSERT_NE(buffer, nullptr);
+  GstMemory *mem = gst_buffer_peek_memory(buffer, 0);
+  ASSERT_GE(mem->size, 1024u);
+  std::vector<guint8> pattern(mem->size);
+  for (std::size_t i = 0; i < pattern.size(); ++i)
+    pattern[i] = static_cast<guint8>(i * 7 + 3);
+  GstMapInfo map;
+  ASSERT_TRUE(gst_memory_map(mem, &map, GST_MAP_WRITE));
+  std::memcpy(map.data, pattern.data(), pattern.size());
+  gst_memory_unmap(mem, &map);
+
+  constexpr gsize kOffset = 256, kSize = 512;
+  GstMemory *window = gst_tensormem::memory_new_window(mem, kOffset, kSize);
+  ASSERT_NE(window, nullptr);
+  EXPECT_EQ(gst_tensormem::backend_of_memory(window), family_);
+  EXPECT_EQ(window->size, kSize);
+  EXPECT_EQ(window->parent, nullptr);
+  ASSERT_TRUE(gst_memory_map(window, &map, GST_MAP_READWRITE));
+  EXPECT_EQ(std::memcmp(map.data, pattern.data() + kOffset, kSize), 0) << "the window shows other bytes";
+  std::memset(map.data, 0xA5, 16);
+  gst_memory_unmap(window, &map);
+  gst_memory_unref(window);
+
+  ASSERT_TRUE(gst_memory_map(mem, &map, GST_MAP_READ));
+  EXPECT_EQ(map.data[kOffset], 0xA5) << "a write through the window did not reach the memory";
+  EXPECT_EQ(map.data[kOffset + 15], 0xA5);
+  EXPECT_EQ(map.data[kOffset + 16], pattern[kOffset + 16]);
+  EXPECT_EQ(map.data[kOffset - 1], pattern[kOffset - 1]);
+  gst_memory_unmap(mem, &map);
+
+  EXPECT_EQ(gst_tensormem::memory_new_window(mem, mem->size - 8, 16), nullptr) << "a window past the end";
+  EXPECT_EQ(gst_tensormem::memory_new_window(mem, 0, 0), nullptr) << "an empty window";
+  gst_buffer_unref(buffer);
+}
+
+// The -cuda variants (the fake runtime and driver): every family is readied
+// and imported as tensorcudaimport does. What imports depends on the driver
+// the fake emulates, as on hardware: a Jetson-class one
+// (FAKE_CUDART_ACCEPT_DMABUF=1) takes DMA-BUF and GL buffers; a desktop
+// one takes GL buffers but refuses DMA-BUF; D3D11 textures import only
+// where CUDA runs on Windows (FAKE_CUDART_ACCEPT_D3D11=1). System memory has
+// no import anywhere (consumers copy it).
+TEST_P(BackendTable, CudaImportAfterTheFamilysPreparation) {
+  if (!gst_tensor_mem_cuda_get_status(nullptr, nullptr, nullptr, nullptr))
+    GTEST_SKIP() << "no CUDA here: run by the gst-backend-table-cuda variants with the fake runtime";
+  auto env_is_1 = [](const char *name) {
+    const char *value = g_getenv(name);
+    return value && g_str_equal(value, "1");
+  };
+  const bool jetson = env_is_1("FAKE_CUDART_ACCEPT_DMABUF");
+  const bool windows = env_is_1("FAKE_CUDART_ACCEPT_D3D11");
+  bool expected = true;
+  if (family_->storage == GST_TENSOR_MEM_STORAGE_SYSTEM)
+    expected = false;
+  else if (family_->storage == GST_TENSOR_MEM_STORAGE_DMABUF)
+    expected = jetson;
+  else if (family_->storage == GST_TENSOR_MEM_STORAGE_D3D11)
+    expected = windows;
+  GstBuffer *buffer = acquire();
+  ASSERT_NE(buffer, nullptr);
+  GstMemory *mem = gst_buffer_peek_memory(buffer, 0);
+  gst_tensormem::prepare_cuda_import(buffer, mem);
+  gboolean imported = FALSE;
+  auto handle = gst_tensor_mem_memory_import_cuda(mem, &imported);
+  if (!expected) {
+    EXPECT_FALSE(handle) << family_->memory_name << " imported on a driver that has no such import";
+    if (!handle) {
+      EXPECT_FALSE(handle.error().message().empty());
+    }
+    gst_buffer_unref(buffer);
+    return;
+  }
+  ASSERT_TRUE(handle) << family_->memory_name << ": " << handle.error().message();
+  EXPECT_TRUE(imported);
+  EXPECT_NE(gst_buffer_add_tensor_cuda_meta(buffer, *handle, mem->offset, mem->size), nullptr);
+  // Imported once: the second import finds the first.
+  auto again = gst_tensor_mem_memory_import_cuda(mem, &imported);
+  ASSERT_TRUE(again);
+  EXPECT_FALSE(imported);
+  EXPECT_EQ(again->get(), handle->get());
+  gst_buffer_unref(buffer);
+  // The D3D11 fence semaphore is process-wide by design (the fake's balance
+  // check at exit counts it): let go of it, as the D3D11 CUDA tests do.
+  if (family_->storage == GST_TENSOR_MEM_STORAGE_D3D11)
+    tensormem::d3d11_cuda_reset_process_state_for_tests();
+}
+
+INSTANTIATE_TEST_SUITE_P(EveryFamily, BackendTable, testing::Range<std::size_t>(0, gst_tensormem::kBackendCount),
+                         family_name);
+
+} // namespace
