@@ -53,6 +53,32 @@ void counting_allocator_class_init(CountingAllocatorClass *klass) {
 
 void counting_allocator_init(CountingAllocator *self) { GST_ALLOCATOR_CAST(self)->mem_type = "CountingTensorMemory"; }
 
+/* Subclasses of the system allocator: one that leaves create alone and one
+ * that fills it in. */
+struct PlainSystemAllocator {
+  GstTensorMemSystemAllocator parent;
+};
+struct PlainSystemAllocatorClass {
+  GstTensorMemSystemAllocatorClass parent_class;
+};
+GType plain_system_allocator_get_type();
+G_DEFINE_TYPE(PlainSystemAllocator, plain_system_allocator, GST_TYPE_TENSOR_MEM_SYSTEM_ALLOCATOR)
+void plain_system_allocator_class_init(PlainSystemAllocatorClass *) {}
+void plain_system_allocator_init(PlainSystemAllocator *) {}
+
+struct CreatingSystemAllocator {
+  GstTensorMemSystemAllocator parent;
+};
+struct CreatingSystemAllocatorClass {
+  GstTensorMemSystemAllocatorClass parent_class;
+};
+GType creating_system_allocator_get_type();
+G_DEFINE_TYPE(CreatingSystemAllocator, creating_system_allocator, GST_TYPE_TENSOR_MEM_SYSTEM_ALLOCATOR)
+void creating_system_allocator_class_init(CreatingSystemAllocatorClass *klass) {
+  GST_TENSOR_MEM_BASE_ALLOCATOR_CLASS(klass)->create = counting_create;
+}
+void creating_system_allocator_init(CreatingSystemAllocator *) {}
+
 GstAllocator *new_allocator(GType type) {
   auto *allocator = static_cast<GstAllocator *>(g_object_new(type, nullptr));
   gst_object_ref_sink(allocator);
@@ -173,6 +199,26 @@ TEST(TensorMemBase, ASubclassFillingInCreateGetsEveryMemoryFunction) {
   gst_memory_unref(share);
   gst_memory_unref(mem);
   gst_object_unref(allocator);
+}
+
+/* The system allocator's storage is made in C++ behind the public create: a
+ * subclass inherits it, and one that fills in create replaces it. */
+TEST(TensorMemBase, ASubclassOfTheSystemAllocatorKeepsItsStorageUnlessItFillsInCreate) {
+  g_creates = 0;
+  GstAllocator *plain = new_allocator(plain_system_allocator_get_type());
+  GstMemory *mem = gst_allocator_alloc(plain, 100, nullptr);
+  ASSERT_NE(mem, nullptr);
+  EXPECT_EQ(gst_tensor_mem_memory_get_tensor(mem)->name(), GST_TENSOR_MEM_SYSTEM_MEMORY_TYPE_NAME);
+  EXPECT_EQ(g_creates.load(), 0);
+  gst_memory_unref(mem);
+  gst_object_unref(plain);
+
+  GstAllocator *creating = new_allocator(creating_system_allocator_get_type());
+  mem = gst_allocator_alloc(creating, 100, nullptr);
+  ASSERT_NE(mem, nullptr);
+  EXPECT_EQ(g_creates.load(), 1);
+  gst_memory_unref(mem);
+  gst_object_unref(creating);
 }
 
 TEST(TensorMemBase, AnAlignmentTheStorageCannotMeetIsRefused) {
