@@ -4,9 +4,14 @@
 #include <gst/tensormem/gsttensorbasememory-private.h>
 #include <gst/tensormem/gsttensormapping-private.h>
 
+#include <tensormem/storage.hpp>
 #include <tensormem/tensor.hpp>
 
 #include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <functional>
 #include <new>
 #include <optional>
 
@@ -19,6 +24,16 @@ struct _GstTensorMemBaseMemoryPrivate {
 };
 
 namespace {
+
+/* The class data beyond the public struct: the library's own C++ route to a
+ * storage (gsttensorbasememory-private.h). */
+struct BaseAllocatorClassPrivate {
+  gst_tensormem::CreateTensorFunc create_tensor;
+};
+
+BaseAllocatorClassPrivate *class_private(GstTensorMemBaseAllocatorClass *klass) noexcept {
+  return G_TYPE_CLASS_GET_PRIVATE(klass, GST_TYPE_TENSOR_MEM_BASE_ALLOCATOR, BaseAllocatorClassPrivate);
+}
 
 GstTensorMemBaseMemory *base_memory(GstMemory *mem) noexcept { return reinterpret_cast<GstTensorMemBaseMemory *>(mem); }
 
@@ -41,8 +56,58 @@ GstMemory *new_base_memory(GstAllocator *allocator, GstMemory *parent, const ten
   return GST_MEMORY_CAST(memory);
 }
 
+/* Zeroes the prefix and/or padding of `bytes` new bytes at `data` when the
+ * params ask for it: a subclass's create hands over what it allocated as it
+ * came. */
+void zero_edges(std::byte *data, gsize bytes, const GstAllocationParams *params) noexcept {
+  if ((params->flags & GST_MEMORY_FLAG_ZERO_PREFIXED) && params->prefix > 0)
+    std::memset(data, 0, params->prefix);
+  if ((params->flags & GST_MEMORY_FLAG_ZERO_PADDED) && params->padding > 0)
+    std::memset(data + bytes - params->padding, 0, params->padding);
+}
+
+/* The storage the subclass's public create makes, adopted as heap storage
+ * with a tensor over it; nothing after a warning. The adoption comes first, so
+ * every refusal after it releases the subclass's bytes through its
+ * free_func. */
+std::optional<tensormem::Tensor> adopt_created(GstAllocator *allocator, GstTensorMemBaseAllocatorClass *klass,
+                                               gsize bytes, const GstAllocationParams *params) noexcept {
+  GDestroyNotify free_func = nullptr;
+  gpointer free_data = nullptr;
+  auto *data = static_cast<std::byte *>(
+      klass->create(GST_TENSOR_MEM_BASE_ALLOCATOR_CAST(allocator), bytes, params, &free_func, &free_data));
+  if (!data) {
+    GST_WARNING_OBJECT(allocator, "%s made no %" G_GSIZE_FORMAT "-byte storage", G_OBJECT_TYPE_NAME(allocator), bytes);
+    return std::nullopt;
+  }
+  std::function<void()> release;
+  if (free_func)
+    release = [free_func, free_data] { free_func(free_data); };
+  auto storage = tensormem::MemStorage::adopt(data, bytes, std::move(release));
+  if (!storage) {
+    GST_WARNING_OBJECT(allocator, "%s", storage.error().message().c_str());
+    return std::nullopt;
+  }
+  // Every map of the memory promises params->align; a subclass that missed it
+  // would hand misaligned rows to SIMD code that trusts the promise.
+  if ((reinterpret_cast<std::uintptr_t>(data) & params->align) != 0) {
+    GST_WARNING_OBJECT(allocator, "%s made storage at %p, not aligned to the %" G_GSIZE_FORMAT " bytes asked",
+                       G_OBJECT_TYPE_NAME(allocator), data, params->align + 1);
+    return std::nullopt;
+  }
+  zero_edges(data, bytes, params);
+  const char *name = allocator->mem_type ? allocator->mem_type : G_OBJECT_TYPE_NAME(allocator);
+  auto tensor = tensormem::Tensor::wrap(std::move(*storage), {bytes}, tensormem::DType::U8, name);
+  if (!tensor) {
+    GST_WARNING_OBJECT(allocator, "%s", tensor.error().message().c_str());
+    return std::nullopt;
+  }
+  return std::move(*tensor);
+}
+
 /* GstAllocator::alloc: the checks every tensor allocation starts with, the
- * subclass's storage, then the memory over it. */
+ * subclass's storage (its public create, else the library's C++ route),
+ * then the memory over it. */
 GstMemory *base_alloc(GstAllocator *allocator, gsize size, GstAllocationParams *params) noexcept {
   auto *klass = GST_TENSOR_MEM_BASE_ALLOCATOR_GET_CLASS(allocator);
   GstAllocationParams defaults;
@@ -51,18 +116,23 @@ GstMemory *base_alloc(GstAllocator *allocator, gsize size, GstAllocationParams *
                                          gst_tensormem::max_align_mask(klass->storage), G_OBJECT_TYPE_NAME(allocator),
                                          &maxsize))
     return nullptr;
-  if (!klass->create) {
+  // A zero-byte GstMemory is legal, an empty storage is not.
+  const gsize bytes = std::max<gsize>(maxsize, 1);
+  std::optional<tensormem::Tensor> tensor;
+  if (klass->create) {
+    tensor = adopt_created(allocator, klass, bytes, params);
+  } else if (auto create_tensor = class_private(klass)->create_tensor) {
+    tensor = create_tensor(GST_TENSOR_MEM_BASE_ALLOCATOR_CAST(allocator), bytes, params);
+  } else {
     GST_WARNING_OBJECT(allocator, "%s does not implement create", G_OBJECT_TYPE_NAME(allocator));
     return nullptr;
   }
-  std::optional<tensormem::Tensor> tensor;
-  // A zero-byte GstMemory is legal, an empty storage is not.
-  if (!klass->create(GST_TENSOR_MEM_BASE_ALLOCATOR_CAST(allocator), std::max<gsize>(maxsize, 1), params, &tensor))
+  if (!tensor)
     return nullptr;
-  // A subclass that claims success without a large enough tensor is a bug in it, not a crash here.
-  if (!tensor || tensor->size_bytes() < maxsize) {
+  // A C++ route that returns too small a tensor is a bug in it, not a crash here.
+  if (tensor->size_bytes() < maxsize) {
     GST_WARNING_OBJECT(allocator, "create made %" G_GSIZE_FORMAT " bytes of storage, %" G_GSIZE_FORMAT " were asked",
-                       tensor ? tensor->size_bytes() : 0, maxsize);
+                       tensor->size_bytes(), maxsize);
     return nullptr;
   }
   return new_base_memory(allocator, nullptr, *tensor, params->flags, maxsize, params->align, params->prefix, size);
@@ -117,6 +187,7 @@ void tensor_allocator_init(GstTensorMemAllocatorInterface *iface) { iface->get_t
 
 G_DEFINE_ABSTRACT_TYPE_WITH_CODE(GstTensorMemBaseAllocator, gst_tensor_mem_base_allocator, GST_TYPE_ALLOCATOR,
                                  G_IMPLEMENT_INTERFACE(GST_TYPE_TENSOR_MEM_ALLOCATOR, tensor_allocator_init);
+                                 g_type_add_class_private(g_define_type_id, sizeof(BaseAllocatorClassPrivate));
                                  GST_DEBUG_CATEGORY_INIT(gst_tensor_mem_base_debug, "tensormembase", 0,
                                                          "tensor memory base allocator"))
 
@@ -138,6 +209,13 @@ static void gst_tensor_mem_base_allocator_init(GstTensorMemBaseAllocator *self) 
   alloc->mem_copy = dispatch_copy;
   alloc->mem_share = dispatch_share;
   alloc->mem_is_span = gst_tensormem::tensor_memory_is_span;
+}
+
+/// \brief Sets the library's C++ route to a storage for `klass`, which the
+/// base takes while the class's public create is NULL.
+void gst_tensormem::base_allocator_class_set_create_tensor(GstTensorMemBaseAllocatorClass *klass,
+                                                           CreateTensorFunc create) noexcept {
+  class_private(klass)->create_tensor = create;
 }
 
 /// \brief A root base memory over all of `tensor`, for allocators that make

@@ -70,11 +70,17 @@ struct _GstTensorMemBaseAllocator {
  * @parent_class: the parent class
  * @storage: the storage kind of every memory of this class; decides the
  *   largest alignment an allocation may ask for. Set in class_init.
- * @create: makes a new storage of @bytes bytes (at least one) and puts a
- *   1-D u8 tensor over all of it into @tensor (a
- *   `std::optional<tensormem::Tensor> *`, empty on entry);
- *   @params are the checked allocation params, for contents the storage must
- *   set up (zeroed prefix or padding). %FALSE after a warning. Abstract.
+ * @create: makes the storage of a new memory in CPU memory the subclass
+ *   owns: returns the address of at least @bytes bytes (at least one),
+ *   aligned as the mask @params->align asks, and sets *@free_func (may stay
+ *   %NULL) and *@free_data to what releases them. The base calls
+ *   @free_func (@free_data) exactly once: when the last memory over the
+ *   storage is freed, or at once when it refuses the storage (a misaligned
+ *   address). @params are the checked allocation params; the base zeroes
+ *   the prefix and padding they ask for. %NULL after a warning, with nothing
+ *   to release. Abstract; implementable in C. The library's own allocators
+ *   make their storages another way and leave it %NULL; a subclass of theirs
+ *   that fills it in replaces their storage.
  * @map: the CPU map of @mem (GstAllocator's mem_map_full): the base address
  *   of the whole allocation or %NULL. The default maps through the storage's
  *   map state.
@@ -93,8 +99,8 @@ struct _GstTensorMemBaseAllocatorClass {
   GstAllocatorClass parent_class;
 
   GstTensorMemStorage storage;
-  gboolean (*create)(GstTensorMemBaseAllocator *allocator, gsize bytes, const GstAllocationParams *params,
-                     gpointer tensor);
+  gpointer (*create)(GstTensorMemBaseAllocator *allocator, gsize bytes, const GstAllocationParams *params,
+                     GDestroyNotify *free_func, gpointer *free_data);
   gpointer (*map)(GstTensorMemBaseMemory *mem, GstMapInfo *info, gsize maxsize);
   void (*unmap)(GstTensorMemBaseMemory *mem, GstMapInfo *info);
   GstMemory *(*copy)(GstTensorMemBaseMemory *mem, gssize offset, gssize size);

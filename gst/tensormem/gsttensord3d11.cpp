@@ -57,13 +57,13 @@ GstMemory *memory_over(GstAllocator *allocator, std::shared_ptr<tensormem::D3d11
 }
 
 /* A texture needs an image: plain byte allocations are refused. */
-gboolean create_storage(GstTensorMemBaseAllocator *allocator, gsize bytes, const GstAllocationParams *,
-                        gpointer) noexcept {
+std::optional<tensormem::Tensor> create_storage(GstTensorMemBaseAllocator *allocator, gsize bytes,
+                                                const GstAllocationParams *) noexcept {
   GST_WARNING_OBJECT(allocator,
                      "a %" G_GSIZE_FORMAT "-byte allocation has no image to make a D3D11 texture of: use "
                      "gst_tensor_mem_d3d11_allocator_alloc_video() (or a tensor buffer pool of storage d3d11)",
                      bytes);
-  return FALSE;
+  return std::nullopt;
 }
 
 /* Copies `size` bytes at `offset` of `mem`: the whole memory into a new
@@ -126,7 +126,7 @@ static void gst_tensor_mem_d3d11_allocator_class_init(GstTensorMemD3D11Allocator
   G_OBJECT_CLASS(klass)->dispose = gst_tensor_mem_d3d11_allocator_dispose;
   auto *base_class = GST_TENSOR_MEM_BASE_ALLOCATOR_CLASS(klass);
   base_class->storage = GST_TENSOR_MEM_STORAGE_D3D11;
-  base_class->create = create_storage;
+  gst_tensormem::base_allocator_class_set_create_tensor(base_class, create_storage);
   base_class->copy = copy_texture;
 }
 

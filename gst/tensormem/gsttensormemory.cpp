@@ -2,6 +2,7 @@
 #include <gst/tensormem/gsttensormemory.h>
 
 #include <gst/tensormem/gsttensorbackend-private.h>
+#include <gst/tensormem/gsttensorbasememory-private.h>
 #include <gst/tensormem/gsttensorbufferpool.h>
 
 #include <gst/tensormem/gsttensormapping-private.h>
@@ -19,21 +20,20 @@ namespace {
 
 /* The heap storage; it is zero-filled, so ZERO_PREFIXED/ZERO_PADDED hold as
  * asked without looking at the params. */
-gboolean create_storage(GstTensorMemBaseAllocator *allocator, gsize bytes, const GstAllocationParams *,
-                        gpointer out) noexcept {
+std::optional<tensormem::Tensor> create_storage(GstTensorMemBaseAllocator *allocator, gsize bytes,
+                                                const GstAllocationParams *) noexcept {
   auto storage = tensormem::MemStorage::allocate(bytes);
   if (!storage) {
     GST_WARNING_OBJECT(allocator, "%s", storage.error().message().c_str());
-    return FALSE;
+    return std::nullopt;
   }
   auto tensor =
       tensormem::Tensor::wrap(std::move(*storage), {bytes}, tensormem::DType::U8, GST_TENSOR_MEM_SYSTEM_MEMORY_TYPE_NAME);
   if (!tensor) {
     GST_WARNING_OBJECT(allocator, "%s", tensor.error().message().c_str());
-    return FALSE;
+    return std::nullopt;
   }
-  static_cast<std::optional<tensormem::Tensor> *>(out)->emplace(std::move(*tensor));
-  return TRUE;
+  return std::move(*tensor);
 }
 
 } // namespace
@@ -44,7 +44,7 @@ G_DEFINE_TYPE_WITH_CODE(GstTensorMemSystemAllocator, gst_tensor_mem_system_alloc
 static void gst_tensor_mem_system_allocator_class_init(GstTensorMemSystemAllocatorClass *klass) {
   auto *base_class = GST_TENSOR_MEM_BASE_ALLOCATOR_CLASS(klass);
   base_class->storage = GST_TENSOR_MEM_STORAGE_SYSTEM;
-  base_class->create = create_storage;
+  gst_tensormem::base_allocator_class_set_create_tensor(base_class, create_storage);
 }
 
 static void gst_tensor_mem_system_allocator_init(GstTensorMemSystemAllocator *self) {

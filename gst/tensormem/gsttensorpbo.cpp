@@ -3,6 +3,7 @@
 #include <gst/tensormem/gsttensorpbo.h>
 
 #include <gst/tensormem/gsttensorbackend-private.h>
+#include <gst/tensormem/gsttensorbasememory-private.h>
 #include <gst/tensormem/gsttensorbufferpool-private.h>
 #include <gst/tensormem/gsttensorbufferpool.h>
 #include <gst/tensormem/gsttensorfencemeta.h>
@@ -53,16 +54,16 @@ bool zero_edges(GstTensorMemBaseAllocator *allocator, const tensormem::Tensor &t
 }
 
 /* A new GL buffer of the allocator's worker. */
-gboolean create_storage(GstTensorMemBaseAllocator *allocator, gsize bytes, const GstAllocationParams *params,
-                        gpointer out) noexcept {
+std::optional<tensormem::Tensor> create_storage(GstTensorMemBaseAllocator *allocator, gsize bytes,
+                                                const GstAllocationParams *params) noexcept {
   auto *self = GST_TENSOR_MEM_PBO_ALLOCATOR_CAST(allocator);
   if (!self->worker) {
     GST_WARNING_OBJECT(allocator, "no GL worker: make the allocator with gst_tensor_mem_pbo_allocator_new()");
-    return FALSE;
+    return std::nullopt;
   }
   auto worker = gst_tensor_mem_gl_worker_get_core_gl_worker(self->worker);
   if (!worker)
-    return FALSE;
+    return std::nullopt;
 #if GST_TENSOR_MEM_HAVE_GL
   auto tensor = worker->create_pbo(bytes, {bytes}, tensormem::DType::U8, GST_TENSOR_MEM_PBO_MEMORY_TYPE_NAME,
                                    tensormem::PboUsage::Upload);
@@ -72,14 +73,13 @@ gboolean create_storage(GstTensorMemBaseAllocator *allocator, gsize bytes, const
 #endif
   if (!tensor) {
     GST_WARNING_OBJECT(allocator, "%" G_GSIZE_FORMAT "-byte PBO: %s", bytes, tensor.error().message().c_str());
-    return FALSE;
+    return std::nullopt;
   }
   if (!zero_edges(allocator, *tensor, params, bytes))
-    return FALSE;
+    return std::nullopt;
   GST_LOG_OBJECT(allocator, "GL buffer %u, %" G_GSIZE_FORMAT " bytes",
                  tensormem::pbo_storage_of(*tensor)->buffer_id(), bytes);
-  static_cast<std::optional<tensormem::Tensor> *>(out)->emplace(std::move(*tensor));
-  return TRUE;
+  return std::move(*tensor);
 }
 
 /* The base's map, plus a check of the one thing GL (not we) decides: the
@@ -107,7 +107,7 @@ static void gst_tensor_mem_pbo_allocator_class_init(GstTensorMemPboAllocatorClas
   G_OBJECT_CLASS(klass)->dispose = gst_tensor_mem_pbo_allocator_dispose;
   auto *base_class = GST_TENSOR_MEM_BASE_ALLOCATOR_CLASS(klass);
   base_class->storage = GST_TENSOR_MEM_STORAGE_PBO;
-  base_class->create = create_storage;
+  gst_tensormem::base_allocator_class_set_create_tensor(base_class, create_storage);
   base_class->map = map_checked;
   // Freeing a memory (the base's) drops its storage reference; the last one
   // deletes the GL buffer, on the worker.

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <new>
+#include <utility>
 
 #ifdef _WIN32
 #include <malloc.h>
@@ -49,12 +50,28 @@ Result<std::shared_ptr<MemStorage>> MemStorage::allocate(std::size_t size) {
     return Error::io(ENOMEM, "MemStorage::allocate: " + std::to_string(size) + " bytes");
   std::memset(data, 0, rounded);
   auto serial = g_serial.fetch_add(1, std::memory_order_relaxed);
-  return std::make_shared<MemStorage>(Token{}, static_cast<std::byte *>(data), size, serial);
+  return std::make_shared<MemStorage>(Token{}, static_cast<std::byte *>(data), size, serial,
+                                      [data] { free_aligned_bytes(data); });
+}
+
+Result<std::shared_ptr<MemStorage>> MemStorage::adopt(std::byte *data, std::size_t size,
+                                                      std::function<void()> release) {
+  // The caller gave the bytes away with the call: a refusal must not leak them.
+  if (!data || size == 0) {
+    if (release)
+      release();
+    if (!data)
+      return Error::invalid_argument("MemStorage::adopt: no bytes at a null address");
+    return Error::invalid_size(0, "MemStorage::adopt: zero bytes");
+  }
+  auto serial = g_serial.fetch_add(1, std::memory_order_relaxed);
+  return std::make_shared<MemStorage>(Token{}, data, size, serial, std::move(release));
 }
 
 MemStorage::~MemStorage() {
   run_destroy_hooks();
-  free_aligned_bytes(data_);
+  if (release_)
+    release_();
 }
 
 Result<BackendMapping> MemStorage::backend_map(std::size_t size, CpuAccess) noexcept {

@@ -9,16 +9,14 @@
 #include <gst/tensormem/tensormem.h>
 #include <gst/tensormem/tensormem.hpp>
 
-#include <tensormem/storage.hpp>
 #include <tensormem/tensor.hpp>
 
 #include <atomic>
 #include <cstring>
-#include <optional>
 
 namespace {
 
-/* A fourth storage, as a new backend would add one: heap storage made by
+/* A fourth storage, as a new backend would add one: host bytes made by
  * create, with map counted on the way to the base's. */
 struct CountingAllocator {
   GstTensorMemBaseAllocator parent;
@@ -33,16 +31,13 @@ std::atomic<int> g_maps{0};
 GType counting_allocator_get_type();
 G_DEFINE_TYPE(CountingAllocator, counting_allocator, GST_TYPE_TENSOR_MEM_BASE_ALLOCATOR)
 
-gboolean counting_create(GstTensorMemBaseAllocator *, gsize bytes, const GstAllocationParams *, gpointer out) {
+gpointer counting_create(GstTensorMemBaseAllocator *, gsize bytes, const GstAllocationParams *,
+                         GDestroyNotify *free_func, gpointer *free_data) {
   ++g_creates;
-  auto storage = tensormem::MemStorage::allocate(bytes);
-  if (!storage)
-    return FALSE;
-  auto tensor = tensormem::Tensor::wrap(std::move(*storage), {bytes}, tensormem::DType::U8, "counting");
-  if (!tensor)
-    return FALSE;
-  static_cast<std::optional<tensormem::Tensor> *>(out)->emplace(std::move(*tensor));
-  return TRUE;
+  gpointer data = g_malloc0(bytes);
+  *free_func = g_free;
+  *free_data = data;
+  return data;
 }
 
 gpointer counting_map(GstTensorMemBaseMemory *mem, GstMapInfo *info, gsize maxsize) {
@@ -58,21 +53,31 @@ void counting_allocator_class_init(CountingAllocatorClass *klass) {
 
 void counting_allocator_init(CountingAllocator *self) { GST_ALLOCATOR_CAST(self)->mem_type = "CountingTensorMemory"; }
 
-/* A broken subclass: claims success without making a tensor. */
-struct LyingAllocator {
-  GstTensorMemBaseAllocator parent;
+/* Subclasses of the system allocator: one that leaves create alone and one
+ * that fills it in. */
+struct PlainSystemAllocator {
+  GstTensorMemSystemAllocator parent;
 };
-struct LyingAllocatorClass {
-  GstTensorMemBaseAllocatorClass parent_class;
+struct PlainSystemAllocatorClass {
+  GstTensorMemSystemAllocatorClass parent_class;
 };
-GType lying_allocator_get_type();
-G_DEFINE_TYPE(LyingAllocator, lying_allocator, GST_TYPE_TENSOR_MEM_BASE_ALLOCATOR)
+GType plain_system_allocator_get_type();
+G_DEFINE_TYPE(PlainSystemAllocator, plain_system_allocator, GST_TYPE_TENSOR_MEM_SYSTEM_ALLOCATOR)
+void plain_system_allocator_class_init(PlainSystemAllocatorClass *) {}
+void plain_system_allocator_init(PlainSystemAllocator *) {}
 
-gboolean lying_create(GstTensorMemBaseAllocator *, gsize, const GstAllocationParams *, gpointer) { return TRUE; }
-void lying_allocator_class_init(LyingAllocatorClass *klass) {
-  GST_TENSOR_MEM_BASE_ALLOCATOR_CLASS(klass)->create = lying_create;
+struct CreatingSystemAllocator {
+  GstTensorMemSystemAllocator parent;
+};
+struct CreatingSystemAllocatorClass {
+  GstTensorMemSystemAllocatorClass parent_class;
+};
+GType creating_system_allocator_get_type();
+G_DEFINE_TYPE(CreatingSystemAllocator, creating_system_allocator, GST_TYPE_TENSOR_MEM_SYSTEM_ALLOCATOR)
+void creating_system_allocator_class_init(CreatingSystemAllocatorClass *klass) {
+  GST_TENSOR_MEM_BASE_ALLOCATOR_CLASS(klass)->create = counting_create;
 }
-void lying_allocator_init(LyingAllocator *) {}
+void creating_system_allocator_init(CreatingSystemAllocator *) {}
 
 GstAllocator *new_allocator(GType type) {
   auto *allocator = static_cast<GstAllocator *>(g_object_new(type, nullptr));
@@ -196,10 +201,24 @@ TEST(TensorMemBase, ASubclassFillingInCreateGetsEveryMemoryFunction) {
   gst_object_unref(allocator);
 }
 
-TEST(TensorMemBase, ACreateThatMakesNoTensorFailsTheAllocationCleanly) {
-  GstAllocator *allocator = new_allocator(lying_allocator_get_type());
-  EXPECT_EQ(gst_allocator_alloc(allocator, 100, nullptr), nullptr);
-  gst_object_unref(allocator);
+/* The system allocator's storage is made in C++ behind the public create: a
+ * subclass inherits it, and one that fills in create replaces it. */
+TEST(TensorMemBase, ASubclassOfTheSystemAllocatorKeepsItsStorageUnlessItFillsInCreate) {
+  g_creates = 0;
+  GstAllocator *plain = new_allocator(plain_system_allocator_get_type());
+  GstMemory *mem = gst_allocator_alloc(plain, 100, nullptr);
+  ASSERT_NE(mem, nullptr);
+  EXPECT_EQ(gst_tensor_mem_memory_get_tensor(mem)->name(), GST_TENSOR_MEM_SYSTEM_MEMORY_TYPE_NAME);
+  EXPECT_EQ(g_creates.load(), 0);
+  gst_memory_unref(mem);
+  gst_object_unref(plain);
+
+  GstAllocator *creating = new_allocator(creating_system_allocator_get_type());
+  mem = gst_allocator_alloc(creating, 100, nullptr);
+  ASSERT_NE(mem, nullptr);
+  EXPECT_EQ(g_creates.load(), 1);
+  gst_memory_unref(mem);
+  gst_object_unref(creating);
 }
 
 TEST(TensorMemBase, AnAlignmentTheStorageCannotMeetIsRefused) {

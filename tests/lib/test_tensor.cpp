@@ -113,6 +113,46 @@ TEST(TensorNew, allocate_gives_zeroed_64_byte_aligned_heap_memory) {
   EXPECT_EQ(big.error().kind(), ErrorKind::InvalidShape);
 }
 
+TEST(TensorNew, adopted_host_bytes_are_mapped_as_they_are_and_released_once_by_the_last_holder) {
+  alignas(64) static std::byte bytes[96];
+  std::memset(bytes, 0x5a, sizeof bytes);
+  int releases = 0;
+  auto storage = MemStorage::adopt(bytes, sizeof bytes, [&releases] { ++releases; });
+  ASSERT_TRUE(storage) << storage.error().message();
+  EXPECT_EQ((*storage)->kind(), StorageKind::Mem);
+  EXPECT_NE((*storage)->identity(), std::move(MemStorage::allocate(8)).value()->identity());
+  auto t = Tensor::wrap(std::move(*storage), {96}, DType::U8);
+  ASSERT_TRUE(t);
+  {
+    auto m = t->map(CpuAccess::ReadWrite);
+    ASSERT_TRUE(m);
+    EXPECT_EQ(m->data(), bytes);
+    EXPECT_EQ(m->bytes()[95], std::byte{0x5a}) << "adopted bytes are not zero-filled";
+    m->mutable_bytes()[0] = std::byte{7};
+  }
+  EXPECT_EQ(bytes[0], std::byte{7});
+  auto pin = t->pin_host(CpuAccess::Read);
+  ASSERT_TRUE(pin);
+  t = Error::invalid_argument("drop");
+  EXPECT_EQ(releases, 0) << "a pin keeps the storage";
+  pin->unmap();
+  EXPECT_EQ(releases, 1);
+}
+
+TEST(TensorNew, adopt_releases_what_it_refuses) {
+  int releases = 0;
+  auto count = [&releases] { ++releases; };
+  auto null = MemStorage::adopt(nullptr, 16, count);
+  ASSERT_FALSE(null);
+  EXPECT_EQ(null.error().kind(), ErrorKind::InvalidArgument);
+  EXPECT_EQ(releases, 1);
+  std::byte one{};
+  auto empty = MemStorage::adopt(&one, 0, count);
+  ASSERT_FALSE(empty);
+  EXPECT_EQ(empty.error().kind(), ErrorKind::InvalidSize);
+  EXPECT_EQ(releases, 2);
+}
+
 TEST(TensorIdentity, PBO_ID_01_test_pbo_tensor_buffer_identity) {
   auto a = Tensor::wrap(FakeStorage::make(8, FakeMode::Counting, 1), {8}, DType::U8);
   auto b = Tensor::wrap(FakeStorage::make(8, FakeMode::Counting, 2), {8}, DType::U8);

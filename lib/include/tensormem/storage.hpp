@@ -15,6 +15,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace tensormem {
@@ -178,15 +179,21 @@ struct StorageKey {
   }
 };
 
-/// Heap storage: a 64-byte aligned allocation that obeys the
-/// same reader/writer rules as the GPU storages because it maps through the
-/// same MapState.
+/// Heap storage: a 64-byte aligned allocation of its own, or host bytes
+/// adopted from another allocator, that obeys the same reader/writer rules as
+/// the GPU storages because it maps through the same MapState.
 class TENSORMEM_API MemStorage final : public Storage {
 public:
   static constexpr std::size_t kAlignment = 64;
 
   /// `size` bytes, zero-filled. InvalidSize(0) for an empty allocation.
   static Result<std::shared_ptr<MemStorage>> allocate(std::size_t size);
+  /// The `size` bytes at `data`, allocated by someone else and left as they
+  /// are (not zero-filled, aligned as they were made); `release` (may be
+  /// empty) runs once, after the destroy hooks, when the storage goes. The
+  /// bytes are the storage's from the call on: when it fails (InvalidArgument
+  /// for null `data`, InvalidSize(0) for no bytes) `release` has already run.
+  static Result<std::shared_ptr<MemStorage>> adopt(std::byte *data, std::size_t size, std::function<void()> release);
   ~MemStorage() override;
 
   StorageKind kind() const noexcept override { return StorageKind::Mem; }
@@ -199,8 +206,8 @@ private:
   struct Token {};
 
 public:
-  MemStorage(Token, std::byte *data, std::size_t size, std::uint64_t serial) noexcept
-      : Storage(size), data_(data), serial_(serial) {}
+  MemStorage(Token, std::byte *data, std::size_t size, std::uint64_t serial, std::function<void()> release) noexcept
+      : Storage(size), data_(data), serial_(serial), release_(std::move(release)) {}
 
 private:
   Result<BackendMapping> backend_map(std::size_t size, CpuAccess access) noexcept override;
@@ -209,6 +216,7 @@ private:
 
   std::byte *data_;
   std::uint64_t serial_;
+  std::function<void()> release_; // frees data_
 };
 
 } // namespace tensormem
