@@ -57,7 +57,7 @@ static GstBusSyncReply on_bus_sync(GstBus *bus, GstMessage *msg, gpointer user_d
   (void)bus;
   if (GST_MESSAGE_TYPE(msg) == GST_MESSAGE_NEED_CONTEXT && gst_message_parse_context_type(msg, &type) &&
       g_strcmp0(type, GST_TENSOR_MEM_GL_WORKER_CONTEXT_TYPE) == 0) {
-    GstContext *context = gst_context_new_tensor_gl_worker(worker, TRUE);
+    GstContext *context = gst_context_new_tensor_mem_gl_worker(worker, TRUE);
     gst_element_set_context(GST_ELEMENT(GST_MESSAGE_SRC(msg)), context);
     gst_context_unref(context);
     printf("answered need-context from %s\n", GST_MESSAGE_SRC_NAME(msg));
@@ -84,7 +84,7 @@ static gboolean check_sample(GstSample *sample, guint index, GstTensorMemGlWorke
     return FALSE;
   }
   GstMemory *mem = gst_buffer_peek_memory(buffer, 0);
-  if (!gst_is_tensor_pbo_memory(mem)) {
+  if (!gst_is_tensor_mem_pbo_memory(mem)) {
     fprintf(stderr, "sample %u: memory of allocator %s is not PBO memory\n", index,
             mem->allocator ? GST_OBJECT_NAME(mem->allocator) : "(none)");
     return FALSE;
@@ -159,7 +159,7 @@ static int run(WorkerMode mode, guint num_buffers, guint width, guint height) {
   GstBus *bus = gst_element_get_bus(pipeline);
   if (mode == WORKER_APP) {
     /* Every element of the pipeline (and any added later) gets the worker. */
-    GstContext *context = gst_context_new_tensor_gl_worker(worker, TRUE);
+    GstContext *context = gst_context_new_tensor_mem_gl_worker(worker, TRUE);
     gst_element_set_context(pipeline, context);
     gst_context_unref(context);
   } else if (mode == WORKER_NEED_CONTEXT) {

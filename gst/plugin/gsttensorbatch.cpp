@@ -816,8 +816,8 @@ GstBuffer *make_output(Batch &b, guint64 seq, const gst_tensormem::TensorCaps &t
   // Bytes the CPU wrote into a PBO reach GL readers after a fence where the
   // PBO is mapped per call.
   GError *error = nullptr;
-  if (b.cpu_written && gst_buffer_tensor_pbo_cpu_writes_need_fence(out) &&
-      !gst_buffer_fence_tensor_pbo_writes(out, &error)) {
+  if (b.cpu_written && gst_buffer_tensor_mem_pbo_cpu_writes_need_fence(out) &&
+      !gst_buffer_fence_tensor_mem_pbo_writes(out, &error)) {
     *why = std::string("the CPU's writes into its PBO cannot be fenced: ") + (error ? error->message : "no reason");
     g_clear_error(&error);
     gst_buffer_unref(out);

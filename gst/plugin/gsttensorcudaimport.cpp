@@ -126,7 +126,7 @@ GstFlowReturn no_cuda(GstTensorMemCudaImport *self, GstBuffer *buffer, const std
  * ("" for the buffer, "tensor N ('id'): " for a meta tensor) leads every
  * message and keys its warning apart from the buffer's. */
 GstFlowReturn import_into(GstTensorMemCudaImport *self, GstBuffer *buffer, GstBuffer *target, const std::string &what) {
-  if (gst_buffer_get_tensor_cuda_meta(target))
+  if (gst_buffer_get_tensor_mem_cuda_meta(target))
     return GST_FLOW_OK; // imported upstream already
   const gchar *unavailable = nullptr;
   if (!gst_tensor_mem_cuda_get_status(nullptr, nullptr, nullptr, &unavailable))
@@ -137,7 +137,7 @@ GstFlowReturn import_into(GstTensorMemCudaImport *self, GstBuffer *buffer, GstBu
                    what + "a buffer of " + std::to_string(gst_buffer_n_memory(target)) +
                        " memories (CUDA import takes buffers of one tensor memory)");
   GstMemory *mem = gst_buffer_peek_memory(target, 0);
-  if (!gst_is_tensor_memory(mem))
+  if (!gst_is_tensor_mem_memory(mem))
     return no_cuda(self, buffer, key + "memory-kind",
                    what + "memory from allocator " + (mem->allocator ? mem->allocator->mem_type : "(none)") +
                        " is not tensor memory");
@@ -153,7 +153,7 @@ GstFlowReturn import_into(GstTensorMemCudaImport *self, GstBuffer *buffer, GstBu
     GST_OBJECT_UNLOCK(self);
     GST_DEBUG_OBJECT(self, "%simported %s", what.c_str(), (*handle)->describe().c_str());
   }
-  if (!gst_buffer_add_tensor_cuda_meta(target, *handle, mem->offset, mem->size))
+  if (!gst_buffer_add_tensor_mem_cuda_meta(target, *handle, mem->offset, mem->size))
     return no_cuda(self, buffer, key + "meta",
                    what + "the CUDA handle (" + (*handle)->describe() + ") does not cover the memory's range");
   return GST_FLOW_OK;
@@ -186,8 +186,8 @@ GstFlowReturn import_ip(GstTensorMemCudaImport *self, GstBuffer *buffer) {
     return valid;
 #if GST_TENSOR_MEM_HAVE_TENSOR_META
   for (const gst_tensormem::MetaTensor &t : tensors) {
-    GstBuffer *data = gst_buffer_get_tensor_cuda_meta(t.tensor->data) ? t.tensor->data : writable_data(t.tensor);
-    gst_buffer_wait_gl_sync_metas(data);
+    GstBuffer *data = gst_buffer_get_tensor_mem_cuda_meta(t.tensor->data) ? t.tensor->data : writable_data(t.tensor);
+    gst_buffer_wait_tensor_mem_gl_sync_metas(data);
     const std::string what =
         "tensor " + std::to_string(t.index) + " ('" + gst_tensormem::tensor_id_text(t.tensor) + "'): ";
     const GstFlowReturn ret = import_into(self, buffer, data, what);
@@ -197,7 +197,7 @@ GstFlowReturn import_ip(GstTensorMemCudaImport *self, GstBuffer *buffer) {
   // The frame beside the tensors is imported where it is tensor memory; a
   // decoder's frame in other memory is no failure to warn about.
   if (!tensors.empty() &&
-      (gst_buffer_n_memory(buffer) != 1 || !gst_is_tensor_memory(gst_buffer_peek_memory(buffer, 0))))
+      (gst_buffer_n_memory(buffer) != 1 || !gst_is_tensor_mem_memory(gst_buffer_peek_memory(buffer, 0))))
     return GST_FLOW_OK;
 #endif
   return import_into(self, buffer, buffer, "");
@@ -277,7 +277,7 @@ static gboolean gst_tensor_cuda_import_set_caps(GstBaseTransform *trans, GstCaps
 static GstFlowReturn gst_tensor_cuda_import_transform_ip(GstBaseTransform *trans, GstBuffer *buffer) {
   auto *self = GST_TENSOR_CUDA_IMPORT(trans);
   // CUDA cannot queue a wait on a GstGL fence: it has passed before the import.
-  gst_buffer_wait_gl_sync_metas(buffer);
+  gst_buffer_wait_tensor_mem_gl_sync_metas(buffer);
   return import_ip(self, buffer);
 }
 

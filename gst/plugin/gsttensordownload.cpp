@@ -259,7 +259,7 @@ static GstFlowReturn gst_tensor_download_prepare_output_buffer(GstBaseTransform 
     ret = gst_tensor_mem_element_wait_fences(GST_ELEMENT_CAST(self), inbuf, GST_TENSOR_MEM_FENCE_DEFAULT_TIMEOUT,
                                              gst_tensor_transform_get_waits(GST_TENSOR_TRANSFORM_CAST(self)), nullptr);
   else if (ret == GST_FLOW_OK)
-    gst_buffer_wait_gl_sync_metas(inbuf);
+    gst_buffer_wait_tensor_mem_gl_sync_metas(inbuf);
   if (ret != GST_FLOW_OK)
     return ret;
   const gst_tensormem::DownloadMethod &method = gst_tensormem::download_method_for(ctx, inbuf);

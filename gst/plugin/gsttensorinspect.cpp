@@ -286,7 +286,7 @@ bool read_tensor_host(GstBuffer *data, gsize bytes, Stats *stats) {
 bool inspect_meta_tensor(GstTensorMemInspect *self, guint64 frame, const gst_tensormem::MetaTensor &t) {
   Stats stats;
   const char *path = nullptr;
-  GstTensorMemCudaMeta *cuda = gst_buffer_get_tensor_cuda_meta(t.tensor->data);
+  GstTensorMemCudaMeta *cuda = gst_buffer_get_tensor_mem_cuda_meta(t.tensor->data);
   if (cuda && cuda->size >= t.bytes) {
     if (const guint8 *host = read_cuda_bytes(self, cuda)) {
       stats.rows(host, t.bytes, t.bytes, 1, true);
@@ -345,7 +345,7 @@ GstFlowReturn inspect_ip(GstTensorMemInspect *self, GstBuffer *buffer) {
   }
   Stats stats;
   const char *path = nullptr;
-  if (GstTensorMemCudaMeta *meta = gst_buffer_get_tensor_cuda_meta(buffer)) {
+  if (GstTensorMemCudaMeta *meta = gst_buffer_get_tensor_mem_cuda_meta(buffer)) {
     if (read_cuda(self, buffer, meta, &stats))
       path = "cuda";
   }

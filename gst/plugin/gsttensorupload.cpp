@@ -155,7 +155,7 @@ void release_context(gst_tensormem::UploadContext &ctx) {
 /* GstGL interop: a GstGLSyncMeta on the input (glupload, GL decoders) has
  * passed before any path reads the input's bytes. */
 void honour_gl_sync(GstTensorMemUpload *self, GstBuffer *inbuf) {
-  if (const guint waited = gst_buffer_wait_gl_sync_metas(inbuf))
+  if (const guint waited = gst_buffer_wait_tensor_mem_gl_sync_metas(inbuf))
     GST_LOG_OBJECT(self, "%" GST_PTR_FORMAT ": waited for %u GstGLSyncMeta(s)", inbuf, waited);
 }
 

@@ -262,7 +262,7 @@ GstMemory *gst_tensor_mem_base_memory_new_window(GstMemory *mem, gsize offset, g
  *
  * Returns: %TRUE when @mem is a #GstTensorMemBaseMemory, made by a
  * #GstTensorMemBaseAllocator subclass (system and PBO tensor memory, shares
- * included; not DMA-BUF tensor memory, which gst_is_tensor_memory() covers).
+ * included; not DMA-BUF tensor memory, which gst_is_tensor_mem_memory() covers).
  *
  * Since: 0.1
  */

@@ -863,7 +863,7 @@ GstFlowReturn TensorConverter::convert_into(GstBuffer *inbuf, GstBuffer *outbuf,
     if (fenced != GST_FLOW_OK)
       return fenced;
   } else {
-    gst_buffer_wait_gl_sync_metas(inbuf);
+    gst_buffer_wait_tensor_mem_gl_sync_metas(inbuf);
   }
   GstVideoFrame frame;
   if (!gst_video_frame_map(&frame, &impl.in_info, inbuf, GST_MAP_READ)) {

@@ -147,14 +147,14 @@ const GstMetaInfo *gst_tensor_mem_cuda_meta_get_info(void) {
 }
 
 /**
- * gst_buffer_get_tensor_cuda_meta:
+ * gst_buffer_get_tensor_mem_cuda_meta:
  * @buffer: a #GstBuffer
  *
  * Returns: (transfer none) (nullable): the buffer's #GstTensorMemCudaMeta.
  *
  * Since: 0.1
  */
-GstTensorMemCudaMeta *gst_buffer_get_tensor_cuda_meta(GstBuffer *buffer) {
+GstTensorMemCudaMeta *gst_buffer_get_tensor_mem_cuda_meta(GstBuffer *buffer) {
   g_return_val_if_fail(GST_IS_BUFFER(buffer), nullptr);
   return reinterpret_cast<GstTensorMemCudaMeta *>(gst_buffer_get_meta(buffer, GST_TENSOR_MEM_CUDA_META_API_TYPE));
 }
@@ -246,7 +246,7 @@ const gchar *gst_tensor_mem_cuda_kind_to_string(GstTensorMemCudaKind kind) {
   return "unknown";
 }
 
-GstTensorMemCudaMeta *gst_buffer_add_tensor_cuda_meta(GstBuffer *buffer, std::shared_ptr<tensormem::CudaHandle> handle,
+GstTensorMemCudaMeta *gst_buffer_add_tensor_mem_cuda_meta(GstBuffer *buffer, std::shared_ptr<tensormem::CudaHandle> handle,
                                                       gsize offset, gsize size) {
   g_return_val_if_fail(GST_IS_BUFFER(buffer), nullptr);
   if (!handle)
@@ -275,7 +275,7 @@ namespace gst_tensormem {
 
 GstTensorMemCudaMeta *copy_cuda_meta(GstTensorMemCudaMeta *from, GstBuffer *to) {
   g_return_val_if_fail(from != nullptr && from->priv != nullptr, nullptr);
-  return gst_buffer_add_tensor_cuda_meta(to, from->priv->handle, from->priv->offset, from->size);
+  return gst_buffer_add_tensor_mem_cuda_meta(to, from->priv->handle, from->priv->offset, from->size);
 }
 
 } // namespace gst_tensormem

@@ -61,7 +61,7 @@ GST_TENSOR_MEM_API
 const GstMetaInfo *gst_tensor_mem_cuda_meta_get_info(void);
 
 GST_TENSOR_MEM_API
-GstTensorMemCudaMeta *gst_buffer_get_tensor_cuda_meta(GstBuffer *buffer);
+GstTensorMemCudaMeta *gst_buffer_get_tensor_mem_cuda_meta(GstBuffer *buffer);
 
 GST_TENSOR_MEM_API
 gboolean gst_tensor_mem_cuda_meta_map(GstTensorMemCudaMeta *meta, gpointer *device_ptr, gsize *size, GError **error);

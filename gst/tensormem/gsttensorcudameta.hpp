@@ -12,13 +12,13 @@
 #include <memory>
 
 /**
- * gst_buffer_add_tensor_cuda_meta: (skip)
+ * gst_buffer_add_tensor_mem_cuda_meta: (skip)
  *
  * C++ only. Attaches CUDA access to @buffer: @handle covers the whole storage, the
  * meta's device pointer starts @offset bytes into it and covers @size bytes.
  * NULL for an empty handle, a detached handle or a range outside it. */
 GST_TENSOR_MEM_API
-GstTensorMemCudaMeta *gst_buffer_add_tensor_cuda_meta(GstBuffer *buffer, std::shared_ptr<tensormem::CudaHandle> handle,
+GstTensorMemCudaMeta *gst_buffer_add_tensor_mem_cuda_meta(GstBuffer *buffer, std::shared_ptr<tensormem::CudaHandle> handle,
                                                       gsize offset, gsize size);
 
 /**

@@ -230,7 +230,7 @@ GstMemory *gst_tensor_mem_d3d11_allocator_alloc_video(GstAllocator *allocator, c
 gboolean gst_tensor_mem_d3d11_memory_get_plane_layout(GstMemory *mem, const GstVideoInfo *info,
                                                   gsize offset[GST_VIDEO_MAX_PLANES],
                                                   gint stride[GST_VIDEO_MAX_PLANES]) {
-  g_return_val_if_fail(gst_is_tensor_d3d11_memory(mem), FALSE);
+  g_return_val_if_fail(gst_is_tensor_mem_d3d11_memory(mem), FALSE);
   g_return_val_if_fail(info != nullptr, FALSE);
   auto storage = gst_tensor_mem_d3d11_memory_get_storage(mem);
   const gsize pitch = storage->backing_pitch();
@@ -260,7 +260,7 @@ gboolean gst_tensor_mem_d3d11_memory_get_plane_layout(GstMemory *mem, const GstV
 }
 
 /**
- * gst_buffer_fence_tensor_d3d11_writes:
+ * gst_buffer_fence_tensor_mem_d3d11_writes:
  * @buffer: a buffer just written (through CPU maps) into D3D11 memory
  * @error: (out) (optional): where to put the reason on failure
  *
@@ -274,12 +274,12 @@ gboolean gst_tensor_mem_d3d11_memory_get_plane_layout(GstMemory *mem, const GstV
  *
  * Since: 0.1
  */
-gboolean gst_buffer_fence_tensor_d3d11_writes(GstBuffer *buffer, GError **error) {
+gboolean gst_buffer_fence_tensor_mem_d3d11_writes(GstBuffer *buffer, GError **error) {
   g_return_val_if_fail(GST_IS_BUFFER(buffer), FALSE);
   GstTensorMemD3D11Device *device = nullptr;
   for (guint i = 0; i < gst_buffer_n_memory(buffer) && !device; ++i) {
     GstMemory *mem = gst_buffer_peek_memory(buffer, i);
-    if (gst_is_tensor_d3d11_memory(mem))
+    if (gst_is_tensor_mem_d3d11_memory(mem))
       device = gst_tensor_mem_d3d11_memory_get_device(mem);
   }
   if (!device)
@@ -307,7 +307,7 @@ gboolean gst_buffer_fence_tensor_d3d11_writes(GstBuffer *buffer, GError **error)
 }
 
 /**
- * gst_is_tensor_d3d11_memory:
+ * gst_is_tensor_mem_d3d11_memory:
  * @mem: a #GstMemory
  *
  * Returns: %TRUE when @mem was made by a #GstTensorMemD3D11Allocator (shares
@@ -315,7 +315,7 @@ gboolean gst_buffer_fence_tensor_d3d11_writes(GstBuffer *buffer, GError **error)
  *
  * Since: 0.1
  */
-gboolean gst_is_tensor_d3d11_memory(GstMemory *mem) {
+gboolean gst_is_tensor_mem_d3d11_memory(GstMemory *mem) {
   return mem != nullptr && mem->allocator != nullptr && GST_IS_TENSOR_MEM_D3D11_ALLOCATOR(mem->allocator);
 }
 
@@ -329,7 +329,7 @@ gboolean gst_is_tensor_d3d11_memory(GstMemory *mem) {
  * Since: 0.1
  */
 GstTensorMemD3D11Device *gst_tensor_mem_d3d11_memory_get_device(GstMemory *mem) {
-  g_return_val_if_fail(gst_is_tensor_d3d11_memory(mem), nullptr);
+  g_return_val_if_fail(gst_is_tensor_mem_d3d11_memory(mem), nullptr);
   return GST_TENSOR_MEM_D3D11_ALLOCATOR_CAST(mem->allocator)->device;
 }
 
@@ -346,7 +346,7 @@ GstTensorMemD3D11Device *gst_tensor_mem_d3d11_memory_get_device(GstMemory *mem) 
  * Since: 0.1
  */
 const tensormem::Tensor *gst_tensor_mem_d3d11_memory_get_tensor(GstMemory *mem) {
-  return gst_is_tensor_d3d11_memory(mem) ? gst_tensor_mem_memory_get_tensor(mem) : nullptr;
+  return gst_is_tensor_mem_d3d11_memory(mem) ? gst_tensor_mem_memory_get_tensor(mem) : nullptr;
 }
 
 /**
@@ -480,10 +480,10 @@ const Backend &d3d11_backend() {
       .check_caps = d3d11_check_caps,
       .new_allocator = d3d11_new_allocator,
       .cpu_writes_need_fence = d3d11_cpu_writes_need_fence,
-      .fence_writes = gst_buffer_fence_tensor_d3d11_writes,
+      .fence_writes = gst_buffer_fence_tensor_mem_d3d11_writes,
       .allocator_type = gst_tensor_mem_d3d11_allocator_get_type,
       .pool_type = gst_tensor_mem_d3d11_buffer_pool_get_type,
-      .owns_memory = gst_is_tensor_d3d11_memory,
+      .owns_memory = gst_is_tensor_mem_d3d11_memory,
       .new_pool = gst_tensor_mem_buffer_pool_new_for_d3d11,
       .new_window = gst_tensor_mem_base_memory_new_window,
       .prepare_cuda = d3d11_prepare_cuda,

@@ -100,10 +100,10 @@ gboolean gst_tensor_mem_d3d11_memory_get_plane_layout(GstMemory *mem, const GstV
                                                   gint stride[GST_VIDEO_MAX_PLANES]);
 
 GST_TENSOR_MEM_API
-gboolean gst_is_tensor_d3d11_memory(GstMemory *mem);
+gboolean gst_is_tensor_mem_d3d11_memory(GstMemory *mem);
 
 GST_TENSOR_MEM_API
-gboolean gst_buffer_fence_tensor_d3d11_writes(GstBuffer *buffer, GError **error);
+gboolean gst_buffer_fence_tensor_mem_d3d11_writes(GstBuffer *buffer, GError **error);
 
 GST_TENSOR_MEM_API
 GstTensorMemD3D11Device *gst_tensor_mem_d3d11_memory_get_device(GstMemory *mem);

@@ -163,7 +163,7 @@ const gchar *gst_tensor_mem_d3d11_device_get_name(GstTensorMemD3D11Device *devic
 }
 
 /**
- * gst_context_new_tensor_d3d11_device:
+ * gst_context_new_tensor_mem_d3d11_device:
  * @device: the device to share
  * @persistent: whether the context survives the element's return to NULL
  *
@@ -173,13 +173,13 @@ const gchar *gst_tensor_mem_d3d11_device_get_name(GstTensorMemD3D11Device *devic
  *
  * Since: 0.1
  */
-GstContext *gst_context_new_tensor_d3d11_device(GstTensorMemD3D11Device *device, gboolean persistent) {
+GstContext *gst_context_new_tensor_mem_d3d11_device(GstTensorMemD3D11Device *device, gboolean persistent) {
   g_return_val_if_fail(device_ok(device), nullptr);
   return gst_tensormem::shared_context_new(kDeviceKind, GST_OBJECT_CAST(device), persistent);
 }
 
 /**
- * gst_context_get_tensor_d3d11_device:
+ * gst_context_get_tensor_mem_d3d11_device:
  * @context: a #GstContext
  * @device: (out) (optional) (transfer full): the device it holds
  *
@@ -188,7 +188,7 @@ GstContext *gst_context_new_tensor_d3d11_device(GstTensorMemD3D11Device *device,
  *
  * Since: 0.1
  */
-gboolean gst_context_get_tensor_d3d11_device(GstContext *context, GstTensorMemD3D11Device **device) {
+gboolean gst_context_get_tensor_mem_d3d11_device(GstContext *context, GstTensorMemD3D11Device **device) {
   g_return_val_if_fail(GST_IS_CONTEXT(context), FALSE);
   return gst_tensormem::shared_context_get(kDeviceKind, context, reinterpret_cast<GstObject **>(device));
 }

@@ -70,10 +70,10 @@ GST_TENSOR_MEM_API
 const gchar *gst_tensor_mem_d3d11_device_get_name(GstTensorMemD3D11Device *device);
 
 GST_TENSOR_MEM_API
-GstContext *gst_context_new_tensor_d3d11_device(GstTensorMemD3D11Device *device, gboolean persistent);
+GstContext *gst_context_new_tensor_mem_d3d11_device(GstTensorMemD3D11Device *device, gboolean persistent);
 
 GST_TENSOR_MEM_API
-gboolean gst_context_get_tensor_d3d11_device(GstContext *context, GstTensorMemD3D11Device **device);
+gboolean gst_context_get_tensor_mem_d3d11_device(GstContext *context, GstTensorMemD3D11Device **device);
 
 GST_TENSOR_MEM_API
 gboolean gst_tensor_mem_d3d11_device_ensure(GstElement *element, GstTensorMemD3D11Device **device, GError **error);

@@ -133,7 +133,7 @@ void release(DLManagedTensor *managed) {
 
 /* \brief The buffer's CUDA pointer where its CUDA meta maps, else null. */
 gpointer map_cuda(Context *ctx, GstMapFlags flags) {
-  GstTensorMemCudaMeta *meta = gst_buffer_get_tensor_cuda_meta(ctx->buffer);
+  GstTensorMemCudaMeta *meta = gst_buffer_get_tensor_mem_cuda_meta(ctx->buffer);
   if (!meta)
     return nullptr;
   gpointer ptr = nullptr;

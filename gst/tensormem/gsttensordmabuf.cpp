@@ -370,15 +370,15 @@ GstAllocator *gst_tensor_mem_dmabuf_allocator_get(void) {
 }
 
 /**
- * gst_is_tensor_dmabuf_memory:
+ * gst_is_tensor_mem_dmabuf_memory:
  * @mem: a #GstMemory
  *
  * Returns: %TRUE when @mem was made by the DMA-BUF tensor allocator (such a
- * memory is also gst_is_dmabuf_memory() and gst_is_tensor_memory()).
+ * memory is also gst_is_dmabuf_memory() and gst_is_tensor_mem_memory()).
  *
  * Since: 0.1
  */
-gboolean gst_is_tensor_dmabuf_memory(GstMemory *mem) {
+gboolean gst_is_tensor_mem_dmabuf_memory(GstMemory *mem) {
   return mem != nullptr && mem->allocator != nullptr && GST_IS_TENSOR_MEM_DMABUF_ALLOCATOR(mem->allocator);
 }
 
@@ -440,7 +440,7 @@ GstMemory *gst_tensor_mem_dmabuf_memory_import_fd(gint fd, gsize size) {
  * Since: 0.1
  */
 std::shared_ptr<tensormem::DmaBufStorage> gst_tensor_mem_dmabuf_memory_get_storage(GstMemory *mem) {
-  const tensormem::Tensor *tensor = gst_is_tensor_dmabuf_memory(mem) ? gst_tensor_mem_memory_get_tensor(mem) : nullptr;
+  const tensormem::Tensor *tensor = gst_is_tensor_mem_dmabuf_memory(mem) ? gst_tensor_mem_memory_get_tensor(mem) : nullptr;
   if (!tensor || tensor->storage_kind() != tensormem::StorageKind::DmaBuf)
     return {};
   return std::static_pointer_cast<tensormem::DmaBufStorage>(tensor->storage());
@@ -523,7 +523,7 @@ GstBufferPool *dmabuf_new_pool(GstAllocator *) {
 /* A memory of the DMA-BUF allocator over the same storage (its own
  * mapping, the same fd's pages), narrowed to the range. */
 GstMemory *dmabuf_new_window(GstMemory *mem, gsize offset, gsize size) {
-  if (!gst_is_tensor_dmabuf_memory(mem) || offset > mem->size || size > mem->size - offset || size == 0)
+  if (!gst_is_tensor_mem_dmabuf_memory(mem) || offset > mem->size || size > mem->size - offset || size == 0)
     return nullptr;
   std::shared_ptr<tensormem::DmaBufStorage> storage = gst_tensor_mem_dmabuf_memory_get_storage(mem);
   if (!storage)
@@ -548,7 +548,7 @@ const Backend &dmabuf_backend() {
       .maps_as_system = true,
       .extra_template = GST_TENSOR_MEM_DMA_DRM_STRUCTURE,
       .allocator_type = gst_tensor_mem_dmabuf_allocator_get_type,
-      .owns_memory = gst_is_tensor_dmabuf_memory,
+      .owns_memory = gst_is_tensor_mem_dmabuf_memory,
       .new_pool = dmabuf_new_pool,
       .new_window = dmabuf_new_window,
       .fd_bytes = dmabuf_fd_bytes,

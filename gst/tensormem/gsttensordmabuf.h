@@ -61,7 +61,7 @@ GST_TENSOR_MEM_API
 GstAllocator *gst_tensor_mem_dmabuf_allocator_get(void);
 
 GST_TENSOR_MEM_API
-gboolean gst_is_tensor_dmabuf_memory(GstMemory *mem);
+gboolean gst_is_tensor_mem_dmabuf_memory(GstMemory *mem);
 
 GST_TENSOR_MEM_API
 GstMemory *gst_tensor_mem_dmabuf_memory_import_fd(gint fd, gsize size);

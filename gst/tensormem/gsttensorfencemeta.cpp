@@ -589,7 +589,7 @@ gchar *gst_buffer_describe_tensor_mem_fences(GstBuffer *buffer) {
  * Waits on the CPU for every fence of @buffer within one deadline; each that
  * signals is marked satisfied. What consumers that read the memory on the
  * CPU call before they read. A #GstGLSyncMeta on @buffer is waited for first
- * (gst_buffer_wait_gl_sync_metas(), counted in @waited).
+ * (gst_buffer_wait_tensor_mem_gl_sync_metas(), counted in @waited).
  *
  * Returns: %TRUE when all have signalled; %FALSE with @error naming the
  * first fence that did not.
@@ -619,7 +619,7 @@ gboolean gst_buffer_wait_tensor_mem_fences_cancellable(GstBuffer *buffer, GstClo
                                                        GCancellable *cancellable, guint *waited, GError **error) {
   g_return_val_if_fail(GST_IS_BUFFER(buffer), FALSE);
   // A GstGLSyncMeta (GstGL producers) first: GstGL bounds its own wait.
-  const guint gl_waited = gst_buffer_wait_gl_sync_metas(buffer);
+  const guint gl_waited = gst_buffer_wait_tensor_mem_gl_sync_metas(buffer);
   if (waited)
     *waited = gl_waited;
   // One deadline for all; capped like the core's waits so it cannot wrap.

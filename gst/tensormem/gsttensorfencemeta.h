@@ -147,7 +147,7 @@ GST_TENSOR_MEM_API
 gchar *gst_buffer_describe_tensor_mem_fences(GstBuffer *buffer);
 
 GST_TENSOR_MEM_API
-gboolean gst_buffer_fence_tensor_pbo_writes(GstBuffer *buffer, GError **error);
+gboolean gst_buffer_fence_tensor_mem_pbo_writes(GstBuffer *buffer, GError **error);
 
 GST_TENSOR_MEM_API
 gboolean gst_buffer_wait_tensor_mem_fences(GstBuffer *buffer, GstClockTime timeout_ns, guint *waited, GError **error);
@@ -176,7 +176,7 @@ void gst_tensor_mem_transform_watch_state_change(GstBaseTransform *trans, GCance
 
 /* GstGL interop (gsttensorglsync.cpp). */
 GST_TENSOR_MEM_API
-guint gst_buffer_wait_gl_sync_metas(GstBuffer *buffer);
+guint gst_buffer_wait_tensor_mem_gl_sync_metas(GstBuffer *buffer);
 
 G_END_DECLS
 

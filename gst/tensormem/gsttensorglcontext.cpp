@@ -212,7 +212,7 @@ guint gst_tensor_mem_gl_worker_get_mapped_buffers(GstTensorMemGlWorker *worker) 
 }
 
 /**
- * gst_context_set_tensor_gl_worker:
+ * gst_context_set_tensor_mem_gl_worker:
  * @context: a writable #GstContext
  * @worker: (nullable): the worker to store, or %NULL to remove it
  *
@@ -221,7 +221,7 @@ guint gst_tensor_mem_gl_worker_get_mapped_buffers(GstTensorMemGlWorker *worker) 
  *
  * Since: 0.1
  */
-void gst_context_set_tensor_gl_worker(GstContext *context, GstTensorMemGlWorker *worker) {
+void gst_context_set_tensor_mem_gl_worker(GstContext *context, GstTensorMemGlWorker *worker) {
   g_return_if_fail(GST_IS_CONTEXT(context));
   g_return_if_fail(gst_context_is_writable(context));
   g_return_if_fail(worker == nullptr || GST_IS_TENSOR_MEM_GL_WORKER(worker));
@@ -229,7 +229,7 @@ void gst_context_set_tensor_gl_worker(GstContext *context, GstTensorMemGlWorker 
 }
 
 /**
- * gst_context_get_tensor_gl_worker:
+ * gst_context_get_tensor_mem_gl_worker:
  * @context: a #GstContext
  * @worker: (out) (transfer full) (optional): the worker it holds
  *
@@ -238,13 +238,13 @@ void gst_context_set_tensor_gl_worker(GstContext *context, GstTensorMemGlWorker 
  *
  * Since: 0.1
  */
-gboolean gst_context_get_tensor_gl_worker(GstContext *context, GstTensorMemGlWorker **worker) {
+gboolean gst_context_get_tensor_mem_gl_worker(GstContext *context, GstTensorMemGlWorker **worker) {
   g_return_val_if_fail(GST_IS_CONTEXT(context), FALSE);
   return gst_tensormem::shared_context_get(kWorkerKind, context, reinterpret_cast<GstObject **>(worker));
 }
 
 /**
- * gst_context_new_tensor_gl_worker:
+ * gst_context_new_tensor_mem_gl_worker:
  * @worker: a #GstTensorMemGlWorker
  * @persistent: whether the context survives the element's return to NULL
  *
@@ -255,7 +255,7 @@ gboolean gst_context_get_tensor_gl_worker(GstContext *context, GstTensorMemGlWor
  *
  * Since: 0.1
  */
-GstContext *gst_context_new_tensor_gl_worker(GstTensorMemGlWorker *worker, gboolean persistent) {
+GstContext *gst_context_new_tensor_mem_gl_worker(GstTensorMemGlWorker *worker, gboolean persistent) {
   g_return_val_if_fail(GST_IS_TENSOR_MEM_GL_WORKER(worker), nullptr);
   return gst_tensormem::shared_context_new(kWorkerKind, GST_OBJECT_CAST(worker), persistent);
 }

@@ -84,13 +84,13 @@ GST_TENSOR_MEM_API
 guint gst_tensor_mem_gl_worker_get_mapped_buffers(GstTensorMemGlWorker *worker);
 
 GST_TENSOR_MEM_API
-GstContext *gst_context_new_tensor_gl_worker(GstTensorMemGlWorker *worker, gboolean persistent);
+GstContext *gst_context_new_tensor_mem_gl_worker(GstTensorMemGlWorker *worker, gboolean persistent);
 
 GST_TENSOR_MEM_API
-void gst_context_set_tensor_gl_worker(GstContext *context, GstTensorMemGlWorker *worker);
+void gst_context_set_tensor_mem_gl_worker(GstContext *context, GstTensorMemGlWorker *worker);
 
 GST_TENSOR_MEM_API
-gboolean gst_context_get_tensor_gl_worker(GstContext *context, GstTensorMemGlWorker **worker);
+gboolean gst_context_get_tensor_mem_gl_worker(GstContext *context, GstTensorMemGlWorker **worker);
 
 GST_TENSOR_MEM_API
 gboolean gst_tensor_mem_gl_worker_ensure(GstElement *element, GstTensorMemGlWorker **worker, GError **error);

@@ -12,7 +12,7 @@
 #endif
 
 /**
- * gst_buffer_wait_gl_sync_metas:
+ * gst_buffer_wait_tensor_mem_gl_sync_metas:
  * @buffer: a #GstBuffer
  *
  * Waits on the CPU for each #GstGLSyncMeta of @buffer
@@ -27,7 +27,7 @@
  *
  * Since: 0.1
  */
-guint gst_buffer_wait_gl_sync_metas(GstBuffer *buffer) {
+guint gst_buffer_wait_tensor_mem_gl_sync_metas(GstBuffer *buffer) {
   g_return_val_if_fail(GST_IS_BUFFER(buffer), 0);
 #if GST_TENSOR_MEM_HAVE_GSTGL
   guint waited = 0;

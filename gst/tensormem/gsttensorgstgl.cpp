@@ -9,7 +9,7 @@
  * CPU copy: a GL worker whose context lives on GstGL's EGL display and
  * shares objects with GstGL's context (gst_tensor_mem_gl_worker_ensure_gstgl())
  * reads each texture into a PBO with a pack-buffer glReadPixels
- * (gst_buffer_read_gl_memory_into_tensor_pbo()). GstGL must run on EGL: GL
+ * (gst_buffer_read_gl_memory_into_tensor_mem_pbo()). GstGL must run on EGL: GL
  * objects cannot be shared between a GLX and an EGL context. On X11, where
  * GstGL picks GLX by default, the element offers GstGL an EGL display
  * (gst_tensor_mem_gstgl_display_answer_query()). docs/pbo.md, "GstGL interop".
@@ -206,7 +206,7 @@ gboolean gst_tensor_mem_gl_worker_ensure_for_gl_memory(GstMemory *memory, GstTen
  * @memory, so that its texture can be read on the GPU: only when GstGL runs
  * on EGL. GstGL on GLX (its default on X11) cannot share with our EGL
  * context; its textures are then read on GstGL's own thread and copied on
- * the CPU (gst_buffer_copy_gl_memory_into_tensor()).
+ * the CPU (gst_buffer_copy_gl_memory_into_tensor_mem()).
  *
  * Returns: whether the texture can be read on the GPU by our worker.
  *
@@ -254,7 +254,7 @@ gboolean gst_tensor_mem_gl_worker_shares_with_gstgl(GstTensorMemGlWorker *worker
 }
 
 /**
- * gst_buffer_read_gl_memory_into_tensor_pbo:
+ * gst_buffer_read_gl_memory_into_tensor_mem_pbo:
  * @outbuf: a buffer of one PBO tensor memory of a worker made by
  *   gst_tensor_mem_gl_worker_ensure_gstgl()
  * @inbuf: a buffer of one 2D `memory:GLMemory` texture (RGBA) of a context
@@ -277,7 +277,7 @@ gboolean gst_tensor_mem_gl_worker_shares_with_gstgl(GstTensorMemGlWorker *worker
  *
  * Since: 0.1
  */
-gboolean gst_buffer_read_gl_memory_into_tensor_pbo(GstBuffer *outbuf, GstBuffer *inbuf, const GstVideoInfo *info,
+gboolean gst_buffer_read_gl_memory_into_tensor_mem_pbo(GstBuffer *outbuf, GstBuffer *inbuf, const GstVideoInfo *info,
                                                    gsize *gpu_copied, GError **error) {
   g_return_val_if_fail(GST_IS_BUFFER(outbuf) && GST_IS_BUFFER(inbuf) && info, FALSE);
   if (gpu_copied)
@@ -298,7 +298,7 @@ gboolean gst_buffer_read_gl_memory_into_tensor_pbo(GstBuffer *outbuf, GstBuffer 
     return FALSE;
   }
   GstMemory *out = gst_buffer_n_memory(outbuf) == 1 ? gst_buffer_peek_memory(outbuf, 0) : nullptr;
-  if (!out || !gst_is_tensor_pbo_memory(out)) {
+  if (!out || !gst_is_tensor_mem_pbo_memory(out)) {
     g_set_error(error, GST_RESOURCE_ERROR, GST_RESOURCE_ERROR_FAILED, "the output is not one PBO tensor memory");
     return FALSE;
   }
@@ -366,7 +366,7 @@ gboolean gst_buffer_read_gl_memory_into_tensor_pbo(GstBuffer *outbuf, GstBuffer 
 }
 
 /**
- * gst_buffer_copy_gl_memory_into_tensor:
+ * gst_buffer_copy_gl_memory_into_tensor_mem:
  * @outbuf: a writable buffer of tensor memory (any storage the CPU can map
  *   for writing; PBO memory for tensorupload)
  * @inbuf: a buffer of `memory:GLMemory` of any #GstGLContext
@@ -384,7 +384,7 @@ gboolean gst_buffer_read_gl_memory_into_tensor_pbo(GstBuffer *outbuf, GstBuffer 
  *
  * Since: 0.1
  */
-gboolean gst_buffer_copy_gl_memory_into_tensor(GstBuffer *outbuf, GstBuffer *inbuf, const GstVideoInfo *info,
+gboolean gst_buffer_copy_gl_memory_into_tensor_mem(GstBuffer *outbuf, GstBuffer *inbuf, const GstVideoInfo *info,
                                                gsize *copied, GError **error) {
   g_return_val_if_fail(GST_IS_BUFFER(outbuf) && GST_IS_BUFFER(inbuf) && info, FALSE);
   if (copied)

@@ -30,11 +30,11 @@ GST_TENSOR_MEM_API
 gboolean gst_tensor_mem_gl_worker_shares_with_gstgl(GstTensorMemGlWorker *worker);
 
 GST_TENSOR_MEM_API
-gboolean gst_buffer_read_gl_memory_into_tensor_pbo(GstBuffer *outbuf, GstBuffer *inbuf, const GstVideoInfo *info,
+gboolean gst_buffer_read_gl_memory_into_tensor_mem_pbo(GstBuffer *outbuf, GstBuffer *inbuf, const GstVideoInfo *info,
                                                    gsize *gpu_copied, GError **error);
 
 GST_TENSOR_MEM_API
-gboolean gst_buffer_copy_gl_memory_into_tensor(GstBuffer *outbuf, GstBuffer *inbuf, const GstVideoInfo *info,
+gboolean gst_buffer_copy_gl_memory_into_tensor_mem(GstBuffer *outbuf, GstBuffer *inbuf, const GstVideoInfo *info,
                                                gsize *copied, GError **error);
 
 GST_TENSOR_MEM_API

@@ -7,7 +7,7 @@ G_DEFINE_INTERFACE(GstTensorMemAllocator, gst_tensor_mem_allocator, GST_TYPE_ALL
 static void gst_tensor_mem_allocator_default_init(GstTensorMemAllocatorInterface *) {}
 
 /**
- * gst_is_tensor_memory:
+ * gst_is_tensor_mem_memory:
  * @mem: a #GstMemory
  *
  * Returns: %TRUE when @mem was made by a tensor allocator (system, DMA-BUF or
@@ -25,7 +25,7 @@ static GstTensorMemAllocatorInterface *tensor_interface(GstMemory *mem) noexcept
       g_type_interface_peek(G_OBJECT_GET_CLASS(mem->allocator), GST_TYPE_TENSOR_MEM_ALLOCATOR));
 }
 
-gboolean gst_is_tensor_memory(GstMemory *mem) { return tensor_interface(mem) != nullptr; }
+gboolean gst_is_tensor_mem_memory(GstMemory *mem) { return tensor_interface(mem) != nullptr; }
 
 /**
  * gst_tensor_mem_memory_get_tensor: (skip)
@@ -58,7 +58,7 @@ const tensormem::Tensor *gst_tensor_mem_memory_get_tensor(GstMemory *mem) {
  * Since: 0.1
  */
 GstTensorMemStorage gst_tensor_mem_memory_get_storage(GstMemory *mem) {
-  g_return_val_if_fail(gst_is_tensor_memory(mem), GST_TENSOR_MEM_STORAGE_AUTO);
+  g_return_val_if_fail(gst_is_tensor_mem_memory(mem), GST_TENSOR_MEM_STORAGE_AUTO);
   const tensormem::Tensor *tensor = gst_tensor_mem_memory_get_tensor(mem);
   if (!tensor)
     return GST_TENSOR_MEM_STORAGE_AUTO;

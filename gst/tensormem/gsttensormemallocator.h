@@ -46,7 +46,7 @@ GST_TENSOR_MEM_API
 GType gst_tensor_mem_allocator_get_type(void);
 
 GST_TENSOR_MEM_API
-gboolean gst_is_tensor_memory(GstMemory *mem);
+gboolean gst_is_tensor_mem_memory(GstMemory *mem);
 
 GST_TENSOR_MEM_API
 GstTensorMemStorage gst_tensor_mem_memory_get_storage(GstMemory *mem);

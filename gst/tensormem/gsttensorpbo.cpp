@@ -139,7 +139,7 @@ GstAllocator *gst_tensor_mem_pbo_allocator_new(GstTensorMemGlWorker *worker) {
 }
 
 /**
- * gst_is_tensor_pbo_memory:
+ * gst_is_tensor_mem_pbo_memory:
  * @mem: a #GstMemory
  *
  * Returns: %TRUE when @mem was made by a #GstTensorMemPboAllocator (shares
@@ -147,7 +147,7 @@ GstAllocator *gst_tensor_mem_pbo_allocator_new(GstTensorMemGlWorker *worker) {
  *
  * Since: 0.1
  */
-gboolean gst_is_tensor_pbo_memory(GstMemory *mem) {
+gboolean gst_is_tensor_mem_pbo_memory(GstMemory *mem) {
   return mem != nullptr && mem->allocator != nullptr && GST_IS_TENSOR_MEM_PBO_ALLOCATOR(mem->allocator);
 }
 
@@ -161,7 +161,7 @@ gboolean gst_is_tensor_pbo_memory(GstMemory *mem) {
  * Since: 0.1
  */
 guint gst_tensor_mem_pbo_memory_get_buffer_id(GstMemory *mem) {
-  g_return_val_if_fail(gst_is_tensor_pbo_memory(mem), 0);
+  g_return_val_if_fail(gst_is_tensor_mem_pbo_memory(mem), 0);
   auto storage = gst_tensor_mem_pbo_memory_get_storage(mem);
   return storage ? storage->buffer_id() : 0;
 }
@@ -176,16 +176,16 @@ guint gst_tensor_mem_pbo_memory_get_buffer_id(GstMemory *mem) {
  * Since: 0.1
  */
 GstTensorMemGlWorker *gst_tensor_mem_pbo_memory_get_gl_worker(GstMemory *mem) {
-  g_return_val_if_fail(gst_is_tensor_pbo_memory(mem), nullptr);
+  g_return_val_if_fail(gst_is_tensor_mem_pbo_memory(mem), nullptr);
   return GST_TENSOR_MEM_PBO_ALLOCATOR_CAST(mem->allocator)->worker;
 }
 
 /**
- * gst_buffer_tensor_pbo_cpu_writes_need_fence:
+ * gst_buffer_tensor_mem_pbo_cpu_writes_need_fence:
  * @buffer: a #GstBuffer
  *
  * Whether bytes the CPU just wrote into @buffer's PBO memory need a fence
- * (gst_buffer_fence_tensor_pbo_writes()) before GL or another API reads
+ * (gst_buffer_fence_tensor_mem_pbo_writes()) before GL or another API reads
  * them. A PBO mapped per call does: its unmap, which hands the bytes to GL,
  * is a GL command of the worker's context. A PBO mapped persistently and
  * coherently (see docs/pbo.md) does not: a CPU write into it is visible to
@@ -200,12 +200,12 @@ GstTensorMemGlWorker *gst_tensor_mem_pbo_memory_get_gl_worker(GstMemory *mem) {
  *
  * Since: 0.1
  */
-gboolean gst_buffer_tensor_pbo_cpu_writes_need_fence(GstBuffer *buffer) {
+gboolean gst_buffer_tensor_mem_pbo_cpu_writes_need_fence(GstBuffer *buffer) {
   g_return_val_if_fail(GST_IS_BUFFER(buffer), TRUE);
 #if GST_TENSOR_MEM_HAVE_GL
   for (guint i = 0; i < gst_buffer_n_memory(buffer); ++i) {
     GstMemory *mem = gst_buffer_peek_memory(buffer, i);
-    if (!gst_is_tensor_pbo_memory(mem))
+    if (!gst_is_tensor_mem_pbo_memory(mem))
       continue;
     std::shared_ptr<tensormem::GlWorker> worker = gst_tensor_mem_pbo_memory_get_core_gl_worker(mem);
     if (!worker || !worker->info().persistent_maps)
@@ -228,7 +228,7 @@ gboolean gst_buffer_tensor_pbo_cpu_writes_need_fence(GstBuffer *buffer) {
  * Since: 0.1
  */
 const tensormem::Tensor *gst_tensor_mem_pbo_memory_get_tensor(GstMemory *mem) {
-  return gst_is_tensor_pbo_memory(mem) ? gst_tensor_mem_memory_get_tensor(mem) : nullptr;
+  return gst_is_tensor_mem_pbo_memory(mem) ? gst_tensor_mem_memory_get_tensor(mem) : nullptr;
 }
 
 /**
@@ -259,14 +259,14 @@ std::shared_ptr<tensormem::PboStorage> gst_tensor_mem_pbo_memory_get_storage(Gst
  * Since: 0.1
  */
 std::shared_ptr<tensormem::GlWorker> gst_tensor_mem_pbo_memory_get_core_gl_worker(GstMemory *mem) {
-  if (!gst_is_tensor_pbo_memory(mem))
+  if (!gst_is_tensor_mem_pbo_memory(mem))
     return nullptr;
   GstTensorMemGlWorker *worker = GST_TENSOR_MEM_PBO_ALLOCATOR_CAST(mem->allocator)->worker;
   return worker ? gst_tensor_mem_gl_worker_get_core_gl_worker(worker) : nullptr;
 }
 
 /**
- * gst_buffer_fence_tensor_pbo_writes:
+ * gst_buffer_fence_tensor_mem_pbo_writes:
  * @buffer: a writable #GstBuffer
  * @error: a #GError, or %NULL
  *
@@ -280,7 +280,7 @@ std::shared_ptr<tensormem::GlWorker> gst_tensor_mem_pbo_memory_get_core_gl_worke
  *
  * Since: 0.1
  */
-gboolean gst_buffer_fence_tensor_pbo_writes(GstBuffer *buffer, GError **error) {
+gboolean gst_buffer_fence_tensor_mem_pbo_writes(GstBuffer *buffer, GError **error) {
   g_return_val_if_fail(GST_IS_BUFFER(buffer), FALSE);
 #if GST_TENSOR_MEM_HAVE_GL
   bool any = false;
@@ -389,10 +389,10 @@ const Backend &pbo_backend() {
       .device_failure = "storage=pbo: %s; use storage=system or storage=dmabuf on a machine without a usable EGL",
       .describe_device = pbo_describe_device,
       .new_allocator = pbo_new_allocator,
-      .cpu_writes_need_fence = gst_buffer_tensor_pbo_cpu_writes_need_fence,
-      .fence_writes = gst_buffer_fence_tensor_pbo_writes,
+      .cpu_writes_need_fence = gst_buffer_tensor_mem_pbo_cpu_writes_need_fence,
+      .fence_writes = gst_buffer_fence_tensor_mem_pbo_writes,
       .allocator_type = gst_tensor_mem_pbo_allocator_get_type,
-      .owns_memory = gst_is_tensor_pbo_memory,
+      .owns_memory = gst_is_tensor_mem_pbo_memory,
       .new_pool = gst_tensor_mem_buffer_pool_new_for_pbo,
       .new_window = gst_tensor_mem_base_memory_new_window,
   };

@@ -86,7 +86,7 @@ GST_TENSOR_MEM_API
 GstAllocator *gst_tensor_mem_pbo_allocator_new(GstTensorMemGlWorker *worker);
 
 GST_TENSOR_MEM_API
-gboolean gst_is_tensor_pbo_memory(GstMemory *mem);
+gboolean gst_is_tensor_mem_pbo_memory(GstMemory *mem);
 
 GST_TENSOR_MEM_API
 guint gst_tensor_mem_pbo_memory_get_buffer_id(GstMemory *mem);
@@ -95,7 +95,7 @@ GST_TENSOR_MEM_API
 GstTensorMemGlWorker *gst_tensor_mem_pbo_memory_get_gl_worker(GstMemory *mem);
 
 GST_TENSOR_MEM_API
-gboolean gst_buffer_tensor_pbo_cpu_writes_need_fence(GstBuffer *buffer);
+gboolean gst_buffer_tensor_mem_pbo_cpu_writes_need_fence(GstBuffer *buffer);
 
 GST_TENSOR_MEM_API
 void gst_tensor_mem_get_gl_stats(guint64 *pbos, guint64 *fences);

@@ -346,9 +346,9 @@ GstFlowReturn gl_perform(const UploadContext &ctx, void *state, GstBuffer *in, G
   gsize copied = 0;
   GError *error = nullptr;
   if (!gpu)
-    gst_buffer_wait_gl_sync_metas(in);
-  if (gpu ? !gst_buffer_read_gl_memory_into_tensor_pbo(*out, in, ctx.info, &copied, &error)
-          : !gst_buffer_copy_gl_memory_into_tensor(*out, in, ctx.info, &copied, &error)) {
+    gst_buffer_wait_tensor_mem_gl_sync_metas(in);
+  if (gpu ? !gst_buffer_read_gl_memory_into_tensor_mem_pbo(*out, in, ctx.info, &copied, &error)
+          : !gst_buffer_copy_gl_memory_into_tensor_mem(*out, in, ctx.info, &copied, &error)) {
     GST_ELEMENT_ERROR(ctx.element, STREAM, FAILED, ("Cannot read the GL texture into PBO memory: %s.", error->message),
                       ("%" GST_PTR_FORMAT, in));
     g_clear_error(&error);

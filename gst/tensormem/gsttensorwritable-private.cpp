@@ -65,8 +65,8 @@ void copy_buffer_metas(GstBuffer *from, GstBuffer *to) {
    * meta, without the source's mapping (an unmap belongs to whoever mapped
    * that meta). A copy whose bytes moved must not point CUDA at the old ones,
    * which is why GStreamer's copies, which cannot tell, drop it. */
-  GstTensorMemCudaMeta *cuda = gst_buffer_get_tensor_cuda_meta(from);
-  if (cuda && !gst_buffer_get_tensor_cuda_meta(to) && same_memories(from, to))
+  GstTensorMemCudaMeta *cuda = gst_buffer_get_tensor_mem_cuda_meta(from);
+  if (cuda && !gst_buffer_get_tensor_mem_cuda_meta(to) && same_memories(from, to))
     copy_cuda_meta(cuda, to);
 }
 

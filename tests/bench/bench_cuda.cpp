@@ -47,14 +47,14 @@ GstBuffer *buffer_with_meta(GstMemory *mem) {
     die("import: " + handle.error().message());
   GstBuffer *buf = gst_buffer_new();
   gst_buffer_append_memory(buf, gst_memory_ref(mem));
-  if (!gst_buffer_add_tensor_cuda_meta(buf, *handle, mem->offset, mem->size))
+  if (!gst_buffer_add_tensor_mem_cuda_meta(buf, *handle, mem->offset, mem->size))
     die("meta");
   return buf;
 }
 
 void bench_meta_map(const char *label, GstMemory *mem, int n) {
   GstBuffer *buf = buffer_with_meta(mem);
-  GstTensorMemCudaMeta *meta = gst_buffer_get_tensor_cuda_meta(buf);
+  GstTensorMemCudaMeta *meta = gst_buffer_get_tensor_mem_cuda_meta(buf);
   std::string what = std::string(label) + ": meta map + unmap";
   row(what.c_str(), time_each(n, [&] {
         gpointer dev = nullptr;
@@ -70,7 +70,7 @@ void bench_meta_map(const char *label, GstMemory *mem, int n) {
         auto h = gst_tensor_mem_memory_import_cuda(mem, &imported);
         if (!h || imported)
           die("cache miss");
-        gst_buffer_add_tensor_cuda_meta(b, *h, mem->offset, mem->size);
+        gst_buffer_add_tensor_mem_cuda_meta(b, *h, mem->offset, mem->size);
         gst_buffer_unref(b);
       }));
   gst_buffer_unref(buf);

@@ -52,10 +52,10 @@ void bench_egl(GstTensorMemGlWorker *worker, int n) {
   gst_buffer_append_memory(buffer, gst_allocator_alloc(allocator, 1920 * 1080 * 4, nullptr));
   std::printf("\n## EGL fences on the GL worker, one 1080p RGBA PBO, %d iterations\n\n", n);
   std::printf("| what | median | p99 |\n|---|---|---|\n");
-  row("fence the write + attach (gst_buffer_fence_tensor_pbo_writes)",
-      time_each(n, [&] { gst_buffer_fence_tensor_pbo_writes(buffer, nullptr); }));
+  row("fence the write + attach (gst_buffer_fence_tensor_mem_pbo_writes)",
+      time_each(n, [&] { gst_buffer_fence_tensor_mem_pbo_writes(buffer, nullptr); }));
   row("fence + attach + CPU wait", time_each(n, [&] {
-        gst_buffer_fence_tensor_pbo_writes(buffer, nullptr);
+        gst_buffer_fence_tensor_mem_pbo_writes(buffer, nullptr);
         gst_buffer_wait_tensor_mem_fences(buffer, GST_SECOND, nullptr, nullptr);
       }));
   gst_buffer_unref(buffer);
@@ -70,7 +70,7 @@ double pipeline_us_per_frame(GstTensorMemGlWorker *worker, const std::string &mi
   GstElement *pipeline = gst_parse_launch(description.c_str(), nullptr);
   if (!pipeline)
     tmbench::die("bench-fences", "cannot parse " + description);
-  GstContext *context = gst_context_new_tensor_gl_worker(worker, TRUE);
+  GstContext *context = gst_context_new_tensor_mem_gl_worker(worker, TRUE);
   gst_element_set_context(pipeline, context);
   gst_context_unref(context);
   const auto start = tmbench::Clock::now();

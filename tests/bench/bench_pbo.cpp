@@ -356,7 +356,7 @@ Throughput harness_run_once(GstTensorMemGlWorker *gst_worker, const char *descri
   GstElement *bin = gst_parse_bin_from_description(description, TRUE, &error);
   if (!bin)
     die(std::string(description) + ": " + (error ? error->message : "?"));
-  GstContext *context = gst_context_new_tensor_gl_worker(gst_worker, TRUE);
+  GstContext *context = gst_context_new_tensor_mem_gl_worker(gst_worker, TRUE);
   gst_element_set_context(bin, context);
   gst_context_unref(context);
   GstHarness *h = gst_harness_new_with_element(bin, "sink", "src");
@@ -452,7 +452,7 @@ Throughput pipeline_run_once(GstTensorMemGlWorker *gst_worker, const char *middl
   if (!pipeline)
     die(std::string(description) + ": " + (error ? error->message : "?"));
   g_clear_error(&error);
-  GstContext *context = gst_context_new_tensor_gl_worker(gst_worker, TRUE);
+  GstContext *context = gst_context_new_tensor_mem_gl_worker(gst_worker, TRUE);
   gst_element_set_context(pipeline, context);
   gst_context_unref(context);
   GstBus *bus = gst_element_get_bus(pipeline);

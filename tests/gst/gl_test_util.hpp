@@ -56,7 +56,7 @@ inline const auto *const g_shared_worker_release = ::testing::AddGlobalTestEnvir
  * is slow under valgrind. */
 inline void share_gl_worker(GstElement *element) {
   std::string why;
-  GstContext *context = gst_context_new_tensor_gl_worker(shared_worker(&why), TRUE);
+  GstContext *context = gst_context_new_tensor_mem_gl_worker(shared_worker(&why), TRUE);
   gst_element_set_context(element, context);
   gst_context_unref(context);
 }

@@ -49,7 +49,7 @@ TEST_F(TensorAllocator, IsRegisteredUnderItsNameAsASingleton) {
 TEST_F(TensorAllocator, AllocMapWriteReadRoundTrips) {
   GstMemory *mem = alloc(1000);
   ASSERT_NE(mem, nullptr);
-  EXPECT_TRUE(gst_is_tensor_memory(mem));
+  EXPECT_TRUE(gst_is_tensor_mem_memory(mem));
   EXPECT_TRUE(gst_memory_is_type(mem, "TensorSystemMemory"));
   EXPECT_EQ(gst_tensor_mem_memory_get_storage(mem), GST_TENSOR_MEM_STORAGE_SYSTEM);
   EXPECT_EQ(gst_memory_get_sizes(mem, nullptr, nullptr), 1000u);
@@ -184,7 +184,7 @@ TEST_F(TensorAllocator, ShareSeesTheSameBytesThroughTheSameStorage) {
   fill(mem);
   GstMemory *sub = gst_memory_share(mem, 10, 20);
   ASSERT_NE(sub, nullptr);
-  EXPECT_TRUE(gst_is_tensor_memory(sub));
+  EXPECT_TRUE(gst_is_tensor_mem_memory(sub));
   EXPECT_EQ(sub->parent, mem);
   EXPECT_EQ(gst_tensor_mem_memory_get_tensor(sub)->storage(), gst_tensor_mem_memory_get_tensor(mem)->storage());
   EXPECT_TRUE(GST_MEMORY_IS_READONLY(sub));
@@ -216,7 +216,7 @@ TEST_F(TensorAllocator, CopyOwnsNewStorageWithTheSameBytes) {
   fill(mem);
   GstMemory *copy = gst_memory_copy(mem, 10, 20);
   ASSERT_NE(copy, nullptr);
-  EXPECT_TRUE(gst_is_tensor_memory(copy));
+  EXPECT_TRUE(gst_is_tensor_mem_memory(copy));
   EXPECT_NE(gst_tensor_mem_memory_get_tensor(copy)->storage(), gst_tensor_mem_memory_get_tensor(mem)->storage());
   GstMapInfo info;
   ASSERT_TRUE(gst_memory_map(copy, &info, GST_MAP_READWRITE));
@@ -259,9 +259,9 @@ TEST_F(TensorAllocator, ContiguousSharesOfOneStorageAreASpan) {
 
 TEST_F(TensorAllocator, ForeignMemoryIsNotTensorMemory) {
   GstMemory *mem = gst_allocator_alloc(nullptr, 64, nullptr);
-  EXPECT_FALSE(gst_is_tensor_memory(mem));
+  EXPECT_FALSE(gst_is_tensor_mem_memory(mem));
   EXPECT_EQ(gst_tensor_mem_memory_get_tensor(mem), nullptr);
-  EXPECT_FALSE(gst_is_tensor_memory(nullptr));
+  EXPECT_FALSE(gst_is_tensor_mem_memory(nullptr));
   gst_memory_unref(mem);
 }
 

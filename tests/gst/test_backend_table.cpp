@@ -264,7 +264,7 @@ TEST_P(BackendTable, CudaImportAfterTheFamilysPreparation) {
   }
   ASSERT_TRUE(handle) << family_->memory_name << ": " << handle.error().message();
   EXPECT_TRUE(imported);
-  EXPECT_NE(gst_buffer_add_tensor_cuda_meta(buffer, *handle, mem->offset, mem->size), nullptr);
+  EXPECT_NE(gst_buffer_add_tensor_mem_cuda_meta(buffer, *handle, mem->offset, mem->size), nullptr);
   // Imported once: the second import finds the first.
   auto again = gst_tensor_mem_memory_import_cuda(mem, &imported);
   ASSERT_TRUE(again);

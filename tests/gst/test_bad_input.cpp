@@ -105,7 +105,7 @@ void run_with(const ElementCase &element, const char *caps, GstBuffer *buffer, O
   }
   if (element.needs_gl) {
     std::string why;
-    GstContext *context = gst_context_new_tensor_gl_worker(gl_worker(&why), TRUE);
+    GstContext *context = gst_context_new_tensor_mem_gl_worker(gl_worker(&why), TRUE);
     gst_element_set_context(pipeline, context);
     gst_context_unref(context);
   }
@@ -494,7 +494,7 @@ TEST(ValidateBuffer, MeasuresOurOwnDmaBufMemoryByItsStorage) {
     GstMemory *mem = gst_tensor_mem_dmabuf_memory_import_fd(fd, 0);
     close(fd); // the memory keeps its own dup
     ASSERT_NE(mem, nullptr);
-    ASSERT_TRUE(gst_is_tensor_dmabuf_memory(mem));
+    ASSERT_TRUE(gst_is_tensor_mem_dmabuf_memory(mem));
     const gsize honest = mem->maxsize;
     mem->maxsize = mem->size = kFrameSize; // a memory lying about its size when the file is short
     GstBuffer *buffer = gst_buffer_new();

@@ -112,7 +112,7 @@ TEST(TensorMemBase, SystemMemoryIsABaseMemoryAndDmaBufMemoryIsTensorMemoryOnly) 
   GstMemory *mem = gst_allocator_alloc(system, 64, nullptr);
   ASSERT_NE(mem, nullptr);
   EXPECT_TRUE(gst_is_tensor_mem_base_memory(mem));
-  EXPECT_TRUE(gst_is_tensor_memory(mem));
+  EXPECT_TRUE(gst_is_tensor_mem_memory(mem));
   GstMemory *share = gst_memory_share(mem, 8, 16);
   ASSERT_NE(share, nullptr);
   EXPECT_TRUE(gst_is_tensor_mem_base_memory(share));
@@ -125,7 +125,7 @@ TEST(TensorMemBase, SystemMemoryIsABaseMemoryAndDmaBufMemoryIsTensorMemoryOnly) 
   GstMemory *dmem = gst_allocator_alloc(dmabuf, 64, nullptr);
   ASSERT_NE(dmem, nullptr);
   EXPECT_FALSE(gst_is_tensor_mem_base_memory(dmem));
-  EXPECT_TRUE(gst_is_tensor_memory(dmem));
+  EXPECT_TRUE(gst_is_tensor_mem_memory(dmem));
   EXPECT_TRUE(gst_is_dmabuf_memory(dmem));
   gst_memory_unref(dmem);
   gst_object_unref(dmabuf);
@@ -149,7 +149,7 @@ TEST(TensorMemBase, ASubclassFillingInCreateGetsEveryMemoryFunction) {
   GstMemory *mem = gst_allocator_alloc(allocator, 100, &params);
   ASSERT_NE(mem, nullptr);
   EXPECT_EQ(g_creates.load(), 1);
-  EXPECT_TRUE(gst_is_tensor_memory(mem));
+  EXPECT_TRUE(gst_is_tensor_mem_memory(mem));
   EXPECT_TRUE(gst_is_tensor_mem_base_memory(mem));
   EXPECT_TRUE(gst_memory_is_type(mem, "CountingTensorMemory"));
   EXPECT_EQ(gst_tensor_mem_memory_get_storage(mem), GST_TENSOR_MEM_STORAGE_SYSTEM);

@@ -75,7 +75,7 @@ TEST_F(CSubclass, AllocatesEverySizeAtTheAlignmentAskedAndMapsItsBytes) {
       ASSERT_NE(mem, nullptr) << size << " bytes, mask " << align;
       ++made;
       EXPECT_TRUE(gst_is_tensor_mem_base_memory(mem));
-      EXPECT_TRUE(gst_is_tensor_memory(mem));
+      EXPECT_TRUE(gst_is_tensor_mem_memory(mem));
       EXPECT_TRUE(gst_memory_is_type(mem, "TestCTensorMemory"));
       EXPECT_EQ(gst_tensor_mem_memory_get_storage(mem), GST_TENSOR_MEM_STORAGE_SYSTEM);
       EXPECT_EQ(mem->size, size);

@@ -73,11 +73,11 @@ void four_gl_streams(const Layout &l, const std::string &batch_props, const std:
   for (GstSample *sample : r->samples) {
     GstBuffer *batch = gst_sample_get_buffer(sample);
     ASSERT_EQ(gst_buffer_n_memory(batch), 1u);
-    EXPECT_TRUE(gst_is_tensor_pbo_memory(gst_buffer_peek_memory(batch, 0))) << "one PBO per batch";
+    EXPECT_TRUE(gst_is_tensor_mem_pbo_memory(gst_buffer_peek_memory(batch, 0))) << "one PBO per batch";
     EXPECT_EQ(gst_buffer_get_size(batch), 4 * l.bytes);
     // The GL writes travel with the batch as fences; so do the CPU's copies
     // where the PBO is mapped per call.
-    if (in_place || gst_buffer_tensor_pbo_cpu_writes_need_fence(batch)) {
+    if (in_place || gst_buffer_tensor_mem_pbo_cpu_writes_need_fence(batch)) {
       EXPECT_TRUE(gst_buffer_has_tensor_mem_fence(batch));
     }
     GstTensorMemBatchMeta *meta = gst_buffer_get_tensor_mem_batch_meta(batch);

@@ -111,7 +111,7 @@ void expect_gl_matches(const Case &c, const std::string &caps_str = "") {
     convert_one(c, bytes, caps, {"gl", pbo}, &gl);
     ASSERT_NE(gl.buffer, nullptr);
     EXPECT_NE(gl.caps.find("memory:TensorPBO"), std::string::npos) << gl.caps;
-    ASSERT_TRUE(gst_is_tensor_pbo_memory(gst_buffer_peek_memory(gl.buffer, 0)));
+    ASSERT_TRUE(gst_is_tensor_mem_pbo_memory(gst_buffer_peek_memory(gl.buffer, 0)));
     // PBO input is read in place; system memory is copied in, once.
     EXPECT_EQ(gl.copied, pbo ? 0u : picture_bytes(&info));
     const std::vector<double> from_gl = buffer_values(c, gl.buffer);
@@ -176,7 +176,7 @@ TEST(TensorConvertGl, PboInGivesPooledFencedPboTensorsWithoutACopy) {
     GstBuffer *buffer = gst_sample_get_buffer(sample);
     ASSERT_EQ(gst_buffer_n_memory(buffer), 1u);
     GstMemory *mem = gst_buffer_peek_memory(buffer, 0);
-    ASSERT_TRUE(gst_is_tensor_pbo_memory(mem));
+    ASSERT_TRUE(gst_is_tensor_mem_pbo_memory(mem));
     gl_buffers.insert(gst_tensor_mem_pbo_memory_get_buffer_id(mem));
     gchar *fences = gst_buffer_describe_tensor_mem_fences(buffer);
     EXPECT_NE(std::string(fences ? fences : "").find("egl"), std::string::npos) << (fences ? fences : "(none)");
@@ -204,7 +204,7 @@ TEST(TensorConvertGl, OutputPboBuffersComeFromAPool) {
       pad, GST_PAD_PROBE_TYPE_BUFFER,
       [](GstPad *, GstPadProbeInfo *info, gpointer data) {
         GstMemory *mem = gst_buffer_peek_memory(GST_PAD_PROBE_INFO_BUFFER(info), 0);
-        if (gst_is_tensor_pbo_memory(mem))
+        if (gst_is_tensor_mem_pbo_memory(mem))
           static_cast<std::set<guint> *>(data)->insert(gst_tensor_mem_pbo_memory_get_buffer_id(mem));
         return GST_PAD_PROBE_OK;
       },
@@ -273,7 +273,7 @@ TEST(TensorConvertGl, AutoChoosesGlForPboInputOrPboDownstream) {
     ASSERT_TRUE(run.eos) << run.error_debug;
     ASSERT_EQ(run.samples.size(), 1u);
     GstMemory *mem = gst_buffer_peek_memory(gst_sample_get_buffer(run.samples[0]), 0);
-    EXPECT_EQ(static_cast<bool>(gst_is_tensor_pbo_memory(mem)), want.pbo);
+    EXPECT_EQ(static_cast<bool>(gst_is_tensor_mem_pbo_memory(mem)), want.pbo);
   }
 }
 
@@ -295,8 +295,8 @@ TEST(TensorConvertGlCuda, TensorcudaimportHandsInferenceTheTensorWithoutACopy) {
   EXPECT_EQ(run.upload_copied, 0u);
   for (GstSample *sample : run.samples) {
     GstBuffer *buffer = gst_sample_get_buffer(sample);
-    ASSERT_TRUE(gst_is_tensor_pbo_memory(gst_buffer_peek_memory(buffer, 0)));
-    GstTensorMemCudaMeta *meta = gst_buffer_get_tensor_cuda_meta(buffer);
+    ASSERT_TRUE(gst_is_tensor_mem_pbo_memory(gst_buffer_peek_memory(buffer, 0)));
+    GstTensorMemCudaMeta *meta = gst_buffer_get_tensor_mem_cuda_meta(buffer);
     ASSERT_NE(meta, nullptr) << "no CUDA meta on the converted tensor";
     gpointer device = nullptr;
     gsize size = 0;

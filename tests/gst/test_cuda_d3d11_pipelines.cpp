@@ -116,7 +116,7 @@ TEST(CudaD3d11Import, AD3d11FenceMetaBecomesTheStoragesRecordedWrite) {
   GstBuffer *out = gst_harness_push_and_pull(h, buffer);
   ASSERT_NE(out, nullptr);
   EXPECT_EQ(storage->last_gpu_write(), *value) << "the fence meta was recorded on the texture storage";
-  EXPECT_NE(gst_buffer_get_tensor_cuda_meta(out), nullptr) << "the texture was imported";
+  EXPECT_NE(gst_buffer_get_tensor_mem_cuda_meta(out), nullptr) << "the texture was imported";
   gst_buffer_unref(out);
   gst_harness_teardown(h);
   storage.reset();
@@ -159,7 +159,7 @@ void check_dlpack_of_a_padded_texture() {
   g_signal_emit_by_name(p.sink, "pull-sample", &p.sample);
   ASSERT_NE(p.sample, nullptr);
   GstBuffer *buffer = gst_sample_get_buffer(p.sample);
-  GstTensorMemCudaMeta *meta = gst_buffer_get_tensor_cuda_meta(buffer);
+  GstTensorMemCudaMeta *meta = gst_buffer_get_tensor_mem_cuda_meta(buffer);
   ASSERT_NE(meta, nullptr) << "a pitch-padded texture was not given the CUDA meta";
   EXPECT_EQ(meta->kind, GST_TENSOR_MEM_CUDA_KIND_D3D11_TEXTURE);
   EXPECT_EQ(meta->size, gst_buffer_get_size(buffer));

@@ -103,7 +103,7 @@ void import_pool_frames(bool rewrap) {
     ForeignPool pool;
     for (int i = 0; i < kPoolSize; ++i) {
       ASSERT_TRUE(gst_is_dmabuf_memory(pool.memory(i)));
-      ASSERT_FALSE(gst_is_tensor_memory(pool.memory(i))) << "the source's memory must not be ours";
+      ASSERT_FALSE(gst_is_tensor_mem_memory(pool.memory(i))) << "the source's memory must not be ours";
     }
     const std::string description =
         "appsrc name=src format=time caps=video/x-raw,format=RGBA,width=" + std::to_string(kWidth) +

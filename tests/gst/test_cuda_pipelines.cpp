@@ -286,7 +286,7 @@ void pull_one_frame(OneFrame *f) {
   g_signal_emit_by_name(f->sink, "pull-sample", &f->sample);
   ASSERT_NE(f->sample, nullptr);
   f->buffer = gst_sample_get_buffer(f->sample);
-  f->meta = gst_buffer_get_tensor_cuda_meta(f->buffer);
+  f->meta = gst_buffer_get_tensor_mem_cuda_meta(f->buffer);
   ASSERT_NE(f->meta, nullptr);
 }
 
@@ -364,9 +364,9 @@ TEST(CudaMeta, copies_drop_the_meta_and_maps_pair_exactly_once) {
   // Left mapped on purpose: freeing the meta releases it.
 
   GstBuffer *deep = gst_buffer_copy_deep(buffer);
-  EXPECT_EQ(gst_buffer_get_tensor_cuda_meta(deep), nullptr) << "a deep copy must not share the mapping";
+  EXPECT_EQ(gst_buffer_get_tensor_mem_cuda_meta(deep), nullptr) << "a deep copy must not share the mapping";
   GstBuffer *shallow = gst_buffer_copy(buffer);
-  EXPECT_EQ(gst_buffer_get_tensor_cuda_meta(shallow), nullptr);
+  EXPECT_EQ(gst_buffer_get_tensor_mem_cuda_meta(shallow), nullptr);
   EXPECT_NE(gst_buffer_get_video_meta(shallow), nullptr) << "other metas still copy";
   gst_buffer_unref(shallow);
   gst_buffer_unref(deep);
@@ -485,8 +485,8 @@ TEST(CudaMeta, api_is_registered) {
   EXPECT_EQ(info->api, gst_tensor_mem_cuda_meta_api_get_type());
   EXPECT_TRUE(gst_meta_api_type_has_tag(info->api, g_quark_from_string(GST_META_TAG_MEMORY_STR)));
   GstBuffer *buf = gst_buffer_new_allocate(nullptr, 16, nullptr);
-  EXPECT_EQ(gst_buffer_get_tensor_cuda_meta(buf), nullptr);
-  EXPECT_EQ(gst_buffer_add_tensor_cuda_meta(buf, nullptr, 0, 16), nullptr);
+  EXPECT_EQ(gst_buffer_get_tensor_mem_cuda_meta(buf), nullptr);
+  EXPECT_EQ(gst_buffer_add_tensor_mem_cuda_meta(buf, nullptr, 0, 16), nullptr);
   gst_buffer_unref(buf);
 }
 

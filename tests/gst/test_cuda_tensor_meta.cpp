@@ -27,11 +27,11 @@ TEST(CudaTensorMeta, TheTensorBesideAFrameReachesCuda) {
   for (std::size_t i = 0; i < run.samples.size(); ++i) {
     SCOPED_TRACE(i);
     GstBuffer *frame = gst_sample_get_buffer(run.samples[i]);
-    EXPECT_EQ(gst_buffer_get_tensor_cuda_meta(frame), nullptr) << "the system-memory frame was not to be imported";
+    EXPECT_EQ(gst_buffer_get_tensor_mem_cuda_meta(frame), nullptr) << "the system-memory frame was not to be imported";
     GstTensorMeta *meta = gst_buffer_get_tensor_meta(frame);
     ASSERT_NE(meta, nullptr);
     GstBuffer *data = meta->tensors[0]->data;
-    GstTensorMemCudaMeta *cuda = gst_buffer_get_tensor_cuda_meta(data);
+    GstTensorMemCudaMeta *cuda = gst_buffer_get_tensor_mem_cuda_meta(data);
     ASSERT_NE(cuda, nullptr) << "the tensor's data buffer has no CUDA meta";
     EXPECT_GE(cuda->size, gst_buffer_get_size(data));
     EXPECT_EQ(run.tensors[i].path, "cuda");
@@ -79,8 +79,8 @@ TEST(CudaTensorMeta, TheTensorsOfAFrameBehindATeeReachCuda) {
     ASSERT_NE(other, nullptr);
     ASSERT_EQ(meta->num_tensors, 1u);
     ASSERT_EQ(other->num_tensors, 1u);
-    EXPECT_NE(gst_buffer_get_tensor_cuda_meta(meta->tensors[0]->data), nullptr);
-    EXPECT_EQ(gst_buffer_get_tensor_cuda_meta(other->tensors[0]->data), nullptr) << "the other branch was changed";
+    EXPECT_NE(gst_buffer_get_tensor_mem_cuda_meta(meta->tensors[0]->data), nullptr);
+    EXPECT_EQ(gst_buffer_get_tensor_mem_cuda_meta(other->tensors[0]->data), nullptr) << "the other branch was changed";
     EXPECT_EQ(run.tensors[i].path, "cuda");
     EXPECT_EQ(tmtest::bytes_of(meta->tensors[0]->data), tmtest::bytes_of(other->tensors[0]->data));
   }
@@ -107,8 +107,8 @@ TEST(CudaTensorMeta, AFrameBehindATeeKeepsItsCudaMetaThroughTensorConvert) {
     ASSERT_NE(frame, other) << "the frame was meant to be shared, so copied";
     ASSERT_EQ(gst_buffer_peek_memory(frame, 0), gst_buffer_peek_memory(other, 0));
     EXPECT_NE(gst_buffer_get_tensor_meta(frame), nullptr);
-    GstTensorMemCudaMeta *cuda = gst_buffer_get_tensor_cuda_meta(frame);
-    GstTensorMemCudaMeta *other_cuda = gst_buffer_get_tensor_cuda_meta(other);
+    GstTensorMemCudaMeta *cuda = gst_buffer_get_tensor_mem_cuda_meta(frame);
+    GstTensorMemCudaMeta *other_cuda = gst_buffer_get_tensor_mem_cuda_meta(other);
     ASSERT_NE(cuda, nullptr) << "the copy lost the CUDA meta";
     ASSERT_NE(other_cuda, nullptr);
     EXPECT_EQ(cuda->size, other_cuda->size);

@@ -36,7 +36,7 @@ GstTensorMemD3D11Device *element_device(GstElement *pipeline, const char *name) 
     return nullptr;
   GstTensorMemD3D11Device *device = nullptr;
   if (GstContext *context = gst_element_get_context(element, GST_TENSOR_MEM_D3D11_DEVICE_CONTEXT_TYPE)) {
-    EXPECT_TRUE(gst_context_get_tensor_d3d11_device(context, &device));
+    EXPECT_TRUE(gst_context_get_tensor_mem_d3d11_device(context, &device));
     gst_context_unref(context);
   }
   gst_object_unref(element);
@@ -117,7 +117,7 @@ TEST_F(D3d11ContextTest, two_linked_uploads_share_one_device_and_answer_context_
   GstContext *answer = nullptr;
   gst_query_parse_context(query, &answer);
   GstTensorMemD3D11Device *answered = nullptr;
-  EXPECT_TRUE(answer && gst_context_get_tensor_d3d11_device(answer, &answered));
+  EXPECT_TRUE(answer && gst_context_get_tensor_mem_d3d11_device(answer, &answered));
   EXPECT_EQ(answered, a);
   gst_clear_object(&answered);
   gst_query_unref(query);
@@ -152,7 +152,7 @@ TEST_F(D3d11ContextTest, an_application_device_is_used_by_set_context_and_need_c
 
   ContextWatch on_pipeline;
   GstElement *pipeline = launch("videotestsrc ! tensorupload name=a storage=d3d11 ! fakesink", &on_pipeline);
-  GstContext *shared = gst_context_new_tensor_d3d11_device(app, TRUE);
+  GstContext *shared = gst_context_new_tensor_mem_d3d11_device(app, TRUE);
   gst_element_set_context(pipeline, shared);
   ASSERT_EQ(gst_element_set_state(pipeline, GST_STATE_READY), GST_STATE_CHANGE_SUCCESS);
   GstTensorMemD3D11Device *a = element_device(pipeline, "a");
@@ -179,11 +179,11 @@ TEST_F(D3d11ContextTest, an_application_device_is_used_by_set_context_and_need_c
 
 TEST(D3d11Device, contexts_of_other_types_or_without_a_device_are_ignored) {
   GstContext *other = gst_context_new("some.other.type", FALSE);
-  EXPECT_FALSE(gst_context_get_tensor_d3d11_device(other, nullptr));
+  EXPECT_FALSE(gst_context_get_tensor_mem_d3d11_device(other, nullptr));
   gst_context_unref(other);
   GstContext *empty = gst_context_new(GST_TENSOR_MEM_D3D11_DEVICE_CONTEXT_TYPE, FALSE);
   GstTensorMemD3D11Device *device = reinterpret_cast<GstTensorMemD3D11Device *>(0x1);
-  EXPECT_FALSE(gst_context_get_tensor_d3d11_device(empty, &device));
+  EXPECT_FALSE(gst_context_get_tensor_mem_d3d11_device(empty, &device));
   EXPECT_EQ(device, nullptr);
   GstElement *upload = gst_element_factory_make("tensorupload", nullptr);
   ASSERT_NE(upload, nullptr);
@@ -229,8 +229,8 @@ protected:
 TEST_F(D3d11MemoryTest, a_video_allocation_is_one_texture_in_its_staging_layout) {
   GstMemory *mem = alloc("video/x-raw,format=RGBA,width=33,height=17");
   ASSERT_NE(mem, nullptr);
-  EXPECT_TRUE(gst_is_tensor_d3d11_memory(mem));
-  EXPECT_TRUE(gst_is_tensor_memory(mem));
+  EXPECT_TRUE(gst_is_tensor_mem_d3d11_memory(mem));
+  EXPECT_TRUE(gst_is_tensor_mem_memory(mem));
   EXPECT_TRUE(gst_is_tensor_mem_base_memory(mem));
   EXPECT_TRUE(gst_memory_is_type(mem, GST_TENSOR_MEM_D3D11_MEMORY_TYPE_NAME));
   EXPECT_EQ(gst_tensor_mem_memory_get_storage(mem), GST_TENSOR_MEM_STORAGE_D3D11);
@@ -297,7 +297,7 @@ TEST_F(D3d11MemoryTest, a_share_is_the_same_texture_and_a_copy_a_new_one_with_th
 
   GstMemory *shared = gst_memory_share(mem, 4, 16);
   ASSERT_NE(shared, nullptr);
-  EXPECT_TRUE(gst_is_tensor_d3d11_memory(shared));
+  EXPECT_TRUE(gst_is_tensor_mem_d3d11_memory(shared));
   EXPECT_EQ(gst_tensor_mem_d3d11_memory_get_texture(shared), gst_tensor_mem_d3d11_memory_get_texture(mem));
   GstMapInfo r;
   ASSERT_TRUE(gst_memory_map(shared, &r, GST_MAP_READ));
@@ -308,7 +308,7 @@ TEST_F(D3d11MemoryTest, a_share_is_the_same_texture_and_a_copy_a_new_one_with_th
 
   GstMemory *copy = gst_memory_copy(mem, 0, -1);
   ASSERT_NE(copy, nullptr);
-  EXPECT_TRUE(gst_is_tensor_d3d11_memory(copy));
+  EXPECT_TRUE(gst_is_tensor_mem_d3d11_memory(copy));
   EXPECT_NE(gst_tensor_mem_d3d11_memory_get_texture(copy), gst_tensor_mem_d3d11_memory_get_texture(mem));
   ASSERT_TRUE(gst_memory_map(copy, &r, GST_MAP_READ));
   ASSERT_EQ(r.size, mem->size);
@@ -319,7 +319,7 @@ TEST_F(D3d11MemoryTest, a_share_is_the_same_texture_and_a_copy_a_new_one_with_th
 
   GstMemory *part = gst_memory_copy(mem, 8, 4);
   ASSERT_NE(part, nullptr);
-  EXPECT_FALSE(gst_is_tensor_d3d11_memory(part)) << "a part of a texture is not an image: system memory";
+  EXPECT_FALSE(gst_is_tensor_mem_d3d11_memory(part)) << "a part of a texture is not an image: system memory";
   ASSERT_TRUE(gst_memory_map(part, &r, GST_MAP_READ));
   EXPECT_EQ(r.data[0], static_cast<guint8>(255 - 8));
   gst_memory_unmap(part, &r);
@@ -338,7 +338,7 @@ TEST_F(D3d11MemoryTest, a_d3d11_pool_gives_video_metas_at_the_pitch) {
   ASSERT_EQ(gst_buffer_pool_acquire_buffer(pool, &buffer, nullptr), GST_FLOW_OK);
   ASSERT_EQ(gst_buffer_n_memory(buffer), 1u);
   GstMemory *mem = gst_buffer_peek_memory(buffer, 0);
-  EXPECT_TRUE(gst_is_tensor_d3d11_memory(mem));
+  EXPECT_TRUE(gst_is_tensor_mem_d3d11_memory(mem));
   const gsize pitch = gst_tensor_mem_d3d11_memory_get_storage(mem)->backing_pitch();
   GstVideoMeta *meta = gst_buffer_get_video_meta(buffer);
   ASSERT_NE(meta, nullptr);
@@ -404,7 +404,7 @@ TEST_F(D3d11MemoryTest, fenced_writes_carry_a_d3d11_meta_that_copies_without_han
   gst_buffer_append_memory(buffer, mem);
   const std::size_t handles = tensormem::SoftwareD3d11Device::open_handles();
   GError *error = nullptr;
-  ASSERT_TRUE(gst_buffer_fence_tensor_d3d11_writes(buffer, &error)) << (error ? error->message : "");
+  ASSERT_TRUE(gst_buffer_fence_tensor_mem_d3d11_writes(buffer, &error)) << (error ? error->message : "");
   GstTensorMemFenceMeta *meta = gst_buffer_get_tensor_mem_fence_meta(buffer);
   ASSERT_NE(meta, nullptr);
   EXPECT_EQ(meta->kind, GST_TENSOR_MEM_FENCE_KIND_D3D11_FENCE);

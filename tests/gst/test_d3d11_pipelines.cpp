@@ -38,7 +38,7 @@ struct UploadProbe {
 GstPadProbeReturn count_upload_output(GstPad *, GstPadProbeInfo *info, gpointer user_data) {
   auto *probe = static_cast<UploadProbe *>(user_data);
   GstBuffer *buffer = GST_PAD_PROBE_INFO_BUFFER(info);
-  if (gst_buffer_n_memory(buffer) == 1 && gst_is_tensor_d3d11_memory(gst_buffer_peek_memory(buffer, 0)))
+  if (gst_buffer_n_memory(buffer) == 1 && gst_is_tensor_mem_d3d11_memory(gst_buffer_peek_memory(buffer, 0)))
     probe->d3d11_buffers++;
   else
     probe->other_buffers++;

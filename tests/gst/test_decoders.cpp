@@ -223,7 +223,7 @@ protected:
       GstTensorMemGlWorker *worker = tmtest::shared_worker(&why);
       if (!worker)
         GTEST_SKIP() << "no headless GL here: " << why;
-      context = gst_context_new_tensor_gl_worker(worker, TRUE);
+      context = gst_context_new_tensor_mem_gl_worker(worker, TRUE);
 #else
       GTEST_SKIP() << "gst-tensormem was built without OpenGL";
 #endif

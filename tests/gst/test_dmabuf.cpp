@@ -83,8 +83,8 @@ TEST_F(DmaBufAllocator, MemoryIsDmaBufWithTheStoragesFdAndRoundTrips) {
   EXPECT_TRUE(gst_is_dmabuf_memory(mem));
   EXPECT_TRUE(gst_is_fd_memory(mem));
   EXPECT_TRUE(gst_memory_is_type(mem, GST_ALLOCATOR_DMABUF));
-  EXPECT_TRUE(gst_is_tensor_memory(mem));
-  EXPECT_TRUE(gst_is_tensor_dmabuf_memory(mem));
+  EXPECT_TRUE(gst_is_tensor_mem_memory(mem));
+  EXPECT_TRUE(gst_is_tensor_mem_dmabuf_memory(mem));
   EXPECT_EQ(gst_tensor_mem_memory_get_storage(mem), GST_TENSOR_MEM_STORAGE_DMABUF);
   auto storage = gst_tensor_mem_dmabuf_memory_get_storage(mem);
   ASSERT_NE(storage, nullptr);
@@ -221,7 +221,7 @@ TEST_F(DmaBufAllocator, SharesKeepTheFdAndTheStorage) {
   ASSERT_NE(share, nullptr);
   EXPECT_EQ(share->size, 4096u - 64u) << "-1 is the rest of the memory";
   EXPECT_TRUE(gst_is_dmabuf_memory(share));
-  EXPECT_TRUE(gst_is_tensor_dmabuf_memory(share));
+  EXPECT_TRUE(gst_is_tensor_mem_dmabuf_memory(share));
   EXPECT_EQ(gst_dmabuf_memory_get_fd(share), gst_dmabuf_memory_get_fd(mem));
   EXPECT_EQ(gst_tensor_mem_memory_get_tensor(share)->storage(), gst_tensor_mem_memory_get_tensor(mem)->storage());
   EXPECT_EQ(gst_memory_share(mem, 0, 8192), nullptr) << "past the end";
@@ -355,7 +355,7 @@ TEST_P(DmaBufPool, EveryBufferIsOneDmaBufWithTheCoreLayout) {
     buffers.push_back(buffer);
     ASSERT_EQ(gst_buffer_n_memory(buffer), 1u);
     GstMemory *mem = gst_buffer_peek_memory(buffer, 0);
-    EXPECT_TRUE(gst_is_tensor_dmabuf_memory(mem));
+    EXPECT_TRUE(gst_is_tensor_mem_dmabuf_memory(mem));
     fds.insert(gst_dmabuf_memory_get_fd(mem));
     EXPECT_GE(gst_buffer_get_size(buffer), layout->size);
     GstVideoMeta *meta = gst_buffer_get_video_meta(buffer);

@@ -75,7 +75,7 @@ protected:
 TEST_F(DmaBufElement, UploadCopiesSystemBuffersIntoDmaBufOnceAndCountsThem) {
   start("tensorupload", kOddRgba);
   gst_harness_set_caps_str(h_, kOddRgba, kOddRgba);
-  expect_plain_frames_copied(gst_is_tensor_dmabuf_memory, kFrames);
+  expect_plain_frames_copied(gst_is_tensor_mem_dmabuf_memory, kFrames);
 }
 
 TEST_F(DmaBufElement, UploadRequireZeroCopyRefusesSystemBuffersClearly) {
@@ -113,7 +113,7 @@ TEST_F(DmaBufElement, UploadImportsForeignDmaBufWithoutACopyAndImportsEachMemory
     ASSERT_NE(out, nullptr);
     EXPECT_NE(out, in);
     GstMemory *mem = gst_buffer_peek_memory(out, 0);
-    EXPECT_TRUE(gst_is_tensor_dmabuf_memory(mem));
+    EXPECT_TRUE(gst_is_tensor_mem_dmabuf_memory(mem));
     EXPECT_NE(gst_dmabuf_memory_get_fd(mem), fd) << "our memory holds a dup";
     auto storage = gst_tensor_mem_memory_get_tensor(mem)->storage();
     if (!first)

@@ -76,7 +76,7 @@ TEST_P(DmaBufPipelines, DownstreamTakingMemoryDmaBufGetsDmaBufCapsAndOurMemory) 
     EXPECT_TRUE(caps_have_dmabuf(gst_sample_get_caps(sample)));
     GstBuffer *buffer = gst_sample_get_buffer(sample);
     ASSERT_EQ(gst_buffer_n_memory(buffer), 1u);
-    EXPECT_TRUE(gst_is_tensor_dmabuf_memory(gst_buffer_peek_memory(buffer, 0)));
+    EXPECT_TRUE(gst_is_tensor_mem_dmabuf_memory(gst_buffer_peek_memory(buffer, 0)));
     ASSERT_NE(gst_buffer_get_video_meta(buffer), nullptr);
     EXPECT_EQ(gst_buffer_get_video_meta(buffer)->stride[0] % 64, 0);
   }
@@ -128,7 +128,7 @@ TEST(DmaBufPipeline, JpegDecoderWritesIntoOurPoolWithZeroCopies) {
      * and allocates every output frame from it, so nothing is copied. */
     EXPECT_EQ(run.upload_copied, 0u) << caps;
     for (GstSample *sample : run.samples)
-      EXPECT_TRUE(gst_is_tensor_dmabuf_memory(gst_buffer_peek_memory(gst_sample_get_buffer(sample), 0))) << caps;
+      EXPECT_TRUE(gst_is_tensor_mem_dmabuf_memory(gst_buffer_peek_memory(gst_sample_get_buffer(sample), 0))) << caps;
   }
 }
 
@@ -147,7 +147,7 @@ TEST(DmaBufPipeline, SystemMemoryInputIsCopiedOnceOrRefusedInStrictMode) {
   ASSERT_TRUE(copied.eos) << copied.error_debug;
   EXPECT_EQ(copied.upload_copied, kFrames * GST_VIDEO_INFO_SIZE(&info));
   for (GstSample *sample : copied.samples)
-    EXPECT_TRUE(gst_is_tensor_dmabuf_memory(gst_buffer_peek_memory(gst_sample_get_buffer(sample), 0)));
+    EXPECT_TRUE(gst_is_tensor_mem_dmabuf_memory(gst_buffer_peek_memory(gst_sample_get_buffer(sample), 0)));
 
   PipelineRun strict;
   ASSERT_NO_FATAL_FAILURE(
@@ -174,7 +174,7 @@ TEST(DmaBufPipeline, StorageAutoPicksWhatTheMachineHas) {
   ASSERT_EQ(run.samples.size(), static_cast<size_t>(kFrames));
   for (GstSample *sample : run.samples) {
     GstMemory *mem = gst_buffer_peek_memory(gst_sample_get_buffer(sample), 0);
-    ASSERT_TRUE(gst_is_tensor_memory(mem));
+    ASSERT_TRUE(gst_is_tensor_mem_memory(mem));
     EXPECT_EQ(gst_tensor_mem_memory_get_storage(mem), expected);
     EXPECT_EQ(caps_have_dmabuf(gst_sample_get_caps(sample)), expected == GST_TENSOR_MEM_STORAGE_DMABUF);
   }

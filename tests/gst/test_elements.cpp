@@ -22,7 +22,7 @@ protected:
 TEST_F(ElementTest, UploadCopiesPlainSystemBuffersOnceAndCountsThem) {
   start("tensorupload", kOddRgba);
   gst_harness_set_caps_str(h_, kOddRgba, kOddRgba);
-  expect_plain_frames_copied(gst_is_tensor_memory, kFrames);
+  expect_plain_frames_copied(gst_is_tensor_mem_memory, kFrames);
 }
 
 /* Rows as long as the pool's 64-byte-aligned strides, in one plane and in
@@ -31,14 +31,14 @@ TEST_F(ElementTest, UploadCopiesPlainSystemBuffersOnceAndCountsThem) {
 TEST_F(ElementTest, UploadCopiesAFrameWhoseStrideMatchesThePoolsByteForByte) {
   start("tensorupload", kAlignedRgba);
   gst_harness_set_caps_str(h_, kAlignedRgba, kAlignedRgba);
-  expect_plain_frames_copied(gst_is_tensor_memory, kFrames);
+  expect_plain_frames_copied(gst_is_tensor_mem_memory, kFrames);
 }
 
 TEST_F(ElementTest, UploadCopiesATwoPlaneFrameWhoseStridesMatchThePoolsByteForByte) {
   constexpr const char *kNv12 = "video/x-raw,format=NV12,width=64,height=34,framerate=30/1";
   start("tensorupload", kNv12);
   gst_harness_set_caps_str(h_, kNv12, kNv12);
-  expect_plain_frames_copied(gst_is_tensor_memory, kFrames);
+  expect_plain_frames_copied(gst_is_tensor_mem_memory, kFrames);
 }
 
 TEST_F(ElementTest, UploadRequireZeroCopyRefusesPlainBuffers) {

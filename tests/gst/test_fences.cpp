@@ -953,7 +953,7 @@ TEST_F(EglFences, AFenceAfterAnUploadIsSignalledByTheTimeTheCpuMapRuns) {
   ASSERT_EQ(gst_buffer_pool_acquire_buffer(pool, &buffer, nullptr), GST_FLOW_OK);
   gst_buffer_memset(buffer, 0, 0x5a, gst_buffer_get_size(buffer));
   GError *error = nullptr;
-  ASSERT_TRUE(gst_buffer_fence_tensor_pbo_writes(buffer, &error)) << error_text(error);
+  ASSERT_TRUE(gst_buffer_fence_tensor_mem_pbo_writes(buffer, &error)) << error_text(error);
   GstTensorMemFenceMeta *meta = gst_buffer_get_tensor_mem_fence_meta(buffer);
   ASSERT_NE(meta, nullptr);
   EXPECT_EQ(meta->kind, GST_TENSOR_MEM_FENCE_KIND_EGL_SYNC);
@@ -990,7 +990,7 @@ TEST_F(EglFences, AnEglValueNeverIssuedIsRefused) {
 TEST_F(EglFences, ASharedPboBufferPassingThroughIsFencedOnAShallowCopy) {
   const bool persistent = gst_tensor_mem_gl_worker_get_core_gl_worker(worker)->info().persistent_maps;
   GstHarness *h = gst_harness_new_parse("tensorupload storage=pbo");
-  GstContext *context = gst_context_new_tensor_gl_worker(worker, TRUE);
+  GstContext *context = gst_context_new_tensor_mem_gl_worker(worker, TRUE);
   gst_element_set_context(h->element, context);
   gst_context_unref(context);
   gst_harness_set_src_caps_str(h, kGrayCaps);
@@ -1029,7 +1029,7 @@ TEST_F(EglFences, APboPipelineOf500BuffersIsFencedAsItsMapsNeedAndEveryFrameIsRi
                                     "storage=" +
                                     storage + " ! tensorinspect ! queue ! tensordownload ! fakesink";
     tmtest::run_pipeline(description, out, nullptr, [&](GstElement *pipeline) {
-      GstContext *context = gst_context_new_tensor_gl_worker(worker, TRUE);
+      GstContext *context = gst_context_new_tensor_mem_gl_worker(worker, TRUE);
       gst_element_set_context(pipeline, context);
       gst_context_unref(context);
     });

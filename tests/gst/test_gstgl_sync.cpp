@@ -126,7 +126,7 @@ class GlSyncMetaHonoured : public ::testing::TestWithParam<ElementCase> {};
 /* Each element, on its own, waits for the meta before it reads the frame or
  * hands it on: the sink sees the final bytes, and the meta was waited for
  * (once per buffer that reached a consumer of ours). With the wait removed
- * from gst_buffer_wait_gl_sync_metas() every case sees 0x11 bytes. */
+ * from gst_buffer_wait_tensor_mem_gl_sync_metas() every case sees 0x11 bytes. */
 TEST_P(GlSyncMetaHonoured, WaitsBeforeReading) {
   std::string why;
   GstGLContext *context = meta_context(&why);

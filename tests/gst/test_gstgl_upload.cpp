@@ -81,7 +81,7 @@ guint64 gpu_copied_bytes(GstElement *element) {
  * memory whose GL worker shares GstGL's context. */
 GstPadProbeReturn count_shared_pbo_buffers(GstPad *, GstPadProbeInfo *info, gpointer data) {
   GstMemory *mem = gst_buffer_peek_memory(GST_PAD_PROBE_INFO_BUFFER(info), 0);
-  if (gst_is_tensor_pbo_memory(mem) && gst_tensor_mem_gl_worker_shares_with_gstgl(gst_tensor_mem_pbo_memory_get_gl_worker(mem)))
+  if (gst_is_tensor_mem_pbo_memory(mem) && gst_tensor_mem_gl_worker_shares_with_gstgl(gst_tensor_mem_pbo_memory_get_gl_worker(mem)))
     (*static_cast<std::atomic<int> *>(data))++;
   return GST_PAD_PROBE_OK;
 }
@@ -356,7 +356,7 @@ TEST(GlMemoryUploadDefault, HeadlessWorkerWithoutGstGl) {
   ASSERT_TRUE(run.eos) << run.error_debug;
   ASSERT_EQ(run.samples.size(), 3u);
   GstMemory *mem = gst_buffer_peek_memory(gst_sample_get_buffer(run.samples[0]), 0);
-  ASSERT_TRUE(gst_is_tensor_pbo_memory(mem));
+  ASSERT_TRUE(gst_is_tensor_mem_pbo_memory(mem));
   EXPECT_FALSE(gst_tensor_mem_gl_worker_shares_with_gstgl(gst_tensor_mem_pbo_memory_get_gl_worker(mem)));
 }
 

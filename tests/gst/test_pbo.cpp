@@ -79,7 +79,7 @@ void fill(GstMemory *mem, guint8 seed) {
 TEST_F(PboTest, allocates_a_gl_buffer_and_round_trips_real_bytes) {
   GstMemory *mem = alloc(4099);
   ASSERT_NE(mem, nullptr);
-  EXPECT_TRUE(gst_is_tensor_pbo_memory(mem));
+  EXPECT_TRUE(gst_is_tensor_mem_pbo_memory(mem));
   EXPECT_TRUE(gst_memory_is_type(mem, GST_TENSOR_MEM_PBO_MEMORY_TYPE_NAME));
   EXPECT_EQ(mem->size, 4099u);
   const guint id = gst_tensor_mem_pbo_memory_get_buffer_id(mem);
@@ -129,7 +129,7 @@ TEST_F(PboTest, readers_share_one_gl_map_and_the_last_one_unmaps) {
   fill(mem, 9);
   GstMemory *share = gst_memory_share(mem, 16, 256);
   ASSERT_NE(share, nullptr);
-  EXPECT_TRUE(gst_is_tensor_pbo_memory(share));
+  EXPECT_TRUE(gst_is_tensor_mem_pbo_memory(share));
 
   const guint64 before = gst_tensor_mem_gl_worker_get_map_calls(worker);
   GstMapInfo a, b, c;
@@ -212,7 +212,7 @@ TEST_F(PboTest, copy_makes_a_new_gl_buffer_with_the_same_bytes) {
   fill(mem, 1);
   GstMemory *copy = gst_memory_copy(mem, 100, 50);
   ASSERT_NE(copy, nullptr);
-  EXPECT_TRUE(gst_is_tensor_pbo_memory(copy));
+  EXPECT_TRUE(gst_is_tensor_mem_pbo_memory(copy));
   EXPECT_NE(gst_tensor_mem_pbo_memory_get_buffer_id(copy), gst_tensor_mem_pbo_memory_get_buffer_id(mem));
   EXPECT_EQ(copy->size, 50u);
   EXPECT_TRUE(holds(copy, 1, 100));
@@ -314,8 +314,8 @@ void expect_pbo_pool_buffers(GstAllocator *allocator, GstTensorMemGlWorker *work
   EXPECT_EQ(gst_buffer_get_size(buffer), size);
   ASSERT_EQ(gst_buffer_n_memory(buffer), 1u);
   GstMemory *mem = gst_buffer_peek_memory(buffer, 0);
-  EXPECT_TRUE(gst_is_tensor_pbo_memory(mem));
-  EXPECT_TRUE(gst_is_tensor_memory(mem));
+  EXPECT_TRUE(gst_is_tensor_mem_pbo_memory(mem));
+  EXPECT_TRUE(gst_is_tensor_mem_memory(mem));
   EXPECT_EQ(gst_tensor_mem_memory_get_storage(mem), GST_TENSOR_MEM_STORAGE_PBO);
   EXPECT_EQ(gst_tensor_mem_memory_get_tensor(mem), gst_tensor_mem_pbo_memory_get_tensor(mem));
   const GstVideoMeta *meta = gst_buffer_get_video_meta(buffer);
@@ -365,7 +365,7 @@ TEST_F(PboTest, a_pbo_pool_needs_a_pbo_allocator) {
   ASSERT_TRUE(gst_buffer_pool_set_active(pool, TRUE));
   GstBuffer *buffer = nullptr;
   ASSERT_EQ(gst_buffer_pool_acquire_buffer(pool, &buffer, nullptr), GST_FLOW_OK);
-  EXPECT_TRUE(gst_is_tensor_pbo_memory(gst_buffer_peek_memory(buffer, 0)));
+  EXPECT_TRUE(gst_is_tensor_mem_pbo_memory(gst_buffer_peek_memory(buffer, 0)));
   gst_buffer_unref(buffer);
   EXPECT_TRUE(gst_buffer_pool_set_active(pool, FALSE));
   gst_object_unref(pool);
@@ -536,7 +536,7 @@ TEST_F(GlContextTest, two_linked_elements_share_one_worker_through_a_context_que
   GstContext *context = gst_element_get_context(ea, GST_TENSOR_MEM_GL_WORKER_CONTEXT_TYPE);
   ASSERT_NE(context, nullptr) << "the element reports the context it uses";
   GstTensorMemGlWorker *from_context = nullptr;
-  EXPECT_TRUE(gst_context_get_tensor_gl_worker(context, &from_context));
+  EXPECT_TRUE(gst_context_get_tensor_mem_gl_worker(context, &from_context));
   EXPECT_EQ(from_context, a);
   gst_clear_object(&from_context);
   gst_context_unref(context);
@@ -564,7 +564,7 @@ TEST_F(GlContextTest, an_application_worker_set_on_the_pipeline_is_used) {
   GstTensorMemGlWorker *app = shared_worker(&why);
   ContextWatch watch;
   GstElement *pipeline = launch("fakesrc ! tmglprobe name=a ! tmglprobe name=b ! fakesink", &watch);
-  GstContext *context = gst_context_new_tensor_gl_worker(app, TRUE);
+  GstContext *context = gst_context_new_tensor_mem_gl_worker(app, TRUE);
   gst_element_set_context(pipeline, context);
   gst_context_unref(context);
   ASSERT_EQ(gst_element_set_state(pipeline, GST_STATE_READY), GST_STATE_CHANGE_SUCCESS);
@@ -579,7 +579,7 @@ TEST_F(GlContextTest, an_application_answering_need_context_provides_the_worker)
   std::string why;
   GstTensorMemGlWorker *app = shared_worker(&why);
   ContextWatch watch;
-  watch.answer = gst_context_new_tensor_gl_worker(app, TRUE);
+  watch.answer = gst_context_new_tensor_mem_gl_worker(app, TRUE);
   GstElement *pipeline = launch("fakesrc ! tmglprobe name=a ! tmglprobe name=b ! fakesink", &watch);
   ASSERT_EQ(gst_element_set_state(pipeline, GST_STATE_READY), GST_STATE_CHANGE_SUCCESS);
   EXPECT_EQ(probe_worker(pipeline, "a"), app);
@@ -592,11 +592,11 @@ TEST_F(GlContextTest, an_application_answering_need_context_provides_the_worker)
 
 TEST_F(GlContextTest, contexts_of_other_types_or_without_a_worker_are_ignored) {
   GstContext *other = gst_context_new("some.other.type", FALSE);
-  EXPECT_FALSE(gst_context_get_tensor_gl_worker(other, nullptr));
+  EXPECT_FALSE(gst_context_get_tensor_mem_gl_worker(other, nullptr));
   gst_context_unref(other);
   GstContext *empty = gst_context_new(GST_TENSOR_MEM_GL_WORKER_CONTEXT_TYPE, FALSE);
   GstTensorMemGlWorker *worker = reinterpret_cast<GstTensorMemGlWorker *>(0x1);
-  EXPECT_FALSE(gst_context_get_tensor_gl_worker(empty, &worker));
+  EXPECT_FALSE(gst_context_get_tensor_mem_gl_worker(empty, &worker));
   EXPECT_EQ(worker, nullptr);
 
   register_probe();

@@ -55,7 +55,7 @@ GstPadProbeReturn count_pbo(GstPad *, GstPadProbeInfo *info, gpointer user_data)
   GstBuffer *buffer = GST_PAD_PROBE_INFO_BUFFER(info);
   bool all = gst_buffer_n_memory(buffer) > 0;
   for (guint i = 0; i < gst_buffer_n_memory(buffer); ++i)
-    all = all && gst_is_tensor_pbo_memory(gst_buffer_peek_memory(buffer, i));
+    all = all && gst_is_tensor_mem_pbo_memory(gst_buffer_peek_memory(buffer, i));
   (all ? run->pbo_buffers : run->other_buffers)++;
   return GST_PAD_PROBE_OK;
 }
@@ -103,7 +103,7 @@ void run(const std::string &description, PboRun *out, GstContext *context = null
   if (up) {
     GstContext *used = gst_element_get_context(up, GST_TENSOR_MEM_GL_WORKER_CONTEXT_TYPE);
     if (used) {
-      gst_context_get_tensor_gl_worker(used, &out->worker);
+      gst_context_get_tensor_mem_gl_worker(used, &out->worker);
       gst_context_unref(used);
     }
   }
@@ -128,7 +128,7 @@ protected:
     worker = tmtest::shared_worker(&why);
     if (!worker)
       GTEST_SKIP() << "no headless GL here: " << why;
-    context = gst_context_new_tensor_gl_worker(worker, TRUE);
+    context = gst_context_new_tensor_mem_gl_worker(worker, TRUE);
   }
   void TearDown() override {
     if (context)
@@ -196,7 +196,7 @@ TEST_P(PboPipelines, BytesMatchThePlainPipelineAndOnlyPaddedFramesAreCopiedOut) 
       << (passed ? "PBO memory in the default layout passes through" : "one copy out of each padded PBO");
   for (guint i = 0; i < kFrames; ++i) {
     GstBuffer *out = gst_sample_get_buffer(ours.samples[i]);
-    EXPECT_EQ(static_cast<bool>(gst_is_tensor_pbo_memory(gst_buffer_peek_memory(out, 0))), passed) << "frame " << i;
+    EXPECT_EQ(static_cast<bool>(gst_is_tensor_mem_pbo_memory(gst_buffer_peek_memory(out, 0))), passed) << "frame " << i;
     EXPECT_GE(gst_buffer_get_size(out), GST_VIDEO_INFO_SIZE(&info));
     EXPECT_TRUE(tmtest::frames_equal(gst_sample_get_buffer(plain.samples[i]), out, &info)) << "frame " << i;
   }
@@ -244,7 +244,7 @@ TEST_F(PboPipeline, StrictDownloadHandsPboMemoryInTheDefaultLayoutOn) {
     ASSERT_NE(caps, nullptr);
     EXPECT_TRUE(gst_caps_features_is_equal(gst_caps_get_features(caps, 0), GST_CAPS_FEATURES_MEMORY_SYSTEM_MEMORY))
         << "plain caps downstream, as gldownload gives";
-    EXPECT_TRUE(gst_is_tensor_pbo_memory(gst_buffer_peek_memory(gst_sample_get_buffer(sample), 0)));
+    EXPECT_TRUE(gst_is_tensor_mem_pbo_memory(gst_buffer_peek_memory(gst_sample_get_buffer(sample), 0)));
   }
 }
 
@@ -265,7 +265,7 @@ TEST_F(PboPipeline, TwoUploadsShareOneWorkerTheyStartThemselvesAndDropItInNull) 
       GstElement *element = gst_bin_get_by_name(GST_BIN(pipeline), name);
       GstContext *used = gst_element_get_context(element, GST_TENSOR_MEM_GL_WORKER_CONTEXT_TYPE);
       ASSERT_NE(used, nullptr) << name;
-      EXPECT_TRUE(gst_context_get_tensor_gl_worker(used, slot));
+      EXPECT_TRUE(gst_context_get_tensor_mem_gl_worker(used, slot));
       gst_context_unref(used);
       gst_object_unref(element);
     }
@@ -279,7 +279,7 @@ TEST_F(PboPipeline, TwoUploadsShareOneWorkerTheyStartThemselvesAndDropItInNull) 
     g_signal_emit_by_name(sink, "pull-preroll", &sample);
     ASSERT_NE(sample, nullptr);
     GstMemory *mem = gst_buffer_peek_memory(gst_sample_get_buffer(sample), 0);
-    ASSERT_TRUE(gst_is_tensor_pbo_memory(mem));
+    ASSERT_TRUE(gst_is_tensor_mem_pbo_memory(mem));
     EXPECT_EQ(gst_tensor_mem_pbo_memory_get_gl_worker(mem), a);
     EXPECT_EQ(gst_tensor_mem_pbo_memory_get_core_gl_worker(mem), core.lock());
     gst_sample_unref(sample);
@@ -323,8 +323,8 @@ TEST_F(PboPipeline, AnApplicationAnsweringNeedContextProvidesTheWorker) {
   g_signal_emit_by_name(sink, "pull-sample", &sample);
   ASSERT_NE(sample, nullptr);
   GstMemory *mem = gst_buffer_peek_memory(gst_sample_get_buffer(sample), 0);
-  ASSERT_TRUE(gst_is_tensor_pbo_memory(mem));
-  EXPECT_TRUE(gst_is_tensor_memory(mem));
+  ASSERT_TRUE(gst_is_tensor_mem_pbo_memory(mem));
+  EXPECT_TRUE(gst_is_tensor_mem_memory(mem));
   EXPECT_EQ(gst_tensor_mem_memory_get_storage(mem), GST_TENSOR_MEM_STORAGE_PBO);
   EXPECT_EQ(gst_tensor_mem_memory_get_tensor(mem), gst_tensor_mem_pbo_memory_get_tensor(mem));
   EXPECT_EQ(gst_tensor_mem_pbo_memory_get_gl_worker(mem), worker);
@@ -407,7 +407,7 @@ TEST_F(PboHarness, PlainBuffersAreCopiedOnceIntoPbosAndCounted) {
     GstBuffer *out = gst_harness_pull(h);
     ASSERT_NE(out, nullptr);
     GstMemory *mem = gst_buffer_peek_memory(out, 0);
-    EXPECT_TRUE(gst_is_tensor_pbo_memory(mem));
+    EXPECT_TRUE(gst_is_tensor_mem_pbo_memory(mem));
     EXPECT_EQ(gst_tensor_mem_pbo_memory_get_gl_worker(mem), worker);
     const GstVideoMeta *meta = gst_buffer_get_video_meta(out);
     ASSERT_NE(meta, nullptr);
@@ -443,7 +443,7 @@ TEST_F(PboHarness, CapsRenegotiatedMidStreamGiveFramesOfTheNewSize) {
       ASSERT_EQ(gst_harness_push(h, in), GST_FLOW_OK) << caps;
       GstBuffer *out = gst_harness_pull(h);
       ASSERT_NE(out, nullptr);
-      EXPECT_TRUE(gst_is_tensor_pbo_memory(gst_buffer_peek_memory(out, 0)));
+      EXPECT_TRUE(gst_is_tensor_mem_pbo_memory(gst_buffer_peek_memory(out, 0)));
       const GstVideoMeta *meta = gst_buffer_get_video_meta(out);
       ASSERT_NE(meta, nullptr);
       EXPECT_EQ(meta->width, static_cast<guint>(GST_VIDEO_INFO_WIDTH(&info))) << caps;

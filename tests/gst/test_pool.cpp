@@ -66,7 +66,7 @@ void expect_aligned_tensor_buffers(const char *caps_str, guint stride_multiple) 
     EXPECT_EQ(gst_buffer_get_size(buffer), size);
     EXPECT_GT(size, GST_VIDEO_INFO_SIZE(&info)) << "an odd width must get padded rows";
     for (guint m = 0; m < gst_buffer_n_memory(buffer); ++m)
-      EXPECT_TRUE(gst_is_tensor_memory(gst_buffer_peek_memory(buffer, m)));
+      EXPECT_TRUE(gst_is_tensor_mem_memory(gst_buffer_peek_memory(buffer, m)));
     GstVideoMeta *meta = gst_buffer_get_video_meta(buffer);
     ASSERT_NE(meta, nullptr);
     EXPECT_EQ(meta->n_planes, static_cast<guint>(GST_VIDEO_INFO_N_PLANES(&info)));

@@ -6,7 +6,8 @@ Usage: test_gir.py GIR HEADER...
 
 - The installed C HEADERs are C only (the C++ entry points live in
   the .hpp companions), and the GIR names its functions with at most two
-  symbol prefixes (gst_tensor_mem, and gst for gst_buffer_* and the like).
+  symbol prefixes (gst_tensor_mem, and gst for gst_buffer_* and the like),
+  and every function name says tensor_mem (gst_buffer_get_tensor_mem_cuda_meta).
 - Every function that the installed HEADERs declare (GST_TENSOR_MEM_API) is in GIR, and introspectable unless it is
   one of NOT_INTROSPECTABLE below (each with the reason).
 - The typelib loads (GI_TYPELIB_PATH) and its function list is the GIR's;
@@ -73,6 +74,13 @@ def main(gir_path, headers):
     prefixes = namespace.get("{http://www.gtk.org/introspection/c/1.0}symbol-prefixes", "").split(",")
     check(1 <= len(prefixes) <= 2, "the GIR uses %d symbol prefixes: %s" % (len(prefixes), prefixes))
     check(len(declared) > 50, "only %d C functions found in the headers" % len(declared))
+    # One naming rule within the gst prefix: every function says whose it is.
+    # Our types' functions are gst_tensor_mem_<type>_*; a function named
+    # after the GStreamer object it extends (gst_buffer_*, gst_context_*,
+    # gst_is_*) names tensor_mem after that object's part of the name.
+    for name in sorted(declared):
+        check(name.startswith("gst_tensor_mem_") or "_tensor_mem_" in name + "_",
+              "%s: a gst_ function that does not say tensor_mem" % name)
 
     functions = {}
     for element in ET.parse(gir_path).iter():
@@ -117,13 +125,13 @@ def main(gir_path, headers):
           "storage_resolve(AUTO) stayed AUTO")
     allocator = GstTensorMem.SystemAllocator.get()
     memory = allocator.alloc(256, None)
-    check(GstTensorMem.is_tensor_memory(memory), "system tensor allocator memory is not tensor memory")
+    check(GstTensorMem.is_tensor_mem_memory(memory), "system tensor allocator memory is not tensor memory")
     check(GstTensorMem.memory_get_storage(memory) == GstTensorMem.Storage.SYSTEM, "storage of system memory")
     pool = GstTensorMem.BufferPool.new_for_storage(GstTensorMem.Storage.SYSTEM)
     check(isinstance(pool, Gst.BufferPool) and GstTensorMem.BufferPool.get_storage(pool) == GstTensorMem.Storage.SYSTEM,
           "BufferPool.new_for_storage(SYSTEM): %r" % pool)
     buffer = Gst.Buffer.new()
-    check(GstTensorMem.buffer_get_tensor_cuda_meta(buffer) is None, "a plain buffer has a CUDA meta")
+    check(GstTensorMem.buffer_get_tensor_mem_cuda_meta(buffer) is None, "a plain buffer has a CUDA meta")
     check(not GstTensorMem.buffer_has_tensor_mem_fence(buffer), "a plain buffer has a fence")
     # tensorbatch's per-slot metadata reads from Python.
     check(GstTensorMem.buffer_get_tensor_mem_batch_meta(buffer) is None, "a plain buffer has a batch meta")
