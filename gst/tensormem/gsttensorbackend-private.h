@@ -137,10 +137,10 @@ enum class TemplateFamilies {
 };
 
 /* Pad-template caps built from the table (as GstGL builds its upload's
- * from its method table): `plain` (borrowed, structures without features)
- * once per family, with the family's caps feature and, for video/x-raw, its
- * extra template structure. A new family's memory reaches every element's
- * template by its table entry. */
+ * from its method table): the caps string `plain` (structures without
+ * features) once per family, with the family's caps feature and, for
+ * video/x-raw, its extra template structure. A new family's memory reaches
+ * every element's template by its table entry. New reference. */
 GST_TENSOR_MEM_API
 GstCaps *template_caps(const char *plain, TemplateFamilies families);
 

@@ -100,6 +100,12 @@ private:
   mutable tm_pbo_ops table_{};
   mutable std::mutex channel_mu_;
   mutable std::size_t channel_refs_ = 0;
+  // Maps the channel's table handed out and not yet unmapped: an unmap
+  // without one is refused, never passed on to the buffer's owner.
+  mutable std::size_t channel_maps_ = 0;
+  // A map through the channel found the owner's GL context gone: a later
+  // unmap without a map says so too.
+  mutable bool channel_disconnected_ = false;
   mutable std::shared_ptr<const Storage> self_;
 };
 

@@ -86,10 +86,16 @@ int PboChannel::map(const void *ctx, std::uint32_t buffer_id, std::size_t size, 
     }
     // The table has no access argument (its layout is frozen): map for both.
     Result<BackendMapping> mapping = storage->ops()->map_buffer(buffer_id, size, CpuAccess::ReadWrite);
-    if (!mapping)
-      return code_of(mapping.error());
+    if (!mapping) {
+      const int code = code_of(mapping.error());
+      std::lock_guard lock(storage->channel_mu_);
+      storage->channel_disconnected_ = code == TM_PBO_DISCONNECTED;
+      return code;
+    }
     *out_ptr = reinterpret_cast<std::uint8_t *>(mapping->data);
     *out_len = mapping->length;
+    std::lock_guard lock(storage->channel_mu_);
+    ++storage->channel_maps_;
     return TM_PBO_OK;
   } catch (...) {
     return TM_PBO_FAILED; // no exception crosses the C boundary
@@ -103,6 +109,20 @@ int PboChannel::unmap(const void *ctx, std::uint32_t buffer_id) noexcept {
     const PboStorage *storage = storage_of(ctx);
     if (buffer_id != storage->buffer_id())
       return TM_PBO_FAILED;
+    // Only what this table mapped: an unmap of the right id with no map
+    // outstanding would reach the owner's unmap unbalanced (for an imported
+    // buffer, the producer's). Found by tests/fuzz/fuzz_capi.cpp.
+    {
+      std::lock_guard lock(storage->channel_mu_);
+      if (storage->channel_maps_ == 0) {
+        if (storage->channel_disconnected_)
+          return TM_PBO_DISCONNECTED; // nothing was mapped: the owner's context is gone
+        log(LogLevel::Warning, "PBO channel: unmap of buffer " + std::to_string(buffer_id) +
+                                   " without a map through this table is refused");
+        return TM_PBO_FAILED;
+      }
+      --storage->channel_maps_;
+    }
     Result<void> done = storage->ops()->unmap_buffer(buffer_id);
     return done ? TM_PBO_OK : code_of(done.error());
   } catch (...) {
