@@ -43,6 +43,9 @@ struct Backend {
   /* The caps feature of the output memory; NULL: plain system-memory caps. */
   const char *caps_feature = nullptr;
   tensormem::StorageKind kind;
+  /* The largest alignment mask an allocation of this memory may ask for:
+   * what the family promises about the address of a CPU map. */
+  gsize max_align_mask = 0;
 
   /* The shared object this storage needs, or all NULL. The slot holds a
    * GstObject of the backend's type. */

@@ -469,6 +469,8 @@ const Backend &d3d11_backend() {
       .memory_name = "D3D11",
       .caps_feature = GST_CAPS_FEATURE_MEMORY_TENSOR_D3D11,
       .kind = tensormem::StorageKind::D3d11,
+      // The bound textures had before the table held it: system memory's.
+      .max_align_mask = tensormem::MemStorage::kAlignment - 1,
       .ensure_device = d3d11_ensure_device,
       .handle_set_context = d3d11_handle_set_context,
       .handle_context_query = d3d11_handle_context_query,

@@ -543,6 +543,8 @@ const Backend &dmabuf_backend() {
       .memory_name = "DMA-BUF",
       .caps_feature = GST_CAPS_FEATURE_MEMORY_DMABUF,
       .kind = tensormem::StorageKind::DmaBuf,
+      // mmap returns page-aligned addresses: the most a DMA-BUF memory can promise.
+      .max_align_mask = 4096 - 1,
       .check_usable = dmabuf_check_usable,
       .new_allocator = dmabuf_new_allocator,
       .maps_as_system = true,

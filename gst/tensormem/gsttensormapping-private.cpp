@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include <gst/tensormem/gsttensormapping-private.h>
+
+#include <gst/tensormem/gsttensorbackend-private.h>
 #include <gst/tensormem/gsttensormemallocator.hpp>
 
 #include <tensormem/storage.hpp>
@@ -127,22 +129,7 @@ tensormem::CpuAccess access_from_map_flags(GstMapFlags flags) noexcept {
 
 } // namespace
 
-gsize max_align_mask(GstTensorMemStorage storage) noexcept {
-  switch (storage) {
-  case GST_TENSOR_MEM_STORAGE_DMABUF:
-    /* mmap returns page-aligned addresses; that is the most a DMA-BUF memory
-     * can promise. */
-    return 4096 - 1;
-  case GST_TENSOR_MEM_STORAGE_PBO:
-    /* What a GstTensorMemPboMemory promises about the address of a CPU map: GL
-     * guarantees GL_MIN_MAP_BUFFER_ALIGNMENT (at least 64) for maps of the
-     * whole buffer from offset 0, which is the only kind the worker makes. */
-    return 64 - 1;
-  default:
-    // MemStorage guarantees this alignment of its base address.
-    return tensormem::MemStorage::kAlignment - 1;
-  }
-}
+gsize max_align_mask(GstTensorMemStorage storage) noexcept { return backend_for(storage).max_align_mask; }
 
 namespace {
 

@@ -104,6 +104,8 @@ const Backend &system_backend() {
       .memory_name = "system",
       .caps_feature = nullptr,
       .kind = tensormem::StorageKind::Mem,
+      // MemStorage guarantees this alignment of its base address.
+      .max_align_mask = tensormem::MemStorage::kAlignment - 1,
       .new_allocator = system_new_allocator,
       .maps_as_system = true,
       .allocator_type = gst_tensor_mem_system_allocator_get_type,

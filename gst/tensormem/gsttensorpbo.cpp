@@ -381,6 +381,9 @@ const Backend &pbo_backend() {
       .memory_name = "PBO",
       .caps_feature = GST_CAPS_FEATURE_MEMORY_TENSOR_PBO,
       .kind = tensormem::StorageKind::Pbo,
+      // GL guarantees GL_MIN_MAP_BUFFER_ALIGNMENT (at least 64) for maps of the
+      // whole buffer from offset 0, the only kind the worker makes.
+      .max_align_mask = 64 - 1,
       .ensure_device = pbo_ensure_device,
       .handle_set_context = pbo_handle_set_context,
       .handle_context_query = pbo_handle_context_query,

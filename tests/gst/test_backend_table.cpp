@@ -28,8 +28,7 @@ const bool g_software_d3d11 = g_setenv("TENSORMEM_D3D11_DEVICE", "software", TRU
 constexpr const char *kFrameCaps = "video/x-raw, format=(string)RGBA, width=(int)64, height=(int)16, framerate=(fraction)30/1";
 
 std::string family_name(const testing::TestParamInfo<std::size_t> &info) {
-  std::string name = gst_tensormem::storage_nick(gst_tensormem::backend_at(info.param).storage);
-  return name;
+  return gst_tensormem::storage_nick(gst_tensormem::backend_at(info.param).storage);
 }
 
 bool caps_contain_structure(GstCaps *caps, GstCaps *one) {
@@ -124,7 +123,7 @@ TEST(BackendTableEntries, EveryFamilyFillsTheEntriesEveryElementUses) {
     EXPECT_NE(family.new_pool, nullptr);
     EXPECT_NE(family.new_window, nullptr);
     EXPECT_NE(family.owns_memory, nullptr);
-    // A family with a caps feature and a device has a way to find it.
+    // A family with a shared device also answers for it through GstContext.
     EXPECT_EQ(family.ensure_device != nullptr, family.handle_set_context != nullptr);
     for (std::size_t j = 0; j < i; ++j) {
       const Backend &other = gst_tensormem::backend_at(j);
