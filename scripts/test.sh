@@ -42,6 +42,16 @@ full=0
 
 scripts/deps.sh
 
+# A full run writes about 10 GiB here (two Debian roots and six builds), a
+# quick one about 1.5 GiB. Say so at the start rather than let a compiler
+# stop on a full disk half an hour in.
+need_gib=2
+((full || debian13 || forky)) && need_gib=10
+free_gib=$(df -P -k "$root" | awk 'NR == 2 { print int($4 / 1048576) }')
+if ((free_gib < need_gib)); then
+  echo "test.sh: warning: ${free_gib} GiB free in $root; this run writes about ${need_gib} GiB" >&2
+fi
+
 results=$root/build-results
 rm -rf "$results"
 mkdir -p "$results"
