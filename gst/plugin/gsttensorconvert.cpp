@@ -15,12 +15,14 @@
  * DMA-BUF, PBO tensor memory). Output: `other/tensors` caps as NNStreamer
  * defines them (`format=static`, `num_tensors=1`, `types`, `dimensions`
  * innermost first: NCHW is `W:H:3:1`, NHWC `3:W:H:1`), in system, DMA-BUF
- * or PBO tensor memory (`storage`). Each output buffer carries a
+ * or PBO tensor memory (`storage`, which also picks where the conversion
+ * runs: system and dmabuf on the CPU, pbo on the GL worker). Each output
+ * buffer carries a
  * #GstTensorMemResizeMeta saying where the frame landed in the tensor.
  *
  * The CPU path converts on `n-threads` threads, each a band of tensor rows,
  * reading the frame where it lies: nothing is copied. The GL path
- * (`backend=gl`, or `auto` when the input is PBO memory or downstream takes
+ * (`storage=pbo`, or `auto` when the input is PBO memory or downstream takes
  * only `memory:TensorPBO`) runs one compute pass on the GL worker from the
  * input PBO into a pooled output PBO, fences the write and attaches the
  * fence meta, so `tensorcudaimport` hands the tensor to CUDA without a copy;
@@ -81,7 +83,6 @@ enum {
   PROP_LAYOUT,
   PROP_MEAN,
   PROP_STD,
-  PROP_BACKEND,
   PROP_STORAGE,
   PROP_N_THREADS,
   PROP_OUTPUT,
@@ -133,16 +134,6 @@ GType layout_type() {
       {static_cast<gint>(tensormem::TensorLayout::Nhwc), "Interleaved channels (N, H, W, C)", "nhwc"},
       {0, nullptr, nullptr}};
   return enum_type(&type, "GstTensorMemTensorLayout", values);
-}
-
-GType backend_type() {
-  static GType type = 0;
-  static const GEnumValue values[] = {
-      {static_cast<gint>(gst_tensormem::ConvertBackend::Auto), "GL when the input is PBO memory or downstream asks for it, else the CPU", "auto"},
-      {static_cast<gint>(gst_tensormem::ConvertBackend::Cpu), "CPU threads", "cpu"},
-      {static_cast<gint>(gst_tensormem::ConvertBackend::Gl), "A GL compute pass on the GL worker, into PBO tensor memory", "gl"},
-      {0, nullptr, nullptr}};
-  return enum_type(&type, "GstTensorMemConvertBackend", values);
 }
 
 GType output_type() {
@@ -395,7 +386,6 @@ static void gst_tensor_convert_set_property(GObject *object, guint prop_id, cons
   case PROP_LAYOUT: s.layout = static_cast<tensormem::TensorLayout>(g_value_get_enum(value)); break;
   case PROP_MEAN: set_array(&s.mean, value); break;
   case PROP_STD: set_array(&s.std_dev, value); break;
-  case PROP_BACKEND: s.backend = static_cast<gst_tensormem::ConvertBackend>(g_value_get_enum(value)); break;
   case PROP_STORAGE: s.storage = static_cast<GstTensorMemStorage>(g_value_get_enum(value)); break;
   case PROP_N_THREADS: s.n_threads = g_value_get_uint(value); break;
   case PROP_OUTPUT: s.output = static_cast<gst_tensormem::ConvertOutput>(g_value_get_enum(value)); break;
@@ -437,7 +427,6 @@ static void gst_tensor_convert_get_property(GObject *object, guint prop_id, GVal
   case PROP_LAYOUT: g_value_set_enum(value, static_cast<gint>(s.layout)); break;
   case PROP_MEAN: get_array(s.mean, value); break;
   case PROP_STD: get_array(s.std_dev, value); break;
-  case PROP_BACKEND: g_value_set_enum(value, static_cast<gint>(s.backend)); break;
   case PROP_STORAGE: g_value_set_enum(value, s.storage); break;
   case PROP_N_THREADS: g_value_set_uint(value, s.n_threads); break;
   case PROP_OUTPUT: g_value_set_enum(value, static_cast<gint>(s.output)); break;
@@ -528,14 +517,11 @@ static void gst_tensor_convert_class_init(GstTensorMemConvertClass *klass) {
           g_param_spec_double("value", "Value", "One channel's standard deviation", -G_MAXDOUBLE, G_MAXDOUBLE, 1, kRw),
           kRw));
   g_object_class_install_property(
-      gobject_class, PROP_BACKEND,
-      g_param_spec_enum("backend", "Backend", "Where the conversion runs", backend_type(),
-                                                    static_cast<gint>(gst_tensormem::ConvertBackend::Auto), kRw));
-  g_object_class_install_property(
       gobject_class, PROP_STORAGE,
       g_param_spec_enum("storage", "Storage",
-                        "Tensor memory of the output: system or dmabuf (the CPU path), pbo (the GL path), or auto: "
-                        "PBO where the GL path runs, else system",
+                        "Tensor memory of the output, which picks where the conversion runs: system or dmabuf "
+                        "(CPU threads), pbo (a GL compute pass), or auto: PBO when the input is PBO memory or "
+                        "downstream takes only PBO memory, else system",
                         GST_TYPE_TENSOR_MEM_STORAGE, GST_TENSOR_MEM_STORAGE_AUTO, kRw));
   g_object_class_install_property(gobject_class, PROP_N_THREADS,
                                   g_param_spec_uint("n-threads", "Threads",
@@ -581,7 +567,6 @@ static void gst_tensor_convert_class_init(GstTensorMemConvertClass *klass) {
   gst_type_mark_as_plugin_api(channel_order_type(), static_cast<GstPluginAPIFlags>(0));
   gst_type_mark_as_plugin_api(dtype_type(), static_cast<GstPluginAPIFlags>(0));
   gst_type_mark_as_plugin_api(layout_type(), static_cast<GstPluginAPIFlags>(0));
-  gst_type_mark_as_plugin_api(backend_type(), static_cast<GstPluginAPIFlags>(0));
   gst_type_mark_as_plugin_api(output_type(), static_cast<GstPluginAPIFlags>(0));
 }
 

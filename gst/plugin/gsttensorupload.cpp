@@ -246,19 +246,21 @@ static void gst_tensor_upload_set_context(GstElement *element, GstContext *conte
 /* Neighbours asking for our GL worker or D3D11 device get it. */
 static gboolean gst_tensor_upload_query(GstBaseTransform *trans, GstPadDirection direction, GstQuery *query) {
   auto *self = GST_TENSOR_UPLOAD(trans);
-  // GstGL asking for a display (PBO storage: its textures are read on the GPU)
-  if (direction == GST_PAD_SINK && &backend_of(self) == &gst_tensormem::pbo_backend() &&
+  // GstGL upstream asking for a display, where our memory can share GstGL's
+  // context (its textures are then read on the GPU)
+  if (direction == GST_PAD_SINK && backend_of(self).shares_gstgl_display &&
       gst_tensor_mem_gstgl_display_answer_query(GST_ELEMENT(self), &self->gstgl_display, query))
     return TRUE;
   return self->backend->handle_context_query(query) ||
          GST_BASE_TRANSFORM_CLASS(gst_tensor_upload_parent_class)->query(trans, direction, query);
 }
 
-/* Sink caps → source caps: the same video, as memory:DMABuf first (DMA-BUF
- * storage only) and as plain system-memory caps, or as memory:TensorPBO
- * (memory:TensorD3D11) only for PBO (D3D11) storage. Source caps → sink caps:
- * plain or memory:DMABuf, whatever the storage (a DMA-BUF input is copied
- * into system storage, or imported into DMA-BUF storage). DMA_DRM caps
+/* Sink caps → source caps: the same video in the storage's memory (its caps
+ * feature), and as plain system-memory caps too, second, where that memory
+ * maps as system memory (DMA-BUF). Source caps → sink caps: plain, or in the
+ * feature of any family that maps as system memory (memory:DMABuf),
+ * whatever the storage (such input is read through a CPU map, or imported
+ * where the storage can), then what the uploader reads on the GPU. DMA_DRM caps
  * (GStreamer 1.24 and later) are read as the formats they name, and every
  * memory:DMABuf structure we answer is also offered in its linear DMA_DRM
  * form. */
@@ -286,11 +288,17 @@ static GstCaps *gst_tensor_upload_transform_caps(GstBaseTransform *trans, GstPad
     else
       gst_caps_unref(plain);
   } else {
-    GstCaps *dmabuf = gst_tensor_transform_caps_with_feature(plain, GST_CAPS_FEATURE_MEMORY_DMABUF);
     gst_tensormem::UploadContext ctx = upload_context(self);
     GstCaps *more = self->uploader->sink_caps(ctx, plain);
     release_context(ctx);
-    result = gst_caps_merge(gst_caps_merge(plain, dmabuf), more);
+    result = gst_caps_ref(plain);
+    for (std::size_t i = 0; i < gst_tensormem::kBackendCount; ++i) {
+      const gst_tensormem::Backend &family = gst_tensormem::backend_at(i);
+      if (family.maps_as_system && family.caps_feature)
+        result = gst_caps_merge(result, gst_tensor_transform_caps_with_feature(plain, family.caps_feature));
+    }
+    gst_caps_unref(plain);
+    result = gst_caps_merge(result, more);
   }
   GstCaps *with_drm = gst_tensormem::caps_with_dma_drm(result);
   gst_caps_unref(result);

@@ -79,6 +79,11 @@ struct Backend {
    * so besides its caps feature the family may be offered with plain caps
    * (system memory, and DMA-BUF: an fd's mmap). */
   bool maps_as_system = false;
+  /* TRUE: the family's memory lives in GL objects that a GstGL context can
+   * share (PBO), so an element writing it answers GstGL's display query from
+   * upstream (gst_tensor_mem_gstgl_display_answer_query) and GstGL's textures
+   * reach it on the GPU. */
+  bool shares_gstgl_display = false;
   /* A template structure this family adds after its featured caps where
    * GStreamer knows it (DMA-BUF: its DMA_DRM form); "" for none. */
   const char *extra_template = "";

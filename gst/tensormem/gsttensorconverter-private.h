@@ -24,9 +24,6 @@
 
 namespace gst_tensormem {
 
-/* Where a conversion runs: the property's values. */
-enum class ConvertBackend : gint { Auto = 0, Cpu = 1, Gl = 2 };
-
 /* What the element outputs: the tensor itself (other/tensors), or the video
  * frame with the tensor attached as a GstTensorMeta (GStreamer 1.26). */
 enum class ConvertOutput : gint { Tensor = 0, Meta = 1 };
@@ -40,9 +37,10 @@ struct ConvertSettings {
   tensormem::DType dtype = tensormem::DType::F32;
   tensormem::TensorLayout layout = tensormem::TensorLayout::Nchw;
   std::vector<double> mean{0.0, 0.0, 0.0}, std_dev{1.0, 1.0, 1.0};
+  /* The output's memory, which picks the path: pbo the GL path, system and
+   * dmabuf the CPU path, auto either (see outputs_for). */
   GstTensorMemStorage storage = GST_TENSOR_MEM_STORAGE_AUTO;
   guint n_threads = 0; // 0: one per CPU, at most 8
-  ConvertBackend backend = ConvertBackend::Auto;
   ConvertOutput output = ConvertOutput::Tensor;
   std::string tensor_id = "input"; // the GstTensorMeta's id
 };

@@ -129,20 +129,20 @@ private:
 };
 
 /* Which output memories a frame can become, best first: PBO tensor memory
- * (the GL path) and plain system or DMA-BUF memory (the CPU path).
- * backend=auto with storage=auto takes PBO when the input is PBO memory
- * already, or when downstream accepts nothing else. */
+ * (the GL path) and plain system or DMA-BUF memory (the CPU path). The
+ * storage property picks the path: pbo the GL path, system and dmabuf the
+ * CPU path, and auto takes PBO when the input is PBO memory already, or when
+ * downstream accepts nothing else. */
 struct Outputs {
   bool pbo, plain, pbo_first;
 };
 Outputs outputs_for(const ConvertSettings &s, bool pbo_input) {
-  if (!GST_TENSOR_MEM_HAVE_GL || s.backend == ConvertBackend::Cpu)
+  if (!GST_TENSOR_MEM_HAVE_GL)
     return {false, true, false};
-  if (s.backend == ConvertBackend::Gl || s.storage == GST_TENSOR_MEM_STORAGE_PBO)
-    return {true, false, true};
   if (s.storage == GST_TENSOR_MEM_STORAGE_AUTO)
     return {true, true, pbo_input};
-  return {false, true, false};
+  const bool gl = s.storage == GST_TENSOR_MEM_STORAGE_PBO;
+  return {gl, !gl, gl};
 }
 
 /* A per-channel property as three values: one value applies to every
@@ -330,24 +330,20 @@ gboolean TensorConverter::start(const ConvertSettings &s) {
     GST_ELEMENT_ERROR(element_, LIBRARY, SETTINGS, ("%s", why.c_str()), (nullptr));
     return FALSE;
   }
+  // The storage picks the path: the CPU path writes what maps as system
+  // memory, the GL path PBO tensor memory; no other family is written here.
   const bool pbo = s.storage == GST_TENSOR_MEM_STORAGE_PBO;
-  const bool plain = s.storage == GST_TENSOR_MEM_STORAGE_SYSTEM || s.storage == GST_TENSOR_MEM_STORAGE_DMABUF;
-  if (pbo && s.backend == ConvertBackend::Cpu) {
+  if (s.storage != GST_TENSOR_MEM_STORAGE_AUTO && !pbo && !backend_for(s.storage).maps_as_system) {
     GST_ELEMENT_ERROR(element_, LIBRARY, SETTINGS,
-                      ("storage=pbo is written by the GL path, and backend=cpu was asked"),
-                      ("use backend=gl or auto for PBO output, or storage=system or dmabuf with backend=cpu"));
+                      ("tensorconvert writes system or DMA-BUF memory (the CPU path) or PBO tensor memory (the GL "
+                       "path), and storage=%s was asked",
+                       storage_nick(s.storage)),
+                      ("use storage=auto, system, dmabuf or pbo, and tensorupload after it for other memory"));
     return FALSE;
   }
-  if (plain && s.backend == ConvertBackend::Gl) {
-    GST_ELEMENT_ERROR(element_, LIBRARY, SETTINGS,
-                      ("backend=gl writes PBO tensor memory, and storage=%s was asked", storage_nick(s.storage)),
-                      ("use storage=pbo or auto with backend=gl, or backend=cpu or auto"));
-    return FALSE;
-  }
-  if (s.output == ConvertOutput::Meta && (pbo || s.backend == ConvertBackend::Gl)) {
-    GST_ELEMENT_ERROR(element_, LIBRARY, SETTINGS,
-                      ("output=meta converts on the CPU path, and %s was asked", pbo ? "storage=pbo" : "backend=gl"),
-                      ("use backend=cpu or auto with storage=system, dmabuf or auto, or output=tensor"));
+  if (s.output == ConvertOutput::Meta && pbo) {
+    GST_ELEMENT_ERROR(element_, LIBRARY, SETTINGS, ("output=meta converts on the CPU path, and storage=pbo was asked"),
+                      ("use storage=system, dmabuf or auto with output=meta, or output=tensor"));
     return FALSE;
   }
   if (s.output == ConvertOutput::Meta && !GST_TENSOR_MEM_HAVE_TENSOR_META) {
@@ -356,19 +352,17 @@ gboolean TensorConverter::start(const ConvertSettings &s) {
                       ("use output=tensor, or build gst-tensormem against GStreamer 1.26 or later"));
     return FALSE;
   }
-  if (!GST_TENSOR_MEM_HAVE_GL && (pbo || s.backend == ConvertBackend::Gl)) {
-    GST_ELEMENT_ERROR(element_, LIBRARY, SETTINGS,
-                      ("%s needs OpenGL, which this build of gst-tensormem lacks", pbo ? "storage=pbo" : "backend=gl"),
-                      ("use backend=cpu with storage=system or dmabuf"));
+  if (!GST_TENSOR_MEM_HAVE_GL && pbo) {
+    GST_ELEMENT_ERROR(element_, LIBRARY, SETTINGS, ("storage=pbo needs OpenGL, which this build of gst-tensormem lacks"),
+                      ("use storage=system or dmabuf"));
     return FALSE;
   }
   // An explicit GL request finds (or makes) its worker now, so a machine
   // without EGL fails here with the reason, not at negotiation.
   GError *error = nullptr;
-  if ((pbo || s.backend == ConvertBackend::Gl) && !devices_.find_device(pbo_backend(), &error)) {
-    GST_ELEMENT_ERROR(element_, RESOURCE, FAILED,
-                      ("%s: %s", pbo ? "storage=pbo" : "backend=gl", error ? error->message : "no GL worker"),
-                      ("use backend=cpu with storage=system or dmabuf on a machine without a usable EGL"));
+  if (pbo && !devices_.find_device(pbo_backend(), &error)) {
+    GST_ELEMENT_ERROR(element_, RESOURCE, FAILED, ("storage=pbo: %s", error ? error->message : "no GL worker"),
+                      ("use storage=system or dmabuf on a machine without a usable EGL"));
     g_clear_error(&error);
     return FALSE;
   }
@@ -661,7 +655,7 @@ gboolean TensorConverter::set_caps(const ConvertSettings &s, GstCaps *incaps, Gs
     if (!devices_.find_device(pbo_backend(), &error)) {
       GST_ELEMENT_ERROR(element_, RESOURCE, FAILED,
                         ("PBO tensor output needs a GL worker: %s", error ? error->message : "no GL worker"),
-                        ("use backend=cpu with storage=system or dmabuf on a machine without a usable EGL"));
+                        ("use storage=system or dmabuf on a machine without a usable EGL"));
       g_clear_error(&error);
       gst_caps_unref(pool_caps);
       return FALSE;
@@ -673,7 +667,7 @@ gboolean TensorConverter::set_caps(const ConvertSettings &s, GstCaps *incaps, Gs
     if (!pass) {
       GST_ELEMENT_ERROR(element_, RESOURCE, FAILED,
                         ("The GL conversion pass cannot be made: %s", pass.error().message().c_str()),
-                        ("GL worker %s; use backend=cpu", core ? core->info().version.c_str() : "(none)"));
+                        ("GL worker %s; use storage=system", core ? core->info().version.c_str() : "(none)"));
       gst_clear_object(&worker);
       gst_caps_unref(pool_caps);
       return FALSE;
@@ -691,7 +685,8 @@ gboolean TensorConverter::set_caps(const ConvertSettings &s, GstCaps *incaps, Gs
 #endif
   } else {
     // The CPU path writes system memory unless DMA-BUF was asked for.
-    allocator = (s.storage == GST_TENSOR_MEM_STORAGE_DMABUF ? dmabuf_backend() : system_backend()).new_allocator(nullptr);
+    allocator = backend_for(s.storage == GST_TENSOR_MEM_STORAGE_DMABUF ? s.storage : GST_TENSOR_MEM_STORAGE_SYSTEM)
+                    .new_allocator(nullptr);
   }
   if (buffer_bytes > G_MAXUINT) {
     gst_object_unref(allocator);

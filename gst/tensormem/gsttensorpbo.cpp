@@ -394,6 +394,7 @@ const Backend &pbo_backend() {
       .new_allocator = pbo_new_allocator,
       .cpu_writes_need_fence = gst_buffer_tensor_mem_pbo_cpu_writes_need_fence,
       .fence_writes = gst_buffer_fence_tensor_mem_pbo_writes,
+      .shares_gstgl_display = true,
       .allocator_type = gst_tensor_mem_pbo_allocator_get_type,
       .owns_memory = gst_is_tensor_mem_pbo_memory,
       .new_pool = gst_tensor_mem_buffer_pool_new_for_pbo,

@@ -12,7 +12,7 @@
 #                tensorbatch name=b ! tensorinfer model=classifier_batch.onnx ! fakesink
 #
 # for each tensor size S of SIZES (environment; default "224 640") and each
-# tensorconvert path of PATHS (default "cpu gl": backend=cpu, or backend=gl,
+# tensorconvert path of PATHS (default "cpu gl": storage=system, or storage=pbo,
 # whose tensors are PBOs written by the GL pass, and batched into one PBO per
 # batch, each pass writing its slot; tensorinfer reads the PBO in place).
 #
@@ -60,7 +60,9 @@ pipeline() { # kind n; kind is decode or chains|batched/SIZE/PATH
   local kind=${1%%/*} n=$2 text="" i size path model convert
   IFS=/ read -r _ size path <<<"$1"
   model=$work/classifier$([[ $size == 224 ]] || echo "$size")
-  convert="tensorconvert backend=$path width=$size height=$size resize=letterbox layout=nchw dtype=float32"
+  local storage=system
+  [[ $path == gl ]] && storage=pbo
+  convert="tensorconvert storage=$storage width=$size height=$size resize=letterbox layout=nchw dtype=float32"
   [[ $kind == batched ]] && text="tensorbatch name=b ! tensorinfer model=${model}_batch.onnx ! fakesink "
   for ((i = 0; i < n; ++i)); do
     case $kind in

@@ -139,7 +139,7 @@ int main(int argc, char **argv) {
   const std::string ours = "tensorconvert width=640 height=640 dtype=float32 layout=nchw "
                            "mean=\"<0.485,0.456,0.406>\" std=\"<0.229,0.224,0.225>\"";
   const std::string usual = "videoconvert ! videoscale ! video/x-raw,format=RGB,width=640,height=640";
-  const std::string gl = ours + " backend=gl";
+  const std::string gl = ours + " storage=pbo";
   const std::string gl_from_pbo = "tensorupload storage=pbo ! " + gl;
   GstElementFactory *upload = gst_element_factory_find("tensorupload");
   const bool have_gl = upload != nullptr && std::getenv("BENCH_NO_GL") == nullptr;
@@ -155,14 +155,14 @@ int main(int argc, char **argv) {
               "%.2f %.2f %.2f\n\n",
               frames, batches, std::thread::hardware_concurrency(), load[0], load[1], load[2]);
   std::printf("| input | `videoconvert ! videoscale` + normalisation loop | `tensorconvert` CPU | ratio | CPU time: "
-              "usual | CPU time: `tensorconvert` CPU | CPU ratio | `tensorconvert backend=gl`, system in | ratio | "
-              "`tensorupload storage=pbo ! tensorconvert backend=gl` | ratio |\n");
+              "usual | CPU time: `tensorconvert` CPU | CPU ratio | `tensorconvert storage=pbo`, system in | ratio | "
+              "`tensorupload storage=pbo ! tensorconvert storage=pbo` | ratio |\n");
   std::printf("|---|---|---|---|---|---|---|---|---|---|---|\n");
   for (const char *format : {"NV12", "RGBA"}) {
     std::vector<double> a, b, ca, cb, c, d;
     for (int i = 0; i < batches; ++i) { // alternating, so noise hits every column
       const PerFrame u = run(format, frames, usual, Pull::Normalise);
-      const PerFrame o = run(format, frames, ours + " backend=cpu", Pull::Keep);
+      const PerFrame o = run(format, frames, ours + " storage=system", Pull::Keep);
       a.push_back(u.wall_us);
       ca.push_back(u.cpu_us);
       b.push_back(o.wall_us);

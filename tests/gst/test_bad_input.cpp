@@ -63,7 +63,7 @@ const ElementCase kElements[] = {
     {"Convert", "tensorconvert name=el width=64 height=64", false, true, false},
 #if defined(TM_TEST_HAVE_GL)
     // The GL path: system-memory frames, validated before the staging copy.
-    {"ConvertGl", "tensorconvert name=el width=64 height=64 backend=gl", true, true, false},
+    {"ConvertGl", "tensorconvert name=el width=64 height=64 storage=pbo", true, true, false},
 #endif
 };
 

@@ -38,7 +38,7 @@ const char *const kPatterns[] = {"smpte", "ball", "circular", "pinwheel"};
 std::string gl_chain(const char *pattern, int frames, int w, int h, const char *dtype) {
   return std::string("videotestsrc pattern=") + pattern + " num-buffers=" + std::to_string(frames) +
          " ! video/x-raw,format=RGBA,width=64,height=48,framerate=30/1 ! tensorupload storage=pbo ! "
-         "tensorconvert backend=gl resize=letterbox mean=<0.5,0.4,0.3> std=<0.2,0.25,0.3> dtype=" +
+         "tensorconvert storage=pbo resize=letterbox mean=<0.5,0.4,0.3> std=<0.2,0.25,0.3> dtype=" +
          dtype + " width=" + std::to_string(w) + " height=" + std::to_string(h) + " ";
 }
 

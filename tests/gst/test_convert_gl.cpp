@@ -33,14 +33,14 @@ using namespace convtest;
 
 /* Which path converts, and whether the frame arrives as PBO memory. */
 struct Path {
-  const char *backend;
+  const char *storage; // system: the CPU path; pbo: the GL path
   bool pbo_input;
   bool zero_copy = false;
 };
 
 std::string convert_launch(const Case &c, const Path &path) {
   std::string d = path.pbo_input ? "tensorupload storage=pbo ! " : "";
-  d += std::string("tensorconvert name=conv backend=") + path.backend + " resize=" + resize_name(c.resize) +
+  d += std::string("tensorconvert name=conv storage=") + path.storage + " resize=" + resize_name(c.resize) +
        " dtype=" + c.dtype + " layout=" + (c.nchw ? "nchw" : "nhwc") + " channel-order=" + (c.bgr ? "bgr" : "rgb") +
        " mean=\"<0.485,0.456,0.406>\" std=\"<0.229,0.224,0.225>\" width=" + std::to_string(c.out_w) +
        " height=" + std::to_string(c.out_h) + " pad-value=" + std::to_string(kPad) + " n-threads=3" +
@@ -102,13 +102,13 @@ void expect_gl_matches(const Case &c, const std::string &caps_str = "") {
   const std::vector<std::uint8_t> bytes = random_frame(&info, static_cast<std::uint32_t>(c.in_w * 131 + c.in_h));
   const std::vector<double> want = reference_tensor(c, &info, bytes);
   Converted cpu;
-  convert_one(c, bytes, caps, {"cpu", false}, &cpu);
+  convert_one(c, bytes, caps, {"system", false}, &cpu);
   ASSERT_NE(cpu.buffer, nullptr);
   const std::vector<double> from_cpu = buffer_values(c, cpu.buffer);
   for (bool pbo : {true, false}) {
     SCOPED_TRACE(pbo ? "PBO input" : "system-memory input");
     Converted gl;
-    convert_one(c, bytes, caps, {"gl", pbo}, &gl);
+    convert_one(c, bytes, caps, {"pbo", pbo}, &gl);
     ASSERT_NE(gl.buffer, nullptr);
     EXPECT_NE(gl.caps.find("memory:TensorPBO"), std::string::npos) << gl.caps;
     ASSERT_TRUE(gst_is_tensor_mem_pbo_memory(gst_buffer_peek_memory(gl.buffer, 0)));
@@ -229,23 +229,23 @@ TEST(TensorConvertGl, SystemInputIsCopiedCountedAndRefusedUnderRequireZeroCopy) 
   GstVideoInfo info = tmtest::info_from_string(in_caps(c).c_str());
   const std::vector<std::uint8_t> bytes = random_frame(&info, 7);
   Converted from_system;
-  convert_one(c, bytes, in_caps(c), {"gl", false}, &from_system);
+  convert_one(c, bytes, in_caps(c), {"pbo", false}, &from_system);
   ASSERT_NE(from_system.buffer, nullptr);
   EXPECT_EQ(from_system.copied, 13u * 4 * 7);
   Converted from_pbo;
-  convert_one(c, bytes, in_caps(c), {"gl", true, true}, &from_pbo);
+  convert_one(c, bytes, in_caps(c), {"pbo", true, true}, &from_pbo);
   ASSERT_NE(from_pbo.buffer, nullptr);
   EXPECT_EQ(from_pbo.copied, 0u);
 
   tmtest::PipelineRun run;
   tmtest::run_pipeline("videotestsrc num-buffers=2 ! video/x-raw,format=RGBA,width=32,height=16 ! "
-                       "tensorconvert backend=gl require-zero-copy=true ! fakesink",
+                       "tensorconvert storage=pbo require-zero-copy=true ! fakesink",
                        &run, nullptr, [](GstElement *pipeline) { tmtest::share_gl_worker(pipeline); });
   EXPECT_FALSE(run.eos);
   EXPECT_NE(run.error_debug.find("require-zero-copy=true"), std::string::npos) << run.error_debug;
 }
 
-/* backend=auto and storage=auto: PBO input takes the GL path; system input
+/* storage=auto: PBO input takes the GL path; system input
  * and a downstream that takes anything stay on the CPU path; a downstream
  * that takes only PBO memory gets the GL path. */
 TEST(TensorConvertGl, AutoChoosesGlForPboInputOrPboDownstream) {
@@ -263,7 +263,7 @@ TEST(TensorConvertGl, AutoChoosesGlForPboInputOrPboDownstream) {
        "other/tensors(memory:TensorPBO) ! appsink name=sink",
        true},
       {"videotestsrc num-buffers=1 ! video/x-raw,format=RGBA,width=32,height=16 ! tensorupload storage=pbo ! "
-       "tensorconvert backend=cpu ! appsink name=sink",
+       "tensorconvert storage=system ! appsink name=sink",
        false},
   };
   for (const Want &want : wants) {
@@ -325,7 +325,7 @@ TEST(TensorConvertGl, BadInputIsAnElementError) {
   for (const Bad &bad : bads) {
     SCOPED_TRACE(bad.what);
     GstElement *pipeline =
-        gst_parse_launch("appsrc name=src ! tensorconvert name=conv backend=gl ! fakesink sync=false", nullptr);
+        gst_parse_launch("appsrc name=src ! tensorconvert name=conv storage=pbo ! fakesink sync=false", nullptr);
     ASSERT_NE(pipeline, nullptr);
     tmtest::share_gl_worker(pipeline);
     GstElement *src = gst_bin_get_by_name(GST_BIN(pipeline), "src");

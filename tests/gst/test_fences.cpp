@@ -1124,9 +1124,9 @@ struct NeverSignalled {
  * its own meson test with the JIT-safe ASan options (gst-fences-gl-convert). */
 const std::vector<std::string> kWaitingElements = {
     "tensorsync timeout=18446744073709551615", "tensordownload",
-    "tensorinspect",                           "tensorconvert backend=cpu width=8 height=8",
+    "tensorinspect",                           "tensorconvert storage=system width=8 height=8",
     "tensorupload storage=system",             "tensorupload storage=dmabuf"};
-constexpr const char *kGlConverter = "tensorconvert backend=gl width=8 height=8";
+constexpr const char *kGlConverter = "tensorconvert storage=pbo width=8 height=8";
 
 GstMessage *pop_error_now(GstElement *pipeline) {
   GstBus *bus = gst_element_get_bus(pipeline);

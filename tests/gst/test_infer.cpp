@@ -599,7 +599,7 @@ TEST(TensorInfer, GlConvertPathEqualsOnnxRuntime) {
     GTEST_SKIP() << "no headless GL context: " << no_gl;
   tmtest::PipelineRun run;
   InferHandle infer;
-  run_weighted("tensorupload storage=pbo ! " + kConvert + "backend=gl ", &run, &infer, tmtest::share_gl_worker);
+  run_weighted("tensorupload storage=pbo ! " + kConvert + "storage=pbo ", &run, &infer, tmtest::share_gl_worker);
   ASSERT_TRUE(run.eos) << run.error_debug;
   check_against_reference(run, infer.inputs, {1, 3, 16, 16}, {1, 2, 16, 16});
   EXPECT_EQ(tmtest::copied_bytes(infer.element), 0u);
@@ -712,7 +712,7 @@ TEST(TensorInfer, ABatchOfGlStreamsInOnePboRunsInOneModelCall) {
   std::string no_gl;
   if (!tmtest::shared_worker(&no_gl))
     GTEST_SKIP() << "no headless GL context: " << no_gl;
-  expect_batch_in_one_call("tensorupload storage=pbo ! " + kConvert + "backend=gl require-zero-copy=true ",
+  expect_batch_in_one_call("tensorupload storage=pbo ! " + kConvert + "storage=pbo require-zero-copy=true ",
                            tmtest::share_gl_worker);
 }
 #endif

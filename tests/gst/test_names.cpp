@@ -183,7 +183,7 @@ TEST(Names, LoadingThePluginRegistersOurTypes) {
                                "GstTensorMemConvert",         "GstTensorMemResizeMetaAPI",
                                "GstTensorMemResizeMeta",      "GstTensorMemResizeMode",
                                "GstTensorMemChannelOrder",    "GstTensorMemConvertDType",
-                               "GstTensorMemTensorLayout",    "GstTensorMemConvertBackend",
+                               "GstTensorMemTensorLayout",
                                "GstTensorMemBaseAllocator",   "GstTensorMemFenceMetaAPI",
                                "GstTensorMemFenceMeta",       "GstTensorMemSync"})
     EXPECT_EQ(g_registered->types.count(expected), 1u) << expected << " was not registered";

@@ -167,7 +167,7 @@ TEST(TensorMeta, DownloadedGlTensorsDescribeTheirNewMemory) {
   }
   gst_object_unref(worker);
   tmtest::PipelineRun run;
-  tmtest::run_pipeline(kSource + "tensorconvert backend=gl width=16 height=8 ! tensordownload ! "
+  tmtest::run_pipeline(kSource + "tensorconvert storage=pbo width=16 height=8 ! tensordownload ! "
                                  "other/tensors ! appsink name=sink",
                        &run);
   expect_16x8_tensors_over_their_own_memory(run);
