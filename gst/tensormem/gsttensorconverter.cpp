@@ -202,16 +202,21 @@ void attach_resize_meta(GstBuffer *outbuf, const tensormem::FrameConverter &conv
 }
 
 #if GST_TENSOR_MEM_HAVE_TENSOR_META
+/* GStreamer's data type of a tensor element this converter writes. */
+GstTensorDataType data_type_of(tensormem::DType dtype) {
+  switch (dtype) {
+  case tensormem::DType::U8: return GST_TENSOR_DATA_TYPE_UINT8;
+  case tensormem::DType::F16: return GST_TENSOR_DATA_TYPE_FLOAT16;
+  default: return GST_TENSOR_DATA_TYPE_FLOAT32;
+  }
+}
+
 /* GStreamer's own description of the tensor (GstTensorMeta, 1.26) on
  * `target` (writable): `data` (transfer full; NULL: a buffer sharing
  * `target`'s memory, no copy) holds its bytes, row-major and contiguous,
  * dims batch first as the layout orders them. */
 void attach_tensor_meta(GstBuffer *target, GstBuffer *data, const tensormem::ConvertSpec &spec, GQuark id) {
-  GstTensorDataType type = GST_TENSOR_DATA_TYPE_FLOAT32;
-  if (spec.dtype == tensormem::DType::U8)
-    type = GST_TENSOR_DATA_TYPE_UINT8;
-  else if (spec.dtype == tensormem::DType::F16)
-    type = GST_TENSOR_DATA_TYPE_FLOAT16;
+  const GstTensorDataType type = data_type_of(spec.dtype);
   const gsize h = spec.out_height, w = spec.out_width;
   const gsize nchw[] = {1, 3, h, w}, nhwc[] = {1, h, w, 3};
   gst_tensormem::set_tensor_meta(target, data, id, type, spec.layout == tensormem::TensorLayout::Nchw ? nchw : nhwc,
@@ -289,11 +294,7 @@ GstCaps *TensorConverter::frame_caps(const ConvertSettings &s, GstCaps *caps, Gs
     gst_tensormem::strip_caps_tensors(result);
     return result;
   }
-  GstTensorDataType type = GST_TENSOR_DATA_TYPE_FLOAT32;
-  if (s.dtype == tensormem::DType::U8)
-    type = GST_TENSOR_DATA_TYPE_UINT8;
-  else if (s.dtype == tensormem::DType::F16)
-    type = GST_TENSOR_DATA_TYPE_FLOAT16;
+  const GstTensorDataType type = data_type_of(s.dtype);
   for (guint i = 0; i < gst_caps_get_size(result); ++i) {
     GstStructure *frame = gst_caps_get_structure(result, i);
     gint w = 0, h = 0;
