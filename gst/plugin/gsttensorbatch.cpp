@@ -63,26 +63,20 @@
 #include "gsttensorbatch.h"
 
 #include <gst/tensormem/gsttensorbackend-private.h>
-#include <gst/tensormem/gsttensorbasememory.h>
 #include <gst/tensormem/gsttensorbatchmeta.h>
+#include <gst/tensormem/gsttensorbatchstore-private.h>
 #include <gst/tensormem/gsttensorcaps.h>
-#include <gst/tensormem/gsttensordmabuf.h>
 #include <gst/tensormem/gsttensorfencemeta.h>
 #include <gst/tensormem/gsttensormemconfig.h>
 #include <gst/tensormem/gsttensormemresizemeta.h>
 #include <gst/tensormem/gsttensorpbo.h>
 #include <gst/tensormem/gsttensorreadcompletion.h>
-#include <gst/tensormem/gsttensordmabuf.hpp>
 
 #include <gio/gio.h>
 #include <gst/allocators/allocators.h>
 #if GST_TENSOR_MEM_HAVE_TENSOR_META
 #include <gst/analytics/analytics.h>
 #include <gst/tensormem/gsttensoranalytics-private.h>
-#endif
-#ifdef G_OS_UNIX
-#include <sys/mman.h>
-#include <unistd.h>
 #endif
 
 #include <algorithm>
@@ -96,6 +90,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 GST_DEBUG_CATEGORY_STATIC(gst_tensor_batch_debug);
@@ -107,19 +102,7 @@ constexpr guint kNoSlot = G_MAXUINT;
 /* How many batches may be open at once: the one being filled and the next,
  * which a stream that is a frame ahead writes into. */
 constexpr guint64 kDepth = 2;
-constexpr gsize kFreeKept = 4; // recycled allocations kept beyond those in use
-constexpr gsize kAlign = 64;
-
-enum class Kind { System, DmaBuf, Pbo };
-
-const char *kind_name(Kind kind) {
-  switch (kind) {
-  case Kind::DmaBuf: return "DMA-BUF";
-  case Kind::Pbo: return "a PBO";
-  case Kind::System: break;
-  }
-  return "system memory";
-}
+constexpr gsize kFreeKept = 4; // returned allocations kept beyond those in use
 
 /* The storage property: only the storages a batch can live in (so that
  * gst-launch refuses storage=pbo when it parses the line). Its own enum,
@@ -137,63 +120,6 @@ GType batch_storage_get_type() {
     g_once_init_leave(&type, g_enum_register_static("GstTensorMemBatchStorage", values));
   }
   return type;
-}
-
-struct Shared;
-
-/* One allocation of n_slots × slot_bytes, used by one batch at a time and
- * recycled when the last buffer over it is released. */
-struct Storage {
-  std::weak_ptr<Shared> owner;
-  std::atomic<int> refs{0};
-  Kind kind = Kind::System;
-  gsize slot_bytes = 0, bytes = 0;
-  guint n_slots = 0;
-  std::byte *data = nullptr; // the CPU's view: heap, or the DMA-BUF mapped; NULL for a PBO (mapped per write)
-  int fd = -1;               // DMA-BUF only
-  GstMemory *root = nullptr; // DMA-BUF: the allocation, owning fd; PBO: the PBO memory
-  GstObject *device = nullptr; // PBO: the GL worker owning the buffer (one reference)
-
-  ~Storage() {
-    if (kind == Kind::System)
-      std::free(data);
-#ifdef G_OS_UNIX
-    else if (kind == Kind::DmaBuf && data)
-      munmap(data, bytes);
-#endif
-    if (root)
-      gst_memory_unref(root);
-    gst_clear_object(&device);
-  }
-  void ref() { refs.fetch_add(1, std::memory_order_relaxed); }
-  void unref();
-};
-
-/* What a memory over a storage says about itself (qdata): which storage,
- * which batch and which slot (kNoSlot: the whole batch). Holds one reference
- * to the storage. */
-struct Tag {
-  Storage *storage;
-  guint64 seq;
-  guint slot;
-};
-
-GQuark tag_quark() {
-  static GQuark quark = g_quark_from_static_string("GstTensorMemBatchTag");
-  return quark;
-}
-
-void tag_free(gpointer data) {
-  auto *tag = static_cast<Tag *>(data);
-  tag->storage->unref();
-  delete tag;
-}
-
-const Tag *tag_of(GstBuffer *buffer) {
-  if (gst_buffer_n_memory(buffer) != 1)
-    return nullptr;
-  return static_cast<const Tag *>(
-      gst_mini_object_get_qdata(GST_MINI_OBJECT_CAST(gst_buffer_peek_memory(buffer, 0)), tag_quark()));
 }
 
 struct PadState {
@@ -214,10 +140,10 @@ struct SlotRecord {
 };
 
 struct Batch {
-  Storage *storage = nullptr; // one reference
+  gst_tensormem::BatchAllocation *storage = nullptr; // one reference
   std::vector<SlotRecord> slots;
   guint filled = 0;
-  bool cpu_written = false; // a slot copied or zeroed by the CPU (a PBO's writes then need a fence)
+  bool cpu_written = false; // a slot copied or zeroed by the CPU (the family may need a fence for it)
   gint64 first_fill = 0; // monotonic µs
 };
 
@@ -225,13 +151,14 @@ void release_batch(Batch &batch) {
   for (SlotRecord &slot : batch.slots)
     gst_clear_buffer(&slot.frame);
   if (batch.storage)
-    batch.storage->unref();
+    gst_tensormem::batch_allocation_unref(batch.storage);
   batch.storage = nullptr;
 }
 
 /* Everything the streaming threads, the pools and the timer share, under
  * `lock`. Pools hold it by weak reference, so a pool upstream keeps
- * nothing of a disposed element alive. */
+ * nothing of a disposed element alive. The batches' allocations come from
+ * `store`, in the memory family the streams negotiated. */
 struct Shared {
   std::mutex lock;
   std::condition_variable cond;
@@ -247,8 +174,8 @@ struct Shared {
   bool negotiated = false;
   GstCaps *stream_caps = nullptr; // the first stream's, without framerate
   gst_tensormem::TensorCaps tensor;
-  Kind kind = Kind::System;
-  GstObject *gl_worker = nullptr; // Kind::Pbo: the GL worker the batches' PBOs belong to (one reference)
+  const gst_tensormem::Backend *family = &gst_tensormem::backend_at(0);
+  GstObject *device = nullptr; // the family's shared object the batches belong to (one reference), or NULL
   gsize slot_bytes = 0;
   guint n_slots = 0;
   bool relayout = false; // pads changed under batch-size 0: a new layout at the next boundary
@@ -258,8 +185,7 @@ struct Shared {
   guint next_pad_id = 0;
   std::deque<Batch> open; // open[k] is batch cur_seq + k
   guint64 cur_seq = 0;
-  std::mutex spare_lock; // after `lock`; alone where an allocation comes back from any thread
-  std::vector<Storage *> spare;
+  std::shared_ptr<gst_tensormem::BatchStore> store = gst_tensormem::BatchStore::create(kFreeKept);
 
   bool running = false; // READY→PAUSED .. PAUSED→READY
   bool kick = false;    // the timer thread should check whether the front batch can leave
@@ -274,10 +200,8 @@ struct Shared {
   ~Shared() {
     for (Batch &batch : open)
       release_batch(batch);
-    for (Storage *s : spare)
-      delete s;
     gst_clear_caps(&stream_caps);
-    gst_clear_object(&gl_worker);
+    gst_clear_object(&device);
   }
 
   PadState *pad(guint id) {
@@ -287,85 +211,12 @@ struct Shared {
     return nullptr;
   }
 
-  Storage *new_storage(const std::shared_ptr<Shared> &self) {
-    std::vector<Storage *> unfit, busy;
-    Storage *found = nullptr;
-    {
-      std::lock_guard<std::mutex> guard(spare_lock);
-      while (!spare.empty() && !found) {
-        Storage *s = spare.back();
-        spare.pop_back();
-        if (s->slot_bytes != slot_bytes || s->n_slots != n_slots || s->kind != kind ||
-            (kind == Kind::Pbo && s->device != gl_worker))
-          unfit.push_back(s); // of a layout before the current one
-        else if (s->root && gst_tensor_mem_memory_is_being_read(s->root))
-          busy.push_back(s); // a reader (gst_buffer_begin_tensor_mem_read) still reads it: kept, not written
-        else
-          found = s;
-      }
-      spare.insert(spare.begin(), busy.begin(), busy.end());
-    }
-    for (Storage *s : unfit)
-      delete s;
-    if (found) {
-      found->ref();
-      return found;
-    }
-    auto *s = new Storage();
-    s->owner = self;
-    s->kind = kind;
-    s->slot_bytes = slot_bytes;
-    s->n_slots = n_slots;
-    s->bytes = slot_bytes * n_slots;
-    if (kind == Kind::DmaBuf) {
-#ifdef G_OS_UNIX
-      // One DMA-BUF (a heap's or a memfd, as the tensor DMA-BUF allocator
-      // finds) per batch; its windows are dmabuf memories over dups of it.
-      GstAllocator *allocator = gst_tensor_mem_dmabuf_allocator_get();
-      s->root = gst_allocator_alloc(allocator, s->bytes, nullptr);
-      gst_object_unref(allocator);
-      if (s->root)
-        s->fd = gst_dmabuf_memory_get_fd(s->root);
-      void *map = s->fd >= 0 ? mmap(nullptr, s->bytes, PROT_READ | PROT_WRITE, MAP_SHARED, s->fd, 0) : MAP_FAILED;
-      if (map == MAP_FAILED) {
-        if (s->root)
-          gst_memory_unref(s->root);
-        s->root = nullptr;
-        delete s;
-        return nullptr;
-      }
-      s->data = static_cast<std::byte *>(map);
-#endif
-    } else if (kind == Kind::Pbo) {
-      // One PBO per batch on the streams' GL worker; its slots are windows
-      // of it, which their producers' GL passes write.
-      if (gl_worker) {
-        GstAllocator *allocator = gst_tensormem::pbo_backend().new_allocator(gl_worker);
-        s->root = allocator ? gst_allocator_alloc(allocator, s->bytes, nullptr) : nullptr;
-        gst_clear_object(&allocator);
-        s->device = GST_OBJECT_CAST(gst_object_ref(gl_worker));
-      }
-      if (!s->root) {
-        delete s;
-        return nullptr;
-      }
-    } else {
-      s->data = static_cast<std::byte *>(std::aligned_alloc(kAlign, (s->bytes + kAlign - 1) / kAlign * kAlign));
-    }
-    if (!s->data && kind != Kind::Pbo) {
-      delete s;
-      return nullptr;
-    }
-    s->ref();
-    return s;
-  }
-
   /* Batch `seq` (>= cur_seq, < cur_seq + kDepth), opened with its
    * allocation where it was not yet; NULL when no allocation can be made. */
-  Batch *batch(guint64 seq, const std::shared_ptr<Shared> &self) {
+  Batch *batch(guint64 seq) {
     while (open.size() <= seq - cur_seq) {
       Batch b;
-      b.storage = new_storage(self);
+      b.storage = store->acquire(*family, device, slot_bytes, n_slots);
       if (!b.storage)
         return nullptr;
       b.slots.resize(n_slots);
@@ -460,81 +311,12 @@ struct Shared {
   }
 };
 
-void Storage::unref() {
-  if (refs.fetch_sub(1, std::memory_order_acq_rel) != 1)
-    return;
-  // Any thread, with or without the element's lock held: only the spare
-  // list's own lock is taken here.
-  if (std::shared_ptr<Shared> shared = owner.lock()) {
-    std::lock_guard<std::mutex> guard(shared->spare_lock);
-    if (shared->spare.size() < kFreeKept) {
-      shared->spare.push_back(this);
-      return;
-    }
-  }
-  delete this;
-}
-
-/* A memory over bytes [offset, offset + size) of `s`, tagged (one more
- * reference to `s`). */
-GstMemory *window(Storage *s, guint64 seq, guint slot, gsize offset, gsize size) {
-  GstMemory *mem = nullptr;
-  if (s->kind == Kind::DmaBuf && slot == kNoSlot) {
-    // The whole batch is DMA-BUF tensor memory over the batch's own storage,
-    // so a reader that outlives the buffer (gst_buffer_begin_tensor_mem_read)
-    // records its read where new_storage() looks before reuse.
-    if (auto storage = gst_tensor_mem_dmabuf_memory_get_storage(s->root)) {
-      GstAllocator *allocator = gst_tensor_mem_dmabuf_allocator_get();
-      mem = gst_tensor_mem_dmabuf_allocator_import(allocator, std::move(storage));
-      gst_object_unref(allocator);
-    }
-  } else if (s->kind == Kind::DmaBuf) {
-#ifdef G_OS_UNIX
-    // A slot: its own dmabuf memory (over a dup of the fd), so that every
-    // stream maps and writes its slot at once.
-    static GstAllocator *plain = gst_dmabuf_allocator_new(); // lives as long as the process, as GStreamer's own do
-    const int fd = dup(s->fd);
-    if (fd < 0)
-      return nullptr;
-    mem = gst_dmabuf_allocator_alloc(plain, fd, s->bytes);
-    if (!mem) {
-      close(fd);
-      return nullptr;
-    }
-    gst_memory_resize(mem, static_cast<gssize>(offset), size);
-#endif
-  } else if (s->kind == Kind::Pbo) {
-    mem = gst_tensor_mem_base_memory_new_window(s->root, offset, size);
-  } else {
-    mem = gst_memory_new_wrapped(static_cast<GstMemoryFlags>(0), s->data + offset, size, 0, size, nullptr, nullptr);
-  }
-  if (!mem)
-    return nullptr;
-  s->ref();
-  gst_mini_object_set_qdata(GST_MINI_OBJECT_CAST(mem), tag_quark(), new Tag{s, seq, slot}, tag_free);
-  return mem;
-}
-
 /* A CPU write of `size` bytes at `offset` of batch `b`'s allocation:
- * `write` gets the bytes. A PBO is mapped for the write (after the GPU
- * writes into it so far) and the batch remembers that its writes need a
- * fence. FALSE when the bytes cannot be mapped. */
+ * `write` gets the bytes, and the batch remembers that a CPU wrote (its
+ * family may need a fence for that). FALSE when they cannot be mapped. */
 template <typename Write> bool write_on_cpu(Batch &b, gsize offset, gsize size, Write &&write) {
-  Storage *s = b.storage;
-  if (s->kind != Kind::Pbo) {
-    write(s->data + offset);
-    return true;
-  }
-  GstMemory *w = gst_tensor_mem_base_memory_new_window(s->root, offset, size);
-  GstMapInfo map;
-  if (!w || !gst_memory_map(w, &map, GST_MAP_WRITE)) {
-    if (w)
-      gst_memory_unref(w);
+  if (!gst_tensormem::batch_write_on_cpu(b.storage, offset, size, std::forward<Write>(write)))
     return false;
-  }
-  write(reinterpret_cast<std::byte *>(map.data));
-  gst_memory_unmap(w, &map);
-  gst_memory_unref(w);
   b.cpu_written = true;
   return true;
 }
@@ -605,11 +387,11 @@ static GstFlowReturn gst_tensor_batch_slot_pool_acquire(GstBufferPool *pool, Gst
       shared->cond.wait(lock);
       continue;
     }
-    Batch *batch = shared->batch(seq, shared);
+    Batch *batch = shared->batch(seq);
     if (!batch)
       return GST_FLOW_ERROR;
-    GstMemory *mem =
-        window(batch->storage, seq, pad->slot, pad->slot * shared->slot_bytes, shared->slot_bytes);
+    GstMemory *mem = gst_tensormem::batch_window(batch->storage, seq, pad->slot, pad->slot * shared->slot_bytes,
+                                                 shared->slot_bytes);
     if (!mem)
       return GST_FLOW_ERROR;
     batch->slots[pad->slot].acquired = true;
@@ -751,12 +533,13 @@ void fill(std::byte *to, gsize bytes, const gst_tensormem::TensorCaps &t, double
  * empty slots filled with `pad_value`, the slots' fences, the batch meta. Takes `b`; NULL
  * with `*why` set when no memory over the allocation can be made or a PBO
  * cannot be written or fenced. */
-GstBuffer *make_output(Batch &b, guint64 seq, const gst_tensormem::TensorCaps &tensor, double pad_value,
-                       std::string *why) {
-  Storage *s = b.storage;
-  GstMemory *whole = window(s, seq, kNoSlot, 0, s->bytes);
+GstBuffer *make_output(Batch &b, guint64 seq, const gst_tensormem::Backend &family,
+                       const gst_tensormem::TensorCaps &tensor, double pad_value, std::string *why) {
+  const gsize slot_bytes = gst_tensormem::batch_allocation_slot_bytes(b.storage);
+  GstMemory *whole = gst_tensormem::batch_window(b.storage, seq, gst_tensormem::kBatchWhole, 0,
+                                                 slot_bytes * gst_tensormem::batch_allocation_n_slots(b.storage));
   if (!whole) {
-    *why = std::string("no memory over its ") + kind_name(s->kind) + " could be made";
+    *why = std::string("no memory over its ") + family.memory_name + " allocation could be made";
     release_batch(b);
     return nullptr;
   }
@@ -772,9 +555,10 @@ GstBuffer *make_output(Batch &b, guint64 seq, const gst_tensormem::TensorCaps &t
     if (!rec.filled) {
       // A window still out is a frame being written late: its bytes are its
       // writer's (the slot says it is not filled); the others are zero.
-      if (!rec.acquired && !write_on_cpu(b, i * s->slot_bytes, s->slot_bytes,
-                                         [&](std::byte *to) { fill(to, s->slot_bytes, tensor, pad_value); })) {
-        *why = "slot " + std::to_string(i) + " of " + kind_name(s->kind) + " cannot be mapped to be filled";
+      if (!rec.acquired && !write_on_cpu(b, i * slot_bytes, slot_bytes,
+                                         [&](std::byte *to) { fill(to, slot_bytes, tensor, pad_value); })) {
+        *why = "slot " + std::to_string(i) + " of its " + family.memory_name + " allocation cannot be mapped to be "
+               "filled";
         gst_buffer_unref(out);
         release_batch(b);
         return nullptr;
@@ -813,12 +597,13 @@ GstBuffer *make_output(Batch &b, guint64 seq, const gst_tensormem::TensorCaps &t
       }
     }
   }
-  // Bytes the CPU wrote into a PBO reach GL readers after a fence where the
-  // PBO is mapped per call.
+  // Bytes the CPU wrote reach the family's GPU readers after a fence where
+  // it needs one (PBOs mapped per call).
   GError *error = nullptr;
-  if (b.cpu_written && gst_buffer_tensor_mem_pbo_cpu_writes_need_fence(out) &&
-      !gst_buffer_fence_tensor_mem_pbo_writes(out, &error)) {
-    *why = std::string("the CPU's writes into its PBO cannot be fenced: ") + (error ? error->message : "no reason");
+  if (b.cpu_written && family.cpu_writes_need_fence && family.cpu_writes_need_fence(out) &&
+      !family.fence_writes(out, &error)) {
+    *why = std::string("the CPU's writes into its ") + family.memory_name +
+           " allocation cannot be fenced: " + (error ? error->message : "no reason");
     g_clear_error(&error);
     gst_buffer_unref(out);
     release_batch(b);
@@ -888,11 +673,12 @@ GstFlowReturn emit(GstTensorMemBatch *self, Reason why) {
   }
   const gst_tensormem::TensorCaps tensor = s.tensor;
   const double pad_value = s.pad_value;
+  const gst_tensormem::Backend &family = *s.family;
   s.cond.notify_all();
   lock.unlock();
 
   std::string failure;
-  GstBuffer *out = make_output(batch, seq, tensor, pad_value, &failure);
+  GstBuffer *out = make_output(batch, seq, family, tensor, pad_value, &failure);
   if (!out) {
     GST_ELEMENT_ERROR(self, RESOURCE, FAILED, ("Cannot hand batch %" G_GUINT64_FORMAT " on", seq),
                       ("%s", failure.c_str()));
@@ -973,7 +759,7 @@ GstFlowReturn refuse(GstTensorMemBatch *self, GstBuffer *buffer, const std::stri
 static GstFlowReturn gst_tensor_batch_chain(GstPad *pad, GstObject *parent, GstBuffer *buffer) {
   auto *self = GST_TENSOR_BATCH(parent);
   Shared &s = shared_of(self);
-  const Tag *tag = tag_of(buffer);
+  const gst_tensormem::BatchWindowTag *tag = gst_tensormem::batch_window_tag(buffer);
   bool waited = false;
   bool complete = false;
   std::unique_lock<std::mutex> lock(s.lock);
@@ -992,24 +778,25 @@ static GstFlowReturn gst_tensor_batch_chain(GstPad *pad, GstObject *parent, GstB
       s.cond.wait(lock);
       continue;
     }
-    const bool own_window = tag && tag->slot == p->slot && tag->storage->n_slots == s.n_slots &&
-                            tag->storage->slot_bytes == s.slot_bytes;
+    const bool own_window = tag && tag->slot == p->slot &&
+                            gst_tensormem::batch_allocation_n_slots(tag->allocation) == s.n_slots &&
+                            gst_tensormem::batch_allocation_slot_bytes(tag->allocation) == s.slot_bytes;
     if (own_window && tag->seq > s.cur_seq) { // a frame ahead: its batch is the next one
       s.cond.wait(lock);
       continue;
     }
-    Batch *b = s.batch(s.cur_seq, *self->shared);
+    Batch *b = s.batch(s.cur_seq);
     if (!b) {
       lock.unlock();
       return refuse(self, buffer, "Cannot allocate a batch",
-                    std::to_string(s.slot_bytes * s.n_slots) + " bytes of " + kind_name(s.kind));
+                    std::to_string(s.slot_bytes * s.n_slots) + " bytes of " + s.family->memory_name + " memory");
     }
     SlotRecord &rec = b->slots[p->slot];
     if (rec.filled) { // this stream's frame of the front batch is in: wait for it to leave
       s.cond.wait(lock);
       continue;
     }
-    const bool in_place = own_window && tag->seq == s.cur_seq && tag->storage == b->storage;
+    const bool in_place = own_window && tag->seq == s.cur_seq && tag->allocation == b->storage;
     if (!in_place) {
       const gsize size = gst_buffer_get_size(buffer);
       if (size < s.slot_bytes) {
@@ -1051,7 +838,7 @@ static GstFlowReturn gst_tensor_batch_chain(GstPad *pad, GstObject *parent, GstB
         const std::string name = p->name;
         lock.unlock();
         return refuse(self, buffer, mapped ? name + "'s buffer cannot be read" : name + "'s slot cannot be mapped",
-                      mapped ? "gst_buffer_extract failed" : std::string("mapping a window of ") + kind_name(s.kind));
+                      mapped ? "gst_buffer_extract failed" : std::string("mapping a window of ") + s.family->memory_name + " memory");
       }
       s.copied_bytes += s.slot_bytes;
     }
@@ -1101,33 +888,35 @@ gboolean sink_set_caps(GstTensorMemBatch *self, GstPad *pad, GstCaps *caps) {
                       ("caps %" GST_PTR_FORMAT, caps));
     return FALSE;
   }
-  const GstCapsFeatures *features = gst_caps_get_features(caps, 0);
-  // A PBO per batch where the streams' caps are PBO memory (the GL path's),
-  // on the GL worker the pipeline shares; else DMA-BUF where asked for or
-  // where the caps say so.
-  const bool pbo = features && gst_caps_features_contains(features, GST_CAPS_FEATURE_MEMORY_TENSOR_PBO);
+  // The batches live in the memory the streams' caps name (one PBO per
+  // batch for the GL path's tensors, on the GL worker the pipeline
+  // shares), or in DMA-BUF for plain caps where storage=dmabuf asks.
+  const gst_tensormem::Backend *family = gst_tensormem::backend_of_caps(caps, 0);
+  if (!family || !family->new_window) {
+    GST_ELEMENT_ERROR(self, CORE, NEGOTIATION, ("%s: no batch can be made in this memory", GST_PAD_NAME(pad)),
+                      ("caps %" GST_PTR_FORMAT, caps));
+    return FALSE;
+  }
+  if (!family->caps_feature && s.storage == BATCH_STORAGE_DMABUF)
+    family = &gst_tensormem::backend_for(GST_TENSOR_MEM_STORAGE_DMABUF);
   GstObject *worker = nullptr;
-  if (pbo) {
+  if (family->ensure_device) {
     GError *error = nullptr;
-    if (!self->devices->find_device(gst_tensormem::pbo_backend(), &error)) {
+    if (!self->devices->find_device(*family, &error)) {
       GST_ELEMENT_ERROR(self, RESOURCE, FAILED,
-                        ("%s: PBO batches need a GL worker: %s", GST_PAD_NAME(pad), error ? error->message : "none"),
+                        ("%s: batches of %s memory need its device: %s", GST_PAD_NAME(pad), family->memory_name,
+                         error ? error->message : "none"),
                         ("caps %" GST_PTR_FORMAT, caps));
       g_clear_error(&error);
       return FALSE;
     }
-    worker = self->devices->device_of(gst_tensormem::pbo_backend());
+    worker = self->devices->device_of(*family);
   }
   GstCaps *plain = gst_caps_copy(caps);
   gst_structure_remove_field(gst_caps_get_structure(plain, 0), "framerate");
   std::lock_guard<std::mutex> guard(s.lock);
-  const Kind kind = pbo ? Kind::Pbo
-                    : s.storage == BATCH_STORAGE_DMABUF ||
-                            (features && gst_caps_features_contains(features, GST_CAPS_FEATURE_MEMORY_DMABUF))
-                        ? Kind::DmaBuf
-                        : Kind::System;
   if (!s.negotiated)
-    std::swap(s.gl_worker, worker); // the old one (if any) is let go below
+    std::swap(s.device, worker); // the old one (if any) is let go below
   gst_clear_object(&worker);
   if (s.negotiated) {
     if (!gst_caps_is_equal(plain, s.stream_caps)) {
@@ -1161,14 +950,14 @@ gboolean sink_set_caps(GstTensorMemBatch *self, GstPad *pad, GstCaps *caps) {
   }
   s.stream_caps = plain;
   s.tensor = tensor;
-  s.kind = kind;
+  s.family = family;
   s.slot_bytes = static_cast<gsize>(tensor.bytes);
   s.n_slots = 0;
   s.negotiated = true;
   s.apply_relayout();
   s.caps_changed = true;
   GST_INFO_OBJECT(self, "batches of %u × %" G_GSIZE_FORMAT "-byte tensors in %s", s.n_slots, s.slot_bytes,
-                  kind_name(kind));
+                  family->memory_name);
   s.cond.notify_all();
   return TRUE;
 }
@@ -1311,8 +1100,10 @@ static gboolean gst_tensor_batch_sink_query(GstPad *pad, GstObject *parent, GstQ
       std::lock_guard<std::mutex> guard(s.lock);
       if (s.negotiated) {
         bytes = s.slot_bytes;
-        if (s.kind == Kind::Pbo && s.gl_worker)
-          worker = GST_OBJECT_CAST(gst_object_ref(s.gl_worker));
+        // A GL worker's windows are written in place by a GL producer on
+        // that worker only: the pool says which.
+        if (s.device && G_TYPE_CHECK_INSTANCE_TYPE(s.device, GST_TYPE_TENSOR_MEM_GL_WORKER))
+          worker = GST_OBJECT_CAST(gst_object_ref(s.device));
       }
     }
     if (!caps || bytes == 0) {
@@ -1514,7 +1305,7 @@ static GstStateChangeReturn gst_tensor_batch_change_state(GstElement *element, G
     GST_INFO_OBJECT(self,
                     "summary: %" G_GUINT64_FORMAT " batches, %" G_GUINT64_FORMAT " partial, of %u slots in %s; "
                     "copied-bytes=%" G_GUINT64_FORMAT,
-                    s.batches.load(), s.partial_batches.load(), s.n_slots, kind_name(s.kind), s.copied_bytes.load());
+                    s.batches.load(), s.partial_batches.load(), s.n_slots, s.family->memory_name, s.copied_bytes.load());
     s.discard_open();
     s.negotiated = false;
     gst_clear_caps(&s.stream_caps);
@@ -1524,16 +1315,16 @@ static GstStateChangeReturn gst_tensor_batch_change_state(GstElement *element, G
     gst_clear_event(&self->segment);
     GST_OBJECT_UNLOCK(self);
   } else if (transition == GST_STATE_CHANGE_READY_TO_NULL) {
-    // The next run takes the GL worker shared then; the kept PBOs go with this one.
-    std::vector<Storage *> spare;
+    // The next run takes the device shared then; the kept allocations go
+    // with this one (a new store: the old one frees them, and those still
+    // out are freed when they come back).
+    std::shared_ptr<gst_tensormem::BatchStore> old;
     {
       std::lock_guard<std::mutex> guard(s.lock);
-      gst_clear_object(&s.gl_worker);
-      std::lock_guard<std::mutex> spare_guard(s.spare_lock);
-      spare.swap(s.spare);
+      gst_clear_object(&s.device);
+      old = std::exchange(s.store, gst_tensormem::BatchStore::create(kFreeKept));
     }
-    for (Storage *storage : spare)
-      delete storage;
+    old.reset();
     self->devices->close();
   }
   return ret;

@@ -3,11 +3,13 @@
 // storage family is tested by adding its entry. Each family must be found
 // from its caps and its memory, reach the pad templates, allocate through
 // an element's backend and a pool of its own, let buffers come back to that
-// pool, map for the CPU, cut windows that share its bytes, and be ready for
-// a CUDA import (with the fake runtime, in the -cuda variant).
+// pool, map for the CPU, cut windows that share its bytes, hold batches
+// (the batch store's allocations, slots and recycling), and be ready for a
+// CUDA import (with the fake runtime, in the -cuda variant).
 #include "test_util.hpp"
 
 #include <gst/tensormem/gsttensorbackend-private.h>
+#include <gst/tensormem/gsttensorbatchstore-private.h>
 #include <gst/tensormem/gsttensorcudameta.hpp>
 #include <gst/tensormem/tensormem.h>
 
@@ -222,6 +224,120 @@ TEST_P(BackendTable, MapsForTheCpuAndCutsWindowsOverTheSameBytes) {
   EXPECT_EQ(gst_tensormem::memory_new_window(mem, mem->size - 8, 16), nullptr) << "a window past the end";
   EXPECT_EQ(gst_tensormem::memory_new_window(mem, 0, 0), nullptr) << "an empty window";
   gst_buffer_unref(buffer);
+}
+
+/* A batch of four 256-byte slots in the family's memory: every slot is
+ * written through its own window (at once, where the storage's bytes map
+ * as system memory: each stream writes its slot while the others write
+ * theirs) or by the CPU through the store; the whole batch is one memory of
+ * the family with every slot's bytes; the allocation comes back to the
+ * store when its last window goes, is handed out again for the same
+ * layout, is not while a reader still reads it, and is let go for another
+ * layout. */
+TEST_P(BackendTable, HoldsBatchesTheStoreRecycles) {
+  constexpr gsize kSlot = 256;
+  constexpr guint kSlots = 4;
+  GstObject *device = backend_->device();
+  std::shared_ptr<gst_tensormem::BatchStore> store = gst_tensormem::BatchStore::create(2);
+  gst_tensormem::BatchAllocation *a = store->acquire(*family_, device, kSlot, kSlots);
+  if (family_->storage == GST_TENSOR_MEM_STORAGE_D3D11) {
+    // Textures are allocated with a frame's shape, never as flat bytes: the
+    // store says no (tensorbatch's templates never offer D3D11 memory).
+    EXPECT_EQ(a, nullptr);
+    if (a)
+      gst_tensormem::batch_allocation_unref(a);
+    if (device)
+      gst_object_unref(device);
+    return;
+  }
+  ASSERT_NE(a, nullptr) << family_->memory_name;
+  EXPECT_EQ(gst_tensormem::batch_allocation_slot_bytes(a), kSlot);
+  EXPECT_EQ(gst_tensormem::batch_allocation_n_slots(a), kSlots);
+
+  GstBuffer *slots[2] = {};
+  GstMapInfo maps[2];
+  for (guint i = 0; i < 2; ++i) {
+    GstMemory *window = gst_tensormem::batch_window(a, 7, i, i * kSlot, kSlot);
+    ASSERT_NE(window, nullptr) << "slot " << i;
+    slots[i] = gst_buffer_new();
+    gst_buffer_append_memory(slots[i], window);
+    const gst_tensormem::BatchWindowTag *tag = gst_tensormem::batch_window_tag(slots[i]);
+    ASSERT_NE(tag, nullptr);
+    EXPECT_EQ(tag->allocation, a);
+    EXPECT_EQ(tag->seq, 7u);
+    EXPECT_EQ(tag->slot, i);
+  }
+  if (family_->maps_as_system) { // both slots mapped for writing at once
+    for (guint i = 0; i < 2; ++i)
+      ASSERT_TRUE(gst_buffer_map(slots[i], &maps[i], GST_MAP_WRITE)) << "slot " << i;
+    for (guint i = 0; i < 2; ++i) {
+      std::memset(maps[i].data, 0x10 + static_cast<int>(i), kSlot);
+      gst_buffer_unmap(slots[i], &maps[i]);
+    }
+  } else {
+    for (guint i = 0; i < 2; ++i) {
+      ASSERT_TRUE(gst_buffer_map(slots[i], &maps[i], GST_MAP_WRITE)) << "slot " << i;
+      std::memset(maps[i].data, 0x10 + static_cast<int>(i), kSlot);
+      gst_buffer_unmap(slots[i], &maps[i]);
+    }
+  }
+  for (guint i = 2; i < kSlots; ++i)
+    ASSERT_TRUE(gst_tensormem::batch_write_on_cpu(a, i * kSlot, kSlot, [i](std::byte *to) {
+      std::memset(to, 0x10 + static_cast<int>(i), kSlot);
+    }));
+  for (GstBuffer *slot : slots)
+    gst_buffer_unref(slot);
+
+  GstMemory *whole = gst_tensormem::batch_window(a, 7, gst_tensormem::kBatchWhole, 0, kSlot * kSlots);
+  ASSERT_NE(whole, nullptr);
+  EXPECT_TRUE(family_->owns_memory(whole)) << "the whole batch is the family's memory";
+  GstBuffer *batch = gst_buffer_new();
+  gst_buffer_append_memory(batch, whole);
+  GstMapInfo read;
+  ASSERT_TRUE(gst_buffer_map(batch, &read, GST_MAP_READ));
+  for (guint i = 0; i < kSlots; ++i)
+    for (gsize b = 0; b < kSlot; b += 31)
+      ASSERT_EQ(read.data[i * kSlot + b], 0x10 + i) << "slot " << i << " byte " << b;
+  gst_buffer_unmap(batch, &read);
+
+  // Windows hold the allocation: it returns when the last one goes.
+  gst_tensormem::batch_allocation_unref(a);
+  EXPECT_EQ(store->kept(), 0u);
+  // A reader that outlives the batch keeps it from reuse until it is done:
+  // the batch is tensor memory, so the read is recorded on its storage.
+  GError *error = nullptr;
+  GstTensorMemReadCompletion *reading = gst_buffer_begin_tensor_mem_read(batch, &error);
+  EXPECT_NE(reading, nullptr) << (error ? error->message : "");
+  g_clear_error(&error);
+  gst_buffer_unref(batch);
+  EXPECT_EQ(store->kept(), 1u);
+  gst_tensormem::BatchAllocation *b = store->acquire(*family_, device, kSlot, kSlots);
+  ASSERT_NE(b, nullptr);
+  if (reading) {
+    EXPECT_NE(b, a) << "an allocation still being read was handed out again";
+    gst_tensor_mem_read_completion_done(reading);
+    gst_tensor_mem_read_completion_unref(reading);
+    gst_tensormem::batch_allocation_unref(b);
+    EXPECT_EQ(store->kept(), 2u);
+    // Both come out again: the one read before among them.
+    gst_tensormem::BatchAllocation *first = store->acquire(*family_, device, kSlot, kSlots);
+    gst_tensormem::BatchAllocation *second = store->acquire(*family_, device, kSlot, kSlots);
+    EXPECT_TRUE(first == a || second == a) << "the allocation read before never came back";
+    EXPECT_EQ(store->kept(), 0u);
+    gst_tensormem::batch_allocation_unref(first);
+    gst_tensormem::batch_allocation_unref(second);
+  } else {
+    EXPECT_EQ(b, a) << "the allocation came back for the same layout";
+    gst_tensormem::batch_allocation_unref(b);
+  }
+  // Another layout lets the kept ones go and makes a new one.
+  gst_tensormem::BatchAllocation *c = store->acquire(*family_, device, kSlot * 2, kSlots);
+  ASSERT_NE(c, nullptr);
+  EXPECT_EQ(store->kept(), 0u);
+  gst_tensormem::batch_allocation_unref(c);
+  EXPECT_EQ(store->kept(), 1u);
+  if (device)
+    gst_object_unref(device);
 }
 
 // The -cuda variants (the fake runtime and driver): every family is readied
