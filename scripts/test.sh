@@ -134,9 +134,13 @@ if [[ -n $host ]]; then
       run_suite asan build-asan --timeout-multiplier 4 --no-suite device
 
     echo "[$(elapsed)] == valgrind (memcheck) over the quick build"
+    # --fair-sched=yes: valgrind runs one thread at a time, and its default
+    # lock let a test polling an appsink starve the streaming threads for
+    # 20 s and more (gst-batch, seen two runs in ten); a ticket lock takes
+    # the threads in turn.
     GST_REGISTRY_FORK=no G_SLICE=always-malloc G_DEBUG=gc-friendly \
       run_suite valgrind build --suite lib --suite gst --no-suite leaks-on-purpose --no-suite no-valgrind --timeout-multiplier 10 \
-      --wrapper "valgrind --quiet --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite --show-leak-kinds=definite --suppressions=$root/tests/sanitizers/valgrind.supp --suppressions=$root/tests/lib/gl/gl.supp --num-callers=30"
+      --wrapper "valgrind --quiet --fair-sched=yes --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite --show-leak-kinds=definite --suppressions=$root/tests/sanitizers/valgrind.supp --suppressions=$root/tests/lib/gl/gl.supp --num-callers=30"
 
     # Every unit compiled with clang too (issue 37; g++ builds everything
     # else): front end only, in build-clang/, a warning fails. One result,
@@ -199,7 +203,7 @@ if ((debian13)); then
     run_prefix=(scripts/debian13.sh run env GST_REGISTRY_FORK=no G_SLICE=always-malloc G_DEBUG=gc-friendly
       "${x_prefix[@]}")
     run_suite debian13-valgrind build-debian13/build --timeout-multiplier 10 \
-      --wrapper "valgrind --quiet --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite --show-leak-kinds=definite --suppressions=$root/tests/sanitizers/valgrind.supp --suppressions=$root/tests/lib/gl/gl.supp --num-callers=30" \
+      --wrapper "valgrind --quiet --fair-sched=yes --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite --show-leak-kinds=definite --suppressions=$root/tests/sanitizers/valgrind.supp --suppressions=$root/tests/lib/gl/gl.supp --num-callers=30" \
       gst-infer gst-infer-gl
 
     # tensorinfer opens ONNX Runtime at run time: its tests once more on
