@@ -5,6 +5,7 @@
 #include "gsttensordownload.h"
 #include "gsttensorinspect.h"
 #include "gsttensorsync.h"
+#include "gsttensorunbatch.h"
 #include "gsttensorupload.h"
 
 #include <gst/tensormem/gsttensormem.h>
@@ -21,7 +22,8 @@ static gboolean plugin_init(GstPlugin *plugin) {
          gst_element_register(plugin, "tensorinspect", GST_RANK_NONE, GST_TYPE_TENSOR_INSPECT) &&
          gst_element_register(plugin, "tensorconvert", GST_RANK_NONE, GST_TYPE_TENSOR_CONVERT) &&
          gst_element_register(plugin, "tensorsync", GST_RANK_NONE, GST_TYPE_TENSOR_SYNC) &&
-         gst_element_register(plugin, "tensorbatch", GST_RANK_NONE, GST_TYPE_TENSOR_BATCH)
+         gst_element_register(plugin, "tensorbatch", GST_RANK_NONE, GST_TYPE_TENSOR_BATCH) &&
+         gst_element_register(plugin, "tensorunbatch", GST_RANK_NONE, GST_TYPE_TENSOR_UNBATCH)
 #if GST_TENSOR_MEM_HAVE_ANALYTICS
          && gst_element_register(plugin, "tensorresultmap", GST_RANK_NONE, GST_TYPE_TENSOR_RESULT_MAP)
 #endif

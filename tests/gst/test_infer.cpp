@@ -717,6 +717,50 @@ TEST(TensorInfer, ABatchOfGlStreamsInOnePboRunsInOneModelCall) {
 }
 #endif
 
+/* tensorunbatch after the model (issue 40): two streams batched, one model
+ * call per batch (output=tensors), and each stream's pad gives, per frame,
+ * its own slot of every output: equal to the model run on that stream
+ * alone, with that stream's timestamps. */
+TEST(TensorInfer, EachStreamGetsItsOwnOutputsBackAfterABatchedCall) {
+  REQUIRE_MODELS();
+  const std::string infer = "tensorinfer model=" + model("weighted.onnx") + " output=tensors ";
+  const std::string second = "videotestsrc num-buffers=4 pattern=smpte ! video/x-raw,format=RGBA,width=64,height=48 ! ";
+  const std::string description = "tensorbatch name=batch ! " + infer + "! tensorunbatch name=split " + kSource +
+                                  kConvert + "! batch.sink_0 " + second + kConvert + "! batch.sink_1 " +
+                                  "split.src_0 ! queue ! appsink name=s0 sync=false wait-on-eos=false "
+                                  "split.src_1 ! queue ! appsink name=s1 sync=false wait-on-eos=false";
+  GError *error = nullptr;
+  GstElement *pipeline = gst_parse_launch(description.c_str(), &error);
+  ASSERT_EQ(error, nullptr) << description;
+  ASSERT_NE(gst_element_set_state(pipeline, GST_STATE_PLAYING), GST_STATE_CHANGE_FAILURE);
+  const tmtest::PipelineEnd end = tmtest::wait_for_end(pipeline);
+  ASSERT_TRUE(end.eos) << end.error;
+  for (int k = 0; k < 2; ++k) {
+    SCOPED_TRACE("stream " + std::to_string(k));
+    tmtest::PipelineRun alone;
+    tmtest::run_pipeline((k ? second : kSource) + kConvert + "! " + infer + "! appsink name=sink", &alone);
+    ASSERT_TRUE(alone.eos) << alone.error_debug;
+    ASSERT_EQ(alone.samples.size(), 4u);
+    GstElement *sink = gst_bin_get_by_name(GST_BIN(pipeline), ("s" + std::to_string(k)).c_str());
+    for (std::size_t f = 0; f < alone.samples.size(); ++f) {
+      GstSample *sample = nullptr;
+      g_signal_emit_by_name(sink, "try-pull-sample", 0, &sample);
+      ASSERT_NE(sample, nullptr) << "frame " << f;
+      std::map<std::string, Output> got = outputs_of(sample, {"features", "scores"});
+      std::map<std::string, Output> want = outputs_of(alone.samples[f], {"features", "scores"});
+      ASSERT_EQ(got.size(), 2u);
+      EXPECT_EQ(got["scores"].dims, want["scores"].dims);
+      expect_close(got["scores"].bytes, want["scores"].bytes, "scores");
+      expect_close(got["features"].bytes, want["features"].bytes, "features");
+      EXPECT_EQ(GST_BUFFER_PTS(gst_sample_get_buffer(sample)), GST_BUFFER_PTS(gst_sample_get_buffer(alone.samples[f])));
+      gst_sample_unref(sample);
+    }
+    gst_object_unref(sink);
+  }
+  EXPECT_EQ(gst_element_set_state(pipeline, GST_STATE_NULL), GST_STATE_CHANGE_SUCCESS);
+  tmtest::release_pipeline(pipeline);
+}
+
 TEST(TensorInfer, BatchesTakeTheOpenFirstDimension) {
   REQUIRE_MODELS();
   guint64 copied = 1;
