@@ -94,12 +94,19 @@ bool read_layout(const GstStructure *s, Layout *out, std::string *why) {
       break;
     }
     out->tensors.push_back(t);
-    slot_types += (i ? "," : "") + std::string(type_list[i]);
-    // Innermost first: the batch axis is the last; one slot's is 1.
-    std::string d;
-    for (std::size_t k = t.shape.size(); k-- > 1;)
-      d += std::to_string(t.shape[k]) + ":";
-    slot_dims += (i ? "," : "") + d + "1";
+    // Appended piece by piece (GCC's -Wrestrict misreads "literal" +
+    // std::string&& at -O3). Innermost first: the batch axis is the last;
+    // one slot's is 1.
+    if (i) {
+      slot_types += ',';
+      slot_dims += ',';
+    }
+    slot_types += type_list[i];
+    for (std::size_t k = t.shape.size(); k-- > 1;) {
+      slot_dims += std::to_string(t.shape[k]);
+      slot_dims += ':';
+    }
+    slot_dims += '1';
   }
   g_strfreev(type_list);
   g_strfreev(dim_list);
