@@ -8,6 +8,7 @@
 
 #include <gst/allocators/gstdmabuf.h>
 #include <gst/base/gstbasetransform.h>
+#include <gst/base/gstflowcombiner.h>
 #include <gst/gst.h>
 #include <gst/tensormem/tensormem.h>
 #include <gst/video/video.h>
@@ -114,6 +115,7 @@ public:
     g_type_ensure(gst_parent_buffer_meta_api_get_type());
     g_type_ensure(gst_param_spec_array_get_type()); // tensorconvert's mean and std
     g_type_ensure(g_cancellable_get_type());        // every element's interruptible waits
+    g_type_ensure(gst_flow_combiner_get_type());    // tensorunbatch's source pads
     const std::set<std::string> types_before = all_types();
     const std::set<std::string> categories_before = all_debug_categories();
     ASSERT_EQ(types_before.count("GstTensorMemUpload"), 0u) << "the plugin was loaded before the first snapshot";
@@ -185,7 +187,8 @@ TEST(Names, LoadingThePluginRegistersOurTypes) {
                                "GstTensorMemChannelOrder",    "GstTensorMemConvertDType",
                                "GstTensorMemTensorLayout",
                                "GstTensorMemBaseAllocator",   "GstTensorMemFenceMetaAPI",
-                               "GstTensorMemFenceMeta",       "GstTensorMemSync"})
+                               "GstTensorMemFenceMeta",       "GstTensorMemSync",
+                               "GstTensorMemUnbatch"})
     EXPECT_EQ(g_registered->types.count(expected), 1u) << expected << " was not registered";
 }
 
