@@ -106,8 +106,12 @@ constexpr gsize kFreeKept = 4; // returned allocations kept beyond those in use
 
 /* The storage property: only the storages a batch can live in (so that
  * gst-launch refuses storage=pbo when it parses the line). Its own enum,
- * values as GstTensorMemStorage's nicks. */
-enum BatchStorage { BATCH_STORAGE_AUTO, BATCH_STORAGE_SYSTEM, BATCH_STORAGE_DMABUF };
+ * values and nicks as GstTensorMemStorage's. */
+enum BatchStorage {
+  BATCH_STORAGE_AUTO = GST_TENSOR_MEM_STORAGE_AUTO,
+  BATCH_STORAGE_SYSTEM = GST_TENSOR_MEM_STORAGE_SYSTEM,
+  BATCH_STORAGE_DMABUF = GST_TENSOR_MEM_STORAGE_DMABUF
+};
 
 GType batch_storage_get_type() {
   static GType type = 0;
@@ -897,8 +901,8 @@ gboolean sink_set_caps(GstTensorMemBatch *self, GstPad *pad, GstCaps *caps) {
                       ("caps %" GST_PTR_FORMAT, caps));
     return FALSE;
   }
-  if (!family->caps_feature && s.storage == BATCH_STORAGE_DMABUF)
-    family = &gst_tensormem::backend_for(GST_TENSOR_MEM_STORAGE_DMABUF);
+  if (!family->caps_feature && s.storage != BATCH_STORAGE_AUTO)
+    family = &gst_tensormem::backend_for(static_cast<GstTensorMemStorage>(s.storage));
   GstObject *worker = nullptr;
   if (family->ensure_device) {
     GError *error = nullptr;
@@ -1447,7 +1451,9 @@ static void gst_tensor_batch_init(GstTensorMemBatch *self) {
   self->push_lock = new std::mutex();
   self->timer = nullptr;
   self->waits = g_cancellable_new();
-  self->devices = new gst_tensormem::ElementBackend(GST_ELEMENT_CAST(self), GST_TENSOR_MEM_STORAGE_PBO);
+  // The device of whichever family the streams negotiate (a GL worker for
+  // PBO batches), found through GstContext.
+  self->devices = new gst_tensormem::ElementBackend(GST_ELEMENT_CAST(self), GST_TENSOR_MEM_STORAGE_AUTO);
   self->segment = nullptr;
   self->sent_stream_start = self->sent_segment = false;
   self->srcpad = gst_pad_new_from_static_template(&src_template, "src");
