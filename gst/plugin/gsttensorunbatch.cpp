@@ -316,23 +316,6 @@ gboolean gst_tensor_unbatch_sink_event(GstPad *pad, GstObject *parent, GstEvent 
   return gst_pad_event_default(pad, parent, event);
 }
 
-gboolean gst_tensor_unbatch_sink_query(GstPad *pad, GstObject *parent, GstQuery *query) {
-  if (GST_QUERY_TYPE(query) == GST_QUERY_CAPS) {
-    GstCaps *filter = nullptr;
-    gst_query_parse_caps(query, &filter);
-    GstCaps *caps = gst_pad_get_pad_template_caps(pad);
-    if (filter) {
-      GstCaps *both = gst_caps_intersect_full(filter, caps, GST_CAPS_INTERSECT_FIRST);
-      gst_caps_unref(caps);
-      caps = both;
-    }
-    gst_query_set_caps_result(query, caps);
-    gst_caps_unref(caps);
-    return TRUE;
-  }
-  return gst_pad_query_default(pad, parent, query);
-}
-
 } // namespace
 
 static GstStateChangeReturn gst_tensor_unbatch_change_state(GstElement *element, GstStateChange transition) {
@@ -393,7 +376,8 @@ static void gst_tensor_unbatch_init(GstTensorMemUnbatch *self) {
   self->sinkpad = gst_pad_new_from_static_template(&sink_template, "sink");
   gst_pad_set_chain_function(self->sinkpad, gst_tensor_unbatch_chain);
   gst_pad_set_event_function(self->sinkpad, gst_tensor_unbatch_sink_event);
-  gst_pad_set_query_function(self->sinkpad, gst_tensor_unbatch_sink_query);
+  // Caps queries take GStreamer's default: the template, intersected with
+  // the filter (the pad proxies nothing).
   gst_element_add_pad(GST_ELEMENT_CAST(self), self->sinkpad);
   self->flows = gst_flow_combiner_new();
   self->pads = new std::map<guint, GstPad *>();

@@ -339,7 +339,7 @@ gboolean TensorConverter::start(const ConvertSettings &s) {
                       ("tensorconvert writes system or DMA-BUF memory (the CPU path) or PBO tensor memory (the GL "
                        "path), and storage=%s was asked",
                        storage_nick(s.storage)),
-                      ("use storage=auto, system, dmabuf or pbo, and tensorupload after it for other memory"));
+                      ("use storage=auto, system, dmabuf or pbo"));
     return FALSE;
   }
   if (s.output == ConvertOutput::Meta && pbo) {
