@@ -33,7 +33,10 @@
  * (from #GstTensorMemResizeMeta), so results map back to each stream's frame;
  * on GStreamer 1.26 also a GstTensorMeta with the batched dims. The batch's
  * timestamp is the earliest of its frames'. A stream that ends stops being
- * waited for; EOS goes out when every stream has ended.
+ * waited for, and a #GST_TENSOR_MEM_STREAM_END_EVENT follows the last batch
+ * holding its frames (tensorunbatch ends that stream's pad on it); EOS goes
+ * out when every stream has ended. A sink pad released while its frames
+ * are in the batches being made drops them (`dropped-frames`).
  *
  * `batch-size` 0 (the default) makes one slot per sink pad; pads requested
  * or released while playing change the batch (and the caps) at the next
@@ -81,9 +84,9 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <condition_variable>
-#include <cerrno>
 #include <cstring>
 #include <deque>
 #include <memory>
@@ -143,12 +146,21 @@ struct SlotRecord {
   std::string stream;
 };
 
+/* A stream that ended or left while the others go on: its stream-end event
+ * goes downstream once the batches holding its frames have (cur_seq has
+ * reached go_at). */
+struct StreamEnd {
+  guint64 go_at = 0;
+  std::string stream;
+  bool released = false;
+};
+
 struct Batch {
   gst_tensormem::BatchAllocation *storage = nullptr; // one reference
   std::vector<SlotRecord> slots;
   guint filled = 0;
   bool cpu_written = false; // a slot copied or zeroed by the CPU (the family may need a fence for it)
-  gint64 first_fill = 0; // monotonic µs
+  gint64 first_fill = 0;    // monotonic µs
 };
 
 void release_batch(Batch &batch) {
@@ -194,7 +206,8 @@ struct Shared {
   bool running = false; // READY→PAUSED .. PAUSED→READY
   bool kick = false;    // the timer thread should check whether the front batch can leave
   GstFlowReturn last_flow = GST_FLOW_OK;
-  std::atomic<guint64> copied_bytes{0}, batches{0}, partial_batches{0};
+  std::atomic<guint64> copied_bytes{0}, batches{0}, partial_batches{0}, dropped{0};
+  std::vector<StreamEnd> ends; // stream-end events not yet sent
   // Flushes: the seqnum of the last flushing seek sent upstream through us,
   // and whether a flush is downstream now (no batch leaves until every
   // stream has flushed and stopped).
@@ -257,6 +270,24 @@ struct Shared {
       if (--b.filled == 0)
         b.first_fill = 0;
     }
+  }
+
+  /* Where a stream-end of `p` may go: after the last open batch holding a
+   * frame of it (now, where none does). */
+  guint64 end_of_frames(const PadState &p) const {
+    guint64 at = cur_seq;
+    for (std::size_t k = 0; p.slot != kNoSlot && k < open.size(); ++k)
+      if (p.slot < open[k].slots.size() && open[k].slots[p.slot].filled)
+        at = cur_seq + k + 1;
+    return at;
+  }
+
+  /* How many frames of `p` the open batches hold. */
+  guint frames_of(const PadState &p) const {
+    guint n = 0;
+    for (const Batch &b : open)
+      n += p.slot != kNoSlot && p.slot < b.slots.size() && b.slots[p.slot].filled;
+    return n;
   }
 
   bool all_ended() const {
@@ -394,8 +425,8 @@ static GstFlowReturn gst_tensor_batch_slot_pool_acquire(GstBufferPool *pool, Gst
     Batch *batch = shared->batch(seq);
     if (!batch)
       return GST_FLOW_ERROR;
-    GstMemory *mem = gst_tensormem::batch_window(batch->storage, seq, pad->slot, pad->slot * shared->slot_bytes,
-                                                 shared->slot_bytes);
+    GstMemory *mem =
+        gst_tensormem::batch_window(batch->storage, seq, pad->slot, pad->slot * shared->slot_bytes, shared->slot_bytes);
     if (!mem)
       return GST_FLOW_ERROR;
     batch->slots[pad->slot].acquired = true;
@@ -452,7 +483,7 @@ struct _GstTensorMemBatch {
   std::shared_ptr<Shared> *shared;
   std::mutex *push_lock; // one batch downstream at a time, in order; taken before shared->lock
   std::thread *timer;
-  GCancellable *waits; // cancels fence waits on flush and PAUSED→READY
+  GCancellable *waits;                    // cancels fence waits on flush and PAUSED→READY
   gst_tensormem::ElementBackend *devices; // the GL worker of PBO batches, shared through GstContext
   // Streaming state of the source pad, under push_lock.
   bool sent_stream_start, sent_segment;
@@ -468,7 +499,8 @@ enum {
   PROP_REQUIRE_ZERO_COPY,
   PROP_COPIED_BYTES,
   PROP_BATCHES,
-  PROP_PARTIAL
+  PROP_PARTIAL,
+  PROP_DROPPED
 };
 
 #if GST_TENSOR_MEM_HAVE_GL
@@ -561,7 +593,8 @@ GstBuffer *make_output(Batch &b, guint64 seq, const gst_tensormem::Backend &fami
       // writer's (the slot says it is not filled); the others are zero.
       if (!rec.acquired && !write_on_cpu(b, i * slot_bytes, slot_bytes,
                                          [&](std::byte *to) { fill(to, slot_bytes, tensor, pad_value); })) {
-        *why = "slot " + std::to_string(i) + " of its " + family.memory_name + " allocation cannot be mapped to be "
+        *why = "slot " + std::to_string(i) + " of its " + family.memory_name +
+               " allocation cannot be mapped to be "
                "filled";
         gst_buffer_unref(out);
         release_batch(b);
@@ -638,10 +671,9 @@ std::string too_many_pads_locked(const Shared &s, gsize more) {
          std::to_string(pads);
 }
 
-/* Sends the front batch downstream when `why` holds for it. Called with no
- * lock held; one caller at a time pushes. */
-GstFlowReturn emit(GstTensorMemBatch *self, Reason why) {
-  std::lock_guard<std::mutex> pushing(*self->push_lock);
+/* Sends the front batch downstream when `why` holds for it. Called under
+ * the push lock, without the shared lock. */
+GstFlowReturn emit_batch(GstTensorMemBatch *self, Reason why) {
   Shared &s = shared_of(self);
   std::unique_lock<std::mutex> lock(s.lock);
   if (s.open.empty() || !s.running || s.flush_downstream)
@@ -720,6 +752,38 @@ GstFlowReturn emit(GstTensorMemBatch *self, Reason why) {
   const GstFlowReturn ret = gst_pad_push(self->srcpad, out);
   lock.lock();
   s.last_flow = ret;
+  return ret;
+}
+
+/* Sends the stream-end events whose streams' last batches have gone (under
+ * the push lock). Where no batch went downstream yet, no frame of the
+ * stream did either, and its end is dropped. */
+void send_due_ends(GstTensorMemBatch *self) {
+  Shared &s = shared_of(self);
+  std::vector<StreamEnd> due;
+  {
+    std::lock_guard<std::mutex> guard(s.lock);
+    if (!s.running || s.flush_downstream)
+      return;
+    auto gone =
+        std::stable_partition(s.ends.begin(), s.ends.end(), [&s](const StreamEnd &e) { return e.go_at > s.cur_seq; });
+    due.assign(std::make_move_iterator(gone), std::make_move_iterator(s.ends.end()));
+    s.ends.erase(gone, s.ends.end());
+  }
+  for (const StreamEnd &e : due) {
+    GST_DEBUG_OBJECT(self, "stream %s %s", e.stream.c_str(), e.released ? "left" : "ended");
+    if (self->sent_stream_start)
+      gst_pad_push_event(self->srcpad, gst_tensor_mem_stream_end_event_new(e.stream.c_str(), e.released));
+  }
+}
+
+/* Sends the front batch downstream when `why` holds for it, then the
+ * stream ends that are due. Called with no lock held; one caller at a time
+ * pushes. */
+GstFlowReturn emit(GstTensorMemBatch *self, Reason why) {
+  std::lock_guard<std::mutex> pushing(*self->push_lock);
+  const GstFlowReturn ret = emit_batch(self, why);
+  send_due_ends(self);
   return ret;
 }
 
@@ -814,8 +878,7 @@ static GstFlowReturn gst_tensor_batch_chain(GstPad *pad, GstObject *parent, GstB
       if (s.require_zero_copy) {
         const std::string name = p->name;
         lock.unlock();
-        return refuse(self, buffer,
-                      name + "'s tensor would be copied into its batch slot and require-zero-copy is set",
+        return refuse(self, buffer, name + "'s tensor would be copied into its batch slot and require-zero-copy is set",
                       tag ? "the buffer is a window of a batch that already left (a late frame)"
                           : "the buffer is not a window of the batch: its producer did not take the slot pool "
                             "tensorbatch proposed (tensorconvert takes it on its CPU path, and on its GL path where "
@@ -842,7 +905,8 @@ static GstFlowReturn gst_tensor_batch_chain(GstPad *pad, GstObject *parent, GstB
         const std::string name = p->name;
         lock.unlock();
         return refuse(self, buffer, mapped ? name + "'s buffer cannot be read" : name + "'s slot cannot be mapped",
-                      mapped ? "gst_buffer_extract failed" : std::string("mapping a window of ") + s.family->memory_name + " memory");
+                      mapped ? "gst_buffer_extract failed"
+                             : std::string("mapping a window of ") + s.family->memory_name + " memory");
       }
       s.copied_bytes += s.slot_bytes;
     }
@@ -946,8 +1010,9 @@ gboolean sink_set_caps(GstTensorMemBatch *self, GstPad *pad, GstCaps *caps) {
     return FALSE;
   }
   if (tensor.bytes == 0 || tensor.bytes > G_MAXUINT) {
-    GST_ELEMENT_ERROR(self, CORE, NEGOTIATION, ("%s: a %" G_GUINT64_FORMAT "-byte tensor cannot be batched",
-                                                GST_PAD_NAME(pad), static_cast<guint64>(tensor.bytes)),
+    GST_ELEMENT_ERROR(self, CORE, NEGOTIATION,
+                      ("%s: a %" G_GUINT64_FORMAT "-byte tensor cannot be batched", GST_PAD_NAME(pad),
+                       static_cast<guint64>(tensor.bytes)),
                       ("caps %" GST_PTR_FORMAT, caps));
     gst_caps_unref(plain);
     return FALSE;
@@ -987,15 +1052,16 @@ static gboolean gst_tensor_batch_sink_event(GstPad *pad, GstObject *parent, GstE
     gst_event_unref(event);
     return TRUE;
   }
-  case GST_EVENT_STREAM_START:
-    gst_event_unref(event);
-    return TRUE;
+  case GST_EVENT_STREAM_START: gst_event_unref(event); return TRUE;
   case GST_EVENT_EOS: {
     bool all;
     {
       std::lock_guard<std::mutex> guard(s.lock);
-      if (PadState *p = pad_state(s, pad))
+      PadState *p = pad_state(s, pad);
+      if (p && !p->eos) {
         p->eos = true;
+        s.ends.push_back({s.end_of_frames(*p), p->name, false});
+      }
       all = s.all_ended();
       s.cond.notify_all();
     }
@@ -1027,6 +1093,7 @@ static gboolean gst_tensor_batch_sink_event(GstPad *pad, GstObject *parent, GstE
                  std::all_of(s.pads.begin(), s.pads.end(), [](const auto &p) { return p->flushing; }));
       if (forward) {
         s.flush_downstream = true;
+        s.ends.clear(); // the streams start again after the flush
         for (auto &p : s.pads)
           p->flush_stopped = false;
       }
@@ -1073,8 +1140,7 @@ static gboolean gst_tensor_batch_sink_event(GstPad *pad, GstObject *parent, GstE
     self->sent_segment = false;
     return gst_pad_push_event(self->srcpad, event);
   }
-  default:
-    break;
+  default: break;
   }
   if (static_cast<guint>(GST_EVENT_TYPE(event)) & static_cast<guint>(GST_EVENT_TYPE_SERIALIZED)) {
     // One stream's tags, gaps and the like say nothing about the batch.
@@ -1135,8 +1201,7 @@ static gboolean gst_tensor_batch_sink_query(GstPad *pad, GstObject *parent, GstQ
     if (self->devices->handle_context_query(query))
       return TRUE;
     return gst_pad_query_default(pad, parent, query);
-  default:
-    return gst_pad_query_default(pad, parent, query);
+  default: return gst_pad_query_default(pad, parent, query);
   }
 }
 
@@ -1207,8 +1272,8 @@ static GstPad *gst_tensor_batch_request_new_pad(GstElement *element, GstPadTempl
     s.next_pad_id = std::max(s.next_pad_id, id + 1);
     name = "sink_" + std::to_string(id);
   }
-  GstPad *pad = GST_PAD_CAST(
-      g_object_new(GST_TYPE_TENSOR_BATCH_PAD, "name", name.c_str(), "direction", GST_PAD_SINK, "template", templ, nullptr));
+  GstPad *pad = GST_PAD_CAST(g_object_new(GST_TYPE_TENSOR_BATCH_PAD, "name", name.c_str(), "direction", GST_PAD_SINK,
+                                          "template", templ, nullptr));
   GST_TENSOR_BATCH_PAD(pad)->id = id;
   gst_pad_set_chain_function(pad, gst_tensor_batch_chain);
   gst_pad_set_event_function(pad, gst_tensor_batch_sink_event);
@@ -1246,6 +1311,17 @@ static void gst_tensor_batch_release_pad(GstElement *element, GstPad *pad) {
   {
     std::lock_guard<std::mutex> guard(s.lock);
     const guint id = GST_TENSOR_BATCH_PAD(pad)->id;
+    if (PadState *p = s.pad(id)) {
+      // Its frames in the batches being made go with it (counted), and its
+      // stream's end follows the batches already sent.
+      if (const guint n = s.frames_of(*p)) {
+        s.dropped += n;
+        GST_INFO_OBJECT(self, "%s released: %u frames in open batches dropped", p->name.c_str(), n);
+      }
+      s.forget_frames_of(*p);
+      if (s.running && p->slot != kNoSlot)
+        s.ends.push_back({s.cur_seq, p->name, true});
+    }
     s.pads.erase(std::remove_if(s.pads.begin(), s.pads.end(), [id](const auto &p) { return p->id == id; }),
                  s.pads.end());
     if (s.negotiated && s.batch_size == 0) {
@@ -1282,6 +1358,7 @@ static GstStateChangeReturn gst_tensor_batch_change_state(GstElement *element, G
       s.kick = false;
       s.flush_downstream = false;
       s.seek_seqnum = GST_SEQNUM_INVALID;
+      s.ends.clear();
       for (auto &p : s.pads)
         p->eos = p->flushing = p->flush_stopped = false;
     }
@@ -1309,7 +1386,8 @@ static GstStateChangeReturn gst_tensor_batch_change_state(GstElement *element, G
     GST_INFO_OBJECT(self,
                     "summary: %" G_GUINT64_FORMAT " batches, %" G_GUINT64_FORMAT " partial, of %u slots in %s; "
                     "copied-bytes=%" G_GUINT64_FORMAT,
-                    s.batches.load(), s.partial_batches.load(), s.n_slots, s.family->memory_name, s.copied_bytes.load());
+                    s.batches.load(), s.partial_batches.load(), s.n_slots, s.family->memory_name,
+                    s.copied_bytes.load());
     s.discard_open();
     s.negotiated = false;
     gst_clear_caps(&s.stream_caps);
@@ -1367,6 +1445,7 @@ static void gst_tensor_batch_get_property(GObject *object, guint prop_id, GValue
   case PROP_COPIED_BYTES: g_value_set_uint64(value, s.copied_bytes.load()); break;
   case PROP_BATCHES: g_value_set_uint64(value, s.batches.load()); break;
   case PROP_PARTIAL: g_value_set_uint64(value, s.partial_batches.load()); break;
+  case PROP_DROPPED: g_value_set_uint64(value, s.dropped.load()); break;
   default: G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec); break;
   }
 }
@@ -1425,13 +1504,18 @@ static void gst_tensor_batch_class_init(GstTensorMemBatchClass *klass) {
                                                       "Bytes copied into slots (0 when every producer wrote its slot "
                                                       "in place)",
                                                       0, G_MAXUINT64, 0, kRo));
-  g_object_class_install_property(gobject_class, PROP_BATCHES,
-                                  g_param_spec_uint64("batches", "Batches", "Batches sent downstream", 0, G_MAXUINT64,
-                                                      0, kRo));
+  g_object_class_install_property(
+      gobject_class, PROP_BATCHES,
+      g_param_spec_uint64("batches", "Batches", "Batches sent downstream", 0, G_MAXUINT64, 0, kRo));
   g_object_class_install_property(gobject_class, PROP_PARTIAL,
                                   g_param_spec_uint64("partial-batches", "Partial batches",
                                                       "Batches that left with empty slots (timeout, ended streams)", 0,
                                                       G_MAXUINT64, 0, kRo));
+  g_object_class_install_property(gobject_class, PROP_DROPPED,
+                                  g_param_spec_uint64("dropped-frames", "Dropped frames",
+                                                      "Frames that never left in a batch: those in the batches being "
+                                                      "made when their sink pad was released",
+                                                      0, G_MAXUINT64, 0, kRo));
   gst_element_class_add_static_pad_template_with_gtype(element_class, &sink_template, GST_TYPE_TENSOR_BATCH_PAD);
   gst_element_class_add_static_pad_template(element_class, &src_template);
   gst_element_class_set_static_metadata(element_class, "Tensor batch", "Filter/Tensor",

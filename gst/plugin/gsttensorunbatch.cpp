@@ -17,7 +17,12 @@
  * each tensor's slot, as views of the batch's buffers (no copy), with the
  * frame's own PTS and duration and the batch's fences; its caps are the
  * input's with a batch of one. Empty slots of a partial batch send nothing.
- * Each source pad has its own stream-start, the input's segment and EOS.
+ * Each source pad has its own stream-start and the input's segment. A
+ * stream that ends while the others go on (tensorbatch's
+ * #GST_TENSOR_MEM_STREAM_END_EVENT) gets EOS on its pad after its last
+ * frame; one whose tensorbatch pad was released gets EOS and its pad is
+ * removed. The input's EOS goes to every pad still open; EOS before any
+ * frame came out is an element error (no pad could carry it).
  *
  * One thread pushes every stream, so put a `queue` after each source pad,
  * as after any demuxer: a sink that blocks while it prerolls would hold the
@@ -80,7 +85,8 @@ bool read_layout(const GstStructure *s, Layout *out, std::string *why) {
   }
   gchar **type_list = g_strsplit(types, ",", -1);
   gchar **dim_list = g_strsplit(dims, ",", -1);
-  const bool counted = g_strv_length(type_list) == static_cast<guint>(n) && g_strv_length(dim_list) == static_cast<guint>(n);
+  const bool counted =
+      g_strv_length(type_list) == static_cast<guint>(n) && g_strv_length(dim_list) == static_cast<guint>(n);
   std::string slot_types, slot_dims;
   for (gint i = 0; counted && i < n; ++i) {
     GstStructure *one = gst_structure_new("other/tensors", "format", G_TYPE_STRING, "static", "num_tensors", G_TYPE_INT,
@@ -144,6 +150,7 @@ struct _GstTensorMemUnbatch {
   std::map<guint, GstPad *> *pads; // not owned: the element's
   Layout *layout;
   GstEvent *segment; // the input's last segment, for pads made later
+  bool failed;       // an element error was posted (EOS then says nothing more)
   guint64 slots_out;
 };
 
@@ -155,10 +162,26 @@ enum { PROP_0, PROP_SLOTS_OUT };
 
 /* The source pad of stream `k`, made (stream-start, caps, segment sticky
  * on it) the first time. */
+void forget_pad(GstTensorMemUnbatch *self, guint k) {
+  auto found = self->pads->find(k);
+  if (found == self->pads->end())
+    return;
+  GstPad *pad = found->second;
+  self->pads->erase(found);
+  gst_flow_combiner_remove_pad(self->flows, pad);
+  gst_pad_set_active(pad, FALSE);
+  gst_element_remove_pad(GST_ELEMENT_CAST(self), pad);
+}
+
 GstPad *pad_of(GstTensorMemUnbatch *self, guint k) {
   auto found = self->pads->find(k);
-  if (found != self->pads->end())
-    return found->second;
+  if (found != self->pads->end()) {
+    if (!GST_PAD_IS_EOS(found->second))
+      return found->second;
+    // A stream that ended comes back (its sink pad requested again): a new
+    // pad, as a demuxer makes for a new stream.
+    forget_pad(self, k);
+  }
   gchar *name = g_strdup_printf("src_%u", k);
   GstPad *pad = gst_pad_new_from_static_template(&src_template, name);
   g_free(name);
@@ -181,11 +204,8 @@ GstPad *pad_of(GstTensorMemUnbatch *self, guint k) {
 }
 
 void forget_pads(GstTensorMemUnbatch *self) {
-  for (auto &[k, pad] : *self->pads) {
-    gst_flow_combiner_remove_pad(self->flows, pad);
-    gst_element_remove_pad(GST_ELEMENT_CAST(self), pad);
-  }
-  self->pads->clear();
+  while (!self->pads->empty())
+    forget_pad(self, self->pads->begin()->first);
 }
 
 void forget_layout(GstTensorMemUnbatch *self) {
@@ -222,12 +242,14 @@ GstFlowReturn gst_tensor_unbatch_chain(GstPad *, GstObject *parent, GstBuffer *b
   const Layout &layout = *self->layout;
   if (layout.tensors.empty()) {
     gst_buffer_unref(batch);
+    self->failed = true;
     GST_ELEMENT_ERROR(self, CORE, NEGOTIATION, ("No caps before the first batch"), (nullptr));
     return GST_FLOW_NOT_NEGOTIATED;
   }
   GstTensorMemBatchMeta *meta = gst_buffer_get_tensor_mem_batch_meta(batch);
   if (!meta || meta->n_slots == 0) {
     gst_buffer_unref(batch);
+    self->failed = true;
     GST_ELEMENT_ERROR(self, STREAM, FORMAT, ("The buffer is not a batch: it has no GstTensorMemBatchMeta"),
                       ("tensorunbatch splits what tensorbatch made (the batch itself, or a model's outputs for it, "
                        "tensorinfer output=tensors): each slot's stream and timestamps come from that meta"));
@@ -240,9 +262,10 @@ GstFlowReturn gst_tensor_unbatch_chain(GstPad *, GstObject *parent, GstBuffer *b
       const std::int64_t first = t.shape.empty() ? 0 : t.shape[0];
       const guint n_slots = meta->n_slots;
       gst_buffer_unref(batch);
+      self->failed = true;
       GST_ELEMENT_ERROR(self, STREAM, FORMAT,
-                        ("Tensor %u's first dimension is %" G_GINT64_FORMAT ", not the batch's %u slots", static_cast<guint>(j),
-                         first, n_slots),
+                        ("Tensor %u's first dimension is %" G_GINT64_FORMAT ", not the batch's %u slots",
+                         static_cast<guint>(j), first, n_slots),
                         ("every tensor after the model must keep the batch axis outermost"));
       return GST_FLOW_ERROR;
     }
@@ -251,8 +274,9 @@ GstFlowReturn gst_tensor_unbatch_chain(GstPad *, GstObject *parent, GstBuffer *b
   if (gst_buffer_get_size(batch) < total) {
     const gsize size = gst_buffer_get_size(batch);
     gst_buffer_unref(batch);
-    GST_ELEMENT_ERROR(self, STREAM, FORMAT, ("A batch of %" G_GSIZE_FORMAT " bytes; its caps say %" G_GSIZE_FORMAT, size, total),
-                      (nullptr));
+    self->failed = true;
+    GST_ELEMENT_ERROR(self, STREAM, FORMAT,
+                      ("A batch of %" G_GSIZE_FORMAT " bytes; its caps say %" G_GSIZE_FORMAT, size, total), (nullptr));
     return GST_FLOW_ERROR;
   }
   GstFlowReturn combined = GST_FLOW_OK;
@@ -263,6 +287,7 @@ GstFlowReturn gst_tensor_unbatch_chain(GstPad *, GstObject *parent, GstBuffer *b
     GstBuffer *out = slot_buffer(batch, layout, meta->n_slots, i);
     if (!out) {
       gst_buffer_unref(batch);
+      self->failed = true;
       GST_ELEMENT_ERROR(self, RESOURCE, FAILED, ("Slot %u of the batch cannot be shared", i), (nullptr));
       return GST_FLOW_ERROR;
     }
@@ -291,6 +316,7 @@ gboolean gst_tensor_unbatch_sink_event(GstPad *pad, GstObject *parent, GstEvent 
     std::string why;
     const bool read = gst_caps_get_size(caps) == 1 && read_layout(gst_caps_get_structure(caps, 0), &layout, &why);
     if (!read) {
+      self->failed = true;
       GST_ELEMENT_ERROR(self, CORE, NEGOTIATION, ("Cannot split these tensors: %s", why.c_str()),
                         ("caps %" GST_PTR_FORMAT, caps));
       if (layout.slot_caps)
@@ -305,12 +331,41 @@ gboolean gst_tensor_unbatch_sink_event(GstPad *pad, GstObject *parent, GstEvent 
       gst_pad_push_event(src, gst_event_new_caps(self->layout->slot_caps));
     return TRUE;
   }
-  case GST_EVENT_SEGMENT:
-    gst_event_replace(&self->segment, event);
-    break;
-  case GST_EVENT_FLUSH_STOP:
-    gst_flow_combiner_reset(self->flows);
-    break;
+  case GST_EVENT_SEGMENT: gst_event_replace(&self->segment, event); break;
+  case GST_EVENT_FLUSH_STOP: gst_flow_combiner_reset(self->flows); break;
+  case GST_EVENT_CUSTOM_DOWNSTREAM: {
+    const gchar *stream = nullptr;
+    gboolean released = FALSE;
+    if (!gst_tensor_mem_stream_end_event_parse(event, &stream, &released))
+      break;
+    // One stream ended while the others go on: EOS on its pad; a stream
+    // that left (its sink pad released) takes its pad with it.
+    const guint k = stream_number(stream, G_MAXUINT);
+    auto found = self->pads->find(k);
+    if (found != self->pads->end()) {
+      GST_INFO_OBJECT(self, "stream %s %s", stream, released ? "left" : "ended");
+      if (!GST_PAD_IS_EOS(found->second))
+        gst_pad_push_event(found->second, gst_event_new_eos());
+      if (released)
+        forget_pad(self, k);
+    }
+    gst_event_unref(event);
+    return TRUE;
+  }
+  case GST_EVENT_EOS: {
+    if (self->pads->empty() && !self->failed) {
+      GST_ELEMENT_ERROR(self, STREAM, FAILED, ("The batches ended before any stream's frame came out of them"),
+                        ("EOS before the first filled slot: no source pad was made, so nothing downstream would "
+                         "see the end"));
+      gst_event_unref(event);
+      return FALSE;
+    }
+    for (auto &[k, src] : *self->pads)
+      if (!GST_PAD_IS_EOS(src))
+        gst_pad_push_event(src, gst_event_ref(event));
+    gst_event_unref(event);
+    return TRUE;
+  }
   default: break;
   }
   return gst_pad_event_default(pad, parent, event);
@@ -322,9 +377,11 @@ static GstStateChangeReturn gst_tensor_unbatch_change_state(GstElement *element,
   auto *self = GST_TENSOR_UNBATCH(element);
   if (transition == GST_STATE_CHANGE_READY_TO_PAUSED) {
     self->slots_out = 0;
+    self->failed = false;
     gst_flow_combiner_reset(self->flows);
   }
-  const GstStateChangeReturn ret = GST_ELEMENT_CLASS(gst_tensor_unbatch_parent_class)->change_state(element, transition);
+  const GstStateChangeReturn ret =
+      GST_ELEMENT_CLASS(gst_tensor_unbatch_parent_class)->change_state(element, transition);
   if (transition == GST_STATE_CHANGE_PAUSED_TO_READY) {
     GST_INFO_OBJECT(self, "summary: %" G_GUINT64_FORMAT " slots sent on %u streams", self->slots_out,
                     static_cast<guint>(self->pads->size()));
@@ -383,5 +440,6 @@ static void gst_tensor_unbatch_init(GstTensorMemUnbatch *self) {
   self->pads = new std::map<guint, GstPad *>();
   self->layout = new Layout();
   self->segment = nullptr;
+  self->failed = false;
   self->slots_out = 0;
 }

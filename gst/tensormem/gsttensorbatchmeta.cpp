@@ -125,3 +125,47 @@ GstTensorMemBatchSlot *gst_tensor_mem_batch_meta_get_slot(GstTensorMemBatchMeta 
     return nullptr;
   return &meta->slots[index];
 }
+
+/**
+ * gst_tensor_mem_stream_end_event_new:
+ * @stream: the stream's name in the batch meta (`tensorbatch`'s sink pad name)
+ * @released: TRUE where the stream left (its pad was released), FALSE where it ended
+ *
+ * Returns: (transfer full): a #GST_TENSOR_MEM_STREAM_END_EVENT custom downstream event.
+ *
+ * Since: 0.3
+ */
+GstEvent *gst_tensor_mem_stream_end_event_new(const gchar *stream, gboolean released) {
+  g_return_val_if_fail(stream != nullptr, nullptr);
+  return gst_event_new_custom(GST_EVENT_CUSTOM_DOWNSTREAM,
+                              gst_structure_new(GST_TENSOR_MEM_STREAM_END_EVENT, "stream", G_TYPE_STRING, stream,
+                                                "released", G_TYPE_BOOLEAN, released, nullptr));
+}
+
+/**
+ * gst_tensor_mem_stream_end_event_parse:
+ * @event: an event
+ * @stream: (out) (transfer none) (optional): the stream that ended, valid while @event is
+ * @released: (out) (optional): whether its pad was released
+ *
+ * Returns: TRUE where @event is a #GST_TENSOR_MEM_STREAM_END_EVENT.
+ *
+ * Since: 0.3
+ */
+gboolean gst_tensor_mem_stream_end_event_parse(GstEvent *event, const gchar **stream, gboolean *released) {
+  g_return_val_if_fail(GST_IS_EVENT(event), FALSE);
+  if (GST_EVENT_TYPE(event) != GST_EVENT_CUSTOM_DOWNSTREAM)
+    return FALSE;
+  const GstStructure *s = gst_event_get_structure(event);
+  const gchar *name = s ? gst_structure_get_string(s, "stream") : nullptr;
+  if (!s || !gst_structure_has_name(s, GST_TENSOR_MEM_STREAM_END_EVENT) || !name)
+    return FALSE;
+  if (stream)
+    *stream = name;
+  if (released) {
+    gboolean r = FALSE;
+    gst_structure_get_boolean(s, "released", &r);
+    *released = r;
+  }
+  return TRUE;
+}

@@ -126,4 +126,23 @@ GstTensorMemBatchMeta *gst_buffer_get_tensor_mem_batch_meta(GstBuffer *buffer);
 GST_TENSOR_MEM_API
 GstTensorMemBatchSlot *gst_tensor_mem_batch_meta_get_slot(GstTensorMemBatchMeta *meta, guint index);
 
+/**
+ * GST_TENSOR_MEM_STREAM_END_EVENT:
+ *
+ * The structure name of the custom downstream event `tensorbatch` sends
+ * when one of its streams ends (EOS on its sink pad) or leaves (its sink pad
+ * released) while the others go on. It follows the last batch holding a
+ * frame of that stream, and `tensorunbatch` turns it into EOS on that
+ * stream's source pad. Read it with gst_tensor_mem_stream_end_event_parse().
+ *
+ * Since: 0.3
+ */
+#define GST_TENSOR_MEM_STREAM_END_EVENT "GstTensorMemStreamEnd"
+
+GST_TENSOR_MEM_API
+GstEvent *gst_tensor_mem_stream_end_event_new(const gchar *stream, gboolean released);
+
+GST_TENSOR_MEM_API
+gboolean gst_tensor_mem_stream_end_event_parse(GstEvent *event, const gchar **stream, gboolean *released);
+
 G_END_DECLS

@@ -112,8 +112,7 @@ std::map<std::string, Output> ort_reference(const std::string &model_path, const
     ADD_FAILURE() << "TENSORMEM_TEST_INFER_REFERENCE is not set (run through meson test)";
     return outputs;
   }
-  const int status =
-      run_program({reference, model_path, input_path, "float32", dims_text, dir + "/out"}, &out);
+  const int status = run_program({reference, model_path, input_path, "float32", dims_text, dir + "/out"}, &out);
   if (status == kSkipCode) {
     *skip = out;
     return outputs;
@@ -524,9 +523,8 @@ TEST(TensorInfer, OutputMetaCapsDescribeTheTensorsAs128Does) {
   REQUIRE_MODELS();
   const std::string path = model_with_info("weighted.onnx", "caps", kWeightedInfo);
   tmtest::PipelineRun run;
-  tmtest::run_pipeline(kSource + kConvert + "output=meta tensor-id=pixels ! tensorinfer model=" + path +
-                           " ! appsink name=sink",
-                       &run);
+  tmtest::run_pipeline(
+      kSource + kConvert + "output=meta tensor-id=pixels ! tensorinfer model=" + path + " ! appsink name=sink", &run);
   ASSERT_TRUE(run.eos) << run.error_debug;
   ASSERT_FALSE(run.samples.empty());
   const GstStructure *s = gst_caps_get_structure(gst_sample_get_caps(run.samples[0]), 0);
@@ -612,7 +610,8 @@ TEST(TensorInfer, Uint8NhwcTensorsReachTheModelByteExact) {
   REQUIRE_MODELS();
   tmtest::PipelineRun run;
   InferHandle infer;
-  tmtest::run_pipeline(kSource + "tensorconvert width=8 height=8 layout=nhwc dtype=uint8 ! tensorinfer name=infer model=" +
+  tmtest::run_pipeline(kSource +
+                           "tensorconvert width=8 height=8 layout=nhwc dtype=uint8 ! tensorinfer name=infer model=" +
                            model("bytes.onnx") + " ! appsink name=sink",
                        &run, nullptr, infer.grab());
   ASSERT_TRUE(run.eos) << run.error_debug;
@@ -669,12 +668,12 @@ void expect_batch_in_one_call(const std::string &convert, const std::function<vo
   tmtest::PipelineRun run;
   GstElement *batch = nullptr;
   InferHandle infer;
-  const std::string description = "tensorbatch name=batch require-zero-copy=true ! tensorinfer name=infer model=" +
-                                  model("weighted.onnx") + " ! appsink name=sink " + kSource + convert +
-                                  "! batch.sink_0 " +
-                                  "videotestsrc num-buffers=4 pattern=smpte ! video/x-raw,format=RGBA,width=64,"
-                                  "height=48 ! " +
-                                  convert + "! batch.sink_1";
+  const std::string description =
+      "tensorbatch name=batch require-zero-copy=true ! tensorinfer name=infer model=" + model("weighted.onnx") +
+      " ! appsink name=sink " + kSource + convert + "! batch.sink_0 " +
+      "videotestsrc num-buffers=4 pattern=smpte ! video/x-raw,format=RGBA,width=64,"
+      "height=48 ! " +
+      convert + "! batch.sink_1";
   tmtest::run_pipeline(description, &run, nullptr, [&](GstElement *pipeline) {
     if (prepare)
       prepare(pipeline);
@@ -689,8 +688,7 @@ void expect_batch_in_one_call(const std::string &convert, const std::function<vo
     ASSERT_EQ(got.size(), 2u);
     EXPECT_EQ(got["scores"].dims, (std::vector<gsize>{2, 2}));
     std::string skip;
-    std::map<std::string, Output> want =
-        ort_reference(model("weighted.onnx"), infer.inputs[i], {2, 3, 16, 16}, &skip);
+    std::map<std::string, Output> want = ort_reference(model("weighted.onnx"), infer.inputs[i], {2, 3, 16, 16}, &skip);
     if (!skip.empty())
       GTEST_SKIP() << skip;
     expect_close(got["scores"].bytes, want["scores"].bytes, "scores");
@@ -717,32 +715,45 @@ TEST(TensorInfer, ABatchOfGlStreamsInOnePboRunsInOneModelCall) {
 }
 #endif
 
-/* tensorunbatch after the model (issue 40): two streams batched, one model
- * call per batch (output=tensors), and each stream's pad gives, per frame,
- * its own slot of every output: equal to the model run on that stream
- * alone, with that stream's timestamps. */
-TEST(TensorInfer, EachStreamGetsItsOwnOutputsBackAfterABatchedCall) {
+/* tensorunbatch after the model (issue 40): eight streams of different
+ * content batched, one model call per batch (output=tensors, the model's
+ * batch dimension open), and each stream's pad gives, frame for frame and in
+ * order, its own slot of every output: equal to the model run on that
+ * stream alone, with that stream's timestamps. Nothing is copied anywhere
+ * in the chain, and each stream's pad ends with EOS. */
+TEST(TensorInfer, EightStreamsEachGetTheirOwnOutputsBackAfterABatchedCall) {
   REQUIRE_MODELS();
-  const std::string infer = "tensorinfer model=" + model("weighted.onnx") + " output=tensors ";
-  const std::string second = "videotestsrc num-buffers=4 pattern=smpte ! video/x-raw,format=RGBA,width=64,height=48 ! ";
-  const std::string description = "tensorbatch name=batch ! " + infer + "! tensorunbatch name=split " + kSource +
-                                  kConvert + "! batch.sink_0 " + second + kConvert + "! batch.sink_1 " +
-                                  "split.src_0 ! queue ! appsink name=s0 sync=false wait-on-eos=false "
-                                  "split.src_1 ! queue ! appsink name=s1 sync=false wait-on-eos=false";
+  constexpr int kStreams = 8;
+  constexpr std::size_t kFrames = 4;
+  const char *const patterns[kStreams] = {
+      "smpte",           "ball",     "circular", "checkers-8",
+      "zone-plate kt=3", "gradient", "colors",   "ball foreground-color=0xff00ff00"};
+  auto source = [&](int k) {
+    return std::string("videotestsrc num-buffers=") + std::to_string(kFrames) + " pattern=" + patterns[k] +
+           " ! video/x-raw,format=RGBA,width=64,height=48 ! ";
+  };
+  const std::string infer = "tensorinfer name=infer model=" + model("weighted.onnx") + " output=tensors ";
+  std::string description = "tensorbatch name=batch ! " + infer + "! tensorunbatch name=split ";
+  for (int k = 0; k < kStreams; ++k) {
+    const std::string n = std::to_string(k);
+    description += source(k) + kConvert + "name=c" + n + " ! batch.sink_" + n + " split.src_" + n +
+                   " ! queue ! appsink name=s" + n + " sync=false wait-on-eos=false ";
+  }
   GError *error = nullptr;
   GstElement *pipeline = gst_parse_launch(description.c_str(), &error);
   ASSERT_EQ(error, nullptr) << description;
   ASSERT_NE(gst_element_set_state(pipeline, GST_STATE_PLAYING), GST_STATE_CHANGE_FAILURE);
   const tmtest::PipelineEnd end = tmtest::wait_for_end(pipeline);
   ASSERT_TRUE(end.eos) << end.error;
-  for (int k = 0; k < 2; ++k) {
-    SCOPED_TRACE("stream " + std::to_string(k));
+  auto element = [&](const std::string &name) { return gst_bin_get_by_name(GST_BIN(pipeline), name.c_str()); };
+  for (int k = 0; k < kStreams; ++k) {
+    SCOPED_TRACE(std::string("stream ") + std::to_string(k) + ": " + patterns[k]);
     tmtest::PipelineRun alone;
-    tmtest::run_pipeline((k ? second : kSource) + kConvert + "! " + infer + "! appsink name=sink", &alone);
+    tmtest::run_pipeline(source(k) + kConvert + "! " + infer + "! appsink name=sink", &alone);
     ASSERT_TRUE(alone.eos) << alone.error_debug;
-    ASSERT_EQ(alone.samples.size(), 4u);
-    GstElement *sink = gst_bin_get_by_name(GST_BIN(pipeline), ("s" + std::to_string(k)).c_str());
-    for (std::size_t f = 0; f < alone.samples.size(); ++f) {
+    ASSERT_EQ(alone.samples.size(), kFrames);
+    GstElement *sink = element("s" + std::to_string(k));
+    for (std::size_t f = 0; f < kFrames; ++f) {
       GstSample *sample = nullptr;
       g_signal_emit_by_name(sink, "try-pull-sample", 0, &sample);
       ASSERT_NE(sample, nullptr) << "frame " << f;
@@ -755,8 +766,23 @@ TEST(TensorInfer, EachStreamGetsItsOwnOutputsBackAfterABatchedCall) {
       EXPECT_EQ(GST_BUFFER_PTS(gst_sample_get_buffer(sample)), GST_BUFFER_PTS(gst_sample_get_buffer(alone.samples[f])));
       gst_sample_unref(sample);
     }
+    gboolean eos = FALSE;
+    g_object_get(sink, "eos", &eos, nullptr);
+    EXPECT_TRUE(eos);
     gst_object_unref(sink);
+    GstElement *convert = element("c" + std::to_string(k));
+    EXPECT_EQ(tmtest::copied_bytes(convert), 0u);
+    gst_object_unref(convert);
   }
+  GstElement *batch = element("batch"), *model_step = element("infer");
+  EXPECT_EQ(tmtest::copied_bytes(batch), 0u);
+  EXPECT_EQ(tmtest::copied_bytes(model_step), 0u);
+  guint64 batches = 0, partial = 0;
+  g_object_get(batch, "batches", &batches, "partial-batches", &partial, nullptr);
+  EXPECT_EQ(batches, kFrames); // one batch, so one model call, per frame time
+  EXPECT_EQ(partial, 0u);
+  gst_object_unref(batch);
+  gst_object_unref(model_step);
   EXPECT_EQ(gst_element_set_state(pipeline, GST_STATE_NULL), GST_STATE_CHANGE_SUCCESS);
   tmtest::release_pipeline(pipeline);
 }
@@ -1011,8 +1037,8 @@ TEST(TensorInfer, StartOnlyPropertiesAreRefusedWhileRunning) {
   // The output mode it runs with (meta, 0, where GstTensorMeta is; else tensors, 1), and the other one.
   gint running_output = -1;
   g_object_get(element, "output", &running_output, nullptr);
-  g_object_set(element, "output", 1 - running_output, "threads", 3u, "model", model("wide.onnx").c_str(), "spin",
-               TRUE, nullptr);
+  g_object_set(element, "output", 1 - running_output, "threads", 3u, "model", model("wide.onnx").c_str(), "spin", TRUE,
+               nullptr);
   gint output = -1;
   guint threads = 1;
   gboolean spin = TRUE;
@@ -1196,17 +1222,17 @@ INSTANTIATE_TEST_SUITE_P(
     setup_name);
 
 #if GST_TENSOR_MEM_HAVE_TENSOR_META
-INSTANTIATE_TEST_SUITE_P(
-    TensorMeta, TensorInferErrors,
-    ::testing::Values(WrongSetup{"VideoFrameWithoutTensorMeta", false, "", "weighted.onnx", "without a GstTensorMeta"}),
-    setup_name);
+INSTANTIATE_TEST_SUITE_P(TensorMeta, TensorInferErrors,
+                         ::testing::Values(WrongSetup{"VideoFrameWithoutTensorMeta", false, "", "weighted.onnx",
+                                                      "without a GstTensorMeta"}),
+                         setup_name);
 #else
 // Without GstTensorMeta, output=meta is refused by name when the element starts.
-INSTANTIATE_TEST_SUITE_P(
-    NoTensorMeta, TensorInferErrors,
-    ::testing::Values(WrongSetup{"OutputMetaNeedsGstTensorMeta", true, "output=meta", "weighted.onnx",
-                                 "output=meta needs GstTensorMeta (GStreamer 1.26)"}),
-    setup_name);
+INSTANTIATE_TEST_SUITE_P(NoTensorMeta, TensorInferErrors,
+                         ::testing::Values(WrongSetup{"OutputMetaNeedsGstTensorMeta", true, "output=meta",
+                                                      "weighted.onnx",
+                                                      "output=meta needs GstTensorMeta (GStreamer 1.26)"}),
+                         setup_name);
 #endif
 
 /* ONNX Runtime is opened at run time, and the element says which: its

@@ -10,6 +10,7 @@
 #include <gst/app/gstappsrc.h>
 #include <gst/tensormem/tensormem.h>
 
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -24,7 +25,9 @@ std::string source(const char *pattern, int frames) {
          " ! video/x-raw,format=RGBA,width=64,height=48,framerate=30/1 ! ";
 }
 
-std::string convert() { return "tensorconvert width=32 height=24 resize=letterbox mean=<0.5,0.4,0.3> std=<0.2,0.25,0.3>"; }
+std::string convert() {
+  return "tensorconvert width=32 height=24 resize=letterbox mean=<0.5,0.4,0.3> std=<0.2,0.25,0.3>";
+}
 
 /* What one stream's sink received: its samples, to EOS. */
 struct Streams {
@@ -48,7 +51,8 @@ void run_split(const std::vector<int> &frames, Streams *out) {
   for (std::size_t i = 0; i < frames.size(); ++i)
     d += source(kPatterns[i], frames[i]) + convert() + " ! batch.sink_" + std::to_string(i) + " ";
   for (std::size_t i = 0; i < frames.size(); ++i)
-    d += "split.src_" + std::to_string(i) + " ! queue ! appsink name=s" + std::to_string(i) + " sync=false wait-on-eos=false ";
+    d += "split.src_" + std::to_string(i) + " ! queue ! appsink name=s" + std::to_string(i) +
+         " sync=false wait-on-eos=false ";
   GError *error = nullptr;
   GstElement *pipeline = gst_parse_launch(d.c_str(), &error);
   ASSERT_EQ(error, nullptr) << d << ": " << error->message;
@@ -132,6 +136,224 @@ TEST(TensorUnbatch, AStreamThatEndsEarlySendsNothingForItsEmptySlots) {
     EXPECT_EQ(bytes_of(s.samples[0][f]), ref[f]) << "frame " << f;
 }
 
+/* Waits until `done` holds, for at most tmtest::kTimeout. */
+bool eventually(const std::function<bool()> &done) {
+  const gint64 give_up = g_get_monotonic_time() + tmtest::kTimeout / 1000;
+  while (!done()) {
+    if (g_get_monotonic_time() > give_up)
+      return false;
+    g_usleep(10 * 1000);
+  }
+  return true;
+}
+
+/* Whether an appsink has had EOS, dropping what it holds before (appsink
+ * says EOS only once its queue is empty). */
+bool sink_eos(GstElement *sink) {
+  GstSample *held = nullptr;
+  while (g_signal_emit_by_name(sink, "try-pull-sample", 0, &held), held)
+    gst_sample_unref(held);
+  gboolean eos = FALSE;
+  g_object_get(sink, "eos", &eos, nullptr);
+  return eos;
+}
+
+/* The next sample of an appsink, within the timeout (NULL at EOS). */
+GstSample *next_sample(GstElement *sink) {
+  GstSample *sample = nullptr;
+  g_signal_emit_by_name(sink, "try-pull-sample", tmtest::kTimeout, &sample);
+  return sample;
+}
+
+/* A stream that ends while the others go on gets its own EOS, after its
+ * last frame, on its own pad: its sink does not wait for every stream. */
+TEST(TensorUnbatch, AStreamThatEndsGetsItsEosWhileTheOthersGoOn) {
+  GError *error = nullptr;
+  const std::string d = "tensorbatch name=batch ! tensorunbatch name=split " + source(kPatterns[0], 3) + convert() +
+                        " ! batch.sink_0 " + source(kPatterns[1], -1) + convert() +
+                        " ! batch.sink_1 split.src_0 ! queue ! appsink name=s0 sync=false "
+                        "split.src_1 ! queue ! appsink name=s1 sync=false max-buffers=2 drop=true";
+  GstElement *pipeline = gst_parse_launch(d.c_str(), &error);
+  ASSERT_EQ(error, nullptr) << d;
+  GstElement *s0 = gst_bin_get_by_name(GST_BIN(pipeline), "s0");
+  GstElement *s1 = gst_bin_get_by_name(GST_BIN(pipeline), "s1");
+  ASSERT_NE(gst_element_set_state(pipeline, GST_STATE_PLAYING), GST_STATE_CHANGE_FAILURE);
+  const auto ref = batchtest::tensors_of(source(kPatterns[0], 3) + convert() + " ! appsink name=sink");
+  for (std::size_t f = 0; f < 3; ++f) {
+    GstSample *sample = next_sample(s0);
+    ASSERT_NE(sample, nullptr) << "frame " << f;
+    EXPECT_EQ(bytes_of(sample), ref[f]) << "frame " << f;
+    gst_sample_unref(sample);
+  }
+  EXPECT_TRUE(eventually([&] { return sink_eos(s0); })) << "stream 0 ended without its EOS";
+  EXPECT_EQ(next_sample(s0), nullptr);
+  // The other stream goes on.
+  for (int i = 0; i < 5; ++i) {
+    GstSample *sample = next_sample(s1);
+    ASSERT_NE(sample, nullptr);
+    gst_sample_unref(sample);
+  }
+  EXPECT_FALSE(sink_eos(s1));
+  EXPECT_EQ(gst_element_set_state(pipeline, GST_STATE_NULL), GST_STATE_CHANGE_SUCCESS);
+  gst_object_unref(s0);
+  gst_object_unref(s1);
+  tmtest::release_pipeline(pipeline);
+}
+
+/* One stream of the pipeline below: source, convert, linked to a requested
+ * sink pad of tensorbatch. */
+struct Stream {
+  GstElement *bin = nullptr;
+  GstPad *pad = nullptr; // tensorbatch's
+};
+
+Stream add_stream(GstElement *pipeline, GstElement *batch, const char *pattern) {
+  Stream st;
+  GError *error = nullptr;
+  st.bin = gst_parse_bin_from_description((source(pattern, -1) + convert()).c_str(), TRUE, &error);
+  EXPECT_EQ(error, nullptr);
+  gst_bin_add(GST_BIN(pipeline), st.bin);
+  st.pad = gst_element_request_pad_simple(batch, "sink_%u");
+  GstPad *out = gst_element_get_static_pad(st.bin, "src");
+  EXPECT_EQ(gst_pad_link(out, st.pad), GST_PAD_LINK_OK);
+  gst_object_unref(out);
+  gst_element_sync_state_with_parent(st.bin);
+  return st;
+}
+
+void remove_stream(GstElement *pipeline, GstElement *batch, Stream *st) {
+  gst_element_set_state(st->bin, GST_STATE_NULL);
+  GstPad *out = gst_element_get_static_pad(st->bin, "src");
+  gst_pad_unlink(out, st->pad);
+  gst_object_unref(out);
+  gst_element_release_request_pad(batch, st->pad);
+  gst_object_unref(st->pad);
+  gst_bin_remove(GST_BIN(pipeline), st->bin);
+  *st = Stream();
+}
+
+void link_to_branch(GstElement *split, GstPad *pad, gpointer pipeline) {
+  gchar *name = gst_pad_get_name(pad);
+  const std::string queue = std::string("q") + (name + 4); // src_K → qK
+  g_free(name);
+  GstElement *q = gst_bin_get_by_name(GST_BIN(pipeline), queue.c_str());
+  if (!q)
+    return;
+  GstPad *in = gst_element_get_static_pad(q, "sink");
+  if (!gst_pad_is_linked(in))
+    gst_pad_link(pad, in);
+  gst_object_unref(in);
+  gst_object_unref(q);
+  (void)split;
+}
+
+/* Streams joining and leaving a playing pipeline: a new stream gets a new
+ * source pad with its frames; a stream whose sink pad is released ends on
+ * its pad (EOS), and that pad goes; the others go on throughout. */
+TEST(TensorUnbatch, AStreamAddedAndOneReleasedWhilePlaying) {
+  std::string d = "tensorbatch name=batch ! tensorunbatch name=split ";
+  for (int k = 0; k < 3; ++k)
+    d += "queue name=q" + std::to_string(k) + " ! appsink name=s" + std::to_string(k) +
+         " sync=false async=false max-buffers=2 drop=true ";
+  GError *error = nullptr;
+  GstElement *pipeline = gst_parse_launch(d.c_str(), &error);
+  ASSERT_EQ(error, nullptr) << d;
+  GstElement *batch = gst_bin_get_by_name(GST_BIN(pipeline), "batch");
+  GstElement *split = gst_bin_get_by_name(GST_BIN(pipeline), "split");
+  g_signal_connect(split, "pad-added", G_CALLBACK(link_to_branch), pipeline);
+  GstElement *sinks[3];
+  for (int k = 0; k < 3; ++k)
+    sinks[k] = gst_bin_get_by_name(GST_BIN(pipeline), ("s" + std::to_string(k)).c_str());
+  Stream streams[3];
+  streams[0] = add_stream(pipeline, batch, kPatterns[0]);
+  streams[1] = add_stream(pipeline, batch, kPatterns[1]);
+  ASSERT_NE(gst_element_set_state(pipeline, GST_STATE_PLAYING), GST_STATE_CHANGE_FAILURE);
+  const auto circular = batchtest::tensors_of(source(kPatterns[2], 1) + convert() + " ! appsink name=sink");
+  for (int k = 0; k < 2; ++k) {
+    GstSample *sample = next_sample(sinks[k]);
+    ASSERT_NE(sample, nullptr) << "stream " << k;
+    gst_sample_unref(sample);
+  }
+  // A third stream joins: its frames (a still pattern) come out on src_2.
+  streams[2] = add_stream(pipeline, batch, kPatterns[2]);
+  GstSample *third = next_sample(sinks[2]);
+  ASSERT_NE(third, nullptr);
+  EXPECT_EQ(bytes_of(third), circular[0]);
+  gst_sample_unref(third);
+  // The second leaves: its pad ends and goes, the others go on.
+  remove_stream(pipeline, batch, &streams[1]);
+  EXPECT_TRUE(eventually([&] { return sink_eos(sinks[1]); })) << "the stream that left got no EOS";
+  EXPECT_TRUE(eventually([&] {
+    GstPad *gone = gst_element_get_static_pad(split, "src_1");
+    if (gone)
+      gst_object_unref(gone);
+    return gone == nullptr;
+  })) << "src_1 outlived its stream";
+  for (int k : {0, 2}) {
+    for (int i = 0; i < 3; ++i) {
+      GstSample *sample = next_sample(sinks[k]);
+      ASSERT_NE(sample, nullptr) << "stream " << k << " after stream 1 left";
+      gst_sample_unref(sample);
+    }
+  }
+  guint64 dropped = 0;
+  g_object_get(batch, "dropped-frames", &dropped, nullptr);
+  EXPECT_LE(dropped, 2u); // at most its frames in the two batches being made
+  EXPECT_EQ(gst_element_set_state(pipeline, GST_STATE_NULL), GST_STATE_CHANGE_SUCCESS);
+  for (GstElement *sink : sinks)
+    gst_object_unref(sink);
+  for (Stream &st : streams)
+    if (st.pad)
+      gst_object_unref(st.pad); // the pipeline releases it
+  gst_object_unref(split);
+  gst_object_unref(batch);
+  tmtest::release_pipeline(pipeline);
+}
+
+/* A flushing seek of the whole pipeline through the split: each stream's
+ * pad then gives that stream's frames from the seek position on, in order,
+ * and its EOS. */
+TEST(TensorUnbatch, AFlushingSeekStartsEveryStreamAgain) {
+  const char *const balls[] = {"ball foreground-color=0xff00ff00", "ball foreground-color=0xffff00ff"};
+  std::string d = "tensorbatch name=batch ! tensorunbatch name=split ";
+  for (int k = 0; k < 2; ++k)
+    d += source(balls[k], 30) + convert() + " ! batch.sink_" + std::to_string(k) + " split.src_" + std::to_string(k) +
+         " ! queue ! appsink name=s" + std::to_string(k) + " sync=false ";
+  GError *error = nullptr;
+  GstElement *pipeline = gst_parse_launch(d.c_str(), &error);
+  ASSERT_EQ(error, nullptr) << d;
+  ASSERT_NE(gst_element_set_state(pipeline, GST_STATE_PAUSED), GST_STATE_CHANGE_FAILURE);
+  ASSERT_EQ(gst_element_get_state(pipeline, nullptr, nullptr, tmtest::kTimeout), GST_STATE_CHANGE_SUCCESS);
+  ASSERT_TRUE(gst_element_seek_simple(pipeline, GST_FORMAT_TIME,
+                                      static_cast<GstSeekFlags>(GST_SEEK_FLAG_FLUSH | GST_SEEK_FLAG_ACCURATE), 0));
+  ASSERT_NE(gst_element_set_state(pipeline, GST_STATE_PLAYING), GST_STATE_CHANGE_FAILURE);
+  for (int k = 0; k < 2; ++k) {
+    SCOPED_TRACE(std::string("stream ") + std::to_string(k));
+    const auto ref = batchtest::tensors_of(source(balls[k], 30) + convert() + " ! appsink name=sink");
+    GstElement *sink = gst_bin_get_by_name(GST_BIN(pipeline), ("s" + std::to_string(k)).c_str());
+    std::size_t f = 0;
+    while (GstSample *sample = next_sample(sink)) {
+      ASSERT_LT(f, ref.size());
+      EXPECT_EQ(bytes_of(sample), ref[f]) << "frame " << f << " after the seek";
+      gst_sample_unref(sample);
+      ++f;
+    }
+    // num-buffers counts the frames made before the seek too.
+    EXPECT_GE(f, 20u);
+    EXPECT_TRUE(sink_eos(sink));
+    gst_object_unref(sink);
+  }
+  EXPECT_EQ(gst_element_set_state(pipeline, GST_STATE_NULL), GST_STATE_CHANGE_SUCCESS);
+  tmtest::release_pipeline(pipeline);
+}
+
+TEST(TensorUnbatch, BatchesThatEndBeforeAnyFrameAreAnElementError) {
+  Streams s;
+  run_split({0, 0}, &s);
+  EXPECT_FALSE(s.eos);
+  EXPECT_NE(s.error.find("ended before any stream's frame"), std::string::npos) << s.error;
+}
+
 /* One buffer of `caps` (and `slots` batch slots when not 0) pushed into
  * tensorunbatch; the element error it ends in. The pipeline reaches NULL. */
 std::string error_of(const char *caps, gsize bytes, guint slots) {
@@ -181,8 +403,8 @@ TEST(TensorUnbatch, ATensorWithoutTheBatchAxisOutermostIsAnElementError) {
 }
 
 TEST(TensorUnbatch, TensorsItCannotReadAreANegotiationError) {
-  const std::string error =
-      error_of("other/tensors,format=(string)static,num_tensors=(int)2,types=(string)uint8,dimensions=(string)4:3", 12, 3);
+  const std::string error = error_of(
+      "other/tensors,format=(string)static,num_tensors=(int)2,types=(string)uint8,dimensions=(string)4:3", 12, 3);
   EXPECT_NE(error.find("Cannot split these tensors"), std::string::npos) << error;
 }
 
