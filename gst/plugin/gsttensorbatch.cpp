@@ -17,9 +17,10 @@
  * a PBO; see Memory below), so each stream's tensor is
  * written straight into its slot and the whole batch goes downstream as one
  * buffer over one allocation, without a copy. A buffer that is not its
- * slot's window (a producer that ignored the pool, or a frame that missed
- * its batch) is copied into the slot, counted in `copied-bytes` and refused
- * under `require-zero-copy`. Fences on the slots' buffers travel with the
+ * slot's window (a producer that ignored the pool) is copied into the slot,
+ * counted in `copied-bytes` and refused under `require-zero-copy`; a window
+ * whose batch left without it (the timeout) is dropped and counted on its
+ * pad (`dropped`) and in `dropped-frames`. Fences on the slots' buffers travel with the
  * batch; a batch's allocation is used again only when every buffer over it
  * (the batch and each slot's window) has been released.
  *
@@ -91,6 +92,7 @@
 #include <deque>
 #include <memory>
 #include <mutex>
+#include <new>
 #include <string>
 #include <thread>
 #include <utility>
@@ -201,6 +203,7 @@ struct Shared {
   guint next_pad_id = 0;
   std::deque<Batch> open; // open[k] is batch cur_seq + k
   guint64 cur_seq = 0;
+  guint64 layout_start = 0; // the first batch of the current layout: windows before it are of an older one
   std::shared_ptr<gst_tensormem::BatchStore> store = gst_tensormem::BatchStore::create(kFreeKept);
 
   bool running = false; // READY→PAUSED .. PAUSED→READY
@@ -323,13 +326,14 @@ struct Shared {
     }
   }
 
-  /* Forgets the open batches (windows out of them become late: copied) and
+  /* Forgets the open batches (windows out of them, of the old layout, are copied) and
    * the spare allocations of another size. */
   void discard_open() {
     cur_seq += open.size() + kDepth;
     for (Batch &b : open)
       release_batch(b);
     open.clear();
+    layout_start = cur_seq;
   }
 
   /* A new layout for batch-size 0 after pads came or went; only where no
@@ -425,6 +429,10 @@ static GstFlowReturn gst_tensor_batch_slot_pool_acquire(GstBufferPool *pool, Gst
     Batch *batch = shared->batch(seq);
     if (!batch)
       return GST_FLOW_ERROR;
+    if (batch->slots[pad->slot].filled) { // its slot there holds a copied frame already: the next batch
+      pad->next_acquire = seq + 1;
+      continue;
+    }
     GstMemory *mem =
         gst_tensormem::batch_window(batch->storage, seq, pad->slot, pad->slot * shared->slot_bytes, shared->slot_bytes);
     if (!mem)
@@ -470,12 +478,29 @@ static void gst_tensor_batch_slot_pool_init(GstTensorMemBatchSlotPool *self) {
 struct _GstTensorMemBatchPad {
   GstPad parent;
   guint id;
+  std::atomic<guint64> dropped; // this stream's frames that came after their batch left
 };
 
 G_DEFINE_TYPE(GstTensorMemBatchPad, gst_tensor_batch_pad, GST_TYPE_PAD)
 
-static void gst_tensor_batch_pad_class_init(GstTensorMemBatchPadClass *) {}
-static void gst_tensor_batch_pad_init(GstTensorMemBatchPad *) {}
+static void gst_tensor_batch_pad_get_property(GObject *object, guint prop_id, GValue *value, GParamSpec *pspec) {
+  if (prop_id == 1)
+    g_value_set_uint64(value, GST_TENSOR_BATCH_PAD(object)->dropped.load());
+  else
+    G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
+}
+
+static void gst_tensor_batch_pad_class_init(GstTensorMemBatchPadClass *klass) {
+  auto *gobject_class = G_OBJECT_CLASS(klass);
+  gobject_class->get_property = gst_tensor_batch_pad_get_property;
+  g_object_class_install_property(
+      gobject_class, 1,
+      g_param_spec_uint64("dropped", "Dropped",
+                          "This stream's frames that came after their batch had left (timeout) and were dropped", 0,
+                          G_MAXUINT64, 0, static_cast<GParamFlags>(G_PARAM_READABLE | G_PARAM_STATIC_STRINGS)));
+}
+
+static void gst_tensor_batch_pad_init(GstTensorMemBatchPad *self) { new (&self->dropped) std::atomic<guint64>(0); }
 
 struct _GstTensorMemBatch {
   GstElement parent;
@@ -846,9 +871,22 @@ static GstFlowReturn gst_tensor_batch_chain(GstPad *pad, GstObject *parent, GstB
       s.cond.wait(lock);
       continue;
     }
-    const bool own_window = tag && tag->slot == p->slot &&
+    const bool own_window = tag && tag->slot == p->slot && tag->seq >= s.layout_start &&
                             gst_tensormem::batch_allocation_n_slots(tag->allocation) == s.n_slots &&
                             gst_tensormem::batch_allocation_slot_bytes(tag->allocation) == s.slot_bytes;
+    if (own_window && tag->seq < s.cur_seq) {
+      // Its batch left without it (the timeout): the frame is too late for
+      // any batch, dropped and counted on its pad; the stream's next window
+      // is of a batch still open.
+      const std::string name = p->name;
+      ++s.dropped;
+      lock.unlock();
+      GST_TENSOR_BATCH_PAD(pad)->dropped.fetch_add(1);
+      GST_DEBUG_OBJECT(self, "%s: frame of batch %" G_GUINT64_FORMAT " came after it left: dropped", name.c_str(),
+                       tag->seq);
+      gst_buffer_unref(buffer);
+      return GST_FLOW_OK;
+    }
     if (own_window && tag->seq > s.cur_seq) { // a frame ahead: its batch is the next one
       s.cond.wait(lock);
       continue;
@@ -879,7 +917,7 @@ static GstFlowReturn gst_tensor_batch_chain(GstPad *pad, GstObject *parent, GstB
         const std::string name = p->name;
         lock.unlock();
         return refuse(self, buffer, name + "'s tensor would be copied into its batch slot and require-zero-copy is set",
-                      tag ? "the buffer is a window of a batch that already left (a late frame)"
+                      tag ? "the buffer is a window of a batch of another layout (pads came or went since)"
                           : "the buffer is not a window of the batch: its producer did not take the slot pool "
                             "tensorbatch proposed (tensorconvert takes it on its CPU path, and on its GL path where "
                             "it runs on the batch's GL worker and its tensor is a whole number of 32-bit words)");
@@ -1513,8 +1551,10 @@ static void gst_tensor_batch_class_init(GstTensorMemBatchClass *klass) {
                                                       G_MAXUINT64, 0, kRo));
   g_object_class_install_property(gobject_class, PROP_DROPPED,
                                   g_param_spec_uint64("dropped-frames", "Dropped frames",
-                                                      "Frames that never left in a batch: those in the batches being "
-                                                      "made when their sink pad was released",
+                                                      "Frames that never left in a batch: those that came after their "
+                                                      "batch left (timeout; each pad's own count is its dropped "
+                                                      "property), and those in the batches being made when their "
+                                                      "sink pad was released",
                                                       0, G_MAXUINT64, 0, kRo));
   gst_element_class_add_static_pad_template_with_gtype(element_class, &sink_template, GST_TYPE_TENSOR_BATCH_PAD);
   gst_element_class_add_static_pad_template(element_class, &src_template);

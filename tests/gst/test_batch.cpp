@@ -200,7 +200,8 @@ TEST(TensorBatch, AForeignBufferIsCopiedAndCounted) {
   const auto ref = alone(kPatterns[0], kFrames);
   for (int f = 0; f < kFrames; ++f) {
     EXPECT_EQ(slot_bytes(r.samples[f], 0), ref[f]);
-    EXPECT_EQ(slot_bytes(r.samples[f], 1), std::vector<std::uint8_t>(kTensorBytes, static_cast<std::uint8_t>(0x40 + f)));
+    EXPECT_EQ(slot_bytes(r.samples[f], 1),
+              std::vector<std::uint8_t>(kTensorBytes, static_cast<std::uint8_t>(0x40 + f)));
     GstTensorMemBatchMeta *meta = gst_buffer_get_tensor_mem_batch_meta(gst_sample_get_buffer(r.samples[f]));
     EXPECT_FALSE(gst_tensor_mem_batch_meta_get_slot(meta, 0)->copied);
     EXPECT_TRUE(gst_tensor_mem_batch_meta_get_slot(meta, 1)->copied);
@@ -312,6 +313,70 @@ TEST(TensorBatch, AStalledStreamDoesNotStallTheOthersAfterTheTimeout) {
   }
 }
 
+/* A frame written in place whose batch left without it (the timeout) is
+ * too late for any batch: dropped, not copied, and counted on its pad and
+ * the element; the stream's later frames go on in place. Stream 1's first
+ * frame is held after it was written until a batch has left without it. */
+GstPadProbeReturn hold_first_until_partial(GstPad *, GstPadProbeInfo *, gpointer data) {
+  static thread_local bool held = false;
+  if (held)
+    return GST_PAD_PROBE_OK;
+  held = true;
+  auto *batch = static_cast<GstElement *>(data);
+  for (int i = 0; i < 1000; ++i) {
+    guint64 partial = 0;
+    g_object_get(batch, "partial-batches", &partial, nullptr);
+    if (partial > 0)
+      break;
+    g_usleep(10000);
+  }
+  return GST_PAD_PROBE_OK;
+}
+
+TEST(TensorBatch, AFrameAfterItsBatchLeftIsDroppedAndCountedOnItsPad) {
+  BatchRun r;
+  std::string d = "tensorbatch name=batch timeout=20000000 ! appsink name=sink sync=false ";
+  for (int i = 0; i < 2; ++i)
+    d += source(kPatterns[i], kFrames) + convert("name=c" + std::to_string(i)) + " ! batch.sink_" + std::to_string(i) +
+         " ";
+  GstElement *batch = nullptr;
+  GstPad *late_pad = nullptr;
+  run(d, &r, {}, [&](GstElement *p) {
+    batch = gst_bin_get_by_name(GST_BIN(p), "batch");
+    late_pad = gst_element_get_static_pad(batch, "sink_1");
+    GstElement *c1 = gst_bin_get_by_name(GST_BIN(p), "c1");
+    GstPad *out = gst_element_get_static_pad(c1, "src");
+    gst_pad_add_probe(out, GST_PAD_PROBE_TYPE_BUFFER, hold_first_until_partial, batch, nullptr);
+    gst_object_unref(out);
+    gst_object_unref(c1);
+  });
+  ASSERT_NE(batch, nullptr);
+  EXPECT_TRUE(r.eos) << r.error;
+  EXPECT_EQ(r.copied, 0u);
+  EXPECT_GE(r.partial, 1u);
+  guint64 on_pad = 0, dropped = 0;
+  g_object_get(late_pad, "dropped", &on_pad, nullptr);
+  g_object_get(batch, "dropped-frames", &dropped, nullptr);
+  EXPECT_GE(on_pad, 1u);
+  EXPECT_EQ(dropped, on_pad);
+  // Stream 1's frames that made it are its own, in order, after the first.
+  const auto ref = alone(kPatterns[1], kFrames);
+  int last = 0;
+  for (GstSample *sample : r.samples) {
+    const GstTensorMemBatchSlot *slot =
+        gst_tensor_mem_batch_meta_get_slot(gst_buffer_get_tensor_mem_batch_meta(gst_sample_get_buffer(sample)), 1);
+    if (!slot->filled)
+      continue;
+    const auto bytes = slot_bytes(sample, 1);
+    const auto at = std::find(ref.begin(), ref.end(), bytes);
+    ASSERT_NE(at, ref.end());
+    EXPECT_GT(at - ref.begin(), last) << "a dropped frame came out, or frames out of order";
+    last = static_cast<int>(at - ref.begin());
+  }
+  gst_object_unref(late_pad);
+  gst_object_unref(batch);
+}
+
 TEST(TensorBatch, NullReturnsWhileAStreamWaitsForItsBatch) {
   // No timeout: the live stream's second frame waits for the foreign
   // stream's first, which never comes; NULL must still return.
@@ -412,7 +477,8 @@ TEST(TensorBatch, AFlushingSeekOfThePipelineFlushesTheBatchOnce) {
     GstTensorMemBatchMeta *meta = gst_buffer_get_tensor_mem_batch_meta(gst_sample_get_buffer(sample));
     for (guint i = 0; i < 2; ++i) {
       if (gst_tensor_mem_batch_meta_get_slot(meta, i)->filled) {
-        EXPECT_EQ(index_of(i ? ref1 : ref0, slot_bytes(sample, i)), expected) << "slot " << i << " of batch " << expected;
+        EXPECT_EQ(index_of(i ? ref1 : ref0, slot_bytes(sample, i)), expected)
+            << "slot " << i << " of batch " << expected;
       } else {
         EXPECT_TRUE(all_zero(slot_bytes(sample, i))) << "slot " << i << " of batch " << expected;
         EXPECT_GE(expected, 20) << "only the last batches may miss a frame";
