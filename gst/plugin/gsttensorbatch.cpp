@@ -211,6 +211,15 @@ struct Shared {
   GstFlowReturn last_flow = GST_FLOW_OK;
   std::atomic<guint64> copied_bytes{0}, batches{0}, partial_batches{0}, dropped{0};
   std::vector<StreamEnd> ends; // stream-end events not yet sent
+  // Each stream's latest segment not yet sent (a stream-segment event per
+  // stream, at most one each), sent before the next batch.
+  std::vector<std::pair<std::string, GstEvent *>> stream_segments;
+
+  void clear_stream_segments() {
+    for (auto &[name, event] : stream_segments)
+      gst_event_unref(event);
+    stream_segments.clear();
+  }
   // Flushes: the seqnum of the last flushing seek sent upstream through us,
   // and whether a flush is downstream now (no batch leaves until every
   // stream has flushed and stopped).
@@ -218,6 +227,7 @@ struct Shared {
   bool flush_downstream = false;
 
   ~Shared() {
+    clear_stream_segments();
     for (Batch &batch : open)
       release_batch(batch);
     gst_clear_caps(&stream_caps);
@@ -773,6 +783,13 @@ GstFlowReturn emit_batch(GstTensorMemBatch *self, Reason why) {
     gst_pad_push_event(self->srcpad, segment);
     self->sent_segment = true;
   }
+  std::vector<std::pair<std::string, GstEvent *>> segments;
+  {
+    std::lock_guard<std::mutex> guard(s.lock);
+    segments.swap(s.stream_segments);
+  }
+  for (auto &[name, event] : segments)
+    gst_pad_push_event(self->srcpad, event);
   GST_LOG_OBJECT(self, "batch %" G_GUINT64_FORMAT "%s: %" GST_PTR_FORMAT, seq, partial ? " (partial)" : "", out);
   const GstFlowReturn ret = gst_pad_push(self->srcpad, out);
   lock.lock();
@@ -1087,6 +1104,22 @@ static gboolean gst_tensor_batch_sink_event(GstPad *pad, GstObject *parent, GstE
     if (!self->segment)
       self->segment = gst_event_ref(event);
     GST_OBJECT_UNLOCK(self);
+    // Each stream's own segment follows as a stream-segment event, so that
+    // the split gives each stream its own.
+    const GstSegment *segment = nullptr;
+    gst_event_parse_segment(event, &segment);
+    {
+      std::lock_guard<std::mutex> guard(s.lock);
+      if (PadState *p = pad_state(s, pad)) {
+        GstEvent *own = gst_tensor_mem_stream_segment_event_new(p->name.c_str(), segment);
+        auto same = std::find_if(s.stream_segments.begin(), s.stream_segments.end(),
+                                 [&](const auto &e) { return e.first == p->name; });
+        if (same != s.stream_segments.end())
+          gst_event_take(&same->second, own);
+        else
+          s.stream_segments.emplace_back(p->name, own);
+      }
+    }
     gst_event_unref(event);
     return TRUE;
   }
@@ -1132,6 +1165,7 @@ static gboolean gst_tensor_batch_sink_event(GstPad *pad, GstObject *parent, GstE
       if (forward) {
         s.flush_downstream = true;
         s.ends.clear(); // the streams start again after the flush
+        s.clear_stream_segments();
         for (auto &p : s.pads)
           p->flush_stopped = false;
       }
@@ -1397,6 +1431,7 @@ static GstStateChangeReturn gst_tensor_batch_change_state(GstElement *element, G
       s.flush_downstream = false;
       s.seek_seqnum = GST_SEQNUM_INVALID;
       s.ends.clear();
+      s.clear_stream_segments();
       for (auto &p : s.pads)
         p->eos = p->flushing = p->flush_stopped = false;
     }

@@ -17,7 +17,9 @@
  * each tensor's slot, as views of the batch's buffers (no copy), with the
  * frame's own PTS and duration and the batch's fences; its caps are the
  * input's with a batch of one. Empty slots of a partial batch send nothing.
- * Each source pad has its own stream-start and the input's segment. A
+ * Each source pad has its own stream-start and its stream's own segment
+ * (tensorbatch's #GST_TENSOR_MEM_STREAM_SEGMENT_EVENT; the input's segment
+ * where a stream sent none). A
  * stream that ends while the others go on (tensorbatch's
  * #GST_TENSOR_MEM_STREAM_END_EVENT) gets EOS on its pad after its last
  * frame; one whose tensorbatch pad was released gets EOS and its pad is
@@ -149,8 +151,9 @@ struct _GstTensorMemUnbatch {
   // Streaming thread only (and PAUSED→READY, after it stopped).
   std::map<guint, GstPad *> *pads; // not owned: the element's
   Layout *layout;
-  GstEvent *segment; // the input's last segment, for pads made later
-  bool failed;       // an element error was posted (EOS then says nothing more)
+  GstEvent *segment;                            // the input's last segment, for pads made later
+  std::map<guint, GstEvent *> *stream_segments; // each stream's own segment, where tensorbatch sent one
+  bool failed;                                  // an element error was posted (EOS then says nothing more)
   guint64 slots_out;
 };
 
@@ -194,13 +197,22 @@ GstPad *pad_of(GstTensorMemUnbatch *self, guint k) {
   g_free(stream_id);
   if (self->layout->slot_caps)
     gst_pad_push_event(pad, gst_event_new_caps(self->layout->slot_caps));
-  if (self->segment)
+  auto own = self->stream_segments->find(k);
+  if (own != self->stream_segments->end())
+    gst_pad_push_event(pad, gst_event_ref(own->second));
+  else if (self->segment)
     gst_pad_push_event(pad, gst_event_ref(self->segment));
   gst_element_add_pad(GST_ELEMENT_CAST(self), pad);
   gst_flow_combiner_add_pad(self->flows, pad);
   (*self->pads)[k] = pad;
   GST_INFO_OBJECT(self, "stream %u: %" GST_PTR_FORMAT, k, pad);
   return pad;
+}
+
+void forget_stream_segments(GstTensorMemUnbatch *self) {
+  for (auto &[k, event] : *self->stream_segments)
+    gst_event_unref(event);
+  self->stream_segments->clear();
 }
 
 void forget_pads(GstTensorMemUnbatch *self) {
@@ -331,10 +343,38 @@ gboolean gst_tensor_unbatch_sink_event(GstPad *pad, GstObject *parent, GstEvent 
       gst_pad_push_event(src, gst_event_new_caps(self->layout->slot_caps));
     return TRUE;
   }
-  case GST_EVENT_SEGMENT: gst_event_replace(&self->segment, event); break;
-  case GST_EVENT_FLUSH_STOP: gst_flow_combiner_reset(self->flows); break;
+  case GST_EVENT_SEGMENT:
+    // The batch's segment (its first stream's): for the streams without
+    // their own.
+    gst_event_replace(&self->segment, event);
+    for (auto &[k, src] : *self->pads)
+      if (!self->stream_segments->count(k))
+        gst_pad_push_event(src, gst_event_ref(event));
+    gst_event_unref(event);
+    return TRUE;
+  case GST_EVENT_FLUSH_STOP:
+    gst_flow_combiner_reset(self->flows);
+    forget_stream_segments(self); // each stream sends a new one after the flush
+    break;
   case GST_EVENT_CUSTOM_DOWNSTREAM: {
     const gchar *stream = nullptr;
+    const GstSegment *segment = nullptr;
+    if (gst_tensor_mem_stream_segment_event_parse(event, &stream, &segment)) {
+      const guint k = stream_number(stream, G_MAXUINT);
+      if (k != G_MAXUINT) {
+        GstEvent *own = gst_event_new_segment(segment);
+        gst_event_set_seqnum(own, gst_event_get_seqnum(event));
+        auto found = self->pads->find(k);
+        if (found != self->pads->end() && !GST_PAD_IS_EOS(found->second))
+          gst_pad_push_event(found->second, gst_event_ref(own));
+        auto &slot = (*self->stream_segments)[k];
+        if (slot)
+          gst_event_unref(slot);
+        slot = own;
+      }
+      gst_event_unref(event);
+      return TRUE;
+    }
     gboolean released = FALSE;
     if (!gst_tensor_mem_stream_end_event_parse(event, &stream, &released))
       break;
@@ -387,6 +427,7 @@ static GstStateChangeReturn gst_tensor_unbatch_change_state(GstElement *element,
                     static_cast<guint>(self->pads->size()));
     forget_pads(self);
     forget_layout(self);
+    forget_stream_segments(self);
     gst_clear_event(&self->segment);
   }
   return ret;
@@ -405,6 +446,8 @@ static void gst_tensor_unbatch_finalize(GObject *object) {
   forget_layout(self);
   delete self->layout;
   delete self->pads;
+  forget_stream_segments(self);
+  delete self->stream_segments;
   gst_flow_combiner_free(self->flows);
   gst_clear_event(&self->segment);
   G_OBJECT_CLASS(gst_tensor_unbatch_parent_class)->finalize(object);
@@ -440,6 +483,7 @@ static void gst_tensor_unbatch_init(GstTensorMemUnbatch *self) {
   self->pads = new std::map<guint, GstPad *>();
   self->layout = new Layout();
   self->segment = nullptr;
+  self->stream_segments = new std::map<guint, GstEvent *>();
   self->failed = false;
   self->slots_out = 0;
 }

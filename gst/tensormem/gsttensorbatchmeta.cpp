@@ -169,3 +169,47 @@ gboolean gst_tensor_mem_stream_end_event_parse(GstEvent *event, const gchar **st
   }
   return TRUE;
 }
+
+/**
+ * gst_tensor_mem_stream_segment_event_new:
+ * @stream: the stream's name in the batch meta (`tensorbatch`'s sink pad name)
+ * @segment: the stream's segment
+ *
+ * Returns: (transfer full): a #GST_TENSOR_MEM_STREAM_SEGMENT_EVENT custom downstream event.
+ *
+ * Since: 0.3
+ */
+GstEvent *gst_tensor_mem_stream_segment_event_new(const gchar *stream, const GstSegment *segment) {
+  g_return_val_if_fail(stream != nullptr && segment != nullptr, nullptr);
+  return gst_event_new_custom(GST_EVENT_CUSTOM_DOWNSTREAM,
+                              gst_structure_new(GST_TENSOR_MEM_STREAM_SEGMENT_EVENT, "stream", G_TYPE_STRING, stream,
+                                                "segment", GST_TYPE_SEGMENT, segment, nullptr));
+}
+
+/**
+ * gst_tensor_mem_stream_segment_event_parse:
+ * @event: an event
+ * @stream: (out) (transfer none) (optional): the stream, valid while @event is
+ * @segment: (out) (transfer none) (optional): its segment, valid while @event is
+ *
+ * Returns: TRUE where @event is a #GST_TENSOR_MEM_STREAM_SEGMENT_EVENT.
+ *
+ * Since: 0.3
+ */
+gboolean gst_tensor_mem_stream_segment_event_parse(GstEvent *event, const gchar **stream, const GstSegment **segment) {
+  g_return_val_if_fail(GST_IS_EVENT(event), FALSE);
+  if (GST_EVENT_TYPE(event) != GST_EVENT_CUSTOM_DOWNSTREAM)
+    return FALSE;
+  const GstStructure *s = gst_event_get_structure(event);
+  if (!s || !gst_structure_has_name(s, GST_TENSOR_MEM_STREAM_SEGMENT_EVENT))
+    return FALSE;
+  const gchar *name = gst_structure_get_string(s, "stream");
+  const GValue *value = gst_structure_get_value(s, "segment");
+  if (!name || !value || !G_VALUE_HOLDS(value, GST_TYPE_SEGMENT))
+    return FALSE;
+  if (stream)
+    *stream = name;
+  if (segment)
+    *segment = static_cast<const GstSegment *>(g_value_get_boxed(value));
+  return TRUE;
+}

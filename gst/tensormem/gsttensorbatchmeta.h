@@ -145,4 +145,23 @@ GstEvent *gst_tensor_mem_stream_end_event_new(const gchar *stream, gboolean rele
 GST_TENSOR_MEM_API
 gboolean gst_tensor_mem_stream_end_event_parse(GstEvent *event, const gchar **stream, gboolean *released);
 
+/**
+ * GST_TENSOR_MEM_STREAM_SEGMENT_EVENT:
+ *
+ * The structure name of the custom downstream event `tensorbatch` sends
+ * with each stream's own segment (the batch itself carries the first
+ * stream's), before the next batch. `tensorunbatch` makes it that stream's
+ * segment on its source pad, so each stream's frames keep their own
+ * running time. Read it with gst_tensor_mem_stream_segment_event_parse().
+ *
+ * Since: 0.3
+ */
+#define GST_TENSOR_MEM_STREAM_SEGMENT_EVENT "GstTensorMemStreamSegment"
+
+GST_TENSOR_MEM_API
+GstEvent *gst_tensor_mem_stream_segment_event_new(const gchar *stream, const GstSegment *segment);
+
+GST_TENSOR_MEM_API
+gboolean gst_tensor_mem_stream_segment_event_parse(GstEvent *event, const gchar **stream, const GstSegment **segment);
+
 G_END_DECLS

@@ -355,6 +355,60 @@ TEST(TensorUnbatch, AFlushingSeekStartsEveryStreamAgain) {
   tmtest::release_pipeline(pipeline);
 }
 
+/* Stream 1's segment moved 7 s on (base), as a stream joined later or
+ * seeked alone would have it. */
+GstPadProbeReturn move_segment(GstPad *, GstPadProbeInfo *info, gpointer) {
+  GstEvent *event = GST_PAD_PROBE_INFO_EVENT(info);
+  if (GST_EVENT_TYPE(event) != GST_EVENT_SEGMENT)
+    return GST_PAD_PROBE_OK;
+  const GstSegment *segment = nullptr;
+  gst_event_parse_segment(event, &segment);
+  GstSegment moved;
+  gst_segment_copy_into(segment, &moved);
+  moved.base = 7 * GST_SECOND;
+  GstEvent *replaced = gst_event_new_segment(&moved);
+  gst_event_set_seqnum(replaced, gst_event_get_seqnum(event));
+  gst_event_unref(event);
+  GST_PAD_PROBE_INFO_DATA(info) = replaced;
+  return GST_PAD_PROBE_OK;
+}
+
+/* Each stream's frames come out with that stream's own segment (the batch
+ * carries only the first stream's), so their running times stay each
+ * stream's own. */
+TEST(TensorUnbatch, EachStreamKeepsItsOwnSegment) {
+  std::string d = "tensorbatch name=batch ! tensorunbatch name=split ";
+  for (int k = 0; k < 2; ++k)
+    d += source(kPatterns[k], 3) + convert() + " name=c" + std::to_string(k) + " ! batch.sink_" + std::to_string(k) +
+         " split.src_" + std::to_string(k) + " ! queue ! appsink name=s" + std::to_string(k) + " sync=false ";
+  GError *error = nullptr;
+  GstElement *pipeline = gst_parse_launch(d.c_str(), &error);
+  ASSERT_EQ(error, nullptr) << d;
+  GstElement *c1 = gst_bin_get_by_name(GST_BIN(pipeline), "c1");
+  GstPad *out = gst_element_get_static_pad(c1, "src");
+  gst_pad_add_probe(out, GST_PAD_PROBE_TYPE_EVENT_DOWNSTREAM, move_segment, nullptr, nullptr);
+  gst_object_unref(out);
+  gst_object_unref(c1);
+  ASSERT_NE(gst_element_set_state(pipeline, GST_STATE_PLAYING), GST_STATE_CHANGE_FAILURE);
+  for (int k = 0; k < 2; ++k) {
+    GstElement *sink = gst_bin_get_by_name(GST_BIN(pipeline), ("s" + std::to_string(k)).c_str());
+    int frames = 0;
+    while (GstSample *sample = next_sample(sink)) {
+      const GstSegment *segment = gst_sample_get_segment(sample);
+      ASSERT_NE(segment, nullptr);
+      EXPECT_EQ(segment->base, k ? 7 * GST_SECOND : 0) << "stream " << k << ", frame " << frames;
+      const GstClockTime pts = GST_BUFFER_PTS(gst_sample_get_buffer(sample));
+      EXPECT_EQ(gst_segment_to_running_time(segment, GST_FORMAT_TIME, pts), pts + (k ? 7 * GST_SECOND : 0));
+      gst_sample_unref(sample);
+      ++frames;
+    }
+    EXPECT_EQ(frames, 3) << "stream " << k;
+    gst_object_unref(sink);
+  }
+  EXPECT_EQ(gst_element_set_state(pipeline, GST_STATE_NULL), GST_STATE_CHANGE_SUCCESS);
+  tmtest::release_pipeline(pipeline);
+}
+
 TEST(TensorUnbatch, BatchesThatEndBeforeAnyFrameAreAnElementError) {
   Streams s;
   run_split({0, 0}, &s);
