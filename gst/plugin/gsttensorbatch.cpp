@@ -24,7 +24,14 @@
  * batch; a batch's allocation is used again only when every buffer over it
  * (the batch and each slot's window) has been released.
  *
- * A batch leaves when every stream that has not ended has filled its slot;
+ * Batches follow the streams' running time: each stands for one step of a
+ * grid whose step is the shortest frame duration among the streams, and
+ * holds of each stream the frame of its time (tensorconvert tells the slot
+ * pool each frame's running time); a slower stream's slot is empty and
+ * flagged in the batches between its frames.
+ *
+ * A batch leaves when every stream that has not ended has filled its slot
+ * or passed it;
  * with `timeout` set, also when that long has passed since its first slot
  * was filled (a partial batch: the empty slots hold `pad-value`, 0 by
  * default, and are flagged), so a
@@ -139,6 +146,7 @@ struct PadState {
   guint64 next_acquire = 0;
   bool eos = false, flushing = false;
   bool flush_stopped = false; // a flush-stop since the batch's flush went downstream
+  bool has_caps = false;      // its caps came (the time grid needs every stream's frame rate)
 };
 
 struct SlotRecord {
@@ -204,6 +212,28 @@ struct Shared {
   std::deque<Batch> open; // open[k] is batch cur_seq + k
   guint64 cur_seq = 0;
   guint64 layout_start = 0; // the first batch of the current layout: windows before it are of an older one
+  // The time grid: batch base_seq + k holds the frames whose running time is
+  // nearest t_base + k × period, period the shortest frame duration of the
+  // streams (NONE: no frame rate known, batches pair the streams' frames in
+  // order). t_base is set by the first frame placed by time, and again after
+  // a flush or a new period.
+  GstClockTime period = GST_CLOCK_TIME_NONE;
+  GstClockTime t_base = GST_CLOCK_TIME_NONE;
+  guint64 base_seq = 0;
+
+  /* The batch of running time `t` on the grid (the grid starts at
+   * `first` where it has no base yet); may be before cur_seq. */
+  guint64 seq_of_time(GstClockTime t, guint64 first) {
+    if (!GST_CLOCK_TIME_IS_VALID(t_base)) {
+      t_base = t;
+      base_seq = first;
+    }
+    const GstClockTime half = period / 2;
+    if (t >= t_base)
+      return base_seq + (t - t_base + half) / period;
+    const guint64 back = (t_base - t + half) / period;
+    return back > base_seq ? 0 : base_seq - back;
+  }
   std::shared_ptr<gst_tensormem::BatchStore> store = gst_tensormem::BatchStore::create(kFreeKept);
 
   bool running = false; // READY→PAUSED .. PAUSED→READY
@@ -255,13 +285,19 @@ struct Shared {
     return &open[seq - cur_seq];
   }
 
-  /* Whether every stream that has not ended has filled its slot of `b`. */
-  bool complete(const Batch &b) const {
+  /* Whether every stream that has not ended has filled its slot of `b`
+   * (batch `seq`), or has passed it: its next frame is for a later batch
+   * (a slower stream, on the time grid, has no frame of this time). */
+  bool complete(const Batch &b, guint64 seq) const {
     if (b.filled == 0 || flush_downstream)
       return false;
-    for (const auto &p : pads)
-      if (p->slot != kNoSlot && p->slot < b.slots.size() && !p->eos && !b.slots[p->slot].filled)
+    for (const auto &p : pads) {
+      if (p->slot == kNoSlot || p->slot >= b.slots.size() || p->eos)
+        continue;
+      const SlotRecord &rec = b.slots[p->slot];
+      if (!rec.filled && (rec.acquired || p->next_acquire <= seq))
         return false;
+    }
     return true;
   }
 
@@ -339,11 +375,15 @@ struct Shared {
   /* Forgets the open batches (windows out of them, of the old layout, are copied) and
    * the spare allocations of another size. */
   void discard_open() {
-    cur_seq += open.size() + kDepth;
+    const guint64 skipped = open.size() + kDepth;
+    cur_seq += skipped;
     for (Batch &b : open)
       release_batch(b);
     open.clear();
     layout_start = cur_seq;
+    // The grid goes on in time: the front batch is again the time the
+    // discarded front one had.
+    base_seq += skipped;
   }
 
   /* A new layout for batch-size 0 after pads came or went; only where no
@@ -413,12 +453,17 @@ static const gchar **gst_tensor_batch_slot_pool_get_options(GstBufferPool *) {
 /* Each buffer is made for the batch its pad fills next, so nothing is kept:
  * released buffers are freed (their window's reference to the batch goes). */
 static GstFlowReturn gst_tensor_batch_slot_pool_acquire(GstBufferPool *pool, GstBuffer **buffer,
-                                                        GstBufferPoolAcquireParams *) {
+                                                        GstBufferPoolAcquireParams *params) {
+  // The frame's running time, where its producer says it (tensorconvert).
+  const GstClockTime t = params && params->format == GST_FORMAT_TIME && params->start >= 0
+                             ? static_cast<GstClockTime>(params->start)
+                             : GST_CLOCK_TIME_NONE;
   auto *self = GST_TENSOR_BATCH_SLOT_POOL(pool);
   std::shared_ptr<Shared> shared = self->shared->lock();
   if (!shared)
     return GST_FLOW_FLUSHING;
   std::unique_lock<std::mutex> lock(shared->lock);
+  bool waited_for_rates = false;
   for (;;) {
     if (GST_BUFFER_POOL_IS_FLUSHING(pool) || !shared->running)
       return GST_FLOW_FLUSHING;
@@ -431,7 +476,35 @@ static GstFlowReturn gst_tensor_batch_slot_pool_acquire(GstBufferPool *pool, Gst
       shared->cond.wait(lock);
       continue;
     }
-    const guint64 seq = std::max(pad->next_acquire, shared->cur_seq);
+    guint64 seq = std::max(pad->next_acquire, shared->cur_seq);
+    if (GST_CLOCK_TIME_IS_VALID(t) && !waited_for_rates) {
+      // The grid's period is the shortest frame duration of every stream:
+      // wait for the streams' caps (up to the timeout where one is set).
+      waited_for_rates = true;
+      auto unknown = [&] {
+        return std::any_of(shared->pads.begin(), shared->pads.end(),
+                           [](const auto &p) { return p->slot != kNoSlot && !p->eos && !p->has_caps; });
+      };
+      const auto until = std::chrono::steady_clock::now() + std::chrono::nanoseconds(shared->timeout);
+      while (unknown() && shared->running && !GST_BUFFER_POOL_IS_FLUSHING(pool)) {
+        if (shared->timeout == 0)
+          shared->cond.wait(lock);
+        else if (shared->cond.wait_until(lock, until) == std::cv_status::timeout)
+          break;
+      }
+      continue;
+    }
+    if (GST_CLOCK_TIME_IS_VALID(t) && GST_CLOCK_TIME_IS_VALID(shared->period) && shared->period > 0) {
+      // On the grid: the batch of its time (a slower stream skips those
+      // between; a frame whose time's batch left goes into the front one).
+      seq = std::max(seq, shared->seq_of_time(t, seq));
+      if (seq > pad->next_acquire) {
+        // The batches it skips no longer wait for it.
+        pad->next_acquire = std::min(seq, shared->cur_seq + kDepth);
+        shared->kick = true;
+        shared->cond.notify_all();
+      }
+    }
     if (seq >= shared->cur_seq + kDepth) { // a frame ahead already: wait for the front batch to leave
       shared->cond.wait(lock);
       continue;
@@ -716,7 +789,7 @@ GstFlowReturn emit_batch(GstTensorMemBatch *self, Reason why) {
   Batch &front = s.open.front();
   bool go = false;
   switch (why) {
-  case Reason::Complete: go = s.complete(front); break;
+  case Reason::Complete: go = s.complete(front, s.cur_seq); break;
   case Reason::Timeout:
     go = front.filled > 0 && s.timeout > 0 &&
          g_get_monotonic_time() >= front.first_fill + static_cast<gint64>(s.timeout / 1000);
@@ -824,8 +897,19 @@ void send_due_ends(GstTensorMemBatch *self) {
  * pushes. */
 GstFlowReturn emit(GstTensorMemBatch *self, Reason why) {
   std::lock_guard<std::mutex> pushing(*self->push_lock);
-  const GstFlowReturn ret = emit_batch(self, why);
-  send_due_ends(self);
+  Shared &s = shared_of(self);
+  GstFlowReturn ret;
+  for (;;) {
+    const guint64 before = s.cur_seq;
+    ret = emit_batch(self, why);
+    send_due_ends(self);
+    // The next batch may be complete already: every stream filled it or
+    // passed it (on the time grid).
+    std::lock_guard<std::mutex> guard(s.lock);
+    if (ret != GST_FLOW_OK || s.cur_seq == before || s.open.empty() || !s.complete(s.open.front(), s.cur_seq))
+      break;
+    why = Reason::Complete;
+  }
   return ret;
 }
 
@@ -973,7 +1057,7 @@ static GstFlowReturn gst_tensor_batch_chain(GstPad *pad, GstObject *parent, GstB
     rec.frame = buffer;
     if (b->filled++ == 0)
       b->first_fill = g_get_monotonic_time();
-    complete = s.complete(*b);
+    complete = s.complete(*b, s.cur_seq);
     break;
   }
   const GstFlowReturn last = s.last_flow;
@@ -998,6 +1082,22 @@ gboolean answer_caps_query(GstQuery *query, GstCaps *caps) {
   gst_query_set_caps_result(query, caps);
   gst_caps_unref(caps);
   return TRUE;
+}
+
+/* The time grid's period: the shortest frame duration of the streams'
+ * caps (under the lock). A new one starts the grid again. */
+void note_frame_rate(Shared &s, GstPad *pad, GstCaps *caps) {
+  if (PadState *p = s.pad(GST_TENSOR_BATCH_PAD(pad)->id))
+    p->has_caps = true;
+  s.cond.notify_all();
+  gint n = 0, d = 1;
+  if (!gst_structure_get_fraction(gst_caps_get_structure(caps, 0), "framerate", &n, &d) || n <= 0 || d <= 0)
+    return;
+  const GstClockTime duration = gst_util_uint64_scale_int(GST_SECOND, d, n);
+  if (duration > 0 && (!GST_CLOCK_TIME_IS_VALID(s.period) || duration < s.period)) {
+    s.period = duration;
+    s.t_base = GST_CLOCK_TIME_NONE;
+  }
 }
 
 /* The per-stream tensor of `caps`, checked against the batch's. */
@@ -1042,6 +1142,7 @@ gboolean sink_set_caps(GstTensorMemBatch *self, GstPad *pad, GstCaps *caps) {
     std::swap(s.device, worker); // the old one (if any) is let go below
   gst_clear_object(&worker);
   if (s.negotiated) {
+    note_frame_rate(s, pad, caps);
     if (!gst_caps_is_equal(plain, s.stream_caps)) {
       gchar *theirs = gst_caps_to_string(plain);
       gchar *ours = gst_caps_to_string(s.stream_caps);
@@ -1074,6 +1175,7 @@ gboolean sink_set_caps(GstTensorMemBatch *self, GstPad *pad, GstCaps *caps) {
   }
   s.stream_caps = plain;
   s.tensor = tensor;
+  note_frame_rate(s, pad, caps);
   s.family = family;
   s.slot_bytes = static_cast<gsize>(tensor.bytes);
   s.n_slots = 0;
@@ -1200,7 +1302,8 @@ static gboolean gst_tensor_batch_sink_event(GstPad *pad, GstObject *parent, GstE
         s.flush_downstream = false;
         s.seek_seqnum = GST_SEQNUM_INVALID;
         s.last_flow = GST_FLOW_OK;
-        s.kick = true; // frames that came since may make a batch
+        s.t_base = GST_CLOCK_TIME_NONE; // running times start again after the flush
+        s.kick = true;                  // frames that came since may make a batch
         s.cond.notify_all();
       }
     }
@@ -1433,7 +1536,7 @@ static GstStateChangeReturn gst_tensor_batch_change_state(GstElement *element, G
       s.ends.clear();
       s.clear_stream_segments();
       for (auto &p : s.pads)
-        p->eos = p->flushing = p->flush_stopped = false;
+        p->eos = p->flushing = p->flush_stopped = p->has_caps = false;
     }
     g_cancellable_reset(self->waits);
     self->sent_stream_start = self->sent_segment = false;
@@ -1463,6 +1566,7 @@ static GstStateChangeReturn gst_tensor_batch_change_state(GstElement *element, G
                     s.copied_bytes.load());
     s.discard_open();
     s.negotiated = false;
+    s.period = s.t_base = GST_CLOCK_TIME_NONE;
     gst_clear_caps(&s.stream_caps);
     for (auto &p : s.pads)
       p->slot = kNoSlot;

@@ -150,10 +150,10 @@ GType output_type() {
 
 struct _GstTensorMemConvert {
   GstTensorMemTransform parent;
-  gst_tensormem::ConvertSettings *settings;   // the properties; guarded by the object lock
+  gst_tensormem::ConvertSettings *settings;  // the properties; guarded by the object lock
   gst_tensormem::TensorConverter *converter; // negotiation, pool and both paths; streaming thread
-  gchar *model;       // the `model` property; under the object lock
-  gchar *model_error; // why its .modelinfo could not configure the element; NULL when it did
+  gchar *model;                              // the `model` property; under the object lock
+  gchar *model_error;                        // why its .modelinfo could not configure the element; NULL when it did
 };
 
 G_DEFINE_TYPE_WITH_CODE(GstTensorMemConvert, gst_tensor_convert, GST_TYPE_TENSOR_TRANSFORM,
@@ -162,19 +162,19 @@ G_DEFINE_TYPE_WITH_CODE(GstTensorMemConvert, gst_tensor_convert, GST_TYPE_TENSOR
 
 namespace {
 
-GstStaticPadTemplate sink_template = GST_STATIC_PAD_TEMPLATE(
-    "sink", GST_PAD_SINK, GST_PAD_ALWAYS,
-    // Sizes stay open here so that a frame size nobody can convert reaches
-    // set_caps and ends in this element's error naming it.
-    GST_STATIC_CAPS("video/x-raw(ANY), format=(string){ RGBA, BGRA, RGBx, BGRx, RGB, BGR, GRAY8, NV12, I420 }"
-                    GST_TENSOR_MEM_DMA_DRM_TEMPLATE));
+GstStaticPadTemplate sink_template =
+    GST_STATIC_PAD_TEMPLATE("sink", GST_PAD_SINK, GST_PAD_ALWAYS,
+                            // Sizes stay open here so that a frame size nobody can convert reaches
+                            // set_caps and ends in this element's error naming it.
+                            GST_STATIC_CAPS("video/x-raw(ANY), format=(string){ RGBA, BGRA, RGBx, BGRx, RGB, BGR, "
+                                            "GRAY8, NV12, I420 }" GST_TENSOR_MEM_DMA_DRM_TEMPLATE));
 #define CONVERT_TENSOR_CAPS(features)                                                                                  \
   "other/tensors" features ", format=(string)static, num_tensors=(int)1, types=(string){ uint8, float16, float32 }"
 #if GST_TENSOR_MEM_HAVE_TENSOR_META
 /* output=meta: the frame goes on, the tensor beside it. */
 #define CONVERT_META_CAPS                                                                                              \
-  "; video/x-raw(ANY), format=(string){ RGBA, BGRA, RGBx, BGRx, RGB, BGR, GRAY8, NV12, I420 }"                         \
-  GST_TENSOR_MEM_DMA_DRM_TEMPLATE
+  "; video/x-raw(ANY), format=(string){ RGBA, BGRA, RGBx, BGRx, RGB, BGR, GRAY8, NV12, I420 "                          \
+  "}" GST_TENSOR_MEM_DMA_DRM_TEMPLATE
 #else
 #define CONVERT_META_CAPS ""
 #endif
@@ -255,7 +255,13 @@ GstFlowReturn gst_tensor_convert_prepare_output_buffer(GstBaseTransform *trans, 
     *outbuf = gst_buffer_is_writable(inbuf) ? inbuf : gst_tensormem::make_buffer_writable(gst_buffer_ref(inbuf));
     return GST_FLOW_OK;
   }
-  const GstFlowReturn acquired = self->converter->acquire(outbuf);
+  // The frame's running time: a batch's slot pool puts the tensor into the
+  // batch of that time.
+  const GstClockTime running_time =
+      trans->segment.format == GST_FORMAT_TIME
+          ? gst_segment_to_running_time(&trans->segment, GST_FORMAT_TIME, GST_BUFFER_PTS(inbuf))
+          : GST_CLOCK_TIME_NONE;
+  const GstFlowReturn acquired = self->converter->acquire(outbuf, running_time);
   if (acquired == GST_FLOW_OK)
     gst_tensor_transform_copy_metadata(GST_TENSOR_TRANSFORM_CAST(self), inbuf, *outbuf);
   return acquired;
@@ -356,8 +362,8 @@ gboolean gst_tensor_convert_start(GstBaseTransform *trans) {
   const std::string model = self->model ? self->model : "";
   GST_OBJECT_UNLOCK(self);
   if (!error.empty()) {
-    GST_ELEMENT_ERROR(self, RESOURCE, SETTINGS, ("tensorconvert cannot take its settings from model=%s: %s",
-                                                 model.c_str(), error.c_str()),
+    GST_ELEMENT_ERROR(self, RESOURCE, SETTINGS,
+                      ("tensorconvert cannot take its settings from model=%s: %s", model.c_str(), error.c_str()),
                       (nullptr));
     return FALSE;
   }
@@ -460,7 +466,8 @@ static gboolean gst_tensor_convert_query(GstBaseTransform *trans, GstPadDirectio
 /* Back in NULL the element lets go of its GL worker, so the next run takes
  * whatever the pipeline (or the application) shares then. */
 static GstStateChangeReturn gst_tensor_convert_change_state(GstElement *element, GstStateChange transition) {
-  const GstStateChangeReturn ret = GST_ELEMENT_CLASS(gst_tensor_convert_parent_class)->change_state(element, transition);
+  const GstStateChangeReturn ret =
+      GST_ELEMENT_CLASS(gst_tensor_convert_parent_class)->change_state(element, transition);
   if (transition == GST_STATE_CHANGE_READY_TO_NULL)
     GST_TENSOR_CONVERT(element)->converter->close();
   return ret;
@@ -537,8 +544,8 @@ static void gst_tensor_convert_class_init(GstTensorMemConvertClass *klass) {
   g_object_class_install_property(
       gobject_class, PROP_TENSOR_ID,
       g_param_spec_string("tensor-id", "Tensor id",
-                          "The id of the GstTensorMeta's tensor (GStreamer 1.26), e.g. the model input's name",
-                          "input", kRw));
+                          "The id of the GstTensorMeta's tensor (GStreamer 1.26), e.g. the model input's name", "input",
+                          kRw));
   g_object_class_install_property(
       gobject_class, PROP_MODEL,
       g_param_spec_string("model", "Model",

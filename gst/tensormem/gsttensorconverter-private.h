@@ -11,9 +11,9 @@
  * it per slot. C++ only; not installed. */
 #pragma once
 
+#include <gio/gio.h>
 #include <gst/tensormem/gsttensorbackend-private.h>
 #include <gst/tensormem/tensormem-prelude.h>
-#include <gio/gio.h>
 #include <gst/video/video.h>
 
 #include <tensormem/frame_convert.hpp>
@@ -95,8 +95,10 @@ public:
    * the GL path where the slots are PBO windows of the pass's GL worker.
    * TRUE when it was taken. */
   gboolean adopt_slot_pool(GstQuery *query);
-  /* output=tensor: an output buffer of the pool, sized to the tensor. */
-  GstFlowReturn acquire(GstBuffer **out);
+  /* output=tensor: an output buffer of the pool, sized to the tensor.
+   * `running_time`, where valid, is the frame's: a batch slot pool puts the
+   * tensor into the batch of that time. */
+  GstFlowReturn acquire(GstBuffer **out, GstClockTime running_time = GST_CLOCK_TIME_NONE);
   /* output=tensor: converts `in` into `out`. output=meta: converts `in` into
    * a tensor of the pool and attaches it to `out` (the frame, writable) as a
    * GstTensorMeta. *copied is the bytes copied on the way (the GL path

@@ -1,18 +1,18 @@
 // SPDX-License-Identifier: Apache-2.0
-#include <gst/tensormem/gsttensorconverter-private.h>
 #include <gst/tensormem/gsttensorbatchmeta.h>
+#include <gst/tensormem/gsttensorconverter-private.h>
 
 #include <gst/tensormem/gsttensordmabuf.h>
 #include <gst/tensormem/gsttensorfencemeta.h>
+#include <gst/tensormem/gsttensorfencemeta.hpp>
 #include <gst/tensormem/gsttensorformat.h>
+#include <gst/tensormem/gsttensorformat.hpp>
 #include <gst/tensormem/gsttensorglcontext.h>
 #include <gst/tensormem/gsttensormemconfig.h>
 #include <gst/tensormem/gsttensormemory.h>
 #include <gst/tensormem/gsttensormemresizemeta.h>
 #include <gst/tensormem/gsttensormemvalidate.h>
 #include <gst/tensormem/gsttensorpbo.h>
-#include <gst/tensormem/gsttensorfencemeta.hpp>
-#include <gst/tensormem/gsttensorformat.hpp>
 #if GST_TENSOR_MEM_HAVE_GL
 #include <gst/tensormem/gsttensorglcontext.hpp>
 #include <gst/tensormem/gsttensorpbo.hpp>
@@ -219,8 +219,7 @@ void attach_tensor_meta(GstBuffer *target, GstBuffer *data, const tensormem::Con
   const GstTensorDataType type = data_type_of(spec.dtype);
   const gsize h = spec.out_height, w = spec.out_width;
   const gsize nchw[] = {1, 3, h, w}, nhwc[] = {1, h, w, 3};
-  gst_tensormem::set_tensor_meta(target, data, id, type, spec.layout == tensormem::TensorLayout::Nchw ? nchw : nhwc,
-                                 4);
+  gst_tensormem::set_tensor_meta(target, data, id, type, spec.layout == tensormem::TensorLayout::Nchw ? nchw : nhwc, 4);
 }
 #endif
 
@@ -307,8 +306,8 @@ GstCaps *TensorConverter::frame_caps(const ConvertSettings &s, GstCaps *caps, Gs
     gst_tensormem::CapsTensor t;
     t.id = s.tensor_id;
     t.type = type;
-    t.dims = s.layout == tensormem::TensorLayout::Nchw ? std::vector<gsize>{1, 3, oh, ow}
-                                                        : std::vector<gsize>{1, oh, ow, 3};
+    t.dims =
+        s.layout == tensormem::TensorLayout::Nchw ? std::vector<gsize>{1, 3, oh, ow} : std::vector<gsize>{1, oh, ow, 3};
     gst_tensormem::set_caps_tensor_group(frame, s.tensor_id.c_str(), {t});
   }
 #else
@@ -354,7 +353,8 @@ gboolean TensorConverter::start(const ConvertSettings &s) {
     return FALSE;
   }
   if (!GST_TENSOR_MEM_HAVE_GL && pbo) {
-    GST_ELEMENT_ERROR(element_, LIBRARY, SETTINGS, ("storage=pbo needs OpenGL, which this build of gst-tensormem lacks"),
+    GST_ELEMENT_ERROR(element_, LIBRARY, SETTINGS,
+                      ("storage=pbo needs OpenGL, which this build of gst-tensormem lacks"),
                       ("use storage=system or dmabuf"));
     return FALSE;
   }
@@ -447,8 +447,7 @@ GstFlowReturn stage_frame(GstElement *element, TensorConverter::Impl &impl, guin
   g_free(refusal);
   if (allowed != GST_FLOW_OK)
     return allowed;
-  const GstFlowReturn fenced =
-      gst_tensor_mem_element_wait_fences(element, inbuf, kFenceTimeout, hooks.waits, nullptr);
+  const GstFlowReturn fenced = gst_tensor_mem_element_wait_fences(element, inbuf, kFenceTimeout, hooks.waits, nullptr);
   if (fenced != GST_FLOW_OK)
     return fenced;
   const GstVideoInfo &info = impl.in_info;
@@ -474,7 +473,8 @@ GstFlowReturn stage_frame(GstElement *element, TensorConverter::Impl &impl, guin
   tensormem::Result<tensormem::HostPin> pin = impl.staging->storage()->map(tensormem::CpuAccess::Write);
   if (!pin) {
     gst_video_frame_unmap(&frame);
-    GST_ELEMENT_ERROR(element, RESOURCE, WRITE, ("Cannot write the staging PBO"), ("%s", pin.error().message().c_str()));
+    GST_ELEMENT_ERROR(element, RESOURCE, WRITE, ("Cannot write the staging PBO"),
+                      ("%s", pin.error().message().c_str()));
     return GST_FLOW_ERROR;
   }
   gsize total = 0;
@@ -516,7 +516,8 @@ static GstFlowReturn convert_gl(GstElement *element, TensorConverter::Impl &impl
 #if GST_TENSOR_MEM_HAVE_GL
   const std::shared_ptr<tensormem::GlWorker> &worker = impl.pass->worker();
   GstMemory *out_mem = gst_buffer_n_memory(outbuf) == 1 ? gst_buffer_peek_memory(outbuf, 0) : nullptr;
-  std::shared_ptr<tensormem::PboStorage> out_storage = out_mem ? gst_tensor_mem_pbo_memory_get_storage(out_mem) : nullptr;
+  std::shared_ptr<tensormem::PboStorage> out_storage =
+      out_mem ? gst_tensor_mem_pbo_memory_get_storage(out_mem) : nullptr;
   if (!out_storage) {
     GST_ELEMENT_ERROR(element, RESOURCE, WRITE, ("Cannot write tensor %" G_GUINT64_FORMAT, frame_number),
                       ("the output buffer is not one PBO memory"));
@@ -542,8 +543,9 @@ static GstFlowReturn convert_gl(GstElement *element, TensorConverter::Impl &impl
     return ret;
   // The output may be a window of a larger PBO (a batch slot): the pass
   // writes from the memory's offset into its GL buffer.
-  tensormem::Result<void> ran = impl.pass->convert(src, out_storage->buffer_id(), out_storage->size_bytes(),
-                                                   gst_tensor_mem_pbo_memory_get_tensor(out_mem)->offset() + out_mem->offset);
+  tensormem::Result<void> ran =
+      impl.pass->convert(src, out_storage->buffer_id(), out_storage->size_bytes(),
+                         gst_tensor_mem_pbo_memory_get_tensor(out_mem)->offset() + out_mem->offset);
   if (!ran) {
     GST_ELEMENT_ERROR(element, RESOURCE, FAILED, ("The GL pass failed on frame %" G_GUINT64_FORMAT, frame_number),
                       ("%s", ran.error().message().c_str()));
@@ -788,12 +790,17 @@ gboolean TensorConverter::adopt_slot_pool(GstQuery *query) {
 
 /* ---- per frame ---- */
 
-GstFlowReturn TensorConverter::acquire(GstBuffer **out) {
+GstFlowReturn TensorConverter::acquire(GstBuffer **out, GstClockTime running_time) {
   if (!negotiated()) {
     GST_ELEMENT_ERROR(element_, CORE, NEGOTIATION, ("No caps before the first buffer"), (nullptr));
     return GST_FLOW_NOT_NEGOTIATED;
   }
-  const GstFlowReturn acquired = gst_buffer_pool_acquire_buffer(impl_->pool, out, nullptr);
+  GstBufferPoolAcquireParams params = {};
+  params.format = GST_FORMAT_TIME;
+  params.start = static_cast<gint64>(running_time);
+  params.stop = -1;
+  const GstFlowReturn acquired =
+      gst_buffer_pool_acquire_buffer(impl_->pool, out, GST_CLOCK_TIME_IS_VALID(running_time) ? &params : nullptr);
   if (acquired != GST_FLOW_OK)
     return acquired;
   // The GL pass writes whole words: its PBOs may be up to 3 bytes longer.
@@ -854,8 +861,8 @@ GstFlowReturn TensorConverter::convert_into(GstBuffer *inbuf, GstBuffer *outbuf,
   // The CPU reads the frame: its producers' writes must be complete (the
   // same bounded, cancellable wait every element makes before reading).
   if (gst_buffer_get_meta(inbuf, GST_TENSOR_MEM_FENCE_META_API_TYPE)) {
-    const GstFlowReturn fenced = gst_tensor_mem_element_wait_fences(element_, inbuf, GST_TENSOR_MEM_FENCE_DEFAULT_TIMEOUT,
-                                                                    hooks.waits, nullptr);
+    const GstFlowReturn fenced =
+        gst_tensor_mem_element_wait_fences(element_, inbuf, GST_TENSOR_MEM_FENCE_DEFAULT_TIMEOUT, hooks.waits, nullptr);
     if (fenced != GST_FLOW_OK)
       return fenced;
   } else {
@@ -873,11 +880,11 @@ GstFlowReturn TensorConverter::convert_into(GstBuffer *inbuf, GstBuffer *outbuf,
       gst_buffer_unmap(outbuf, &out);
     gst_video_frame_unmap(&frame);
     const gchar *why = gst_tensor_mem_memory_get_last_map_failure();
-    GST_ELEMENT_ERROR(element_, RESOURCE, WRITE,
-                      ("Cannot write tensor %" G_GUINT64_FORMAT ": %s", frames_,
-                       why ? why : "the output buffer does not map for writing"),
-                      ("mapping %" G_GSIZE_FORMAT " bytes of %" GST_PTR_FORMAT " for writing", converter.output_bytes(),
-                       outbuf));
+    GST_ELEMENT_ERROR(
+        element_, RESOURCE, WRITE,
+        ("Cannot write tensor %" G_GUINT64_FORMAT ": %s", frames_,
+         why ? why : "the output buffer does not map for writing"),
+        ("mapping %" G_GSIZE_FORMAT " bytes of %" GST_PTR_FORMAT " for writing", converter.output_bytes(), outbuf));
     return GST_FLOW_ERROR;
   }
   tensormem::FramePlanes planes;

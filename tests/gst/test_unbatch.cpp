@@ -409,6 +409,62 @@ TEST(TensorUnbatch, EachStreamKeepsItsOwnSegment) {
   tmtest::release_pipeline(pipeline);
 }
 
+/* Streams at different frame rates: batches follow the faster stream's
+ * times, and each holds of each stream the frame of its time; the slower
+ * stream's slot is empty (flagged) in the batches between its frames.
+ * After the split each stream has every one of its frames, once, in order. */
+TEST(TensorUnbatch, StreamsAtDifferentRatesPairFramesOfTheSameTime) {
+  auto at_rate = [](const char *pattern, int frames, int fps) {
+    return std::string("videotestsrc pattern=") + pattern + " num-buffers=" + std::to_string(frames) +
+           " ! video/x-raw,format=RGBA,width=64,height=48,framerate=" + std::to_string(fps) + "/1 ! ";
+  };
+  const std::string streams[2] = {at_rate(kPatterns[0], 10, 30), at_rate(kPatterns[1], 5, 15)};
+  std::string d = "tensorbatch name=batch ! tee name=t ! queue ! tensorunbatch name=split "
+                  "t. ! queue ! appsink name=batches sync=false wait-on-eos=false ";
+  for (int k = 0; k < 2; ++k)
+    d += streams[k] + convert() + " ! batch.sink_" + std::to_string(k) + " split.src_" + std::to_string(k) +
+         " ! queue ! appsink name=s" + std::to_string(k) + " sync=false wait-on-eos=false ";
+  GError *error = nullptr;
+  GstElement *pipeline = gst_parse_launch(d.c_str(), &error);
+  ASSERT_EQ(error, nullptr) << d;
+  ASSERT_NE(gst_element_set_state(pipeline, GST_STATE_PLAYING), GST_STATE_CHANGE_FAILURE);
+  const tmtest::PipelineEnd end = tmtest::wait_for_end(pipeline);
+  ASSERT_TRUE(end.eos) << end.error;
+  // Every batch: both slots filled only with frames of the same time.
+  GstElement *batches = gst_bin_get_by_name(GST_BIN(pipeline), "batches");
+  int n_batches = 0, both = 0;
+  while (GstSample *sample = next_sample(batches)) {
+    GstTensorMemBatchMeta *meta = gst_buffer_get_tensor_mem_batch_meta(gst_sample_get_buffer(sample));
+    const GstTensorMemBatchSlot *a = gst_tensor_mem_batch_meta_get_slot(meta, 0);
+    const GstTensorMemBatchSlot *b = gst_tensor_mem_batch_meta_get_slot(meta, 1);
+    if (a->filled && b->filled) {
+      EXPECT_EQ(a->pts, b->pts) << "batch " << n_batches;
+      ++both;
+    }
+    ++n_batches;
+    gst_sample_unref(sample);
+  }
+  gst_object_unref(batches);
+  EXPECT_EQ(n_batches, 10); // one per frame time of the faster stream
+  EXPECT_EQ(both, 5);
+  for (int k = 0; k < 2; ++k) {
+    SCOPED_TRACE("stream " + std::to_string(k));
+    const auto ref = batchtest::tensors_of(streams[k] + convert() + " ! appsink name=sink");
+    GstElement *sink = gst_bin_get_by_name(GST_BIN(pipeline), ("s" + std::to_string(k)).c_str());
+    std::size_t f = 0;
+    while (GstSample *sample = next_sample(sink)) {
+      ASSERT_LT(f, ref.size());
+      EXPECT_EQ(bytes_of(sample), ref[f]) << "frame " << f;
+      gst_sample_unref(sample);
+      ++f;
+    }
+    EXPECT_EQ(f, ref.size());
+    gst_object_unref(sink);
+  }
+  EXPECT_EQ(gst_element_set_state(pipeline, GST_STATE_NULL), GST_STATE_CHANGE_SUCCESS);
+  tmtest::release_pipeline(pipeline);
+}
+
 TEST(TensorUnbatch, BatchesThatEndBeforeAnyFrameAreAnElementError) {
   Streams s;
   run_split({0, 0}, &s);
