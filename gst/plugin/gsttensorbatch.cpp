@@ -199,6 +199,7 @@ struct Shared {
   // Negotiation: the per-stream tensor and the layout of a batch.
   bool negotiated = false;
   GstCaps *stream_caps = nullptr; // the first stream's, without framerate
+  std::string first_pad;          // the pad whose caps made stream_caps
   gst_tensormem::TensorCaps tensor;
   const gst_tensormem::Backend *family = &gst_tensormem::backend_at(0);
   GstObject *device = nullptr; // the family's shared object the batches belong to (one reference), or NULL
@@ -1147,10 +1148,10 @@ gboolean sink_set_caps(GstTensorMemBatch *self, GstPad *pad, GstCaps *caps) {
       gchar *theirs = gst_caps_to_string(plain);
       gchar *ours = gst_caps_to_string(s.stream_caps);
       GST_ELEMENT_ERROR(self, CORE, NEGOTIATION,
-                        ("%s's tensor differs from the batch's: every stream of a batch must carry the same tensor "
-                         "(type, dimensions, memory)",
-                         GST_PAD_NAME(pad)),
-                        ("%s is %s; the batch takes %s", GST_PAD_NAME(pad), theirs, ours));
+                        ("%s's tensor differs from the batch's (%s's): every stream of a batch must carry the same "
+                         "tensor (type, dimensions, memory)",
+                         GST_PAD_NAME(pad), s.first_pad.c_str()),
+                        ("%s is %s; %s is %s", GST_PAD_NAME(pad), theirs, s.first_pad.c_str(), ours));
       g_free(theirs);
       g_free(ours);
       gst_caps_unref(plain);
@@ -1174,6 +1175,7 @@ gboolean sink_set_caps(GstTensorMemBatch *self, GstPad *pad, GstCaps *caps) {
     return FALSE;
   }
   s.stream_caps = plain;
+  s.first_pad = GST_PAD_NAME(pad);
   s.tensor = tensor;
   note_frame_rate(s, pad, caps);
   s.family = family;
