@@ -185,21 +185,31 @@ gsize BatchStore::kept() const {
 }
 
 BatchAllocation *BatchStore::acquire(const Backend &family, GstObject *device, gsize slot_bytes, guint n_slots) {
-  std::vector<BatchAllocation *> unfit, busy;
+  // The spare allocations are looked at outside the store's lock: asking a
+  // storage whether a reader still reads it polls its GPU completions.
+  std::vector<BatchAllocation *> spare, unfit, busy;
   BatchAllocation *found = nullptr;
   {
     std::lock_guard<std::mutex> guard(impl_->lock);
-    while (!impl_->spare.empty() && !found) {
-      BatchAllocation *a = impl_->spare.back();
-      impl_->spare.pop_back();
-      if (a->family != &family || a->device != device || a->slot_bytes != slot_bytes || a->n_slots != n_slots)
-        unfit.push_back(a); // of an earlier layout
-      else if (gst_tensor_mem_memory_is_being_read(a->root))
-        busy.push_back(a); // a reader still reads it: kept, not written
-      else
-        found = a;
-    }
-    impl_->spare.insert(impl_->spare.begin(), busy.begin(), busy.end());
+    spare.swap(impl_->spare);
+  }
+  while (!spare.empty() && !found) {
+    BatchAllocation *a = spare.back(); // the latest returned first
+    spare.pop_back();
+    if (a->family != &family || a->device != device || a->slot_bytes != slot_bytes || a->n_slots != n_slots)
+      unfit.push_back(a); // of an earlier layout
+    else if (gst_tensor_mem_memory_is_being_read(a->root))
+      busy.push_back(a); // a reader still reads it: kept, not written
+    else
+      found = a;
+  }
+  {
+    // Back in their order: the busy ones oldest, then those not looked at,
+    // then any returned meanwhile.
+    std::lock_guard<std::mutex> guard(impl_->lock);
+    busy.insert(busy.end(), spare.begin(), spare.end());
+    busy.insert(busy.end(), impl_->spare.begin(), impl_->spare.end());
+    impl_->spare.swap(busy);
   }
   for (BatchAllocation *a : unfit)
     delete a;
