@@ -142,6 +142,20 @@ def main(gir_path, headers):
     check(slot is not None and not slot.filled and slot.pts == Gst.CLOCK_TIME_NONE and slot.scale_x == 1.0,
           "an empty slot reads as empty: %r" % slot)
     check(batch.get_slot(3) is None, "a slot past the last")
+    # The per-stream events between tensorbatch and tensorunbatch, made and
+    # read from Python as an application watching the split would.
+    end = GstTensorMem.stream_end_event_new("sink_2", True)
+    ok, stream, released = GstTensorMem.stream_end_event_parse(end)
+    check(ok and stream == "sink_2" and released, "stream-end event round trip: %r" % ((ok, stream, released),))
+    check(not GstTensorMem.stream_end_event_parse(Gst.Event.new_eos())[0], "EOS read as a stream end")
+    segment = Gst.Segment()
+    segment.init(Gst.Format.TIME)
+    segment.base = 7 * Gst.SECOND
+    moved = GstTensorMem.stream_segment_event_new("sink_1", segment)
+    ok, stream, got = GstTensorMem.stream_segment_event_parse(moved)
+    check(ok and stream == "sink_1" and got.base == 7 * Gst.SECOND and got.format == Gst.Format.TIME,
+          "stream-segment event round trip: %r" % ((ok, stream, got),))
+    check(not GstTensorMem.stream_segment_event_parse(end)[0], "a stream end read as a stream segment")
 
     if failures:
         return 1
