@@ -302,12 +302,13 @@ struct Shared {
     return true;
   }
 
-  /* A flushed stream's frames leave the open batches (they are from before
-   * the flush), and its next window is of the front batch again. */
-  void forget_frames_of(PadState &p) {
+  /* A flushed (or released) stream's frames leave the open batches, and its
+   * next window is of the front batch again. How many left. */
+  guint forget_frames_of(PadState &p) {
     p.next_acquire = cur_seq;
+    guint forgotten = 0;
     if (p.slot == kNoSlot)
-      return;
+      return forgotten;
     for (Batch &b : open) {
       if (p.slot >= b.slots.size())
         continue;
@@ -317,9 +318,11 @@ struct Shared {
         continue;
       gst_clear_buffer(&rec.frame);
       rec.filled = rec.copied = false;
+      ++forgotten;
       if (--b.filled == 0)
         b.first_fill = 0;
     }
+    return forgotten;
   }
 
   /* Where a stream-end of `p` may go: after the last open batch holding a
@@ -330,14 +333,6 @@ struct Shared {
       if (p.slot < open[k].slots.size() && open[k].slots[p.slot].filled)
         at = cur_seq + k + 1;
     return at;
-  }
-
-  /* How many frames of `p` the open batches hold. */
-  guint frames_of(const PadState &p) const {
-    guint n = 0;
-    for (const Batch &b : open)
-      n += p.slot != kNoSlot && p.slot < b.slots.size() && b.slots[p.slot].filled;
-    return n;
   }
 
   bool all_ended() const {
@@ -1085,9 +1080,10 @@ gboolean answer_caps_query(GstQuery *query, GstCaps *caps) {
   return TRUE;
 }
 
-/* The time grid's period: the shortest frame duration of the streams'
- * caps (under the lock). A new one starts the grid again. */
-void note_frame_rate(Shared &s, GstPad *pad, GstCaps *caps) {
+/* `pad`'s caps came (under the lock): the time grid's period is the
+ * shortest frame duration of the streams' caps, and a new one starts the
+ * grid again. */
+void note_stream_caps(Shared &s, GstPad *pad, GstCaps *caps) {
   if (PadState *p = s.pad(GST_TENSOR_BATCH_PAD(pad)->id))
     p->has_caps = true;
   s.cond.notify_all();
@@ -1143,7 +1139,7 @@ gboolean sink_set_caps(GstTensorMemBatch *self, GstPad *pad, GstCaps *caps) {
     std::swap(s.device, worker); // the old one (if any) is let go below
   gst_clear_object(&worker);
   if (s.negotiated) {
-    note_frame_rate(s, pad, caps);
+    note_stream_caps(s, pad, caps);
     if (!gst_caps_is_equal(plain, s.stream_caps)) {
       gchar *theirs = gst_caps_to_string(plain);
       gchar *ours = gst_caps_to_string(s.stream_caps);
@@ -1177,7 +1173,7 @@ gboolean sink_set_caps(GstTensorMemBatch *self, GstPad *pad, GstCaps *caps) {
   s.stream_caps = plain;
   s.first_pad = GST_PAD_NAME(pad);
   s.tensor = tensor;
-  note_frame_rate(s, pad, caps);
+  note_stream_caps(s, pad, caps);
   s.family = family;
   s.slot_bytes = static_cast<gsize>(tensor.bytes);
   s.n_slots = 0;
@@ -1491,11 +1487,10 @@ static void gst_tensor_batch_release_pad(GstElement *element, GstPad *pad) {
     if (PadState *p = s.pad(id)) {
       // Its frames in the batches being made go with it (counted), and its
       // stream's end follows the batches already sent.
-      if (const guint n = s.frames_of(*p)) {
+      if (const guint n = s.forget_frames_of(*p)) {
         s.dropped += n;
         GST_INFO_OBJECT(self, "%s released: %u frames in open batches dropped", p->name.c_str(), n);
       }
-      s.forget_frames_of(*p);
       if (s.running && p->slot != kNoSlot)
         s.ends.push_back({s.cur_seq, p->name, true});
     }

@@ -163,8 +163,7 @@ namespace {
 
 enum { PROP_0, PROP_SLOTS_OUT };
 
-/* The source pad of stream `k`, made (stream-start, caps, segment sticky
- * on it) the first time. */
+/* Stream `k`'s source pad goes (deactivated, removed from the element). */
 void forget_pad(GstTensorMemUnbatch *self, guint k) {
   auto found = self->pads->find(k);
   if (found == self->pads->end())
@@ -176,6 +175,8 @@ void forget_pad(GstTensorMemUnbatch *self, guint k) {
   gst_element_remove_pad(GST_ELEMENT_CAST(self), pad);
 }
 
+/* The source pad of stream `k`, made (stream-start, caps, segment sticky
+ * on it) the first time. */
 GstPad *pad_of(GstTensorMemUnbatch *self, guint k) {
   auto found = self->pads->find(k);
   if (found != self->pads->end()) {
@@ -386,8 +387,14 @@ gboolean gst_tensor_unbatch_sink_event(GstPad *pad, GstObject *parent, GstEvent 
       GST_INFO_OBJECT(self, "stream %s %s", stream, released ? "left" : "ended");
       if (!GST_PAD_IS_EOS(found->second))
         gst_pad_push_event(found->second, gst_event_new_eos());
-      if (released)
+      if (released) {
         forget_pad(self, k);
+        auto own = self->stream_segments->find(k);
+        if (own != self->stream_segments->end()) { // gone with its stream
+          gst_event_unref(own->second);
+          self->stream_segments->erase(own);
+        }
+      }
     }
     gst_event_unref(event);
     return TRUE;
