@@ -44,7 +44,10 @@ struct GlInfo {
 /// One EGL fence sync (EGL_KHR_fence_sync), signalled when the GL commands
 /// before it have completed. Move-only; destroys the sync once. Waiting needs
 /// no GL context, so any thread may wait; the fence keeps its EGL display
-/// initialised for as long as it lives, even past the worker.
+/// initialised for as long as it lives, even past the worker. A thread with
+/// no current context is left without EGL state after each call (eglReleaseThread):
+/// libglvnd frees such state as the thread exits, and a streaming thread
+/// exiting while the process exits crashed inside the libEGL being unloaded.
 class TENSORMEM_API EglFence {
 public:
   EglFence() = default;
@@ -172,6 +175,10 @@ public:
     std::uint64_t fences = 0;
   };
   static LiveObjects live_objects() noexcept;
+  /// Times this library dropped a thread's EGL state after an EGL call on a
+  /// thread with no current context (a fence waited on, queried or
+  /// destroyed off the worker), over the process: see EglFence.
+  static std::uint64_t egl_thread_releases() noexcept;
 
   /// A fence after every GL command queued so far (flushed, so a waiter on
   /// another thread cannot wait on commands never sent). NotImplemented

@@ -5,6 +5,7 @@
 
 #include <epoxy/gl.h>
 
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -28,6 +29,10 @@ std::map<EGLDisplay, int> &display_holders() {
   static auto *holders = new std::map<EGLDisplay, int>;
   return *holders;
 }
+
+// release_egl_thread_state() calls that released something, for
+// GlWorker::egl_thread_releases().
+std::atomic<std::uint64_t> g_egl_thread_releases{0};
 
 bool has_token(const char *list, const char *name) noexcept {
   if (!list || !name)
@@ -212,6 +217,15 @@ std::string egl_error_text() {
   return std::string(name) + " (" + hex + ")";
 }
 
+void release_egl_thread_state() noexcept {
+  if (eglGetCurrentContext() != EGL_NO_CONTEXT)
+    return;
+  eglReleaseThread();
+  g_egl_thread_releases.fetch_add(1, std::memory_order_relaxed);
+}
+
+std::uint64_t GlWorker::egl_thread_releases() noexcept { return g_egl_thread_releases.load(std::memory_order_relaxed); }
+
 Result<std::shared_ptr<GlDisplay>> GlDisplay::initialize(EGLDisplay display) {
   std::lock_guard lock(display_mu());
   int &holders = display_holders()[display];
@@ -258,6 +272,7 @@ GlDisplay::~GlDisplay() {
   if (--it->second == 0) {
     display_holders().erase(it);
     eglTerminate(display_);
+    release_egl_thread_state();
   }
 }
 

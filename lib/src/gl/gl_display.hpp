@@ -78,4 +78,14 @@ void destroy_headless_context(HeadlessContext &ctx) noexcept;
 /// "EGL_BAD_ALLOC (0x3003)"-style text of the last EGL error.
 std::string egl_error_text();
 
+/// After an EGL call on a thread where no context is current (a streaming
+/// thread waiting on a fence, the thread that drops the last fence), drops
+/// the EGL state that call made for the thread. libglvnd frees that state
+/// when the thread exits; a thread of GStreamer's pool exiting while the
+/// process exits then ran that teardown inside a libEGL already being
+/// unloaded, and the process crashed after main() had returned. A thread
+/// with a current context (the worker, an application's GL thread) keeps
+/// its state: releasing would take its context away.
+void release_egl_thread_state() noexcept;
+
 } // namespace tensormem

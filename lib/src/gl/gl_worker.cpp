@@ -648,8 +648,10 @@ EglFence &EglFence::operator=(EglFence &&other) noexcept {
 EglFence::~EglFence() { reset(); }
 
 void EglFence::reset() noexcept {
-  if (sync_ && display_)
+  if (sync_ && display_) {
     display_->sync().destroy(display_->get(), static_cast<EGLSyncKHR>(sync_));
+    release_egl_thread_state();
+  }
   if (sync_)
     g_live_fences.fetch_sub(1, std::memory_order_relaxed);
   sync_ = nullptr;
@@ -661,19 +663,25 @@ Result<void> EglFence::client_wait(std::chrono::nanoseconds timeout) const {
     return Error::invalid_argument("EglFence::client_wait: empty fence");
   const auto ns = static_cast<EGLTimeKHR>(timeout.count() < 0 ? 0 : timeout.count());
   const EGLint status = display_->sync().client_wait(display_->get(), static_cast<EGLSyncKHR>(sync_), 0, ns);
+  const std::string why = status == EGL_FALSE ? egl_error_text() : std::string();
+  release_egl_thread_state();
   if (status == EGL_CONDITION_SATISFIED_KHR)
     return {};
   if (status == EGL_TIMEOUT_EXPIRED_KHR)
     return Error::would_block("EglFence::client_wait: not signalled within " + std::to_string(timeout.count()) + " ns");
-  return Error::device("eglClientWaitSyncKHR: " + egl_error_text());
+  return Error::device("eglClientWaitSyncKHR: " + why);
 }
 
 Result<bool> EglFence::is_signalled() const {
   if (!valid())
     return Error::invalid_argument("EglFence::is_signalled: empty fence");
   EGLint value = 0;
-  if (!display_->sync().get_attrib(display_->get(), static_cast<EGLSyncKHR>(sync_), EGL_SYNC_STATUS_KHR, &value))
-    return Error::device("eglGetSyncAttribKHR: " + egl_error_text());
+  const bool asked =
+      display_->sync().get_attrib(display_->get(), static_cast<EGLSyncKHR>(sync_), EGL_SYNC_STATUS_KHR, &value);
+  const std::string why = asked ? std::string() : egl_error_text();
+  release_egl_thread_state();
+  if (!asked)
+    return Error::device("eglGetSyncAttribKHR: " + why);
   return value == EGL_SIGNALED_KHR;
 }
 

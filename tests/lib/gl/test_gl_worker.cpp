@@ -367,6 +367,44 @@ TEST_F(GlWorkerTest, fence_syncs_are_created_after_gpu_writes_and_waited) {
   EXPECT_TRUE(moved.client_wait(1s));
 }
 
+// A thread without a context that waits on, asks about or drops a fence is
+// left without EGL state: libglvnd would otherwise tear that state down as
+// the thread exits, and a pool thread exiting while the process exited
+// crashed inside the libEGL being unloaded (examples/pbo_appsink.c, 1 run in
+// 150 on a loaded machine). The worker's own thread keeps its state (and its
+// context) through the same calls.
+TEST_F(GlWorkerTest, a_thread_without_a_context_keeps_no_egl_state_after_a_fence_call) {
+  if (!worker->info().fence_sync)
+    GTEST_SKIP() << "EGL_KHR_fence_sync is not offered by " << worker->info().renderer;
+  auto fence = worker->insert_fence();
+  ASSERT_TRUE(fence) << fence.error().message();
+
+  const std::uint64_t before = GlWorker::egl_thread_releases();
+  Result<void> waited = Error::invalid_argument("not run");
+  Result<bool> signalled = Error::invalid_argument("not run");
+  std::thread([&] {
+    waited = fence->client_wait(5s);
+    signalled = fence->is_signalled();
+  }).join();
+  ASSERT_TRUE(waited) << waited.error().message();
+  ASSERT_TRUE(signalled);
+  EXPECT_TRUE(*signalled);
+  EXPECT_EQ(GlWorker::egl_thread_releases(), before + 2) << "one release after each call on the plain thread";
+
+  std::thread([f = std::move(*fence)]() mutable { EglFence dropped = std::move(f); }).join();
+  EXPECT_EQ(GlWorker::egl_thread_releases(), before + 3) << "the thread that destroyed the sync released its state";
+
+  auto on_worker = worker->insert_fence();
+  ASSERT_TRUE(on_worker);
+  Result<void> inside = Error::invalid_argument("not run");
+  ASSERT_TRUE(worker->submit([&] { inside = on_worker->client_wait(5s); }));
+  ASSERT_TRUE(inside) << inside.error().message();
+  EXPECT_EQ(GlWorker::egl_thread_releases(), before + 3) << "the worker's thread (context current) was released";
+  // Its context is still current there: GL work goes on.
+  Tensor after = make_pbo(64, {64});
+  EXPECT_TRUE(pbo_storage_of(after)->buffer_id() != 0);
+}
+
 // What the soak (tests/soak) samples: PBOs made and not deleted, EGL syncs
 // held, over the process.
 TEST_F(GlWorkerTest, live_objects_count_pbos_and_fences_until_they_go) {
