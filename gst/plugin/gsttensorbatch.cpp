@@ -242,14 +242,30 @@ struct Shared {
   GstFlowReturn last_flow = GST_FLOW_OK;
   std::atomic<guint64> copied_bytes{0}, batches{0}, partial_batches{0}, dropped{0};
   std::vector<StreamEnd> ends; // stream-end events not yet sent
-  // Each stream's latest segment not yet sent (a stream-segment event per
-  // stream, at most one each), sent before the next batch.
-  std::vector<std::pair<std::string, GstEvent *>> stream_segments;
+  // Each stream's latest segment and tags not yet sent (stream-segment and
+  // stream-tags events), sent before the next batch. Keyed by the stream's
+  // name and what the event replaces: its segment, its stream-scope tags,
+  // its global-scope tags; a newer event of a key takes the older's place.
+  std::vector<std::pair<std::string, GstEvent *>> stream_events;
 
-  void clear_stream_segments() {
-    for (auto &[name, event] : stream_segments)
-      gst_event_unref(event);
-    stream_segments.clear();
+  void keep_stream_event(std::string key, GstEvent *event) {
+    auto same = std::find_if(stream_events.begin(), stream_events.end(), [&](const auto &e) { return e.first == key; });
+    if (same != stream_events.end())
+      gst_event_take(&same->second, event);
+    else
+      stream_events.emplace_back(std::move(key), event);
+  }
+  // All of them, or (after a flush, which ends segments but not tags) the
+  // segments only.
+  void clear_stream_events(bool segments_only = false) {
+    // A partition, not remove_if: every element stays whole, so those past
+    // `gone` can be let go.
+    auto gone = std::stable_partition(stream_events.begin(), stream_events.end(), [&](const auto &e) {
+      return segments_only && !gst_tensor_mem_stream_segment_event_parse(e.second, nullptr, nullptr);
+    });
+    for (auto it = gone; it != stream_events.end(); ++it)
+      gst_event_unref(it->second);
+    stream_events.erase(gone, stream_events.end());
   }
   // Flushes: the seqnum of the last flushing seek sent upstream through us,
   // and whether a flush is downstream now (no batch leaves until every
@@ -258,7 +274,7 @@ struct Shared {
   bool flush_downstream = false;
 
   ~Shared() {
-    clear_stream_segments();
+    clear_stream_events();
     for (Batch &batch : open)
       release_batch(batch);
     gst_clear_caps(&stream_caps);
@@ -852,12 +868,12 @@ GstFlowReturn emit_batch(GstTensorMemBatch *self, Reason why) {
     gst_pad_push_event(self->srcpad, segment);
     self->sent_segment = true;
   }
-  std::vector<std::pair<std::string, GstEvent *>> segments;
+  std::vector<std::pair<std::string, GstEvent *>> stream_events;
   {
     std::lock_guard<std::mutex> guard(s.lock);
-    segments.swap(s.stream_segments);
+    stream_events.swap(s.stream_events);
   }
-  for (auto &[name, event] : segments)
+  for (auto &[key, event] : stream_events)
     gst_pad_push_event(self->srcpad, event);
   GST_LOG_OBJECT(self, "batch %" G_GUINT64_FORMAT "%s: %" GST_PTR_FORMAT, seq, partial ? " (partial)" : "", out);
   const GstFlowReturn ret = gst_pad_push(self->srcpad, out);
@@ -1210,14 +1226,24 @@ static gboolean gst_tensor_batch_sink_event(GstPad *pad, GstObject *parent, GstE
     gst_event_parse_segment(event, &segment);
     {
       std::lock_guard<std::mutex> guard(s.lock);
+      if (PadState *p = pad_state(s, pad))
+        s.keep_stream_event(p->name + "/segment", gst_tensor_mem_stream_segment_event_new(p->name.c_str(), segment));
+    }
+    gst_event_unref(event);
+    return TRUE;
+  }
+  case GST_EVENT_TAG: {
+    // A stream's tags are that stream's: they go to its own pad after the
+    // split, as a stream-tags event, never onto the batch (whose other
+    // streams they do not describe).
+    GstTagList *tags = nullptr;
+    gst_event_parse_tag(event, &tags);
+    {
+      std::lock_guard<std::mutex> guard(s.lock);
       if (PadState *p = pad_state(s, pad)) {
-        GstEvent *own = gst_tensor_mem_stream_segment_event_new(p->name.c_str(), segment);
-        auto same = std::find_if(s.stream_segments.begin(), s.stream_segments.end(),
-                                 [&](const auto &e) { return e.first == p->name; });
-        if (same != s.stream_segments.end())
-          gst_event_take(&same->second, own);
-        else
-          s.stream_segments.emplace_back(p->name, own);
+        const bool global = gst_tag_list_get_scope(tags) == GST_TAG_SCOPE_GLOBAL;
+        s.keep_stream_event(p->name + (global ? "/tags-global" : "/tags-stream"),
+                            gst_tensor_mem_stream_tags_event_new(p->name.c_str(), tags));
       }
     }
     gst_event_unref(event);
@@ -1265,7 +1291,7 @@ static gboolean gst_tensor_batch_sink_event(GstPad *pad, GstObject *parent, GstE
       if (forward) {
         s.flush_downstream = true;
         s.ends.clear(); // the streams start again after the flush
-        s.clear_stream_segments();
+        s.clear_stream_events(true);
         for (auto &p : s.pads)
           p->flush_stopped = false;
       }
@@ -1316,7 +1342,7 @@ static gboolean gst_tensor_batch_sink_event(GstPad *pad, GstObject *parent, GstE
   default: break;
   }
   if (static_cast<guint>(GST_EVENT_TYPE(event)) & static_cast<guint>(GST_EVENT_TYPE_SERIALIZED)) {
-    // One stream's tags, gaps and the like say nothing about the batch.
+    // One stream's gaps and the like say nothing about the batch.
     gst_event_unref(event);
     return TRUE;
   }
@@ -1531,7 +1557,7 @@ static GstStateChangeReturn gst_tensor_batch_change_state(GstElement *element, G
       s.flush_downstream = false;
       s.seek_seqnum = GST_SEQNUM_INVALID;
       s.ends.clear();
-      s.clear_stream_segments();
+      s.clear_stream_events();
       for (auto &p : s.pads)
         p->eos = p->flushing = p->flush_stopped = p->has_caps = false;
     }

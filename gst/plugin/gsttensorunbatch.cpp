@@ -19,7 +19,8 @@
  * input's with a batch of one. Empty slots of a partial batch send nothing.
  * Each source pad has its own stream-start and its stream's own segment
  * (tensorbatch's #GST_TENSOR_MEM_STREAM_SEGMENT_EVENT; the input's segment
- * where a stream sent none). A
+ * where a stream sent none), and its stream's own tags
+ * (#GST_TENSOR_MEM_STREAM_TAGS_EVENT). A
  * stream that ends while the others go on (tensorbatch's
  * #GST_TENSOR_MEM_STREAM_END_EVENT) gets EOS on its pad after its last
  * frame; one whose tensorbatch pad was released gets EOS and its pad is
@@ -153,7 +154,10 @@ struct _GstTensorMemUnbatch {
   Layout *layout;
   GstEvent *segment;                            // the input's last segment, for pads made later
   std::map<guint, GstEvent *> *stream_segments; // each stream's own segment, where tensorbatch sent one
-  bool failed;                                  // an element error was posted (EOS then says nothing more)
+  // Each stream's latest tag event per scope (tensorbatch's stream-tags), for
+  // its pad now and a pad made later; flushes keep them, as pads keep tags.
+  std::map<std::pair<guint, GstTagScope>, GstEvent *> *stream_tags;
+  bool failed; // an element error was posted (EOS then says nothing more)
   guint64 slots_out;
 };
 
@@ -203,6 +207,9 @@ GstPad *pad_of(GstTensorMemUnbatch *self, guint k) {
     gst_pad_push_event(pad, gst_event_ref(own->second));
   else if (self->segment)
     gst_pad_push_event(pad, gst_event_ref(self->segment));
+  for (auto it = self->stream_tags->lower_bound({k, GstTagScope(0)});
+       it != self->stream_tags->end() && it->first.first == k; ++it)
+    gst_pad_push_event(pad, gst_event_ref(it->second));
   gst_element_add_pad(GST_ELEMENT_CAST(self), pad);
   gst_flow_combiner_add_pad(self->flows, pad);
   (*self->pads)[k] = pad;
@@ -214,6 +221,26 @@ void forget_stream_segments(GstTensorMemUnbatch *self) {
   for (auto &[k, event] : *self->stream_segments)
     gst_event_unref(event);
   self->stream_segments->clear();
+}
+
+/* What is kept of stream `k` (its segment and tags), or of every stream
+ * (G_MAXUINT): a stream that left, the element stopping. */
+void forget_stream_events(GstTensorMemUnbatch *self, guint k) {
+  if (k == G_MAXUINT)
+    forget_stream_segments(self);
+  auto own = self->stream_segments->find(k);
+  if (own != self->stream_segments->end()) {
+    gst_event_unref(own->second);
+    self->stream_segments->erase(own);
+  }
+  for (auto it = self->stream_tags->begin(); it != self->stream_tags->end();) {
+    if (k != G_MAXUINT && it->first.first != k) {
+      ++it;
+      continue;
+    }
+    gst_event_unref(it->second);
+    it = self->stream_tags->erase(it);
+  }
 }
 
 void forget_pads(GstTensorMemUnbatch *self) {
@@ -376,6 +403,23 @@ gboolean gst_tensor_unbatch_sink_event(GstPad *pad, GstObject *parent, GstEvent 
       gst_event_unref(event);
       return TRUE;
     }
+    const GstTagList *tags = nullptr;
+    if (gst_tensor_mem_stream_tags_event_parse(event, &stream, &tags)) {
+      const guint k = stream_number(stream, G_MAXUINT);
+      if (k != G_MAXUINT) {
+        GstEvent *own = gst_event_new_tag(gst_tag_list_copy(tags));
+        gst_event_set_seqnum(own, gst_event_get_seqnum(event));
+        auto found = self->pads->find(k);
+        if (found != self->pads->end() && !GST_PAD_IS_EOS(found->second))
+          gst_pad_push_event(found->second, gst_event_ref(own));
+        GstEvent *&slot = (*self->stream_tags)[{k, gst_tag_list_get_scope(tags)}];
+        if (slot)
+          gst_event_unref(slot);
+        slot = own;
+      }
+      gst_event_unref(event);
+      return TRUE;
+    }
     gboolean released = FALSE;
     if (!gst_tensor_mem_stream_end_event_parse(event, &stream, &released))
       break;
@@ -389,11 +433,7 @@ gboolean gst_tensor_unbatch_sink_event(GstPad *pad, GstObject *parent, GstEvent 
         gst_pad_push_event(found->second, gst_event_new_eos());
       if (released) {
         forget_pad(self, k);
-        auto own = self->stream_segments->find(k);
-        if (own != self->stream_segments->end()) { // gone with its stream
-          gst_event_unref(own->second);
-          self->stream_segments->erase(own);
-        }
+        forget_stream_events(self, k); // gone with its stream
       }
     }
     gst_event_unref(event);
@@ -434,7 +474,7 @@ static GstStateChangeReturn gst_tensor_unbatch_change_state(GstElement *element,
                     static_cast<guint>(self->pads->size()));
     forget_pads(self);
     forget_layout(self);
-    forget_stream_segments(self);
+    forget_stream_events(self, G_MAXUINT);
     gst_clear_event(&self->segment);
   }
   return ret;
@@ -453,8 +493,9 @@ static void gst_tensor_unbatch_finalize(GObject *object) {
   forget_layout(self);
   delete self->layout;
   delete self->pads;
-  forget_stream_segments(self);
+  forget_stream_events(self, G_MAXUINT);
   delete self->stream_segments;
+  delete self->stream_tags;
   gst_flow_combiner_free(self->flows);
   gst_clear_event(&self->segment);
   G_OBJECT_CLASS(gst_tensor_unbatch_parent_class)->finalize(object);
@@ -491,6 +532,7 @@ static void gst_tensor_unbatch_init(GstTensorMemUnbatch *self) {
   self->layout = new Layout();
   self->segment = nullptr;
   self->stream_segments = new std::map<guint, GstEvent *>();
+  self->stream_tags = new std::map<std::pair<guint, GstTagScope>, GstEvent *>();
   self->failed = false;
   self->slots_out = 0;
 }

@@ -170,6 +170,29 @@ gboolean gst_tensor_mem_stream_end_event_parse(GstEvent *event, const gchar **st
   return TRUE;
 }
 
+namespace {
+
+/* The boxed `field` (of `type`, not NULL) of a custom downstream event named
+ * `name` with a stream, and that stream in `*stream` (optional); NULL for
+ * any other event. */
+gconstpointer stream_event_boxed(GstEvent *event, const char *name, const char *field, GType type,
+                                 const gchar **stream) {
+  if (GST_EVENT_TYPE(event) != GST_EVENT_CUSTOM_DOWNSTREAM)
+    return nullptr;
+  const GstStructure *s = gst_event_get_structure(event);
+  if (!s || !gst_structure_has_name(s, name))
+    return nullptr;
+  const gchar *named = gst_structure_get_string(s, "stream");
+  const GValue *value = gst_structure_get_value(s, field);
+  if (!named || !value || !G_VALUE_HOLDS(value, type) || !g_value_get_boxed(value))
+    return nullptr;
+  if (stream)
+    *stream = named;
+  return g_value_get_boxed(value);
+}
+
+} // namespace
+
 /**
  * gst_tensor_mem_stream_segment_event_new:
  * @stream: the stream's name in the batch meta (`tensorbatch`'s sink pad name)
@@ -198,18 +221,43 @@ GstEvent *gst_tensor_mem_stream_segment_event_new(const gchar *stream, const Gst
  */
 gboolean gst_tensor_mem_stream_segment_event_parse(GstEvent *event, const gchar **stream, const GstSegment **segment) {
   g_return_val_if_fail(GST_IS_EVENT(event), FALSE);
-  if (GST_EVENT_TYPE(event) != GST_EVENT_CUSTOM_DOWNSTREAM)
-    return FALSE;
-  const GstStructure *s = gst_event_get_structure(event);
-  if (!s || !gst_structure_has_name(s, GST_TENSOR_MEM_STREAM_SEGMENT_EVENT))
-    return FALSE;
-  const gchar *name = gst_structure_get_string(s, "stream");
-  const GValue *value = gst_structure_get_value(s, "segment");
-  if (!name || !value || !G_VALUE_HOLDS(value, GST_TYPE_SEGMENT))
-    return FALSE;
-  if (stream)
-    *stream = name;
-  if (segment)
-    *segment = static_cast<const GstSegment *>(g_value_get_boxed(value));
-  return TRUE;
+  gconstpointer value =
+      stream_event_boxed(event, GST_TENSOR_MEM_STREAM_SEGMENT_EVENT, "segment", GST_TYPE_SEGMENT, stream);
+  if (value && segment)
+    *segment = static_cast<const GstSegment *>(value);
+  return value != nullptr;
+}
+
+/**
+ * gst_tensor_mem_stream_tags_event_new:
+ * @stream: the stream's name in the batch meta (`tensorbatch`'s sink pad name)
+ * @tags: the stream's tags (their scope is kept)
+ *
+ * Returns: (transfer full): a #GST_TENSOR_MEM_STREAM_TAGS_EVENT custom downstream event.
+ *
+ * Since: 0.3
+ */
+GstEvent *gst_tensor_mem_stream_tags_event_new(const gchar *stream, const GstTagList *tags) {
+  g_return_val_if_fail(stream != nullptr && GST_IS_TAG_LIST(tags), nullptr);
+  return gst_event_new_custom(GST_EVENT_CUSTOM_DOWNSTREAM,
+                              gst_structure_new(GST_TENSOR_MEM_STREAM_TAGS_EVENT, "stream", G_TYPE_STRING, stream,
+                                                "tags", GST_TYPE_TAG_LIST, tags, nullptr));
+}
+
+/**
+ * gst_tensor_mem_stream_tags_event_parse:
+ * @event: an event
+ * @stream: (out) (transfer none) (optional): the stream, valid while @event is
+ * @tags: (out) (transfer none) (optional): its tags, valid while @event is
+ *
+ * Returns: TRUE where @event is a #GST_TENSOR_MEM_STREAM_TAGS_EVENT.
+ *
+ * Since: 0.3
+ */
+gboolean gst_tensor_mem_stream_tags_event_parse(GstEvent *event, const gchar **stream, const GstTagList **tags) {
+  g_return_val_if_fail(GST_IS_EVENT(event), FALSE);
+  gconstpointer value = stream_event_boxed(event, GST_TENSOR_MEM_STREAM_TAGS_EVENT, "tags", GST_TYPE_TAG_LIST, stream);
+  if (value && tags)
+    *tags = static_cast<const GstTagList *>(value);
+  return value != nullptr;
 }

@@ -164,4 +164,24 @@ GstEvent *gst_tensor_mem_stream_segment_event_new(const gchar *stream, const Gst
 GST_TENSOR_MEM_API
 gboolean gst_tensor_mem_stream_segment_event_parse(GstEvent *event, const gchar **stream, const GstSegment **segment);
 
+/**
+ * GST_TENSOR_MEM_STREAM_TAGS_EVENT:
+ *
+ * The structure name of the custom downstream event `tensorbatch` sends
+ * with a stream's tags (a tag event on its sink pad), before the next batch:
+ * the batch carries no stream's tags. `tensorunbatch` sends them as a tag
+ * event on that stream's source pad, so each stream's title, codec or
+ * camera name reaches its own branch. Read it with
+ * gst_tensor_mem_stream_tags_event_parse().
+ *
+ * Since: 0.3
+ */
+#define GST_TENSOR_MEM_STREAM_TAGS_EVENT "GstTensorMemStreamTags"
+
+GST_TENSOR_MEM_API
+GstEvent *gst_tensor_mem_stream_tags_event_new(const gchar *stream, const GstTagList *tags);
+
+GST_TENSOR_MEM_API
+gboolean gst_tensor_mem_stream_tags_event_parse(GstEvent *event, const gchar **stream, const GstTagList **tags);
+
 G_END_DECLS

@@ -12,6 +12,7 @@
 
 #include <functional>
 #include <map>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -407,6 +408,96 @@ TEST(TensorUnbatch, EachStreamKeepsItsOwnSegment) {
   }
   EXPECT_EQ(gst_element_set_state(pipeline, GST_STATE_NULL), GST_STATE_CHANGE_SUCCESS);
   tmtest::release_pipeline(pipeline);
+}
+
+/* A tag event pushed on a pad before its `at`-th buffer. */
+struct TagAt {
+  int at;
+  GstTagList *tags; // owned until pushed
+  int seen = 0;
+};
+
+GstPadProbeReturn push_tags_at(GstPad *pad, GstPadProbeInfo *, gpointer data) {
+  auto *t = static_cast<TagAt *>(data);
+  if (t->seen++ != t->at)
+    return GST_PAD_PROBE_OK;
+  gst_pad_push_event(pad, gst_event_new_tag(t->tags));
+  t->tags = nullptr;
+  return GST_PAD_PROBE_REMOVE;
+}
+
+/* Every tag event reaching a pad, as "scope:tag=value" strings. */
+struct SeenTags {
+  std::mutex mu;
+  std::vector<std::string> tags;
+};
+
+GstPadProbeReturn note_tags(GstPad *, GstPadProbeInfo *info, gpointer data) {
+  GstEvent *event = GST_PAD_PROBE_INFO_EVENT(info);
+  if (GST_EVENT_TYPE(event) != GST_EVENT_TAG)
+    return GST_PAD_PROBE_OK;
+  GstTagList *list = nullptr;
+  gst_event_parse_tag(event, &list);
+  auto *seen = static_cast<SeenTags *>(data);
+  const char *scope = gst_tag_list_get_scope(list) == GST_TAG_SCOPE_GLOBAL ? "global" : "stream";
+  std::lock_guard<std::mutex> lock(seen->mu);
+  for (const char *tag : {GST_TAG_TITLE, GST_TAG_ARTIST}) {
+    gchar *value = nullptr;
+    if (gst_tag_list_get_string(list, tag, &value))
+      seen->tags.push_back(std::string(scope) + ":" + tag + "=" + value);
+    g_free(value);
+  }
+  return GST_PAD_PROBE_OK;
+}
+
+/* Each stream's tags reach its own pad after the split, with their scope,
+ * and never the batch or another stream: stream 0's before any pad of the
+ * split exists (kept for the pad made later), stream 1's once its pad is
+ * there. */
+TEST(TensorUnbatch, EachStreamKeepsItsOwnTags) {
+  std::string d = "tensorbatch name=batch ! tensorunbatch name=split ";
+  for (int k = 0; k < 2; ++k)
+    d += source(kPatterns[k], 4) + convert() + " name=c" + std::to_string(k) + " ! batch.sink_" + std::to_string(k) +
+         " split.src_" + std::to_string(k) + " ! queue ! appsink name=s" + std::to_string(k) +
+         " sync=false wait-on-eos=false ";
+  GError *error = nullptr;
+  GstElement *pipeline = gst_parse_launch(d.c_str(), &error);
+  ASSERT_EQ(error, nullptr) << d;
+  TagAt injected[2] = {{0, gst_tag_list_new(GST_TAG_TITLE, "camera 0", nullptr)},
+                       {2, gst_tag_list_new(GST_TAG_ARTIST, "site B", nullptr)}};
+  gst_tag_list_set_scope(injected[1].tags, GST_TAG_SCOPE_GLOBAL);
+  SeenTags seen[2], on_batch;
+  for (int k = 0; k < 2; ++k) {
+    GstElement *c = gst_bin_get_by_name(GST_BIN(pipeline), ("c" + std::to_string(k)).c_str());
+    GstPad *out = gst_element_get_static_pad(c, "src");
+    gst_pad_add_probe(out, GST_PAD_PROBE_TYPE_BUFFER, push_tags_at, &injected[k], nullptr);
+    gst_object_unref(out);
+    gst_object_unref(c);
+    GstElement *sink = gst_bin_get_by_name(GST_BIN(pipeline), ("s" + std::to_string(k)).c_str());
+    GstPad *in = gst_element_get_static_pad(sink, "sink");
+    gst_pad_add_probe(in, GST_PAD_PROBE_TYPE_EVENT_DOWNSTREAM, note_tags, &seen[k], nullptr);
+    gst_object_unref(in);
+    gst_object_unref(sink);
+  }
+  GstElement *split = gst_bin_get_by_name(GST_BIN(pipeline), "split");
+  GstPad *split_in = gst_element_get_static_pad(split, "sink");
+  gst_pad_add_probe(split_in, GST_PAD_PROBE_TYPE_EVENT_DOWNSTREAM, note_tags, &on_batch, nullptr);
+  gst_object_unref(split_in);
+  gst_object_unref(split);
+
+  ASSERT_NE(gst_element_set_state(pipeline, GST_STATE_PLAYING), GST_STATE_CHANGE_FAILURE);
+  const tmtest::PipelineEnd end = tmtest::wait_for_end(pipeline);
+  ASSERT_TRUE(end.eos) << end.error;
+  EXPECT_EQ(gst_element_set_state(pipeline, GST_STATE_NULL), GST_STATE_CHANGE_SUCCESS);
+  tmtest::release_pipeline(pipeline);
+  for (TagAt &t : injected) {
+    EXPECT_EQ(t.tags, nullptr) << "a tag event was never pushed";
+    if (t.tags)
+      gst_tag_list_unref(t.tags);
+  }
+  EXPECT_EQ(seen[0].tags, std::vector<std::string>{"stream:" GST_TAG_TITLE "=camera 0"});
+  EXPECT_EQ(seen[1].tags, std::vector<std::string>{"global:" GST_TAG_ARTIST "=site B"});
+  EXPECT_TRUE(on_batch.tags.empty()) << "a stream's tags reached the batch: " << on_batch.tags.front();
 }
 
 /* Streams at different frame rates: batches follow the faster stream's

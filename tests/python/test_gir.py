@@ -156,6 +156,14 @@ def main(gir_path, headers):
     check(ok and stream == "sink_1" and got.base == 7 * Gst.SECOND and got.format == Gst.Format.TIME,
           "stream-segment event round trip: %r" % ((ok, stream, got),))
     check(not GstTensorMem.stream_segment_event_parse(end)[0], "a stream end read as a stream segment")
+    tags = Gst.TagList.new_empty()
+    tags.add_value(Gst.TagMergeMode.REPLACE, Gst.TAG_TITLE, "camera 3")
+    tags.set_scope(Gst.TagScope.GLOBAL)
+    tagged = GstTensorMem.stream_tags_event_new("sink_3", tags)
+    ok, stream, got = GstTensorMem.stream_tags_event_parse(tagged)
+    check(ok and stream == "sink_3" and got.get_string(Gst.TAG_TITLE) == (True, "camera 3") and
+          got.get_scope() == Gst.TagScope.GLOBAL, "stream-tags event round trip: %r" % ((ok, stream, got),))
+    check(not GstTensorMem.stream_tags_event_parse(moved)[0], "a stream segment read as stream tags")
 
     if failures:
         return 1
