@@ -623,19 +623,10 @@ enum {
   PROP_DROPPED
 };
 
-#if GST_TENSOR_MEM_HAVE_GL
-#define PBO_CAPS "; other/tensors(" GST_CAPS_FEATURE_MEMORY_TENSOR_PBO "), format=(string)static, num_tensors=(int)1"
-#else
-#define PBO_CAPS ""
-#endif
-#define SINK_CAPS                                                                                                      \
-  "other/tensors, format=(string)static, num_tensors=(int)1; "                                                         \
-  "other/tensors(memory:DMABuf), format=(string)static, num_tensors=(int)1" PBO_CAPS
-
-static GstStaticPadTemplate sink_template =
-    GST_STATIC_PAD_TEMPLATE("sink_%u", GST_PAD_SINK, GST_PAD_REQUEST, GST_STATIC_CAPS(SINK_CAPS));
-static GstStaticPadTemplate src_template =
-    GST_STATIC_PAD_TEMPLATE("src", GST_PAD_SRC, GST_PAD_ALWAYS, GST_STATIC_CAPS(SINK_CAPS));
+/* One tensor per stream in, and the batch out, in the memory of every
+ * family of the backend table that holds batches (holds_batches: system,
+ * DMA-BUF, PBO where built): a new family joins by its table entry. */
+#define BATCH_TENSOR_CAPS "other/tensors, format=(string)static, num_tensors=(int)1"
 
 G_DEFINE_TYPE(GstTensorMemBatch, gst_tensor_batch, GST_TYPE_ELEMENT)
 
@@ -1718,8 +1709,12 @@ static void gst_tensor_batch_class_init(GstTensorMemBatchClass *klass) {
                                                       "property), and those in the batches being made when their "
                                                       "sink pad was released",
                                                       0, G_MAXUINT64, 0, kRo));
-  gst_element_class_add_static_pad_template_with_gtype(element_class, &sink_template, GST_TYPE_TENSOR_BATCH_PAD);
-  gst_element_class_add_static_pad_template(element_class, &src_template);
+  GstCaps *caps = gst_tensormem::template_caps(BATCH_TENSOR_CAPS, gst_tensormem::TemplateFamilies::Batches);
+  gst_element_class_add_pad_template(
+      element_class,
+      gst_pad_template_new_with_gtype("sink_%u", GST_PAD_SINK, GST_PAD_REQUEST, caps, GST_TYPE_TENSOR_BATCH_PAD));
+  gst_element_class_add_pad_template(element_class, gst_pad_template_new("src", GST_PAD_SRC, GST_PAD_ALWAYS, caps));
+  gst_caps_unref(caps);
   gst_element_class_set_static_metadata(element_class, "Tensor batch", "Filter/Tensor",
                                         "Gathers one tensor per stream into one batched tensor, each stream writing "
                                         "its slot in place",
@@ -1742,7 +1737,8 @@ static void gst_tensor_batch_init(GstTensorMemBatch *self) {
   self->devices = new gst_tensormem::ElementBackend(GST_ELEMENT_CAST(self), GST_TENSOR_MEM_STORAGE_AUTO);
   self->segment = nullptr;
   self->sent_stream_start = self->sent_segment = false;
-  self->srcpad = gst_pad_new_from_static_template(&src_template, "src");
+  self->srcpad =
+      gst_pad_new_from_template(gst_element_class_get_pad_template(GST_ELEMENT_GET_CLASS(self), "src"), "src");
   gst_pad_set_query_function(self->srcpad, gst_tensor_batch_src_query);
   gst_pad_set_event_function(self->srcpad, gst_tensor_batch_src_event);
   gst_pad_use_fixed_caps(self->srcpad);

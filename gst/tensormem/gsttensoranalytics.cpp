@@ -67,8 +67,8 @@ bool set_tensor_meta(GstBuffer *target, GstBuffer *data, GQuark id, GstTensorDat
     for (guint i = 0; i < gst_buffer_n_memory(target); ++i)
       gst_buffer_append_memory(data, gst_memory_ref(gst_buffer_peek_memory(target, i)));
   }
-  GstTensor *tensor = gst_tensor_new_simple(id, type, data, GST_TENSOR_DIM_ORDER_ROW_MAJOR, n_dims,
-                                            const_cast<gsize *>(dims));
+  GstTensor *tensor =
+      gst_tensor_new_simple(id, type, data, GST_TENSOR_DIM_ORDER_ROW_MAJOR, n_dims, const_cast<gsize *>(dims));
   if (!tensor) {
     gst_buffer_unref(data);
     return false;
@@ -82,7 +82,6 @@ bool set_tensor_meta(GstBuffer *target, GstBuffer *data, GQuark id, GstTensorDat
   return true;
 }
 
-
 #if GST_TENSOR_MEM_HAVE_TENSOR_CAPS
 
 namespace {
@@ -92,9 +91,9 @@ constexpr const char *kGroupsName = "tensorgroups";
 constexpr const char *kTensorName = "tensor/strided";
 
 GstStructure *strided_structure(const CapsTensor &t) {
-  GstStructure *s = gst_structure_new(kTensorName, "tensor-id", G_TYPE_STRING, t.id.c_str(), "dims-order",
-                                      G_TYPE_STRING,
-                                      t.order == GST_TENSOR_DIM_ORDER_COL_MAJOR ? "col-major" : "row-major", nullptr);
+  GstStructure *s =
+      gst_structure_new(kTensorName, "tensor-id", G_TYPE_STRING, t.id.c_str(), "dims-order", G_TYPE_STRING,
+                        t.order == GST_TENSOR_DIM_ORDER_COL_MAJOR ? "col-major" : "row-major", nullptr);
   GValue dims = G_VALUE_INIT, dim = G_VALUE_INIT;
   gst_value_array_init(&dims, t.dims.size());
   g_value_init(&dim, G_TYPE_INT);

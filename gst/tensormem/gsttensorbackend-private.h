@@ -84,6 +84,12 @@ struct Backend {
    * upstream (gst_tensor_mem_gstgl_display_answer_query) and GstGL's textures
    * reach it on the GPU. */
   bool shares_gstgl_display = false;
+  /* TRUE: an allocation of any byte count is one flat range, and a window
+   * of it is memory of its own (system, DMA-BUF, PBO), so n slots of a batch
+   * can be one allocation of the family (BatchStore) and a batching
+   * element's templates list it. FALSE where memory has a shape of its own
+   * (a D3D11 texture: rows at the driver's pitch). */
+  bool holds_batches = false;
   /* A template structure this family adds after its featured caps where
    * GStreamer knows it (DMA-BUF: its DMA_DRM form); "" for none. */
   const char *extra_template = "";
@@ -138,10 +144,11 @@ void prepare_cuda_import(GstBuffer *buffer, GstMemory *mem);
 
 /* Which families template_caps() lists, and in which order. */
 enum class TemplateFamilies {
-  All,          // every family, system first
-  AllShared,    // every family, the shared families that map as system first
-  CpuReadable,  // the families that map as system, system first
+  All,               // every family, system first
+  AllShared,         // every family, the shared families that map as system first
+  CpuReadable,       // the families that map as system, system first
   CpuReadableShared, // the same, the shared ones first
+  Batches,           // the families that hold batches (holds_batches), system first
 };
 
 /* Pad-template caps built from the table (as GstGL builds its upload's

@@ -2,7 +2,6 @@
 #include <gst/tensormem/gsttensorbackend-private.h>
 #include <gst/tensormem/gsttensorwritable-private.h>
 
-
 GST_DEBUG_CATEGORY_STATIC(gst_tensor_backend_debug);
 #define GST_CAT_DEFAULT gst_tensor_backend_debug
 
@@ -93,7 +92,8 @@ GstCaps *template_caps(const char *plain, TemplateFamilies families) {
   const bool cpu_only = families == TemplateFamilies::CpuReadable || families == TemplateFamilies::CpuReadableShared;
   const bool shared_first = families == TemplateFamilies::AllShared || families == TemplateFamilies::CpuReadableShared;
   GstCaps *base = gst_caps_from_string(plain);
-  const bool video = gst_caps_get_size(base) > 0 && gst_structure_has_name(gst_caps_get_structure(base, 0), "video/x-raw");
+  const bool video =
+      gst_caps_get_size(base) > 0 && gst_structure_has_name(gst_caps_get_structure(base, 0), "video/x-raw");
   GstCaps *out = gst_caps_new_empty();
   auto add = [&](const Backend &backend) {
     gst_caps_append(out, caps_with_feature(base, backend.caps_feature));
@@ -105,7 +105,8 @@ GstCaps *template_caps(const char *plain, TemplateFamilies families) {
     for (std::size_t i = 0; i < kBackendCount; ++i) {
       const Backend &backend = backend_at(i);
       const bool leading = backend.caps_feature && backend.maps_as_system;
-      if ((cpu_only && !backend.maps_as_system) || (shared_first && leading != (pass == 0)))
+      if ((cpu_only && !backend.maps_as_system) || (shared_first && leading != (pass == 0)) ||
+          (families == TemplateFamilies::Batches && !backend.holds_batches))
         continue;
       add(backend);
     }
@@ -241,7 +242,7 @@ gboolean ElementBackend::start() {
   if (property == GST_TENSOR_MEM_STORAGE_AUTO)
     GST_INFO_OBJECT(element_, "storage=auto resolves to %s: %s", storage_nick(backend.storage),
                     backend.storage == GST_TENSOR_MEM_STORAGE_DMABUF ? "a DMA heap under /dev/dma_heap is usable"
-                                                                 : "no usable DMA heap under /dev/dma_heap");
+                                                                     : "no usable DMA heap under /dev/dma_heap");
   else
     GST_INFO_OBJECT(element_, "storage=%s", storage_nick(property));
   /* A storage this machine cannot give fails here, once, with the reason

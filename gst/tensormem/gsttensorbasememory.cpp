@@ -252,8 +252,8 @@ GstMemory *gst_tensor_mem_base_memory_new_window(GstMemory *mem, gsize offset, g
   g_return_val_if_fail(gst_is_tensor_mem_base_memory(mem), nullptr);
   if (offset > mem->size || size > mem->size - offset || size == 0)
     return nullptr;
-  return new_base_memory(mem->allocator, nullptr, mapping_of(mem)->tensor, static_cast<GstMemoryFlags>(0),
-                         mem->maxsize, mem->align, mem->offset + offset, size);
+  return new_base_memory(mem->allocator, nullptr, mapping_of(mem)->tensor, static_cast<GstMemoryFlags>(0), mem->maxsize,
+                         mem->align, mem->offset + offset, size);
 }
 
 /**

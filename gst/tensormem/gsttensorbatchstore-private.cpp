@@ -217,7 +217,10 @@ BatchAllocation *BatchStore::acquire(const Backend &family, GstObject *device, g
     found->refs.store(1, std::memory_order_relaxed);
     return found;
   }
-  if (!family.new_allocator || n_slots == 0 || slot_bytes == 0 || slot_bytes > G_MAXSIZE / n_slots)
+  // The table says which families hold batches; another family's allocator
+  // is never asked for flat bytes.
+  if (!family.holds_batches || !family.new_allocator || n_slots == 0 || slot_bytes == 0 ||
+      slot_bytes > G_MAXSIZE / n_slots)
     return nullptr;
   GstAllocator *allocator = family.new_allocator(device);
   if (!allocator)

@@ -79,7 +79,8 @@ public:
   /* An allocation of `family`'s memory (`device`: its shared object, NULL
    * for families without one) of n_slots × slot_bytes: a returned one of
    * the same family, device and layout that no reader still reads, else a
-   * new one. One reference; NULL when the family's allocator makes none. */
+   * new one. One reference; NULL for a family that does not hold batches
+   * (Backend::holds_batches) or when its allocator makes none. */
   BatchAllocation *acquire(const Backend &family, GstObject *device, gsize slot_bytes, guint n_slots);
 
   /* Returned allocations kept now (for tests and logs). */

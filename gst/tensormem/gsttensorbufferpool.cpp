@@ -6,10 +6,10 @@
 #include <gst/tensormem/gsttensorcancel-private.h>
 #include <gst/tensormem/gsttensorfencemeta.h>
 #include <gst/tensormem/gsttensorformat.h>
-#include <gst/tensormem/gsttensormapping-private.h>
-#include <gst/tensormem/gsttensormemvalidate.h>
 #include <gst/tensormem/gsttensorformat.hpp>
+#include <gst/tensormem/gsttensormapping-private.h>
 #include <gst/tensormem/gsttensormemallocator.hpp>
+#include <gst/tensormem/gsttensormemvalidate.h>
 
 #include <tensormem/storage.hpp>
 #include <tensormem/tensor.hpp>
@@ -27,7 +27,7 @@ GST_DEBUG_CATEGORY_STATIC(gst_tensor_mem_buffer_pool_debug);
 namespace {
 
 struct GstTensorMemBufferPoolPrivate {
-  GstTensorMemStorage storage;   // fixed at construction (D3D11: the subclass in gsttensord3d11.cpp)
+  GstTensorMemStorage storage;    // fixed at construction (D3D11: the subclass in gsttensord3d11.cpp)
   GstAllocator *device_allocator; // a family with a device (PBO): the allocator to use (owned); NULL until known
   /* Unpadded configs: the strides and offsets every buffer's meta carries,
    * from the core's image_layout (one layout engine for pool and core). */
@@ -60,7 +60,8 @@ constexpr const char *kFenceTimeoutField = "tensormem-fence-timeout";
 
 G_DEFINE_TYPE_WITH_CODE(GstTensorMemBufferPool, gst_tensor_mem_buffer_pool, GST_TYPE_VIDEO_BUFFER_POOL,
                         G_ADD_PRIVATE(GstTensorMemBufferPool);
-                        GST_DEBUG_CATEGORY_INIT(gst_tensor_mem_buffer_pool_debug, "tensormempool", 0, "tensor buffer pool"))
+                        GST_DEBUG_CATEGORY_INIT(gst_tensor_mem_buffer_pool_debug, "tensormempool", 0,
+                                                "tensor buffer pool"))
 
 static GstTensorMemBufferPoolPrivate *pool_priv(GstBufferPool *pool) {
   return static_cast<GstTensorMemBufferPoolPrivate *>(
@@ -240,7 +241,8 @@ static gboolean gst_tensor_mem_buffer_pool_set_config(GstBufferPool *pool, GstSt
 
 static GstFlowReturn gst_tensor_mem_buffer_pool_alloc_buffer(GstBufferPool *pool, GstBuffer **buffer,
                                                              GstBufferPoolAcquireParams *params) {
-  const GstFlowReturn ret = GST_BUFFER_POOL_CLASS(gst_tensor_mem_buffer_pool_parent_class)->alloc_buffer(pool, buffer, params);
+  const GstFlowReturn ret =
+      GST_BUFFER_POOL_CLASS(gst_tensor_mem_buffer_pool_parent_class)->alloc_buffer(pool, buffer, params);
   if (ret != GST_FLOW_OK)
     return ret;
   const GstTensorMemBufferPoolPrivate *priv = pool_priv(pool);
@@ -384,8 +386,9 @@ static GstFlowReturn wait_for_readers(GstBufferPool *pool, GstBuffer **buffer, G
  * leaves the pool (freed; the GL driver keeps a deleted buffer alive for
  * queued commands) and the acquire fails naming the fence. */
 static GstFlowReturn gst_tensor_mem_buffer_pool_acquire_buffer(GstBufferPool *pool, GstBuffer **buffer,
-                                                           GstBufferPoolAcquireParams *params) {
-  GstFlowReturn ret = GST_BUFFER_POOL_CLASS(gst_tensor_mem_buffer_pool_parent_class)->acquire_buffer(pool, buffer, params);
+                                                               GstBufferPoolAcquireParams *params) {
+  GstFlowReturn ret =
+      GST_BUFFER_POOL_CLASS(gst_tensor_mem_buffer_pool_parent_class)->acquire_buffer(pool, buffer, params);
   if (ret != GST_FLOW_OK)
     return ret;
   GstTensorMemBufferPoolPrivate *priv = pool_priv(pool);
@@ -612,4 +615,3 @@ void gst_tensor_mem_buffer_pool_config_set_fence_timeout(GstStructure *config, G
   g_return_if_fail(config != nullptr);
   gst_structure_set(config, kFenceTimeoutField, G_TYPE_UINT64, static_cast<guint64>(timeout), nullptr);
 }
-

@@ -114,7 +114,8 @@ template <typename T> void put(T v, std::vector<std::uint8_t> *out) {
 /* `value` rounded to the nearest integer of T, clamped to T's range (NaN: 0). */
 template <typename T> void put_integer(double value, std::vector<std::uint8_t> *out) {
   double v = std::isnan(value) ? 0.0 : std::nearbyint(value);
-  v = std::clamp(v, static_cast<double>(std::numeric_limits<T>::min()), static_cast<double>(std::numeric_limits<T>::max()));
+  v = std::clamp(v, static_cast<double>(std::numeric_limits<T>::min()),
+                 static_cast<double>(std::numeric_limits<T>::max()));
   // The top of a 64-bit range is not a double: its nearest double is past it.
   if (v >= static_cast<double>(std::numeric_limits<T>::max()))
     put(std::numeric_limits<T>::max(), out);

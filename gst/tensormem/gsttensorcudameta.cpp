@@ -18,8 +18,8 @@
  */
 #include "gsttensorcudameta.h"
 
-#include "gsttensormemallocator.h"
 #include "gsttensorcudameta-private.h"
+#include "gsttensormemallocator.h"
 #include <gst/tensormem/gsttensorcudameta.hpp>
 #include <gst/tensormem/gsttensormemallocator.hpp>
 
@@ -75,7 +75,8 @@ gboolean cuda_meta_transform(GstBuffer *, GstMeta *, GstBuffer *, GQuark, gpoint
 void ensure_debug() {
   static std::once_flag once;
   std::call_once(once, [] {
-    GST_DEBUG_CATEGORY_INIT(gst_tensor_mem_cuda_meta_debug, "tensormemcudameta", 0, "Tensor CUDA meta and import cache");
+    GST_DEBUG_CATEGORY_INIT(gst_tensor_mem_cuda_meta_debug, "tensormemcudameta", 0,
+                            "Tensor CUDA meta and import cache");
   });
 }
 
@@ -191,7 +192,8 @@ gboolean gst_tensor_mem_cuda_meta_map(GstTensorMemCudaMeta *meta, gpointer *devi
  *
  * Since: 0.1
  */
-gboolean gst_tensor_mem_cuda_meta_map_mut(GstTensorMemCudaMeta *meta, gpointer *device_ptr, gsize *size, GError **error) {
+gboolean gst_tensor_mem_cuda_meta_map_mut(GstTensorMemCudaMeta *meta, gpointer *device_ptr, gsize *size,
+                                          GError **error) {
   return map_impl(meta, true, device_ptr, size, error);
 }
 
@@ -246,8 +248,9 @@ const gchar *gst_tensor_mem_cuda_kind_to_string(GstTensorMemCudaKind kind) {
   return "unknown";
 }
 
-GstTensorMemCudaMeta *gst_buffer_add_tensor_mem_cuda_meta(GstBuffer *buffer, std::shared_ptr<tensormem::CudaHandle> handle,
-                                                      gsize offset, gsize size) {
+GstTensorMemCudaMeta *gst_buffer_add_tensor_mem_cuda_meta(GstBuffer *buffer,
+                                                          std::shared_ptr<tensormem::CudaHandle> handle, gsize offset,
+                                                          gsize size) {
   g_return_val_if_fail(GST_IS_BUFFER(buffer), nullptr);
   if (!handle)
     return nullptr;
@@ -292,7 +295,7 @@ std::shared_ptr<tensormem::CudaHandle> gst_tensor_mem_memory_peek_cuda(GstMemory
 }
 
 tensormem::Result<std::shared_ptr<tensormem::CudaHandle>> gst_tensor_mem_memory_import_cuda(GstMemory *mem,
-                                                                                        gboolean *imported) {
+                                                                                            gboolean *imported) {
   ensure_debug();
   if (imported)
     *imported = FALSE;
@@ -383,7 +386,8 @@ gboolean gst_tensor_mem_cuda_meta_read(GstTensorMemCudaMeta *meta, gpointer dest
  *
  * Since: 0.1
  */
-gboolean gst_tensor_mem_cuda_get_status(const gchar **api, const gchar **library, gint *n_devices, const gchar **reason) {
+gboolean gst_tensor_mem_cuda_get_status(const gchar **api, const gchar **library, gint *n_devices,
+                                        const gchar **reason) {
   std::shared_ptr<const tensormem::CudaRuntime> rt;
   rt = tensormem::CudaRuntime::get();
   const bool available = rt && rt->available();

@@ -5,17 +5,17 @@
 #include <gst/tensormem/gsttensorbasememory-private.h>
 #include <gst/tensormem/gsttensorbufferpool-private.h>
 #include <gst/tensormem/gsttensorbufferpool.h>
-#include <gst/tensormem/gsttensormapping-private.h>
-#include <gst/tensormem/gsttensord3d11device.h>
-#include <gst/tensormem/gsttensorfencemeta.h>
-#include <gst/tensormem/gsttensorformat.h>
-#include <gst/tensormem/gsttensormemallocator.h>
-#include <gst/tensormem/gsttensormemvalidate.h>
-#include <gst/tensormem/gsttensord3d11device.hpp>
 #include <gst/tensormem/gsttensord3d11.hpp>
+#include <gst/tensormem/gsttensord3d11device.h>
+#include <gst/tensormem/gsttensord3d11device.hpp>
+#include <gst/tensormem/gsttensorfencemeta.h>
 #include <gst/tensormem/gsttensorfencemeta.hpp>
+#include <gst/tensormem/gsttensorformat.h>
 #include <gst/tensormem/gsttensorformat.hpp>
+#include <gst/tensormem/gsttensormapping-private.h>
+#include <gst/tensormem/gsttensormemallocator.h>
 #include <gst/tensormem/gsttensormemallocator.hpp>
+#include <gst/tensormem/gsttensormemvalidate.h>
 
 #include <tensormem/d3d11_timeline.hpp>
 #include <tensormem/host_pin.hpp>
@@ -94,8 +94,7 @@ GstMemory *copy_texture(GstTensorMemBaseMemory *base, gssize offset, gssize size
     if (!made)
       GST_WARNING("a texture for the copy: %s", made.error().message().c_str());
     else if ((*made)->size_bytes() != mem->size)
-      GST_WARNING("the copy's texture has %zu bytes, the original %" G_GSIZE_FORMAT, (*made)->size_bytes(),
-                  mem->size);
+      GST_WARNING("the copy's texture has %zu bytes, the original %" G_GSIZE_FORMAT, (*made)->size_bytes(), mem->size);
     else
       copy = memory_over(mem->allocator, std::move(*made));
   } else {
@@ -167,7 +166,8 @@ gboolean gst_tensor_mem_d3d11_has_texture_layout(const GstVideoInfo *info) {
   g_return_val_if_fail(info != nullptr, FALSE);
   tensormem::PixelFormat format;
   return gst_tensor_mem_pixel_format_from_video_format(GST_VIDEO_INFO_FORMAT(info), &format) &&
-         tensormem::image_d3d11_layout(format, tensormem::DType::U8, static_cast<std::uint32_t>(GST_VIDEO_INFO_WIDTH(info)),
+         tensormem::image_d3d11_layout(format, tensormem::DType::U8,
+                                       static_cast<std::uint32_t>(GST_VIDEO_INFO_WIDTH(info)),
                                        static_cast<std::uint32_t>(GST_VIDEO_INFO_HEIGHT(info)))
              .has_value();
 }
@@ -228,8 +228,8 @@ GstMemory *gst_tensor_mem_d3d11_allocator_alloc_video(GstAllocator *allocator, c
  * Since: 0.1
  */
 gboolean gst_tensor_mem_d3d11_memory_get_plane_layout(GstMemory *mem, const GstVideoInfo *info,
-                                                  gsize offset[GST_VIDEO_MAX_PLANES],
-                                                  gint stride[GST_VIDEO_MAX_PLANES]) {
+                                                      gsize offset[GST_VIDEO_MAX_PLANES],
+                                                      gint stride[GST_VIDEO_MAX_PLANES]) {
   g_return_val_if_fail(gst_is_tensor_mem_d3d11_memory(mem), FALSE);
   g_return_val_if_fail(info != nullptr, FALSE);
   auto storage = gst_tensor_mem_d3d11_memory_get_storage(mem);
@@ -412,11 +412,11 @@ gboolean d3d11_ensure_device(GstElement *element, GstObject **slot, GError **err
 }
 gboolean d3d11_handle_set_context(GstElement *element, GstContext *context, GstObject **slot) {
   return gst_tensor_mem_d3d11_device_handle_set_context(element, context,
-                                                    reinterpret_cast<GstTensorMemD3D11Device **>(slot));
+                                                        reinterpret_cast<GstTensorMemD3D11Device **>(slot));
 }
 gboolean d3d11_handle_context_query(GstElement *element, GstQuery *query, GstObject **slot) {
   return gst_tensor_mem_d3d11_device_handle_context_query(element, query,
-                                                      reinterpret_cast<GstTensorMemD3D11Device **>(slot));
+                                                          reinterpret_cast<GstTensorMemD3D11Device **>(slot));
 }
 void d3d11_describe_device(GstElement *element, GstObject *device) {
   GST_INFO_OBJECT(element, "D3D11 device %" GST_PTR_FORMAT " (%s)", device,
@@ -433,11 +433,12 @@ gboolean d3d11_check_caps(GstElement *element, GstCaps *caps) {
   GstVideoInfo info;
   if (!gst_video_info_from_caps(&info, caps) || gst_tensor_mem_d3d11_has_texture_layout(&info))
     return TRUE;
-  GST_ELEMENT_ERROR(element, CORE, NEGOTIATION,
-                    ("storage=d3d11 has no Direct3D 11 texture for %s frames.", GST_VIDEO_INFO_NAME(&info)),
-                    ("textures hold RGBA, BGRA, BGRx, GRAY8, RGB, planar RGB, NV12, NV16 and NV24; put videoconvert "
-                     "before tensorupload (NV12 for YUV), or choose storage=system, dmabuf or pbo. Caps: %" GST_PTR_FORMAT,
-                     caps));
+  GST_ELEMENT_ERROR(
+      element, CORE, NEGOTIATION,
+      ("storage=d3d11 has no Direct3D 11 texture for %s frames.", GST_VIDEO_INFO_NAME(&info)),
+      ("textures hold RGBA, BGRA, BGRx, GRAY8, RGB, planar RGB, NV12, NV16 and NV24; put videoconvert "
+       "before tensorupload (NV12 for YUV), or choose storage=system, dmabuf or pbo. Caps: %" GST_PTR_FORMAT,
+       caps));
   return FALSE;
 }
 /* Every write into a texture is ordered by the process fence. */

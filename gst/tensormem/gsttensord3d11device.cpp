@@ -49,9 +49,9 @@ gboolean device_object_ok(GstObject *object) { return device_ok(GST_TENSOR_MEM_D
 
 GstObject *make_device(GError **error) { return GST_OBJECT_CAST(gst_tensor_mem_d3d11_device_new(error)); }
 
-const gst_tensormem::SharedContextKind kDeviceKind = {GST_TENSOR_MEM_D3D11_DEVICE_CONTEXT_TYPE,
-                                                      GST_TENSOR_MEM_D3D11_DEVICE_CONTEXT_FIELD,
-                                                      gst_tensor_mem_d3d11_device_get_type, device_object_ok, make_device};
+const gst_tensormem::SharedContextKind kDeviceKind = {
+    GST_TENSOR_MEM_D3D11_DEVICE_CONTEXT_TYPE, GST_TENSOR_MEM_D3D11_DEVICE_CONTEXT_FIELD,
+    gst_tensor_mem_d3d11_device_get_type, device_object_ok, make_device};
 
 GstObject **object_slot(GstTensorMemD3D11Device **slot) { return reinterpret_cast<GstObject **>(slot); }
 
@@ -118,7 +118,8 @@ GstTensorMemD3D11Device *gst_tensor_mem_d3d11_device_new_wrapped(std::shared_ptr
  *
  * Since: 0.1
  */
-std::shared_ptr<tensormem::D3d11Context> gst_tensor_mem_d3d11_device_get_d3d11_context(GstTensorMemD3D11Device *device) {
+std::shared_ptr<tensormem::D3d11Context>
+gst_tensor_mem_d3d11_device_get_d3d11_context(GstTensorMemD3D11Device *device) {
   g_return_val_if_fail(device_ok(device), nullptr);
   return device->priv->context;
 }
@@ -208,7 +209,7 @@ gboolean gst_context_get_tensor_mem_d3d11_device(GstContext *context, GstTensorM
  * Since: 0.1
  */
 gboolean gst_tensor_mem_d3d11_device_handle_set_context(GstElement *element, GstContext *context,
-                                                    GstTensorMemD3D11Device **device) {
+                                                        GstTensorMemD3D11Device **device) {
   g_return_val_if_fail(GST_IS_ELEMENT(element), FALSE);
   g_return_val_if_fail(device != nullptr, FALSE);
   return gst_tensormem::shared_context_handle_set(kDeviceKind, element, context, object_slot(device));
@@ -231,7 +232,7 @@ gboolean gst_tensor_mem_d3d11_device_handle_set_context(GstElement *element, Gst
  * Since: 0.1
  */
 gboolean gst_tensor_mem_d3d11_device_handle_context_query(GstElement *element, GstQuery *query,
-                                                      GstTensorMemD3D11Device **device) {
+                                                          GstTensorMemD3D11Device **device) {
   g_return_val_if_fail(GST_IS_ELEMENT(element), FALSE);
   g_return_val_if_fail(GST_IS_QUERY(query), FALSE);
   g_return_val_if_fail(device != nullptr, FALSE);

@@ -4,12 +4,12 @@
 #include <gst/tensormem/gsttensorbackend-private.h>
 #include <gst/tensormem/gsttensorbufferpool.h>
 #include <gst/tensormem/gsttensordmabuf-private.h>
+#include <gst/tensormem/gsttensordmabuf.hpp>
 #include <gst/tensormem/gsttensorformat.h>
 #include <gst/tensormem/gsttensormapping-private.h>
+#include <gst/tensormem/gsttensormemallocator.hpp>
 #include <gst/tensormem/gsttensormemconfig.h>
 #include <gst/tensormem/gsttensorsidecache-private.h>
-#include <gst/tensormem/gsttensordmabuf.hpp>
-#include <gst/tensormem/gsttensormemallocator.hpp>
 #include <gst/video/video.h>
 
 #include <algorithm>
@@ -202,9 +202,8 @@ RecentImports &recent_imports() {
 GstMemory *wrap_storage(GstAllocator *allocator, std::shared_ptr<tensormem::DmaBufStorage> storage,
                         gsize maxsize) noexcept {
   if (maxsize > storage->size_bytes()) {
-    GST_WARNING_OBJECT(allocator,
-                       "a %" G_GSIZE_FORMAT "-byte memory does not fit the %" G_GSIZE_FORMAT "-byte storage", maxsize,
-                       storage->size_bytes());
+    GST_WARNING_OBJECT(allocator, "a %" G_GSIZE_FORMAT "-byte memory does not fit the %" G_GSIZE_FORMAT "-byte storage",
+                       maxsize, storage->size_bytes());
     return nullptr;
   }
   const bool writable = storage->writable();
@@ -395,7 +394,7 @@ gboolean gst_is_tensor_mem_dmabuf_memory(GstMemory *mem) {
  * Since: 0.1
  */
 GstMemory *gst_tensor_mem_dmabuf_allocator_import(GstAllocator *allocator,
-                                              std::shared_ptr<tensormem::DmaBufStorage> storage) {
+                                                  std::shared_ptr<tensormem::DmaBufStorage> storage) {
   g_return_val_if_fail(GST_IS_TENSOR_MEM_DMABUF_ALLOCATOR(allocator), nullptr);
   g_return_val_if_fail(storage != nullptr, nullptr);
   const gsize bytes = storage->size_bytes();
@@ -440,7 +439,8 @@ GstMemory *gst_tensor_mem_dmabuf_memory_import_fd(gint fd, gsize size) {
  * Since: 0.1
  */
 std::shared_ptr<tensormem::DmaBufStorage> gst_tensor_mem_dmabuf_memory_get_storage(GstMemory *mem) {
-  const tensormem::Tensor *tensor = gst_is_tensor_mem_dmabuf_memory(mem) ? gst_tensor_mem_memory_get_tensor(mem) : nullptr;
+  const tensormem::Tensor *tensor =
+      gst_is_tensor_mem_dmabuf_memory(mem) ? gst_tensor_mem_memory_get_tensor(mem) : nullptr;
   if (!tensor || tensor->storage_kind() != tensormem::StorageKind::DmaBuf)
     return {};
   return std::static_pointer_cast<tensormem::DmaBufStorage>(tensor->storage());
@@ -458,7 +458,8 @@ std::shared_ptr<tensormem::DmaBufStorage> gst_tensor_mem_dmabuf_memory_get_stora
  *
  * Since: 0.1
  */
-tensormem::Result<std::shared_ptr<tensormem::DmaBufStorage>> gst_tensor_mem_dmabuf_memory_import_storage(GstMemory *mem) {
+tensormem::Result<std::shared_ptr<tensormem::DmaBufStorage>>
+gst_tensor_mem_dmabuf_memory_import_storage(GstMemory *mem) {
   if (!mem || !gst_is_dmabuf_memory(mem))
     return tensormem::Error::invalid_argument("gst_tensor_mem_dmabuf_memory_import_storage: not DMA-BUF memory");
   if (auto ours = gst_tensor_mem_dmabuf_memory_get_storage(mem))
@@ -548,6 +549,7 @@ const Backend &dmabuf_backend() {
       .check_usable = dmabuf_check_usable,
       .new_allocator = dmabuf_new_allocator,
       .maps_as_system = true,
+      .holds_batches = true,
       .extra_template = GST_TENSOR_MEM_DMA_DRM_STRUCTURE,
       .allocator_type = gst_tensor_mem_dmabuf_allocator_get_type,
       .owns_memory = gst_is_tensor_mem_dmabuf_memory,

@@ -2,12 +2,12 @@
 #include <gst/tensormem/gsttensordownloader.h>
 
 #include <gst/allocators/gstdmabuf.h>
+#include <gst/tensormem/gsttensorbackend-private.h>
 #include <gst/tensormem/gsttensord3d11.h>
 #include <gst/tensormem/gsttensorframecopy-private.h>
+#include <gst/tensormem/gsttensormemvalidate.h>
 #include <gst/tensormem/gsttensormethodtable-private.h>
 #include <gst/tensormem/gsttensorpbo.h>
-#include <gst/tensormem/gsttensormemvalidate.h>
-#include <gst/tensormem/gsttensorbackend-private.h>
 #include <gst/video/video.h>
 
 GST_DEBUG_CATEGORY_STATIC(gst_tensor_downloader_debug);
@@ -136,8 +136,7 @@ gboolean download_propose_allocation(const DownloadContext &ctx, GstQuery *query
   return propose_all(kMethods, ctx, query);
 }
 
-GstCaps *download_transform_caps(GstPadDirection direction, GstCaps *in_caps, GstCaps *filter,
-                                 GstCaps *template_caps) {
+GstCaps *download_transform_caps(GstPadDirection direction, GstCaps *in_caps, GstCaps *filter, GstCaps *template_caps) {
   GstCaps *result;
   if (gst_caps_is_any(in_caps)) { // the template, DMA_DRM structures linear only
     GstCaps *ordinary = caps_without_dma_drm(template_caps);

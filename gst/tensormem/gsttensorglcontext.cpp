@@ -67,8 +67,8 @@ gboolean worker_object_ok(GstObject *object) { return worker_ok(GST_TENSOR_MEM_G
 GstObject *make_worker(GError **error) { return GST_OBJECT_CAST(gst_tensor_mem_gl_worker_new(error)); }
 
 const gst_tensormem::SharedContextKind kWorkerKind = {GST_TENSOR_MEM_GL_WORKER_CONTEXT_TYPE,
-                                                      GST_TENSOR_MEM_GL_WORKER_CONTEXT_FIELD, gst_tensor_mem_gl_worker_get_type,
-                                                      worker_object_ok, make_worker};
+                                                      GST_TENSOR_MEM_GL_WORKER_CONTEXT_FIELD,
+                                                      gst_tensor_mem_gl_worker_get_type, worker_object_ok, make_worker};
 
 GstObject **object_slot(GstTensorMemGlWorker **slot) { return reinterpret_cast<GstObject **>(slot); }
 
@@ -278,7 +278,7 @@ GstContext *gst_context_new_tensor_mem_gl_worker(GstTensorMemGlWorker *worker, g
  * Since: 0.1
  */
 gboolean gst_tensor_mem_gl_worker_handle_set_context(GstElement *element, GstContext *context,
-                                                 GstTensorMemGlWorker **worker) {
+                                                     GstTensorMemGlWorker **worker) {
   g_return_val_if_fail(GST_IS_ELEMENT(element), FALSE);
   g_return_val_if_fail(worker != nullptr, FALSE);
   return gst_tensormem::shared_context_handle_set(kWorkerKind, element, context, object_slot(worker));
@@ -302,7 +302,7 @@ gboolean gst_tensor_mem_gl_worker_handle_set_context(GstElement *element, GstCon
  * Since: 0.1
  */
 gboolean gst_tensor_mem_gl_worker_handle_context_query(GstElement *element, GstQuery *query,
-                                                   GstTensorMemGlWorker **worker) {
+                                                       GstTensorMemGlWorker **worker) {
   g_return_val_if_fail(GST_IS_ELEMENT(element), FALSE);
   g_return_val_if_fail(GST_IS_QUERY(query), FALSE);
   g_return_val_if_fail(worker != nullptr, FALSE);

@@ -179,7 +179,8 @@ gboolean gst_tensor_mem_gl_worker_ensure_gstgl(GstElement *element, GstTensorMem
  *
  * Since: 0.1
  */
-gboolean gst_tensor_mem_gl_worker_ensure_for_gl_memory(GstMemory *memory, GstTensorMemGlWorker **worker, GError **error) {
+gboolean gst_tensor_mem_gl_worker_ensure_for_gl_memory(GstMemory *memory, GstTensorMemGlWorker **worker,
+                                                       GError **error) {
   g_return_val_if_fail(memory != nullptr && worker != nullptr, FALSE);
 #if TENSORMEM_GSTGL_READBACK
   if (!gst_is_gl_memory(memory)) {
@@ -278,7 +279,7 @@ gboolean gst_tensor_mem_gl_worker_shares_with_gstgl(GstTensorMemGlWorker *worker
  * Since: 0.1
  */
 gboolean gst_buffer_read_gl_memory_into_tensor_mem_pbo(GstBuffer *outbuf, GstBuffer *inbuf, const GstVideoInfo *info,
-                                                   gsize *gpu_copied, GError **error) {
+                                                       gsize *gpu_copied, GError **error) {
   g_return_val_if_fail(GST_IS_BUFFER(outbuf) && GST_IS_BUFFER(inbuf) && info, FALSE);
   if (gpu_copied)
     *gpu_copied = 0;
@@ -385,7 +386,7 @@ gboolean gst_buffer_read_gl_memory_into_tensor_mem_pbo(GstBuffer *outbuf, GstBuf
  * Since: 0.1
  */
 gboolean gst_buffer_copy_gl_memory_into_tensor_mem(GstBuffer *outbuf, GstBuffer *inbuf, const GstVideoInfo *info,
-                                               gsize *copied, GError **error) {
+                                                   gsize *copied, GError **error) {
   g_return_val_if_fail(GST_IS_BUFFER(outbuf) && GST_IS_BUFFER(inbuf) && info, FALSE);
   if (copied)
     *copied = 0;

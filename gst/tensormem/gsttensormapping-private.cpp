@@ -138,9 +138,7 @@ namespace {
  * whose map failed should say why (gst_tensor_mem_memory_get_last_map_failure). */
 thread_local std::string t_last_map_failure;
 
-void note_map_failure(const char *text) noexcept {
-  t_last_map_failure = text;
-}
+void note_map_failure(const char *text) noexcept { t_last_map_failure = text; }
 
 } // namespace
 

@@ -27,8 +27,8 @@ std::optional<tensormem::Tensor> create_storage(GstTensorMemBaseAllocator *alloc
     GST_WARNING_OBJECT(allocator, "%s", storage.error().message().c_str());
     return std::nullopt;
   }
-  auto tensor =
-      tensormem::Tensor::wrap(std::move(*storage), {bytes}, tensormem::DType::U8, GST_TENSOR_MEM_SYSTEM_MEMORY_TYPE_NAME);
+  auto tensor = tensormem::Tensor::wrap(std::move(*storage), {bytes}, tensormem::DType::U8,
+                                        GST_TENSOR_MEM_SYSTEM_MEMORY_TYPE_NAME);
   if (!tensor) {
     GST_WARNING_OBJECT(allocator, "%s", tensor.error().message().c_str());
     return std::nullopt;
@@ -38,7 +38,8 @@ std::optional<tensormem::Tensor> create_storage(GstTensorMemBaseAllocator *alloc
 
 } // namespace
 
-G_DEFINE_TYPE_WITH_CODE(GstTensorMemSystemAllocator, gst_tensor_mem_system_allocator, GST_TYPE_TENSOR_MEM_BASE_ALLOCATOR,
+G_DEFINE_TYPE_WITH_CODE(GstTensorMemSystemAllocator, gst_tensor_mem_system_allocator,
+                        GST_TYPE_TENSOR_MEM_BASE_ALLOCATOR,
                         GST_DEBUG_CATEGORY_INIT(gst_tensor_memory_debug, "tensormemsystem", 0, "system tensor memory"))
 
 static void gst_tensor_mem_system_allocator_class_init(GstTensorMemSystemAllocatorClass *klass) {
@@ -108,6 +109,7 @@ const Backend &system_backend() {
       .max_align_mask = tensormem::MemStorage::kAlignment - 1,
       .new_allocator = system_new_allocator,
       .maps_as_system = true,
+      .holds_batches = true,
       .allocator_type = gst_tensor_mem_system_allocator_get_type,
       .owns_memory = system_owns_memory,
       .new_pool = system_new_pool,

@@ -7,8 +7,8 @@
 #include <gst/tensormem/gsttensorbufferpool-private.h>
 #include <gst/tensormem/gsttensorbufferpool.h>
 #include <gst/tensormem/gsttensorfencemeta.h>
-#include <gst/tensormem/gsttensormapping-private.h>
 #include <gst/tensormem/gsttensorfencemeta.hpp>
+#include <gst/tensormem/gsttensormapping-private.h>
 #include <gst/tensormem/gsttensormemallocator.hpp>
 #if GST_TENSOR_MEM_HAVE_GL
 #include <gst/tensormem/gsttensorglcontext.hpp>
@@ -77,8 +77,8 @@ std::optional<tensormem::Tensor> create_storage(GstTensorMemBaseAllocator *alloc
   }
   if (!zero_edges(allocator, *tensor, params, bytes))
     return std::nullopt;
-  GST_LOG_OBJECT(allocator, "GL buffer %u, %" G_GSIZE_FORMAT " bytes",
-                 tensormem::pbo_storage_of(*tensor)->buffer_id(), bytes);
+  GST_LOG_OBJECT(allocator, "GL buffer %u, %" G_GSIZE_FORMAT " bytes", tensormem::pbo_storage_of(*tensor)->buffer_id(),
+                 bytes);
   return std::move(*tensor);
 }
 
@@ -395,6 +395,7 @@ const Backend &pbo_backend() {
       .cpu_writes_need_fence = gst_buffer_tensor_mem_pbo_cpu_writes_need_fence,
       .fence_writes = gst_buffer_fence_tensor_mem_pbo_writes,
       .shares_gstgl_display = true,
+      .holds_batches = true,
       .allocator_type = gst_tensor_mem_pbo_allocator_get_type,
       .owns_memory = gst_is_tensor_mem_pbo_memory,
       .new_pool = gst_tensor_mem_buffer_pool_new_for_pbo,

@@ -19,8 +19,10 @@ GType gst_tensor_mem_storage_get_type(void) {
   static const GEnumValue values[] = {
       {GST_TENSOR_MEM_STORAGE_AUTO, "Pick the best storage available", "auto"},
       {GST_TENSOR_MEM_STORAGE_SYSTEM, "64-byte aligned system memory", "system"},
-      {GST_TENSOR_MEM_STORAGE_DMABUF, "DMA-BUF shared by file descriptor (DMA heap, or memfd by environment)", "dmabuf"},
-      {GST_TENSOR_MEM_STORAGE_PBO, "OpenGL pixel buffer objects of a headless GL worker shared through GstContext", "pbo"},
+      {GST_TENSOR_MEM_STORAGE_DMABUF, "DMA-BUF shared by file descriptor (DMA heap, or memfd by environment)",
+       "dmabuf"},
+      {GST_TENSOR_MEM_STORAGE_PBO, "OpenGL pixel buffer objects of a headless GL worker shared through GstContext",
+       "pbo"},
       {GST_TENSOR_MEM_STORAGE_D3D11,
        "Direct3D 11 textures of the process device shared through GstContext (elsewhere than Windows only with "
        "TENSORMEM_D3D11_DEVICE=software)",

@@ -4,15 +4,15 @@
 #include <gst/allocators/gstdmabuf.h>
 #include <gst/tensormem/gsttensorbufferpool.h>
 #include <gst/tensormem/gsttensordmabuf.h>
+#include <gst/tensormem/gsttensordmabuf.hpp>
 #include <gst/tensormem/gsttensorfencemeta.h>
 #include <gst/tensormem/gsttensorframecopy-private.h>
 #include <gst/tensormem/gsttensorgstgl.h>
 #include <gst/tensormem/gsttensormemallocator.h>
+#include <gst/tensormem/gsttensormemallocator.hpp>
 #include <gst/tensormem/gsttensormemconfig.h>
 #include <gst/tensormem/gsttensormemory.h>
 #include <gst/tensormem/gsttensormemvalidate.h>
-#include <gst/tensormem/gsttensordmabuf.hpp>
-#include <gst/tensormem/gsttensormemallocator.hpp>
 
 #include <iterator>
 #include <utility>
@@ -197,7 +197,7 @@ enum class GlRoute {
 };
 
 struct GlState {
-  gboolean input = FALSE;   // memory:GLMemory negotiated
+  gboolean input = FALSE; // memory:GLMemory negotiated
   GlRoute route = GlRoute::Undecided;
   GstBufferPool *pool = nullptr; // PBOs of the route's worker
   GstCaps *outcaps = nullptr;
@@ -315,7 +315,8 @@ gboolean gl_choose_route(const UploadContext &ctx, GlState *gl, GstBuffer *in) {
                                     : gst_tensor_mem_gl_worker_ensure_gstgl(ctx.element, &worker, &error);
   if (!shared) {
     GST_ELEMENT_ERROR(ctx.element, RESOURCE, SETTINGS,
-                      ("memory:GLMemory input: %s.", error ? error->message : "no GL worker"), ("%" GST_PTR_FORMAT, in));
+                      ("memory:GLMemory input: %s.", error ? error->message : "no GL worker"),
+                      ("%" GST_PTR_FORMAT, in));
     g_clear_error(&error);
     gst_clear_object(&worker);
     return FALSE;
@@ -340,8 +341,8 @@ GstFlowReturn gl_perform(const UploadContext &ctx, void *state, GstBuffer *in, G
   GstFlowReturn ret = gst_buffer_pool_acquire_buffer(gl->pool, out, nullptr);
   if (ret != GST_FLOW_OK)
     return ret;
-  gst_buffer_copy_into(*out, in, static_cast<GstBufferCopyFlags>(GST_BUFFER_COPY_FLAGS | GST_BUFFER_COPY_TIMESTAMPS),
-                       0, static_cast<gsize>(-1));
+  gst_buffer_copy_into(*out, in, static_cast<GstBufferCopyFlags>(GST_BUFFER_COPY_FLAGS | GST_BUFFER_COPY_TIMESTAMPS), 0,
+                       static_cast<gsize>(-1));
   const bool gpu = gl->route == GlRoute::Gpu;
   gsize copied = 0;
   GError *error = nullptr;

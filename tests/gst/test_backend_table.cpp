@@ -27,7 +27,8 @@ using gst_tensormem::Backend;
 // D3D11 runs on the software reference device off Windows.
 const bool g_software_d3d11 = g_setenv("TENSORMEM_D3D11_DEVICE", "software", TRUE);
 
-constexpr const char *kFrameCaps = "video/x-raw, format=(string)RGBA, width=(int)64, height=(int)16, framerate=(fraction)30/1";
+constexpr const char *kFrameCaps =
+    "video/x-raw, format=(string)RGBA, width=(int)64, height=(int)16, framerate=(fraction)30/1";
 
 std::string family_name(const testing::TestParamInfo<std::size_t> &info) {
   return gst_tensormem::storage_nick(gst_tensormem::backend_at(info.param).storage);
@@ -240,9 +241,28 @@ TEST_P(BackendTable, HoldsBatchesTheStoreRecycles) {
   GstObject *device = backend_->device();
   std::shared_ptr<gst_tensormem::BatchStore> store = gst_tensormem::BatchStore::create(2);
   gst_tensormem::BatchAllocation *a = store->acquire(*family_, device, kSlot, kSlots);
-  if (family_->storage == GST_TENSOR_MEM_STORAGE_D3D11) {
+  // tensorbatch's templates offer this family's tensors exactly where the
+  // table says it holds batches.
+  GstCaps *tensors = gst_caps_from_string("other/tensors, format=(string)static, num_tensors=(int)1");
+  GstCaps *featured = gst_tensormem::caps_with_feature(tensors, family_->caps_feature);
+  gst_caps_unref(tensors);
+  GstElementFactory *factory = gst_element_factory_find("tensorbatch");
+  ASSERT_NE(factory, nullptr);
+  int offered = 0;
+  for (const GList *l = gst_element_factory_get_static_pad_templates(factory); l; l = l->next) {
+    GstCaps *caps = gst_static_caps_get(&static_cast<GstStaticPadTemplate *>(l->data)->static_caps);
+    // Features must match exactly: plain caps would take any memory's as a subset.
+    for (guint i = 0; i < gst_caps_get_size(caps); ++i)
+      if (gst_caps_features_is_equal(gst_caps_get_features(caps, i), gst_caps_get_features(featured, 0)))
+        ++offered;
+    gst_caps_unref(caps);
+  }
+  gst_object_unref(factory);
+  gst_caps_unref(featured);
+  EXPECT_EQ(offered, family_->holds_batches ? 2 : 0) << "sink_%u and src of tensorbatch";
+  if (!family_->holds_batches) {
     // Textures are allocated with a frame's shape, never as flat bytes: the
-    // store says no (tensorbatch's templates never offer D3D11 memory).
+    // store says no.
     EXPECT_EQ(a, nullptr);
     if (a)
       gst_tensormem::batch_allocation_unref(a);
@@ -282,9 +302,8 @@ TEST_P(BackendTable, HoldsBatchesTheStoreRecycles) {
     }
   }
   for (guint i = 2; i < kSlots; ++i)
-    ASSERT_TRUE(gst_tensormem::batch_write_on_cpu(a, i * kSlot, kSlot, [i](std::byte *to) {
-      std::memset(to, 0x10 + static_cast<int>(i), kSlot);
-    }));
+    ASSERT_TRUE(gst_tensormem::batch_write_on_cpu(
+        a, i * kSlot, kSlot, [i](std::byte *to) { std::memset(to, 0x10 + static_cast<int>(i), kSlot); }));
   for (GstBuffer *slot : slots)
     gst_buffer_unref(slot);
 
