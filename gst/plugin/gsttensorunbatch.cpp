@@ -163,6 +163,15 @@ struct _GstTensorMemUnbatch {
 
 G_DEFINE_TYPE(GstTensorMemUnbatch, gst_tensor_unbatch, GST_TYPE_ELEMENT)
 
+/* An element error, remembered: the EOS that follows it then posts no second
+ * one. */
+#define UNBATCH_ERROR(self, domain, code, text, debug)                                                                 \
+  G_STMT_START {                                                                                                       \
+    (self)->failed = true;                                                                                             \
+    GST_ELEMENT_ERROR(self, domain, code, text, debug);                                                                \
+  }                                                                                                                    \
+  G_STMT_END
+
 namespace {
 
 enum { PROP_0, PROP_SLOTS_OUT };
@@ -282,17 +291,15 @@ GstFlowReturn gst_tensor_unbatch_chain(GstPad *, GstObject *parent, GstBuffer *b
   const Layout &layout = *self->layout;
   if (layout.tensors.empty()) {
     gst_buffer_unref(batch);
-    self->failed = true;
-    GST_ELEMENT_ERROR(self, CORE, NEGOTIATION, ("No caps before the first batch"), (nullptr));
+    UNBATCH_ERROR(self, CORE, NEGOTIATION, ("No caps before the first batch"), (nullptr));
     return GST_FLOW_NOT_NEGOTIATED;
   }
   GstTensorMemBatchMeta *meta = gst_buffer_get_tensor_mem_batch_meta(batch);
   if (!meta || meta->n_slots == 0) {
     gst_buffer_unref(batch);
-    self->failed = true;
-    GST_ELEMENT_ERROR(self, STREAM, FORMAT, ("The buffer is not a batch: it has no GstTensorMemBatchMeta"),
-                      ("tensorunbatch splits what tensorbatch made (the batch itself, or a model's outputs for it, "
-                       "tensorinfer output=tensors): each slot's stream and timestamps come from that meta"));
+    UNBATCH_ERROR(self, STREAM, FORMAT, ("The buffer is not a batch: it has no GstTensorMemBatchMeta"),
+                  ("tensorunbatch splits what tensorbatch made (the batch itself, or a model's outputs for it, "
+                   "tensorinfer output=tensors): each slot's stream and timestamps come from that meta"));
     return GST_FLOW_ERROR;
   }
   gsize total = 0;
@@ -302,11 +309,10 @@ GstFlowReturn gst_tensor_unbatch_chain(GstPad *, GstObject *parent, GstBuffer *b
       const std::int64_t first = t.shape.empty() ? 0 : t.shape[0];
       const guint n_slots = meta->n_slots;
       gst_buffer_unref(batch);
-      self->failed = true;
-      GST_ELEMENT_ERROR(self, STREAM, FORMAT,
-                        ("Tensor %u's first dimension is %" G_GINT64_FORMAT ", not the batch's %u slots",
-                         static_cast<guint>(j), first, n_slots),
-                        ("every tensor after the model must keep the batch axis outermost"));
+      UNBATCH_ERROR(self, STREAM, FORMAT,
+                    ("Tensor %u's first dimension is %" G_GINT64_FORMAT ", not the batch's %u slots",
+                     static_cast<guint>(j), first, n_slots),
+                    ("every tensor after the model must keep the batch axis outermost"));
       return GST_FLOW_ERROR;
     }
     total += static_cast<gsize>(t.bytes);
@@ -314,9 +320,8 @@ GstFlowReturn gst_tensor_unbatch_chain(GstPad *, GstObject *parent, GstBuffer *b
   if (gst_buffer_get_size(batch) < total) {
     const gsize size = gst_buffer_get_size(batch);
     gst_buffer_unref(batch);
-    self->failed = true;
-    GST_ELEMENT_ERROR(self, STREAM, FORMAT,
-                      ("A batch of %" G_GSIZE_FORMAT " bytes; its caps say %" G_GSIZE_FORMAT, size, total), (nullptr));
+    UNBATCH_ERROR(self, STREAM, FORMAT,
+                  ("A batch of %" G_GSIZE_FORMAT " bytes; its caps say %" G_GSIZE_FORMAT, size, total), (nullptr));
     return GST_FLOW_ERROR;
   }
   GstFlowReturn combined = GST_FLOW_OK;
@@ -327,8 +332,7 @@ GstFlowReturn gst_tensor_unbatch_chain(GstPad *, GstObject *parent, GstBuffer *b
     GstBuffer *out = slot_buffer(batch, layout, meta->n_slots, i);
     if (!out) {
       gst_buffer_unref(batch);
-      self->failed = true;
-      GST_ELEMENT_ERROR(self, RESOURCE, FAILED, ("Slot %u of the batch cannot be shared", i), (nullptr));
+      UNBATCH_ERROR(self, RESOURCE, FAILED, ("Slot %u of the batch cannot be shared", i), (nullptr));
       return GST_FLOW_ERROR;
     }
     GST_BUFFER_PTS(out) = slot->pts;
@@ -356,9 +360,8 @@ gboolean gst_tensor_unbatch_sink_event(GstPad *pad, GstObject *parent, GstEvent 
     std::string why;
     const bool read = gst_caps_get_size(caps) == 1 && read_layout(gst_caps_get_structure(caps, 0), &layout, &why);
     if (!read) {
-      self->failed = true;
-      GST_ELEMENT_ERROR(self, CORE, NEGOTIATION, ("Cannot split these tensors: %s", why.c_str()),
-                        ("caps %" GST_PTR_FORMAT, caps));
+      UNBATCH_ERROR(self, CORE, NEGOTIATION, ("Cannot split these tensors: %s", why.c_str()),
+                    ("caps %" GST_PTR_FORMAT, caps));
       if (layout.slot_caps)
         gst_caps_unref(layout.slot_caps);
       gst_event_unref(event);
