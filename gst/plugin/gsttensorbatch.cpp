@@ -35,7 +35,9 @@
  * with `timeout` set, also when that long has passed since its first slot
  * was filled (a partial batch: the empty slots hold `pad-value`, 0 by
  * default, and are flagged), so a
- * stalled stream does not stall the others. Each batch carries a
+ * stalled stream does not stall the others. Where the streams are live, a
+ * batch also leaves at its first frame's running time plus their latency
+ * plus `max-latency`, which is added to the latency it reports. Each batch carries a
  * #GstTensorMemBatchMeta saying per slot which stream it came from, its
  * timestamps, whether it was filled (or copied) and how the frame was fitted
  * (from #GstTensorMemResizeMeta), so results map back to each stream's frame;
@@ -171,6 +173,9 @@ struct Batch {
   guint filled = 0;
   bool cpu_written = false; // a slot copied or zeroed by the CPU (the family may need a fence for it)
   gint64 first_fill = 0;    // monotonic µs
+  // The running time of the first frame in it (its stream's segment): where
+  // upstream is live, the batch is due at that time plus the latency.
+  GstClockTime first_running_time = GST_CLOCK_TIME_NONE;
 };
 
 void release_batch(Batch &batch) {
@@ -192,6 +197,20 @@ struct Shared {
   // Properties.
   guint batch_size = 0;
   GstClockTime timeout = 0;
+  GstClockTime max_latency = 0;
+  // What the last latency query upstream answered (through our source pad):
+  // where the streams are live, a batch leaves at its first frame's running
+  // time plus their latency plus max_latency, whoever is missing.
+  bool live = false;
+  GstClockTime upstream_latency = 0;
+
+  /* The running time at which the front batch is due in a live pipeline;
+   * NONE where upstream is not live or no frame with a time is in it. */
+  GstClockTime live_due() const {
+    if (!live || open.empty() || open.front().filled == 0 || !GST_CLOCK_TIME_IS_VALID(open.front().first_running_time))
+      return GST_CLOCK_TIME_NONE;
+    return open.front().first_running_time + upstream_latency + max_latency;
+  }
   double pad_value = 0.0; // every element of an empty slot
   bool require_zero_copy = false;
   BatchStorage storage = BATCH_STORAGE_AUTO;
@@ -335,8 +354,10 @@ struct Shared {
       gst_clear_buffer(&rec.frame);
       rec.filled = rec.copied = false;
       ++forgotten;
-      if (--b.filled == 0)
+      if (--b.filled == 0) {
         b.first_fill = 0;
+        b.first_running_time = GST_CLOCK_TIME_NONE;
+      }
     }
     return forgotten;
   }
@@ -614,6 +635,7 @@ enum {
   PROP_0,
   PROP_BATCH_SIZE,
   PROP_TIMEOUT,
+  PROP_MAX_LATENCY,
   PROP_PAD_VALUE,
   PROP_STORAGE,
   PROP_REQUIRE_ZERO_COPY,
@@ -782,10 +804,39 @@ std::string too_many_pads_locked(const Shared &s, gsize more) {
          std::to_string(pads);
 }
 
+/* The pipeline's running time now; NONE before PLAYING or without a clock. */
+GstClockTime running_time_now(GstTensorMemBatch *self) {
+  GstElement *element = GST_ELEMENT_CAST(self);
+  GST_OBJECT_LOCK(element);
+  GstClock *clock = GST_STATE(element) == GST_STATE_PLAYING && element->clock
+                        ? GST_CLOCK_CAST(gst_object_ref(element->clock))
+                        : nullptr;
+  const GstClockTime base = element->base_time;
+  GST_OBJECT_UNLOCK(element);
+  if (!clock)
+    return GST_CLOCK_TIME_NONE;
+  const GstClockTime now = gst_clock_get_time(clock);
+  gst_object_unref(clock);
+  return now >= base ? now - base : 0;
+}
+
+/* Whether the front batch is past its deadline: `timeout` after its first
+ * frame came (wall clock), or, upstream being live, its first frame's
+ * running time plus the latency (`now`: the running time now). */
+bool front_is_due(const Shared &s, GstClockTime now) {
+  if (s.open.empty() || s.open.front().filled == 0)
+    return false;
+  if (s.timeout > 0 && g_get_monotonic_time() >= s.open.front().first_fill + static_cast<gint64>(s.timeout / 1000))
+    return true;
+  const GstClockTime due = s.live_due();
+  return GST_CLOCK_TIME_IS_VALID(due) && GST_CLOCK_TIME_IS_VALID(now) && now >= due;
+}
+
 /* Sends the front batch downstream when `why` holds for it. Called under
  * the push lock, without the shared lock. */
 GstFlowReturn emit_batch(GstTensorMemBatch *self, Reason why) {
   Shared &s = shared_of(self);
+  const GstClockTime now = why == Reason::Timeout ? running_time_now(self) : GST_CLOCK_TIME_NONE;
   std::unique_lock<std::mutex> lock(s.lock);
   if (s.open.empty() || !s.running || s.flush_downstream)
     return s.last_flow;
@@ -793,10 +844,7 @@ GstFlowReturn emit_batch(GstTensorMemBatch *self, Reason why) {
   bool go = false;
   switch (why) {
   case Reason::Complete: go = s.complete(front, s.cur_seq); break;
-  case Reason::Timeout:
-    go = front.filled > 0 && s.timeout > 0 &&
-         g_get_monotonic_time() >= front.first_fill + static_cast<gint64>(s.timeout / 1000);
-    break;
+  case Reason::Timeout: go = front_is_due(s, now); break;
   case Reason::Drain: go = front.filled > 0; break;
   }
   if (!go)
@@ -928,18 +976,39 @@ void timer_loop(GstTensorMemBatch *self, std::shared_ptr<Shared> shared) {
       lock.lock();
       continue;
     }
-    if (s.timeout > 0 && !s.flush_downstream && !s.open.empty() && s.open.front().filled > 0) {
-      const gint64 deadline = s.open.front().first_fill + static_cast<gint64>(s.timeout / 1000);
-      if (g_get_monotonic_time() >= deadline) {
-        lock.unlock();
-        emit(self, Reason::Timeout);
-        lock.lock();
-        continue;
-      }
-      s.cond.wait_for(lock, std::chrono::microseconds(deadline - g_get_monotonic_time()));
-    } else {
+    if (s.flush_downstream || s.open.empty() || s.open.front().filled == 0) {
       s.cond.wait(lock);
+      continue;
     }
+    // The clock is read without the shared lock (it takes the element's);
+    // the front may change meanwhile, which a notify or the next round sees.
+    GstClockTime now = GST_CLOCK_TIME_NONE;
+    if (GST_CLOCK_TIME_IS_VALID(s.live_due())) {
+      lock.unlock();
+      now = running_time_now(self);
+      lock.lock();
+      if (!s.running)
+        break;
+    }
+    if (front_is_due(s, now)) {
+      lock.unlock();
+      emit(self, Reason::Timeout);
+      lock.lock();
+      continue;
+    }
+    // Until the earlier deadline; a live one not yet on a clock (before
+    // PLAYING) is looked at again in 10 ms.
+    gint64 wait_us = G_MAXINT64;
+    if (s.timeout > 0 && !s.open.empty() && s.open.front().filled > 0)
+      wait_us = s.open.front().first_fill + static_cast<gint64>(s.timeout / 1000) - g_get_monotonic_time();
+    const GstClockTime due = s.live_due();
+    if (GST_CLOCK_TIME_IS_VALID(due))
+      wait_us = std::min<gint64>(
+          wait_us, GST_CLOCK_TIME_IS_VALID(now) && due > now ? static_cast<gint64>((due - now) / 1000) + 1 : 10000);
+    if (wait_us == G_MAXINT64)
+      s.cond.wait(lock);
+    else
+      s.cond.wait_for(lock, std::chrono::microseconds(std::max<gint64>(wait_us, 1)));
   }
 }
 
@@ -953,10 +1022,31 @@ GstFlowReturn refuse(GstTensorMemBatch *self, GstBuffer *buffer, const std::stri
 
 } // namespace
 
+namespace {
+
+/* `buffer`'s running time in its stream's segment; NONE without a time. */
+GstClockTime frame_running_time(GstPad *pad, GstBuffer *buffer) {
+  if (!GST_BUFFER_PTS_IS_VALID(buffer))
+    return GST_CLOCK_TIME_NONE;
+  GstEvent *event = gst_pad_get_sticky_event(pad, GST_EVENT_SEGMENT, 0);
+  if (!event)
+    return GST_CLOCK_TIME_NONE;
+  const GstSegment *segment = nullptr;
+  gst_event_parse_segment(event, &segment);
+  const GstClockTime t = segment->format == GST_FORMAT_TIME
+                             ? gst_segment_to_running_time(segment, GST_FORMAT_TIME, GST_BUFFER_PTS(buffer))
+                             : GST_CLOCK_TIME_NONE;
+  gst_event_unref(event);
+  return t;
+}
+
+} // namespace
+
 static GstFlowReturn gst_tensor_batch_chain(GstPad *pad, GstObject *parent, GstBuffer *buffer) {
   auto *self = GST_TENSOR_BATCH(parent);
   Shared &s = shared_of(self);
   const gst_tensormem::BatchWindowTag *tag = gst_tensormem::batch_window_tag(buffer);
+  const GstClockTime running_time = frame_running_time(pad, buffer);
   bool waited = false;
   bool complete = false;
   std::unique_lock<std::mutex> lock(s.lock);
@@ -1058,8 +1148,10 @@ static GstFlowReturn gst_tensor_batch_chain(GstPad *pad, GstObject *parent, GstB
     if (in_place)
       rec.acquired = false;
     rec.frame = buffer;
-    if (b->filled++ == 0)
+    if (b->filled++ == 0) {
       b->first_fill = g_get_monotonic_time();
+      b->first_running_time = running_time;
+    }
     complete = s.complete(*b, s.cur_seq);
     break;
   }
@@ -1423,6 +1515,29 @@ static gboolean gst_tensor_batch_src_query(GstPad *pad, GstObject *parent, GstQu
   }
   if (GST_QUERY_TYPE(query) == GST_QUERY_CONTEXT && self->devices->handle_context_query(query))
     return TRUE;
+  if (GST_QUERY_TYPE(query) == GST_QUERY_LATENCY) {
+    // Every stream's answer (GStreamer's default: live if any is, the
+    // largest minimum); where live, a batch may wait max-latency more.
+    if (!gst_pad_query_default(pad, parent, query))
+      return FALSE;
+    gboolean live = FALSE;
+    GstClockTime min = 0, max = GST_CLOCK_TIME_NONE;
+    gst_query_parse_latency(query, &live, &min, &max);
+    GstClockTime ours;
+    {
+      std::lock_guard<std::mutex> guard(s.lock);
+      s.live = live;
+      s.upstream_latency = min;
+      ours = s.max_latency;
+      s.cond.notify_all();
+    }
+    if (live) {
+      GST_DEBUG_OBJECT(self, "live streams, latency %" GST_TIME_FORMAT " + max-latency %" GST_TIME_FORMAT,
+                       GST_TIME_ARGS(min), GST_TIME_ARGS(ours));
+      gst_query_set_latency(query, live, min + ours, GST_CLOCK_TIME_IS_VALID(max) ? max + ours : max);
+    }
+    return TRUE;
+  }
   return gst_pad_query_default(pad, parent, query);
 }
 
@@ -1543,6 +1658,8 @@ static GstStateChangeReturn gst_tensor_batch_change_state(GstElement *element, G
     {
       std::lock_guard<std::mutex> guard(s.lock);
       s.running = true;
+      s.live = false; // until a latency query says otherwise
+      s.upstream_latency = 0;
       s.last_flow = GST_FLOW_OK;
       s.kick = false;
       s.flush_downstream = false;
@@ -1609,6 +1726,17 @@ static void gst_tensor_batch_set_context(GstElement *element, GstContext *contex
 }
 
 static void gst_tensor_batch_set_property(GObject *object, guint prop_id, const GValue *value, GParamSpec *pspec) {
+  if (prop_id == PROP_MAX_LATENCY) {
+    Shared &s = shared_of(GST_TENSOR_BATCH(object));
+    {
+      std::lock_guard<std::mutex> guard(s.lock);
+      s.max_latency = g_value_get_uint64(value);
+      s.cond.notify_all();
+    }
+    // The pipeline's latency changes with it: sinks query it again.
+    gst_element_post_message(GST_ELEMENT(object), gst_message_new_latency(GST_OBJECT(object)));
+    return;
+  }
   Shared &s = shared_of(GST_TENSOR_BATCH(object));
   std::lock_guard<std::mutex> guard(s.lock);
   switch (prop_id) {
@@ -1630,6 +1758,7 @@ static void gst_tensor_batch_get_property(GObject *object, guint prop_id, GValue
   switch (prop_id) {
   case PROP_BATCH_SIZE: g_value_set_uint(value, s.batch_size); break;
   case PROP_TIMEOUT: g_value_set_uint64(value, s.timeout); break;
+  case PROP_MAX_LATENCY: g_value_set_uint64(value, s.max_latency); break;
   case PROP_PAD_VALUE: g_value_set_double(value, s.pad_value); break;
   case PROP_REQUIRE_ZERO_COPY: g_value_set_boolean(value, s.require_zero_copy); break;
   case PROP_STORAGE: g_value_set_enum(value, s.storage); break;
@@ -1670,6 +1799,14 @@ static void gst_tensor_batch_class_init(GstTensorMemBatchClass *klass) {
       g_param_spec_uint64("timeout", "Timeout",
                           "Nanoseconds after its first slot is filled that a batch leaves partial (empty slots hold "
                           "pad-value and are flagged); 0: wait for every stream that has not ended",
+                          0, G_MAXUINT64, 0, static_cast<GParamFlags>(kRw | GST_PARAM_MUTABLE_PLAYING)));
+  g_object_class_install_property(
+      gobject_class, PROP_MAX_LATENCY,
+      g_param_spec_uint64("max-latency", "Maximum latency",
+                          "Where the streams are live: nanoseconds a batch waits, beyond their own latency, after "
+                          "the running time of its first frame before it leaves partial (a late or dead stream's slot "
+                          "empty and flagged, its late frame dropped and counted on its pad); added to the latency "
+                          "the element reports. Not used where no stream is live (see timeout)",
                           0, G_MAXUINT64, 0, static_cast<GParamFlags>(kRw | GST_PARAM_MUTABLE_PLAYING)));
   g_object_class_install_property(
       gobject_class, PROP_PAD_VALUE,

@@ -17,6 +17,7 @@
 
 #include <cstring>
 #include <future>
+#include <regex>
 #include <string>
 #include <vector>
 
@@ -311,6 +312,115 @@ TEST(TensorBatch, AStalledStreamDoesNotStallTheOthersAfterTheTimeout) {
       EXPECT_TRUE(all_zero(slot_bytes(r.samples[f], 1))) << "frame " << f;
     }
   }
+}
+
+/* Live streams at 10 frames a second into a tensorbatch with max-latency
+ * (100 ms). */
+std::string live_streams(int frames0, int frames1, const std::string &sink) {
+  std::string d = "tensorbatch name=batch max-latency=100000000 ! " + sink + " ";
+  const int frames[2] = {frames0, frames1};
+  for (int k = 0; k < 2; ++k)
+    d += std::string("videotestsrc is-live=true name=v") + std::to_string(k) + " pattern=" + kPatterns[k] +
+         " num-buffers=" + std::to_string(frames[k]) +
+         " ! video/x-raw,format=RGBA,width=64,height=48,framerate=10/1 ! " + convert("name=c" + std::to_string(k)) +
+         " ! batch.sink_" + std::to_string(k) + " ";
+  return d;
+}
+
+/* Where the streams are live, the latency tensorbatch reports is theirs
+ * plus max-latency (the most a batch waits for a late stream); where none
+ * is, theirs alone. */
+TEST(TensorBatch, ReportsMaxLatencyOnTopOfLiveStreams) {
+  for (const bool live : {true, false}) {
+    SCOPED_TRACE(live ? "live" : "not live");
+    std::string d = live_streams(-1, -1, "fakesink name=out sync=true");
+    if (!live)
+      d = std::regex_replace(d, std::regex("is-live=true"), "is-live=false");
+    GError *error = nullptr;
+    GstElement *pipeline = gst_parse_launch(d.c_str(), &error);
+    ASSERT_EQ(error, nullptr) << d;
+    ASSERT_NE(gst_element_set_state(pipeline, GST_STATE_PLAYING), GST_STATE_CHANGE_FAILURE);
+    ASSERT_EQ(gst_element_get_state(pipeline, nullptr, nullptr, 10 * GST_SECOND), GST_STATE_CHANGE_SUCCESS);
+    // What the streams say (at a converter's output) and what the batch says.
+    auto latency_at = [&](const char *element, const char *pad_name, gboolean *is_live, GstClockTime *min) {
+      GstElement *e = gst_bin_get_by_name(GST_BIN(pipeline), element);
+      GstPad *pad = gst_element_get_static_pad(e, pad_name);
+      GstQuery *q = gst_query_new_latency();
+      const bool answered = gst_pad_peer_query(pad, q);
+      GstClockTime max = 0;
+      gst_query_parse_latency(q, is_live, min, &max);
+      gst_query_unref(q);
+      gst_object_unref(pad);
+      gst_object_unref(e);
+      return answered;
+    };
+    gboolean stream_live = FALSE, batch_live = FALSE;
+    GstClockTime stream_min = 0, batch_min = 0;
+    ASSERT_TRUE(latency_at("batch", "sink_0", &stream_live, &stream_min));
+    ASSERT_TRUE(latency_at("out", "sink", &batch_live, &batch_min));
+    EXPECT_EQ(stream_live, live);
+    EXPECT_EQ(batch_live, live);
+    if (live) {
+      EXPECT_EQ(stream_min, 100 * GST_MSECOND) << "one frame of a live 10/1 source";
+      EXPECT_EQ(batch_min, stream_min + 100 * GST_MSECOND);
+    } else {
+      EXPECT_EQ(batch_min, 0u) << "no live stream: GStreamer's answer has no latency, and max-latency is not added";
+    }
+    EXPECT_EQ(gst_element_set_state(pipeline, GST_STATE_NULL), GST_STATE_CHANGE_SUCCESS);
+    tmtest::release_pipeline(pipeline);
+  }
+}
+
+/* Stream 1's frames stop after its second (dropped at its source, before
+ * its converter, as a camera's that go missing), and it ends only after 40
+ * frame times. Stream 0's batches do not wait for it: every
+ * one of its 8 frames has left in a batch before stream 1 ends, later ones
+ * partial with slot 1 empty. Without the live deadline they would leave
+ * only at stream 1's end, 3 seconds later. */
+GstPadProbeReturn drop_after_two(GstPad *, GstPadProbeInfo *, gpointer data) {
+  return (*static_cast<int *>(data))++ < 2 ? GST_PAD_PROBE_OK : GST_PAD_PROBE_DROP;
+}
+
+GstPadProbeReturn batches_at_end(GstPad *, GstPadProbeInfo *info, gpointer data) {
+  if (GST_EVENT_TYPE(GST_PAD_PROBE_INFO_EVENT(info)) == GST_EVENT_EOS) {
+    auto *at = static_cast<std::pair<GstElement *, guint64> *>(data);
+    g_object_get(at->first, "batches", &at->second, nullptr);
+  }
+  return GST_PAD_PROBE_OK;
+}
+
+TEST(TensorBatch, ALiveStreamThatGoesQuietDoesNotStallTheOthers) {
+  BatchRun r;
+  int passed = 0;
+  std::pair<GstElement *, guint64> at_end{nullptr, 0};
+  run(live_streams(8, 40, "appsink name=sink sync=false"), &r, {}, [&](GstElement *p) {
+    GstElement *v1 = gst_bin_get_by_name(GST_BIN(p), "v1");
+    GstPad *out = gst_element_get_static_pad(v1, "src");
+    gst_pad_add_probe(out, GST_PAD_PROBE_TYPE_BUFFER, drop_after_two, &passed, nullptr);
+    gst_object_unref(out);
+    gst_object_unref(v1);
+    at_end.first = gst_bin_get_by_name(GST_BIN(p), "batch");
+    GstPad *in = gst_element_get_static_pad(at_end.first, "sink_1");
+    gst_pad_add_probe(in, GST_PAD_PROBE_TYPE_EVENT_DOWNSTREAM, batches_at_end, &at_end, nullptr);
+    gst_object_unref(in);
+  });
+  ASSERT_NE(at_end.first, nullptr);
+  EXPECT_TRUE(r.eos) << r.error;
+  EXPECT_EQ(at_end.second, 8u) << "batches that had left when the quiet stream ended";
+  ASSERT_EQ(r.samples.size(), 8u);
+  EXPECT_GE(r.partial, 6u);
+  const auto ref = batchtest::tensors_of(std::string("videotestsrc pattern=") + kPatterns[0] +
+                                         " num-buffers=8 ! video/x-raw,format=RGBA,width=64,height=48,framerate=10/1 "
+                                         "! " +
+                                         convert() + " ! appsink name=sink");
+  for (std::size_t f = 0; f < r.samples.size(); ++f) {
+    EXPECT_EQ(slot_bytes(r.samples[f], 0), ref[f]) << "frame " << f;
+    if (f >= 2) {
+      GstTensorMemBatchMeta *meta = gst_buffer_get_tensor_mem_batch_meta(gst_sample_get_buffer(r.samples[f]));
+      EXPECT_FALSE(gst_tensor_mem_batch_meta_get_slot(meta, 1)->filled) << "batch " << f;
+    }
+  }
+  gst_object_unref(at_end.first);
 }
 
 /* A frame written in place whose batch left without it (the timeout) is
