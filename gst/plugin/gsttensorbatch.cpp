@@ -476,6 +476,48 @@ struct _GstTensorMemBatchSlotPool {
   guint pad_id;
 };
 
+namespace {
+
+/* A window handed to a producer, watched until it comes back in a chain: a
+ * producer or an element between may drop it instead (a leaky queue, a
+ * frame dropper), and its slot must then stop waiting for it, or the batch
+ * (with no timeout) would wait forever. Kept as qdata on the window's
+ * buffer; the chain takes it off first thing, and a buffer freed with it on
+ * was never delivered. */
+struct WindowWatch {
+  std::weak_ptr<Shared> shared;
+  guint64 seq;
+  guint slot;
+};
+
+GQuark window_watch_quark() {
+  static const GQuark quark = g_quark_from_static_string("GstTensorMemBatchWindowWatch");
+  return quark;
+}
+
+/* A window's buffer went without reaching the chain: its slot is no longer
+ * being written. Runs where the buffer is freed, never under the shared
+ * lock (the chain takes the watch off before locking, and no other buffer
+ * of a producer is freed under it). */
+void window_dropped(gpointer data) {
+  std::unique_ptr<WindowWatch> watch(static_cast<WindowWatch *>(data));
+  std::shared_ptr<Shared> shared = watch->shared.lock();
+  if (!shared)
+    return;
+  std::lock_guard<std::mutex> guard(shared->lock);
+  Shared &s = *shared;
+  if (watch->seq < s.cur_seq || watch->seq < s.layout_start || watch->seq - s.cur_seq >= s.open.size())
+    return; // its batch left, or belongs to an older layout
+  Batch &b = s.open[watch->seq - s.cur_seq];
+  if (watch->slot >= b.slots.size() || b.slots[watch->slot].filled || !b.slots[watch->slot].acquired)
+    return;
+  b.slots[watch->slot].acquired = false;
+  s.kick = true; // the batch may be complete without it now
+  s.cond.notify_all();
+}
+
+} // namespace
+
 G_DEFINE_TYPE(GstTensorMemBatchSlotPool, gst_tensor_batch_slot_pool, GST_TYPE_BUFFER_POOL)
 
 static const gchar **gst_tensor_batch_slot_pool_get_options(GstBufferPool *) {
@@ -557,6 +599,8 @@ static GstFlowReturn gst_tensor_batch_slot_pool_acquire(GstBufferPool *pool, Gst
     pad->next_acquire = seq + 1;
     *buffer = gst_buffer_new();
     gst_buffer_append_memory(*buffer, mem);
+    gst_mini_object_set_qdata(GST_MINI_OBJECT_CAST(*buffer), window_watch_quark(),
+                              new WindowWatch{*self->shared, seq, pad->slot}, window_dropped);
     return GST_FLOW_OK;
   }
 }
@@ -1045,6 +1089,9 @@ GstClockTime frame_running_time(GstPad *pad, GstBuffer *buffer) {
 static GstFlowReturn gst_tensor_batch_chain(GstPad *pad, GstObject *parent, GstBuffer *buffer) {
   auto *self = GST_TENSOR_BATCH(parent);
   Shared &s = shared_of(self);
+  // Delivered: the window's watch goes (before the lock: the buffer may be
+  // dropped under it below).
+  delete static_cast<WindowWatch *>(gst_mini_object_steal_qdata(GST_MINI_OBJECT_CAST(buffer), window_watch_quark()));
   const gst_tensormem::BatchWindowTag *tag = gst_tensormem::batch_window_tag(buffer);
   const GstClockTime running_time = frame_running_time(pad, buffer);
   bool waited = false;

@@ -423,6 +423,45 @@ TEST(TensorBatch, ALiveStreamThatGoesQuietDoesNotStallTheOthers) {
   gst_object_unref(at_end.first);
 }
 
+/* A stream's third frame, written into its slot, is dropped on its way to
+ * tensorbatch (as a leaky queue or a frame dropper would). With no timeout,
+ * that batch does not wait for it forever: it leaves when the stream's next
+ * frame has passed it, the slot empty and flagged, and every other frame of
+ * both streams is batched in place. */
+GstPadProbeReturn drop_third(GstPad *, GstPadProbeInfo *, gpointer data) {
+  return (*static_cast<int *>(data))++ == 2 ? GST_PAD_PROBE_DROP : GST_PAD_PROBE_OK;
+}
+
+TEST(TensorBatch, AWindowDroppedOnItsWayDoesNotHoldItsBatch) {
+  BatchRun r;
+  std::string d = "tensorbatch name=batch ! appsink name=sink sync=false ";
+  for (int i = 0; i < 2; ++i)
+    d += source(kPatterns[i], kFrames) + convert("name=c" + std::to_string(i)) + " ! batch.sink_" + std::to_string(i) +
+         " ";
+  int seen = 0;
+  run(d, &r, {}, [&](GstElement *p) {
+    GstElement *c1 = gst_bin_get_by_name(GST_BIN(p), "c1");
+    GstPad *out = gst_element_get_static_pad(c1, "src");
+    gst_pad_add_probe(out, GST_PAD_PROBE_TYPE_BUFFER, drop_third, &seen, nullptr);
+    gst_object_unref(out);
+    gst_object_unref(c1);
+  });
+  EXPECT_TRUE(r.eos) << r.error;
+  EXPECT_EQ(r.copied, 0u);
+  ASSERT_EQ(r.samples.size(), static_cast<std::size_t>(kFrames));
+  const auto ref0 = alone(kPatterns[0], kFrames), ref1 = alone(kPatterns[1], kFrames);
+  for (int f = 0; f < kFrames; ++f) {
+    SCOPED_TRACE("batch " + std::to_string(f));
+    GstTensorMemBatchMeta *meta = gst_buffer_get_tensor_mem_batch_meta(gst_sample_get_buffer(r.samples[f]));
+    EXPECT_EQ(slot_bytes(r.samples[f], 0), ref0[f]);
+    EXPECT_EQ(gst_tensor_mem_batch_meta_get_slot(meta, 1)->filled, f != 2);
+    if (f != 2) {
+      EXPECT_EQ(slot_bytes(r.samples[f], 1), ref1[f]);
+    }
+  }
+  EXPECT_EQ(r.partial, 1u);
+}
+
 /* A frame written in place whose batch left without it (the timeout) is
  * too late for any batch: dropped, not copied, and counted on its pad and
  * the element; the stream's later frames go on in place. Stream 1's first
