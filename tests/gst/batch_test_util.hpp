@@ -36,6 +36,18 @@ struct BatchRun {
   }
 };
 
+/* A probe on pad `pad_name` of the element named `element` in `pipeline`. */
+inline void add_probe(GstElement *pipeline, const char *element, const char *pad_name, GstPadProbeType type,
+                      GstPadProbeCallback callback, gpointer data) {
+  GstElement *e = gst_bin_get_by_name(GST_BIN(pipeline), element);
+  ASSERT_NE(e, nullptr) << element;
+  GstPad *pad = gst_element_get_static_pad(e, pad_name);
+  ASSERT_NE(pad, nullptr) << element << "." << pad_name;
+  gst_pad_add_probe(pad, type, callback, data, nullptr);
+  gst_object_unref(pad);
+  gst_object_unref(e);
+}
+
 /* Plays `description` (a tensorbatch named "batch", an appsink named
  * "sink") to EOS or an error; `during`, when given, runs once it plays;
  * `prepare`, when given, before it leaves NULL (to give it a context). */
@@ -66,8 +78,7 @@ inline void run(const std::string &description, BatchRun *out, const std::functi
       give_up = g_get_monotonic_time() + tmtest::kTimeout / 1000;
       continue;
     }
-    GstMessage *msg =
-        gst_bus_pop_filtered(bus, static_cast<GstMessageType>(GST_MESSAGE_EOS | GST_MESSAGE_ERROR));
+    GstMessage *msg = gst_bus_pop_filtered(bus, static_cast<GstMessageType>(GST_MESSAGE_EOS | GST_MESSAGE_ERROR));
     if (msg) {
       if (GST_MESSAGE_TYPE(msg) == GST_MESSAGE_EOS) {
         out->eos = true;

@@ -394,15 +394,9 @@ TEST(TensorBatch, ALiveStreamThatGoesQuietDoesNotStallTheOthers) {
   int passed = 0;
   std::pair<GstElement *, guint64> at_end{nullptr, 0};
   run(live_streams(8, 40, "appsink name=sink sync=false"), &r, {}, [&](GstElement *p) {
-    GstElement *v1 = gst_bin_get_by_name(GST_BIN(p), "v1");
-    GstPad *out = gst_element_get_static_pad(v1, "src");
-    gst_pad_add_probe(out, GST_PAD_PROBE_TYPE_BUFFER, drop_after_two, &passed, nullptr);
-    gst_object_unref(out);
-    gst_object_unref(v1);
+    batchtest::add_probe(p, "v1", "src", GST_PAD_PROBE_TYPE_BUFFER, drop_after_two, &passed);
     at_end.first = gst_bin_get_by_name(GST_BIN(p), "batch");
-    GstPad *in = gst_element_get_static_pad(at_end.first, "sink_1");
-    gst_pad_add_probe(in, GST_PAD_PROBE_TYPE_EVENT_DOWNSTREAM, batches_at_end, &at_end, nullptr);
-    gst_object_unref(in);
+    batchtest::add_probe(p, "batch", "sink_1", GST_PAD_PROBE_TYPE_EVENT_DOWNSTREAM, batches_at_end, &at_end);
   });
   ASSERT_NE(at_end.first, nullptr);
   EXPECT_TRUE(r.eos) << r.error;
@@ -439,13 +433,8 @@ TEST(TensorBatch, AWindowDroppedOnItsWayDoesNotHoldItsBatch) {
     d += source(kPatterns[i], kFrames) + convert("name=c" + std::to_string(i)) + " ! batch.sink_" + std::to_string(i) +
          " ";
   int seen = 0;
-  run(d, &r, {}, [&](GstElement *p) {
-    GstElement *c1 = gst_bin_get_by_name(GST_BIN(p), "c1");
-    GstPad *out = gst_element_get_static_pad(c1, "src");
-    gst_pad_add_probe(out, GST_PAD_PROBE_TYPE_BUFFER, drop_third, &seen, nullptr);
-    gst_object_unref(out);
-    gst_object_unref(c1);
-  });
+  run(d, &r, {},
+      [&](GstElement *p) { batchtest::add_probe(p, "c1", "src", GST_PAD_PROBE_TYPE_BUFFER, drop_third, &seen); });
   EXPECT_TRUE(r.eos) << r.error;
   EXPECT_EQ(r.copied, 0u);
   ASSERT_EQ(r.samples.size(), static_cast<std::size_t>(kFrames));
@@ -493,11 +482,7 @@ TEST(TensorBatch, AFrameAfterItsBatchLeftIsDroppedAndCountedOnItsPad) {
   run(d, &r, {}, [&](GstElement *p) {
     batch = gst_bin_get_by_name(GST_BIN(p), "batch");
     late_pad = gst_element_get_static_pad(batch, "sink_1");
-    GstElement *c1 = gst_bin_get_by_name(GST_BIN(p), "c1");
-    GstPad *out = gst_element_get_static_pad(c1, "src");
-    gst_pad_add_probe(out, GST_PAD_PROBE_TYPE_BUFFER, hold_first_until_partial, batch, nullptr);
-    gst_object_unref(out);
-    gst_object_unref(c1);
+    batchtest::add_probe(p, "c1", "src", GST_PAD_PROBE_TYPE_BUFFER, hold_first_until_partial, batch);
   });
   ASSERT_NE(batch, nullptr);
   EXPECT_TRUE(r.eos) << r.error;
