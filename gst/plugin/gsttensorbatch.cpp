@@ -203,6 +203,7 @@ struct Shared {
   // time plus their latency plus max_latency, whoever is missing.
   bool live = false;
   GstClockTime upstream_latency = 0;
+  bool deadline_fired = false; // the pipeline clock reached the live deadline the timer waits for
 
   /* The running time at which the front batch is due in a live pipeline;
    * NONE where upstream is not live or no frame with a time is in it. */
@@ -1022,8 +1023,76 @@ GstFlowReturn emit(GstTensorMemBatch *self, Reason why) {
   return ret;
 }
 
+/* The timer's wait on the pipeline clock for the front batch's live
+ * deadline: one single-shot clock id at a time, whose callback wakes the
+ * timer. The deadline is the clock's, not the wall's: a clock that runs at
+ * another rate (an audio device's, a test clock) decides when a batch is
+ * due. Used by the timer thread only. */
+class LiveAlarm {
+public:
+  explicit LiveAlarm(std::weak_ptr<Shared> shared) : shared_(std::move(shared)) {}
+  ~LiveAlarm() { disarm(); }
+  LiveAlarm(const LiveAlarm &) = delete;
+  LiveAlarm &operator=(const LiveAlarm &) = delete;
+
+  /* Waits on `self`'s clock for running time `due` (no lock held); false
+   * where there is no clock to wait on yet (before PLAYING). */
+  bool arm(GstTensorMemBatch *self, GstClockTime due) {
+    GstElement *element = GST_ELEMENT_CAST(self);
+    GST_OBJECT_LOCK(element);
+    GstClock *clock = GST_STATE(element) == GST_STATE_PLAYING && element->clock
+                          ? GST_CLOCK_CAST(gst_object_ref(element->clock))
+                          : nullptr;
+    const GstClockTime base = element->base_time;
+    GST_OBJECT_UNLOCK(element);
+    if (!clock) {
+      disarm();
+      return false;
+    }
+    if (id_ && clock == clock_ && due == due_ && base == base_) {
+      gst_object_unref(clock);
+      return true;
+    }
+    disarm();
+    clock_ = clock;
+    due_ = due;
+    base_ = base;
+    id_ = gst_clock_new_single_shot_id(clock, base + due);
+    gst_clock_id_wait_async(id_, fired, new std::weak_ptr<Shared>(shared_),
+                            [](gpointer data) { delete static_cast<std::weak_ptr<Shared> *>(data); });
+    return true;
+  }
+
+  bool armed() const { return id_ != nullptr; }
+
+  void disarm() {
+    if (id_) {
+      gst_clock_id_unschedule(id_);
+      gst_clock_id_unref(id_);
+      id_ = nullptr;
+    }
+    gst_clear_object(&clock_);
+  }
+
+private:
+  static gboolean fired(GstClock *, GstClockTime, GstClockID, gpointer data) {
+    if (std::shared_ptr<Shared> shared = static_cast<std::weak_ptr<Shared> *>(data)->lock()) {
+      std::lock_guard<std::mutex> guard(shared->lock);
+      shared->deadline_fired = true;
+      shared->cond.notify_all();
+    }
+    return TRUE;
+  }
+
+  std::weak_ptr<Shared> shared_;
+  GstClockID id_ = nullptr;
+  GstClock *clock_ = nullptr;
+  GstClockTime due_ = GST_CLOCK_TIME_NONE, base_ = GST_CLOCK_TIME_NONE;
+};
+
 void timer_loop(GstTensorMemBatch *self, std::shared_ptr<Shared> shared) {
   Shared &s = *shared;
+  LiveAlarm alarm(shared);
   std::unique_lock<std::mutex> lock(s.lock);
   while (s.running) {
     if (s.kick) {
@@ -1035,14 +1104,25 @@ void timer_loop(GstTensorMemBatch *self, std::shared_ptr<Shared> shared) {
       continue;
     }
     if (s.flush_downstream || s.open.empty() || s.open.front().filled == 0) {
+      if (alarm.armed()) { // no batch waits for it now (let go without the lock, as armed)
+        lock.unlock();
+        alarm.disarm();
+        lock.lock();
+        continue;
+      }
       s.cond.wait(lock);
       continue;
     }
-    // The clock is read without the shared lock (it takes the element's);
-    // the front may change meanwhile, which a notify or the next round sees.
+    // The clock is armed and read without the shared lock (they take the
+    // element's); the front may change meanwhile, which a notify, the
+    // alarm or the next round sees.
+    s.deadline_fired = false;
     GstClockTime now = GST_CLOCK_TIME_NONE;
-    if (GST_CLOCK_TIME_IS_VALID(s.live_due())) {
+    bool on_clock = false;
+    const GstClockTime due = s.live_due();
+    if (GST_CLOCK_TIME_IS_VALID(due)) {
       lock.unlock();
+      on_clock = alarm.arm(self, due);
       now = running_time_now(self);
       lock.lock();
       if (!s.running)
@@ -1054,15 +1134,15 @@ void timer_loop(GstTensorMemBatch *self, std::shared_ptr<Shared> shared) {
       lock.lock();
       continue;
     }
-    // Until the earlier deadline; a live one not yet on a clock (before
-    // PLAYING) is looked at again in 10 ms.
+    if (s.deadline_fired || s.kick)
+      continue; // came while the lock was let go: look again
+    // Until the wall-clock timeout, the alarm's call or a notify; a live
+    // deadline with no clock yet (before PLAYING) is looked at again in 10 ms.
     gint64 wait_us = G_MAXINT64;
-    if (s.timeout > 0 && !s.open.empty() && s.open.front().filled > 0)
+    if (s.timeout > 0)
       wait_us = s.open.front().first_fill + static_cast<gint64>(s.timeout / 1000) - g_get_monotonic_time();
-    const GstClockTime due = s.live_due();
-    if (GST_CLOCK_TIME_IS_VALID(due))
-      wait_us = std::min<gint64>(
-          wait_us, GST_CLOCK_TIME_IS_VALID(now) && due > now ? static_cast<gint64>((due - now) / 1000) + 1 : 10000);
+    if (GST_CLOCK_TIME_IS_VALID(due) && !on_clock)
+      wait_us = std::min<gint64>(wait_us, 10000);
     if (wait_us == G_MAXINT64)
       s.cond.wait(lock);
     else

@@ -9,6 +9,7 @@
 #include "batch_test_util.hpp"
 
 #include <gst/allocators/allocators.h>
+#include <gst/check/gsttestclock.h>
 #include <gst/tensormem/gsttensormemconfig.h>
 #include <gst/tensormem/tensormem.h>
 #if GST_TENSOR_MEM_HAVE_TENSOR_META
@@ -17,6 +18,7 @@
 
 #include <cstring>
 #include <future>
+#include <mutex>
 #include <regex>
 #include <string>
 #include <vector>
@@ -369,6 +371,170 @@ TEST(TensorBatch, ReportsMaxLatencyOnTopOfLiveStreams) {
     EXPECT_EQ(gst_element_set_state(pipeline, GST_STATE_NULL), GST_STATE_CHANGE_SUCCESS);
     tmtest::release_pipeline(pipeline);
   }
+}
+
+/* Where the streams are live, a batch missing a stream leaves when the
+ * pipeline clock reaches its first frame's running time plus the streams'
+ * latency plus max-latency: not before, and without waiting longer. Stream 0
+ * is a live source at 10 frames a second; stream 1 a live appsrc that sends
+ * one frame and then nothing. On a test clock every wait is a clock id the
+ * test releases in time order, so the deadline is checked exactly, with no
+ * wall-clock time in it. */
+struct Arrivals {
+  std::mutex mu;
+  std::vector<GstClockTime> pts; // of every frame of stream 0 that reached tensorbatch
+};
+
+GstPadProbeReturn note_arrival(GstPad *, GstPadProbeInfo *info, gpointer data) {
+  auto *a = static_cast<Arrivals *>(data);
+  std::lock_guard<std::mutex> lock(a->mu);
+  a->pts.push_back(GST_BUFFER_PTS(GST_PAD_PROBE_INFO_BUFFER(info)));
+  return GST_PAD_PROBE_OK;
+}
+
+guint64 batches_of(GstElement *batch) {
+  guint64 n = 0;
+  g_object_get(batch, "batches", &n, nullptr);
+  return n;
+}
+
+/* Polls `done` until it holds (at most 20 s: a stall fails the test). */
+bool eventually(const std::function<bool()> &done) {
+  for (int i = 0; i < 2000; ++i) {
+    if (done())
+      return true;
+    g_usleep(10000);
+  }
+  return done();
+}
+
+TEST(TensorBatch, AMissingLiveStreamDelaysTheOthersByMaxLatencyOnThePipelineClock) {
+  constexpr GstClockTime kMaxLatency = 10 * GST_MSECOND;
+  const std::string frame = "video/x-raw,format=RGBA,width=64,height=48,framerate=10/1";
+  const std::string d =
+      "tensorbatch name=batch max-latency=" + std::to_string(kMaxLatency) +
+      " ! appsink name=sink sync=false videotestsrc is-live=true num-buffers=3 pattern=" + kPatterns[0] + " ! " +
+      frame + " ! " + convert() + " ! batch.sink_0 appsrc name=quiet " + "is-live=true format=time caps=\"" + frame +
+      "\" ! " + convert() + " ! batch.sink_1 ";
+  GError *error = nullptr;
+  GstElement *pipeline = gst_parse_launch(d.c_str(), &error);
+  ASSERT_EQ(error, nullptr) << d;
+  GstClock *clock = gst_test_clock_new();
+  gst_pipeline_use_clock(GST_PIPELINE(pipeline), clock);
+  GstElement *batch = gst_bin_get_by_name(GST_BIN(pipeline), "batch");
+  GstElement *sink = gst_bin_get_by_name(GST_BIN(pipeline), "sink");
+  Arrivals arrived;
+  batchtest::add_probe(pipeline, "batch", "sink_0", GST_PAD_PROBE_TYPE_BUFFER, note_arrival, &arrived);
+  ASSERT_NE(gst_element_set_state(pipeline, GST_STATE_PLAYING), GST_STATE_CHANGE_FAILURE);
+
+  // Stream 1's one frame, at the start. Without a timestamp: the source
+  // then hands it on without a wait on the clock (the only waits there are
+  // stream 0's frames and tensorbatch's deadlines), and the batch still
+  // open takes it, the first.
+  GstElement *quiet = gst_bin_get_by_name(GST_BIN(pipeline), "quiet");
+  GstBuffer *one = gst_buffer_new_allocate(nullptr, 64 * 48 * 4, nullptr);
+  gst_buffer_memset(one, 0, 0x40, 64 * 48 * 4);
+  GstFlowReturn pushed = GST_FLOW_ERROR;
+  g_signal_emit_by_name(quiet, "push-buffer", one, &pushed);
+  gst_buffer_unref(one);
+  gst_object_unref(quiet);
+  ASSERT_EQ(pushed, GST_FLOW_OK);
+
+  // The source waits on the clock for its first frame, negotiated: the
+  // latency through tensorbatch is the streams' plus max-latency.
+  gst_test_clock_wait_for_next_pending_id(GST_TEST_CLOCK(clock), nullptr);
+  GstPad *sink_pad = gst_element_get_static_pad(sink, "sink");
+  GstQuery *q = gst_query_new_latency();
+  ASSERT_TRUE(gst_pad_peer_query(sink_pad, q));
+  gboolean live = FALSE;
+  GstClockTime min = 0, max = 0;
+  gst_query_parse_latency(q, &live, &min, &max);
+  gst_query_unref(q);
+  gst_object_unref(sink_pad);
+  ASSERT_TRUE(live);
+  ASSERT_GE(min, kMaxLatency);
+  const GstClockTime upstream = min - kMaxLatency;
+  const GstClockTime base = gst_element_get_base_time(pipeline);
+
+  // Release the clock's waits in time order. A wait at a frame's running
+  // time plus the latency is tensorbatch's deadline for that frame's batch.
+  guint64 left = 0;
+  int deadlines = 0;
+  for (int step = 0; step < 40 && left < 3; ++step) {
+    GstClockID next = nullptr;
+    gst_test_clock_wait_for_next_pending_id(GST_TEST_CLOCK(clock), &next);
+    const GstClockTime t = gst_clock_id_get_time(next);
+    gst_clock_id_unref(next);
+    std::vector<GstClockTime> pts;
+    {
+      std::lock_guard<std::mutex> lock(arrived.mu);
+      pts = arrived.pts;
+    }
+    ASSERT_EQ(batches_of(batch), left) << "a batch left before its deadline (clock at " << GST_TIME_AS_MSECONDS(t)
+                                       << " ms)";
+    // Each frame of stream 0 is a batch of its own: the front batch's
+    // first frame is frame `left`.
+    const bool deadline = pts.size() > left && t == base + pts[left] + upstream + kMaxLatency;
+    ASSERT_EQ(gst_test_clock_crank(GST_TEST_CLOCK(clock)), TRUE);
+    if (deadline) {
+      ++deadlines;
+      ASSERT_TRUE(eventually([&] { return batches_of(batch) == left + 1; }))
+          << "the batch did not leave at its deadline";
+      GstSample *sample = nullptr;
+      g_signal_emit_by_name(sink, "try-pull-sample", 5 * GST_SECOND, &sample);
+      ASSERT_NE(sample, nullptr);
+      GstTensorMemBatchMeta *meta = gst_buffer_get_tensor_mem_batch_meta(gst_sample_get_buffer(sample));
+      EXPECT_TRUE(gst_tensor_mem_batch_meta_get_slot(meta, 0)->filled);
+      EXPECT_FALSE(gst_tensor_mem_batch_meta_get_slot(meta, 1)->filled);
+      EXPECT_EQ(gst_tensor_mem_batch_meta_get_slot(meta, 0)->pts, pts[left]);
+      gst_sample_unref(sample);
+      ++left;
+      continue;
+    }
+    // Maybe a frame of stream 0: once it is in its batch, that batch is
+    // complete (the first, with stream 1's frame) and leaves, or it waits
+    // for its deadline, an id on the clock beside the source's next frame.
+    const std::size_t before = pts.size();
+    auto frames = [&] {
+      std::lock_guard<std::mutex> lock(arrived.mu);
+      return arrived.pts.size();
+    };
+    if (!eventually([&] { return frames() > before; }))
+      continue;
+    auto frame_pts = [&](std::size_t i) {
+      std::lock_guard<std::mutex> lock(arrived.mu);
+      return arrived.pts[i];
+    };
+    if (frames() == 1) {
+      ASSERT_TRUE(eventually([&] { return batches_of(batch) == 1; })) << "the first batch has both streams' frames";
+      GstSample *sample = nullptr;
+      g_signal_emit_by_name(sink, "try-pull-sample", 5 * GST_SECOND, &sample);
+      ASSERT_NE(sample, nullptr);
+      gst_sample_unref(sample);
+      left = 1;
+      // A deadline tensorbatch set for it before stream 1's frame came is
+      // let go: the one wait left is the source's next frame.
+      ASSERT_TRUE(eventually([&] {
+        GstClockID id = nullptr;
+        if (gst_test_clock_peek_id_count(GST_TEST_CLOCK(clock)) != 1 ||
+            !gst_test_clock_peek_next_pending_id(GST_TEST_CLOCK(clock), &id))
+          return false;
+        const bool next_frame = gst_clock_id_get_time(id) == base + frame_pts(0) + 100 * GST_MSECOND;
+        gst_clock_id_unref(id);
+        return next_frame;
+      })) << "a deadline of a batch that left stayed on the clock";
+    } else {
+      // The source's next frame (while it has one) and the front batch's deadline.
+      gst_test_clock_wait_for_multiple_pending_ids(GST_TEST_CLOCK(clock), frames() < 3 ? 2 : 1, nullptr);
+    }
+  }
+  EXPECT_EQ(left, 3u);
+  EXPECT_EQ(deadlines, 2) << "batches 1 and 2 wait for stream 1 until their deadlines";
+  EXPECT_EQ(gst_element_set_state(pipeline, GST_STATE_NULL), GST_STATE_CHANGE_SUCCESS);
+  gst_object_unref(sink);
+  gst_object_unref(batch);
+  gst_object_unref(clock);
+  tmtest::release_pipeline(pipeline);
 }
 
 /* Stream 1's frames stop after its second (dropped at its source, before
