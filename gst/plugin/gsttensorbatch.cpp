@@ -852,15 +852,23 @@ std::string too_many_pads_locked(const Shared &s, gsize more) {
          std::to_string(pads);
 }
 
-/* The pipeline's running time now; NONE before PLAYING or without a clock. */
-GstClockTime running_time_now(GstTensorMemBatch *self) {
+/* The element's clock (a new reference) and base time while PLAYING; NULL
+ * before, or without a clock. */
+GstClock *playing_clock(GstTensorMemBatch *self, GstClockTime *base) {
   GstElement *element = GST_ELEMENT_CAST(self);
   GST_OBJECT_LOCK(element);
   GstClock *clock = GST_STATE(element) == GST_STATE_PLAYING && element->clock
                         ? GST_CLOCK_CAST(gst_object_ref(element->clock))
                         : nullptr;
-  const GstClockTime base = element->base_time;
+  *base = element->base_time;
   GST_OBJECT_UNLOCK(element);
+  return clock;
+}
+
+/* The pipeline's running time now; NONE before PLAYING or without a clock. */
+GstClockTime running_time_now(GstTensorMemBatch *self) {
+  GstClockTime base = 0;
+  GstClock *clock = playing_clock(self, &base);
   if (!clock)
     return GST_CLOCK_TIME_NONE;
   const GstClockTime now = gst_clock_get_time(clock);
@@ -1038,13 +1046,8 @@ public:
   /* Waits on `self`'s clock for running time `due` (no lock held); false
    * where there is no clock to wait on yet (before PLAYING). */
   bool arm(GstTensorMemBatch *self, GstClockTime due) {
-    GstElement *element = GST_ELEMENT_CAST(self);
-    GST_OBJECT_LOCK(element);
-    GstClock *clock = GST_STATE(element) == GST_STATE_PLAYING && element->clock
-                          ? GST_CLOCK_CAST(gst_object_ref(element->clock))
-                          : nullptr;
-    const GstClockTime base = element->base_time;
-    GST_OBJECT_UNLOCK(element);
+    GstClockTime base = 0;
+    GstClock *clock = playing_clock(self, &base);
     if (!clock) {
       disarm();
       return false;
