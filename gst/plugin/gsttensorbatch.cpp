@@ -516,6 +516,8 @@ void window_dropped(gpointer data) {
   if (watch->slot >= b.slots.size() || b.slots[watch->slot].filled || !b.slots[watch->slot].acquired)
     return;
   b.slots[watch->slot].acquired = false;
+  GST_DEBUG("a window of batch %" G_GUINT64_FORMAT " slot %u went without reaching tensorbatch", watch->seq,
+            watch->slot);
   s.kick = true; // the batch may be complete without it now
   s.cond.notify_all();
 }
