@@ -770,8 +770,11 @@ TEST(TensorBatch, PadsAddedAndReleasedWhilePlaying) {
   ASSERT_EQ(gst_pad_link(out, third), GST_PAD_LINK_OK);
   gst_element_sync_state_with_parent(branch);
   EXPECT_TRUE(pull_until("32:24:3:3"));
-  // ... and leaves.
-  gst_element_set_state(branch, GST_STATE_NULL);
+  // ... and leaves. Its state locked first: a state change of the pipeline
+  // meanwhile must not set it going again (GStreamer's way to take a
+  // branch out of a playing pipeline).
+  gst_element_set_locked_state(branch, TRUE);
+  EXPECT_EQ(gst_element_set_state(branch, GST_STATE_NULL), GST_STATE_CHANGE_SUCCESS);
   gst_pad_unlink(out, third);
   gst_element_release_request_pad(batch, third);
   gst_object_unref(third);
