@@ -322,15 +322,12 @@ struct Shared {
     return &open[seq - cur_seq];
   }
 
-  /* Whether batch `seq` (`b`) can leave: a frame is in it and every stream
-   * has passed it (below). */
-  bool complete(const Batch &b, guint64 seq) const { return b.filled > 0 && !flush_downstream && passed(b, seq); }
-
   /* Whether every stream that has not ended has filled its slot of `b`
    * (batch `seq`), or has passed it: its next frame is for a later batch
-   * (a slower stream, on the time grid, has no frame of this time), and no
-   * window of the slot is out. */
-  bool passed(const Batch &b, guint64 seq) const {
+   * (a slower stream, on the time grid, has no frame of this time). */
+  bool complete(const Batch &b, guint64 seq) const {
+    if (b.filled == 0 || flush_downstream)
+      return false;
     for (const auto &p : pads) {
       if (p->slot == kNoSlot || p->slot >= b.slots.size() || p->eos)
         continue;
@@ -897,17 +894,6 @@ GstFlowReturn emit_batch(GstTensorMemBatch *self, Reason why) {
   const GstClockTime now = why == Reason::Timeout ? running_time_now(self) : GST_CLOCK_TIME_NONE;
   std::unique_lock<std::mutex> lock(s.lock);
   if (s.open.empty() || !s.running || s.flush_downstream)
-    return s.last_flow;
-  // Empty batches every stream has gone past (each skipped its frame of that
-  // time or dropped it on the way) will never be filled: they go without a
-  // trace, so that a producer waiting for the front batch to leave goes on.
-  while (!s.relayout && !s.open.empty() && s.open.front().filled == 0 && s.passed(s.open.front(), s.cur_seq)) {
-    release_batch(s.open.front());
-    s.open.pop_front();
-    ++s.cur_seq;
-    s.cond.notify_all();
-  }
-  if (s.open.empty())
     return s.last_flow;
   Batch &front = s.open.front();
   bool go = false;
