@@ -347,8 +347,11 @@ TEST(TensorUnbatch, AFlushingSeekStartsEveryStreamAgain) {
       gst_sample_unref(sample);
       ++f;
     }
-    // num-buffers counts the frames made before the seek too.
-    EXPECT_GE(f, 20u);
+    // num-buffers counts the frames made before the seek too: how many
+    // depends on what the queues and open batches held when it came (more
+    // under load, and on GStreamer 1.28, 11 to 13 of the 30 in a loaded
+    // run). The frames after it start again at the first, in order (above).
+    EXPECT_GE(f, 10u);
     EXPECT_TRUE(sink_eos(sink));
     gst_object_unref(sink);
   }
