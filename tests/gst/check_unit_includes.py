@@ -31,7 +31,8 @@ LEVELS = {
         'gsttensord3d11device', 'gsttensorfencemeta', 'gsttensorglsync', 'gsttensoranalytics', 'gsttensorwritable'],
     2: ['gsttensorbackend', 'gsttensormapping', 'gsttensorbasememory', 'gsttensormemvalidate', 'gsttensorbufferpool'],
     3: ['gsttensormemory', 'gsttensordmabuf', 'gsttensorpbo', 'gsttensord3d11', 'gsttensorframecopy', 'gsttensorgstgl'],
-    4: ['gsttensoruploader', 'gsttensordownloader', 'gsttensorconverter', 'gsttensorbatchstore', 'gsttensordlpack'],
+    4: ['gsttensoruploader', 'gsttensordownloader', 'gsttensorconverter', 'gsttensorbatchstore', 'gsttensorbatchassembler',
+        'gsttensordlpack'],
     5: ['gsttensormem', 'tensormem'],
 }
 level_of = {unit: level for level, units in LEVELS.items() for unit in units}

@@ -1,0 +1,967 @@
+// SPDX-License-Identifier: Apache-2.0
+#include <gst/tensormem/gsttensorbatchassembler-private.h>
+
+#include <gst/tensormem/gsttensorbatchmeta.h>
+#include <gst/tensormem/gsttensorfencemeta.h>
+#include <gst/tensormem/gsttensorglcontext.h>
+#include <gst/tensormem/gsttensormemconfig.h>
+#include <gst/tensormem/gsttensormemresizemeta.h>
+#if GST_TENSOR_MEM_HAVE_TENSOR_META
+#include <gst/tensormem/gsttensoranalytics-private.h>
+#endif
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+
+GST_DEBUG_CATEGORY_STATIC(batch_assembler_debug);
+#define GST_CAT_DEFAULT batch_assembler_debug
+
+namespace gst_tensormem {
+
+namespace {
+
+void init_debug() {
+  static gsize done = 0;
+  if (g_once_init_enter(&done)) {
+    GST_DEBUG_CATEGORY_INIT(batch_assembler_debug, "tensormembatch", 0, "batches assembled from several streams");
+    g_once_init_leave(&done, 1);
+  }
+}
+
+/* A CPU write of `size` bytes at `offset` of batch `b`'s allocation:
+ * `write` gets the bytes, and the batch remembers that a CPU wrote (its
+ * family may need a fence for that). FALSE when they cannot be mapped. */
+template <typename Write> bool write_on_cpu(OpenBatch &b, gsize offset, gsize size, Write &&write) {
+  if (!batch_write_on_cpu(b.storage, offset, size, std::forward<Write>(write)))
+    return false;
+  b.cpu_written = true;
+  return true;
+}
+
+std::string dims_string(const std::vector<std::int64_t> &outermost_first) {
+  std::string out;
+  for (auto it = outermost_first.rbegin(); it != outermost_first.rend(); ++it) {
+    if (!out.empty())
+      out += ':';
+    out += std::to_string(*it);
+  }
+  return out;
+}
+
+/* The batched tensor's shape, outermost first: the per-stream tensor's
+ * outermost axis where it is 1, else a new one. */
+std::vector<std::int64_t> batched_shape(const TensorCaps &t, guint n) {
+  std::vector<std::int64_t> shape = t.shape;
+  if (!shape.empty() && shape.front() == 1)
+    shape.front() = n;
+  else
+    shape.insert(shape.begin(), n);
+  return shape;
+}
+
+} // namespace
+
+BatchAssembler::BatchAssembler() : family(&backend_at(0)), store(BatchStore::create(kBatchFreeKept)) { init_debug(); }
+
+BatchAssembler::~BatchAssembler() {
+  clear_stream_events();
+  for (OpenBatch &batch : open)
+    batch.release();
+  gst_clear_caps(&stream_caps);
+  gst_clear_object(&device);
+}
+
+BatchStream *BatchAssembler::stream(guint id) {
+  for (auto &p : streams)
+    if (p->id == id)
+      return p.get();
+  return nullptr;
+}
+
+GstClockTime BatchAssembler::live_due() const {
+  if (!live || open.empty() || open.front().filled == 0 || !GST_CLOCK_TIME_IS_VALID(open.front().first_running_time))
+    return GST_CLOCK_TIME_NONE;
+  return open.front().first_running_time + upstream_latency + max_latency;
+}
+
+bool BatchAssembler::front_is_due(GstClockTime now) const {
+  if (open.empty() || open.front().filled == 0)
+    return false;
+  if (timeout > 0 && g_get_monotonic_time() >= open.front().first_fill + static_cast<gint64>(timeout / 1000))
+    return true;
+  const GstClockTime due = live_due();
+  return GST_CLOCK_TIME_IS_VALID(due) && GST_CLOCK_TIME_IS_VALID(now) && now >= due;
+}
+
+guint64 BatchAssembler::seq_of_time(GstClockTime t, guint64 first) {
+  if (!GST_CLOCK_TIME_IS_VALID(t_base)) {
+    t_base = t;
+    base_seq = first;
+  }
+  const GstClockTime half = period / 2;
+  if (t >= t_base)
+    return base_seq + (t - t_base + half) / period;
+  const guint64 back = (t_base - t + half) / period;
+  return back > base_seq ? 0 : base_seq - back;
+}
+
+OpenBatch *BatchAssembler::batch(guint64 seq) {
+  while (open.size() <= seq - cur_seq) {
+    OpenBatch b;
+    b.storage = store->acquire(*family, device, slot_bytes, n_slots);
+    if (!b.storage)
+      return nullptr;
+    b.slots.resize(n_slots);
+    open.push_back(std::move(b));
+  }
+  return &open[seq - cur_seq];
+}
+
+bool BatchAssembler::complete(const OpenBatch &b, guint64 seq) const {
+  if (b.filled == 0 || flush_downstream)
+    return false;
+  for (const auto &p : streams) {
+    if (p->slot == kBatchNoSlot || p->slot >= b.slots.size() || p->eos)
+      continue;
+    const BatchSlotRecord &rec = b.slots[p->slot];
+    if (!rec.filled && (rec.acquired || p->next_acquire <= seq))
+      return false;
+  }
+  return true;
+}
+
+guint BatchAssembler::forget_frames_of(BatchStream &p) {
+  p.next_acquire = cur_seq;
+  guint forgotten = 0;
+  if (p.slot == kBatchNoSlot)
+    return forgotten;
+  for (OpenBatch &b : open) {
+    if (p.slot >= b.slots.size())
+      continue;
+    BatchSlotRecord &rec = b.slots[p.slot];
+    rec.acquired = false;
+    if (!rec.filled)
+      continue;
+    gst_clear_buffer(&rec.frame);
+    rec.filled = rec.copied = false;
+    ++forgotten;
+    if (--b.filled == 0) {
+      b.first_fill = 0;
+      b.first_running_time = GST_CLOCK_TIME_NONE;
+    }
+  }
+  return forgotten;
+}
+
+guint64 BatchAssembler::end_of_frames(const BatchStream &p) const {
+  guint64 at = cur_seq;
+  for (std::size_t k = 0; p.slot != kBatchNoSlot && k < open.size(); ++k)
+    if (p.slot < open[k].slots.size() && open[k].slots[p.slot].filled)
+      at = cur_seq + k + 1;
+  return at;
+}
+
+bool BatchAssembler::all_ended() const {
+  return std::all_of(streams.begin(), streams.end(), [](const auto &p) { return p->eos; });
+}
+
+void BatchAssembler::assign_slots() {
+  if (batch_size == 0) {
+    guint i = 0;
+    for (auto &p : streams)
+      p->slot = i++;
+    return;
+  }
+  std::vector<bool> used(batch_size, false);
+  for (auto &p : streams)
+    if (p->slot != kBatchNoSlot && p->slot < batch_size && !used[p->slot])
+      used[p->slot] = true;
+    else
+      p->slot = kBatchNoSlot;
+  for (auto &p : streams) {
+    if (p->slot != kBatchNoSlot)
+      continue;
+    for (guint i = 0; i < batch_size; ++i)
+      if (!used[i]) {
+        used[i] = true;
+        p->slot = i;
+        break;
+      }
+  }
+}
+
+void BatchAssembler::discard_open() {
+  const guint64 skipped = open.size() + kBatchDepth;
+  cur_seq += skipped;
+  for (OpenBatch &b : open)
+    b.release();
+  open.clear();
+  layout_start = cur_seq;
+  // The grid goes on in time: the front batch is again the time the
+  // discarded front one had.
+  base_seq += skipped;
+}
+
+void BatchAssembler::apply_relayout() {
+  discard_open();
+  const guint n = batch_size ? batch_size : std::max<guint>(1, static_cast<guint>(streams.size()));
+  if (n != n_slots) {
+    n_slots = n;
+    caps_changed = true;
+  }
+  assign_slots();
+  relayout = false;
+}
+
+void BatchAssembler::add_stream(guint id, std::string name) {
+  auto state = std::make_unique<BatchStream>();
+  state->id = id;
+  state->name = std::move(name);
+  state->next_acquire = cur_seq;
+  streams.push_back(std::move(state));
+  if (!negotiated)
+    return;
+  if (batch_size)
+    assign_slots();
+  else if (open.empty() || open.front().filled == 0)
+    apply_relayout();
+  else
+    relayout = true;
+}
+
+guint BatchAssembler::remove_stream(guint id) {
+  guint forgotten = 0;
+  if (BatchStream *p = stream(id)) {
+    forgotten = forget_frames_of(*p);
+    dropped += forgotten;
+    if (running && p->slot != kBatchNoSlot)
+      ends.push_back({cur_seq, p->name, true});
+  }
+  streams.erase(std::remove_if(streams.begin(), streams.end(), [id](const auto &p) { return p->id == id; }),
+                streams.end());
+  if (negotiated && batch_size == 0) {
+    if (open.empty() || open.front().filled == 0)
+      apply_relayout();
+    else
+      relayout = true;
+  }
+  // The front batch may now be complete without this stream: the timer
+  // sends it.
+  kick = true;
+  cond.notify_all();
+  return forgotten;
+}
+
+std::string BatchAssembler::too_many_streams(gsize more) const {
+  const gsize n = streams.size() + more;
+  if (batch_size == 0 || n <= batch_size)
+    return {};
+  return std::to_string(n) + " sink pads for batch-size=" + std::to_string(batch_size) +
+         ": a fixed batch has one slot per stream; set batch-size to 0 (one slot per pad) or to at least " +
+         std::to_string(n);
+}
+
+bool BatchAssembler::set_stream_caps(guint id, GstCaps *caps, const TensorCaps &t, const Backend *in, GstObject **dev,
+                                     std::string *what, std::string *detail) {
+  BatchStream *p = stream(id);
+  const std::string name = p ? p->name : "a stream";
+  if (p)
+    p->has_caps = true;
+  cond.notify_all();
+  // The time grid's period is the shortest frame duration of the streams'
+  // caps; a new one starts the grid again.
+  gint num = 0, den = 1;
+  if (gst_structure_get_fraction(gst_caps_get_structure(caps, 0), "framerate", &num, &den) && num > 0 && den > 0) {
+    const GstClockTime duration = gst_util_uint64_scale_int(GST_SECOND, den, num);
+    if (duration > 0 && (!GST_CLOCK_TIME_IS_VALID(period) || duration < period)) {
+      period = duration;
+      t_base = GST_CLOCK_TIME_NONE;
+    }
+  }
+  GstCaps *plain = gst_caps_copy(caps);
+  gst_structure_remove_field(gst_caps_get_structure(plain, 0), "framerate");
+  if (negotiated) {
+    const bool same = gst_caps_is_equal(plain, stream_caps);
+    if (!same) {
+      gchar *theirs = gst_caps_to_string(plain);
+      gchar *ours = gst_caps_to_string(stream_caps);
+      *what = name + "'s tensor differs from the batch's (" + first_stream +
+              "'s): every stream of a batch must carry the same tensor (type, dimensions, memory)";
+      *detail = name + " is " + theirs + "; " + first_stream + " is " + ours;
+      g_free(theirs);
+      g_free(ours);
+    }
+    gst_caps_unref(plain);
+    return same;
+  }
+  // batch-size lowered after the element started (the start checks it too).
+  if (std::string refused = too_many_streams(0); !refused.empty()) {
+    *what = std::move(refused);
+    gst_caps_unref(plain);
+    return false;
+  }
+  if (t.bytes == 0 || t.bytes > G_MAXUINT) {
+    *what = name + ": a " + std::to_string(static_cast<guint64>(t.bytes)) + "-byte tensor cannot be batched";
+    gchar *text = gst_caps_to_string(caps);
+    *detail = std::string("caps ") + text;
+    g_free(text);
+    gst_caps_unref(plain);
+    return false;
+  }
+  std::swap(device, *dev); // the caller lets the old one (if any) go
+  stream_caps = plain;
+  first_stream = name;
+  tensor = t;
+  family = in;
+  slot_bytes = static_cast<gsize>(t.bytes);
+  n_slots = 0;
+  negotiated = true;
+  apply_relayout();
+  caps_changed = true;
+  GST_INFO("batches of %u × %" G_GSIZE_FORMAT "-byte tensors in %s", n_slots, slot_bytes, family->memory_name);
+  cond.notify_all();
+  return true;
+}
+
+void BatchAssembler::keep_stream_event(std::string key, GstEvent *event) {
+  auto same = std::find_if(stream_events.begin(), stream_events.end(), [&](const auto &e) { return e.first == key; });
+  if (same != stream_events.end())
+    gst_event_take(&same->second, event);
+  else
+    stream_events.emplace_back(std::move(key), event);
+}
+
+void BatchAssembler::clear_stream_events(bool segments_only) {
+  // A partition, not remove_if: every element stays whole, so those past
+  // `gone` can be let go.
+  auto gone = std::stable_partition(stream_events.begin(), stream_events.end(), [&](const auto &e) {
+    return segments_only && !gst_tensor_mem_stream_segment_event_parse(e.second, nullptr, nullptr);
+  });
+  for (auto it = gone; it != stream_events.end(); ++it)
+    gst_event_unref(it->second);
+  stream_events.erase(gone, stream_events.end());
+}
+
+PlaceResult BatchAssembler::place(guint id, GstBuffer *buffer, GstClockTime running_time, bool fences_waited) {
+  BatchStream *p = stream(id);
+  if (!running || !p || p->flushing)
+    return {PlaceStatus::Flushing};
+  if (!negotiated)
+    return {PlaceStatus::NotNegotiated, false, p->name + ": no caps before the first buffer"};
+  if (p->slot == kBatchNoSlot) // a stream that came while a batch was filling: a slot at the next boundary
+    return {PlaceStatus::Wait};
+  const BatchWindowTag *tag = batch_window_tag(buffer);
+  const bool own_window = tag && tag->slot == p->slot && tag->seq >= layout_start &&
+                          batch_allocation_n_slots(tag->allocation) == n_slots &&
+                          batch_allocation_slot_bytes(tag->allocation) == slot_bytes;
+  if (own_window && tag->seq < cur_seq) {
+    // Its batch left without it (the timeout): the frame is too late for
+    // any batch; the stream's next window is of a batch still open.
+    ++dropped;
+    GST_DEBUG("%s: frame of batch %" G_GUINT64_FORMAT " came after it left: dropped", p->name.c_str(), tag->seq);
+    return {PlaceStatus::Late};
+  }
+  if (own_window && tag->seq > cur_seq) // a frame ahead: its batch is the next one
+    return {PlaceStatus::Wait};
+  OpenBatch *b = batch(cur_seq);
+  if (!b)
+    return {PlaceStatus::Refused, false, "Cannot allocate a batch",
+            std::to_string(slot_bytes * n_slots) + " bytes of " + family->memory_name + " memory"};
+  BatchSlotRecord &rec = b->slots[p->slot];
+  if (rec.filled) // this stream's frame of the front batch is in: wait for it to leave
+    return {PlaceStatus::Wait};
+  const bool in_place = own_window && tag->seq == cur_seq && tag->allocation == b->storage;
+  if (!in_place) {
+    const gsize size = gst_buffer_get_size(buffer);
+    if (size < slot_bytes)
+      return {PlaceStatus::Refused, false,
+              p->name + "'s buffer holds " + std::to_string(size) + " bytes; its tensor needs " +
+                  std::to_string(slot_bytes),
+              "a buffer smaller than its caps say"};
+    if (require_zero_copy)
+      return {PlaceStatus::Refused, false,
+              p->name + "'s tensor would be copied into its batch slot and require-zero-copy is set",
+              tag ? "the buffer is a window of a batch of another layout (pads came or went since)"
+                  : "the buffer is not a window of the batch: its producer did not take the slot pool "
+                    "tensorbatch proposed (tensorconvert takes it on its CPU path, and on its GL path where "
+                    "it runs on the batch's GL worker and its tensor is a whole number of 32-bit words)"};
+    // A copy reads the frame: its producer's writes first.
+    if (!fences_waited && gst_buffer_has_tensor_mem_fence(buffer))
+      return {PlaceStatus::NeedsFenceWait};
+    bool read = false;
+    const bool mapped = write_on_cpu(*b, p->slot * slot_bytes, slot_bytes, [&](std::byte *to) {
+      read = gst_buffer_extract(buffer, 0, to, slot_bytes) == slot_bytes;
+    });
+    if (!mapped || !read)
+      return {PlaceStatus::Refused, false,
+              mapped ? p->name + "'s buffer cannot be read" : p->name + "'s slot cannot be mapped",
+              mapped ? "gst_buffer_extract failed"
+                     : std::string("mapping a window of ") + family->memory_name + " memory"};
+    copied_bytes += slot_bytes;
+  }
+  rec.filled = true;
+  rec.copied = !in_place;
+  rec.stream = p->name;
+  if (in_place)
+    rec.acquired = false;
+  rec.frame = buffer;
+  if (b->filled++ == 0) {
+    b->first_fill = g_get_monotonic_time();
+    b->first_running_time = running_time;
+  }
+  cond.notify_all();
+  return {PlaceStatus::Placed, complete(*b, cur_seq)};
+}
+
+GstCaps *BatchAssembler::batch_caps(guint slots) const {
+  GstCaps *caps = gst_caps_copy(stream_caps);
+  gst_caps_set_simple(caps, "dimensions", G_TYPE_STRING, dims_string(batched_shape(tensor, slots)).c_str(), nullptr);
+  return caps;
+}
+
+bool BatchAssembler::take_front(BatchReason why, GstClockTime now, bool src_has_caps, TakenBatch *out) {
+  if (open.empty() || !running || flush_downstream)
+    return false;
+  OpenBatch &front = open.front();
+  bool go = false;
+  switch (why) {
+  case BatchReason::Complete: go = complete(front, cur_seq); break;
+  case BatchReason::Timeout: go = front_is_due(now); break;
+  case BatchReason::Drain: go = front.filled > 0; break;
+  }
+  if (!go)
+    return false;
+  out->batch = std::move(front);
+  out->seq = cur_seq;
+  open.pop_front();
+  ++cur_seq;
+  OpenBatch &b = out->batch;
+  out->partial = b.filled < b.slots.size();
+  // An empty slot still names the stream it waited for, where one feeds it.
+  for (const auto &p : streams)
+    if (p->slot < b.slots.size() && !b.slots[p->slot].filled)
+      b.slots[p->slot].stream = p->name;
+  if (relayout)
+    apply_relayout();
+  out->caps = nullptr;
+  if (caps_changed || !src_has_caps) {
+    // The caps of the batch leaving now, which a relayout above may not share.
+    out->caps = batch_caps(static_cast<guint>(b.slots.size()));
+    caps_changed = n_slots != b.slots.size();
+  }
+  out->tensor = tensor;
+  out->pad_value = pad_value;
+  out->family = family;
+  cond.notify_all();
+  return true;
+}
+
+std::vector<BatchStreamEnd> BatchAssembler::take_due_ends() {
+  std::vector<BatchStreamEnd> due;
+  if (!running || flush_downstream)
+    return due;
+  auto gone =
+      std::stable_partition(ends.begin(), ends.end(), [this](const BatchStreamEnd &e) { return e.go_at > cur_seq; });
+  due.assign(std::make_move_iterator(gone), std::make_move_iterator(ends.end()));
+  ends.erase(gone, ends.end());
+  return due;
+}
+
+void BatchAssembler::start() {
+  running = true;
+  live = false; // until a latency query says otherwise
+  upstream_latency = 0;
+  last_flow = GST_FLOW_OK;
+  kick = false;
+  flush_downstream = false;
+  seek_seqnum = GST_SEQNUM_INVALID;
+  ends.clear();
+  clear_stream_events();
+  for (auto &p : streams)
+    p->eos = p->flushing = p->flush_stopped = p->has_caps = false;
+}
+
+void BatchAssembler::stop() {
+  discard_open();
+  negotiated = false;
+  period = t_base = GST_CLOCK_TIME_NONE;
+  gst_clear_caps(&stream_caps);
+  for (auto &p : streams)
+    p->slot = kBatchNoSlot;
+}
+
+/* ---- the batch as one buffer ---- */
+
+namespace {
+
+#if GST_TENSOR_MEM_HAVE_TENSOR_META
+/* GStreamer's description of the batch (1.26): its data a buffer over the
+ * same memory. */
+void attach_tensor_meta(GstBuffer *out, const TensorCaps &t, guint n) {
+  GstTensorDataType type;
+  if (!tensor_data_type_of(t.code, t.bits, &type))
+    return;
+  const std::vector<std::int64_t> shape = batched_shape(t, n);
+  const std::vector<gsize> dims(shape.begin(), shape.end());
+  set_tensor_meta(out, nullptr, g_quark_from_static_string("batch"), type, dims.data(), dims.size());
+}
+#endif
+
+/* `bytes` bytes at `to`, every element `value` in `t`'s type. */
+void fill(std::byte *to, gsize bytes, const TensorCaps &t, double value) {
+  std::vector<std::uint8_t> element;
+  if (value == 0.0 || !element_bytes(t, value, &element) || element.empty()) {
+    std::memset(to, 0, bytes);
+    return;
+  }
+  for (gsize at = 0; at + element.size() <= bytes; at += element.size())
+    std::memcpy(to + at, element.data(), element.size());
+}
+
+void copy_resize(GstTensorMemBatchSlot *slot, const GstTensorMemResizeMeta *r) {
+  slot->has_resize = TRUE;
+  slot->in_width = r->in_width;
+  slot->in_height = r->in_height;
+  slot->scale_x = r->scale_x;
+  slot->scale_y = r->scale_y;
+  slot->offset_x = r->offset_x;
+  slot->offset_y = r->offset_y;
+  slot->content_x = r->content_x;
+  slot->content_y = r->content_y;
+  slot->content_width = r->content_width;
+  slot->content_height = r->content_height;
+}
+
+} // namespace
+
+GstBuffer *batch_make_output(OpenBatch &b, guint64 seq, const Backend &family, const TensorCaps &tensor,
+                             double pad_value, std::string *why) {
+  const gsize slot_bytes = batch_allocation_slot_bytes(b.storage);
+  GstMemory *whole = batch_window(b.storage, seq, kBatchWhole, 0, slot_bytes * batch_allocation_n_slots(b.storage));
+  if (!whole) {
+    *why = std::string("no memory over its ") + family.memory_name + " allocation could be made";
+    b.release();
+    return nullptr;
+  }
+  GstBuffer *out = gst_buffer_new();
+  gst_buffer_append_memory(out, whole);
+  GstTensorMemBatchMeta *meta = gst_buffer_add_tensor_mem_batch_meta(out, static_cast<guint>(b.slots.size()));
+  GstClockTime pts = GST_CLOCK_TIME_NONE, duration = GST_CLOCK_TIME_NONE;
+  for (guint i = 0; i < b.slots.size(); ++i) {
+    BatchSlotRecord &rec = b.slots[i];
+    GstTensorMemBatchSlot *slot = gst_tensor_mem_batch_meta_get_slot(meta, i);
+    if (!rec.stream.empty())
+      slot->stream = g_intern_string(rec.stream.c_str());
+    if (!rec.filled) {
+      // A window still out is a frame being written late: its bytes are its
+      // writer's (the slot says it is not filled); the others are filled.
+      if (!rec.acquired && !write_on_cpu(b, i * slot_bytes, slot_bytes,
+                                         [&](std::byte *to) { fill(to, slot_bytes, tensor, pad_value); })) {
+        *why =
+            "slot " + std::to_string(i) + " of its " + family.memory_name + " allocation cannot be mapped to be filled";
+        gst_buffer_unref(out);
+        b.release();
+        return nullptr;
+      }
+      continue;
+    }
+    GstBuffer *frame = rec.frame;
+    slot->filled = TRUE;
+    slot->copied = rec.copied;
+    slot->pts = GST_BUFFER_PTS(frame);
+    slot->duration = GST_BUFFER_DURATION(frame);
+    ++meta->n_filled;
+    if (GST_CLOCK_TIME_IS_VALID(slot->pts) && (!GST_CLOCK_TIME_IS_VALID(pts) || slot->pts < pts)) {
+      pts = slot->pts;
+      duration = slot->duration;
+    }
+    if (const GstTensorMemResizeMeta *r = gst_buffer_get_tensor_mem_resize_meta(frame))
+      copy_resize(slot, r);
+    // A slot written in place hands its producer's fences on (a copy waited for them).
+    if (!rec.copied) {
+      gpointer state = nullptr;
+      while (GstMeta *fence = gst_buffer_iterate_meta_filtered(frame, &state, GST_TENSOR_MEM_FENCE_META_API_TYPE)) {
+        GstMetaTransformCopy copy = {FALSE, 0, static_cast<gsize>(-1)};
+        fence->info->transform_func(out, fence, frame, _gst_meta_transform_copy, &copy);
+      }
+    }
+  }
+  // Bytes the CPU wrote reach the family's GPU readers after a fence where
+  // it needs one (PBOs mapped per call).
+  GError *error = nullptr;
+  if (b.cpu_written && family.cpu_writes_need_fence && family.cpu_writes_need_fence(out) &&
+      !family.fence_writes(out, &error)) {
+    *why = std::string("the CPU's writes into its ") + family.memory_name +
+           " allocation cannot be fenced: " + (error ? error->message : "no reason");
+    g_clear_error(&error);
+    gst_buffer_unref(out);
+    b.release();
+    return nullptr;
+  }
+  GST_BUFFER_PTS(out) = pts;
+  GST_BUFFER_DURATION(out) = duration;
+#if GST_TENSOR_MEM_HAVE_TENSOR_META
+  attach_tensor_meta(out, tensor, static_cast<guint>(b.slots.size()));
+#else
+  (void)tensor;
+#endif
+  b.release();
+  return out;
+}
+
+} // namespace gst_tensormem
+
+/* ---- the slot pool: windows of the batch a stream fills next ---- */
+
+using gst_tensormem::BatchAssembler;
+using gst_tensormem::BatchStream;
+using gst_tensormem::OpenBatch;
+
+#define GST_TYPE_TENSOR_MEM_BATCH_SLOT_POOL (gst_tensor_mem_batch_slot_pool_get_type())
+G_DECLARE_FINAL_TYPE(GstTensorMemBatchSlotPool, gst_tensor_mem_batch_slot_pool, GST, TENSOR_MEM_BATCH_SLOT_POOL,
+                     GstBufferPool)
+
+struct _GstTensorMemBatchSlotPool {
+  GstBufferPool parent;
+  std::weak_ptr<BatchAssembler> *assembler;
+  guint stream_id;
+};
+
+namespace {
+
+/* A window handed to a producer, watched until it is placed: a producer or
+ * an element between may drop it instead (a leaky queue, a frame dropper),
+ * and its slot must then stop waiting for it, or the batch (with no
+ * timeout) would wait forever. Kept as qdata on the window's buffer; the
+ * element takes it off first thing (batch_window_delivered), and a buffer
+ * freed with it on was never delivered. */
+struct WindowWatch {
+  std::weak_ptr<BatchAssembler> assembler;
+  guint64 seq;
+  guint slot;
+};
+
+GQuark window_watch_quark() {
+  static const GQuark quark = g_quark_from_static_string("GstTensorMemBatchWindowWatch");
+  return quark;
+}
+
+/* A window's buffer went without reaching the element: its slot is no
+ * longer being written. Runs where the buffer is freed, never under the
+ * assembler's lock (the element takes the watch off before locking, and no
+ * other buffer of a producer is freed under it). */
+void window_dropped(gpointer data) {
+  std::unique_ptr<WindowWatch> watch(static_cast<WindowWatch *>(data));
+  std::shared_ptr<BatchAssembler> shared = watch->assembler.lock();
+  if (!shared)
+    return;
+  std::lock_guard<std::mutex> guard(shared->lock);
+  BatchAssembler &s = *shared;
+  if (watch->seq < s.cur_seq || watch->seq < s.layout_start || watch->seq - s.cur_seq >= s.open.size())
+    return; // its batch left, or belongs to an older layout
+  OpenBatch &b = s.open[watch->seq - s.cur_seq];
+  if (watch->slot >= b.slots.size() || b.slots[watch->slot].filled || !b.slots[watch->slot].acquired)
+    return;
+  b.slots[watch->slot].acquired = false;
+  GST_DEBUG("a window of batch %" G_GUINT64_FORMAT " slot %u went without being placed", watch->seq, watch->slot);
+  s.kick = true; // the batch may be complete without it now
+  s.cond.notify_all();
+}
+
+} // namespace
+
+G_DEFINE_TYPE(GstTensorMemBatchSlotPool, gst_tensor_mem_batch_slot_pool, GST_TYPE_BUFFER_POOL)
+
+static const gchar **gst_tensor_mem_batch_slot_pool_get_options(GstBufferPool *) {
+  static const gchar *options[] = {GST_BUFFER_POOL_OPTION_TENSOR_MEM_BATCH_SLOT, nullptr};
+  return options;
+}
+
+/* Each buffer is made for the batch its stream fills next, so nothing is
+ * kept: released buffers are freed (their window's reference to the batch
+ * goes). */
+static GstFlowReturn gst_tensor_mem_batch_slot_pool_acquire(GstBufferPool *pool, GstBuffer **buffer,
+                                                            GstBufferPoolAcquireParams *params) {
+  using gst_tensormem::kBatchDepth;
+  using gst_tensormem::kBatchNoSlot;
+  // The frame's running time, where its producer says it (tensorconvert).
+  const GstClockTime t = params && params->format == GST_FORMAT_TIME && params->start >= 0
+                             ? static_cast<GstClockTime>(params->start)
+                             : GST_CLOCK_TIME_NONE;
+  auto *self = GST_TENSOR_MEM_BATCH_SLOT_POOL(pool);
+  std::shared_ptr<BatchAssembler> shared = self->assembler->lock();
+  if (!shared)
+    return GST_FLOW_FLUSHING;
+  BatchAssembler &s = *shared;
+  std::unique_lock<std::mutex> lock(s.lock);
+  bool waited_for_rates = false;
+  for (;;) {
+    if (GST_BUFFER_POOL_IS_FLUSHING(pool) || !s.running)
+      return GST_FLOW_FLUSHING;
+    BatchStream *p = s.stream(self->stream_id);
+    if (!p || p->flushing)
+      return GST_FLOW_FLUSHING;
+    if (!s.negotiated)
+      return GST_FLOW_NOT_NEGOTIATED;
+    if (p->slot == kBatchNoSlot) { // a stream that came while a batch was filling: a slot at the next boundary
+      s.cond.wait(lock);
+      continue;
+    }
+    guint64 seq = std::max(p->next_acquire, s.cur_seq);
+    if (GST_CLOCK_TIME_IS_VALID(t) && !waited_for_rates) {
+      // The grid's period is the shortest frame duration of every stream:
+      // wait for the streams' caps (up to the timeout where one is set).
+      waited_for_rates = true;
+      auto unknown = [&] {
+        return std::any_of(s.streams.begin(), s.streams.end(),
+                           [](const auto &q) { return q->slot != kBatchNoSlot && !q->eos && !q->has_caps; });
+      };
+      const auto until = std::chrono::steady_clock::now() + std::chrono::nanoseconds(s.timeout);
+      while (unknown() && s.running && !GST_BUFFER_POOL_IS_FLUSHING(pool)) {
+        if (s.timeout == 0)
+          s.cond.wait(lock);
+        else if (s.cond.wait_until(lock, until) == std::cv_status::timeout)
+          break;
+      }
+      continue;
+    }
+    if (GST_CLOCK_TIME_IS_VALID(t) && GST_CLOCK_TIME_IS_VALID(s.period) && s.period > 0) {
+      // On the grid: the batch of its time (a slower stream skips those
+      // between; a frame whose time's batch left goes into the front one).
+      seq = std::max(seq, s.seq_of_time(t, seq));
+      if (seq > p->next_acquire) {
+        // The batches it skips no longer wait for it.
+        p->next_acquire = std::min(seq, s.cur_seq + kBatchDepth);
+        s.kick = true;
+        s.cond.notify_all();
+      }
+    }
+    if (seq >= s.cur_seq + kBatchDepth) { // a frame ahead already: wait for the front batch to leave
+      s.cond.wait(lock);
+      continue;
+    }
+    OpenBatch *batch = s.batch(seq);
+    if (!batch)
+      return GST_FLOW_ERROR;
+    if (batch->slots[p->slot].filled) { // its slot there holds a copied frame already: the next batch
+      p->next_acquire = seq + 1;
+      continue;
+    }
+    GstMemory *mem = gst_tensormem::batch_window(batch->storage, seq, p->slot, p->slot * s.slot_bytes, s.slot_bytes);
+    if (!mem)
+      return GST_FLOW_ERROR;
+    batch->slots[p->slot].acquired = true;
+    p->next_acquire = seq + 1;
+    *buffer = gst_buffer_new();
+    gst_buffer_append_memory(*buffer, mem);
+    gst_mini_object_set_qdata(GST_MINI_OBJECT_CAST(*buffer), window_watch_quark(),
+                              new WindowWatch{*self->assembler, seq, p->slot}, window_dropped);
+    return GST_FLOW_OK;
+  }
+}
+
+static void gst_tensor_mem_batch_slot_pool_release(GstBufferPool *, GstBuffer *buffer) { gst_buffer_unref(buffer); }
+
+static void gst_tensor_mem_batch_slot_pool_flush_start(GstBufferPool *pool) {
+  auto *self = GST_TENSOR_MEM_BATCH_SLOT_POOL(pool);
+  if (std::shared_ptr<BatchAssembler> shared = self->assembler->lock()) {
+    std::lock_guard<std::mutex> guard(shared->lock);
+    shared->cond.notify_all();
+  }
+}
+
+static void gst_tensor_mem_batch_slot_pool_finalize(GObject *object) {
+  delete GST_TENSOR_MEM_BATCH_SLOT_POOL(object)->assembler;
+  G_OBJECT_CLASS(gst_tensor_mem_batch_slot_pool_parent_class)->finalize(object);
+}
+
+static void gst_tensor_mem_batch_slot_pool_class_init(GstTensorMemBatchSlotPoolClass *klass) {
+  G_OBJECT_CLASS(klass)->finalize = gst_tensor_mem_batch_slot_pool_finalize;
+  auto *pool_class = GST_BUFFER_POOL_CLASS(klass);
+  pool_class->get_options = gst_tensor_mem_batch_slot_pool_get_options;
+  pool_class->acquire_buffer = gst_tensor_mem_batch_slot_pool_acquire;
+  pool_class->release_buffer = gst_tensor_mem_batch_slot_pool_release;
+  pool_class->flush_start = gst_tensor_mem_batch_slot_pool_flush_start;
+}
+
+static void gst_tensor_mem_batch_slot_pool_init(GstTensorMemBatchSlotPool *self) {
+  self->assembler = new std::weak_ptr<BatchAssembler>();
+}
+
+namespace gst_tensormem {
+
+void batch_window_delivered(GstBuffer *buffer) {
+  delete static_cast<WindowWatch *>(gst_mini_object_steal_qdata(GST_MINI_OBJECT_CAST(buffer), window_watch_quark()));
+}
+
+void batch_answer_allocation(const std::shared_ptr<BatchAssembler> &assembler, guint id, GstQuery *query) {
+  GstCaps *caps = nullptr;
+  gboolean need_pool = FALSE;
+  gst_query_parse_allocation(query, &caps, &need_pool);
+  gsize bytes = 0;
+  GstObject *worker = nullptr;
+  {
+    std::lock_guard<std::mutex> guard(assembler->lock);
+    if (assembler->negotiated) {
+      bytes = assembler->slot_bytes;
+      // A GL worker's windows are written in place by a GL producer on
+      // that worker only: the pool says which.
+      if (assembler->device && GST_IS_TENSOR_MEM_GL_WORKER(assembler->device))
+        worker = GST_OBJECT_CAST(gst_object_ref(assembler->device));
+    }
+  }
+  if (!caps || bytes == 0) {
+    gst_clear_object(&worker);
+    return;
+  }
+  auto *pool = GST_TENSOR_MEM_BATCH_SLOT_POOL(g_object_new(GST_TYPE_TENSOR_MEM_BATCH_SLOT_POOL, nullptr));
+  gst_object_ref_sink(pool);
+  *pool->assembler = assembler;
+  pool->stream_id = id;
+  GstStructure *config = gst_buffer_pool_get_config(GST_BUFFER_POOL(pool));
+  gst_buffer_pool_config_set_params(config, caps, static_cast<guint>(bytes), 0, 0);
+  gst_buffer_pool_config_add_option(config, GST_BUFFER_POOL_OPTION_TENSOR_MEM_BATCH_SLOT);
+  if (worker) {
+    gst_structure_set(config, GST_TENSOR_MEM_BATCH_SLOT_POOL_GL_WORKER, GST_TYPE_TENSOR_MEM_GL_WORKER, worker, nullptr);
+    gst_object_unref(worker);
+  }
+  gst_buffer_pool_set_config(GST_BUFFER_POOL(pool), config);
+  gst_query_add_allocation_pool(query, GST_BUFFER_POOL(pool), static_cast<guint>(bytes), 0, 0);
+  gst_object_unref(pool);
+}
+
+/* ---- the timer ---- */
+
+namespace {
+
+/* The timer's wait on the pipeline clock for the front batch's live
+ * deadline: one single-shot clock id at a time, whose callback wakes the
+ * timer. The deadline is the clock's, not the wall's: a clock that runs at
+ * another rate (an audio device's, a test clock) decides when a batch is
+ * due. Used by the timer thread only. */
+class LiveAlarm {
+public:
+  explicit LiveAlarm(std::weak_ptr<BatchAssembler> assembler) : assembler_(std::move(assembler)) {}
+  ~LiveAlarm() { disarm(); }
+  LiveAlarm(const LiveAlarm &) = delete;
+  LiveAlarm &operator=(const LiveAlarm &) = delete;
+
+  /* Waits on `clock` (taken; NULL before PLAYING) for running time `due`
+   * after `base` (no lock held); false where there is no clock. */
+  bool arm(GstClock *clock, GstClockTime base, GstClockTime due) {
+    if (!clock) {
+      disarm();
+      return false;
+    }
+    if (id_ && clock == clock_ && due == due_ && base == base_) {
+      gst_object_unref(clock);
+      return true;
+    }
+    disarm();
+    clock_ = clock;
+    due_ = due;
+    base_ = base;
+    id_ = gst_clock_new_single_shot_id(clock, base + due);
+    gst_clock_id_wait_async(id_, fired, new std::weak_ptr<BatchAssembler>(assembler_),
+                            [](gpointer data) { delete static_cast<std::weak_ptr<BatchAssembler> *>(data); });
+    return true;
+  }
+
+  bool armed() const { return id_ != nullptr; }
+
+  void disarm() {
+    if (id_) {
+      gst_clock_id_unschedule(id_);
+      gst_clock_id_unref(id_);
+      id_ = nullptr;
+    }
+    gst_clear_object(&clock_);
+  }
+
+private:
+  static gboolean fired(GstClock *, GstClockTime, GstClockID, gpointer data) {
+    if (std::shared_ptr<BatchAssembler> shared = static_cast<std::weak_ptr<BatchAssembler> *>(data)->lock()) {
+      std::lock_guard<std::mutex> guard(shared->lock);
+      shared->deadline_fired = true;
+      shared->cond.notify_all();
+    }
+    return TRUE;
+  }
+
+  std::weak_ptr<BatchAssembler> assembler_;
+  GstClockID id_ = nullptr;
+  GstClock *clock_ = nullptr;
+  GstClockTime due_ = GST_CLOCK_TIME_NONE, base_ = GST_CLOCK_TIME_NONE;
+};
+
+} // namespace
+
+void batch_timer_run(const std::shared_ptr<BatchAssembler> &shared,
+                     const std::function<GstClock *(GstClockTime *base)> &playing_clock,
+                     const std::function<void(BatchReason)> &emit) {
+  BatchAssembler &s = *shared;
+  LiveAlarm alarm(shared);
+  std::unique_lock<std::mutex> lock(s.lock);
+  while (s.running) {
+    if (s.kick) {
+      s.kick = false;
+      const bool drain = s.all_ended();
+      lock.unlock();
+      emit(drain ? BatchReason::Drain : BatchReason::Complete);
+      lock.lock();
+      continue;
+    }
+    if (s.flush_downstream || s.open.empty() || s.open.front().filled == 0) {
+      if (alarm.armed()) { // no batch waits for it now (let go without the lock, as armed)
+        lock.unlock();
+        alarm.disarm();
+        lock.lock();
+        continue;
+      }
+      s.cond.wait(lock);
+      continue;
+    }
+    // The clock is armed and read without the lock (they take the
+    // element's); the front may change meanwhile, which a notify, the alarm
+    // or the next round sees.
+    s.deadline_fired = false;
+    GstClockTime now = GST_CLOCK_TIME_NONE;
+    bool on_clock = false;
+    const GstClockTime due = s.live_due();
+    if (GST_CLOCK_TIME_IS_VALID(due)) {
+      lock.unlock();
+      GstClockTime base = 0;
+      GstClock *clock = playing_clock(&base);
+      if (clock) {
+        const GstClockTime at = gst_clock_get_time(clock);
+        now = at >= base ? at - base : 0;
+      }
+      on_clock = alarm.arm(clock, base, due);
+      lock.lock();
+      if (!s.running)
+        break;
+    }
+    if (s.front_is_due(now)) {
+      lock.unlock();
+      emit(BatchReason::Timeout);
+      lock.lock();
+      continue;
+    }
+    if (s.deadline_fired || s.kick)
+      continue; // came while the lock was let go: look again
+    // Until the wall-clock timeout, the alarm's call or a notify; a live
+    // deadline with no clock yet (before PLAYING) is looked at again in 10 ms.
+    gint64 wait_us = G_MAXINT64;
+    if (s.timeout > 0)
+      wait_us = s.open.front().first_fill + static_cast<gint64>(s.timeout / 1000) - g_get_monotonic_time();
+    if (GST_CLOCK_TIME_IS_VALID(due) && !on_clock)
+      wait_us = std::min<gint64>(wait_us, 10000);
+    if (wait_us == G_MAXINT64)
+      s.cond.wait(lock);
+    else
+      s.cond.wait_for(lock, std::chrono::microseconds(std::max<gint64>(wait_us, 1)));
+  }
+}
+
+} // namespace gst_tensormem

@@ -1,0 +1,289 @@
+// SPDX-License-Identifier: Apache-2.0
+/* Private to libgsttensormem and its elements: how a batching element
+ * assembles batches from several streams, whatever memory family they live
+ * in and however the element gets its frames.
+ *
+ * A BatchAssembler holds the open batches (allocations of a BatchStore, in
+ * the family the streams negotiated), one record per stream, and the time
+ * grid that says which batch a frame of a given running time belongs to.
+ * Producers write their slot in place through the slot pool
+ * (batch_answer_allocation: windows of the batch their frame belongs to);
+ * the element places each frame it receives (place), takes the front batch
+ * when it may leave (take_front) and turns it into one buffer
+ * (batch_make_output). BatchTimer sends batches that waited long enough:
+ * the wall-clock `timeout`, or, for live streams, the pipeline clock's
+ * deadline. Everything is under `lock`; `cond` wakes whoever waits.
+ * C++ only; not installed. */
+#pragma once
+
+#include <gst/tensormem/gsttensorbackend-private.h>
+#include <gst/tensormem/gsttensorbatchstore-private.h>
+#include <gst/tensormem/gsttensorcaps.h>
+#include <gst/tensormem/tensormem-prelude.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace gst_tensormem {
+
+constexpr guint kBatchNoSlot = G_MAXUINT;
+/* How many batches may be open at once: the one being filled and the next,
+ * which a stream that is a frame ahead writes into. */
+constexpr guint64 kBatchDepth = 2;
+/* Returned allocations a store keeps beyond those in use. */
+constexpr gsize kBatchFreeKept = 4;
+
+/* One stream (a sink pad of the element) as the assembler sees it. */
+struct BatchStream {
+  guint id = 0;
+  std::string name;
+  guint slot = kBatchNoSlot;
+  guint64 next_acquire = 0;
+  bool eos = false, flushing = false;
+  bool flush_stopped = false; // a flush-stop since the batch's flush went downstream
+  bool has_caps = false;      // its caps came (the time grid needs every stream's frame rate)
+};
+
+struct BatchSlotRecord {
+  GstBuffer *frame = nullptr; // the stream's buffer, kept for its metas until the batch leaves
+  bool filled = false, copied = false;
+  bool acquired = false; // a window of this slot is out, not yet placed
+  std::string stream;
+};
+
+/* A stream that ended or left while the others go on: its stream-end event
+ * goes downstream once the batches holding its frames have (cur_seq has
+ * reached go_at). */
+struct BatchStreamEnd {
+  guint64 go_at = 0;
+  std::string stream;
+  bool released = false;
+};
+
+struct OpenBatch {
+  BatchAllocation *storage = nullptr; // one reference
+  std::vector<BatchSlotRecord> slots;
+  guint filled = 0;
+  bool cpu_written = false; // a slot copied or filled by the CPU (the family may need a fence for it)
+  gint64 first_fill = 0;    // monotonic µs
+  // The running time of the first frame in it (its stream's segment): where
+  // upstream is live, the batch is due at that time plus the latency.
+  GstClockTime first_running_time = GST_CLOCK_TIME_NONE;
+
+  void release() {
+    for (BatchSlotRecord &slot : slots)
+      gst_clear_buffer(&slot.frame);
+    if (storage)
+      batch_allocation_unref(storage);
+    storage = nullptr;
+  }
+};
+
+enum class BatchReason { Complete, Timeout, Drain };
+
+/* What place() did with a frame. */
+enum class PlaceStatus {
+  Placed,         // in its slot (taken); `complete`: the front batch may leave
+  Wait,           // its batch is not the front one yet, or its slot there is full: wait on `cond`, try again
+  Late,           // its batch left without it: drop it (counted in `dropped`)
+  NeedsFenceWait, // it must be copied: wait for its fences (without the lock), then try again
+  Flushing,       // the stream or the element is not running
+  NotNegotiated,  // no caps came before it
+  Refused,        // an element error: `what`, `detail`
+};
+
+struct PlaceResult {
+  PlaceResult(PlaceStatus s, bool c = false, std::string w = {}, std::string d = {})
+      : status(s), complete(c), what(std::move(w)), detail(std::move(d)) {}
+  PlaceStatus status;
+  bool complete;
+  std::string what, detail;
+};
+
+/* The front batch, taken off by take_front() to go downstream. */
+struct TakenBatch {
+  OpenBatch batch;
+  guint64 seq = 0;
+  bool partial = false;
+  GstCaps *caps = nullptr; // new source caps to send first (owned), or NULL
+  TensorCaps tensor;
+  double pad_value = 0.0;
+  const Backend *family = nullptr;
+};
+
+struct GST_TENSOR_MEM_CLASS_API BatchAssembler {
+  BatchAssembler();
+  ~BatchAssembler();
+  BatchAssembler(const BatchAssembler &) = delete;
+  BatchAssembler &operator=(const BatchAssembler &) = delete;
+
+  std::mutex lock;
+  std::condition_variable cond;
+
+  // Settings (the element's properties).
+  guint batch_size = 0;
+  GstClockTime timeout = 0;
+  GstClockTime max_latency = 0;
+  double pad_value = 0.0; // every element of an empty slot
+  bool require_zero_copy = false;
+  GstTensorMemStorage storage = GST_TENSOR_MEM_STORAGE_AUTO; // for caps without a memory feature
+
+  // What the last latency query upstream answered: where the streams are
+  // live, a batch leaves at its first frame's running time plus their
+  // latency plus max_latency, whoever is missing.
+  bool live = false;
+  GstClockTime upstream_latency = 0;
+  bool deadline_fired = false; // the pipeline clock reached the live deadline the timer waits for
+
+  // Negotiation: the per-stream tensor and the layout of a batch.
+  bool negotiated = false;
+  GstCaps *stream_caps = nullptr; // the first stream's, without framerate
+  std::string first_stream;       // the stream whose caps made stream_caps
+  TensorCaps tensor;
+  const Backend *family;
+  GstObject *device = nullptr; // the family's shared object the batches belong to (one reference), or NULL
+  gsize slot_bytes = 0;
+  guint n_slots = 0;
+  bool relayout = false; // streams changed under batch-size 0: a new layout at the next boundary
+  bool caps_changed = false;
+
+  std::vector<std::unique_ptr<BatchStream>> streams;
+  guint next_stream_id = 0;
+  std::deque<OpenBatch> open; // open[k] is batch cur_seq + k
+  guint64 cur_seq = 0;
+  guint64 layout_start = 0; // the first batch of the current layout: windows before it are of an older one
+  // The time grid: batch base_seq + k holds the frames whose running time is
+  // nearest t_base + k × period, period the shortest frame duration of the
+  // streams (NONE: no frame rate known, batches pair the streams' frames in
+  // order). t_base is set by the first frame placed by time, and again after
+  // a flush or a new period.
+  GstClockTime period = GST_CLOCK_TIME_NONE;
+  GstClockTime t_base = GST_CLOCK_TIME_NONE;
+  guint64 base_seq = 0;
+  std::shared_ptr<BatchStore> store;
+
+  bool running = false; // READY→PAUSED .. PAUSED→READY
+  bool kick = false;    // the timer should check whether the front batch can leave
+  GstFlowReturn last_flow = GST_FLOW_OK;
+  std::atomic<guint64> copied_bytes{0}, batches{0}, partial_batches{0}, dropped{0};
+  std::vector<BatchStreamEnd> ends; // stream-end events not yet sent
+  // Each stream's latest segment and tags not yet sent (stream-segment and
+  // stream-tags events), sent before the next batch. Keyed by the stream's
+  // name and what the event replaces: its segment, its stream-scope tags,
+  // its global-scope tags; a newer event of a key takes the older's place.
+  std::vector<std::pair<std::string, GstEvent *>> stream_events;
+  // Flushes: the seqnum of the last flushing seek sent upstream through the
+  // element, and whether a flush is downstream now (no batch leaves until
+  // every stream has flushed and stopped).
+  guint32 seek_seqnum = GST_SEQNUM_INVALID;
+  bool flush_downstream = false;
+
+  BatchStream *stream(guint id);
+  /* The running time at which the front batch is due in a live pipeline;
+   * NONE where upstream is not live or no frame with a time is in it. */
+  GstClockTime live_due() const;
+  /* Whether the front batch is past its deadline: `timeout` after its first
+   * frame came (wall clock), or, upstream being live, its live_due()
+   * (`now`: the running time now, NONE where unknown). */
+  bool front_is_due(GstClockTime now) const;
+  /* The batch of running time `t` on the grid (the grid starts at `first`
+   * where it has no base yet); may be before cur_seq. */
+  guint64 seq_of_time(GstClockTime t, guint64 first);
+  /* Batch `seq` (>= cur_seq, < cur_seq + kBatchDepth), opened with its
+   * allocation where it was not yet; NULL when no allocation can be made. */
+  OpenBatch *batch(guint64 seq);
+  /* Whether every stream that has not ended has filled its slot of `b`
+   * (batch `seq`), or has passed it: its next frame is for a later batch. */
+  bool complete(const OpenBatch &b, guint64 seq) const;
+  /* A flushed (or released) stream's frames leave the open batches, and its
+   * next window is of the front batch again. How many left. */
+  guint forget_frames_of(BatchStream &p);
+  /* Where a stream-end of `p` may go: after the last open batch holding a
+   * frame of it (now, where none does). */
+  guint64 end_of_frames(const BatchStream &p) const;
+  bool all_ended() const;
+  /* The slots, one per stream (batch-size 0) or the lowest free one each. */
+  void assign_slots();
+  /* Forgets the open batches (windows out of them, of the old layout, are
+   * copied when they come). */
+  void discard_open();
+  /* A new layout for batch-size 0 after streams came or went. */
+  void apply_relayout();
+  /* A stream came: a slot now, or at the next batch boundary where a batch
+   * is filling. */
+  void add_stream(guint id, std::string name);
+  /* A stream left: its frames in the open batches are dropped (counted,
+   * and how many returned) and its end goes after the batches sent. */
+  guint remove_stream(guint id);
+  /* Stream `id`'s caps `caps` came, its tensor `t` (parsed by the
+   * caller), to be batched in `family` (`*device`: its shared object, taken
+   * where the batch's layout is made now). The first stream's make the
+   * layout; the others' must carry the same tensor. Under the lock; FALSE
+   * with the element error's `*what` and `*detail` where refused. */
+  bool set_stream_caps(guint id, GstCaps *caps, const TensorCaps &t, const Backend *family, GstObject **device,
+                       std::string *what, std::string *detail);
+  /* Why the streams, with `more` still to come, do not fit a fixed
+   * batch-size (empty where they do), naming the property and the count. */
+  std::string too_many_streams(gsize more) const;
+
+  void keep_stream_event(std::string key, GstEvent *event);
+  /* All of them, or (after a flush, which ends segments but not tags) the
+   * segments only. */
+  void clear_stream_events(bool segments_only = false);
+
+  /* Places `buffer` (the frame of stream `id`, of running time
+   * `running_time`; `fences_waited`: its fences were waited for) in its
+   * slot of the front batch. Under the lock; the buffer is taken where
+   * Placed. */
+  PlaceResult place(guint id, GstBuffer *buffer, GstClockTime running_time, bool fences_waited);
+
+  /* The front batch when `why` holds for it (`now`: the running time, for
+   * Timeout; `src_has_caps`: whether the source pad has caps yet). Under
+   * the lock. */
+  bool take_front(BatchReason why, GstClockTime now, bool src_has_caps, TakenBatch *out);
+  /* The source caps of a batch of `slots` slots (under the lock). */
+  GstCaps *batch_caps(guint slots) const;
+  /* Stream ends whose last batch has gone (under the lock). */
+  std::vector<BatchStreamEnd> take_due_ends();
+  /* The state of a new run (READY→PAUSED) and after one (PAUSED→READY). */
+  void start();
+  void stop();
+};
+
+/* The batch `b` (batch `seq`) as one buffer: its memory over the whole
+ * allocation, the empty slots filled with `pad_value`, the slots' fences,
+ * the batch meta (and GstTensorMeta where GStreamer has it). Takes `b`;
+ * NULL with `*why` set when no memory over the allocation can be made or it
+ * cannot be written or fenced. */
+GST_TENSOR_MEM_API
+GstBuffer *batch_make_output(OpenBatch &b, guint64 seq, const Backend &family, const TensorCaps &tensor,
+                             double pad_value, std::string *why);
+
+/* Answers an allocation query on stream `id`'s pad with a slot pool: its
+ * buffers are windows of the batch the stream's next frame belongs to. */
+GST_TENSOR_MEM_API
+void batch_answer_allocation(const std::shared_ptr<BatchAssembler> &assembler, guint id, GstQuery *query);
+
+/* A frame of `buffer` reached the element: its window stops being watched
+ * (a window freed while watched tells its batch it will not come). */
+GST_TENSOR_MEM_API
+void batch_window_delivered(GstBuffer *buffer);
+
+/* The thread that sends batches which waited long enough: `playing_clock`
+ * gives the element's clock (a reference) and base time while PLAYING, else
+ * NULL; `emit` sends the front batch for a reason. Runs until the
+ * assembler stops running. */
+GST_TENSOR_MEM_API
+void batch_timer_run(const std::shared_ptr<BatchAssembler> &assembler,
+                     const std::function<GstClock *(GstClockTime *base)> &playing_clock,
+                     const std::function<void(BatchReason)> &emit);
+
+} // namespace gst_tensormem
