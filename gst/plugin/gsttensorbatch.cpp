@@ -101,30 +101,7 @@ namespace {
 
 using Shared = gst_tensormem::BatchAssembler;
 using gst_tensormem::BatchReason;
-using gst_tensormem::BatchStream;
 using gst_tensormem::kBatchNoSlot;
-
-/* The storage property: only the storages a batch can live in (so that
- * gst-launch refuses storage=pbo when it parses the line). Its own enum,
- * values and nicks as GstTensorMemStorage's. */
-enum BatchStorage {
-  BATCH_STORAGE_AUTO = GST_TENSOR_MEM_STORAGE_AUTO,
-  BATCH_STORAGE_SYSTEM = GST_TENSOR_MEM_STORAGE_SYSTEM,
-  BATCH_STORAGE_DMABUF = GST_TENSOR_MEM_STORAGE_DMABUF
-};
-
-GType batch_storage_get_type() {
-  static GType type = 0;
-  if (g_once_init_enter(&type)) {
-    static const GEnumValue values[] = {
-        {BATCH_STORAGE_AUTO, "System memory, or DMA-BUF where the streams negotiate memory:DMABuf", "auto"},
-        {BATCH_STORAGE_SYSTEM, "System memory", "system"},
-        {BATCH_STORAGE_DMABUF, "One DMA-BUF per batch", "dmabuf"},
-        {0, nullptr, nullptr}};
-    g_once_init_leave(&type, g_enum_register_static("GstTensorMemBatchStorage", values));
-  }
-  return type;
-}
 
 } // namespace
 
@@ -332,8 +309,6 @@ GstFlowReturn emit(GstTensorMemBatch *self, BatchReason why) {
 
 guint stream_id(GstPad *pad) { return GST_TENSOR_BATCH_PAD(pad)->id; }
 
-BatchStream *pad_state(Shared &s, GstPad *pad) { return s.stream(stream_id(pad)); }
-
 GstFlowReturn refuse(GstTensorMemBatch *self, GstBuffer *buffer, const std::string &what, const std::string &detail) {
   gst_buffer_unref(buffer);
   GST_ELEMENT_ERROR(self, STREAM, FAILED, ("%s", what.c_str()), ("%s", detail.c_str()));
@@ -499,47 +474,25 @@ static gboolean gst_tensor_batch_sink_event(GstPad *pad, GstObject *parent, GstE
       self->segment = gst_event_ref(event);
     GST_OBJECT_UNLOCK(self);
     // Each stream's own segment follows as a stream-segment event, so that
-    // the split gives each stream its own.
+    // the split gives each stream its own; its tags go to its own pad
+    // after the split too, never onto the batch (whose other streams they
+    // do not describe).
     const GstSegment *segment = nullptr;
     gst_event_parse_segment(event, &segment);
-    {
-      std::lock_guard<std::mutex> guard(s.lock);
-      if (BatchStream *p = pad_state(s, pad))
-        s.keep_stream_event(p->name + "/segment", gst_tensor_mem_stream_segment_event_new(p->name.c_str(), segment));
-    }
+    s.stream_segment(stream_id(pad), segment);
     gst_event_unref(event);
     return TRUE;
   }
   case GST_EVENT_TAG: {
-    // A stream's tags are that stream's: they go to its own pad after the
-    // split, as a stream-tags event, never onto the batch (whose other
-    // streams they do not describe).
     GstTagList *tags = nullptr;
     gst_event_parse_tag(event, &tags);
-    {
-      std::lock_guard<std::mutex> guard(s.lock);
-      if (BatchStream *p = pad_state(s, pad)) {
-        const bool global = gst_tag_list_get_scope(tags) == GST_TAG_SCOPE_GLOBAL;
-        s.keep_stream_event(p->name + (global ? "/tags-global" : "/tags-stream"),
-                            gst_tensor_mem_stream_tags_event_new(p->name.c_str(), tags));
-      }
-    }
+    s.stream_tags(stream_id(pad), tags);
     gst_event_unref(event);
     return TRUE;
   }
   case GST_EVENT_STREAM_START: gst_event_unref(event); return TRUE;
   case GST_EVENT_EOS: {
-    bool all;
-    {
-      std::lock_guard<std::mutex> guard(s.lock);
-      BatchStream *p = pad_state(s, pad);
-      if (p && !p->eos) {
-        p->eos = true;
-        s.ends.push_back({s.end_of_frames(*p), p->name, false});
-      }
-      all = s.all_ended();
-      s.cond.notify_all();
-    }
+    const bool all = s.stream_ended(stream_id(pad));
     gst_event_unref(event);
     if (!all) { // the others go on; the front batch may wait for this stream no longer
       emit(self, BatchReason::Complete);
@@ -552,29 +505,7 @@ static gboolean gst_tensor_batch_sink_event(GstPad *pad, GstObject *parent, GstE
     return gst_pad_push_event(self->srcpad, gst_event_new_eos());
   }
   case GST_EVENT_FLUSH_START: {
-    bool forward;
-    {
-      std::lock_guard<std::mutex> guard(s.lock);
-      if (BatchStream *p = pad_state(s, pad)) {
-        p->flushing = true;
-        s.forget_frames_of(*p);
-      }
-      // A flushing seek that went upstream through us flushes downstream at
-      // its first flush-start (the streams flush one after the other); a
-      // flush of every stream does too; a flush of some streams alone is
-      // theirs.
-      forward = !s.flush_downstream &&
-                ((s.seek_seqnum != GST_SEQNUM_INVALID && gst_event_get_seqnum(event) == s.seek_seqnum) ||
-                 std::all_of(s.streams.begin(), s.streams.end(), [](const auto &p) { return p->flushing; }));
-      if (forward) {
-        s.flush_downstream = true;
-        s.ends.clear(); // the streams start again after the flush
-        s.clear_stream_events(true);
-        for (auto &p : s.streams)
-          p->flush_stopped = false;
-      }
-      s.cond.notify_all();
-    }
+    const bool forward = s.flush_started(stream_id(pad), gst_event_get_seqnum(event));
     if (!forward) {
       gst_event_unref(event);
       return TRUE;
@@ -589,26 +520,7 @@ static gboolean gst_tensor_batch_sink_event(GstPad *pad, GstObject *parent, GstE
     // Under the push lock: no batch may reach downstream between the last
     // stream's flush-stop here and ours there (it would be flushed away).
     std::lock_guard<std::mutex> pushing(*self->push_lock);
-    bool done = false;
-    {
-      std::lock_guard<std::mutex> guard(s.lock);
-      if (BatchStream *p = pad_state(s, pad)) {
-        p->flushing = false;
-        p->eos = false;
-        p->flush_stopped = true;
-        s.forget_frames_of(*p);
-      }
-      if (s.flush_downstream && std::all_of(s.streams.begin(), s.streams.end(),
-                                            [](const auto &p) { return p->flush_stopped && !p->flushing; })) {
-        done = true;
-        s.flush_downstream = false;
-        s.seek_seqnum = GST_SEQNUM_INVALID;
-        s.last_flow = GST_FLOW_OK;
-        s.t_base = GST_CLOCK_TIME_NONE; // running times start again after the flush
-        s.kick = true;                  // frames that came since may make a batch
-        s.cond.notify_all();
-      }
-    }
+    const bool done = s.flush_stopped(stream_id(pad));
     if (!done) {
       gst_event_unref(event);
       return TRUE;
@@ -940,7 +852,7 @@ static void gst_tensor_batch_class_init(GstTensorMemBatchClass *klass) {
                         "Where batches live: system memory (auto, system) or one DMA-BUF per batch (dmabuf; also "
                         "where the streams negotiate memory:DMABuf); streams of memory:TensorPBO (tensorconvert's GL "
                         "path) are batched in one PBO per batch whatever this says",
-                        batch_storage_get_type(), BATCH_STORAGE_AUTO,
+                        gst_tensormem::batch_storage_enum_type(), GST_TENSOR_MEM_STORAGE_AUTO,
                         static_cast<GParamFlags>(kRw | GST_PARAM_MUTABLE_READY)));
   g_object_class_install_property(
       gobject_class, PROP_REQUIRE_ZERO_COPY,

@@ -468,6 +468,74 @@ std::vector<BatchStreamEnd> BatchAssembler::take_due_ends() {
   return due;
 }
 
+void BatchAssembler::stream_segment(guint id, const GstSegment *segment) {
+  std::lock_guard<std::mutex> guard(lock);
+  if (BatchStream *p = stream(id))
+    keep_stream_event(p->name + "/segment", gst_tensor_mem_stream_segment_event_new(p->name.c_str(), segment));
+}
+
+void BatchAssembler::stream_tags(guint id, GstTagList *tags) {
+  std::lock_guard<std::mutex> guard(lock);
+  if (BatchStream *p = stream(id)) {
+    const bool global = gst_tag_list_get_scope(tags) == GST_TAG_SCOPE_GLOBAL;
+    keep_stream_event(p->name + (global ? "/tags-global" : "/tags-stream"),
+                      gst_tensor_mem_stream_tags_event_new(p->name.c_str(), tags));
+  }
+}
+
+bool BatchAssembler::stream_ended(guint id) {
+  std::lock_guard<std::mutex> guard(lock);
+  BatchStream *p = stream(id);
+  if (p && !p->eos) {
+    p->eos = true;
+    ends.push_back({end_of_frames(*p), p->name, false});
+  }
+  cond.notify_all();
+  return all_ended();
+}
+
+bool BatchAssembler::flush_started(guint id, guint32 seqnum) {
+  std::lock_guard<std::mutex> guard(lock);
+  if (BatchStream *p = stream(id)) {
+    p->flushing = true;
+    forget_frames_of(*p);
+  }
+  // The streams flush one after the other: a flushing seek's first
+  // flush-start flushes downstream; a flush of some streams alone is theirs.
+  const bool forward =
+      !flush_downstream && ((seek_seqnum != GST_SEQNUM_INVALID && seqnum == seek_seqnum) ||
+                            std::all_of(streams.begin(), streams.end(), [](const auto &p) { return p->flushing; }));
+  if (forward) {
+    flush_downstream = true;
+    ends.clear(); // the streams start again after the flush
+    clear_stream_events(true);
+    for (auto &p : streams)
+      p->flush_stopped = false;
+  }
+  cond.notify_all();
+  return forward;
+}
+
+bool BatchAssembler::flush_stopped(guint id) {
+  std::lock_guard<std::mutex> guard(lock);
+  if (BatchStream *p = stream(id)) {
+    p->flushing = false;
+    p->eos = false;
+    p->flush_stopped = true;
+    forget_frames_of(*p);
+  }
+  if (!flush_downstream ||
+      !std::all_of(streams.begin(), streams.end(), [](const auto &p) { return p->flush_stopped && !p->flushing; }))
+    return false;
+  flush_downstream = false;
+  seek_seqnum = GST_SEQNUM_INVALID;
+  last_flow = GST_FLOW_OK;
+  t_base = GST_CLOCK_TIME_NONE; // running times start again after the flush
+  kick = true;                  // frames that came since may make a batch
+  cond.notify_all();
+  return true;
+}
+
 void BatchAssembler::start() {
   running = true;
   live = false; // until a latency query says otherwise
@@ -489,6 +557,28 @@ void BatchAssembler::stop() {
   gst_clear_caps(&stream_caps);
   for (auto &p : streams)
     p->slot = kBatchNoSlot;
+}
+
+GType batch_storage_enum_type() {
+  static GType type = 0;
+  if (g_once_init_enter(&type)) {
+    // Made once and kept for the process, as a registered enum's values are.
+    auto *values = g_new0(GEnumValue, kBackendCount + 2);
+    guint n = 0;
+    values[n++] = {GST_TENSOR_MEM_STORAGE_AUTO,
+                   "System memory, or the memory the streams negotiate (a caps feature of a family that holds batches)",
+                   "auto"};
+    for (std::size_t i = 0; i < kBackendCount; ++i) {
+      const Backend &b = backend_at(i);
+      if (!b.holds_batches || !b.maps_as_system)
+        continue;
+      values[n++] = {b.storage,
+                     g_intern_string((std::string("One allocation of ") + b.memory_name + " memory per batch").c_str()),
+                     storage_nick(b.storage)};
+    }
+    g_once_init_leave(&type, g_enum_register_static("GstTensorMemBatchStorage", values));
+  }
+  return type;
 }
 
 /* ---- the batch as one buffer ---- */

@@ -253,10 +253,36 @@ struct GST_TENSOR_MEM_CLASS_API BatchAssembler {
   GstCaps *batch_caps(guint slots) const;
   /* Stream ends whose last batch has gone (under the lock). */
   std::vector<BatchStreamEnd> take_due_ends();
+  /* A stream's events (each takes the lock). Its segment and tags are
+   * kept to go downstream before the next batch as stream-segment and
+   * stream-tags events. */
+  void stream_segment(guint id, const GstSegment *segment);
+  void stream_tags(guint id, GstTagList *tags);
+  /* The stream ended: its end goes after the batches holding its frames.
+   * TRUE where every stream has ended. */
+  bool stream_ended(guint id);
+  /* A flush-start (of `seqnum`) on stream `id`: its frames leave the open
+   * batches. TRUE where the flush goes downstream now: the first of a
+   * flushing seek sent upstream through the element (seek_seqnum), or
+   * every stream flushing. */
+  bool flush_started(guint id, guint32 seqnum);
+  /* A flush-stop on stream `id`. TRUE where the flush downstream ends now
+   * (every stream has stopped flushing). */
+  bool flush_stopped(guint id);
+
   /* The state of a new run (READY→PAUSED) and after one (PAUSED→READY). */
   void start();
   void stop();
 };
+
+/* The enum of a batching element's storage property, built from the
+ * backend table: auto, then each family that holds batches and maps as
+ * system memory (so it can be picked for plain caps), its value the
+ * family's GstTensorMemStorage and its nick the storage property's. A
+ * family that holds batches behind a caps feature of its own (PBO) is
+ * picked by the streams' caps instead. */
+GST_TENSOR_MEM_API
+GType batch_storage_enum_type();
 
 /* The batch `b` (batch `seq`) as one buffer: its memory over the whole
  * allocation, the empty slots filled with `pad_value`, the slots' fences,
