@@ -119,9 +119,11 @@ struct TakenBatch {
   const Backend *family = nullptr;
 };
 
-struct GST_TENSOR_MEM_CLASS_API BatchAssembler {
-  BatchAssembler();
-  ~BatchAssembler();
+/* Only the members an element calls are exported (the pool and the timer
+ * are the library's own). */
+struct BatchAssembler {
+  GST_TENSOR_MEM_CLASS_API BatchAssembler();
+  GST_TENSOR_MEM_CLASS_API ~BatchAssembler();
   BatchAssembler(const BatchAssembler &) = delete;
   BatchAssembler &operator=(const BatchAssembler &) = delete;
 
@@ -186,7 +188,7 @@ struct GST_TENSOR_MEM_CLASS_API BatchAssembler {
   guint32 seek_seqnum = GST_SEQNUM_INVALID;
   bool flush_downstream = false;
 
-  BatchStream *stream(guint id);
+  GST_TENSOR_MEM_CLASS_API BatchStream *stream(guint id);
   /* The running time at which the front batch is due in a live pipeline;
    * NONE where upstream is not live or no frame with a time is in it. */
   GstClockTime live_due() const;
@@ -202,7 +204,7 @@ struct GST_TENSOR_MEM_CLASS_API BatchAssembler {
   OpenBatch *batch(guint64 seq);
   /* Whether every stream that has not ended has filled its slot of `b`
    * (batch `seq`), or has passed it: its next frame is for a later batch. */
-  bool complete(const OpenBatch &b, guint64 seq) const;
+  GST_TENSOR_MEM_CLASS_API bool complete(const OpenBatch &b, guint64 seq) const;
   /* A flushed (or released) stream's frames leave the open batches, and its
    * next window is of the front batch again. How many left. */
   guint forget_frames_of(BatchStream &p);
@@ -219,20 +221,20 @@ struct GST_TENSOR_MEM_CLASS_API BatchAssembler {
   void apply_relayout();
   /* A stream came: a slot now, or at the next batch boundary where a batch
    * is filling. */
-  void add_stream(guint id, std::string name);
+  GST_TENSOR_MEM_CLASS_API void add_stream(guint id, std::string name);
   /* A stream left: its frames in the open batches are dropped (counted,
    * and how many returned) and its end goes after the batches sent. */
-  guint remove_stream(guint id);
+  GST_TENSOR_MEM_CLASS_API guint remove_stream(guint id);
   /* Stream `id`'s caps `caps` came, its tensor `t` (parsed by the
    * caller), to be batched in `family` (`*device`: its shared object, taken
    * where the batch's layout is made now). The first stream's make the
    * layout; the others' must carry the same tensor. Under the lock; FALSE
    * with the element error's `*what` and `*detail` where refused. */
-  bool set_stream_caps(guint id, GstCaps *caps, const TensorCaps &t, const Backend *family, GstObject **device,
-                       std::string *what, std::string *detail);
+  GST_TENSOR_MEM_CLASS_API bool set_stream_caps(guint id, GstCaps *caps, const TensorCaps &t, const Backend *family,
+                                                GstObject **device, std::string *what, std::string *detail);
   /* Why the streams, with `more` still to come, do not fit a fixed
    * batch-size (empty where they do), naming the property and the count. */
-  std::string too_many_streams(gsize more) const;
+  GST_TENSOR_MEM_CLASS_API std::string too_many_streams(gsize more) const;
 
   void keep_stream_event(std::string key, GstEvent *event);
   /* All of them, or (after a flush, which ends segments but not tags) the
@@ -243,36 +245,37 @@ struct GST_TENSOR_MEM_CLASS_API BatchAssembler {
    * `running_time`; `fences_waited`: its fences were waited for) in its
    * slot of the front batch. Under the lock; the buffer is taken where
    * Placed. */
-  PlaceResult place(guint id, GstBuffer *buffer, GstClockTime running_time, bool fences_waited);
+  GST_TENSOR_MEM_CLASS_API PlaceResult place(guint id, GstBuffer *buffer, GstClockTime running_time,
+                                             bool fences_waited);
 
   /* The front batch when `why` holds for it (`now`: the running time, for
    * Timeout; `src_has_caps`: whether the source pad has caps yet). Under
    * the lock. */
-  bool take_front(BatchReason why, GstClockTime now, bool src_has_caps, TakenBatch *out);
+  GST_TENSOR_MEM_CLASS_API bool take_front(BatchReason why, GstClockTime now, bool src_has_caps, TakenBatch *out);
   /* The source caps of a batch of `slots` slots (under the lock). */
-  GstCaps *batch_caps(guint slots) const;
+  GST_TENSOR_MEM_CLASS_API GstCaps *batch_caps(guint slots) const;
   /* Stream ends whose last batch has gone (under the lock). */
-  std::vector<BatchStreamEnd> take_due_ends();
+  GST_TENSOR_MEM_CLASS_API std::vector<BatchStreamEnd> take_due_ends();
   /* A stream's events (each takes the lock). Its segment and tags are
    * kept to go downstream before the next batch as stream-segment and
    * stream-tags events. */
-  void stream_segment(guint id, const GstSegment *segment);
-  void stream_tags(guint id, GstTagList *tags);
+  GST_TENSOR_MEM_CLASS_API void stream_segment(guint id, const GstSegment *segment);
+  GST_TENSOR_MEM_CLASS_API void stream_tags(guint id, GstTagList *tags);
   /* The stream ended: its end goes after the batches holding its frames.
    * TRUE where every stream has ended. */
-  bool stream_ended(guint id);
+  GST_TENSOR_MEM_CLASS_API bool stream_ended(guint id);
   /* A flush-start (of `seqnum`) on stream `id`: its frames leave the open
    * batches. TRUE where the flush goes downstream now: the first of a
    * flushing seek sent upstream through the element (seek_seqnum), or
    * every stream flushing. */
-  bool flush_started(guint id, guint32 seqnum);
+  GST_TENSOR_MEM_CLASS_API bool flush_started(guint id, guint32 seqnum);
   /* A flush-stop on stream `id`. TRUE where the flush downstream ends now
    * (every stream has stopped flushing). */
-  bool flush_stopped(guint id);
+  GST_TENSOR_MEM_CLASS_API bool flush_stopped(guint id);
 
   /* The state of a new run (READY→PAUSED) and after one (PAUSED→READY). */
-  void start();
-  void stop();
+  GST_TENSOR_MEM_CLASS_API void start();
+  GST_TENSOR_MEM_CLASS_API void stop();
 };
 
 /* The enum of a batching element's storage property, built from the
