@@ -323,22 +323,31 @@ TEST(TensorUnbatch, AStreamAddedAndOneReleasedWhilePlaying) {
  * pad then gives that stream's frames from the seek position on, in order,
  * and its EOS. */
 TEST(TensorUnbatch, AFlushingSeekStartsEveryStreamAgain) {
+  // The seek ends at 19.5 frames: after it each stream has exactly its
+  // first 20 frames (pts 0 to 19/30 s), however many it made before it
+  // came (the sources' own num-buffers count those too, so they stop no
+  // sooner than the seek's end).
+  constexpr std::size_t kAfter = 20;
   const char *const balls[] = {"ball foreground-color=0xff00ff00", "ball foreground-color=0xffff00ff"};
   std::string d = "tensorbatch name=batch ! tensorunbatch name=split ";
   for (int k = 0; k < 2; ++k)
-    d += source(balls[k], 30) + convert() + " ! batch.sink_" + std::to_string(k) + " split.src_" + std::to_string(k) +
+    d += source(balls[k], 1000) + convert() + " ! batch.sink_" + std::to_string(k) + " split.src_" + std::to_string(k) +
          " ! queue ! appsink name=s" + std::to_string(k) + " sync=false ";
   GError *error = nullptr;
   GstElement *pipeline = gst_parse_launch(d.c_str(), &error);
   ASSERT_EQ(error, nullptr) << d;
   ASSERT_NE(gst_element_set_state(pipeline, GST_STATE_PAUSED), GST_STATE_CHANGE_FAILURE);
   ASSERT_EQ(gst_element_get_state(pipeline, nullptr, nullptr, tmtest::kTimeout), GST_STATE_CHANGE_SUCCESS);
-  ASSERT_TRUE(gst_element_seek_simple(pipeline, GST_FORMAT_TIME,
-                                      static_cast<GstSeekFlags>(GST_SEEK_FLAG_FLUSH | GST_SEEK_FLAG_ACCURATE), 0));
+  const gint64 stop = static_cast<gint64>(GST_SECOND * (2 * kAfter - 1) / 60); // 19.5 frames at 30 fps
+  ASSERT_TRUE(gst_element_seek(pipeline, 1.0, GST_FORMAT_TIME,
+                               static_cast<GstSeekFlags>(GST_SEEK_FLAG_FLUSH | GST_SEEK_FLAG_ACCURATE),
+                               GST_SEEK_TYPE_SET, 0, GST_SEEK_TYPE_SET, stop));
   ASSERT_NE(gst_element_set_state(pipeline, GST_STATE_PLAYING), GST_STATE_CHANGE_FAILURE);
   for (int k = 0; k < 2; ++k) {
     SCOPED_TRACE(std::string("stream ") + std::to_string(k));
-    const auto ref = batchtest::tensors_of(source(balls[k], 30) + convert() + " ! appsink name=sink");
+    const auto ref =
+        batchtest::tensors_of(source(balls[k], static_cast<int>(kAfter)) + convert() + " ! appsink name=sink");
+    ASSERT_EQ(ref.size(), kAfter);
     GstElement *sink = gst_bin_get_by_name(GST_BIN(pipeline), ("s" + std::to_string(k)).c_str());
     std::size_t f = 0;
     while (GstSample *sample = next_sample(sink)) {
@@ -347,11 +356,7 @@ TEST(TensorUnbatch, AFlushingSeekStartsEveryStreamAgain) {
       gst_sample_unref(sample);
       ++f;
     }
-    // num-buffers counts the frames made before the seek too: how many
-    // depends on what the queues and open batches held when it came (more
-    // under load, and on GStreamer 1.28, 11 to 13 of the 30 in a loaded
-    // run). The frames after it start again at the first, in order (above).
-    EXPECT_GE(f, 10u);
+    EXPECT_EQ(f, kAfter);
     EXPECT_TRUE(sink_eos(sink));
     gst_object_unref(sink);
   }
