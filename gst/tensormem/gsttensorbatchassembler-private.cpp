@@ -119,8 +119,10 @@ OpenBatch *BatchAssembler::batch(guint64 seq) {
 }
 
 bool BatchAssembler::complete(const OpenBatch &b, guint64 seq) const {
-  if (b.filled == 0 || flush_downstream)
-    return false;
+  return b.filled > 0 && !flush_downstream && passed(b, seq);
+}
+
+bool BatchAssembler::passed(const OpenBatch &b, guint64 seq) const {
   for (const auto &p : streams) {
     if (p->slot == kBatchNoSlot || p->slot >= b.slots.size() || p->eos)
       continue;
@@ -422,6 +424,18 @@ GstCaps *BatchAssembler::batch_caps(guint slots) const {
 
 bool BatchAssembler::take_front(BatchReason why, GstClockTime now, bool src_has_caps, TakenBatch *out) {
   if (open.empty() || !running || flush_downstream)
+    return false;
+  // A front batch no stream filled and every stream has gone past (each
+  // skipped its frame of that time or lost it on the way) will never be
+  // filled: it goes without a trace, so that producers waiting for the
+  // front batch to leave go on.
+  while (!relayout && !open.empty() && open.front().filled == 0 && passed(open.front(), cur_seq)) {
+    open.front().release();
+    open.pop_front();
+    ++cur_seq;
+    cond.notify_all();
+  }
+  if (open.empty())
     return false;
   OpenBatch &front = open.front();
   bool go = false;

@@ -202,9 +202,13 @@ struct BatchAssembler {
   /* Batch `seq` (>= cur_seq, < cur_seq + kBatchDepth), opened with its
    * allocation where it was not yet; NULL when no allocation can be made. */
   OpenBatch *batch(guint64 seq);
-  /* Whether every stream that has not ended has filled its slot of `b`
-   * (batch `seq`), or has passed it: its next frame is for a later batch. */
+  /* Whether batch `seq` (`b`) may leave: a frame is in it, no flush is
+   * downstream, and every stream has passed it (below). */
   GST_TENSOR_MEM_CLASS_API bool complete(const OpenBatch &b, guint64 seq) const;
+  /* Whether every stream that has not ended has filled its slot of `b`
+   * (batch `seq`) or gone past it: no window of the slot is out and its
+   * next frame is for a later batch. */
+  bool passed(const OpenBatch &b, guint64 seq) const;
   /* A flushed (or released) stream's frames leave the open batches, and its
    * next window is of the front batch again. How many left. */
   guint forget_frames_of(BatchStream &p);

@@ -641,6 +641,27 @@ TEST(TensorBatch, AWindowDroppedOnItsWayDoesNotHoldItsBatch) {
   EXPECT_EQ(r.partial, 1u);
 }
 
+/* Stream 1 loses every frame after its second on the way (written into its
+ * slot, then dropped), and outlives stream 0. The batches only it would have
+ * filled stay empty: they go without a trace, so its converter goes on to
+ * its end and EOS follows; nothing waits for frames that will never come. */
+GstPadProbeReturn drop_from_third(GstPad *, GstPadProbeInfo *, gpointer data) {
+  return (*static_cast<int *>(data))++ >= 2 ? GST_PAD_PROBE_DROP : GST_PAD_PROBE_OK;
+}
+
+TEST(TensorBatch, BatchesNoStreamFilledGoWithoutATrace) {
+  BatchRun r;
+  std::string d = "tensorbatch name=batch ! appsink name=sink sync=false " + source(kPatterns[0], 3) + convert() +
+                  " ! batch.sink_0 " + source(kPatterns[1], 8) + convert("name=c1") + " ! batch.sink_1 ";
+  int seen = 0;
+  run(d, &r, {},
+      [&](GstElement *p) { batchtest::add_probe(p, "c1", "src", GST_PAD_PROBE_TYPE_BUFFER, drop_from_third, &seen); });
+  EXPECT_TRUE(r.eos) << r.error;
+  EXPECT_EQ(seen, 8) << "stream 1's converter did not reach its end";
+  ASSERT_EQ(r.samples.size(), 3u) << "only the batches stream 0 filled";
+  EXPECT_EQ(r.partial, 1u);
+}
+
 /* A frame written in place whose batch left without it (the timeout) is
  * too late for any batch: dropped, not copied, and counted on its pad and
  * the element; the stream's later frames go on in place. Stream 1's first
