@@ -15,7 +15,9 @@
  * #GstParentBufferMeta) for as long as the output buffer lives. Any other
  * buffer is copied once into the element's own pool, and the bytes copied
  * are counted in #GstTensorMemTransform:copied-bytes; `require-zero-copy=true`
- * turns such a copy into an error.
+ * turns such a copy into an error. A new buffer keeps the frame's
+ * GstTensorMeta (GStreamer 1.26's has no transform, so its own metadata
+ * copy would drop it), its tensors' data shared, not copied.
  *
  * With `storage=pbo` the output is OpenGL pixel buffer objects
  * (`video/x-raw(memory:TensorPBO)`, #GstTensorMemPboMemory) of a headless GL
@@ -82,6 +84,7 @@
 #include <gst/tensormem/gsttensormemvalidate.h>
 #include <gst/tensormem/gsttensorpbo.h>
 #include <gst/tensormem/gsttensoruploader.h>
+#include <gst/tensormem/gsttensorwritable-private.h>
 
 #include <string>
 
@@ -395,6 +398,10 @@ static GstFlowReturn gst_tensor_upload_prepare_output_buffer(GstBaseTransform *t
       ctx.output_pool = gst_base_transform_get_buffer_pool(trans);
     ret = self->uploader->perform(method, ctx, inbuf, outbuf, &result);
   }
+  // A new buffer keeps what GStreamer's metadata copy drops: the frame's
+  // GstTensorMeta (1.26 gives it no transform), as tensordownload's copy does.
+  if (ret == GST_FLOW_OK && *outbuf != inbuf)
+    gst_tensormem::copy_buffer_metas(inbuf, *outbuf);
   // The CPU wrote these bytes (a copy, or a producer that wrote into our pool): a persistently and
   // coherently mapped PBO needs no fence for that, and no GL-thread trip per frame (issue 13).
   if (ret == GST_FLOW_OK && method.raw_input)

@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <xxhash.h>
@@ -38,6 +39,7 @@ struct MetaRun {
   guint64 frames = 0;          // tensorinspect's per-frame messages
   guint64 summary_tensors = 0; // its EOS summary's `tensors`
   guint64 download_copied = 0; // copied-bytes of the element named "down"
+  guint64 upload_copied = 0;   // copied-bytes of the element named "up"
   std::vector<GstSample *> samples;
   std::vector<GstSample *> others; // from an appsink named "other" (a second branch), kept as long
 
@@ -167,10 +169,11 @@ inline void run_meta_pipeline(const std::string &description, MetaRun *run,
       break;
   }
   gst_object_unref(bus);
-  if (GstElement *down = gst_bin_get_by_name(GST_BIN(pipeline), "down")) {
-    g_object_get(down, "copied-bytes", &run->download_copied, nullptr);
-    gst_object_unref(down);
-  }
+  for (auto [name, copied] : {std::pair{"down", &run->download_copied}, std::pair{"up", &run->upload_copied}})
+    if (GstElement *element = gst_bin_get_by_name(GST_BIN(pipeline), name)) {
+      g_object_get(element, "copied-bytes", copied, nullptr);
+      gst_object_unref(element);
+    }
   gst_element_set_state(pipeline, GST_STATE_NULL);
   if (sink)
     gst_object_unref(sink);

@@ -308,6 +308,28 @@ TEST(TensorMetaRead, DownloadCopyKeepsTheTensorMeta) {
   }
 }
 
+/* A frame that tensorupload copies into its pool (foreign system memory)
+ * keeps its GstTensorMeta, as tensordownload's copy does: GStreamer's own
+ * metadata copy would drop it. Its tensor is the same data buffer. */
+TEST(TensorMetaRead, UploadCopyKeepsTheTensorMeta) {
+  MetaRun run;
+  GstBuffer *sent_data = nullptr;
+  tmtest::run_meta_pipeline(kGray + "tensorupload name=up storage=system ! appsink name=sink", &run,
+                            [&](GstElement *src) {
+                              GstTensor *t = tensor_over("t", GST_TENSOR_DATA_TYPE_UINT8, {4}, pattern(4, 5));
+                              sent_data = t->data;
+                              tmtest::push(src, gray_frame(0, {t}));
+                            });
+  ASSERT_TRUE(run.eos) << run.error;
+  ASSERT_EQ(run.samples.size(), 1u);
+  EXPECT_EQ(run.upload_copied, 32u) << "the frame was meant to take the copy path";
+  GstTensorMeta *meta = gst_buffer_get_tensor_meta(gst_sample_get_buffer(run.samples[0]));
+  ASSERT_NE(meta, nullptr) << "the copy lost the GstTensorMeta";
+  ASSERT_EQ(meta->num_tensors, 1u);
+  EXPECT_EQ(meta->tensors[0]->data, sent_data);
+  EXPECT_EQ(tmtest::bytes_of(meta->tensors[0]->data), pattern(4, 5));
+}
+
 namespace {
 
 /* The one tensor of `buffer`'s GstTensorMeta, with `id` and `dims`; NULL
