@@ -99,7 +99,7 @@ GST_DEBUG_CATEGORY_STATIC(gst_tensor_batch_debug);
 
 namespace {
 
-using Shared = gst_tensormem::BatchAssembler;
+using Assembler = gst_tensormem::BatchAssembler;
 using gst_tensormem::BatchReason;
 using gst_tensormem::kBatchNoSlot;
 
@@ -137,8 +137,8 @@ static void gst_tensor_batch_pad_init(GstTensorMemBatchPad *self) { new (&self->
 struct _GstTensorMemBatch {
   GstElement parent;
   GstPad *srcpad;
-  std::shared_ptr<Shared> *shared;
-  std::mutex *push_lock; // one batch downstream at a time, in order; taken before shared->lock
+  std::shared_ptr<Assembler> *assembler; // shared with the slot pools and the timer
+  std::mutex *push_lock; // one batch downstream at a time, in order; taken before the assembler's lock
   std::thread *timer;
   GCancellable *waits;                    // cancels fence waits on flush and PAUSED→READY
   gst_tensormem::ElementBackend *devices; // the GL worker of PBO batches, shared through GstContext
@@ -180,7 +180,7 @@ void push_stream_start(GstTensorMemBatch *self) {
   self->sent_stream_start = true;
 }
 
-Shared &shared_of(GstTensorMemBatch *self) { return **self->shared; }
+Assembler &assembler_of(GstTensorMemBatch *self) { return **self->assembler; }
 
 /* The element's clock (a new reference) and base time while PLAYING; NULL
  * before, or without a clock. */
@@ -207,9 +207,9 @@ GstClockTime running_time_now(GstTensorMemBatch *self) {
 }
 
 /* Sends the front batch downstream when `why` holds for it. Called under
- * the push lock, without the shared lock. */
+ * the push lock, without the assembler's lock. */
 GstFlowReturn emit_batch(GstTensorMemBatch *self, BatchReason why) {
-  Shared &s = shared_of(self);
+  Assembler &s = assembler_of(self);
   const GstClockTime now = why == BatchReason::Timeout ? running_time_now(self) : GST_CLOCK_TIME_NONE;
   std::unique_lock<std::mutex> lock(s.lock);
   gst_tensormem::TakenBatch taken;
@@ -225,6 +225,7 @@ GstFlowReturn emit_batch(GstTensorMemBatch *self, BatchReason why) {
   if (!out) {
     GST_ELEMENT_ERROR(self, RESOURCE, FAILED, ("Cannot hand batch %" G_GUINT64_FORMAT " on", seq),
                       ("%s", failure.c_str()));
+    gst_clear_caps(&caps);
     lock.lock();
     s.last_flow = GST_FLOW_ERROR;
     return GST_FLOW_ERROR;
@@ -273,7 +274,7 @@ GstFlowReturn emit_batch(GstTensorMemBatch *self, BatchReason why) {
  * the push lock). Where no batch went downstream yet, no frame of the
  * stream did either, and its end is dropped. */
 void send_due_ends(GstTensorMemBatch *self) {
-  Shared &s = shared_of(self);
+  Assembler &s = assembler_of(self);
   std::vector<gst_tensormem::BatchStreamEnd> due;
   {
     std::lock_guard<std::mutex> guard(s.lock);
@@ -291,7 +292,7 @@ void send_due_ends(GstTensorMemBatch *self) {
  * pushes. */
 GstFlowReturn emit(GstTensorMemBatch *self, BatchReason why) {
   std::lock_guard<std::mutex> pushing(*self->push_lock);
-  Shared &s = shared_of(self);
+  Assembler &s = assembler_of(self);
   GstFlowReturn ret;
   for (;;) {
     const guint64 before = s.cur_seq;
@@ -339,7 +340,7 @@ GstClockTime frame_running_time(GstPad *pad, GstBuffer *buffer) {
 
 static GstFlowReturn gst_tensor_batch_chain(GstPad *pad, GstObject *parent, GstBuffer *buffer) {
   auto *self = GST_TENSOR_BATCH(parent);
-  Shared &s = shared_of(self);
+  Assembler &s = assembler_of(self);
   // Delivered: the window's watch goes (before the lock: the buffer may be
   // dropped under it below).
   gst_tensormem::batch_window_delivered(buffer);
@@ -405,7 +406,7 @@ gboolean answer_caps_query(GstQuery *query, GstCaps *caps) {
 
 /* The per-stream tensor of `caps`, checked against the batch's. */
 gboolean sink_set_caps(GstTensorMemBatch *self, GstPad *pad, GstCaps *caps) {
-  Shared &s = shared_of(self);
+  Assembler &s = assembler_of(self);
   const GstStructure *st = gst_caps_get_structure(caps, 0);
   gst_tensormem::TensorCaps tensor;
   std::string why;
@@ -459,7 +460,7 @@ gboolean sink_set_caps(GstTensorMemBatch *self, GstPad *pad, GstCaps *caps) {
 
 static gboolean gst_tensor_batch_sink_event(GstPad *pad, GstObject *parent, GstEvent *event) {
   auto *self = GST_TENSOR_BATCH(parent);
-  Shared &s = shared_of(self);
+  Assembler &s = assembler_of(self);
   switch (GST_EVENT_TYPE(event)) {
   case GST_EVENT_CAPS: {
     GstCaps *caps = nullptr;
@@ -549,7 +550,7 @@ static gboolean gst_tensor_batch_sink_query(GstPad *pad, GstObject *parent, GstQ
     return answer_caps_query(query, gst_pad_get_pad_template_caps(pad));
   case GST_QUERY_ALLOCATION:
     // The slot pool: windows of the batch this stream's next frame is for.
-    gst_tensormem::batch_answer_allocation(*self->shared, stream_id(pad), query);
+    gst_tensormem::batch_answer_allocation(*self->assembler, stream_id(pad), query);
     return TRUE;
   case GST_QUERY_CONTEXT:
     if (self->devices->handle_context_query(query))
@@ -565,7 +566,7 @@ static gboolean gst_tensor_batch_src_event(GstPad *pad, GstObject *parent, GstEv
     GstSeekFlags flags;
     gst_event_parse_seek(event, nullptr, nullptr, &flags, nullptr, nullptr, nullptr, nullptr);
     if (flags & GST_SEEK_FLAG_FLUSH) {
-      Shared &s = shared_of(GST_TENSOR_BATCH(parent));
+      Assembler &s = assembler_of(GST_TENSOR_BATCH(parent));
       std::lock_guard<std::mutex> guard(s.lock);
       s.seek_seqnum = gst_event_get_seqnum(event);
     }
@@ -575,7 +576,7 @@ static gboolean gst_tensor_batch_src_event(GstPad *pad, GstObject *parent, GstEv
 
 static gboolean gst_tensor_batch_src_query(GstPad *pad, GstObject *parent, GstQuery *query) {
   auto *self = GST_TENSOR_BATCH(parent);
-  Shared &s = shared_of(self);
+  Assembler &s = assembler_of(self);
   if (GST_QUERY_TYPE(query) == GST_QUERY_CAPS) {
     GstCaps *caps = nullptr;
     {
@@ -616,7 +617,7 @@ static gboolean gst_tensor_batch_src_query(GstPad *pad, GstObject *parent, GstQu
 static GstPad *gst_tensor_batch_request_new_pad(GstElement *element, GstPadTemplate *templ, const gchar *req_name,
                                                 const GstCaps *) {
   auto *self = GST_TENSOR_BATCH(element);
-  Shared &s = shared_of(self);
+  Assembler &s = assembler_of(self);
   // Until the element starts, batch-size may still change, so the count is
   // checked then (READY→PAUSED); gst-launch links every pad before it starts
   // and prints only "could not link" for a pad refused here.
@@ -671,7 +672,7 @@ static GstPad *gst_tensor_batch_request_new_pad(GstElement *element, GstPadTempl
 
 static void gst_tensor_batch_release_pad(GstElement *element, GstPad *pad) {
   auto *self = GST_TENSOR_BATCH(element);
-  Shared &s = shared_of(self);
+  Assembler &s = assembler_of(self);
   guint dropped;
   {
     // Its frames in the batches being made go with it (counted), and its
@@ -687,7 +688,7 @@ static void gst_tensor_batch_release_pad(GstElement *element, GstPad *pad) {
 
 static GstStateChangeReturn gst_tensor_batch_change_state(GstElement *element, GstStateChange transition) {
   auto *self = GST_TENSOR_BATCH(element);
-  Shared &s = shared_of(self);
+  Assembler &s = assembler_of(self);
   if (transition == GST_STATE_CHANGE_READY_TO_PAUSED) {
     std::string refused;
     {
@@ -704,7 +705,7 @@ static GstStateChangeReturn gst_tensor_batch_change_state(GstElement *element, G
     }
     g_cancellable_reset(self->waits);
     self->sent_stream_start = self->sent_segment = false;
-    self->timer = new std::thread([self, shared = *self->shared] {
+    self->timer = new std::thread([self, shared = *self->assembler] {
       gst_tensormem::batch_timer_run(
           shared, [self](GstClockTime *base) { return playing_clock(self, base); },
           [self](BatchReason why) { emit(self, why); });
@@ -759,7 +760,7 @@ static void gst_tensor_batch_set_context(GstElement *element, GstContext *contex
 
 static void gst_tensor_batch_set_property(GObject *object, guint prop_id, const GValue *value, GParamSpec *pspec) {
   if (prop_id == PROP_MAX_LATENCY) {
-    Shared &s = shared_of(GST_TENSOR_BATCH(object));
+    Assembler &s = assembler_of(GST_TENSOR_BATCH(object));
     {
       std::lock_guard<std::mutex> guard(s.lock);
       s.max_latency = g_value_get_uint64(value);
@@ -769,7 +770,7 @@ static void gst_tensor_batch_set_property(GObject *object, guint prop_id, const 
     gst_element_post_message(GST_ELEMENT(object), gst_message_new_latency(GST_OBJECT(object)));
     return;
   }
-  Shared &s = shared_of(GST_TENSOR_BATCH(object));
+  Assembler &s = assembler_of(GST_TENSOR_BATCH(object));
   std::lock_guard<std::mutex> guard(s.lock);
   switch (prop_id) {
   case PROP_BATCH_SIZE: s.batch_size = g_value_get_uint(value); break;
@@ -785,7 +786,7 @@ static void gst_tensor_batch_set_property(GObject *object, guint prop_id, const 
 }
 
 static void gst_tensor_batch_get_property(GObject *object, guint prop_id, GValue *value, GParamSpec *pspec) {
-  Shared &s = shared_of(GST_TENSOR_BATCH(object));
+  Assembler &s = assembler_of(GST_TENSOR_BATCH(object));
   std::lock_guard<std::mutex> guard(s.lock);
   switch (prop_id) {
   case PROP_BATCH_SIZE: g_value_set_uint(value, s.batch_size); break;
@@ -804,7 +805,7 @@ static void gst_tensor_batch_get_property(GObject *object, guint prop_id, GValue
 
 static void gst_tensor_batch_finalize(GObject *object) {
   auto *self = GST_TENSOR_BATCH(object);
-  delete self->shared;
+  delete self->assembler;
   delete self->push_lock;
   delete self->devices;
   g_clear_object(&self->waits);
@@ -897,7 +898,7 @@ static void gst_tensor_batch_class_init(GstTensorMemBatchClass *klass) {
 }
 
 static void gst_tensor_batch_init(GstTensorMemBatch *self) {
-  self->shared = new std::shared_ptr<Shared>(std::make_shared<Shared>());
+  self->assembler = new std::shared_ptr<Assembler>(std::make_shared<Assembler>());
   self->push_lock = new std::mutex();
   self->timer = nullptr;
   self->waits = g_cancellable_new();
