@@ -3,7 +3,8 @@
  * SECTION:element-tensorbatch
  * @title: tensorbatch
  *
- * Gathers one tensor from each of several streams into one batched tensor:
+ * Gathers one tensor from each of several streams into one batched tensor
+ * (a GstAggregator: its pads, queueing, flushing, live latency and EOS):
  * N streams of `other/tensors` (one tensor each, all of the same type and
  * dimensions) become one `other/tensors` stream whose tensor has a batch
  * axis of `batch-size` slots, slot i holding stream i's tensor (NCHW in,
@@ -80,12 +81,12 @@
 #include <gst/tensormem/gsttensorbatchmeta.h>
 #include <gst/tensormem/gsttensorcaps.h>
 #include <gst/tensormem/gsttensorfencemeta.h>
-#include <gst/tensormem/gsttensormemconfig.h>
 
 #include <gio/gio.h>
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <memory>
 #include <mutex>
 #include <new>
@@ -98,22 +99,18 @@ GST_DEBUG_CATEGORY_STATIC(gst_tensor_batch_debug);
 #define GST_CAT_DEFAULT gst_tensor_batch_debug
 
 namespace {
-
 using Assembler = gst_tensormem::BatchAssembler;
 using gst_tensormem::BatchReason;
-using gst_tensormem::kBatchNoSlot;
-
+using gst_tensormem::PlaceStatus;
 } // namespace
 
-/* ---- the element ---- */
-
 struct _GstTensorMemBatchPad {
-  GstPad parent;
+  GstAggregatorPad parent;
   guint id;
   std::atomic<guint64> dropped; // this stream's frames that came after their batch left
 };
 
-G_DEFINE_TYPE(GstTensorMemBatchPad, gst_tensor_batch_pad, GST_TYPE_PAD)
+G_DEFINE_TYPE(GstTensorMemBatchPad, gst_tensor_batch_pad, GST_TYPE_AGGREGATOR_PAD)
 
 static void gst_tensor_batch_pad_get_property(GObject *object, guint prop_id, GValue *value, GParamSpec *pspec) {
   if (prop_id == 1)
@@ -135,16 +132,18 @@ static void gst_tensor_batch_pad_class_init(GstTensorMemBatchPadClass *klass) {
 static void gst_tensor_batch_pad_init(GstTensorMemBatchPad *self) { new (&self->dropped) std::atomic<guint64>(0); }
 
 struct _GstTensorMemBatch {
-  GstElement parent;
-  GstPad *srcpad;
-  std::shared_ptr<Assembler> *assembler; // shared with the slot pools and the timer
-  std::mutex *push_lock; // one batch downstream at a time, in order; taken before the assembler's lock
-  std::thread *timer;
+  GstAggregator parent;
+  std::shared_ptr<Assembler> *assembler;  // shared with the slot pools and the timer
+  std::thread *timer;                     // the non-live timeout and the assembler's kicks
   GCancellable *waits;                    // cancels fence waits on flush and PAUSED→READY
   gst_tensormem::ElementBackend *devices; // the GL worker of PBO batches, shared through GstContext
-  // Streaming state of the source pad, under push_lock.
-  bool sent_stream_start, sent_segment;
-  GstEvent *segment; // the first stream's segment, sent before the first batch
+  // The first stream's segment (under the object lock): the batches' own.
+  GstSegment first_segment;
+  bool have_segment, segment_sent; // segment_sent: src task only
+  // A wake the timer could not send (every pad's stream lock was held):
+  // a chain waiting for its batch sends it through its own pad.
+  std::atomic<bool> *wake_pending;
+  guint32 seek_seqnum; // the last seek sent upstream (object lock)
 };
 
 enum {
@@ -162,28 +161,23 @@ enum {
 };
 
 /* One tensor per stream in, and the batch out, in the memory of every
- * family of the backend table that holds batches (holds_batches: system,
- * DMA-BUF, PBO where built): a new family joins by its table entry. */
+ * family of the backend table that holds batches. */
 #define BATCH_TENSOR_CAPS "other/tensors, format=(string)static, num_tensors=(int)1"
+/* The custom event the timer sends into an empty sink pad: GstAggregator
+ * runs the subclass only in its source task, and only when every pad has
+ * data, so a batch that may leave without a stream's frame (a timeout, a
+ * stream that passed it) is sent from there, on this event. */
+#define WAKE_EVENT "GstTensorMemBatchWake"
 
-G_DEFINE_TYPE(GstTensorMemBatch, gst_tensor_batch, GST_TYPE_ELEMENT)
+G_DEFINE_TYPE(GstTensorMemBatch, gst_tensor_batch, GST_TYPE_AGGREGATOR)
 
 namespace {
 
-/* The batch stream's start (under push_lock). Its id is made here, as
- * GstAggregator makes its own: gst_pad_create_stream_id() derives an id
- * from the one sink pad of an element, and this one has several. */
-void push_stream_start(GstTensorMemBatch *self) {
-  gchar *id = g_strdup_printf("%s-%08x", GST_OBJECT_NAME(self), g_random_int());
-  gst_pad_push_event(self->srcpad, gst_event_new_stream_start(id));
-  g_free(id);
-  self->sent_stream_start = true;
-}
-
 Assembler &assembler_of(GstTensorMemBatch *self) { return **self->assembler; }
 
-/* The element's clock (a new reference) and base time while PLAYING; NULL
- * before, or without a clock. */
+guint stream_id(GstAggregatorPad *pad) { return GST_TENSOR_BATCH_PAD(pad)->id; }
+
+/* The element's clock (a new reference) and base time while PLAYING. */
 GstClock *playing_clock(GstTensorMemBatch *self, GstClockTime *base) {
   GstElement *element = GST_ELEMENT_CAST(self);
   GST_OBJECT_LOCK(element);
@@ -195,84 +189,78 @@ GstClock *playing_clock(GstTensorMemBatch *self, GstClockTime *base) {
   return clock;
 }
 
-/* The pipeline's running time now; NONE before PLAYING or without a clock. */
-GstClockTime running_time_now(GstTensorMemBatch *self) {
-  GstClockTime base = 0;
-  GstClock *clock = playing_clock(self, &base);
-  if (!clock)
-    return GST_CLOCK_TIME_NONE;
-  const GstClockTime now = gst_clock_get_time(clock);
-  gst_object_unref(clock);
-  return now >= base ? now - base : 0;
+/* The sink pads, each a new reference. */
+std::vector<GstAggregatorPad *> sink_pads(GstTensorMemBatch *self) {
+  std::vector<GstAggregatorPad *> pads;
+  GST_OBJECT_LOCK(self);
+  for (GList *l = GST_ELEMENT_CAST(self)->sinkpads; l; l = l->next)
+    pads.push_back(GST_AGGREGATOR_PAD(gst_object_ref(l->data)));
+  GST_OBJECT_UNLOCK(self);
+  return pads;
 }
 
-/* Sends the front batch downstream when `why` holds for it. Called under
- * the push lock, without the assembler's lock. */
-GstFlowReturn emit_batch(GstTensorMemBatch *self, BatchReason why) {
+void unref_all(std::vector<GstAggregatorPad *> &pads) {
+  for (GstAggregatorPad *p : pads)
+    gst_object_unref(p);
+  pads.clear();
+}
+
+/* The front batch downstream when `why` holds for it (source task). FALSE
+ * when none left. */
+bool push_front(GstTensorMemBatch *self, BatchReason why, GstFlowReturn *ret) {
   Assembler &s = assembler_of(self);
-  const GstClockTime now = why == BatchReason::Timeout ? running_time_now(self) : GST_CLOCK_TIME_NONE;
-  std::unique_lock<std::mutex> lock(s.lock);
-  gst_tensormem::TakenBatch taken;
-  if (!s.take_front(why, now, gst_pad_has_current_caps(self->srcpad), &taken))
-    return s.last_flow;
-  lock.unlock();
-  const guint64 seq = taken.seq;
-  const bool partial = taken.partial;
-  GstCaps *caps = taken.caps;
-  std::string failure;
-  GstBuffer *out =
-      gst_tensormem::batch_make_output(taken.batch, seq, *taken.family, taken.tensor, taken.pad_value, &failure);
-  if (!out) {
-    GST_ELEMENT_ERROR(self, RESOURCE, FAILED, ("Cannot hand batch %" G_GUINT64_FORMAT " on", seq),
-                      ("%s", failure.c_str()));
-    gst_clear_caps(&caps);
-    lock.lock();
-    s.last_flow = GST_FLOW_ERROR;
-    return GST_FLOW_ERROR;
-  }
-  ++s.batches;
-  if (partial)
-    ++s.partial_batches;
-  if (!self->sent_stream_start)
-    push_stream_start(self);
-  if (caps) {
-    GstCaps *current = gst_pad_get_current_caps(self->srcpad);
-    if (!current || !gst_caps_is_equal(caps, current))
-      gst_pad_push_event(self->srcpad, gst_event_new_caps(caps));
-    gst_clear_caps(&current);
-    gst_caps_unref(caps);
-  }
-  if (!self->sent_segment) {
-    GstEvent *segment = nullptr;
-    GST_OBJECT_LOCK(self);
-    if (self->segment)
-      segment = gst_event_ref(self->segment);
-    GST_OBJECT_UNLOCK(self);
-    if (!segment) {
-      GstSegment time;
-      gst_segment_init(&time, GST_FORMAT_TIME);
-      segment = gst_event_new_segment(&time);
+  GstAggregator *agg = GST_AGGREGATOR_CAST(self);
+  GstClockTime now = GST_CLOCK_TIME_NONE;
+  if (why == BatchReason::Timeout) {
+    GstClockTime base = 0;
+    if (GstClock *clock = playing_clock(self, &base)) {
+      const GstClockTime at = gst_clock_get_time(clock);
+      now = at >= base ? at - base : 0;
+      gst_object_unref(clock);
     }
-    gst_pad_push_event(self->srcpad, segment);
-    self->sent_segment = true;
   }
+  gst_tensormem::TakenBatch taken;
   std::vector<std::pair<std::string, GstEvent *>> stream_events;
   {
     std::lock_guard<std::mutex> guard(s.lock);
+    if (!s.take_front(why, now, gst_pad_has_current_caps(agg->srcpad), &taken))
+      return false;
     stream_events.swap(s.stream_events);
   }
+  if (taken.caps) {
+    gst_aggregator_set_src_caps(agg, taken.caps); // stream-start and caps go now
+    gst_caps_unref(taken.caps);
+  }
+  if (!self->segment_sent) {
+    GST_OBJECT_LOCK(self);
+    GstSegment segment = self->first_segment;
+    const bool have = self->have_segment;
+    GST_OBJECT_UNLOCK(self);
+    if (have)
+      gst_aggregator_update_segment(agg, &segment);
+    self->segment_sent = true;
+  }
   for (auto &[key, event] : stream_events)
-    gst_pad_push_event(self->srcpad, event);
-  GST_LOG_OBJECT(self, "batch %" G_GUINT64_FORMAT "%s: %" GST_PTR_FORMAT, seq, partial ? " (partial)" : "", out);
-  const GstFlowReturn ret = gst_pad_push(self->srcpad, out);
-  lock.lock();
-  s.last_flow = ret;
-  return ret;
+    gst_pad_push_event(agg->srcpad, event);
+  std::string failure;
+  GstBuffer *out =
+      gst_tensormem::batch_make_output(taken.batch, taken.seq, *taken.family, taken.tensor, taken.pad_value, &failure);
+  if (!out) {
+    GST_ELEMENT_ERROR(self, RESOURCE, FAILED, ("Cannot hand batch %" G_GUINT64_FORMAT " on", taken.seq),
+                      ("%s", failure.c_str()));
+    *ret = GST_FLOW_ERROR;
+    return false;
+  }
+  ++s.batches;
+  if (taken.partial)
+    ++s.partial_batches;
+  GST_LOG_OBJECT(self, "batch %" G_GUINT64_FORMAT "%s: %" GST_PTR_FORMAT, taken.seq, taken.partial ? " (partial)" : "",
+                 out);
+  *ret = gst_aggregator_finish_buffer(agg, out);
+  return *ret == GST_FLOW_OK;
 }
 
-/* Sends the stream-end events whose streams' last batches have gone (under
- * the push lock). Where no batch went downstream yet, no frame of the
- * stream did either, and its end is dropped. */
+/* The stream-end events whose streams' last batches have gone. */
 void send_due_ends(GstTensorMemBatch *self) {
   Assembler &s = assembler_of(self);
   std::vector<gst_tensormem::BatchStreamEnd> due;
@@ -282,45 +270,69 @@ void send_due_ends(GstTensorMemBatch *self) {
   }
   for (const auto &e : due) {
     GST_DEBUG_OBJECT(self, "stream %s %s", e.stream.c_str(), e.released ? "left" : "ended");
-    if (self->sent_stream_start)
-      gst_pad_push_event(self->srcpad, gst_tensor_mem_stream_end_event_new(e.stream.c_str(), e.released));
+    gst_pad_push_event(GST_AGGREGATOR_SRC_PAD(self), gst_tensor_mem_stream_end_event_new(e.stream.c_str(), e.released));
   }
 }
 
-/* Sends the front batch downstream when `why` holds for it, then the
- * stream ends that are due. Called with no lock held; one caller at a time
- * pushes. */
-GstFlowReturn emit(GstTensorMemBatch *self, BatchReason why) {
-  std::lock_guard<std::mutex> pushing(*self->push_lock);
-  Assembler &s = assembler_of(self);
-  GstFlowReturn ret;
-  for (;;) {
-    const guint64 before = s.cur_seq;
-    ret = emit_batch(self, why);
+/* Sends every batch that may leave (source task): the first for `why`,
+ * the next ones for `then` (complete, unless every stream has ended). */
+GstFlowReturn pump(GstTensorMemBatch *self, BatchReason why, BatchReason then = BatchReason::Complete) {
+  GstFlowReturn ret = GST_FLOW_OK;
+  while (push_front(self, why, &ret)) {
     send_due_ends(self);
-    // The next batch may be complete already: every stream filled it or
-    // passed it (on the time grid).
-    std::lock_guard<std::mutex> guard(s.lock);
-    if (ret != GST_FLOW_OK || s.cur_seq == before || s.open.empty() || !s.complete(s.open.front(), s.cur_seq))
-      break;
-    why = BatchReason::Complete;
+    why = then;
   }
+  send_due_ends(self);
   return ret;
 }
 
-guint stream_id(GstPad *pad) { return GST_TENSOR_BATCH_PAD(pad)->id; }
-
-GstFlowReturn refuse(GstTensorMemBatch *self, GstBuffer *buffer, const std::string &what, const std::string &detail) {
-  gst_buffer_unref(buffer);
-  GST_ELEMENT_ERROR(self, STREAM, FAILED, ("%s", what.c_str()), ("%s", detail.c_str()));
-  return GST_FLOW_ERROR;
+/* Wakes the source task where GstAggregator would not (timer thread): a
+ * wake event into a sink pad that is waiting for data. Where every pad has
+ * data or has ended, the aggregator runs anyway. */
+/* Sends a wake event into `pad`, whose stream lock the caller holds (or
+ * may take): the source task then places nothing (frames are placed in
+ * the chain) and sends every batch that may leave. */
+void send_wake(GstPad *pad, BatchReason why) {
+  GST_LOG_OBJECT(pad, "waking the source task (reason %d)", static_cast<int>(why));
+  GstStructure *st = gst_structure_new(WAKE_EVENT, "reason", G_TYPE_INT, static_cast<gint>(why), nullptr);
+  gst_pad_send_event(pad, gst_event_new_custom(GST_EVENT_CUSTOM_DOWNSTREAM, st));
 }
 
-} // namespace
+/* Wakes the source task where GstAggregator would not (the timer): frames
+ * never queue on the pads, so the aggregator runs on events only. Through
+ * a pad whose stream lock is free; where every one is held (their chains
+ * wait for their batch), one of those chains sends it. */
+void wake(GstTensorMemBatch *self, BatchReason why) {
+  std::vector<GstAggregatorPad *> pads = sink_pads(self);
+  bool sent = false;
+  for (GstAggregatorPad *pad : pads) {
+    if (gst_aggregator_pad_is_eos(pad) || !GST_PAD_STREAM_TRYLOCK(GST_PAD_CAST(pad)))
+      continue;
+    send_wake(GST_PAD_CAST(pad), why);
+    GST_PAD_STREAM_UNLOCK(GST_PAD_CAST(pad));
+    sent = true;
+    break;
+  }
+  unref_all(pads);
+  if (!sent) {
+    Assembler &s = assembler_of(self);
+    std::lock_guard<std::mutex> guard(s.lock);
+    self->wake_pending->store(true);
+    s.cond.notify_all();
+  }
+}
 
-namespace {
+bool all_ended(GstTensorMemBatch *self) {
+  std::vector<GstAggregatorPad *> pads = sink_pads(self);
+  bool all = !pads.empty();
+  for (GstAggregatorPad *pad : pads)
+    all = all && gst_aggregator_pad_is_eos(pad) && !gst_aggregator_pad_has_buffer(pad);
+  unref_all(pads);
+  return all;
+}
 
-/* `buffer`'s running time in its stream's segment; NONE without a time. */
+/* `buffer`'s running time in `pad`'s segment (the sticky one: the
+ * aggregator's copy follows its queue, which frames skip). */
 GstClockTime frame_running_time(GstPad *pad, GstBuffer *buffer) {
   if (!GST_BUFFER_PTS_IS_VALID(buffer))
     return GST_CLOCK_TIME_NONE;
@@ -338,34 +350,41 @@ GstClockTime frame_running_time(GstPad *pad, GstBuffer *buffer) {
 
 } // namespace
 
+/* Frames are placed here, in each stream's thread, as tensorbatch did
+ * before GstAggregator: a frame of a later batch waits for the front one
+ * to leave (the slot pool hands out at most two batches ahead). What
+ * leaves is sent by the source task, woken through this pad. */
 static GstFlowReturn gst_tensor_batch_chain(GstPad *pad, GstObject *parent, GstBuffer *buffer) {
   auto *self = GST_TENSOR_BATCH(parent);
   Assembler &s = assembler_of(self);
-  // Delivered: the window's watch goes (before the lock: the buffer may be
-  // dropped under it below).
   gst_tensormem::batch_window_delivered(buffer);
   const GstClockTime running_time = frame_running_time(pad, buffer);
   bool waited = false;
   std::unique_lock<std::mutex> lock(s.lock);
   for (;;) {
-    gst_tensormem::PlaceResult r = s.place(stream_id(pad), buffer, running_time, waited);
+    if (self->wake_pending->exchange(false)) {
+      lock.unlock();
+      send_wake(pad, BatchReason::Complete);
+      lock.lock();
+      continue;
+    }
+    gst_tensormem::PlaceResult r = s.place(GST_TENSOR_BATCH_PAD(pad)->id, buffer, running_time, waited);
     switch (r.status) {
-    case gst_tensormem::PlaceStatus::Placed: {
+    case PlaceStatus::Placed: {
       const GstFlowReturn last = s.last_flow;
       lock.unlock();
-      if (r.complete)
-        return emit(self, BatchReason::Complete);
+      // A complete batch leaves; an incomplete one may start a live
+      // deadline, which the source task computes when it wakes.
+      send_wake(pad, BatchReason::Complete);
       return last == GST_FLOW_FLUSHING ? GST_FLOW_OK : last;
     }
-    case gst_tensormem::PlaceStatus::Wait: s.cond.wait(lock); continue;
-    case gst_tensormem::PlaceStatus::Late:
-      // Dropped and counted on its pad too (the element's count is in place()).
+    case PlaceStatus::Wait: s.cond.wait(lock); continue;
+    case PlaceStatus::Late:
       lock.unlock();
       GST_TENSOR_BATCH_PAD(pad)->dropped.fetch_add(1);
       gst_buffer_unref(buffer);
       return GST_FLOW_OK;
-    case gst_tensormem::PlaceStatus::NeedsFenceWait: {
-      // A copy reads the frame: its producer's writes first, without the lock.
+    case PlaceStatus::NeedsFenceWait: {
       lock.unlock();
       const GstFlowReturn fenced = gst_tensor_mem_element_wait_fences(
           GST_ELEMENT_CAST(self), buffer, GST_TENSOR_MEM_FENCE_DEFAULT_TIMEOUT, self->waits, nullptr);
@@ -377,15 +396,41 @@ static GstFlowReturn gst_tensor_batch_chain(GstPad *pad, GstObject *parent, GstB
       lock.lock();
       continue;
     }
-    case gst_tensormem::PlaceStatus::Flushing: gst_buffer_unref(buffer); return GST_FLOW_FLUSHING;
-    case gst_tensormem::PlaceStatus::NotNegotiated:
+    case PlaceStatus::Flushing: gst_buffer_unref(buffer); return GST_FLOW_FLUSHING;
+    case PlaceStatus::NotNegotiated:
       lock.unlock();
       gst_buffer_unref(buffer);
       GST_ELEMENT_ERROR(self, CORE, NEGOTIATION, ("%s", r.what.c_str()), (nullptr));
       return GST_FLOW_NOT_NEGOTIATED;
-    case gst_tensormem::PlaceStatus::Refused: lock.unlock(); return refuse(self, buffer, r.what, r.detail);
+    case PlaceStatus::Refused:
+      lock.unlock();
+      gst_buffer_unref(buffer);
+      GST_ELEMENT_ERROR(self, STREAM, FAILED, ("%s", r.what.c_str()), ("%s", r.detail.c_str()));
+      return GST_FLOW_ERROR;
     }
   }
+}
+
+static GstFlowReturn gst_tensor_batch_aggregate(GstAggregator *agg, gboolean timeout) {
+  auto *self = GST_TENSOR_BATCH(agg);
+  Assembler &s = assembler_of(self);
+  const guint64 before = s.batches.load();
+  // A live deadline that passed sends the front batch as it is.
+  GstFlowReturn ret = pump(self, timeout ? BatchReason::Drain : BatchReason::Complete);
+  if (ret != GST_FLOW_OK)
+    return ret;
+  if (all_ended(self)) {
+    ret = pump(self, BatchReason::Drain, BatchReason::Drain);
+    return ret == GST_FLOW_OK ? GST_FLOW_EOS : ret;
+  }
+  if (s.batches.load() == before) {
+    // Every pad holds a frame of a later batch and the front one waits for
+    // a window still being written: the aggregator would call again at
+    // once, so wait for the assembler to move (briefly: a pad may move too).
+    std::unique_lock<std::mutex> lock(s.lock);
+    s.cond.wait_for(lock, std::chrono::milliseconds(5));
+  }
+  return GST_FLOW_OK;
 }
 
 namespace {
@@ -405,12 +450,11 @@ gboolean answer_caps_query(GstQuery *query, GstCaps *caps) {
 }
 
 /* The per-stream tensor of `caps`, checked against the batch's. */
-gboolean sink_set_caps(GstTensorMemBatch *self, GstPad *pad, GstCaps *caps) {
+gboolean sink_set_caps(GstTensorMemBatch *self, GstAggregatorPad *pad, GstCaps *caps) {
   Assembler &s = assembler_of(self);
-  const GstStructure *st = gst_caps_get_structure(caps, 0);
   gst_tensormem::TensorCaps tensor;
   std::string why;
-  if (!gst_tensormem::parse_tensor_caps(st, &tensor, &why)) {
+  if (!gst_tensormem::parse_tensor_caps(gst_caps_get_structure(caps, 0), &tensor, &why)) {
     GST_ELEMENT_ERROR(self, CORE, NEGOTIATION, ("%s: %s", GST_PAD_NAME(pad), why.c_str()),
                       ("caps %" GST_PTR_FORMAT, caps));
     return FALSE;
@@ -458,78 +502,85 @@ gboolean sink_set_caps(GstTensorMemBatch *self, GstPad *pad, GstCaps *caps) {
 
 } // namespace
 
-static gboolean gst_tensor_batch_sink_event(GstPad *pad, GstObject *parent, GstEvent *event) {
-  auto *self = GST_TENSOR_BATCH(parent);
+/* A stream's own events, in its thread and in order with its frames
+ * (which the chain places there, never queueing them): its caps, segment,
+ * tags and end reach the assembler before its next frame. What the
+ * aggregator needs of them is queued after. */
+static GstFlowReturn gst_tensor_batch_sink_event_pre_queue(GstAggregator *agg, GstAggregatorPad *pad, GstEvent *event) {
+  auto *self = GST_TENSOR_BATCH(agg);
   Assembler &s = assembler_of(self);
   switch (GST_EVENT_TYPE(event)) {
   case GST_EVENT_CAPS: {
     GstCaps *caps = nullptr;
     gst_event_parse_caps(event, &caps);
-    const gboolean ok = sink_set_caps(self, pad, caps);
-    gst_event_unref(event);
-    return ok;
+    if (!sink_set_caps(self, pad, caps)) {
+      gst_event_unref(event);
+      return GST_FLOW_NOT_NEGOTIATED;
+    }
+    break;
   }
   case GST_EVENT_SEGMENT: {
-    GST_OBJECT_LOCK(self);
-    if (!self->segment)
-      self->segment = gst_event_ref(event);
-    GST_OBJECT_UNLOCK(self);
     // Each stream's own segment follows as a stream-segment event, so that
-    // the split gives each stream its own; its tags go to its own pad
-    // after the split too, never onto the batch (whose other streams they
-    // do not describe).
+    // the split gives each stream its own; the first stream's is the
+    // batches'.
     const GstSegment *segment = nullptr;
     gst_event_parse_segment(event, &segment);
     s.stream_segment(stream_id(pad), segment);
-    gst_event_unref(event);
-    return TRUE;
+    GST_OBJECT_LOCK(self);
+    if (!self->have_segment) {
+      self->first_segment = *segment;
+      self->have_segment = true;
+    }
+    GST_OBJECT_UNLOCK(self);
+    break;
   }
   case GST_EVENT_TAG: {
+    // A stream's tags go to its own pad after the split, never onto the
+    // batch (whose other streams they do not describe).
     GstTagList *tags = nullptr;
     gst_event_parse_tag(event, &tags);
     s.stream_tags(stream_id(pad), tags);
     gst_event_unref(event);
-    return TRUE;
+    return GST_FLOW_OK;
   }
-  case GST_EVENT_STREAM_START: gst_event_unref(event); return TRUE;
-  case GST_EVENT_EOS: {
-    const bool all = s.stream_ended(stream_id(pad));
+  case GST_EVENT_EOS: s.stream_ended(stream_id(pad)); break;
+  default: break;
+  }
+  return GST_AGGREGATOR_CLASS(gst_tensor_batch_parent_class)->sink_event_pre_queue(agg, pad, event);
+}
+
+static gboolean gst_tensor_batch_sink_event(GstAggregator *agg, GstAggregatorPad *pad, GstEvent *event) {
+  auto *self = GST_TENSOR_BATCH(agg);
+  Assembler &s = assembler_of(self);
+  const auto parent = GST_AGGREGATOR_CLASS(gst_tensor_batch_parent_class);
+  switch (GST_EVENT_TYPE(event)) {
+  case GST_EVENT_CAPS: // the assembler took them before they were queued
     gst_event_unref(event);
-    if (!all) { // the others go on; the front batch may wait for this stream no longer
-      emit(self, BatchReason::Complete);
-      return TRUE;
-    }
-    emit(self, BatchReason::Drain);
-    std::lock_guard<std::mutex> pushing(*self->push_lock);
-    if (!self->sent_stream_start)
-      push_stream_start(self);
-    return gst_pad_push_event(self->srcpad, gst_event_new_eos());
+    return TRUE;
+  case GST_EVENT_SEGMENT: return parent->sink_event(agg, pad, event);
+  case GST_EVENT_EOS: {
+    // The front batch may wait for this stream no longer (once the
+    // aggregator marks it ended, so that a last stream's end drains).
+    const gboolean ok = parent->sink_event(agg, pad, event);
+    pump(self, BatchReason::Complete);
+    return ok;
   }
-  case GST_EVENT_FLUSH_START: {
-    const bool forward = s.flush_started(stream_id(pad), gst_event_get_seqnum(event));
-    if (!forward) {
-      gst_event_unref(event);
-      return TRUE;
-    }
+  case GST_EVENT_FLUSH_START:
+    s.flush_started(stream_id(pad), gst_event_get_seqnum(event));
     g_cancellable_cancel(self->waits);
-    GST_OBJECT_LOCK(self);
-    gst_clear_event(&self->segment); // the streams send new ones: the first is the batch's
-    GST_OBJECT_UNLOCK(self);
-    return gst_pad_push_event(self->srcpad, event);
-  }
-  case GST_EVENT_FLUSH_STOP: {
-    // Under the push lock: no batch may reach downstream between the last
-    // stream's flush-stop here and ours there (it would be flushed away).
-    std::lock_guard<std::mutex> pushing(*self->push_lock);
-    const bool done = s.flush_stopped(stream_id(pad));
-    if (!done) {
+    return parent->sink_event(agg, pad, event);
+  case GST_EVENT_FLUSH_STOP: s.flush_stopped(stream_id(pad)); return parent->sink_event(agg, pad, event);
+  case GST_EVENT_CUSTOM_DOWNSTREAM:
+    if (gst_event_has_name(event, WAKE_EVENT)) {
+      gint why = static_cast<gint>(BatchReason::Complete);
+      gst_structure_get_int(gst_event_get_structure(event), "reason", &why);
       gst_event_unref(event);
+      GST_LOG_OBJECT(pad, "woken (reason %d)", why);
+      pump(self, static_cast<BatchReason>(why));
       return TRUE;
     }
-    g_cancellable_reset(self->waits);
-    self->sent_segment = false;
-    return gst_pad_push_event(self->srcpad, event);
-  }
+    break;
+  case GST_EVENT_STREAM_START: return parent->sink_event(agg, pad, event);
   default: break;
   }
   if (static_cast<guint>(GST_EVENT_TYPE(event)) & static_cast<guint>(GST_EVENT_TYPE_SERIALIZED)) {
@@ -537,17 +588,16 @@ static gboolean gst_tensor_batch_sink_event(GstPad *pad, GstObject *parent, GstE
     gst_event_unref(event);
     return TRUE;
   }
-  return gst_pad_event_default(pad, parent, event);
+  return parent->sink_event(agg, pad, event);
 }
 
-static gboolean gst_tensor_batch_sink_query(GstPad *pad, GstObject *parent, GstQuery *query) {
-  auto *self = GST_TENSOR_BATCH(parent);
+static gboolean gst_tensor_batch_sink_query(GstAggregator *agg, GstAggregatorPad *pad, GstQuery *query) {
+  auto *self = GST_TENSOR_BATCH(agg);
   switch (GST_QUERY_TYPE(query)) {
   case GST_QUERY_CAPS:
     // The template, not the first stream's tensor: a stream with another
-    // tensor then reaches set_caps and is refused there by name, instead of
-    // failing upstream as a bare not-negotiated.
-    return answer_caps_query(query, gst_pad_get_pad_template_caps(pad));
+    // tensor then reaches set_caps and is refused there by name.
+    return answer_caps_query(query, gst_pad_get_pad_template_caps(GST_PAD_CAST(pad)));
   case GST_QUERY_ALLOCATION:
     // The slot pool: windows of the batch this stream's next frame is for.
     gst_tensormem::batch_answer_allocation(*self->assembler, stream_id(pad), query);
@@ -555,86 +605,102 @@ static gboolean gst_tensor_batch_sink_query(GstPad *pad, GstObject *parent, GstQ
   case GST_QUERY_CONTEXT:
     if (self->devices->handle_context_query(query))
       return TRUE;
-    return gst_pad_query_default(pad, parent, query);
-  default: return gst_pad_query_default(pad, parent, query);
+    break;
+  default: break;
   }
+  return GST_AGGREGATOR_CLASS(gst_tensor_batch_parent_class)->sink_query(agg, pad, query);
 }
 
-/* A flushing seek goes to every stream; its seqnum tells its flush-starts. */
-static gboolean gst_tensor_batch_src_event(GstPad *pad, GstObject *parent, GstEvent *event) {
-  if (GST_EVENT_TYPE(event) == GST_EVENT_SEEK) {
-    GstSeekFlags flags;
-    gst_event_parse_seek(event, nullptr, nullptr, &flags, nullptr, nullptr, nullptr, nullptr);
-    if (flags & GST_SEEK_FLAG_FLUSH) {
-      Assembler &s = assembler_of(GST_TENSOR_BATCH(parent));
-      std::lock_guard<std::mutex> guard(s.lock);
-      s.seek_seqnum = gst_event_get_seqnum(event);
-    }
-  }
-  return gst_pad_event_default(pad, parent, event);
-}
-
-static gboolean gst_tensor_batch_src_query(GstPad *pad, GstObject *parent, GstQuery *query) {
-  auto *self = GST_TENSOR_BATCH(parent);
-  Assembler &s = assembler_of(self);
+static gboolean gst_tensor_batch_src_query(GstAggregator *agg, GstQuery *query) {
+  auto *self = GST_TENSOR_BATCH(agg);
   if (GST_QUERY_TYPE(query) == GST_QUERY_CAPS) {
+    Assembler &s = assembler_of(self);
     GstCaps *caps = nullptr;
     {
       std::lock_guard<std::mutex> guard(s.lock);
       if (s.negotiated)
         caps = s.batch_caps(s.n_slots);
     }
-    return answer_caps_query(query, caps ? caps : gst_pad_get_pad_template_caps(pad));
+    return answer_caps_query(query, caps ? caps : gst_pad_get_pad_template_caps(agg->srcpad));
   }
   if (GST_QUERY_TYPE(query) == GST_QUERY_CONTEXT && self->devices->handle_context_query(query))
     return TRUE;
+  if (!GST_AGGREGATOR_CLASS(gst_tensor_batch_parent_class)->src_query(agg, query))
+    return FALSE;
   if (GST_QUERY_TYPE(query) == GST_QUERY_LATENCY) {
-    // Every stream's answer (GStreamer's default: live if any is, the
-    // largest minimum); where live, a batch may wait max-latency more.
-    if (!gst_pad_query_default(pad, parent, query))
-      return FALSE;
+    // max-latency (the aggregator's latency) counts where a stream is live
+    // only: a non-live answer keeps the streams' own.
     gboolean live = FALSE;
     GstClockTime min = 0, max = GST_CLOCK_TIME_NONE;
     gst_query_parse_latency(query, &live, &min, &max);
-    GstClockTime ours;
-    {
-      std::lock_guard<std::mutex> guard(s.lock);
-      s.live = live;
-      s.upstream_latency = min;
-      ours = s.max_latency;
-      s.cond.notify_all();
+    if (!live) {
+      guint64 ours = 0;
+      g_object_get(agg, "latency", &ours, nullptr);
+      gst_query_set_latency(query, FALSE, min >= ours ? min - ours : 0,
+                            GST_CLOCK_TIME_IS_VALID(max) && max >= ours ? max - ours : max);
     }
-    if (live) {
-      GST_DEBUG_OBJECT(self, "live streams, latency %" GST_TIME_FORMAT " + max-latency %" GST_TIME_FORMAT,
-                       GST_TIME_ARGS(min), GST_TIME_ARGS(ours));
-      gst_query_set_latency(query, live, min + ours, GST_CLOCK_TIME_IS_VALID(max) ? max + ours : max);
-    }
-    return TRUE;
   }
-  return gst_pad_query_default(pad, parent, query);
+  return TRUE;
 }
 
-static GstPad *gst_tensor_batch_request_new_pad(GstElement *element, GstPadTemplate *templ, const gchar *req_name,
-                                                const GstCaps *) {
-  auto *self = GST_TENSOR_BATCH(element);
+/* The running time the live deadline counts from: the front batch's first
+ * frame (frames are placed as they come, never queued on the pads). NONE:
+ * nothing to wait for. */
+static GstClockTime gst_tensor_batch_get_next_time(GstAggregator *agg) {
+  Assembler &s = assembler_of(GST_TENSOR_BATCH(agg));
+  std::lock_guard<std::mutex> guard(s.lock);
+  return !s.open.empty() && s.open.front().filled > 0 ? s.open.front().first_running_time : GST_CLOCK_TIME_NONE;
+}
+
+/* A seek reaches the batch once per stream after a split (each stream's
+ * sink sends it): the first goes upstream, the others are dropped here.
+ * GstAggregator drops them too, but some releases (1.22) leak each one. */
+static gboolean gst_tensor_batch_src_event(GstAggregator *agg, GstEvent *event) {
+  auto *self = GST_TENSOR_BATCH(agg);
+  if (GST_EVENT_TYPE(event) == GST_EVENT_SEEK) {
+    const guint32 seqnum = gst_event_get_seqnum(event);
+    GST_OBJECT_LOCK(self);
+    const bool again = seqnum == self->seek_seqnum;
+    self->seek_seqnum = seqnum;
+    GST_OBJECT_UNLOCK(self);
+    if (again) {
+      GST_DEBUG_OBJECT(self, "seek %u again: dropped", seqnum);
+      gst_event_unref(event);
+      return TRUE;
+    }
+  }
+  return GST_AGGREGATOR_CLASS(gst_tensor_batch_parent_class)->src_event(agg, event);
+}
+
+/* The source caps are the batch's, set where a batch leaves. */
+static gboolean gst_tensor_batch_negotiate(GstAggregator *) { return TRUE; }
+
+static GstFlowReturn gst_tensor_batch_flush(GstAggregator *agg) {
+  auto *self = GST_TENSOR_BATCH(agg);
+  g_cancellable_reset(self->waits);
+  GST_OBJECT_LOCK(self);
+  self->have_segment = false; // the streams send new ones: the first is the batches'
+  GST_OBJECT_UNLOCK(self);
+  self->segment_sent = false;
+  return GST_FLOW_OK;
+}
+
+static GstAggregatorPad *gst_tensor_batch_create_new_pad(GstAggregator *agg, GstPadTemplate *templ,
+                                                         const gchar *req_name, const GstCaps *) {
+  auto *self = GST_TENSOR_BATCH(agg);
   Assembler &s = assembler_of(self);
-  // Until the element starts, batch-size may still change, so the count is
-  // checked then (READY→PAUSED); gst-launch links every pad before it starts
-  // and prints only "could not link" for a pad refused here.
-  std::string refused;
-  {
-    std::lock_guard<std::mutex> guard(s.lock);
-    if (s.running)
-      refused = s.too_many_streams(1);
-  }
-  if (!refused.empty()) {
-    GST_ELEMENT_WARNING(self, CORE, PAD, ("%s", refused.c_str()), (nullptr));
-    return nullptr;
-  }
   guint id;
   std::string name;
   {
     std::lock_guard<std::mutex> guard(s.lock);
+    // Until the element starts, batch-size may still change, so the count
+    // is checked then (READY→PAUSED).
+    if (s.running) {
+      if (std::string refused = s.too_many_streams(1); !refused.empty()) {
+        GST_ELEMENT_WARNING(self, CORE, PAD, ("%s", refused.c_str()), (nullptr));
+        return nullptr;
+      }
+    }
     guint used = 0;
     for (auto &p : s.streams)
       used = std::max(used, p->id + 1);
@@ -649,25 +715,15 @@ static GstPad *gst_tensor_batch_request_new_pad(GstElement *element, GstPadTempl
     }
     s.next_stream_id = std::max(s.next_stream_id, id + 1);
     name = "sink_" + std::to_string(id);
-  }
-  GstPad *pad = GST_PAD_CAST(g_object_new(GST_TYPE_TENSOR_BATCH_PAD, "name", name.c_str(), "direction", GST_PAD_SINK,
-                                          "template", templ, nullptr));
-  GST_TENSOR_BATCH_PAD(pad)->id = id;
-  gst_pad_set_chain_function(pad, gst_tensor_batch_chain);
-  gst_pad_set_event_function(pad, gst_tensor_batch_sink_event);
-  gst_pad_set_query_function(pad, gst_tensor_batch_sink_query);
-  {
-    std::lock_guard<std::mutex> guard(s.lock);
     s.add_stream(id, name);
   }
-  if (!gst_element_add_pad(element, pad)) {
-    std::lock_guard<std::mutex> guard(s.lock);
-    s.streams.erase(std::remove_if(s.streams.begin(), s.streams.end(), [id](const auto &p) { return p->id == id; }),
-                    s.streams.end());
-    gst_object_unref(pad);
-    return nullptr;
-  }
-  return pad;
+  auto *pad = GST_TENSOR_BATCH_PAD(g_object_new(GST_TYPE_TENSOR_BATCH_PAD, "name", name.c_str(), "direction",
+                                                GST_PAD_SINK, "template", templ, nullptr));
+  pad->id = id;
+  // Frames go to the assembler as they come, never into the aggregator's
+  // queue (which would hold a stream's frame until every pad had one).
+  gst_pad_set_chain_function(GST_PAD_CAST(pad), gst_tensor_batch_chain);
+  return GST_AGGREGATOR_PAD_CAST(pad);
 }
 
 static void gst_tensor_batch_release_pad(GstElement *element, GstPad *pad) {
@@ -676,14 +732,15 @@ static void gst_tensor_batch_release_pad(GstElement *element, GstPad *pad) {
   guint dropped;
   {
     // Its frames in the batches being made go with it (counted), and its
-    // stream's end follows the batches already sent; the timer sends the
-    // front batch where it is complete without this stream.
+    // stream's end follows the batches already sent.
     std::lock_guard<std::mutex> guard(s.lock);
-    dropped = s.remove_stream(stream_id(pad));
+    dropped = s.remove_stream(GST_TENSOR_BATCH_PAD(pad)->id);
   }
   if (dropped)
     GST_INFO_OBJECT(self, "%s released: %u frames in open batches dropped", GST_PAD_NAME(pad), dropped);
-  gst_element_remove_pad(element, pad);
+  GST_ELEMENT_CLASS(gst_tensor_batch_parent_class)->release_pad(element, pad);
+  // The front batch may wait for that stream no longer.
+  wake(self, BatchReason::Complete);
 }
 
 static GstStateChangeReturn gst_tensor_batch_change_state(GstElement *element, GstStateChange transition) {
@@ -704,15 +761,18 @@ static GstStateChangeReturn gst_tensor_batch_change_state(GstElement *element, G
       s.start();
     }
     g_cancellable_reset(self->waits);
-    self->sent_stream_start = self->sent_segment = false;
+    GST_OBJECT_LOCK(self);
+    self->have_segment = false;
+    GST_OBJECT_UNLOCK(self);
+    self->segment_sent = false;
+    // The timer: the non-live timeout and the assembler's kicks wake the
+    // source task (the live deadline is GstAggregator's own).
     self->timer = new std::thread([self, shared = *self->assembler] {
       gst_tensormem::batch_timer_run(
-          shared, [self](GstClockTime *base) { return playing_clock(self, base); },
-          [self](BatchReason why) { emit(self, why); });
+          shared, [](GstClockTime *) -> GstClock * { return nullptr; }, [self](BatchReason why) { wake(self, why); });
     });
   } else if (transition == GST_STATE_CHANGE_PAUSED_TO_READY) {
-    // Every wait (a pool's acquire, a chain waiting for its batch, a fence)
-    // ends now, so the pads can deactivate.
+    // Every wait (a pool's acquire, a fence) ends now.
     std::lock_guard<std::mutex> guard(s.lock);
     s.running = false;
     s.cond.notify_all();
@@ -726,21 +786,16 @@ static GstStateChangeReturn gst_tensor_batch_change_state(GstElement *element, G
       self->timer = nullptr;
     }
     std::lock_guard<std::mutex> guard(s.lock);
-    // One line per run saying what the element did, as the transforms log
-    // theirs (GST_DEBUG=tensorbatch:4; the demo prints it).
+    // One line per run saying what the element did (GST_DEBUG=tensorbatch:4).
     GST_INFO_OBJECT(self,
                     "summary: %" G_GUINT64_FORMAT " batches, %" G_GUINT64_FORMAT " partial, of %u slots in %s; "
                     "copied-bytes=%" G_GUINT64_FORMAT,
                     s.batches.load(), s.partial_batches.load(), s.n_slots, s.family->memory_name,
                     s.copied_bytes.load());
     s.stop();
-    GST_OBJECT_LOCK(self);
-    gst_clear_event(&self->segment);
-    GST_OBJECT_UNLOCK(self);
   } else if (transition == GST_STATE_CHANGE_READY_TO_NULL) {
     // The next run takes the device shared then; the kept allocations go
-    // with this one (a new store: the old one frees them, and those still
-    // out are freed when they come back).
+    // with this one.
     std::shared_ptr<gst_tensormem::BatchStore> old;
     {
       std::lock_guard<std::mutex> guard(s.lock);
@@ -759,18 +814,13 @@ static void gst_tensor_batch_set_context(GstElement *element, GstContext *contex
 }
 
 static void gst_tensor_batch_set_property(GObject *object, guint prop_id, const GValue *value, GParamSpec *pspec) {
+  Assembler &s = assembler_of(GST_TENSOR_BATCH(object));
   if (prop_id == PROP_MAX_LATENCY) {
-    Assembler &s = assembler_of(GST_TENSOR_BATCH(object));
-    {
-      std::lock_guard<std::mutex> guard(s.lock);
-      s.max_latency = g_value_get_uint64(value);
-      s.cond.notify_all();
-    }
-    // The pipeline's latency changes with it: sinks query it again.
-    gst_element_post_message(GST_ELEMENT(object), gst_message_new_latency(GST_OBJECT(object)));
+    // GstAggregator's latency: added to the streams' in the latency query,
+    // and how long past a frame's running time a live batch waits.
+    g_object_set(object, "latency", g_value_get_uint64(value), nullptr);
     return;
   }
-  Assembler &s = assembler_of(GST_TENSOR_BATCH(object));
   std::lock_guard<std::mutex> guard(s.lock);
   switch (prop_id) {
   case PROP_BATCH_SIZE: s.batch_size = g_value_get_uint(value); break;
@@ -786,12 +836,17 @@ static void gst_tensor_batch_set_property(GObject *object, guint prop_id, const 
 }
 
 static void gst_tensor_batch_get_property(GObject *object, guint prop_id, GValue *value, GParamSpec *pspec) {
+  if (prop_id == PROP_MAX_LATENCY) {
+    guint64 latency = 0;
+    g_object_get(object, "latency", &latency, nullptr);
+    g_value_set_uint64(value, latency);
+    return;
+  }
   Assembler &s = assembler_of(GST_TENSOR_BATCH(object));
   std::lock_guard<std::mutex> guard(s.lock);
   switch (prop_id) {
   case PROP_BATCH_SIZE: g_value_set_uint(value, s.batch_size); break;
   case PROP_TIMEOUT: g_value_set_uint64(value, s.timeout); break;
-  case PROP_MAX_LATENCY: g_value_set_uint64(value, s.max_latency); break;
   case PROP_PAD_VALUE: g_value_set_double(value, s.pad_value); break;
   case PROP_REQUIRE_ZERO_COPY: g_value_set_boolean(value, s.require_zero_copy); break;
   case PROP_STORAGE: g_value_set_enum(value, s.storage); break;
@@ -806,10 +861,9 @@ static void gst_tensor_batch_get_property(GObject *object, guint prop_id, GValue
 static void gst_tensor_batch_finalize(GObject *object) {
   auto *self = GST_TENSOR_BATCH(object);
   delete self->assembler;
-  delete self->push_lock;
   delete self->devices;
+  delete self->wake_pending;
   g_clear_object(&self->waits);
-  gst_clear_event(&self->segment);
   G_OBJECT_CLASS(gst_tensor_batch_parent_class)->finalize(object);
 }
 
@@ -883,34 +937,40 @@ static void gst_tensor_batch_class_init(GstTensorMemBatchClass *klass) {
   gst_element_class_add_pad_template(
       element_class,
       gst_pad_template_new_with_gtype("sink_%u", GST_PAD_SINK, GST_PAD_REQUEST, caps, GST_TYPE_TENSOR_BATCH_PAD));
-  gst_element_class_add_pad_template(element_class, gst_pad_template_new("src", GST_PAD_SRC, GST_PAD_ALWAYS, caps));
+  gst_element_class_add_pad_template(element_class, gst_pad_template_new_with_gtype("src", GST_PAD_SRC, GST_PAD_ALWAYS,
+                                                                                    caps, GST_TYPE_AGGREGATOR_PAD));
   gst_caps_unref(caps);
   gst_element_class_set_static_metadata(element_class, "Tensor batch", "Filter/Tensor",
                                         "Gathers one tensor per stream into one batched tensor, each stream writing "
                                         "its slot in place",
                                         GST_TENSOR_MEM_AUTHOR);
-  element_class->request_new_pad = gst_tensor_batch_request_new_pad;
   element_class->release_pad = gst_tensor_batch_release_pad;
   element_class->change_state = gst_tensor_batch_change_state;
   element_class->set_context = gst_tensor_batch_set_context;
+  auto *agg_class = GST_AGGREGATOR_CLASS(klass);
+  agg_class->aggregate = gst_tensor_batch_aggregate;
+  agg_class->sink_event = gst_tensor_batch_sink_event;
+  agg_class->sink_event_pre_queue = gst_tensor_batch_sink_event_pre_queue;
+  agg_class->sink_query = gst_tensor_batch_sink_query;
+  agg_class->src_query = gst_tensor_batch_src_query;
+  agg_class->src_event = gst_tensor_batch_src_event;
+  agg_class->get_next_time = gst_tensor_batch_get_next_time;
+  agg_class->negotiate = gst_tensor_batch_negotiate;
+  agg_class->flush = gst_tensor_batch_flush;
+  agg_class->create_new_pad = gst_tensor_batch_create_new_pad;
   gst_type_mark_as_plugin_api(GST_TYPE_TENSOR_BATCH_PAD, static_cast<GstPluginAPIFlags>(0));
   GST_DEBUG_CATEGORY_INIT(gst_tensor_batch_debug, "tensorbatch", 0, "tensorbatch");
 }
 
 static void gst_tensor_batch_init(GstTensorMemBatch *self) {
   self->assembler = new std::shared_ptr<Assembler>(std::make_shared<Assembler>());
-  self->push_lock = new std::mutex();
   self->timer = nullptr;
   self->waits = g_cancellable_new();
   // The device of whichever family the streams negotiate (a GL worker for
   // PBO batches), found through GstContext.
   self->devices = new gst_tensormem::ElementBackend(GST_ELEMENT_CAST(self), GST_TENSOR_MEM_STORAGE_AUTO);
-  self->segment = nullptr;
-  self->sent_stream_start = self->sent_segment = false;
-  self->srcpad =
-      gst_pad_new_from_template(gst_element_class_get_pad_template(GST_ELEMENT_GET_CLASS(self), "src"), "src");
-  gst_pad_set_query_function(self->srcpad, gst_tensor_batch_src_query);
-  gst_pad_set_event_function(self->srcpad, gst_tensor_batch_src_event);
-  gst_pad_use_fixed_caps(self->srcpad);
-  gst_element_add_pad(GST_ELEMENT_CAST(self), self->srcpad);
+  gst_segment_init(&self->first_segment, GST_FORMAT_TIME);
+  self->have_segment = self->segment_sent = false;
+  self->wake_pending = new std::atomic<bool>(false);
+  self->seek_seqnum = GST_SEQNUM_INVALID;
 }

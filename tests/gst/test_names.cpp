@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <gst/allocators/gstdmabuf.h>
+#include <gst/base/gstaggregator.h>
 #include <gst/base/gstbasetransform.h>
 #include <gst/base/gstflowcombiner.h>
 #include <gst/gst.h>
@@ -109,7 +110,7 @@ public:
     // categories: registered before the first snapshot, so that the
     // difference holds only our names.
     for (GType type : {gst_video_buffer_pool_get_type(), gst_dmabuf_allocator_get_type(), gst_base_transform_get_type(),
-                       gst_ghost_pad_get_type()})
+                       gst_ghost_pad_get_type(), gst_aggregator_get_type(), gst_aggregator_pad_get_type()})
       g_type_class_unref(g_type_class_ref(type));
     g_type_ensure(gst_video_meta_api_get_type());
     g_type_ensure(gst_parent_buffer_meta_api_get_type());
