@@ -177,18 +177,6 @@ Assembler &assembler_of(GstTensorMemBatch *self) { return **self->assembler; }
 
 guint stream_id(GstAggregatorPad *pad) { return GST_TENSOR_BATCH_PAD(pad)->id; }
 
-/* The element's clock (a new reference) and base time while PLAYING. */
-GstClock *playing_clock(GstTensorMemBatch *self, GstClockTime *base) {
-  GstElement *element = GST_ELEMENT_CAST(self);
-  GST_OBJECT_LOCK(element);
-  GstClock *clock = GST_STATE(element) == GST_STATE_PLAYING && element->clock
-                        ? GST_CLOCK_CAST(gst_object_ref(element->clock))
-                        : nullptr;
-  *base = element->base_time;
-  GST_OBJECT_UNLOCK(element);
-  return clock;
-}
-
 /* The sink pads, each a new reference. */
 std::vector<GstAggregatorPad *> sink_pads(GstTensorMemBatch *self) {
   std::vector<GstAggregatorPad *> pads;
@@ -210,20 +198,11 @@ void unref_all(std::vector<GstAggregatorPad *> &pads) {
 bool push_front(GstTensorMemBatch *self, BatchReason why, GstFlowReturn *ret) {
   Assembler &s = assembler_of(self);
   GstAggregator *agg = GST_AGGREGATOR_CAST(self);
-  GstClockTime now = GST_CLOCK_TIME_NONE;
-  if (why == BatchReason::Timeout) {
-    GstClockTime base = 0;
-    if (GstClock *clock = playing_clock(self, &base)) {
-      const GstClockTime at = gst_clock_get_time(clock);
-      now = at >= base ? at - base : 0;
-      gst_object_unref(clock);
-    }
-  }
   gst_tensormem::TakenBatch taken;
   std::vector<std::pair<std::string, GstEvent *>> stream_events;
   {
     std::lock_guard<std::mutex> guard(s.lock);
-    if (!s.take_front(why, now, gst_pad_has_current_caps(agg->srcpad), &taken))
+    if (!s.take_front(why, gst_pad_has_current_caps(agg->srcpad), &taken))
       return false;
     stream_events.swap(s.stream_events);
   }
@@ -768,8 +747,7 @@ static GstStateChangeReturn gst_tensor_batch_change_state(GstElement *element, G
     // The timer: the non-live timeout and the assembler's kicks wake the
     // source task (the live deadline is GstAggregator's own).
     self->timer = new std::thread([self, shared = *self->assembler] {
-      gst_tensormem::batch_timer_run(
-          shared, [](GstClockTime *) -> GstClock * { return nullptr; }, [self](BatchReason why) { wake(self, why); });
+      gst_tensormem::batch_timer_run(shared, [self](BatchReason why) { wake(self, why); });
     });
   } else if (transition == GST_STATE_CHANGE_PAUSED_TO_READY) {
     // Every wait (a pool's acquire, a fence) ends now.

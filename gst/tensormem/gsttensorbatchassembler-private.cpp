@@ -79,19 +79,9 @@ BatchStream *BatchAssembler::stream(guint id) {
   return nullptr;
 }
 
-GstClockTime BatchAssembler::live_due() const {
-  if (!live || open.empty() || open.front().filled == 0 || !GST_CLOCK_TIME_IS_VALID(open.front().first_running_time))
-    return GST_CLOCK_TIME_NONE;
-  return open.front().first_running_time + upstream_latency + max_latency;
-}
-
-bool BatchAssembler::front_is_due(GstClockTime now) const {
-  if (open.empty() || open.front().filled == 0)
-    return false;
-  if (timeout > 0 && g_get_monotonic_time() >= open.front().first_fill + static_cast<gint64>(timeout / 1000))
-    return true;
-  const GstClockTime due = live_due();
-  return GST_CLOCK_TIME_IS_VALID(due) && GST_CLOCK_TIME_IS_VALID(now) && now >= due;
+bool BatchAssembler::front_is_due() const {
+  return !open.empty() && open.front().filled > 0 && timeout > 0 &&
+         g_get_monotonic_time() >= open.front().first_fill + static_cast<gint64>(timeout / 1000);
 }
 
 guint64 BatchAssembler::seq_of_time(GstClockTime t, guint64 first) {
@@ -422,7 +412,7 @@ GstCaps *BatchAssembler::batch_caps(guint slots) const {
   return caps;
 }
 
-bool BatchAssembler::take_front(BatchReason why, GstClockTime now, bool src_has_caps, TakenBatch *out) {
+bool BatchAssembler::take_front(BatchReason why, bool src_has_caps, TakenBatch *out) {
   if (open.empty() || !running || flush_downstream)
     return false;
   // A front batch no stream filled and every stream has gone past (each
@@ -441,7 +431,7 @@ bool BatchAssembler::take_front(BatchReason why, GstClockTime now, bool src_has_
   bool go = false;
   switch (why) {
   case BatchReason::Complete: go = complete(front, cur_seq); break;
-  case BatchReason::Timeout: go = front_is_due(now); break;
+  case BatchReason::Timeout: go = front_is_due(); break;
   case BatchReason::Drain: go = front.filled > 0; break;
   }
   if (!go)
@@ -552,8 +542,6 @@ bool BatchAssembler::flush_stopped(guint id) {
 
 void BatchAssembler::start() {
   running = true;
-  live = false; // until a latency query says otherwise
-  upstream_latency = 0;
   last_flow = GST_FLOW_OK;
   kick = false;
   flush_downstream = false;
@@ -937,75 +925,8 @@ void batch_answer_allocation(const std::shared_ptr<BatchAssembler> &assembler, g
 
 /* ---- the timer ---- */
 
-namespace {
-
-/* The timer's wait on the pipeline clock for the front batch's live
- * deadline: one single-shot clock id at a time, whose callback wakes the
- * timer. The deadline is the clock's, not the wall's: a clock that runs at
- * another rate (an audio device's, a test clock) decides when a batch is
- * due. Used by the timer thread only. */
-class LiveAlarm {
-public:
-  explicit LiveAlarm(std::weak_ptr<BatchAssembler> assembler) : assembler_(std::move(assembler)) {}
-  ~LiveAlarm() { disarm(); }
-  LiveAlarm(const LiveAlarm &) = delete;
-  LiveAlarm &operator=(const LiveAlarm &) = delete;
-
-  /* Waits on `clock` (taken; NULL before PLAYING) for running time `due`
-   * after `base` (no lock held); false where there is no clock. */
-  bool arm(GstClock *clock, GstClockTime base, GstClockTime due) {
-    if (!clock) {
-      disarm();
-      return false;
-    }
-    if (id_ && clock == clock_ && due == due_ && base == base_) {
-      gst_object_unref(clock);
-      return true;
-    }
-    disarm();
-    clock_ = clock;
-    due_ = due;
-    base_ = base;
-    id_ = gst_clock_new_single_shot_id(clock, base + due);
-    gst_clock_id_wait_async(id_, fired, new std::weak_ptr<BatchAssembler>(assembler_),
-                            [](gpointer data) { delete static_cast<std::weak_ptr<BatchAssembler> *>(data); });
-    return true;
-  }
-
-  bool armed() const { return id_ != nullptr; }
-
-  void disarm() {
-    if (id_) {
-      gst_clock_id_unschedule(id_);
-      gst_clock_id_unref(id_);
-      id_ = nullptr;
-    }
-    gst_clear_object(&clock_);
-  }
-
-private:
-  static gboolean fired(GstClock *, GstClockTime, GstClockID, gpointer data) {
-    if (std::shared_ptr<BatchAssembler> shared = static_cast<std::weak_ptr<BatchAssembler> *>(data)->lock()) {
-      std::lock_guard<std::mutex> guard(shared->lock);
-      shared->deadline_fired = true;
-      shared->cond.notify_all();
-    }
-    return TRUE;
-  }
-
-  std::weak_ptr<BatchAssembler> assembler_;
-  GstClockID id_ = nullptr;
-  GstClock *clock_ = nullptr;
-  GstClockTime due_ = GST_CLOCK_TIME_NONE, base_ = GST_CLOCK_TIME_NONE;
-};
-
-} // namespace
-
-void batch_timer_run(const std::shared_ptr<BatchAssembler> &shared,
-                     const std::function<GstClock *(GstClockTime *base)> &playing_clock,
-                     const std::function<void(BatchReason)> &emit) {
+void batch_timer_run(const std::shared_ptr<BatchAssembler> &shared, const std::function<void(BatchReason)> &emit) {
   BatchAssembler &s = *shared;
-  LiveAlarm alarm(shared);
   std::unique_lock<std::mutex> lock(s.lock);
   while (s.running) {
     if (s.kick) {
@@ -1016,55 +937,19 @@ void batch_timer_run(const std::shared_ptr<BatchAssembler> &shared,
       lock.lock();
       continue;
     }
-    if (s.flush_downstream || s.open.empty() || s.open.front().filled == 0) {
-      if (alarm.armed()) { // no batch waits for it now (let go without the lock, as armed)
-        lock.unlock();
-        alarm.disarm();
-        lock.lock();
-        continue;
-      }
+    if (s.flush_downstream || s.open.empty() || s.open.front().filled == 0 || s.timeout == 0) {
       s.cond.wait(lock);
       continue;
     }
-    // The clock is armed and read without the lock (they take the
-    // element's); the front may change meanwhile, which a notify, the alarm
-    // or the next round sees.
-    s.deadline_fired = false;
-    GstClockTime now = GST_CLOCK_TIME_NONE;
-    bool on_clock = false;
-    const GstClockTime due = s.live_due();
-    if (GST_CLOCK_TIME_IS_VALID(due)) {
-      lock.unlock();
-      GstClockTime base = 0;
-      GstClock *clock = playing_clock(&base);
-      if (clock) {
-        const GstClockTime at = gst_clock_get_time(clock);
-        now = at >= base ? at - base : 0;
-      }
-      on_clock = alarm.arm(clock, base, due);
-      lock.lock();
-      if (!s.running)
-        break;
-    }
-    if (s.front_is_due(now)) {
+    if (s.front_is_due()) {
       lock.unlock();
       emit(BatchReason::Timeout);
       lock.lock();
       continue;
     }
-    if (s.deadline_fired || s.kick)
-      continue; // came while the lock was let go: look again
-    // Until the wall-clock timeout, the alarm's call or a notify; a live
-    // deadline with no clock yet (before PLAYING) is looked at again in 10 ms.
-    gint64 wait_us = G_MAXINT64;
-    if (s.timeout > 0)
-      wait_us = s.open.front().first_fill + static_cast<gint64>(s.timeout / 1000) - g_get_monotonic_time();
-    if (GST_CLOCK_TIME_IS_VALID(due) && !on_clock)
-      wait_us = std::min<gint64>(wait_us, 10000);
-    if (wait_us == G_MAXINT64)
-      s.cond.wait(lock);
-    else
-      s.cond.wait_for(lock, std::chrono::microseconds(std::max<gint64>(wait_us, 1)));
+    // Until the front batch's timeout, or a notify.
+    const gint64 wait_us = s.open.front().first_fill + static_cast<gint64>(s.timeout / 1000) - g_get_monotonic_time();
+    s.cond.wait_for(lock, std::chrono::microseconds(std::max<gint64>(wait_us, 1)));
   }
 }
 

@@ -10,9 +10,11 @@
  * (batch_answer_allocation: windows of the batch their frame belongs to);
  * the element places each frame it receives (place), takes the front batch
  * when it may leave (take_front) and turns it into one buffer
- * (batch_make_output). BatchTimer sends batches that waited long enough:
- * the wall-clock `timeout`, or, for live streams, the pipeline clock's
- * deadline. Everything is under `lock`; `cond` wakes whoever waits.
+ * (batch_make_output). The timer (batch_timer_run) sends batches that
+ * waited the wall-clock `timeout`; a live deadline is the element's (its
+ * GstAggregator's wait on the pipeline clock, from the front batch's
+ * first_running_time). Everything is under `lock`; `cond` wakes whoever
+ * waits.
  * C++ only; not installed. */
 #pragma once
 
@@ -75,7 +77,7 @@ struct OpenBatch {
   bool cpu_written = false; // a slot copied or filled by the CPU (the family may need a fence for it)
   gint64 first_fill = 0;    // monotonic µs
   // The running time of the first frame in it (its stream's segment): where
-  // upstream is live, the batch is due at that time plus the latency.
+  // upstream is live, the element's deadline counts from it.
   GstClockTime first_running_time = GST_CLOCK_TIME_NONE;
 
   void release() {
@@ -87,6 +89,9 @@ struct OpenBatch {
   }
 };
 
+/* Why the front batch may leave: every stream filled or passed it; it
+ * waited `timeout`; or it goes as it is (every stream ended, or the
+ * element's live deadline passed). */
 enum class BatchReason { Complete, Timeout, Drain };
 
 /* What place() did with a frame. */
@@ -133,17 +138,9 @@ struct BatchAssembler {
   // Settings (the element's properties).
   guint batch_size = 0;
   GstClockTime timeout = 0;
-  GstClockTime max_latency = 0;
   double pad_value = 0.0; // every element of an empty slot
   bool require_zero_copy = false;
   GstTensorMemStorage storage = GST_TENSOR_MEM_STORAGE_AUTO; // for caps without a memory feature
-
-  // What the last latency query upstream answered: where the streams are
-  // live, a batch leaves at its first frame's running time plus their
-  // latency plus max_latency, whoever is missing.
-  bool live = false;
-  GstClockTime upstream_latency = 0;
-  bool deadline_fired = false; // the pipeline clock reached the live deadline the timer waits for
 
   // Negotiation: the per-stream tensor and the layout of a batch.
   bool negotiated = false;
@@ -189,13 +186,9 @@ struct BatchAssembler {
   bool flush_downstream = false;
 
   GST_TENSOR_MEM_CLASS_API BatchStream *stream(guint id);
-  /* The running time at which the front batch is due in a live pipeline;
-   * NONE where upstream is not live or no frame with a time is in it. */
-  GstClockTime live_due() const;
-  /* Whether the front batch is past its deadline: `timeout` after its first
-   * frame came (wall clock), or, upstream being live, its live_due()
-   * (`now`: the running time now, NONE where unknown). */
-  bool front_is_due(GstClockTime now) const;
+  /* Whether the front batch is past `timeout` after its first frame came
+   * (wall clock). */
+  bool front_is_due() const;
   /* The batch of running time `t` on the grid (the grid starts at `first`
    * where it has no base yet); may be before cur_seq. */
   guint64 seq_of_time(GstClockTime t, guint64 first);
@@ -252,10 +245,9 @@ struct BatchAssembler {
   GST_TENSOR_MEM_CLASS_API PlaceResult place(guint id, GstBuffer *buffer, GstClockTime running_time,
                                              bool fences_waited);
 
-  /* The front batch when `why` holds for it (`now`: the running time, for
-   * Timeout; `src_has_caps`: whether the source pad has caps yet). Under
-   * the lock. */
-  GST_TENSOR_MEM_CLASS_API bool take_front(BatchReason why, GstClockTime now, bool src_has_caps, TakenBatch *out);
+  /* The front batch when `why` holds for it (`src_has_caps`: whether the
+   * source pad has caps yet). Under the lock. */
+  GST_TENSOR_MEM_CLASS_API bool take_front(BatchReason why, bool src_has_caps, TakenBatch *out);
   /* The source caps of a batch of `slots` slots (under the lock). */
   GST_TENSOR_MEM_CLASS_API GstCaps *batch_caps(guint slots) const;
   /* Stream ends whose last batch has gone (under the lock). */
@@ -310,13 +302,10 @@ void batch_answer_allocation(const std::shared_ptr<BatchAssembler> &assembler, g
 GST_TENSOR_MEM_API
 void batch_window_delivered(GstBuffer *buffer);
 
-/* The thread that sends batches which waited long enough: `playing_clock`
- * gives the element's clock (a reference) and base time while PLAYING, else
- * NULL; `emit` sends the front batch for a reason. Runs until the
+/* The thread that sends batches which waited `timeout`, and what a kick
+ * asks for: `emit` sends the front batch for a reason. Runs until the
  * assembler stops running. */
 GST_TENSOR_MEM_API
-void batch_timer_run(const std::shared_ptr<BatchAssembler> &assembler,
-                     const std::function<GstClock *(GstClockTime *base)> &playing_clock,
-                     const std::function<void(BatchReason)> &emit);
+void batch_timer_run(const std::shared_ptr<BatchAssembler> &assembler, const std::function<void(BatchReason)> &emit);
 
 } // namespace gst_tensormem
