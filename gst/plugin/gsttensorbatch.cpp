@@ -4,7 +4,7 @@
  * @title: tensorbatch
  *
  * Gathers one tensor from each of several streams into one batched tensor
- * (a GstAggregator: its pads, queueing, flushing, live latency and EOS):
+ * (a GstAggregator: its pads, flushing, live latency and EOS):
  * N streams of `other/tensors` (one tensor each, all of the same type and
  * dimensions) become one `other/tensors` stream whose tensor has a batch
  * axis of `batch-size` slots, slot i holding stream i's tensor (NCHW in,
