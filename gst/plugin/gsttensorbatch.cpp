@@ -265,9 +265,6 @@ GstFlowReturn pump(GstTensorMemBatch *self, BatchReason why, BatchReason then = 
   return ret;
 }
 
-/* Wakes the source task where GstAggregator would not (timer thread): a
- * wake event into a sink pad that is waiting for data. Where every pad has
- * data or has ended, the aggregator runs anyway. */
 /* Sends a wake event into `pad`, whose stream lock the caller holds (or
  * may take): the source task then places nothing (frames are placed in
  * the chain) and sends every batch that may leave. */
@@ -403,9 +400,9 @@ static GstFlowReturn gst_tensor_batch_aggregate(GstAggregator *agg, gboolean tim
     return ret == GST_FLOW_OK ? GST_FLOW_EOS : ret;
   }
   if (s.batches.load() == before) {
-    // Every pad holds a frame of a later batch and the front one waits for
-    // a window still being written: the aggregator would call again at
-    // once, so wait for the assembler to move (briefly: a pad may move too).
+    // Nothing could leave (the front batch waits for a window still being
+    // written): the aggregator would call again at once, so wait for the
+    // assembler to move (briefly: a wake may come meanwhile).
     std::unique_lock<std::mutex> lock(s.lock);
     s.cond.wait_for(lock, std::chrono::milliseconds(5));
   }
@@ -545,7 +542,7 @@ static gboolean gst_tensor_batch_sink_event(GstAggregator *agg, GstAggregatorPad
     return ok;
   }
   case GST_EVENT_FLUSH_START:
-    s.flush_started(stream_id(pad), gst_event_get_seqnum(event));
+    s.flush_started(stream_id(pad));
     g_cancellable_cancel(self->waits);
     return parent->sink_event(agg, pad, event);
   case GST_EVENT_FLUSH_STOP: s.flush_stopped(stream_id(pad)); return parent->sink_event(agg, pad, event);

@@ -498,17 +498,16 @@ bool BatchAssembler::stream_ended(guint id) {
   return all_ended();
 }
 
-bool BatchAssembler::flush_started(guint id, guint32 seqnum) {
+bool BatchAssembler::flush_started(guint id) {
   std::lock_guard<std::mutex> guard(lock);
   if (BatchStream *p = stream(id)) {
     p->flushing = true;
     forget_frames_of(*p);
   }
-  // The streams flush one after the other: a flushing seek's first
-  // flush-start flushes downstream; a flush of some streams alone is theirs.
+  // The streams flush one after the other (GstAggregator forwards the
+  // flush downstream); a flush of some streams alone is theirs.
   const bool forward =
-      !flush_downstream && ((seek_seqnum != GST_SEQNUM_INVALID && seqnum == seek_seqnum) ||
-                            std::all_of(streams.begin(), streams.end(), [](const auto &p) { return p->flushing; }));
+      !flush_downstream && std::all_of(streams.begin(), streams.end(), [](const auto &p) { return p->flushing; });
   if (forward) {
     flush_downstream = true;
     ends.clear(); // the streams start again after the flush
@@ -532,7 +531,6 @@ bool BatchAssembler::flush_stopped(guint id) {
       !std::all_of(streams.begin(), streams.end(), [](const auto &p) { return p->flush_stopped && !p->flushing; }))
     return false;
   flush_downstream = false;
-  seek_seqnum = GST_SEQNUM_INVALID;
   last_flow = GST_FLOW_OK;
   t_base = GST_CLOCK_TIME_NONE; // running times start again after the flush
   kick = true;                  // frames that came since may make a batch
@@ -545,7 +543,6 @@ void BatchAssembler::start() {
   last_flow = GST_FLOW_OK;
   kick = false;
   flush_downstream = false;
-  seek_seqnum = GST_SEQNUM_INVALID;
   ends.clear();
   clear_stream_events();
   for (auto &p : streams)

@@ -179,10 +179,8 @@ struct BatchAssembler {
   // name and what the event replaces: its segment, its stream-scope tags,
   // its global-scope tags; a newer event of a key takes the older's place.
   std::vector<std::pair<std::string, GstEvent *>> stream_events;
-  // Flushes: the seqnum of the last flushing seek sent upstream through the
-  // element, and whether a flush is downstream now (no batch leaves until
-  // every stream has flushed and stopped).
-  guint32 seek_seqnum = GST_SEQNUM_INVALID;
+  // Whether every stream is flushing (no batch leaves until every stream has
+  // flushed and stopped).
   bool flush_downstream = false;
 
   GST_TENSOR_MEM_CLASS_API BatchStream *stream(guint id);
@@ -260,11 +258,10 @@ struct BatchAssembler {
   /* The stream ended: its end goes after the batches holding its frames.
    * TRUE where every stream has ended. */
   GST_TENSOR_MEM_CLASS_API bool stream_ended(guint id);
-  /* A flush-start (of `seqnum`) on stream `id`: its frames leave the open
-   * batches. TRUE where the flush goes downstream now: the first of a
-   * flushing seek sent upstream through the element (seek_seqnum), or
-   * every stream flushing. */
-  GST_TENSOR_MEM_CLASS_API bool flush_started(guint id, guint32 seqnum);
+  /* A flush-start on stream `id`: its frames leave the open batches. TRUE
+   * where every stream is flushing now, so the flush is the batches' too
+   * (no batch leaves until every stream has flushed and stopped). */
+  GST_TENSOR_MEM_CLASS_API bool flush_started(guint id);
   /* A flush-stop on stream `id`. TRUE where the flush downstream ends now
    * (every stream has stopped flushing). */
   GST_TENSOR_MEM_CLASS_API bool flush_stopped(guint id);
