@@ -140,9 +140,6 @@ struct _GstTensorMemBatch {
   // The first stream's segment (under the object lock): the batches' own.
   GstSegment first_segment;
   bool have_segment, segment_sent; // segment_sent: src task only
-  // A wake the timer could not send (every pad's stream lock was held):
-  // a chain waiting for its batch sends it through its own pad.
-  std::atomic<bool> *wake_pending;
   guint32 seek_seqnum; // the last seek sent upstream (object lock)
 };
 
@@ -236,6 +233,11 @@ bool push_front(GstTensorMemBatch *self, BatchReason why, GstFlowReturn *ret) {
   GST_LOG_OBJECT(self, "batch %" G_GUINT64_FORMAT "%s: %" GST_PTR_FORMAT, taken.seq, taken.partial ? " (partial)" : "",
                  out);
   *ret = gst_aggregator_finish_buffer(agg, out);
+  if (*ret != GST_FLOW_OK) { // the streams' chains return it
+    std::lock_guard<std::mutex> guard(s.lock);
+    s.last_flow = *ret;
+    s.cond.notify_all();
+  }
   return *ret == GST_FLOW_OK;
 }
 
@@ -293,7 +295,7 @@ void wake(GstTensorMemBatch *self, BatchReason why) {
   if (!sent) {
     Assembler &s = assembler_of(self);
     std::lock_guard<std::mutex> guard(s.lock);
-    self->wake_pending->store(true);
+    s.wake_pending = true;
     s.cond.notify_all();
   }
 }
@@ -332,58 +334,32 @@ GstClockTime frame_running_time(GstPad *pad, GstBuffer *buffer) {
  * leaves is sent by the source task, woken through this pad. */
 static GstFlowReturn gst_tensor_batch_chain(GstPad *pad, GstObject *parent, GstBuffer *buffer) {
   auto *self = GST_TENSOR_BATCH(parent);
-  Assembler &s = assembler_of(self);
   gst_tensormem::batch_window_delivered(buffer);
-  const GstClockTime running_time = frame_running_time(pad, buffer);
-  bool waited = false;
-  std::unique_lock<std::mutex> lock(s.lock);
-  for (;;) {
-    if (self->wake_pending->exchange(false)) {
-      lock.unlock();
-      send_wake(pad, BatchReason::Complete);
-      lock.lock();
-      continue;
-    }
-    gst_tensormem::PlaceResult r = s.place(GST_TENSOR_BATCH_PAD(pad)->id, buffer, running_time, waited);
-    switch (r.status) {
-    case PlaceStatus::Placed: {
-      const GstFlowReturn last = s.last_flow;
-      lock.unlock();
-      // A complete batch leaves; an incomplete one may start a live
-      // deadline, which the source task computes when it wakes.
-      send_wake(pad, BatchReason::Complete);
-      return last == GST_FLOW_FLUSHING ? GST_FLOW_OK : last;
-    }
-    case PlaceStatus::Wait: s.cond.wait(lock); continue;
-    case PlaceStatus::Late:
-      lock.unlock();
-      GST_TENSOR_BATCH_PAD(pad)->dropped.fetch_add(1);
-      gst_buffer_unref(buffer);
-      return GST_FLOW_OK;
-    case PlaceStatus::NeedsFenceWait: {
-      lock.unlock();
-      const GstFlowReturn fenced = gst_tensor_mem_element_wait_fences(
-          GST_ELEMENT_CAST(self), buffer, GST_TENSOR_MEM_FENCE_DEFAULT_TIMEOUT, self->waits, nullptr);
-      if (fenced != GST_FLOW_OK) {
-        gst_buffer_unref(buffer);
-        return fenced;
-      }
-      waited = true;
-      lock.lock();
-      continue;
-    }
-    case PlaceStatus::Flushing: gst_buffer_unref(buffer); return GST_FLOW_FLUSHING;
-    case PlaceStatus::NotNegotiated:
-      lock.unlock();
-      gst_buffer_unref(buffer);
-      GST_ELEMENT_ERROR(self, CORE, NEGOTIATION, ("%s", r.what.c_str()), (nullptr));
-      return GST_FLOW_NOT_NEGOTIATED;
-    case PlaceStatus::Refused:
-      lock.unlock();
-      gst_buffer_unref(buffer);
-      GST_ELEMENT_ERROR(self, STREAM, FAILED, ("%s", r.what.c_str()), ("%s", r.detail.c_str()));
-      return GST_FLOW_ERROR;
-    }
+  GstFlowReturn flow = GST_FLOW_OK;
+  const gst_tensormem::PlaceResult r = assembler_of(self).place_waiting(
+      GST_TENSOR_BATCH_PAD(pad)->id, buffer, frame_running_time(pad, buffer),
+      [self](GstBuffer *b) {
+        return gst_tensor_mem_element_wait_fences(GST_ELEMENT_CAST(self), b, GST_TENSOR_MEM_FENCE_DEFAULT_TIMEOUT,
+                                                  self->waits, nullptr);
+      },
+      [pad] { send_wake(pad, BatchReason::Complete); }, &flow);
+  if (r.status == PlaceStatus::Placed) {
+    // A complete batch leaves; an incomplete one may start a live
+    // deadline, which the source task computes when it wakes.
+    send_wake(pad, BatchReason::Complete);
+    return flow == GST_FLOW_FLUSHING ? GST_FLOW_OK : flow;
+  }
+  gst_buffer_unref(buffer);
+  switch (r.status) {
+  case PlaceStatus::Late: GST_TENSOR_BATCH_PAD(pad)->dropped.fetch_add(1); return GST_FLOW_OK;
+  case PlaceStatus::NeedsFenceWait: return flow;
+  case PlaceStatus::NotNegotiated:
+    GST_ELEMENT_ERROR(self, CORE, NEGOTIATION, ("%s", r.what.c_str()), (nullptr));
+    return GST_FLOW_NOT_NEGOTIATED;
+  case PlaceStatus::Refused:
+    GST_ELEMENT_ERROR(self, STREAM, FAILED, ("%s", r.what.c_str()), ("%s", r.detail.c_str()));
+    return GST_FLOW_ERROR;
+  default: return GST_FLOW_FLUSHING;
   }
 }
 
@@ -664,34 +640,14 @@ static GstFlowReturn gst_tensor_batch_flush(GstAggregator *agg) {
 static GstAggregatorPad *gst_tensor_batch_create_new_pad(GstAggregator *agg, GstPadTemplate *templ,
                                                          const gchar *req_name, const GstCaps *) {
   auto *self = GST_TENSOR_BATCH(agg);
-  Assembler &s = assembler_of(self);
-  guint id;
-  std::string name;
-  {
-    std::lock_guard<std::mutex> guard(s.lock);
-    // Until the element starts, batch-size may still change, so the count
-    // is checked then (READY→PAUSED).
-    if (s.running) {
-      if (std::string refused = s.too_many_streams(1); !refused.empty()) {
-        GST_ELEMENT_WARNING(self, CORE, PAD, ("%s", refused.c_str()), (nullptr));
-        return nullptr;
-      }
-    }
-    guint used = 0;
-    for (auto &p : s.streams)
-      used = std::max(used, p->id + 1);
-    id = s.next_stream_id;
-    if (req_name && sscanf(req_name, "sink_%u", &id) == 1) {
-      if (s.stream(id)) {
-        GST_WARNING_OBJECT(self, "pad %s exists", req_name);
-        return nullptr;
-      }
-    } else {
-      id = std::max(s.next_stream_id, used);
-    }
-    s.next_stream_id = std::max(s.next_stream_id, id + 1);
-    name = "sink_" + std::to_string(id);
-    s.add_stream(id, name);
+  std::string name, refused;
+  const guint id = assembler_of(self).new_stream(req_name, &name, &refused);
+  if (id == G_MAXUINT) {
+    if (!refused.empty())
+      GST_ELEMENT_WARNING(self, CORE, PAD, ("%s", refused.c_str()), (nullptr));
+    else
+      GST_WARNING_OBJECT(self, "pad %s exists", req_name);
+    return nullptr;
   }
   auto *pad = GST_TENSOR_BATCH_PAD(g_object_new(GST_TYPE_TENSOR_BATCH_PAD, "name", name.c_str(), "direction",
                                                 GST_PAD_SINK, "template", templ, nullptr));
@@ -837,7 +793,6 @@ static void gst_tensor_batch_finalize(GObject *object) {
   auto *self = GST_TENSOR_BATCH(object);
   delete self->assembler;
   delete self->devices;
-  delete self->wake_pending;
   g_clear_object(&self->waits);
   G_OBJECT_CLASS(gst_tensor_batch_parent_class)->finalize(object);
 }
@@ -946,6 +901,5 @@ static void gst_tensor_batch_init(GstTensorMemBatch *self) {
   self->devices = new gst_tensormem::ElementBackend(GST_ELEMENT_CAST(self), GST_TENSOR_MEM_STORAGE_AUTO);
   gst_segment_init(&self->first_segment, GST_FORMAT_TIME);
   self->have_segment = self->segment_sent = false;
-  self->wake_pending = new std::atomic<bool>(false);
   self->seek_seqnum = GST_SEQNUM_INVALID;
 }

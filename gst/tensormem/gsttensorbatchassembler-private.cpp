@@ -12,7 +12,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
+#include <utility>
 
 GST_DEBUG_CATEGORY_STATIC(batch_assembler_debug);
 #define GST_CAT_DEFAULT batch_assembler_debug
@@ -335,6 +337,59 @@ void BatchAssembler::clear_stream_events(bool segments_only) {
   stream_events.erase(gone, stream_events.end());
 }
 
+guint BatchAssembler::new_stream(const char *req_name, std::string *name, std::string *refused) {
+  std::lock_guard<std::mutex> guard(lock);
+  if (running) {
+    *refused = too_many_streams(1);
+    if (!refused->empty())
+      return G_MAXUINT;
+  }
+  guint id = 0;
+  if (req_name && sscanf(req_name, "sink_%u", &id) == 1) {
+    if (stream(id))
+      return G_MAXUINT;
+  } else {
+    id = next_stream_id;
+    for (const auto &p : streams)
+      id = std::max(id, p->id + 1);
+  }
+  next_stream_id = std::max(next_stream_id, id + 1);
+  *name = "sink_" + std::to_string(id);
+  add_stream(id, *name);
+  return id;
+}
+
+PlaceResult BatchAssembler::place_waiting(guint id, GstBuffer *buffer, GstClockTime running_time,
+                                          const std::function<GstFlowReturn(GstBuffer *)> &wait_fences,
+                                          const std::function<void()> &wake, GstFlowReturn *flow) {
+  bool waited = false;
+  std::unique_lock<std::mutex> guard(lock);
+  for (;;) {
+    if (std::exchange(wake_pending, false)) {
+      guard.unlock();
+      wake();
+      guard.lock();
+      continue;
+    }
+    PlaceResult r = place(id, buffer, running_time, waited);
+    if (r.status == PlaceStatus::Wait) {
+      cond.wait(guard);
+      continue;
+    }
+    if (r.status == PlaceStatus::NeedsFenceWait) {
+      guard.unlock();
+      *flow = wait_fences(buffer);
+      if (*flow != GST_FLOW_OK)
+        return r;
+      waited = true;
+      guard.lock();
+      continue;
+    }
+    *flow = last_flow;
+    return r;
+  }
+}
+
 PlaceResult BatchAssembler::place(guint id, GstBuffer *buffer, GstClockTime running_time, bool fences_waited) {
   BatchStream *p = stream(id);
   if (!running || !p || p->flushing)
@@ -542,6 +597,7 @@ void BatchAssembler::start() {
   running = true;
   last_flow = GST_FLOW_OK;
   kick = false;
+  wake_pending = false;
   flush_downstream = false;
   ends.clear();
   clear_stream_events();

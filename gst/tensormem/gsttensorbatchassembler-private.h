@@ -171,6 +171,9 @@ struct BatchAssembler {
 
   bool running = false; // READY→PAUSED .. PAUSED→READY
   bool kick = false;    // the timer should check whether the front batch can leave
+  // A wake the element could not send (every pad busy): the next stream
+  // that waits in place_waiting() sends it.
+  bool wake_pending = false;
   GstFlowReturn last_flow = GST_FLOW_OK;
   std::atomic<guint64> copied_bytes{0}, batches{0}, partial_batches{0}, dropped{0};
   std::vector<BatchStreamEnd> ends; // stream-end events not yet sent
@@ -216,7 +219,13 @@ struct BatchAssembler {
   void apply_relayout();
   /* A stream came: a slot now, or at the next batch boundary where a batch
    * is filling. */
-  GST_TENSOR_MEM_CLASS_API void add_stream(guint id, std::string name);
+  void add_stream(guint id, std::string name);
+  /* A stream for a request of `req_name` ("sink_%u", or NULL for the next
+   * free number), added: its id, its name in `*name`. G_MAXUINT where the
+   * number is taken, or where a fixed batch-size has no slot for one more
+   * stream while running (`*refused` then says so; it is checked at start
+   * otherwise, since batch-size may still change). Takes the lock. */
+  GST_TENSOR_MEM_CLASS_API guint new_stream(const char *req_name, std::string *name, std::string *refused);
   /* A stream left: its frames in the open batches are dropped (counted,
    * and how many returned) and its end goes after the batches sent. */
   GST_TENSOR_MEM_CLASS_API guint remove_stream(guint id);
@@ -240,8 +249,17 @@ struct BatchAssembler {
    * `running_time`; `fences_waited`: its fences were waited for) in its
    * slot of the front batch. Under the lock; the buffer is taken where
    * Placed. */
-  GST_TENSOR_MEM_CLASS_API PlaceResult place(guint id, GstBuffer *buffer, GstClockTime running_time,
-                                             bool fences_waited);
+  PlaceResult place(guint id, GstBuffer *buffer, GstClockTime running_time, bool fences_waited);
+  /* place(), waiting where it says to (in the stream's own thread): on
+   * `cond` until its batch is the front one, and for its fences
+   * (`wait_fences`, called without the lock; a flow other than OK ends it
+   * with NeedsFenceWait and that flow in `*flow`). A pending wake is sent
+   * first (`wake`, without the lock). Takes the lock. Placed: the buffer
+   * is taken and `*flow` is the last flow downstream; otherwise the buffer
+   * stays the caller's. */
+  GST_TENSOR_MEM_CLASS_API PlaceResult place_waiting(guint id, GstBuffer *buffer, GstClockTime running_time,
+                                                     const std::function<GstFlowReturn(GstBuffer *)> &wait_fences,
+                                                     const std::function<void()> &wake, GstFlowReturn *flow);
 
   /* The front batch when `why` holds for it (`src_has_caps`: whether the
    * source pad has caps yet). Under the lock. */
