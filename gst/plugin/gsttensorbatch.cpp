@@ -190,81 +190,42 @@ void unref_all(std::vector<GstAggregatorPad *> &pads) {
   pads.clear();
 }
 
-/* The front batch downstream when `why` holds for it (source task). FALSE
- * when none left. */
-bool push_front(GstTensorMemBatch *self, BatchReason why, GstFlowReturn *ret) {
-  Assembler &s = assembler_of(self);
-  GstAggregator *agg = GST_AGGREGATOR_CAST(self);
-  gst_tensormem::TakenBatch taken;
-  std::vector<std::pair<std::string, GstEvent *>> stream_events;
-  {
-    std::lock_guard<std::mutex> guard(s.lock);
-    if (!s.take_front(why, gst_pad_has_current_caps(agg->srcpad), &taken))
-      return false;
-    stream_events.swap(s.stream_events);
+/* The source pad, as the assembler sends batches to it. */
+class SourceOutput final : public gst_tensormem::BatchOutput {
+public:
+  explicit SourceOutput(GstTensorMemBatch *self) : self_(self), agg_(GST_AGGREGATOR_CAST(self)) {}
+  bool has_caps() override { return gst_pad_has_current_caps(agg_->srcpad); }
+  void set_caps(GstCaps *caps) override {
+    gst_aggregator_set_src_caps(agg_, caps); // stream-start and caps go with the next buffer
+    gst_caps_unref(caps);
   }
-  if (taken.caps) {
-    gst_aggregator_set_src_caps(agg, taken.caps); // stream-start and caps go now
-    gst_caps_unref(taken.caps);
-  }
-  if (!self->segment_sent) {
-    GST_OBJECT_LOCK(self);
-    GstSegment segment = self->first_segment;
-    const bool have = self->have_segment;
-    GST_OBJECT_UNLOCK(self);
+  void before_first_batch() override {
+    if (self_->segment_sent)
+      return;
+    GST_OBJECT_LOCK(self_);
+    GstSegment segment = self_->first_segment;
+    const bool have = self_->have_segment;
+    GST_OBJECT_UNLOCK(self_);
     if (have)
-      gst_aggregator_update_segment(agg, &segment);
-    self->segment_sent = true;
+      gst_aggregator_update_segment(agg_, &segment);
+    self_->segment_sent = true;
   }
-  for (auto &[key, event] : stream_events)
-    gst_pad_push_event(agg->srcpad, event);
-  std::string failure;
-  GstBuffer *out =
-      gst_tensormem::batch_make_output(taken.batch, taken.seq, *taken.family, taken.tensor, taken.pad_value, &failure);
-  if (!out) {
-    GST_ELEMENT_ERROR(self, RESOURCE, FAILED, ("Cannot hand batch %" G_GUINT64_FORMAT " on", taken.seq),
-                      ("%s", failure.c_str()));
-    *ret = GST_FLOW_ERROR;
-    return false;
+  void push_event(GstEvent *event) override { gst_pad_push_event(agg_->srcpad, event); }
+  GstFlowReturn push(GstBuffer *batch) override { return gst_aggregator_finish_buffer(agg_, batch); }
+  void failed(guint64 seq, const std::string &why) override {
+    GST_ELEMENT_ERROR(self_, RESOURCE, FAILED, ("Cannot hand batch %" G_GUINT64_FORMAT " on", seq), ("%s", why.c_str()));
   }
-  ++s.batches;
-  if (taken.partial)
-    ++s.partial_batches;
-  GST_LOG_OBJECT(self, "batch %" G_GUINT64_FORMAT "%s: %" GST_PTR_FORMAT, taken.seq, taken.partial ? " (partial)" : "",
-                 out);
-  *ret = gst_aggregator_finish_buffer(agg, out);
-  if (*ret != GST_FLOW_OK) { // the streams' chains return it
-    std::lock_guard<std::mutex> guard(s.lock);
-    s.last_flow = *ret;
-    s.cond.notify_all();
-  }
-  return *ret == GST_FLOW_OK;
-}
 
-/* The stream-end events whose streams' last batches have gone. */
-void send_due_ends(GstTensorMemBatch *self) {
-  Assembler &s = assembler_of(self);
-  std::vector<gst_tensormem::BatchStreamEnd> due;
-  {
-    std::lock_guard<std::mutex> guard(s.lock);
-    due = s.take_due_ends();
-  }
-  for (const auto &e : due) {
-    GST_DEBUG_OBJECT(self, "stream %s %s", e.stream.c_str(), e.released ? "left" : "ended");
-    gst_pad_push_event(GST_AGGREGATOR_SRC_PAD(self), gst_tensor_mem_stream_end_event_new(e.stream.c_str(), e.released));
-  }
-}
+private:
+  GstTensorMemBatch *self_;
+  GstAggregator *agg_;
+};
 
 /* Sends every batch that may leave (source task): the first for `why`,
  * the next ones for `then` (complete, unless every stream has ended). */
 GstFlowReturn pump(GstTensorMemBatch *self, BatchReason why, BatchReason then = BatchReason::Complete) {
-  GstFlowReturn ret = GST_FLOW_OK;
-  while (push_front(self, why, &ret)) {
-    send_due_ends(self);
-    why = then;
-  }
-  send_due_ends(self);
-  return ret;
+  SourceOutput out(self);
+  return gst_tensormem::batch_send_ready(assembler_of(self), why, then, out);
 }
 
 /* Sends a wake event into `pad`, whose stream lock the caller holds (or

@@ -976,6 +976,71 @@ void batch_answer_allocation(const std::shared_ptr<BatchAssembler> &assembler, g
   gst_object_unref(pool);
 }
 
+/* ---- sending ---- */
+
+namespace {
+
+/* The front batch to `out` when `why` holds for it; FALSE when none left
+ * (`*ret` says why where it failed). */
+bool send_front(BatchAssembler &s, BatchReason why, BatchOutput &out, GstFlowReturn *ret) {
+  TakenBatch taken;
+  std::vector<std::pair<std::string, GstEvent *>> stream_events;
+  {
+    std::lock_guard<std::mutex> guard(s.lock);
+    if (!s.take_front(why, out.has_caps(), &taken))
+      return false;
+    stream_events.swap(s.stream_events);
+  }
+  if (taken.caps)
+    out.set_caps(taken.caps);
+  out.before_first_batch();
+  for (auto &[key, event] : stream_events)
+    out.push_event(event);
+  std::string failure;
+  GstBuffer *buffer = batch_make_output(taken.batch, taken.seq, *taken.family, taken.tensor, taken.pad_value, &failure);
+  if (!buffer) {
+    out.failed(taken.seq, failure);
+    *ret = GST_FLOW_ERROR;
+    return false;
+  }
+  ++s.batches;
+  if (taken.partial)
+    ++s.partial_batches;
+  GST_LOG("batch %" G_GUINT64_FORMAT "%s: %" GST_PTR_FORMAT, taken.seq, taken.partial ? " (partial)" : "", buffer);
+  *ret = out.push(buffer);
+  if (*ret != GST_FLOW_OK) {
+    std::lock_guard<std::mutex> guard(s.lock);
+    s.last_flow = *ret;
+    s.cond.notify_all();
+  }
+  return *ret == GST_FLOW_OK;
+}
+
+void send_due_ends(BatchAssembler &s, BatchOutput &out) {
+  std::vector<BatchStreamEnd> due;
+  {
+    std::lock_guard<std::mutex> guard(s.lock);
+    due = s.take_due_ends();
+  }
+  for (const auto &e : due) {
+    GST_DEBUG("stream %s %s", e.stream.c_str(), e.released ? "left" : "ended");
+    out.push_event(gst_tensor_mem_stream_end_event_new(e.stream.c_str(), e.released));
+  }
+}
+
+} // namespace
+
+GstFlowReturn batch_send_ready(BatchAssembler &s, BatchReason why, BatchReason then, BatchOutput &out) {
+  init_debug();
+  GstFlowReturn ret = GST_FLOW_OK;
+  while (send_front(s, why, out, &ret)) {
+    send_due_ends(s, out);
+    why = then;
+  }
+  send_due_ends(s, out);
+  return ret;
+}
+
 /* ---- the timer ---- */
 
 void batch_timer_run(const std::shared_ptr<BatchAssembler> &shared, const std::function<void(BatchReason)> &emit) {

@@ -186,7 +186,7 @@ struct BatchAssembler {
   // flushed and stopped).
   bool flush_downstream = false;
 
-  GST_TENSOR_MEM_CLASS_API BatchStream *stream(guint id);
+  BatchStream *stream(guint id);
   /* Whether the front batch is past `timeout` after its first frame came
    * (wall clock). */
   bool front_is_due() const;
@@ -198,7 +198,7 @@ struct BatchAssembler {
   OpenBatch *batch(guint64 seq);
   /* Whether batch `seq` (`b`) may leave: a frame is in it, no flush is
    * downstream, and every stream has passed it (below). */
-  GST_TENSOR_MEM_CLASS_API bool complete(const OpenBatch &b, guint64 seq) const;
+  bool complete(const OpenBatch &b, guint64 seq) const;
   /* Whether every stream that has not ended has filled its slot of `b`
    * (batch `seq`) or gone past it: no window of the slot is out and its
    * next frame is for a later batch. */
@@ -263,11 +263,11 @@ struct BatchAssembler {
 
   /* The front batch when `why` holds for it (`src_has_caps`: whether the
    * source pad has caps yet). Under the lock. */
-  GST_TENSOR_MEM_CLASS_API bool take_front(BatchReason why, bool src_has_caps, TakenBatch *out);
+  bool take_front(BatchReason why, bool src_has_caps, TakenBatch *out);
   /* The source caps of a batch of `slots` slots (under the lock). */
   GST_TENSOR_MEM_CLASS_API GstCaps *batch_caps(guint slots) const;
   /* Stream ends whose last batch has gone (under the lock). */
-  GST_TENSOR_MEM_CLASS_API std::vector<BatchStreamEnd> take_due_ends();
+  std::vector<BatchStreamEnd> take_due_ends();
   /* A stream's events (each takes the lock). Its segment and tags are
    * kept to go downstream before the next batch as stream-segment and
    * stream-tags events. */
@@ -316,6 +316,30 @@ void batch_answer_allocation(const std::shared_ptr<BatchAssembler> &assembler, g
  * (a window freed while watched tells its batch it will not come). */
 GST_TENSOR_MEM_API
 void batch_window_delivered(GstBuffer *buffer);
+
+/* Where a batching element sends what leaves, from the one thread that
+ * pushes (its source task). */
+class BatchOutput {
+public:
+  virtual ~BatchOutput() = default;
+  virtual bool has_caps() = 0;
+  /* The caps of the batches from here on (taken), and before the first
+   * batch of a run whatever must precede it (stream-start, segment). */
+  virtual void set_caps(GstCaps *caps) = 0;
+  virtual void before_first_batch() = 0;
+  virtual void push_event(GstEvent *event) = 0;
+  virtual GstFlowReturn push(GstBuffer *batch) = 0;
+  /* Batch `seq` cannot be made (an element error). */
+  virtual void failed(guint64 seq, const std::string &why) = 0;
+};
+
+/* Sends every batch that may leave: the front one for `why`, the next ones
+ * for `then`; before each, the streams' pending events, and after it the
+ * stream ends it makes due. A flow other than OK from downstream is the
+ * last flow (the streams' chains return it) and ends the sending. Takes the
+ * lock as it needs. */
+GST_TENSOR_MEM_API
+GstFlowReturn batch_send_ready(BatchAssembler &assembler, BatchReason why, BatchReason then, BatchOutput &out);
 
 /* The thread that sends batches which waited `timeout`, and what a kick
  * asks for: `emit` sends the front batch for a reason. Runs until the
