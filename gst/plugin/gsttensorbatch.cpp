@@ -364,53 +364,16 @@ gboolean answer_caps_query(GstQuery *query, GstCaps *caps) {
 
 /* The per-stream tensor of `caps`, checked against the batch's. */
 gboolean sink_set_caps(GstTensorMemBatch *self, GstAggregatorPad *pad, GstCaps *caps) {
-  Assembler &s = assembler_of(self);
-  gst_tensormem::TensorCaps tensor;
-  std::string why;
-  if (!gst_tensormem::parse_tensor_caps(gst_caps_get_structure(caps, 0), &tensor, &why)) {
-    GST_ELEMENT_ERROR(self, CORE, NEGOTIATION, ("%s: %s", GST_PAD_NAME(pad), why.c_str()),
-                      ("caps %" GST_PTR_FORMAT, caps));
-    return FALSE;
-  }
-  // The batches live in the memory the streams' caps name (one PBO per
-  // batch for the GL path's tensors, on the GL worker the pipeline
-  // shares), or in the storage property's for plain caps.
-  const gst_tensormem::Backend *family = gst_tensormem::backend_of_caps(caps, 0);
-  if (!family || !family->new_window) {
-    GST_ELEMENT_ERROR(self, CORE, NEGOTIATION, ("%s: no batch can be made in this memory", GST_PAD_NAME(pad)),
-                      ("caps %" GST_PTR_FORMAT, caps));
-    return FALSE;
-  }
-  GstTensorMemStorage storage;
-  {
-    std::lock_guard<std::mutex> guard(s.lock);
-    storage = s.storage;
-  }
-  if (!family->caps_feature && storage != GST_TENSOR_MEM_STORAGE_AUTO)
-    family = &gst_tensormem::backend_for(storage);
-  GstObject *device = nullptr;
-  if (family->ensure_device) {
-    GError *error = nullptr;
-    if (!self->devices->find_device(*family, &error)) {
-      GST_ELEMENT_ERROR(self, RESOURCE, FAILED,
-                        ("%s: batches of %s memory need its device: %s", GST_PAD_NAME(pad), family->memory_name,
-                         error ? error->message : "none"),
-                        ("caps %" GST_PTR_FORMAT, caps));
-      g_clear_error(&error);
-      return FALSE;
-    }
-    device = self->devices->device_of(*family);
-  }
   std::string what, detail;
-  bool ok;
-  {
-    std::lock_guard<std::mutex> guard(s.lock);
-    ok = s.set_stream_caps(stream_id(pad), caps, tensor, family, &device, &what, &detail);
-  }
-  gst_clear_object(&device);
-  if (!ok)
+  bool resource = false;
+  if (assembler_of(self).take_stream_caps(stream_id(pad), GST_PAD_NAME(pad), caps, *self->devices, &what, &detail,
+                                          &resource))
+    return TRUE;
+  if (resource)
+    GST_ELEMENT_ERROR(self, RESOURCE, FAILED, ("%s", what.c_str()), ("%s", detail.c_str()));
+  else
     GST_ELEMENT_ERROR(self, CORE, NEGOTIATION, ("%s", what.c_str()), ("%s", detail.c_str()));
-  return ok;
+  return FALSE;
 }
 
 } // namespace

@@ -256,6 +256,52 @@ std::string BatchAssembler::too_many_streams(gsize more) const {
          std::to_string(n);
 }
 
+bool BatchAssembler::take_stream_caps(guint id, const char *pad_name, GstCaps *caps, ElementBackend &devices,
+                                      std::string *what, std::string *detail, bool *resource) {
+  *resource = false;
+  gchar *caps_text = gst_caps_to_string(caps);
+  *detail = std::string("caps ") + caps_text;
+  g_free(caps_text);
+  TensorCaps tensor;
+  std::string why;
+  if (!parse_tensor_caps(gst_caps_get_structure(caps, 0), &tensor, &why)) {
+    *what = std::string(pad_name) + ": " + why;
+    return false;
+  }
+  // The batches live in the memory the streams' caps name (one PBO per
+  // batch for the GL path's tensors, on the GL worker the pipeline
+  // shares), or in the storage setting's for plain caps.
+  const Backend *in = backend_of_caps(caps, 0);
+  if (!in || !in->new_window) {
+    *what = std::string(pad_name) + ": no batch can be made in this memory";
+    return false;
+  }
+  {
+    std::lock_guard<std::mutex> guard(lock);
+    if (!in->caps_feature && storage != GST_TENSOR_MEM_STORAGE_AUTO)
+      in = &backend_for(storage);
+  }
+  GstObject *dev = nullptr;
+  if (in->ensure_device) {
+    GError *error = nullptr;
+    if (!devices.find_device(*in, &error)) {
+      *what = std::string(pad_name) + ": batches of " + in->memory_name +
+              " memory need its device: " + (error ? error->message : "none");
+      *resource = true;
+      g_clear_error(&error);
+      return false;
+    }
+    dev = devices.device_of(*in);
+  }
+  bool ok;
+  {
+    std::lock_guard<std::mutex> guard(lock);
+    ok = set_stream_caps(id, caps, tensor, in, &dev, what, detail);
+  }
+  gst_clear_object(&dev);
+  return ok;
+}
+
 bool BatchAssembler::set_stream_caps(guint id, GstCaps *caps, const TensorCaps &t, const Backend *in, GstObject **dev,
                                      std::string *what, std::string *detail) {
   BatchStream *p = stream(id);

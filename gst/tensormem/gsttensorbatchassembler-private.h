@@ -229,12 +229,20 @@ struct BatchAssembler {
   /* A stream left: its frames in the open batches are dropped (counted,
    * and how many returned) and its end goes after the batches sent. */
   GST_TENSOR_MEM_CLASS_API guint remove_stream(guint id);
+  /* Stream `id` (`pad_name`) has caps `caps`: its tensor is parsed, the
+   * batches' family is the memory the caps name (or, for plain caps, the
+   * storage setting's), whose device `devices` finds, and set_stream_caps()
+   * takes them. Takes the lock. FALSE with the element error's `*what` and
+   * `*detail` where refused; `*resource`: the device is missing (a
+   * resource error, not a negotiation one). */
+  GST_TENSOR_MEM_CLASS_API bool take_stream_caps(guint id, const char *pad_name, GstCaps *caps, ElementBackend &devices,
+                                                 std::string *what, std::string *detail, bool *resource);
   /* Stream `id`'s caps `caps` came, its tensor `t` (parsed by the
    * caller), to be batched in `family` (`*device`: its shared object, taken
    * where the batch's layout is made now). The first stream's make the
    * layout; the others' must carry the same tensor. Under the lock; FALSE
    * with the element error's `*what` and `*detail` where refused. */
-  GST_TENSOR_MEM_CLASS_API bool set_stream_caps(guint id, GstCaps *caps, const TensorCaps &t, const Backend *family,
+  bool set_stream_caps(guint id, GstCaps *caps, const TensorCaps &t, const Backend *family,
                                                 GstObject **device, std::string *what, std::string *detail);
   /* Why the streams, with `more` still to come, do not fit a fixed
    * batch-size (empty where they do), naming the property and the count. */
