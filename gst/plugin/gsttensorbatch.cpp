@@ -603,18 +603,9 @@ static GstStateChangeReturn gst_tensor_batch_change_state(GstElement *element, G
   auto *self = GST_TENSOR_BATCH(element);
   Assembler &s = assembler_of(self);
   if (transition == GST_STATE_CHANGE_READY_TO_PAUSED) {
-    std::string refused;
-    {
-      std::lock_guard<std::mutex> guard(s.lock);
-      refused = s.too_many_streams(0);
-    }
-    if (!refused.empty()) {
+    if (std::string refused = s.begin(); !refused.empty()) {
       GST_ELEMENT_ERROR(self, CORE, PAD, ("%s", refused.c_str()), (nullptr));
       return GST_STATE_CHANGE_FAILURE;
-    }
-    {
-      std::lock_guard<std::mutex> guard(s.lock);
-      s.start();
     }
     g_cancellable_reset(self->waits);
     GST_OBJECT_LOCK(self);
@@ -627,10 +618,7 @@ static GstStateChangeReturn gst_tensor_batch_change_state(GstElement *element, G
       gst_tensormem::batch_timer_run(shared, [self](BatchReason why) { wake(self, why); });
     });
   } else if (transition == GST_STATE_CHANGE_PAUSED_TO_READY) {
-    // Every wait (a pool's acquire, a fence) ends now.
-    std::lock_guard<std::mutex> guard(s.lock);
-    s.running = false;
-    s.cond.notify_all();
+    s.halt(); // every wait (a pool's acquire, a chain's, a fence) ends now
     g_cancellable_cancel(self->waits);
   }
   const GstStateChangeReturn ret = GST_ELEMENT_CLASS(gst_tensor_batch_parent_class)->change_state(element, transition);
@@ -640,24 +628,10 @@ static GstStateChangeReturn gst_tensor_batch_change_state(GstElement *element, G
       delete self->timer;
       self->timer = nullptr;
     }
-    std::lock_guard<std::mutex> guard(s.lock);
     // One line per run saying what the element did (GST_DEBUG=tensorbatch:4).
-    GST_INFO_OBJECT(self,
-                    "summary: %" G_GUINT64_FORMAT " batches, %" G_GUINT64_FORMAT " partial, of %u slots in %s; "
-                    "copied-bytes=%" G_GUINT64_FORMAT,
-                    s.batches.load(), s.partial_batches.load(), s.n_slots, s.family->memory_name,
-                    s.copied_bytes.load());
-    s.stop();
+    GST_INFO_OBJECT(self, "summary: %s", s.finish().c_str());
   } else if (transition == GST_STATE_CHANGE_READY_TO_NULL) {
-    // The next run takes the device shared then; the kept allocations go
-    // with this one.
-    std::shared_ptr<gst_tensormem::BatchStore> old;
-    {
-      std::lock_guard<std::mutex> guard(s.lock);
-      gst_clear_object(&s.device);
-      old = std::exchange(s.store, gst_tensormem::BatchStore::create(gst_tensormem::kBatchFreeKept));
-    }
-    old.reset();
+    s.release();
     self->devices->close();
   }
   return ret;

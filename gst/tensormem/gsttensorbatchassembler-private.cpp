@@ -660,6 +660,42 @@ void BatchAssembler::stop() {
     p->slot = kBatchNoSlot;
 }
 
+std::string BatchAssembler::begin() {
+  std::lock_guard<std::mutex> guard(lock);
+  std::string refused = too_many_streams(0);
+  if (refused.empty())
+    start();
+  return refused;
+}
+
+void BatchAssembler::halt() {
+  std::lock_guard<std::mutex> guard(lock);
+  running = false;
+  cond.notify_all();
+}
+
+std::string BatchAssembler::finish() {
+  std::lock_guard<std::mutex> guard(lock);
+  gchar *text = g_strdup_printf("%" G_GUINT64_FORMAT " batches, %" G_GUINT64_FORMAT " partial, of %u slots in %s; "
+                                "copied-bytes=%" G_GUINT64_FORMAT,
+                                batches.load(), partial_batches.load(), n_slots, family->memory_name,
+                                copied_bytes.load());
+  std::string summary(text);
+  g_free(text);
+  stop();
+  return summary;
+}
+
+void BatchAssembler::release() {
+  std::shared_ptr<BatchStore> old;
+  {
+    std::lock_guard<std::mutex> guard(lock);
+    gst_clear_object(&device);
+    old = std::exchange(store, BatchStore::create(kBatchFreeKept));
+  }
+  old.reset(); // its allocations are freed without the lock
+}
+
 GType batch_storage_enum_type() {
   static GType type = 0;
   if (g_once_init_enter(&type)) {

@@ -293,8 +293,19 @@ struct BatchAssembler {
   GST_TENSOR_MEM_CLASS_API bool flush_stopped(guint id);
 
   /* The state of a new run (READY→PAUSED) and after one (PAUSED→READY). */
-  GST_TENSOR_MEM_CLASS_API void start();
-  GST_TENSOR_MEM_CLASS_API void stop();
+  void start();
+  void stop();
+
+  /* A run's life, each taking the lock. begin(): READY→PAUSED, a new run,
+   * or why the streams do not fit (an element error, no run). halt():
+   * before PAUSED→READY, every wait (a pool's acquire, a chain's) ends.
+   * finish(): after it, the run's one-line summary. release(): READY→NULL,
+   * the device and the kept allocations go (the next run takes the device
+   * shared then). */
+  GST_TENSOR_MEM_CLASS_API std::string begin();
+  GST_TENSOR_MEM_CLASS_API void halt();
+  GST_TENSOR_MEM_CLASS_API std::string finish();
+  GST_TENSOR_MEM_CLASS_API void release();
 };
 
 /* The enum of a batching element's storage property, built from the
