@@ -143,19 +143,9 @@ struct _GstTensorMemBatch {
   guint32 seek_seqnum; // the last seek sent upstream (object lock)
 };
 
-enum {
-  PROP_0,
-  PROP_BATCH_SIZE,
-  PROP_TIMEOUT,
-  PROP_MAX_LATENCY,
-  PROP_PAD_VALUE,
-  PROP_STORAGE,
-  PROP_REQUIRE_ZERO_COPY,
-  PROP_COPIED_BYTES,
-  PROP_BATCHES,
-  PROP_PARTIAL,
-  PROP_DROPPED
-};
+/* max-latency is GstAggregator's latency; the others are the assembler's
+ * (batch_install_properties), from PROP_ASSEMBLER on. */
+enum { PROP_0, PROP_MAX_LATENCY, PROP_ASSEMBLER };
 
 /* One tensor per stream in, and the batch out, in the memory of every
  * family of the backend table that holds batches. */
@@ -643,25 +633,10 @@ static void gst_tensor_batch_set_context(GstElement *element, GstContext *contex
 }
 
 static void gst_tensor_batch_set_property(GObject *object, guint prop_id, const GValue *value, GParamSpec *pspec) {
-  Assembler &s = assembler_of(GST_TENSOR_BATCH(object));
-  if (prop_id == PROP_MAX_LATENCY) {
-    // GstAggregator's latency: added to the streams' in the latency query,
-    // and how long past a frame's running time a live batch waits.
+  if (prop_id == PROP_MAX_LATENCY) // GstAggregator's latency (see the property)
     g_object_set(object, "latency", g_value_get_uint64(value), nullptr);
-    return;
-  }
-  std::lock_guard<std::mutex> guard(s.lock);
-  switch (prop_id) {
-  case PROP_BATCH_SIZE: s.batch_size = g_value_get_uint(value); break;
-  case PROP_TIMEOUT:
-    s.timeout = g_value_get_uint64(value);
-    s.cond.notify_all();
-    break;
-  case PROP_PAD_VALUE: s.pad_value = g_value_get_double(value); break;
-  case PROP_REQUIRE_ZERO_COPY: s.require_zero_copy = g_value_get_boolean(value); break;
-  case PROP_STORAGE: s.storage = static_cast<GstTensorMemStorage>(g_value_get_enum(value)); break;
-  default: G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec); break;
-  }
+  else if (!assembler_of(GST_TENSOR_BATCH(object)).set_property(pspec, value))
+    G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
 }
 
 static void gst_tensor_batch_get_property(GObject *object, guint prop_id, GValue *value, GParamSpec *pspec) {
@@ -669,21 +644,8 @@ static void gst_tensor_batch_get_property(GObject *object, guint prop_id, GValue
     guint64 latency = 0;
     g_object_get(object, "latency", &latency, nullptr);
     g_value_set_uint64(value, latency);
-    return;
-  }
-  Assembler &s = assembler_of(GST_TENSOR_BATCH(object));
-  std::lock_guard<std::mutex> guard(s.lock);
-  switch (prop_id) {
-  case PROP_BATCH_SIZE: g_value_set_uint(value, s.batch_size); break;
-  case PROP_TIMEOUT: g_value_set_uint64(value, s.timeout); break;
-  case PROP_PAD_VALUE: g_value_set_double(value, s.pad_value); break;
-  case PROP_REQUIRE_ZERO_COPY: g_value_set_boolean(value, s.require_zero_copy); break;
-  case PROP_STORAGE: g_value_set_enum(value, s.storage); break;
-  case PROP_COPIED_BYTES: g_value_set_uint64(value, s.copied_bytes.load()); break;
-  case PROP_BATCHES: g_value_set_uint64(value, s.batches.load()); break;
-  case PROP_PARTIAL: g_value_set_uint64(value, s.partial_batches.load()); break;
-  case PROP_DROPPED: g_value_set_uint64(value, s.dropped.load()); break;
-  default: G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec); break;
+  } else if (!assembler_of(GST_TENSOR_BATCH(object)).get_property(pspec, value)) {
+    G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
   }
 }
 
@@ -701,20 +663,6 @@ static void gst_tensor_batch_class_init(GstTensorMemBatchClass *klass) {
   gobject_class->set_property = gst_tensor_batch_set_property;
   gobject_class->get_property = gst_tensor_batch_get_property;
   gobject_class->finalize = gst_tensor_batch_finalize;
-  constexpr auto kRw = static_cast<GParamFlags>(G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS);
-  constexpr auto kRo = static_cast<GParamFlags>(G_PARAM_READABLE | G_PARAM_STATIC_STRINGS);
-  g_object_class_install_property(
-      gobject_class, PROP_BATCH_SIZE,
-      g_param_spec_uint("batch-size", "Batch size",
-                        "Slots per batch (the tensor's batch axis); 0: one per sink pad, following pads as they come "
-                        "and go",
-                        0, 1024, 0, static_cast<GParamFlags>(kRw | GST_PARAM_MUTABLE_READY)));
-  g_object_class_install_property(
-      gobject_class, PROP_TIMEOUT,
-      g_param_spec_uint64("timeout", "Timeout",
-                          "Nanoseconds after its first slot is filled that a batch leaves partial (empty slots hold "
-                          "pad-value and are flagged); 0: wait for every stream that has not ended",
-                          0, G_MAXUINT64, 0, static_cast<GParamFlags>(kRw | GST_PARAM_MUTABLE_PLAYING)));
   g_object_class_install_property(
       gobject_class, PROP_MAX_LATENCY,
       g_param_spec_uint64("max-latency", "Maximum latency",
@@ -722,45 +670,10 @@ static void gst_tensor_batch_class_init(GstTensorMemBatchClass *klass) {
                           "the running time of its first frame before it leaves partial (a late or dead stream's slot "
                           "empty and flagged, its late frame dropped and counted on its pad); added to the latency "
                           "the element reports. Not used where no stream is live (see timeout)",
-                          0, G_MAXUINT64, 0, static_cast<GParamFlags>(kRw | GST_PARAM_MUTABLE_PLAYING)));
-  g_object_class_install_property(
-      gobject_class, PROP_PAD_VALUE,
-      g_param_spec_double("pad-value", "Pad value",
-                          "Every element of an empty slot (a partial batch's, or one no stream feeds), in the tensor's "
-                          "type (rounded and clamped for integer types)",
-                          -G_MAXDOUBLE, G_MAXDOUBLE, 0.0, static_cast<GParamFlags>(kRw | GST_PARAM_MUTABLE_PLAYING)));
-  g_object_class_install_property(
-      gobject_class, PROP_STORAGE,
-      g_param_spec_enum("storage", "Storage",
-                        "Where batches live: system memory (auto, system) or one DMA-BUF per batch (dmabuf; also "
-                        "where the streams negotiate memory:DMABuf); streams of memory:TensorPBO (tensorconvert's GL "
-                        "path) are batched in one PBO per batch whatever this says",
-                        gst_tensormem::batch_storage_enum_type(), GST_TENSOR_MEM_STORAGE_AUTO,
-                        static_cast<GParamFlags>(kRw | GST_PARAM_MUTABLE_READY)));
-  g_object_class_install_property(
-      gobject_class, PROP_REQUIRE_ZERO_COPY,
-      g_param_spec_boolean("require-zero-copy", "Require zero copy",
-                           "Fail with an element error instead of copying a stream's tensor into its slot", FALSE,
-                           static_cast<GParamFlags>(kRw | GST_PARAM_MUTABLE_PLAYING)));
-  g_object_class_install_property(gobject_class, PROP_COPIED_BYTES,
-                                  g_param_spec_uint64("copied-bytes", "Copied bytes",
-                                                      "Bytes copied into slots (0 when every producer wrote its slot "
-                                                      "in place)",
-                                                      0, G_MAXUINT64, 0, kRo));
-  g_object_class_install_property(
-      gobject_class, PROP_BATCHES,
-      g_param_spec_uint64("batches", "Batches", "Batches sent downstream", 0, G_MAXUINT64, 0, kRo));
-  g_object_class_install_property(gobject_class, PROP_PARTIAL,
-                                  g_param_spec_uint64("partial-batches", "Partial batches",
-                                                      "Batches that left with empty slots (timeout, ended streams)", 0,
-                                                      G_MAXUINT64, 0, kRo));
-  g_object_class_install_property(gobject_class, PROP_DROPPED,
-                                  g_param_spec_uint64("dropped-frames", "Dropped frames",
-                                                      "Frames that never left in a batch: those that came after their "
-                                                      "batch left (timeout; each pad's own count is its dropped "
-                                                      "property), and those in the batches being made when their "
-                                                      "sink pad was released",
-                                                      0, G_MAXUINT64, 0, kRo));
+                          0, G_MAXUINT64, 0,
+                          static_cast<GParamFlags>(G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
+                                                   GST_PARAM_MUTABLE_PLAYING)));
+  gst_tensormem::batch_install_properties(gobject_class, PROP_ASSEMBLER);
   GstCaps *caps = gst_tensormem::template_caps(BATCH_TENSOR_CAPS, gst_tensormem::TemplateFamilies::Batches);
   gst_element_class_add_pad_template(
       element_class,

@@ -660,6 +660,94 @@ void BatchAssembler::stop() {
     p->slot = kBatchNoSlot;
 }
 
+void batch_install_properties(GObjectClass *klass, guint id) {
+  constexpr auto kRw = static_cast<GParamFlags>(G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS);
+  constexpr auto kRo = static_cast<GParamFlags>(G_PARAM_READABLE | G_PARAM_STATIC_STRINGS);
+  constexpr auto kReady = static_cast<GParamFlags>(kRw | GST_PARAM_MUTABLE_READY);
+  constexpr auto kPlaying = static_cast<GParamFlags>(kRw | GST_PARAM_MUTABLE_PLAYING);
+  GParamSpec *specs[] = {
+      g_param_spec_uint("batch-size", "Batch size",
+                        "Slots per batch (the tensor's batch axis); 0: one per sink pad, following pads as they come "
+                        "and go",
+                        0, 1024, 0, kReady),
+      g_param_spec_uint64("timeout", "Timeout",
+                          "Nanoseconds after its first slot is filled that a batch leaves partial (empty slots hold "
+                          "pad-value and are flagged); 0: wait for every stream that has not ended",
+                          0, G_MAXUINT64, 0, kPlaying),
+      g_param_spec_double("pad-value", "Pad value",
+                          "Every element of an empty slot (a partial batch's, or one no stream feeds), in the tensor's "
+                          "type (rounded and clamped for integer types)",
+                          -G_MAXDOUBLE, G_MAXDOUBLE, 0.0, kPlaying),
+      g_param_spec_enum("storage", "Storage",
+                        "Where batches live: system memory (auto, system) or one DMA-BUF per batch (dmabuf; also "
+                        "where the streams negotiate memory:DMABuf); streams of memory:TensorPBO (tensorconvert's GL "
+                        "path) are batched in one PBO per batch whatever this says",
+                        batch_storage_enum_type(), GST_TENSOR_MEM_STORAGE_AUTO, kReady),
+      g_param_spec_boolean("require-zero-copy", "Require zero copy",
+                           "Fail with an element error instead of copying a stream's tensor into its slot", FALSE,
+                           kPlaying),
+      g_param_spec_uint64("copied-bytes", "Copied bytes",
+                          "Bytes copied into slots (0 when every producer wrote its slot in place)", 0, G_MAXUINT64, 0,
+                          kRo),
+      g_param_spec_uint64("batches", "Batches", "Batches sent downstream", 0, G_MAXUINT64, 0, kRo),
+      g_param_spec_uint64("partial-batches", "Partial batches",
+                          "Batches that left with empty slots (timeout, live deadline, ended streams)", 0, G_MAXUINT64,
+                          0, kRo),
+      g_param_spec_uint64("dropped-frames", "Dropped frames",
+                          "Frames that never left in a batch: those that came after their batch left (timeout, live "
+                          "deadline; each pad's own count is its dropped property), and those in the batches being "
+                          "made when their sink pad was released",
+                          0, G_MAXUINT64, 0, kRo),
+  };
+  for (GParamSpec *spec : specs)
+    g_object_class_install_property(klass, id++, spec);
+}
+
+bool BatchAssembler::set_property(const GParamSpec *pspec, const GValue *value) {
+  const std::string name = pspec->name;
+  std::lock_guard<std::mutex> guard(lock);
+  if (name == "batch-size")
+    batch_size = g_value_get_uint(value);
+  else if (name == "timeout")
+    timeout = g_value_get_uint64(value);
+  else if (name == "pad-value")
+    pad_value = g_value_get_double(value);
+  else if (name == "require-zero-copy")
+    require_zero_copy = g_value_get_boolean(value);
+  else if (name == "storage")
+    storage = static_cast<GstTensorMemStorage>(g_value_get_enum(value));
+  else
+    return false;
+  cond.notify_all(); // the timer looks at a new timeout
+  return true;
+}
+
+bool BatchAssembler::get_property(const GParamSpec *pspec, GValue *value) {
+  const std::string name = pspec->name;
+  std::lock_guard<std::mutex> guard(lock);
+  if (name == "batch-size")
+    g_value_set_uint(value, batch_size);
+  else if (name == "timeout")
+    g_value_set_uint64(value, timeout);
+  else if (name == "pad-value")
+    g_value_set_double(value, pad_value);
+  else if (name == "require-zero-copy")
+    g_value_set_boolean(value, require_zero_copy);
+  else if (name == "storage")
+    g_value_set_enum(value, storage);
+  else if (name == "copied-bytes")
+    g_value_set_uint64(value, copied_bytes.load());
+  else if (name == "batches")
+    g_value_set_uint64(value, batches.load());
+  else if (name == "partial-batches")
+    g_value_set_uint64(value, partial_batches.load());
+  else if (name == "dropped-frames")
+    g_value_set_uint64(value, dropped.load());
+  else
+    return false;
+  return true;
+}
+
 std::string BatchAssembler::begin() {
   std::lock_guard<std::mutex> guard(lock);
   std::string refused = too_many_streams(0);

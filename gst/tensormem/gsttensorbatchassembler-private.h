@@ -302,6 +302,11 @@ struct BatchAssembler {
    * finish(): after it, the run's one-line summary. release(): READY→NULL,
    * the device and the kept allocations go (the next run takes the device
    * shared then). */
+  /* A property batch_install_properties() installed, set or read under the
+   * lock; FALSE where `pspec` is none of them. */
+  GST_TENSOR_MEM_CLASS_API bool set_property(const GParamSpec *pspec, const GValue *value);
+  GST_TENSOR_MEM_CLASS_API bool get_property(const GParamSpec *pspec, GValue *value);
+
   GST_TENSOR_MEM_CLASS_API std::string begin();
   GST_TENSOR_MEM_CLASS_API void halt();
   GST_TENSOR_MEM_CLASS_API std::string finish();
@@ -316,6 +321,14 @@ struct BatchAssembler {
  * picked by the streams' caps instead. */
 GST_TENSOR_MEM_API
 GType batch_storage_enum_type();
+
+/* A batching element's properties that are the assembler's settings and
+ * counters (batch-size, timeout, pad-value, storage, require-zero-copy,
+ * copied-bytes, batches, partial-batches, dropped-frames), installed on
+ * `klass` with ids from `first_id` on; BatchAssembler::set_property and
+ * get_property serve them. */
+GST_TENSOR_MEM_API
+void batch_install_properties(GObjectClass *klass, guint first_id);
 
 /* The batch `b` (batch `seq`) as one buffer: its memory over the whole
  * allocation, the empty slots filled with `pad_value`, the slots' fences,
