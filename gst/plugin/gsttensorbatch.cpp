@@ -3,67 +3,30 @@
  * SECTION:element-tensorbatch
  * @title: tensorbatch
  *
- * Gathers one tensor from each of several streams into one batched tensor
- * (a GstAggregator: its pads, flushing, live latency and EOS):
- * N streams of `other/tensors` (one tensor each, all of the same type and
- * dimensions) become one `other/tensors` stream whose tensor has a batch
- * axis of `batch-size` slots, slot i holding stream i's tensor (NCHW in,
- * N×C×H×W out; NHWC in, N×H×W×C out). The batch axis is the per-stream
- * tensor's outermost axis where that is 1 (the batch of one tensorconvert
- * makes), else a new outermost axis.
+ * Gathers one tensor from each of several streams (`other/tensors`, one
+ * tensor each, all of one type and shape) into one batched tensor, slot i
+ * holding stream i's (the batch axis is the tensor's outermost axis where
+ * that is 1, else a new outermost one). A GstAggregator: its pads,
+ * flushing, live latency and EOS.
  *
- * Slots are written in place: each sink pad answers its allocation query
- * with a pool whose buffers are windows of the batch being assembled, and
- * `tensorconvert` takes such a pool (on its GL path too, where the batch is
- * a PBO; see Memory below), so each stream's tensor is
- * written straight into its slot and the whole batch goes downstream as one
- * buffer over one allocation, without a copy. A buffer that is not its
- * slot's window (a producer that ignored the pool) is copied into the slot,
- * counted in `copied-bytes` and refused under `require-zero-copy`; a window
- * whose batch left without it (the timeout) is dropped and counted on its
- * pad (`dropped`) and in `dropped-frames`. Fences on the slots' buffers travel with the
- * batch; a batch's allocation is used again only when every buffer over it
- * (the batch and each slot's window) has been released.
+ * Slots are written in place: each sink pad answers the allocation query
+ * with a pool of windows of the batch being made, so each stream's
+ * `tensorconvert` writes straight into its slot (system memory, DMA-BUF,
+ * or, on its GL path, one PBO per batch) and the batch goes downstream as
+ * one buffer without a copy. A foreign buffer is copied into its slot
+ * (`copied-bytes`; refused under `require-zero-copy`).
  *
- * Batches follow the streams' running time: each stands for one step of a
- * grid whose step is the shortest frame duration among the streams, and
- * holds of each stream the frame of its time (tensorconvert tells the slot
- * pool each frame's running time); a slower stream's slot is empty and
- * flagged in the batches between its frames.
- *
- * A batch leaves when every stream that has not ended has filled its slot
- * or passed it;
- * with `timeout` set, also when that long has passed since its first slot
- * was filled (a partial batch: the empty slots hold `pad-value`, 0 by
- * default, and are flagged), so a
- * stalled stream does not stall the others. Where the streams are live, a
- * batch also leaves at its first frame's running time plus their latency
- * plus `max-latency`, which is added to the latency it reports. Each batch carries a
- * #GstTensorMemBatchMeta saying per slot which stream it came from, its
- * timestamps, whether it was filled (or copied) and how the frame was fitted
- * (from #GstTensorMemResizeMeta), so results map back to each stream's frame;
- * on GStreamer 1.26 also a GstTensorMeta with the batched dims. The batch's
- * timestamp is the earliest of its frames'. A stream that ends stops being
- * waited for, and a #GST_TENSOR_MEM_STREAM_END_EVENT follows the last batch
- * holding its frames (tensorunbatch ends that stream's pad on it); EOS goes
- * out when every stream has ended. A sink pad released while its frames
- * are in the batches being made drops them (`dropped-frames`).
- *
- * `batch-size` 0 (the default) makes one slot per sink pad; pads requested
- * or released while playing change the batch (and the caps) at the next
- * batch boundary. A fixed `batch-size` keeps the tensor's shape, for models
- * exported with a fixed batch: slots no pad feeds stay empty, and more pads
- * than slots are refused with a message naming batch-size and the pad
- * count: an element error when the element starts (so gst-launch prints
- * it), a warning and no pad when one is requested while it runs.
- *
- * Memory: system memory, or one DMA-BUF per batch where the streams
- * negotiate `memory:DMABuf`, or one PBO per batch where they negotiate
- * `memory:TensorPBO` (tensorconvert's GL path): the slots are then windows
- * of that PBO, and each stream's GL pass writes its slot in place where it
- * runs on the batch's GL worker (found through GstContext, as tensorconvert
- * finds its own, so a pipeline shares one) and its tensor is a whole number
- * of 32-bit words; the batch carries every slot's EGL fence.
+ * Batches follow the streams' running time (a slower stream's slot is
+ * empty and flagged between its frames). A batch leaves when every stream
+ * that has not ended filled or passed its slot; after `timeout`; and, where
+ * the streams are live, at its first frame's running time plus their
+ * latency plus `max-latency`. Empty slots hold `pad-value` and are
+ * flagged; a late frame is dropped and counted on its pad. Each batch
+ * carries a #GstTensorMemBatchMeta (per slot: its stream, timestamps,
+ * filled or copied, the fit), and GstTensorMeta on GStreamer 1.26+; each
+ * stream's segment, tags and end follow as custom events, for
+ * `tensorunbatch`. Pads come and go while playing; a fixed `batch-size`
+ * keeps the shape. docs/tensorbatch.md has the whole behaviour.
  *
  * ## Example launch line
  * |[
