@@ -9,6 +9,7 @@
 #include "batch_test_util.hpp"
 
 #include <gst/allocators/allocators.h>
+#include <gst/check/gstharness.h>
 #include <gst/check/gsttestclock.h>
 #include <gst/tensormem/gsttensormemconfig.h>
 #include <gst/tensormem/tensormem.h>
@@ -16,6 +17,7 @@
 #include <gst/analytics/analytics.h>
 #endif
 
+#include <chrono>
 #include <cstring>
 #include <future>
 #include <mutex>
@@ -217,6 +219,40 @@ TEST(TensorBatch, RequireZeroCopyRefusesAForeignBufferByName) {
   EXPECT_FALSE(r.eos);
   EXPECT_NE(r.error.find("sink_1's tensor would be copied"), std::string::npos) << r.error;
   EXPECT_EQ(r.copied, 0u);
+}
+
+/* The batch's push returns `data`'s flow instead of reaching the peer
+ * (a handled buffer is the probe's to unref). */
+GstPadProbeReturn refuse_push(GstPad *, GstPadProbeInfo *info, gpointer data) {
+  gst_buffer_unref(GST_PAD_PROBE_INFO_BUFFER(info));
+  GST_PAD_PROBE_INFO_FLOW_RETURN(info) = static_cast<GstFlowReturn>(GPOINTER_TO_INT(data));
+  return GST_PAD_PROBE_HANDLED;
+}
+
+/* A downstream error stops the streams: their next frame returns it (an
+ * upstream source then pauses and posts it), rather than waiting for
+ * batches that no longer leave. Bounded, so a hang fails the test. */
+TEST(TensorBatch, ADownstreamErrorReachesEveryStream) {
+  GstHarness *h = gst_harness_new_with_padnames("tensorbatch", "sink_0", "src");
+  gst_harness_set_src_caps_str(h, kTensorCaps);
+  GstPad *src = gst_element_get_static_pad(h->element, "src");
+  gst_pad_add_probe(src, GST_PAD_PROBE_TYPE_BUFFER, refuse_push, GINT_TO_POINTER(GST_FLOW_ERROR), nullptr);
+  gst_object_unref(src);
+  auto pushes = std::async(std::launch::async, [h] {
+    for (int f = 0; f < 20; ++f) {
+      GstBuffer *buffer = gst_buffer_new_allocate(nullptr, kTensorBytes, nullptr);
+      GST_BUFFER_PTS(buffer) = f * GST_SECOND / 30;
+      const GstFlowReturn ret = gst_harness_push(h, buffer);
+      if (ret != GST_FLOW_OK)
+        return ret;
+    }
+    return GST_FLOW_OK;
+  });
+  const bool returned = pushes.wait_for(std::chrono::seconds(10)) == std::future_status::ready;
+  EXPECT_TRUE(returned) << "a stream still waits for batches after the downstream error";
+  gst_element_set_state(h->element, GST_STATE_NULL); // ends a stream's wait either way
+  EXPECT_EQ(pushes.get(), GST_FLOW_ERROR);
+  gst_harness_teardown(h);
 }
 
 TEST(TensorBatch, AStreamThatEndsEarlyLeavesItsSlotEmptyAndTheOthersGoOn) {
