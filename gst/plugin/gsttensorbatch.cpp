@@ -40,14 +40,13 @@
 #include "gsttensorbatch.h"
 
 #include <gst/tensormem/gsttensorbackend-private.h>
+#include <gst/tensormem/gsttensorbatchaggregator-private.h>
 #include <gst/tensormem/gsttensorbatchassembler-private.h>
 #include <gst/tensormem/gsttensorbatchmeta.h>
 #include <gst/tensormem/gsttensorcaps.h>
-#include <gst/tensormem/gsttensorfencemeta.h>
 
 #include <gio/gio.h>
 
-#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <memory>
@@ -55,8 +54,6 @@
 #include <new>
 #include <string>
 #include <thread>
-#include <utility>
-#include <vector>
 
 GST_DEBUG_CATEGORY_STATIC(gst_tensor_batch_debug);
 #define GST_CAT_DEFAULT gst_tensor_batch_debug
@@ -64,7 +61,6 @@ GST_DEBUG_CATEGORY_STATIC(gst_tensor_batch_debug);
 namespace {
 using Assembler = gst_tensormem::BatchAssembler;
 using gst_tensormem::BatchReason;
-using gst_tensormem::PlaceStatus;
 } // namespace
 
 struct _GstTensorMemBatchPad {
@@ -100,10 +96,6 @@ struct _GstTensorMemBatch {
   std::thread *timer;                     // the non-live timeout and the assembler's kicks
   GCancellable *waits;                    // cancels fence waits on flush and PAUSED→READY
   gst_tensormem::ElementBackend *devices; // the GL worker of PBO batches, shared through GstContext
-  // The first stream's segment (under the object lock): the batches' own.
-  GstSegment first_segment;
-  bool have_segment, segment_sent; // segment_sent: src task only
-  guint32 seek_seqnum; // the last seek sent upstream (object lock)
 };
 
 /* max-latency is GstAggregator's latency; the others are the assembler's
@@ -113,11 +105,6 @@ enum { PROP_0, PROP_MAX_LATENCY, PROP_ASSEMBLER };
 /* One tensor per stream in, and the batch out, in the memory of every
  * family of the backend table that holds batches. */
 #define BATCH_TENSOR_CAPS "other/tensors, format=(string)static, num_tensors=(int)1"
-/* The custom event the timer sends into an empty sink pad: GstAggregator
- * runs the subclass only in its source task, and only when every pad has
- * data, so a batch that may leave without a stream's frame (a timeout, a
- * stream that passed it) is sent from there, on this event. */
-#define WAKE_EVENT "GstTensorMemBatchWake"
 
 G_DEFINE_TYPE(GstTensorMemBatch, gst_tensor_batch, GST_TYPE_AGGREGATOR)
 
@@ -127,154 +114,23 @@ Assembler &assembler_of(GstTensorMemBatch *self) { return **self->assembler; }
 
 guint stream_id(GstAggregatorPad *pad) { return GST_TENSOR_BATCH_PAD(pad)->id; }
 
-/* The sink pads, each a new reference. */
-std::vector<GstAggregatorPad *> sink_pads(GstTensorMemBatch *self) {
-  std::vector<GstAggregatorPad *> pads;
-  GST_OBJECT_LOCK(self);
-  for (GList *l = GST_ELEMENT_CAST(self)->sinkpads; l; l = l->next)
-    pads.push_back(GST_AGGREGATOR_PAD(gst_object_ref(l->data)));
-  GST_OBJECT_UNLOCK(self);
-  return pads;
-}
-
-void unref_all(std::vector<GstAggregatorPad *> &pads) {
-  for (GstAggregatorPad *p : pads)
-    gst_object_unref(p);
-  pads.clear();
-}
-
-/* The source pad, as the assembler sends batches to it. */
-class SourceOutput final : public gst_tensormem::BatchOutput {
-public:
-  explicit SourceOutput(GstTensorMemBatch *self) : self_(self), agg_(GST_AGGREGATOR_CAST(self)) {}
-  bool has_caps() override { return gst_pad_has_current_caps(agg_->srcpad); }
-  void set_caps(GstCaps *caps) override {
-    gst_aggregator_set_src_caps(agg_, caps); // stream-start and caps go with the next buffer
-    gst_caps_unref(caps);
-  }
-  void before_first_batch() override {
-    if (self_->segment_sent)
-      return;
-    GST_OBJECT_LOCK(self_);
-    GstSegment segment = self_->first_segment;
-    const bool have = self_->have_segment;
-    GST_OBJECT_UNLOCK(self_);
-    if (have)
-      gst_aggregator_update_segment(agg_, &segment);
-    self_->segment_sent = true;
-  }
-  void push_event(GstEvent *event) override { gst_pad_push_event(agg_->srcpad, event); }
-  GstFlowReturn push(GstBuffer *batch) override { return gst_aggregator_finish_buffer(agg_, batch); }
-  void failed(guint64 seq, const std::string &why) override {
-    GST_ELEMENT_ERROR(self_, RESOURCE, FAILED, ("Cannot hand batch %" G_GUINT64_FORMAT " on", seq), ("%s", why.c_str()));
-  }
-
-private:
-  GstTensorMemBatch *self_;
-  GstAggregator *agg_;
-};
-
-/* Sends every batch that may leave (source task): the first for `why`,
- * the next ones for `then` (complete, unless every stream has ended). */
 GstFlowReturn pump(GstTensorMemBatch *self, BatchReason why, BatchReason then = BatchReason::Complete) {
-  SourceOutput out(self);
-  return gst_tensormem::batch_send_ready(assembler_of(self), why, then, out);
-}
-
-/* Sends a wake event into `pad`, whose stream lock the caller holds (or
- * may take): the source task then places nothing (frames are placed in
- * the chain) and sends every batch that may leave. */
-void send_wake(GstPad *pad, BatchReason why) {
-  GST_LOG_OBJECT(pad, "waking the source task (reason %d)", static_cast<int>(why));
-  GstStructure *st = gst_structure_new(WAKE_EVENT, "reason", G_TYPE_INT, static_cast<gint>(why), nullptr);
-  gst_pad_send_event(pad, gst_event_new_custom(GST_EVENT_CUSTOM_DOWNSTREAM, st));
-}
-
-/* Wakes the source task where GstAggregator would not (the timer): frames
- * never queue on the pads, so the aggregator runs on events only. Through
- * a pad whose stream lock is free; where every one is held (their chains
- * wait for their batch), one of those chains sends it. */
-void wake(GstTensorMemBatch *self, BatchReason why) {
-  std::vector<GstAggregatorPad *> pads = sink_pads(self);
-  bool sent = false;
-  for (GstAggregatorPad *pad : pads) {
-    if (gst_aggregator_pad_is_eos(pad) || !GST_PAD_STREAM_TRYLOCK(GST_PAD_CAST(pad)))
-      continue;
-    send_wake(GST_PAD_CAST(pad), why);
-    GST_PAD_STREAM_UNLOCK(GST_PAD_CAST(pad));
-    sent = true;
-    break;
-  }
-  unref_all(pads);
-  if (!sent) {
-    Assembler &s = assembler_of(self);
-    std::lock_guard<std::mutex> guard(s.lock);
-    s.wake_pending = true;
-    s.cond.notify_all();
-  }
-}
-
-bool all_ended(GstTensorMemBatch *self) {
-  std::vector<GstAggregatorPad *> pads = sink_pads(self);
-  bool all = !pads.empty();
-  for (GstAggregatorPad *pad : pads)
-    all = all && gst_aggregator_pad_is_eos(pad) && !gst_aggregator_pad_has_buffer(pad);
-  unref_all(pads);
-  return all;
-}
-
-/* `buffer`'s running time in `pad`'s segment (the sticky one: the
- * aggregator's copy follows its queue, which frames skip). */
-GstClockTime frame_running_time(GstPad *pad, GstBuffer *buffer) {
-  if (!GST_BUFFER_PTS_IS_VALID(buffer))
-    return GST_CLOCK_TIME_NONE;
-  GstEvent *event = gst_pad_get_sticky_event(pad, GST_EVENT_SEGMENT, 0);
-  if (!event)
-    return GST_CLOCK_TIME_NONE;
-  const GstSegment *segment = nullptr;
-  gst_event_parse_segment(event, &segment);
-  const GstClockTime t = segment->format == GST_FORMAT_TIME
-                             ? gst_segment_to_running_time(segment, GST_FORMAT_TIME, GST_BUFFER_PTS(buffer))
-                             : GST_CLOCK_TIME_NONE;
-  gst_event_unref(event);
-  return t;
+  return gst_tensormem::batch_aggregator_send(GST_AGGREGATOR_CAST(self), assembler_of(self), why, then);
 }
 
 } // namespace
 
-/* Frames are placed here, in each stream's thread, as tensorbatch did
- * before GstAggregator: a frame of a later batch waits for the front one
- * to leave (the slot pool hands out at most two batches ahead). What
- * leaves is sent by the source task, woken through this pad. */
+/* Frames are placed here, in each stream's thread, never queued on the
+ * pad: a frame of a later batch waits there for the front one to leave.
+ * What leaves is sent by the source task, which this wakes. */
 static GstFlowReturn gst_tensor_batch_chain(GstPad *pad, GstObject *parent, GstBuffer *buffer) {
   auto *self = GST_TENSOR_BATCH(parent);
-  gst_tensormem::batch_window_delivered(buffer);
-  GstFlowReturn flow = GST_FLOW_OK;
-  const gst_tensormem::PlaceResult r = assembler_of(self).place_waiting(
-      GST_TENSOR_BATCH_PAD(pad)->id, buffer, frame_running_time(pad, buffer),
-      [self](GstBuffer *b) {
-        return gst_tensor_mem_element_wait_fences(GST_ELEMENT_CAST(self), b, GST_TENSOR_MEM_FENCE_DEFAULT_TIMEOUT,
-                                                  self->waits, nullptr);
-      },
-      [pad] { send_wake(pad, BatchReason::Complete); }, &flow);
-  if (r.status == PlaceStatus::Placed) {
-    // A complete batch leaves; an incomplete one may start a live
-    // deadline, which the source task computes when it wakes.
-    send_wake(pad, BatchReason::Complete);
-    return flow == GST_FLOW_FLUSHING ? GST_FLOW_OK : flow;
-  }
-  gst_buffer_unref(buffer);
-  switch (r.status) {
-  case PlaceStatus::Late: GST_TENSOR_BATCH_PAD(pad)->dropped.fetch_add(1); return GST_FLOW_OK;
-  case PlaceStatus::NeedsFenceWait: return flow;
-  case PlaceStatus::NotNegotiated:
-    GST_ELEMENT_ERROR(self, CORE, NEGOTIATION, ("%s", r.what.c_str()), (nullptr));
-    return GST_FLOW_NOT_NEGOTIATED;
-  case PlaceStatus::Refused:
-    GST_ELEMENT_ERROR(self, STREAM, FAILED, ("%s", r.what.c_str()), ("%s", r.detail.c_str()));
-    return GST_FLOW_ERROR;
-  default: return GST_FLOW_FLUSHING;
-  }
+  bool late = false;
+  const GstFlowReturn ret = gst_tensormem::batch_aggregator_place(
+      GST_AGGREGATOR_CAST(self), assembler_of(self), pad, GST_TENSOR_BATCH_PAD(pad)->id, buffer, self->waits, &late);
+  if (late)
+    GST_TENSOR_BATCH_PAD(pad)->dropped.fetch_add(1);
+  return ret;
 }
 
 static GstFlowReturn gst_tensor_batch_aggregate(GstAggregator *agg, gboolean timeout) {
@@ -285,7 +141,7 @@ static GstFlowReturn gst_tensor_batch_aggregate(GstAggregator *agg, gboolean tim
   GstFlowReturn ret = pump(self, timeout ? BatchReason::Drain : BatchReason::Complete);
   if (ret != GST_FLOW_OK)
     return ret;
-  if (all_ended(self)) {
+  if (gst_tensormem::batch_aggregator_all_ended(agg)) {
     ret = pump(self, BatchReason::Drain, BatchReason::Drain);
     return ret == GST_FLOW_OK ? GST_FLOW_EOS : ret;
   }
@@ -299,38 +155,6 @@ static GstFlowReturn gst_tensor_batch_aggregate(GstAggregator *agg, gboolean tim
   return GST_FLOW_OK;
 }
 
-namespace {
-
-/* Answers a caps query with `caps` (taken) as the query's filter allows. */
-gboolean answer_caps_query(GstQuery *query, GstCaps *caps) {
-  GstCaps *filter = nullptr;
-  gst_query_parse_caps(query, &filter);
-  if (filter) {
-    GstCaps *both = gst_caps_intersect_full(filter, caps, GST_CAPS_INTERSECT_FIRST);
-    gst_caps_unref(caps);
-    caps = both;
-  }
-  gst_query_set_caps_result(query, caps);
-  gst_caps_unref(caps);
-  return TRUE;
-}
-
-/* The per-stream tensor of `caps`, checked against the batch's. */
-gboolean sink_set_caps(GstTensorMemBatch *self, GstAggregatorPad *pad, GstCaps *caps) {
-  std::string what, detail;
-  bool resource = false;
-  if (assembler_of(self).take_stream_caps(stream_id(pad), GST_PAD_NAME(pad), caps, *self->devices, &what, &detail,
-                                          &resource))
-    return TRUE;
-  if (resource)
-    GST_ELEMENT_ERROR(self, RESOURCE, FAILED, ("%s", what.c_str()), ("%s", detail.c_str()));
-  else
-    GST_ELEMENT_ERROR(self, CORE, NEGOTIATION, ("%s", what.c_str()), ("%s", detail.c_str()));
-  return FALSE;
-}
-
-} // namespace
-
 /* A stream's own events, in its thread and in order with its frames
  * (which the chain places there, never queueing them): its caps, segment,
  * tags and end reach the assembler before its next frame. What the
@@ -342,7 +166,8 @@ static GstFlowReturn gst_tensor_batch_sink_event_pre_queue(GstAggregator *agg, G
   case GST_EVENT_CAPS: {
     GstCaps *caps = nullptr;
     gst_event_parse_caps(event, &caps);
-    if (!sink_set_caps(self, pad, caps)) {
+    if (!gst_tensormem::batch_aggregator_take_caps(agg, s, *self->devices, stream_id(pad), GST_PAD_CAST(pad),
+                                                   caps)) {
       gst_event_unref(event);
       return GST_FLOW_NOT_NEGOTIATED;
     }
@@ -355,12 +180,6 @@ static GstFlowReturn gst_tensor_batch_sink_event_pre_queue(GstAggregator *agg, G
     const GstSegment *segment = nullptr;
     gst_event_parse_segment(event, &segment);
     s.stream_segment(stream_id(pad), segment);
-    GST_OBJECT_LOCK(self);
-    if (!self->have_segment) {
-      self->first_segment = *segment;
-      self->have_segment = true;
-    }
-    GST_OBJECT_UNLOCK(self);
     break;
   }
   case GST_EVENT_TAG: {
@@ -400,12 +219,9 @@ static gboolean gst_tensor_batch_sink_event(GstAggregator *agg, GstAggregatorPad
     return parent->sink_event(agg, pad, event);
   case GST_EVENT_FLUSH_STOP: s.flush_stopped(stream_id(pad)); return parent->sink_event(agg, pad, event);
   case GST_EVENT_CUSTOM_DOWNSTREAM:
-    if (gst_event_has_name(event, WAKE_EVENT)) {
-      gint why = static_cast<gint>(BatchReason::Complete);
-      gst_structure_get_int(gst_event_get_structure(event), "reason", &why);
+    if (BatchReason why; gst_tensormem::batch_aggregator_is_wake(event, &why)) {
       gst_event_unref(event);
-      GST_LOG_OBJECT(pad, "woken (reason %d)", why);
-      pump(self, static_cast<BatchReason>(why));
+      pump(self, why);
       return TRUE;
     }
     break;
@@ -422,11 +238,10 @@ static gboolean gst_tensor_batch_sink_event(GstAggregator *agg, GstAggregatorPad
 
 static gboolean gst_tensor_batch_sink_query(GstAggregator *agg, GstAggregatorPad *pad, GstQuery *query) {
   auto *self = GST_TENSOR_BATCH(agg);
+  // A caps query is answered with the template (GstAggregator's default),
+  // not the first stream's tensor: a stream with another tensor then
+  // reaches its caps event and is refused there by name.
   switch (GST_QUERY_TYPE(query)) {
-  case GST_QUERY_CAPS:
-    // The template, not the first stream's tensor: a stream with another
-    // tensor then reaches set_caps and is refused there by name.
-    return answer_caps_query(query, gst_pad_get_pad_template_caps(GST_PAD_CAST(pad)));
   case GST_QUERY_ALLOCATION:
     // The slot pool: windows of the batch this stream's next frame is for.
     gst_tensormem::batch_answer_allocation(*self->assembler, stream_id(pad), query);
@@ -444,13 +259,17 @@ static gboolean gst_tensor_batch_src_query(GstAggregator *agg, GstQuery *query) 
   auto *self = GST_TENSOR_BATCH(agg);
   if (GST_QUERY_TYPE(query) == GST_QUERY_CAPS) {
     Assembler &s = assembler_of(self);
-    GstCaps *caps = nullptr;
+    GstCaps *caps = nullptr, *filter = nullptr;
     {
       std::lock_guard<std::mutex> guard(s.lock);
-      if (s.negotiated)
-        caps = s.batch_caps(s.n_slots);
+      caps = s.negotiated ? s.batch_caps(s.n_slots) : gst_pad_get_pad_template_caps(agg->srcpad);
     }
-    return answer_caps_query(query, caps ? caps : gst_pad_get_pad_template_caps(agg->srcpad));
+    gst_query_parse_caps(query, &filter);
+    GstCaps *result = filter ? gst_caps_intersect_full(filter, caps, GST_CAPS_INTERSECT_FIRST) : gst_caps_ref(caps);
+    gst_query_set_caps_result(query, result);
+    gst_caps_unref(result);
+    gst_caps_unref(caps);
+    return TRUE;
   }
   if (GST_QUERY_TYPE(query) == GST_QUERY_CONTEXT && self->devices->handle_context_query(query))
     return TRUE;
@@ -481,22 +300,13 @@ static GstClockTime gst_tensor_batch_get_next_time(GstAggregator *agg) {
   return !s.open.empty() && s.open.front().filled > 0 ? s.open.front().first_running_time : GST_CLOCK_TIME_NONE;
 }
 
-/* A seek reaches the batch once per stream after a split (each stream's
- * sink sends it): the first goes upstream, the others are dropped here.
- * GstAggregator drops them too, but some releases (1.22) leak each one. */
+/* A repeated seek (once per stream after a split) goes upstream once. */
 static gboolean gst_tensor_batch_src_event(GstAggregator *agg, GstEvent *event) {
-  auto *self = GST_TENSOR_BATCH(agg);
-  if (GST_EVENT_TYPE(event) == GST_EVENT_SEEK) {
-    const guint32 seqnum = gst_event_get_seqnum(event);
-    GST_OBJECT_LOCK(self);
-    const bool again = seqnum == self->seek_seqnum;
-    self->seek_seqnum = seqnum;
-    GST_OBJECT_UNLOCK(self);
-    if (again) {
-      GST_DEBUG_OBJECT(self, "seek %u again: dropped", seqnum);
-      gst_event_unref(event);
-      return TRUE;
-    }
+  if (GST_EVENT_TYPE(event) == GST_EVENT_SEEK &&
+      gst_tensormem::batch_aggregator_seek_again(assembler_of(GST_TENSOR_BATCH(agg)), event)) {
+    GST_DEBUG_OBJECT(agg, "seek %u again: dropped", gst_event_get_seqnum(event));
+    gst_event_unref(event);
+    return TRUE;
   }
   return GST_AGGREGATOR_CLASS(gst_tensor_batch_parent_class)->src_event(agg, event);
 }
@@ -507,10 +317,7 @@ static gboolean gst_tensor_batch_negotiate(GstAggregator *) { return TRUE; }
 static GstFlowReturn gst_tensor_batch_flush(GstAggregator *agg) {
   auto *self = GST_TENSOR_BATCH(agg);
   g_cancellable_reset(self->waits);
-  GST_OBJECT_LOCK(self);
-  self->have_segment = false; // the streams send new ones: the first is the batches'
-  GST_OBJECT_UNLOCK(self);
-  self->segment_sent = false;
+  assembler_of(self).flushed();
   return GST_FLOW_OK;
 }
 
@@ -549,7 +356,7 @@ static void gst_tensor_batch_release_pad(GstElement *element, GstPad *pad) {
     GST_INFO_OBJECT(self, "%s released: %u frames in open batches dropped", GST_PAD_NAME(pad), dropped);
   GST_ELEMENT_CLASS(gst_tensor_batch_parent_class)->release_pad(element, pad);
   // The front batch may wait for that stream no longer.
-  wake(self, BatchReason::Complete);
+  gst_tensormem::batch_aggregator_wake(GST_AGGREGATOR_CAST(self), s, BatchReason::Complete);
 }
 
 static GstStateChangeReturn gst_tensor_batch_change_state(GstElement *element, GstStateChange transition) {
@@ -561,14 +368,12 @@ static GstStateChangeReturn gst_tensor_batch_change_state(GstElement *element, G
       return GST_STATE_CHANGE_FAILURE;
     }
     g_cancellable_reset(self->waits);
-    GST_OBJECT_LOCK(self);
-    self->have_segment = false;
-    GST_OBJECT_UNLOCK(self);
-    self->segment_sent = false;
     // The timer: the non-live timeout and the assembler's kicks wake the
     // source task (the live deadline is GstAggregator's own).
     self->timer = new std::thread([self, shared = *self->assembler] {
-      gst_tensormem::batch_timer_run(shared, [self](BatchReason why) { wake(self, why); });
+      gst_tensormem::batch_timer_run(shared, [self, shared](BatchReason why) {
+        gst_tensormem::batch_aggregator_wake(GST_AGGREGATOR_CAST(self), *shared, why);
+      });
     });
   } else if (transition == GST_STATE_CHANGE_PAUSED_TO_READY) {
     s.halt(); // every wait (a pool's acquire, a chain's, a fence) ends now
@@ -673,7 +478,4 @@ static void gst_tensor_batch_init(GstTensorMemBatch *self) {
   // The device of whichever family the streams negotiate (a GL worker for
   // PBO batches), found through GstContext.
   self->devices = new gst_tensormem::ElementBackend(GST_ELEMENT_CAST(self), GST_TENSOR_MEM_STORAGE_AUTO);
-  gst_segment_init(&self->first_segment, GST_FORMAT_TIME);
-  self->have_segment = self->segment_sent = false;
-  self->seek_seqnum = GST_SEQNUM_INVALID;
 }

@@ -64,7 +64,10 @@ std::vector<std::int64_t> batched_shape(const TensorCaps &t, guint n) {
 
 } // namespace
 
-BatchAssembler::BatchAssembler() : family(&backend_at(0)), store(BatchStore::create(kBatchFreeKept)) { init_debug(); }
+BatchAssembler::BatchAssembler() : family(&backend_at(0)), store(BatchStore::create(kBatchFreeKept)) {
+  init_debug();
+  gst_segment_init(&segment, GST_FORMAT_TIME);
+}
 
 BatchAssembler::~BatchAssembler() {
   clear_stream_events();
@@ -407,13 +410,14 @@ guint BatchAssembler::new_stream(const char *req_name, std::string *name, std::s
 
 PlaceResult BatchAssembler::place_waiting(guint id, GstBuffer *buffer, GstClockTime running_time,
                                           const std::function<GstFlowReturn(GstBuffer *)> &wait_fences,
-                                          const std::function<void()> &wake, GstFlowReturn *flow) {
+                                          const std::function<void(BatchReason)> &wake, GstFlowReturn *flow) {
   bool waited = false;
   std::unique_lock<std::mutex> guard(lock);
   for (;;) {
     if (std::exchange(wake_pending, false)) {
+      const BatchReason why = std::exchange(wake_reason, BatchReason::Complete);
       guard.unlock();
-      wake();
+      wake(why);
       guard.lock();
       continue;
     }
@@ -434,6 +438,18 @@ PlaceResult BatchAssembler::place_waiting(guint id, GstBuffer *buffer, GstClockT
     *flow = last_flow;
     return r;
   }
+}
+
+void BatchAssembler::wake_later(BatchReason why) {
+  std::lock_guard<std::mutex> guard(lock);
+  wake_reason = wake_pending ? std::max(wake_reason, why) : why;
+  wake_pending = true;
+  cond.notify_all();
+}
+
+void BatchAssembler::flushed() {
+  std::lock_guard<std::mutex> guard(lock);
+  have_segment = segment_sent = false;
 }
 
 PlaceResult BatchAssembler::place(guint id, GstBuffer *buffer, GstClockTime running_time, bool fences_waited) {
@@ -577,6 +593,10 @@ void BatchAssembler::stream_segment(guint id, const GstSegment *segment) {
   std::lock_guard<std::mutex> guard(lock);
   if (BatchStream *p = stream(id))
     keep_stream_event(p->name + "/segment", gst_tensor_mem_stream_segment_event_new(p->name.c_str(), segment));
+  if (!have_segment) {
+    gst_segment_copy_into(segment, &this->segment);
+    have_segment = true;
+  }
 }
 
 void BatchAssembler::stream_tags(guint id, GstTagList *tags) {
@@ -644,6 +664,7 @@ void BatchAssembler::start() {
   last_flow = GST_FLOW_OK;
   kick = false;
   wake_pending = false;
+  have_segment = segment_sent = false;
   flush_downstream = false;
   ends.clear();
   clear_stream_events();
@@ -1155,15 +1176,21 @@ namespace {
 bool send_front(BatchAssembler &s, BatchReason why, BatchOutput &out, GstFlowReturn *ret) {
   TakenBatch taken;
   std::vector<std::pair<std::string, GstEvent *>> stream_events;
+  GstSegment segment; // the batches', where it goes now
   {
     std::lock_guard<std::mutex> guard(s.lock);
     if (!s.take_front(why, out.has_caps(), &taken))
       return false;
     stream_events.swap(s.stream_events);
+    if (!std::exchange(s.segment_sent, true) && s.have_segment)
+      segment = s.segment;
+    else
+      segment.format = GST_FORMAT_UNDEFINED;
   }
   if (taken.caps)
     out.set_caps(taken.caps);
-  out.before_first_batch();
+  if (segment.format != GST_FORMAT_UNDEFINED)
+    out.set_segment(segment);
   for (auto &[key, event] : stream_events)
     out.push_event(event);
   std::string failure;

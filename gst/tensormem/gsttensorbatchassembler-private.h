@@ -171,9 +171,15 @@ struct BatchAssembler {
 
   bool running = false; // READY→PAUSED .. PAUSED→READY
   bool kick = false;    // the timer should check whether the front batch can leave
-  // A wake the element could not send (every pad busy): the next stream
-  // that waits in place_waiting() sends it.
+  // A wake the element could not send (every pad busy), and its reason:
+  // the next stream that waits in place_waiting() sends it.
   bool wake_pending = false;
+  BatchReason wake_reason = BatchReason::Complete;
+  // The batches' segment (the first stream's), and whether it went
+  // downstream in this run (or since the last flush).
+  GstSegment segment;
+  bool have_segment = false, segment_sent = false;
+  guint32 seek_seqnum = GST_SEQNUM_INVALID; // the last seek sent upstream
   GstFlowReturn last_flow = GST_FLOW_OK;
   std::atomic<guint64> copied_bytes{0}, batches{0}, partial_batches{0}, dropped{0};
   std::vector<BatchStreamEnd> ends; // stream-end events not yet sent
@@ -235,18 +241,18 @@ struct BatchAssembler {
    * takes them. Takes the lock. FALSE with the element error's `*what` and
    * `*detail` where refused; `*resource`: the device is missing (a
    * resource error, not a negotiation one). */
-  GST_TENSOR_MEM_CLASS_API bool take_stream_caps(guint id, const char *pad_name, GstCaps *caps, ElementBackend &devices,
-                                                 std::string *what, std::string *detail, bool *resource);
+  bool take_stream_caps(guint id, const char *pad_name, GstCaps *caps, ElementBackend &devices, std::string *what,
+                        std::string *detail, bool *resource);
   /* Stream `id`'s caps `caps` came, its tensor `t` (parsed by the
    * caller), to be batched in `family` (`*device`: its shared object, taken
    * where the batch's layout is made now). The first stream's make the
    * layout; the others' must carry the same tensor. Under the lock; FALSE
    * with the element error's `*what` and `*detail` where refused. */
-  bool set_stream_caps(guint id, GstCaps *caps, const TensorCaps &t, const Backend *family,
-                                                GstObject **device, std::string *what, std::string *detail);
+  bool set_stream_caps(guint id, GstCaps *caps, const TensorCaps &t, const Backend *family, GstObject **device,
+                       std::string *what, std::string *detail);
   /* Why the streams, with `more` still to come, do not fit a fixed
    * batch-size (empty where they do), naming the property and the count. */
-  GST_TENSOR_MEM_CLASS_API std::string too_many_streams(gsize more) const;
+  std::string too_many_streams(gsize more) const;
 
   void keep_stream_event(std::string key, GstEvent *event);
   /* All of them, or (after a flush, which ends segments but not tags) the
@@ -265,9 +271,16 @@ struct BatchAssembler {
    * first (`wake`, without the lock). Takes the lock. Placed: the buffer
    * is taken and `*flow` is the last flow downstream; otherwise the buffer
    * stays the caller's. */
-  GST_TENSOR_MEM_CLASS_API PlaceResult place_waiting(guint id, GstBuffer *buffer, GstClockTime running_time,
-                                                     const std::function<GstFlowReturn(GstBuffer *)> &wait_fences,
-                                                     const std::function<void()> &wake, GstFlowReturn *flow);
+  PlaceResult place_waiting(guint id, GstBuffer *buffer, GstClockTime running_time,
+                            const std::function<GstFlowReturn(GstBuffer *)> &wait_fences,
+                            const std::function<void(BatchReason)> &wake, GstFlowReturn *flow);
+  /* A wake the element could not send now: the next stream that waits in
+   * place_waiting() sends it (the strongest reason of those pending).
+   * Takes the lock. */
+  void wake_later(BatchReason why);
+  /* The streams flushed: the first segment after it is the batches'.
+   * Takes the lock. */
+  GST_TENSOR_MEM_CLASS_API void flushed();
 
   /* The front batch when `why` holds for it (`src_has_caps`: whether the
    * source pad has caps yet). Under the lock. */
@@ -296,17 +309,17 @@ struct BatchAssembler {
   void start();
   void stop();
 
+  /* A property batch_install_properties() installed, set or read under the
+   * lock; FALSE where `pspec` is none of them. */
+  GST_TENSOR_MEM_CLASS_API bool set_property(const GParamSpec *pspec, const GValue *value);
+  GST_TENSOR_MEM_CLASS_API bool get_property(const GParamSpec *pspec, GValue *value);
+
   /* A run's life, each taking the lock. begin(): READY→PAUSED, a new run,
    * or why the streams do not fit (an element error, no run). halt():
    * before PAUSED→READY, every wait (a pool's acquire, a chain's) ends.
    * finish(): after it, the run's one-line summary. release(): READY→NULL,
    * the device and the kept allocations go (the next run takes the device
    * shared then). */
-  /* A property batch_install_properties() installed, set or read under the
-   * lock; FALSE where `pspec` is none of them. */
-  GST_TENSOR_MEM_CLASS_API bool set_property(const GParamSpec *pspec, const GValue *value);
-  GST_TENSOR_MEM_CLASS_API bool get_property(const GParamSpec *pspec, GValue *value);
-
   GST_TENSOR_MEM_CLASS_API std::string begin();
   GST_TENSOR_MEM_CLASS_API void halt();
   GST_TENSOR_MEM_CLASS_API std::string finish();
@@ -319,7 +332,6 @@ struct BatchAssembler {
  * family's GstTensorMemStorage and its nick the storage property's. A
  * family that holds batches behind a caps feature of its own (PBO) is
  * picked by the streams' caps instead. */
-GST_TENSOR_MEM_API
 GType batch_storage_enum_type();
 
 /* A batching element's properties that are the assembler's settings and
@@ -335,7 +347,6 @@ void batch_install_properties(GObjectClass *klass, guint first_id);
  * the batch meta (and GstTensorMeta where GStreamer has it). Takes `b`;
  * NULL with `*why` set when no memory over the allocation can be made or it
  * cannot be written or fenced. */
-GST_TENSOR_MEM_API
 GstBuffer *batch_make_output(OpenBatch &b, guint64 seq, const Backend &family, const TensorCaps &tensor,
                              double pad_value, std::string *why);
 
@@ -346,7 +357,6 @@ void batch_answer_allocation(const std::shared_ptr<BatchAssembler> &assembler, g
 
 /* A frame of `buffer` reached the element: its window stops being watched
  * (a window freed while watched tells its batch it will not come). */
-GST_TENSOR_MEM_API
 void batch_window_delivered(GstBuffer *buffer);
 
 /* Where a batching element sends what leaves, from the one thread that
@@ -355,10 +365,10 @@ class BatchOutput {
 public:
   virtual ~BatchOutput() = default;
   virtual bool has_caps() = 0;
-  /* The caps of the batches from here on (taken), and before the first
-   * batch of a run whatever must precede it (stream-start, segment). */
+  /* The caps of the batches from here on (taken); the segment of a run's
+   * batches (or of those after a flush), before its first one. */
   virtual void set_caps(GstCaps *caps) = 0;
-  virtual void before_first_batch() = 0;
+  virtual void set_segment(const GstSegment &segment) = 0;
   virtual void push_event(GstEvent *event) = 0;
   virtual GstFlowReturn push(GstBuffer *batch) = 0;
   /* Batch `seq` cannot be made (an element error). */
@@ -370,7 +380,6 @@ public:
  * stream ends it makes due. A flow other than OK from downstream is the
  * last flow (the streams' chains return it) and ends the sending. Takes the
  * lock as it needs. */
-GST_TENSOR_MEM_API
 GstFlowReturn batch_send_ready(BatchAssembler &assembler, BatchReason why, BatchReason then, BatchOutput &out);
 
 /* The thread that sends batches which waited `timeout`, and what a kick

@@ -31,7 +31,7 @@ LEVELS = {
         'gsttensord3d11device', 'gsttensorfencemeta', 'gsttensorglsync', 'gsttensoranalytics', 'gsttensorwritable'],
     2: ['gsttensorbackend', 'gsttensormapping', 'gsttensorbasememory', 'gsttensormemvalidate', 'gsttensorbufferpool'],
     3: ['gsttensormemory', 'gsttensordmabuf', 'gsttensorpbo', 'gsttensord3d11', 'gsttensorframecopy', 'gsttensorgstgl'],
-    4: ['gsttensoruploader', 'gsttensordownloader', 'gsttensorconverter', 'gsttensorbatchstore', 'gsttensorbatchassembler',
+    4: ['gsttensoruploader', 'gsttensordownloader', 'gsttensorconverter', 'gsttensorbatchstore', 'gsttensorbatchassembler', 'gsttensorbatchaggregator',
         'gsttensordlpack'],
     5: ['gsttensormem', 'tensormem'],
 }
