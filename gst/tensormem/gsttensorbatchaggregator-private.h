@@ -22,10 +22,11 @@ namespace gst_tensormem {
 
 /* Places frame `buffer` (taken) of sink pad `pad` (stream `id`) of `agg`,
  * in the pad's chain: its fences are waited for where it is copied
- * (cancelled by `waits`). OK once placed, or where it came after its
- * batch had left (`*late`: dropped; the caller counts it on the pad); the
- * last flow downstream otherwise, with an element error where the frame
- * is refused. */
+ * (cancelled by `waits`). Once placed: the last flow downstream (OK, or
+ * an error, EOS or not-linked the streams now return; flushing reads as
+ * OK). OK where it came after its batch had left (`*late`: dropped; the
+ * caller counts it on the pad). Otherwise a flow saying why, with an
+ * element error where the frame is refused. */
 GST_TENSOR_MEM_API
 GstFlowReturn batch_aggregator_place(GstAggregator *agg, BatchAssembler &s, GstPad *pad, guint id, GstBuffer *buffer,
                                      GCancellable *waits, bool *late);

@@ -8,12 +8,13 @@
  * grid that says which batch a frame of a given running time belongs to.
  * Producers write their slot in place through the slot pool
  * (batch_answer_allocation: windows of the batch their frame belongs to);
- * the element places each frame it receives (place), takes the front batch
- * when it may leave (take_front) and turns it into one buffer
- * (batch_make_output). The timer (batch_timer_run) sends batches that
- * waited the wall-clock `timeout`; a live deadline is the element's (its
- * GstAggregator's wait on the pipeline clock, from the front batch's
- * first_running_time). Everything is under `lock`; `cond` wakes whoever
+ * each frame is placed in its stream's thread (place_waiting), and
+ * batch_send_ready takes each batch that may leave (take_front), turns it
+ * into one buffer (batch_make_output) and hands it to a BatchOutput.
+ * gsttensorbatchaggregator-private.h drives both from a GstAggregator. The
+ * timer (batch_timer_run) sends batches that waited the wall-clock
+ * `timeout`; a live deadline is the element's (its GstAggregator's wait on
+ * the pipeline clock, from the front batch's first_running_time). Everything is under `lock`; `cond` wakes whoever
  * waits.
  * C++ only; not installed. */
 #pragma once
