@@ -14,7 +14,11 @@
  * `tensorconvert` writes straight into its slot (system memory, DMA-BUF,
  * or, on its GL path, one PBO per batch) and the batch goes downstream as
  * one buffer without a copy. A foreign buffer is copied into its slot
- * (`copied-bytes`; refused under `require-zero-copy`).
+ * (`copied-bytes`; refused under `require-zero-copy`). On GStreamer 1.28 a
+ * stream may also send video frames with their tensor beside them
+ * (`tensorconvert output=meta`, whose caps describe it): the tensor is
+ * written into the slot the same way, and the batch meta keeps the frame
+ * for `tensorunbatch`, which sends it on with the slot's model outputs.
  *
  * Batches follow the streams' running time (a slower stream's slot is
  * empty and flagged between its frames). A batch leaves when every stream
@@ -102,9 +106,6 @@ struct _GstTensorMemBatch {
  * (batch_install_properties), from PROP_ASSEMBLER on. */
 enum { PROP_0, PROP_MAX_LATENCY, PROP_ASSEMBLER };
 
-/* One tensor per stream in, and the batch out, in the memory of every
- * family of the backend table that holds batches. */
-#define BATCH_TENSOR_CAPS "other/tensors, format=(string)static, num_tensors=(int)1"
 
 G_DEFINE_TYPE(GstTensorMemBatch, gst_tensor_batch, GST_TYPE_AGGREGATOR)
 
@@ -442,13 +443,15 @@ static void gst_tensor_batch_class_init(GstTensorMemBatchClass *klass) {
                           static_cast<GParamFlags>(G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
                                                    GST_PARAM_MUTABLE_PLAYING)));
   gst_tensormem::batch_install_properties(gobject_class, PROP_ASSEMBLER);
-  GstCaps *caps = gst_tensormem::template_caps(BATCH_TENSOR_CAPS, gst_tensormem::TemplateFamilies::Batches);
-  gst_element_class_add_pad_template(
-      element_class,
-      gst_pad_template_new_with_gtype("sink_%u", GST_PAD_SINK, GST_PAD_REQUEST, caps, GST_TYPE_TENSOR_BATCH_PAD));
+  GstCaps *sink_caps = gst_tensormem::batch_template_caps(GST_PAD_SINK);
+  gst_element_class_add_pad_template(element_class, gst_pad_template_new_with_gtype("sink_%u", GST_PAD_SINK,
+                                                                                    GST_PAD_REQUEST, sink_caps,
+                                                                                    GST_TYPE_TENSOR_BATCH_PAD));
+  GstCaps *src_caps = gst_tensormem::batch_template_caps(GST_PAD_SRC);
   gst_element_class_add_pad_template(element_class, gst_pad_template_new_with_gtype("src", GST_PAD_SRC, GST_PAD_ALWAYS,
-                                                                                    caps, GST_TYPE_AGGREGATOR_PAD));
-  gst_caps_unref(caps);
+                                                                                    src_caps, GST_TYPE_AGGREGATOR_PAD));
+  gst_caps_unref(sink_caps);
+  gst_caps_unref(src_caps);
   gst_element_class_set_static_metadata(element_class, "Tensor batch", "Filter/Tensor",
                                         "Gathers one tensor per stream into one batched tensor, each stream writing "
                                         "its slot in place",

@@ -231,6 +231,14 @@ GstCaps *gst_tensor_convert_transform_caps(GstBaseTransform *trans, GstPadDirect
   return result;
 }
 
+/* The frame's running time: a batch's slot pool puts the tensor into the
+ * batch of that time. */
+GstClockTime running_time_of(GstBaseTransform *trans, GstBuffer *inbuf) {
+  return trans->segment.format == GST_FORMAT_TIME && GST_BUFFER_PTS_IS_VALID(inbuf)
+             ? gst_segment_to_running_time(&trans->segment, GST_FORMAT_TIME, GST_BUFFER_PTS(inbuf))
+             : GST_CLOCK_TIME_NONE;
+}
+
 gboolean gst_tensor_convert_set_caps(GstBaseTransform *trans, GstCaps *incaps, GstCaps *outcaps) {
   auto *self = GST_TENSOR_CONVERT(trans);
   return self->converter->set_caps(settings_of(self), incaps, outcaps);
@@ -255,13 +263,7 @@ GstFlowReturn gst_tensor_convert_prepare_output_buffer(GstBaseTransform *trans, 
     *outbuf = gst_buffer_is_writable(inbuf) ? inbuf : gst_tensormem::make_buffer_writable(gst_buffer_ref(inbuf));
     return GST_FLOW_OK;
   }
-  // The frame's running time: a batch's slot pool puts the tensor into the
-  // batch of that time.
-  const GstClockTime running_time =
-      trans->segment.format == GST_FORMAT_TIME
-          ? gst_segment_to_running_time(&trans->segment, GST_FORMAT_TIME, GST_BUFFER_PTS(inbuf))
-          : GST_CLOCK_TIME_NONE;
-  const GstFlowReturn acquired = self->converter->acquire(outbuf, running_time);
+  const GstFlowReturn acquired = self->converter->acquire(outbuf, running_time_of(trans, inbuf));
   if (acquired == GST_FLOW_OK)
     gst_tensor_transform_copy_metadata(GST_TENSOR_TRANSFORM_CAST(self), inbuf, *outbuf);
   return acquired;
@@ -273,7 +275,8 @@ GstFlowReturn allow_copy(GstElement *element, GstBuffer *inbuf, const char *refu
 
 GstFlowReturn gst_tensor_convert_transform(GstBaseTransform *trans, GstBuffer *inbuf, GstBuffer *outbuf) {
   auto *self = GST_TENSOR_CONVERT(trans);
-  const gst_tensormem::ConvertHooks hooks{gst_tensor_transform_get_waits(GST_TENSOR_TRANSFORM_CAST(self)), allow_copy};
+  const gst_tensormem::ConvertHooks hooks{gst_tensor_transform_get_waits(GST_TENSOR_TRANSFORM_CAST(self)), allow_copy,
+                                          running_time_of(trans, inbuf)};
   gsize copied = 0;
   const GstFlowReturn ret = self->converter->convert(inbuf, outbuf, hooks, &copied);
   if (ret == GST_FLOW_OK)

@@ -16,7 +16,12 @@
  * stream appears; a stream named otherwise gets the slot's number). It holds
  * each tensor's slot, as views of the batch's buffers (no copy), with the
  * frame's own PTS and duration and the batch's fences; its caps are the
- * input's with a batch of one. Empty slots of a partial batch send nothing.
+ * input's with a batch of one. A stream of video frames (tensorconvert
+ * output=meta into tensorbatch, GStreamer 1.28) gets its own frames back
+ * instead, in its own caps: the same picture, with the slot's tensors (as
+ * views, with a batch of one) as its #GstTensorMeta, each named as the
+ * batch's GstTensorMeta names it, else `output-J`. Empty slots of a
+ * partial batch send nothing.
  * Each source pad has its own stream-start and its stream's own segment
  * (tensorbatch's #GST_TENSOR_MEM_STREAM_SEGMENT_EVENT; the input's segment
  * where a stream sent none), and its stream's own tags
@@ -49,6 +54,11 @@
 #include <gst/tensormem/gsttensorbatchmeta.h>
 #include <gst/tensormem/gsttensorcaps.h>
 #include <gst/tensormem/gsttensorfencemeta.h>
+#include <gst/tensormem/gsttensormemconfig.h>
+#if GST_TENSOR_MEM_HAVE_TENSOR_META
+#include <gst/analytics/analytics.h>
+#include <gst/tensormem/gsttensoranalytics-private.h>
+#endif
 
 #include <gst/base/gstflowcombiner.h>
 
@@ -63,11 +73,18 @@ GST_DEBUG_CATEGORY_STATIC(gst_tensor_unbatch_debug);
 namespace {
 
 #define TENSORS_CAPS "other/tensors, format=(string)static"
+#if GST_TENSOR_MEM_HAVE_TENSOR_META
+/* A stream of video frames (tensorbatch batched their tensors) gets its
+ * frames back, the slot's outputs in their GstTensorMeta. */
+#define FRAME_CAPS "; video/x-raw(ANY)"
+#else
+#define FRAME_CAPS ""
+#endif
 
 GstStaticPadTemplate sink_template =
     GST_STATIC_PAD_TEMPLATE("sink", GST_PAD_SINK, GST_PAD_ALWAYS, GST_STATIC_CAPS(TENSORS_CAPS));
 GstStaticPadTemplate src_template =
-    GST_STATIC_PAD_TEMPLATE("src_%u", GST_PAD_SRC, GST_PAD_SOMETIMES, GST_STATIC_CAPS(TENSORS_CAPS));
+    GST_STATIC_PAD_TEMPLATE("src_%u", GST_PAD_SRC, GST_PAD_SOMETIMES, GST_STATIC_CAPS(TENSORS_CAPS FRAME_CAPS));
 
 /* The batch's tensors, as the caps say: each one's shape and bytes, and the
  * caps of one slot (a batch of one). */
@@ -157,6 +174,9 @@ struct _GstTensorMemUnbatch {
   // Each stream's latest tag event per scope (tensorbatch's stream-tags), for
   // its pad now and a pad made later; flushes keep them, as pads keep tags.
   std::map<std::pair<guint, GstTagScope>, GstEvent *> *stream_tags;
+  // The caps of each stream of video frames (tensorbatch's stream-caps),
+  // without the input tensor's description: its pad's caps.
+  std::map<guint, GstCaps *> *stream_caps;
   bool failed; // an element error was posted (EOS then says nothing more)
   guint64 slots_out;
 };
@@ -209,7 +229,10 @@ GstPad *pad_of(GstTensorMemUnbatch *self, guint k) {
   g_free(id_part);
   gst_pad_push_event(pad, gst_event_new_stream_start(stream_id));
   g_free(stream_id);
-  if (self->layout->slot_caps)
+  auto frames = self->stream_caps->find(k);
+  if (frames != self->stream_caps->end())
+    gst_pad_push_event(pad, gst_event_new_caps(frames->second));
+  else if (self->layout->slot_caps)
     gst_pad_push_event(pad, gst_event_new_caps(self->layout->slot_caps));
   auto own = self->stream_segments->find(k);
   if (own != self->stream_segments->end())
@@ -232,11 +255,19 @@ void forget_stream_segments(GstTensorMemUnbatch *self) {
   self->stream_segments->clear();
 }
 
-/* What is kept of stream `k` (its segment and tags), or of every stream
- * (G_MAXUINT): a stream that left, the element stopping. */
+/* What is kept of stream `k` (its segment, tags and frame caps), or of
+ * every stream (G_MAXUINT): a stream that left, the element stopping. */
 void forget_stream_events(GstTensorMemUnbatch *self, guint k) {
   if (k == G_MAXUINT)
     forget_stream_segments(self);
+  for (auto it = self->stream_caps->begin(); it != self->stream_caps->end();) {
+    if (k != G_MAXUINT && it->first != k) {
+      ++it;
+      continue;
+    }
+    gst_caps_unref(it->second);
+    it = self->stream_caps->erase(it);
+  }
   auto own = self->stream_segments->find(k);
   if (own != self->stream_segments->end()) {
     gst_event_unref(own->second);
@@ -263,6 +294,15 @@ void forget_layout(GstTensorMemUnbatch *self) {
   *self->layout = Layout();
 }
 
+/* The batch's producers' fences, which hold for every slot, onto `out`. */
+void copy_fences(GstBuffer *batch, GstBuffer *out) {
+  gpointer state = nullptr;
+  while (GstMeta *fence = gst_buffer_iterate_meta_filtered(batch, &state, GST_TENSOR_MEM_FENCE_META_API_TYPE)) {
+    GstMetaTransformCopy copy = {FALSE, 0, static_cast<gsize>(-1)};
+    fence->info->transform_func(out, fence, batch, _gst_meta_transform_copy, &copy);
+  }
+}
+
 /* Slot `i` of `batch`: each tensor's bytes of that slot, shared. */
 GstBuffer *slot_buffer(GstBuffer *batch, const Layout &layout, guint n_slots, guint i) {
   GstBuffer *out = gst_buffer_new();
@@ -277,14 +317,56 @@ GstBuffer *slot_buffer(GstBuffer *batch, const Layout &layout, guint n_slots, gu
     out = gst_buffer_append(out, part);
     offset += static_cast<gsize>(t.bytes);
   }
-  // The batch's producers' fences hold for every slot.
-  gpointer state = nullptr;
-  while (GstMeta *fence = gst_buffer_iterate_meta_filtered(batch, &state, GST_TENSOR_MEM_FENCE_META_API_TYPE)) {
-    GstMetaTransformCopy copy = {FALSE, 0, static_cast<gsize>(-1)};
-    fence->info->transform_func(out, fence, batch, _gst_meta_transform_copy, &copy);
-  }
+  copy_fences(batch, out);
   return out;
 }
+
+#if GST_TENSOR_MEM_HAVE_TENSOR_META
+/* Slot `i`'s stream frame `frame` again, its GstTensorMeta now the slot's
+ * outputs: each tensor's bytes of that slot, shared, with a batch of one,
+ * named as the batch's own GstTensorMeta names them (tensorinfer's output
+ * ids) or `output-J`. Its input tensor (its slot, before the model) is
+ * gone from it. */
+GstBuffer *frame_with_outputs(GstBuffer *batch, const Layout &layout, guint n_slots, guint i, GstBuffer *frame) {
+  GstBuffer *out = gst_buffer_copy(frame); // the frame's memory shared, its metas copied
+  if (GstTensorMeta *input = gst_buffer_get_tensor_meta(out))
+    gst_buffer_remove_meta(out, &input->meta);
+  const GstTensorMeta *named = gst_buffer_get_tensor_meta(batch);
+  const gsize n = layout.tensors.size();
+  auto **tensors = g_new0(GstTensor *, n);
+  gsize offset = 0;
+  bool made = true;
+  for (gsize j = 0; j < n && made; ++j) {
+    const gst_tensormem::TensorCaps &t = layout.tensors[j];
+    const gsize per_slot = static_cast<gsize>(t.bytes) / n_slots;
+    GstBuffer *part = gst_buffer_copy_region(batch, GST_BUFFER_COPY_MEMORY, offset + i * per_slot, per_slot);
+    offset += static_cast<gsize>(t.bytes);
+    std::vector<gsize> dims(t.shape.begin(), t.shape.end());
+    dims[0] = 1;
+    GstTensorDataType type = GST_TENSOR_DATA_TYPE_FLOAT32;
+    const GQuark id = named && j < named->num_tensors
+                          ? named->tensors[j]->id
+                          : g_quark_from_string(("output-" + std::to_string(j)).c_str());
+    made = part && gst_tensormem::tensor_data_type_of(t.code, t.bits, &type);
+    tensors[j] = made ? gst_tensor_new_simple(id, type, part, GST_TENSOR_DIM_ORDER_ROW_MAJOR, dims.size(), dims.data())
+                      : nullptr;
+    made = made && tensors[j];
+    if (!made && part)
+      gst_buffer_unref(part);
+  }
+  if (!made) {
+    for (gsize j = 0; j < n; ++j)
+      if (tensors[j])
+        gst_tensor_free(tensors[j]);
+    g_free(tensors);
+    gst_buffer_unref(out);
+    return nullptr;
+  }
+  gst_tensor_meta_set(gst_buffer_add_tensor_meta(out), static_cast<guint>(n), tensors);
+  copy_fences(batch, out);
+  return out;
+}
+#endif
 
 GstFlowReturn gst_tensor_unbatch_chain(GstPad *, GstObject *parent, GstBuffer *batch) {
   auto *self = GST_TENSOR_UNBATCH(parent);
@@ -329,7 +411,12 @@ GstFlowReturn gst_tensor_unbatch_chain(GstPad *, GstObject *parent, GstBuffer *b
     const GstTensorMemBatchSlot *slot = gst_tensor_mem_batch_meta_get_slot(meta, i);
     if (!slot->filled)
       continue; // an empty slot of a partial batch: no frame of that stream
+#if GST_TENSOR_MEM_HAVE_TENSOR_META
+    GstBuffer *out = slot->frame ? frame_with_outputs(batch, layout, meta->n_slots, i, slot->frame)
+                                 : slot_buffer(batch, layout, meta->n_slots, i);
+#else
     GstBuffer *out = slot_buffer(batch, layout, meta->n_slots, i);
+#endif
     if (!out) {
       gst_buffer_unref(batch);
       UNBATCH_ERROR(self, RESOURCE, FAILED, ("Slot %u of the batch cannot be shared", i), (nullptr));
@@ -371,7 +458,8 @@ gboolean gst_tensor_unbatch_sink_event(GstPad *pad, GstObject *parent, GstEvent 
     *self->layout = layout;
     gst_event_unref(event);
     for (auto &[k, src] : *self->pads)
-      gst_pad_push_event(src, gst_event_new_caps(self->layout->slot_caps));
+      if (!self->stream_caps->count(k)) // a stream of frames keeps its frames' caps
+        gst_pad_push_event(src, gst_event_new_caps(self->layout->slot_caps));
     return TRUE;
   }
   case GST_EVENT_SEGMENT:
@@ -402,6 +490,27 @@ gboolean gst_tensor_unbatch_sink_event(GstPad *pad, GstObject *parent, GstEvent 
         if (slot)
           gst_event_unref(slot);
         slot = own;
+      }
+      gst_event_unref(event);
+      return TRUE;
+    }
+    GstCaps *frame_caps = nullptr;
+    if (gst_tensor_mem_stream_caps_event_parse(event, &stream, &frame_caps)) {
+      // A stream of frames: they go out again, their caps without the
+      // tensor they carried in (the slot's outputs replace it).
+      const guint k = stream_number(stream, G_MAXUINT);
+      if (k != G_MAXUINT) {
+        GstCaps *caps = gst_caps_copy(frame_caps);
+#if GST_TENSOR_MEM_HAVE_TENSOR_CAPS
+        gst_tensormem::strip_caps_tensors(caps);
+#endif
+        auto found = self->pads->find(k);
+        if (found != self->pads->end() && !GST_PAD_IS_EOS(found->second))
+          gst_pad_push_event(found->second, gst_event_new_caps(caps));
+        GstCaps *&kept = (*self->stream_caps)[k];
+        if (kept)
+          gst_caps_unref(kept);
+        kept = caps;
       }
       gst_event_unref(event);
       return TRUE;
@@ -499,6 +608,7 @@ static void gst_tensor_unbatch_finalize(GObject *object) {
   forget_stream_events(self, G_MAXUINT);
   delete self->stream_segments;
   delete self->stream_tags;
+  delete self->stream_caps;
   gst_flow_combiner_free(self->flows);
   gst_clear_event(&self->segment);
   G_OBJECT_CLASS(gst_tensor_unbatch_parent_class)->finalize(object);
@@ -536,6 +646,7 @@ static void gst_tensor_unbatch_init(GstTensorMemUnbatch *self) {
   self->segment = nullptr;
   self->stream_segments = new std::map<guint, GstEvent *>();
   self->stream_tags = new std::map<std::pair<guint, GstTagScope>, GstEvent *>();
+  self->stream_caps = new std::map<guint, GstCaps *>();
   self->failed = false;
   self->slots_out = 0;
 }

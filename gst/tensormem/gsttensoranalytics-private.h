@@ -74,6 +74,15 @@ void strip_caps_tensors(GstCaps *caps);
  * NULL, the only tensor there is. */
 GST_TENSOR_MEM_API
 bool find_caps_tensor(const GstStructure *s, const char *id, CapsTensor *out);
+
+/* The one tensor a frame's caps `s` describe, as other/tensors caps (one
+ * static tensor, innermost-first dimensions; new caps in `*out`), for an
+ * element that takes the tensor beside the frame. False with `*why` where
+ * the caps describe none or several, or it is column-major, has a
+ * dimension not known before the data, or a type other/tensors cannot
+ * name. */
+GST_TENSOR_MEM_API
+bool frame_tensor_caps(const GstStructure *s, GstCaps **out, std::string *why);
 #endif
 
 } // namespace gst_tensormem

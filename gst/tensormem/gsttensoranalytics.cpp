@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 #include <gst/tensormem/gsttensoranalytics-private.h>
 
+#include <algorithm>
+#include <string>
+
 #if GST_TENSOR_MEM_HAVE_TENSOR_META
 
 namespace gst_tensormem {
@@ -187,6 +190,30 @@ bool find_caps_tensor(const GstStructure *s, const char *id, CapsTensor *out) {
     }
   }
   return !id && found == 1;
+}
+
+bool frame_tensor_caps(const GstStructure *s, GstCaps **out, std::string *why) {
+  CapsTensor t;
+  if (!find_caps_tensor(s, nullptr, &t)) {
+    *why = "its caps describe no tensor, or several (GStreamer 1.28's tensors field, as tensorconvert output=meta "
+           "writes it)";
+    return false;
+  }
+  const TypeEntry *entry = nullptr;
+  for (const TypeEntry &e : kTypes)
+    if (e.type == t.type && e.in_caps)
+      entry = &e;
+  if (!entry || t.order != GST_TENSOR_DIM_ORDER_ROW_MAJOR || t.dims.empty() ||
+      std::find(t.dims.begin(), t.dims.end(), 0) != t.dims.end()) {
+    *why = "its tensor " + t.id + " is not a row-major tensor of known dimensions and a type other/tensors names";
+    return false;
+  }
+  std::string dims;
+  for (auto d = t.dims.rbegin(); d != t.dims.rend(); ++d)
+    dims += (dims.empty() ? "" : ":") + std::to_string(*d);
+  *out = gst_caps_new_simple("other/tensors", "format", G_TYPE_STRING, "static", "num_tensors", G_TYPE_INT, 1, "types",
+                             G_TYPE_STRING, entry->name, "dimensions", G_TYPE_STRING, dims.c_str(), nullptr);
+  return true;
 }
 
 #endif

@@ -51,6 +51,19 @@ std::string dims_string(const std::vector<std::int64_t> &outermost_first) {
   return out;
 }
 
+/* The data of the first tensor in `frame`'s GstTensorMeta (the tensor
+ * tensorconvert output=meta writes beside the frame), or NULL. */
+GstBuffer *frame_tensor(GstBuffer *frame) {
+#if GST_TENSOR_MEM_HAVE_TENSOR_META
+  const GstTensorMeta *meta = gst_buffer_get_tensor_meta(frame);
+  if (meta && meta->num_tensors > 0 && meta->tensors[0])
+    return meta->tensors[0]->data;
+#else
+  (void)frame;
+#endif
+  return nullptr;
+}
+
 /* The batched tensor's shape, outermost first: the per-stream tensor's
  * outermost axis where it is 1, else a new one. */
 std::vector<std::int64_t> batched_shape(const TensorCaps &t, guint n) {
@@ -265,23 +278,43 @@ bool BatchAssembler::take_stream_caps(guint id, const char *pad_name, GstCaps *c
   gchar *caps_text = gst_caps_to_string(caps);
   *detail = std::string("caps ") + caps_text;
   g_free(caps_text);
-  TensorCaps tensor;
   std::string why;
-  if (!parse_tensor_caps(gst_caps_get_structure(caps, 0), &tensor, &why)) {
+  // Video frames carry their tensor beside them (GstTensorMeta); GStreamer
+  // 1.28's caps describe it. The batch is made of that tensor.
+  GstCaps *tensor_caps = gst_caps_ref(caps);
+  const bool frames = gst_structure_has_name(gst_caps_get_structure(caps, 0), "video/x-raw");
+#if GST_TENSOR_MEM_HAVE_TENSOR_CAPS
+  if (frames) {
+    gst_caps_unref(tensor_caps);
+    tensor_caps = nullptr;
+    if (!frame_tensor_caps(gst_caps_get_structure(caps, 0), &tensor_caps, &why)) {
+      *what = std::string(pad_name) + ": " + why;
+      return false;
+    }
+    gint num = 0, den = 1;
+    if (gst_structure_get_fraction(gst_caps_get_structure(caps, 0), "framerate", &num, &den))
+      gst_caps_set_simple(tensor_caps, "framerate", GST_TYPE_FRACTION, num, den, nullptr);
+  }
+#endif
+  TensorCaps tensor;
+  if (!parse_tensor_caps(gst_caps_get_structure(tensor_caps, 0), &tensor, &why)) {
     *what = std::string(pad_name) + ": " + why;
+    gst_caps_unref(tensor_caps);
     return false;
   }
   // The batches live in the memory the streams' caps name (one PBO per
   // batch for the GL path's tensors, on the GL worker the pipeline
-  // shares), or in the storage setting's for plain caps.
-  const Backend *in = backend_of_caps(caps, 0);
+  // shares), or in the storage setting's for plain caps and for frames
+  // (whose caps name the frame's memory, not the tensor's).
+  const Backend *in = frames ? &backend_for(GST_TENSOR_MEM_STORAGE_SYSTEM) : backend_of_caps(caps, 0);
   if (!in || !in->new_window) {
     *what = std::string(pad_name) + ": no batch can be made in this memory";
+    gst_caps_unref(tensor_caps);
     return false;
   }
   {
     std::lock_guard<std::mutex> guard(lock);
-    if (!in->caps_feature && storage != GST_TENSOR_MEM_STORAGE_AUTO)
+    if ((frames || !in->caps_feature) && storage != GST_TENSOR_MEM_STORAGE_AUTO)
       in = &backend_for(storage);
   }
   GstObject *dev = nullptr;
@@ -292,6 +325,7 @@ bool BatchAssembler::take_stream_caps(guint id, const char *pad_name, GstCaps *c
               " memory need its device: " + (error ? error->message : "none");
       *resource = true;
       g_clear_error(&error);
+      gst_caps_unref(tensor_caps);
       return false;
     }
     dev = devices.device_of(*in);
@@ -299,8 +333,16 @@ bool BatchAssembler::take_stream_caps(guint id, const char *pad_name, GstCaps *c
   bool ok;
   {
     std::lock_guard<std::mutex> guard(lock);
-    ok = set_stream_caps(id, caps, tensor, in, &dev, what, detail);
+    ok = set_stream_caps(id, tensor_caps, tensor, in, &dev, what, detail);
+    BatchStream *p = stream(id);
+    if (ok && p) {
+      // A stream of frames gets its caps back after the split.
+      p->frames = frames;
+      if (frames)
+        keep_stream_event(p->name + "/caps", gst_tensor_mem_stream_caps_event_new(p->name.c_str(), caps));
+    }
   }
+  gst_caps_unref(tensor_caps);
   gst_clear_object(&dev);
   return ok;
 }
@@ -460,7 +502,12 @@ PlaceResult BatchAssembler::place(guint id, GstBuffer *buffer, GstClockTime runn
     return {PlaceStatus::NotNegotiated, false, p->name + ": no caps before the first buffer"};
   if (p->slot == kBatchNoSlot) // a stream that came while a batch was filling: a slot at the next boundary
     return {PlaceStatus::Wait};
-  const BatchWindowTag *tag = batch_window_tag(buffer);
+  // A frame's tensor is beside it: the data of its GstTensorMeta.
+  GstBuffer *data = p->frames ? frame_tensor(buffer) : buffer;
+  if (!data)
+    return {PlaceStatus::Refused, false, p->name + "'s frame carries no tensor",
+            "a video frame reaches tensorbatch with its tensor in a GstTensorMeta (tensorconvert output=meta)"};
+  const BatchWindowTag *tag = batch_window_tag(data);
   const bool own_window = tag && tag->slot == p->slot && tag->seq >= layout_start &&
                           batch_allocation_n_slots(tag->allocation) == n_slots &&
                           batch_allocation_slot_bytes(tag->allocation) == slot_bytes;
@@ -482,7 +529,7 @@ PlaceResult BatchAssembler::place(guint id, GstBuffer *buffer, GstClockTime runn
     return {PlaceStatus::Wait};
   const bool in_place = own_window && tag->seq == cur_seq && tag->allocation == b->storage;
   if (!in_place) {
-    const gsize size = gst_buffer_get_size(buffer);
+    const gsize size = gst_buffer_get_size(data);
     if (size < slot_bytes)
       return {PlaceStatus::Refused, false,
               p->name + "'s buffer holds " + std::to_string(size) + " bytes; its tensor needs " +
@@ -496,11 +543,11 @@ PlaceResult BatchAssembler::place(guint id, GstBuffer *buffer, GstClockTime runn
                     "tensorbatch proposed (tensorconvert takes it on its CPU path, and on its GL path where "
                     "it runs on the batch's GL worker and its tensor is a whole number of 32-bit words)"};
     // A copy reads the frame: its producer's writes first.
-    if (!fences_waited && gst_buffer_has_tensor_mem_fence(buffer))
+    if (!fences_waited && gst_buffer_has_tensor_mem_fence(data))
       return {PlaceStatus::NeedsFenceWait};
     bool read = false;
     const bool mapped = write_on_cpu(*b, p->slot * slot_bytes, slot_bytes, [&](std::byte *to) {
-      read = gst_buffer_extract(buffer, 0, to, slot_bytes) == slot_bytes;
+      read = gst_buffer_extract(data, 0, to, slot_bytes) == slot_bytes;
     });
     if (!mapped || !read)
       return {PlaceStatus::Refused, false,
@@ -515,6 +562,7 @@ PlaceResult BatchAssembler::place(guint id, GstBuffer *buffer, GstClockTime runn
   if (in_place)
     rec.acquired = false;
   rec.frame = buffer;
+  rec.is_video_frame = p->frames;
   if (b->filled++ == 0) {
     b->first_fill = g_get_monotonic_time();
     b->first_running_time = running_time;
@@ -805,6 +853,18 @@ void BatchAssembler::release() {
   old.reset(); // its allocations are freed without the lock
 }
 
+GstCaps *batch_template_caps(GstPadDirection direction) {
+  GstCaps *caps =
+      template_caps("other/tensors, format=(string)static, num_tensors=(int)1", TemplateFamilies::Batches);
+#if GST_TENSOR_MEM_HAVE_TENSOR_CAPS
+  if (direction == GST_PAD_SINK)
+    gst_caps_append(caps, gst_caps_from_string("video/x-raw(ANY)"));
+#else
+  (void)direction;
+#endif
+  return caps;
+}
+
 GType batch_storage_enum_type() {
   static GType type = 0;
   if (g_once_init_enter(&type)) {
@@ -914,6 +974,8 @@ GstBuffer *batch_make_output(OpenBatch &b, guint64 seq, const Backend &family, c
     }
     if (const GstTensorMemResizeMeta *r = gst_buffer_get_tensor_mem_resize_meta(frame))
       copy_resize(slot, r);
+    if (rec.is_video_frame)
+      slot->frame = gst_buffer_ref(frame);
     // A slot written in place hands its producer's fences on (a copy waited for them).
     if (!rec.copied) {
       gpointer state = nullptr;
@@ -1128,7 +1190,10 @@ static void gst_tensor_mem_batch_slot_pool_init(GstTensorMemBatchSlotPool *self)
 namespace gst_tensormem {
 
 void batch_window_delivered(GstBuffer *buffer) {
-  delete static_cast<WindowWatch *>(gst_mini_object_steal_qdata(GST_MINI_OBJECT_CAST(buffer), window_watch_quark()));
+  // A frame's window is its tensor's data.
+  for (GstBuffer *b : {buffer, frame_tensor(buffer)})
+    if (b)
+      delete static_cast<WindowWatch *>(gst_mini_object_steal_qdata(GST_MINI_OBJECT_CAST(b), window_watch_quark()));
 }
 
 void batch_answer_allocation(const std::shared_ptr<BatchAssembler> &assembler, guint id, GstQuery *query) {

@@ -53,11 +53,15 @@ struct BatchStream {
   bool eos = false, flushing = false;
   bool flush_stopped = false; // a flush-stop since the batch's flush went downstream
   bool has_caps = false;      // its caps came (the time grid needs every stream's frame rate)
+  // It sends video frames with their tensor beside them (GstTensorMeta),
+  // not other/tensors: the batch keeps each frame for tensorunbatch.
+  bool frames = false;
 };
 
 struct BatchSlotRecord {
   GstBuffer *frame = nullptr; // the stream's buffer, kept for its metas until the batch leaves
   bool filled = false, copied = false;
+  bool is_video_frame = false; // `frame` is a video frame (its tensor beside it), handed on in the batch meta
   bool acquired = false; // a window of this slot is out, not yet placed
   std::string stream;
 };
@@ -334,6 +338,13 @@ struct BatchAssembler {
  * family that holds batches behind a caps feature of its own (PBO) is
  * picked by the streams' caps instead. */
 GType batch_storage_enum_type();
+
+/* The caps of a batching element's pads: one tensor per stream in, and
+ * the batch out, in the memory of every family of the backend table that
+ * holds batches; where GStreamer's caps describe tensors (1.28), the sink
+ * also takes video frames whose tensor is beside them. */
+GST_TENSOR_MEM_API
+GstCaps *batch_template_caps(GstPadDirection direction);
 
 /* A batching element's properties that are the assembler's settings and
  * counters (batch-size, timeout, pad-value, storage, require-zero-copy,

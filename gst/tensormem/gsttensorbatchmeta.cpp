@@ -14,12 +14,15 @@ gboolean batch_meta_init(GstMeta *meta, gpointer, GstBuffer *) {
 
 void batch_meta_free(GstMeta *meta, GstBuffer *) {
   auto *m = reinterpret_cast<GstTensorMemBatchMeta *>(meta);
+  for (guint i = 0; m->slots && i < m->n_slots; ++i)
+    gst_clear_buffer(&m->slots[i].frame);
   g_free(m->slots);
   m->slots = nullptr;
 }
 
-// Plain values (stream names are interned): a copy of the buffer, deep or
-// shallow, describes the same slots.
+// Plain values (stream names are interned) and the frames, each a new
+// reference: a copy of the buffer, deep or shallow, describes the same
+// slots.
 gboolean batch_meta_transform(GstBuffer *dest, GstMeta *meta, GstBuffer *, GQuark type, gpointer) {
   if (!GST_META_TRANSFORM_IS_COPY(type))
     return FALSE;
@@ -30,6 +33,9 @@ gboolean batch_meta_transform(GstBuffer *dest, GstMeta *meta, GstBuffer *, GQuar
   copy->n_filled = from->n_filled;
   if (from->n_slots)
     std::memcpy(copy->slots, from->slots, sizeof(GstTensorMemBatchSlot) * from->n_slots);
+  for (guint i = 0; i < from->n_slots; ++i)
+    if (copy->slots[i].frame)
+      gst_buffer_ref(copy->slots[i].frame);
   return TRUE;
 }
 
@@ -259,5 +265,39 @@ gboolean gst_tensor_mem_stream_tags_event_parse(GstEvent *event, const gchar **s
   gconstpointer value = stream_event_boxed(event, GST_TENSOR_MEM_STREAM_TAGS_EVENT, "tags", GST_TYPE_TAG_LIST, stream);
   if (value && tags)
     *tags = static_cast<const GstTagList *>(value);
+  return value != nullptr;
+}
+
+/**
+ * gst_tensor_mem_stream_caps_event_new:
+ * @stream: the stream's name in the batch meta (`tensorbatch`'s sink pad name)
+ * @caps: the caps of the stream's frames
+ *
+ * Returns: (transfer full): a #GST_TENSOR_MEM_STREAM_CAPS_EVENT custom downstream event.
+ *
+ * Since: 0.4
+ */
+GstEvent *gst_tensor_mem_stream_caps_event_new(const gchar *stream, GstCaps *caps) {
+  g_return_val_if_fail(stream != nullptr && GST_IS_CAPS(caps), nullptr);
+  return gst_event_new_custom(GST_EVENT_CUSTOM_DOWNSTREAM,
+                              gst_structure_new(GST_TENSOR_MEM_STREAM_CAPS_EVENT, "stream", G_TYPE_STRING, stream,
+                                                "caps", GST_TYPE_CAPS, caps, nullptr));
+}
+
+/**
+ * gst_tensor_mem_stream_caps_event_parse:
+ * @event: an event
+ * @stream: (out) (transfer none) (optional): the stream, valid while @event is
+ * @caps: (out) (transfer none) (optional): its caps, valid while @event is
+ *
+ * Returns: TRUE where @event is a #GST_TENSOR_MEM_STREAM_CAPS_EVENT.
+ *
+ * Since: 0.4
+ */
+gboolean gst_tensor_mem_stream_caps_event_parse(GstEvent *event, const gchar **stream, GstCaps **caps) {
+  g_return_val_if_fail(GST_IS_EVENT(event), FALSE);
+  gconstpointer value = stream_event_boxed(event, GST_TENSOR_MEM_STREAM_CAPS_EVENT, "caps", GST_TYPE_CAPS, stream);
+  if (value && caps)
+    *caps = static_cast<GstCaps *>(const_cast<gpointer>(value));
   return value != nullptr;
 }

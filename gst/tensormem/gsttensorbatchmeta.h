@@ -63,6 +63,11 @@ typedef struct _GstTensorMemBatchMeta GstTensorMemBatchMeta;
  * @content_y: first tensor row the picture covers
  * @content_width: tensor columns the picture covers
  * @content_height: tensor rows the picture covers
+ * @frame: (nullable): the stream's video frame, where the stream sent frames
+ *   with their tensor beside them (`tensorconvert output=meta`, GStreamer
+ *   1.26+), one reference held by the meta: `tensorunbatch` sends it on,
+ *   with the slot's model outputs as its #GstTensorMeta; %NULL for a stream
+ *   of `other/tensors` (since 0.4)
  *
  * One slot of a batched tensor: which stream it came from and how its frame
  * was fitted (as #GstTensorMemResizeMeta says for one tensor), so a box
@@ -87,6 +92,7 @@ struct _GstTensorMemBatchSlot {
   guint content_y;
   guint content_width;
   guint content_height;
+  GstBuffer *frame;
 };
 
 /**
@@ -183,5 +189,24 @@ GstEvent *gst_tensor_mem_stream_tags_event_new(const gchar *stream, const GstTag
 
 GST_TENSOR_MEM_API
 gboolean gst_tensor_mem_stream_tags_event_parse(GstEvent *event, const gchar **stream, const GstTagList **tags);
+
+/**
+ * GST_TENSOR_MEM_STREAM_CAPS_EVENT:
+ *
+ * The structure name of the custom downstream event `tensorbatch` sends
+ * with the caps of a stream whose frames it batches (video frames with
+ * their tensor beside them), before the next batch. `tensorunbatch` makes
+ * them the caps of that stream's source pad, where it sends the frames on.
+ * Read it with gst_tensor_mem_stream_caps_event_parse().
+ *
+ * Since: 0.4
+ */
+#define GST_TENSOR_MEM_STREAM_CAPS_EVENT "GstTensorMemStreamCaps"
+
+GST_TENSOR_MEM_API
+GstEvent *gst_tensor_mem_stream_caps_event_new(const gchar *stream, GstCaps *caps);
+
+GST_TENSOR_MEM_API
+gboolean gst_tensor_mem_stream_caps_event_parse(GstEvent *event, const gchar **stream, GstCaps **caps);
 
 G_END_DECLS

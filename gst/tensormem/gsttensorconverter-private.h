@@ -50,6 +50,9 @@ struct ConvertHooks {
   GCancellable *waits; // cancels fence waits (flush, PAUSED→READY)
   /* The element's require-zero-copy check (see UploadContext::allow_copy). */
   GstFlowReturn (*allow_copy)(GstElement *element, GstBuffer *in, const char *refusal, const char *why);
+  /* output=meta: the frame's running time, for a batch slot pool (see
+   * acquire). */
+  GstClockTime running_time = GST_CLOCK_TIME_NONE;
 };
 
 /* NNStreamer's caps name of a tensor element type ("uint8", "float16", "float32"). */

@@ -753,7 +753,7 @@ bool TensorConverter::gl_can_write_slots(GstBufferPool *pool) const {
 }
 
 gboolean TensorConverter::adopt_slot_pool(GstQuery *query) {
-  if (!negotiated() || impl_->output_meta || gst_query_get_n_allocation_pools(query) == 0)
+  if (!negotiated() || gst_query_get_n_allocation_pools(query) == 0)
     return FALSE;
   GstBufferPool *pool = nullptr;
   guint size = 0, min = 0, max = 0;
@@ -823,7 +823,7 @@ GstFlowReturn TensorConverter::convert(GstBuffer *inbuf, GstBuffer *outbuf, cons
     return ret;
   }
   GstBuffer *tensor = nullptr;
-  GstFlowReturn ret = acquire(&tensor);
+  GstFlowReturn ret = acquire(&tensor, hooks.running_time);
   if (ret != GST_FLOW_OK)
     return ret;
   gst_buffer_copy_into(tensor, inbuf, GST_BUFFER_COPY_TIMESTAMPS, 0, static_cast<gsize>(-1));

@@ -8,7 +8,11 @@
 #include "batch_test_util.hpp"
 
 #include <gst/app/gstappsrc.h>
+#include <gst/tensormem/gsttensormemconfig.h>
 #include <gst/tensormem/tensormem.h>
+#if GST_TENSOR_MEM_HAVE_TENSOR_META
+#include <gst/analytics/analytics.h>
+#endif
 
 #include <functional>
 #include <map>
@@ -35,7 +39,7 @@ struct Streams {
   std::map<guint, std::vector<GstSample *>> samples;
   bool eos = false;
   std::string error;
-  guint64 slots_out = 0;
+  guint64 slots_out = 0, copied = 0;
   ~Streams() {
     for (auto &[k, list] : samples)
       for (GstSample *s : list)
@@ -47,10 +51,10 @@ struct Streams {
  * tensorunbatch into appsink s<i>, to EOS or an error. A queue after each
  * source pad, as after any demuxer: one thread pushes every stream, and a
  * sink blocks it while prerolling. */
-void run_split(const std::vector<int> &frames, Streams *out) {
+void run_split(const std::vector<int> &frames, Streams *out, const std::string &convert_extra = "") {
   std::string d = "tensorbatch name=batch ! tensorunbatch name=split ";
   for (std::size_t i = 0; i < frames.size(); ++i)
-    d += source(kPatterns[i], frames[i]) + convert() + " ! batch.sink_" + std::to_string(i) + " ";
+    d += source(kPatterns[i], frames[i]) + convert() + convert_extra + " ! batch.sink_" + std::to_string(i) + " ";
   for (std::size_t i = 0; i < frames.size(); ++i)
     d += "split.src_" + std::to_string(i) + " ! queue ! appsink name=s" + std::to_string(i) +
          " sync=false wait-on-eos=false ";
@@ -75,6 +79,9 @@ void run_split(const std::vector<int> &frames, Streams *out) {
   GstElement *split = gst_bin_get_by_name(GST_BIN(pipeline), "split");
   g_object_get(split, "slots-out", &out->slots_out, nullptr);
   gst_object_unref(split);
+  GstElement *batch = gst_bin_get_by_name(GST_BIN(pipeline), "batch");
+  g_object_get(batch, "copied-bytes", &out->copied, nullptr);
+  gst_object_unref(batch);
   EXPECT_EQ(gst_element_set_state(pipeline, GST_STATE_NULL), GST_STATE_CHANGE_SUCCESS);
   tmtest::release_pipeline(pipeline);
 }
@@ -95,6 +102,55 @@ std::vector<std::uint8_t> bytes_of(GstSample *sample) {
   gst_buffer_extract(buffer, 0, bytes.data(), bytes.size());
   return bytes;
 }
+
+#if GST_TENSOR_MEM_HAVE_TENSOR_META && GST_CHECK_VERSION(1, 28, 0)
+/* Video frames, each with its tensor beside it (tensorconvert output=meta,
+ * whose 1.28 caps describe the tensor), are batched with every tensor
+ * written in place into its slot, and each stream gets its own frames back:
+ * the same picture, its timestamps, its caps, and in its GstTensorMeta its
+ * slot of the batch (here no model ran: the slot holds its own tensor). */
+TEST(TensorUnbatch, FramesComeBackWithTheirSlotInTheirTensorMeta) {
+  constexpr int kFrames = 5;
+  Streams s;
+  run_split({kFrames, kFrames, kFrames}, &s, " output=meta");
+  ASSERT_TRUE(s.eos) << s.error;
+  EXPECT_EQ(s.slots_out, 3u * kFrames);
+  EXPECT_EQ(s.copied, 0u) << "a slot was copied: tensorconvert output=meta did not write into the slot pool";
+  for (guint i = 0; i < 3; ++i) {
+    SCOPED_TRACE("stream " + std::to_string(i));
+    const auto tensors = batchtest::tensors_of(source(kPatterns[i], kFrames) + convert() + " ! appsink name=sink");
+    const auto frames = batchtest::tensors_of(source(kPatterns[i], kFrames) + "appsink name=sink");
+    const auto pts = timestamps_alone(kPatterns[i], kFrames);
+    ASSERT_EQ(s.samples[i].size(), static_cast<std::size_t>(kFrames));
+    ASSERT_EQ(tensors.size(), static_cast<std::size_t>(kFrames));
+    ASSERT_EQ(frames.size(), static_cast<std::size_t>(kFrames));
+    for (int f = 0; f < kFrames; ++f) {
+      SCOPED_TRACE("frame " + std::to_string(f));
+      GstSample *sample = s.samples[i][f];
+      const GstStructure *caps = gst_caps_get_structure(gst_sample_get_caps(sample), 0);
+      EXPECT_TRUE(gst_structure_has_name(caps, "video/x-raw"));
+      EXPECT_FALSE(gst_structure_has_field(caps, "tensors")) << "the caps still describe the input tensor";
+      EXPECT_EQ(bytes_of(sample), frames[f]);
+      GstBuffer *buffer = gst_sample_get_buffer(sample);
+      EXPECT_EQ(GST_BUFFER_PTS(buffer), pts[f]);
+      EXPECT_EQ(gst_buffer_get_tensor_mem_batch_meta(buffer), nullptr);
+      GstTensorMeta *meta = gst_buffer_get_tensor_meta(buffer);
+      ASSERT_NE(meta, nullptr);
+      ASSERT_EQ(meta->num_tensors, 1u);
+      const GstTensor *t = meta->tensors[0];
+      ASSERT_EQ(t->num_dims, 4u);
+      EXPECT_EQ(t->dims[0], 1u);
+      EXPECT_EQ(t->data_type, GST_TENSOR_DATA_TYPE_FLOAT32);
+      std::vector<std::uint8_t> bytes(gst_buffer_get_size(t->data));
+      gst_buffer_extract(t->data, 0, bytes.data(), bytes.size());
+      EXPECT_EQ(bytes, tensors[f]);
+      // A view of the batch: a share of its memory, not a copy.
+      ASSERT_EQ(gst_buffer_n_memory(t->data), 1u);
+      EXPECT_NE(gst_buffer_peek_memory(t->data, 0)->parent, nullptr);
+    }
+  }
+}
+#endif
 
 TEST(TensorUnbatch, EachStreamGetsItsOwnTensorsBackWithItsTimestamps) {
   constexpr int kFrames = 5;
