@@ -30,7 +30,10 @@
  * buffer goes on with one #GstTensor per model output added to its
  * #GstTensorMeta (a new meta when it had none), id the output's name; with
  * output=tensors the element outputs an `other/tensors` buffer holding one
- * memory per model output (input must then be `other/tensors`).
+ * memory per model output (input must then be `other/tensors`), described
+ * on GStreamer 1.26+ by its #GstTensorMeta (one #GstTensor per output,
+ * sharing its memory, id the output's name), which replaces any the input
+ * carried.
  *
  * The session is made at READY→PAUSED and kept until PAUSED→READY; the
  * model, execution-provider, threads and output properties are read then,
@@ -1090,6 +1093,19 @@ static GstFlowReturn gst_tensor_infer_transform(GstBaseTransform *trans, GstBuff
       gst_buffer_replace_memory(outbuf, static_cast<guint>(i), result.replacements[i]);
       result.replacements[i] = nullptr;
     }
+#if GST_TENSOR_MEM_HAVE_TENSOR_META
+    /* GStreamer's description of the outputs, named (a copied input's, a
+     * batch's, describes what is no longer there): after a batch,
+     * tensorunbatch names each stream's outputs from it. */
+    if (GstTensorMeta *copied = gst_buffer_get_tensor_meta(outbuf))
+      gst_buffer_remove_meta(outbuf, &copied->meta);
+    std::vector<GstBuffer *> views(n);
+    for (std::size_t i = 0; i < n; ++i) {
+      views[i] = gst_buffer_new();
+      gst_buffer_append_memory(views[i], gst_memory_ref(gst_buffer_peek_memory(outbuf, static_cast<guint>(i))));
+    }
+    attach_outputs(outbuf, *state, result.shapes, views.data());
+#endif
     /* An output of data-dependent size: other/tensors caps describe every
      * tensor's dimensions, so they follow the frame when its shapes differ
      * from the last ones announced. */

@@ -720,9 +720,10 @@ TEST(TensorInfer, ABatchOfGlStreamsInOnePboRunsInOneModelCall) {
  * batch dimension open), and each stream's pad gives, frame for frame and in
  * order, its own slot of every output: equal to the model run on that
  * stream alone, with that stream's timestamps. Nothing is copied anywhere
- * in the chain, and each stream's pad ends with EOS. */
-TEST(TensorInfer, EightStreamsEachGetTheirOwnOutputsBackAfterABatchedCall) {
-  REQUIRE_MODELS();
+ * in the chain, and each stream's pad ends with EOS. `frames`: each stream
+ * sends its video frames with the tensor beside them (tensorconvert
+ * output=meta) and gets them back, the outputs in their GstTensorMeta. */
+void eight_streams_through_one_model(bool frames) {
   constexpr int kStreams = 8;
   constexpr std::size_t kFrames = 4;
   const char *const patterns[kStreams] = {
@@ -736,7 +737,8 @@ TEST(TensorInfer, EightStreamsEachGetTheirOwnOutputsBackAfterABatchedCall) {
   std::string description = "tensorbatch name=batch ! " + infer + "! tensorunbatch name=split ";
   for (int k = 0; k < kStreams; ++k) {
     const std::string n = std::to_string(k);
-    description += source(k) + kConvert + "name=c" + n + " ! batch.sink_" + n + " split.src_" + n +
+    description += source(k) + kConvert + (frames ? "output=meta " : "") + "name=c" + n + " ! batch.sink_" + n +
+                   " split.src_" + n +
                    " ! queue ! appsink name=s" + n + " sync=false wait-on-eos=false ";
   }
   GError *error = nullptr;
@@ -757,6 +759,10 @@ TEST(TensorInfer, EightStreamsEachGetTheirOwnOutputsBackAfterABatchedCall) {
       GstSample *sample = nullptr;
       g_signal_emit_by_name(sink, "try-pull-sample", 0, &sample);
       ASSERT_NE(sample, nullptr) << "frame " << f;
+      if (frames) { // the stream's own frame, its outputs beside it
+        EXPECT_TRUE(gst_structure_has_name(gst_caps_get_structure(gst_sample_get_caps(sample), 0), "video/x-raw"));
+        EXPECT_EQ(gst_buffer_get_size(gst_sample_get_buffer(sample)), 64u * 48u * 4u);
+      }
       std::map<std::string, Output> got = outputs_of(sample, {"features", "scores"});
       std::map<std::string, Output> want = outputs_of(alone.samples[f], {"features", "scores"});
       ASSERT_EQ(got.size(), 2u);
@@ -786,6 +792,18 @@ TEST(TensorInfer, EightStreamsEachGetTheirOwnOutputsBackAfterABatchedCall) {
   EXPECT_EQ(gst_element_set_state(pipeline, GST_STATE_NULL), GST_STATE_CHANGE_SUCCESS);
   tmtest::release_pipeline(pipeline);
 }
+
+TEST(TensorInfer, EightStreamsEachGetTheirOwnOutputsBackAfterABatchedCall) {
+  REQUIRE_MODELS();
+  eight_streams_through_one_model(false);
+}
+
+#if GST_TENSOR_MEM_HAVE_TENSOR_CAPS
+TEST(TensorInfer, EightStreamsOfFramesEachGetTheirFramesBackWithTheirOwnOutputs) {
+  REQUIRE_MODELS();
+  eight_streams_through_one_model(true);
+}
+#endif
 
 TEST(TensorInfer, BatchesTakeTheOpenFirstDimension) {
   REQUIRE_MODELS();
