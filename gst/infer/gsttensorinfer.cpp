@@ -276,10 +276,33 @@ GstTensorDataType gst_type_of(ONNXTensorElementDataType type) {
 
 #endif
 
+#if GST_TENSOR_MEM_HAVE_TENSOR_CAPS
+/* The outputs of shapes `shapes` as GStreamer 1.28's caps describe them:
+ * named, typed and ordered as the model (and its .modelinfo) says; 0 for a
+ * dimension the shapes leave open. */
+std::vector<gst_tensormem::CapsTensor> caps_outputs(const InferState &state,
+                                                    const std::vector<std::vector<std::int64_t>> &shapes) {
+  std::vector<gst_tensormem::CapsTensor> outputs;
+  for (std::size_t o = 0; o < shapes.size(); ++o) {
+    gst_tensormem::CapsTensor t;
+    t.id = state.output_ids[o];
+    t.type = gst_type_of(state.model->outputs()[o].type);
+    for (std::int64_t d : shapes[o])
+      t.dims.push_back(d > 0 ? static_cast<gsize>(d) : 0);
+    t.order = state.output_col_major[o] ? GST_TENSOR_DIM_ORDER_COL_MAJOR : GST_TENSOR_DIM_ORDER_ROW_MAJOR;
+    outputs.push_back(std::move(t));
+  }
+  return outputs;
+}
+#endif
+
 /* Each output in NNStreamer's caps terms: `types` and innermost-first
- * `dimensions`, tensors separated by commas. */
-GstCaps *tensors_caps(const Model &model, const std::vector<std::vector<std::int64_t>> &shapes,
+ * `dimensions`, tensors separated by commas; on GStreamer 1.28 also in its
+ * own terms (the `tensors` field, as output=meta's frames carry it), which
+ * tensorunbatch hands to each stream of frames after a batch. */
+GstCaps *tensors_caps(const InferState &state, const std::vector<std::vector<std::int64_t>> &shapes,
                       const GstStructure *in) {
+  const Model &model = *state.model;
   std::string types, dims;
   for (std::size_t i = 0; i < shapes.size(); ++i) {
     // Appended piece by piece: GCC 12 at -O3 warns (-Wrestrict, a false
@@ -298,6 +321,9 @@ GstCaps *tensors_caps(const Model &model, const std::vector<std::vector<std::int
                                       types.c_str(), "dimensions", G_TYPE_STRING, dims.c_str(), nullptr);
   if (const GValue *rate = in ? gst_structure_get_value(in, "framerate") : nullptr)
     gst_structure_set_value(s, "framerate", rate);
+#if GST_TENSOR_MEM_HAVE_TENSOR_CAPS
+  gst_tensormem::set_caps_tensor_group(s, state.group_id.c_str(), caps_outputs(state, shapes));
+#endif
   return gst_caps_new_full(s, nullptr);
 }
 
@@ -812,18 +838,8 @@ bool describe_outputs(GstTensorMemInfer *self, GstCaps *caps) {
         shapes = state->prepared->output_shapes;
       }
     }
-    std::vector<gst_tensormem::CapsTensor> outputs;
-    for (std::size_t o = 0; o < shapes.size(); ++o) {
-      gst_tensormem::CapsTensor t;
-      t.id = state->output_ids[o];
-      t.type = gst_type_of(model.outputs()[o].type);
-      for (std::int64_t d : shapes[o])
-        t.dims.push_back(d > 0 ? static_cast<gsize>(d) : 0);
-      t.order = state->output_col_major[o] ? GST_TENSOR_DIM_ORDER_COL_MAJOR : GST_TENSOR_DIM_ORDER_ROW_MAJOR;
-      outputs.push_back(std::move(t));
-    }
     gst_structure_remove_field(s, "tensors");
-    gst_tensormem::set_caps_tensor_group(s, state->group_id.c_str(), outputs);
+    gst_tensormem::set_caps_tensor_group(s, state->group_id.c_str(), caps_outputs(*state, shapes));
   }
   return true;
 }
@@ -947,7 +963,7 @@ static GstCaps *gst_tensor_infer_transform_caps(GstBaseTransform *trans, GstPadD
     std::lock_guard<std::mutex> guard(state->lock);
     if (s && state->model && gst_tensormem::is_tensor_caps(s) && gst_tensormem::parse_tensor_caps(s, &tensor, &why)) {
       if (prepare(self, onnx_type_of_caps(tensor), tensor.shape))
-        result = tensors_caps(*state->model, state->prepared->announced, s);
+        result = tensors_caps(*state, state->prepared->announced, s);
       else
         result = gst_caps_new_empty();
     } else {
@@ -1112,7 +1128,7 @@ static GstFlowReturn gst_tensor_infer_transform(GstBaseTransform *trans, GstBuff
     if (result.shapes != prepared->announced) {
       prepared->announced = result.shapes;
       GstCaps *current = gst_pad_get_current_caps(GST_BASE_TRANSFORM_SINK_PAD(trans));
-      announce = tensors_caps(*state->model, prepared->announced,
+      announce = tensors_caps(*state, prepared->announced,
                               current ? gst_caps_get_structure(current, 0) : nullptr);
       if (current)
         gst_caps_unref(current);

@@ -91,6 +91,7 @@ GstStaticPadTemplate src_template =
 struct Layout {
   std::vector<gst_tensormem::TensorCaps> tensors;
   GstCaps *slot_caps = nullptr;
+  GstCaps *batch_caps = nullptr; // the input's (for a stream of frames, its outputs' description on 1.28)
 };
 
 /* Reads `s` (format=static, num_tensors tensors, comma-separated types and
@@ -208,6 +209,25 @@ void forget_pad(GstTensorMemUnbatch *self, guint k) {
   gst_element_remove_pad(GST_ELEMENT_CAST(self), pad);
 }
 
+/* The caps of stream `k`'s pad (borrowed; NULL before any): a batch of one
+ * of the input's tensors, or for a stream of video frames, its frames' own
+ * caps, which on 1.28 describe the slot's outputs as the input's describe
+ * the batch's (a model's, from tensorinfer) in their `tensors` field. */
+GstCaps *caps_of_stream(GstTensorMemUnbatch *self, guint k) {
+  auto frames = self->stream_caps->find(k);
+  if (frames == self->stream_caps->end())
+    return self->layout->slot_caps;
+#if GST_TENSOR_MEM_HAVE_TENSOR_CAPS
+  if (self->layout->batch_caps) {
+    frames->second = gst_caps_make_writable(frames->second);
+    GstStructure *s = gst_caps_get_structure(frames->second, 0);
+    gst_tensormem::strip_caps_tensors(frames->second);
+    gst_tensormem::set_caps_tensors_of_slot(gst_caps_get_structure(self->layout->batch_caps, 0), s);
+  }
+#endif
+  return frames->second;
+}
+
 /* The source pad of stream `k`, made (stream-start, caps, segment sticky
  * on it) the first time. */
 GstPad *pad_of(GstTensorMemUnbatch *self, guint k) {
@@ -229,11 +249,8 @@ GstPad *pad_of(GstTensorMemUnbatch *self, guint k) {
   g_free(id_part);
   gst_pad_push_event(pad, gst_event_new_stream_start(stream_id));
   g_free(stream_id);
-  auto frames = self->stream_caps->find(k);
-  if (frames != self->stream_caps->end())
-    gst_pad_push_event(pad, gst_event_new_caps(frames->second));
-  else if (self->layout->slot_caps)
-    gst_pad_push_event(pad, gst_event_new_caps(self->layout->slot_caps));
+  if (GstCaps *caps = caps_of_stream(self, k))
+    gst_pad_push_event(pad, gst_event_new_caps(caps));
   auto own = self->stream_segments->find(k);
   if (own != self->stream_segments->end())
     gst_pad_push_event(pad, gst_event_ref(own->second));
@@ -291,6 +308,8 @@ void forget_pads(GstTensorMemUnbatch *self) {
 void forget_layout(GstTensorMemUnbatch *self) {
   if (self->layout->slot_caps)
     gst_caps_unref(self->layout->slot_caps);
+  if (self->layout->batch_caps)
+    gst_caps_unref(self->layout->batch_caps);
   *self->layout = Layout();
 }
 
@@ -324,8 +343,8 @@ GstBuffer *slot_buffer(GstBuffer *batch, const Layout &layout, guint n_slots, gu
 #if GST_TENSOR_MEM_HAVE_TENSOR_META
 /* Slot `i`'s stream frame `frame` again, its GstTensorMeta now the slot's
  * outputs: each tensor's bytes of that slot, shared, with a batch of one,
- * named as the batch's own GstTensorMeta names them (tensorinfer's output
- * ids) or `output-J`. Its input tensor (its slot, before the model) is
+ * named and ordered as the batch's own GstTensorMeta has them (tensorinfer's
+ * output ids and dims order) or `output-J`, row-major. Its input tensor (its slot, before the model) is
  * gone from it. */
 GstBuffer *frame_with_outputs(GstBuffer *batch, const Layout &layout, guint n_slots, guint i, GstBuffer *frame) {
   GstBuffer *out = gst_buffer_copy(frame); // the frame's memory shared, its metas copied
@@ -344,12 +363,12 @@ GstBuffer *frame_with_outputs(GstBuffer *batch, const Layout &layout, guint n_sl
     std::vector<gsize> dims(t.shape.begin(), t.shape.end());
     dims[0] = 1;
     GstTensorDataType type = GST_TENSOR_DATA_TYPE_FLOAT32;
-    const GQuark id = named && j < named->num_tensors
-                          ? named->tensors[j]->id
-                          : g_quark_from_string(("output-" + std::to_string(j)).c_str());
+    const GstTensor *batch_tensor = named && j < named->num_tensors ? named->tensors[j] : nullptr;
+    const GQuark id =
+        batch_tensor ? batch_tensor->id : g_quark_from_string(("output-" + std::to_string(j)).c_str());
+    const GstTensorDimOrder order = batch_tensor ? batch_tensor->dims_order : GST_TENSOR_DIM_ORDER_ROW_MAJOR;
     made = part && gst_tensormem::tensor_data_type_of(t.code, t.bits, &type);
-    tensors[j] = made ? gst_tensor_new_simple(id, type, part, GST_TENSOR_DIM_ORDER_ROW_MAJOR, dims.size(), dims.data())
-                      : nullptr;
+    tensors[j] = made ? gst_tensor_new_simple(id, type, part, order, dims.size(), dims.data()) : nullptr;
     made = made && tensors[j];
     if (!made && part)
       gst_buffer_unref(part);
@@ -456,10 +475,10 @@ gboolean gst_tensor_unbatch_sink_event(GstPad *pad, GstObject *parent, GstEvent 
     }
     forget_layout(self);
     *self->layout = layout;
+    self->layout->batch_caps = gst_caps_ref(caps);
     gst_event_unref(event);
     for (auto &[k, src] : *self->pads)
-      if (!self->stream_caps->count(k)) // a stream of frames keeps its frames' caps
-        gst_pad_push_event(src, gst_event_new_caps(self->layout->slot_caps));
+      gst_pad_push_event(src, gst_event_new_caps(caps_of_stream(self, k)));
     return TRUE;
   }
   case GST_EVENT_SEGMENT:
@@ -504,13 +523,13 @@ gboolean gst_tensor_unbatch_sink_event(GstPad *pad, GstObject *parent, GstEvent 
 #if GST_TENSOR_MEM_HAVE_TENSOR_CAPS
         gst_tensormem::strip_caps_tensors(caps);
 #endif
-        auto found = self->pads->find(k);
-        if (found != self->pads->end() && !GST_PAD_IS_EOS(found->second))
-          gst_pad_push_event(found->second, gst_event_new_caps(caps));
         GstCaps *&kept = (*self->stream_caps)[k];
         if (kept)
           gst_caps_unref(kept);
         kept = caps;
+        auto found = self->pads->find(k);
+        if (found != self->pads->end() && !GST_PAD_IS_EOS(found->second))
+          gst_pad_push_event(found->second, gst_event_new_caps(caps_of_stream(self, k)));
       }
       gst_event_unref(event);
       return TRUE;

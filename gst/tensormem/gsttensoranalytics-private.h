@@ -75,6 +75,13 @@ void strip_caps_tensors(GstCaps *caps);
 GST_TENSOR_MEM_API
 bool find_caps_tensor(const GstStructure *s, const char *id, CapsTensor *out);
 
+/* Every group of `batch`'s `tensors` field (a batch's tensors, their
+ * first dimension the batch) onto `frame` (writable), each tensor's first
+ * dimension 1: what one slot of the batch holds, for the frame of that
+ * slot's stream. Nothing where `batch` describes no tensors. */
+GST_TENSOR_MEM_API
+void set_caps_tensors_of_slot(const GstStructure *batch, GstStructure *frame);
+
 /* The one tensor a frame's caps `s` describe, as other/tensors caps (one
  * static tensor, innermost-first dimensions; new caps in `*out`), for an
  * element that takes the tensor beside the frame. False with `*why` where

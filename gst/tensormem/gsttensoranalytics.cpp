@@ -192,6 +192,31 @@ bool find_caps_tensor(const GstStructure *s, const char *id, CapsTensor *out) {
   return !id && found == 1;
 }
 
+void set_caps_tensors_of_slot(const GstStructure *batch, GstStructure *frame) {
+  const GValue *have = gst_structure_get_value(batch, kTensorsField);
+  if (!have || !GST_VALUE_HOLDS_STRUCTURE(have))
+    return;
+  const GstStructure *groups = gst_value_get_structure(have);
+  for (gint g = 0; g < gst_structure_n_fields(groups); ++g) {
+    const char *group = gst_structure_nth_field_name(groups, g);
+    const GValue *list = gst_structure_get_value(groups, group);
+    if (!list || !GST_VALUE_HOLDS_UNIQUE_LIST(list))
+      continue;
+    std::vector<CapsTensor> slot;
+    for (guint i = 0; i < gst_value_unique_list_get_size(list); ++i) {
+      const GValue *v = gst_value_unique_list_get_value(list, i);
+      const GstCaps *caps = G_VALUE_HOLDS(v, GST_TYPE_CAPS) ? gst_value_get_caps(v) : nullptr;
+      CapsTensor t;
+      if (!caps || gst_caps_get_size(caps) != 1 || !read_strided(gst_caps_get_structure(caps, 0), &t))
+        continue;
+      if (!t.dims.empty())
+        t.dims[0] = 1;
+      slot.push_back(std::move(t));
+    }
+    set_caps_tensor_group(frame, group, slot);
+  }
+}
+
 bool frame_tensor_caps(const GstStructure *s, GstCaps **out, std::string *why) {
   CapsTensor t;
   if (!find_caps_tensor(s, nullptr, &t)) {

@@ -139,10 +139,11 @@ def classifier_graph(onnx, np, batch=1, size=224):
     return model
 
 
-def yolo_graph(onnx):
+def yolo_graph(onnx, batch=1):
     """YOLOv8's output shape in small ([1, 84, 16]: 4 box values and 80
     class scores for 16 candidates), every value the input's mean: enough
-    for GStreamer 1.28's yolov8tensordec to link and read it."""
+    for GStreamer 1.28's yolov8tensordec to link and read it. BATCH "batch":
+    the first dimension open, one output per frame of a batch."""
     from onnx import TensorProto, helper
 
     nodes = [
@@ -153,11 +154,11 @@ def yolo_graph(onnx):
     graph = helper.make_graph(
         nodes,
         "yolo",
-        [helper.make_tensor_value_info("images", TensorProto.FLOAT, [1, 3, 32, 32])],
-        [helper.make_tensor_value_info("output0", TensorProto.FLOAT, [1, 84, 16])],
+        [helper.make_tensor_value_info("images", TensorProto.FLOAT, [batch, 3, 32, 32])],
+        [helper.make_tensor_value_info("output0", TensorProto.FLOAT, [batch, 84, 16])],
         [
             helper.make_tensor("shape", TensorProto.INT64, [4], [1, 1, 84, 16]),
-            helper.make_tensor("out_shape", TensorProto.INT64, [3], [1, 84, 16]),
+            helper.make_tensor("out_shape", TensorProto.INT64, [3], [1 if batch == 1 else -1, 84, 16]),
         ],
     )
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
@@ -318,6 +319,7 @@ def make(directory):
         "nonzero_low.onnx": nonzero_graph(onnx, np, -0.5, "nonzero_low"),
         "huge.onnx": huge_graph(onnx, np),
         "yolo.onnx": yolo_graph(onnx),
+        "yolo_batch.onnx": yolo_graph(onnx, "batch"),
         "ball.onnx": ball_graph(onnx, np),
     }
     for name, model in models.items():
@@ -325,6 +327,7 @@ def make(directory):
         onnx.checker.check_model(model)
         onnx.save(model, os.path.join(directory, name))
     for name, input_dims, output_dims in (("yolo.onnx", [1, 3, 32, 32], [1, 84, 16]),
+                                          ("yolo_batch.onnx", [-1, 3, 32, 32], [-1, 84, 16]),
                                           ("ball.onnx", [1, 3, 640, 640], [1, 5, 1])):
         with open(os.path.join(directory, name + ".modelinfo"), "w") as f:
             f.write(yolo_modelinfo(input_dims, output_dims))

@@ -577,6 +577,60 @@ TEST(TensorInfer, UpstreamYoloDecoderLinksAfterTensorinfer) {
 }
 #endif
 
+#if GST_TENSOR_MEM_HAVE_TENSOR_CAPS
+/* Issue 40 with 1.28's decoders: two streams of video frames batched, one
+ * YOLOv8-shaped model call per batch, and after the split each stream's
+ * frames go through upstream's yolov8tensordec (by name and through
+ * tensordecodebin) with no caps glue: each stream's caps describe its own
+ * slot of the model's output (yolo-v8-out, a batch of one, col-major as
+ * the .modelinfo says). */
+TEST(TensorInfer, UpstreamYoloDecoderRunsOnEachStreamAfterABatch) {
+  REQUIRE_MODELS();
+  if (!tmtest::element_available("yolov8tensordec") || !tmtest::element_available("tensordecodebin"))
+    GTEST_SKIP() << "no yolov8tensordec / tensordecodebin (gstreamer1.0-plugins-bad 1.28's tensordecoders)";
+  for (const char *decoder : {"yolov8tensordec", "tensordecodebin"}) {
+    SCOPED_TRACE(decoder);
+    std::string d = "tensorbatch name=batch ! tensorinfer output=tensors model=" + model("yolo_batch.onnx") +
+                    " ! tensorunbatch name=split ";
+    const char *const patterns[] = {"ball", "smpte"};
+    for (int k = 0; k < 2; ++k) {
+      const std::string n = std::to_string(k);
+      d += std::string("videotestsrc num-buffers=3 pattern=") + patterns[k] +
+           " ! video/x-raw,format=RGBA,width=320,height=240 ! tensorconvert width=32 height=32 resize=letterbox "
+           "layout=nchw dtype=float32 output=meta tensor-id=images ! batch.sink_" +
+           n + " split.src_" + n + " ! queue ! " + decoder + " ! appsink name=s" + n + " sync=false wait-on-eos=false ";
+    }
+    GError *error = nullptr;
+    GstElement *pipeline = gst_parse_launch(d.c_str(), &error);
+    ASSERT_EQ(error, nullptr) << d;
+    ASSERT_NE(gst_element_set_state(pipeline, GST_STATE_PLAYING), GST_STATE_CHANGE_FAILURE);
+    const tmtest::PipelineEnd end = tmtest::wait_for_end(pipeline);
+    EXPECT_TRUE(end.eos) << end.error;
+    for (int k = 0; k < 2; ++k) {
+      SCOPED_TRACE(patterns[k]);
+      GstElement *sink = gst_bin_get_by_name(GST_BIN(pipeline), ("s" + std::to_string(k)).c_str());
+      int frames = 0;
+      for (GstSample *sample = nullptr;; ++frames) {
+        g_signal_emit_by_name(sink, "try-pull-sample", 0, &sample);
+        if (!sample)
+          break;
+        const GstStructure *s = gst_caps_get_structure(gst_sample_get_caps(sample), 0);
+        gst_tensormem::CapsTensor t;
+        EXPECT_TRUE(gst_structure_has_name(s, "video/x-raw"));
+        EXPECT_TRUE(gst_tensormem::find_caps_tensor(s, "yolo-v8-out", &t));
+        EXPECT_EQ(t.dims, (std::vector<gsize>{1, 84, 16}));
+        EXPECT_EQ(t.order, GST_TENSOR_DIM_ORDER_COL_MAJOR);
+        gst_sample_unref(sample);
+      }
+      EXPECT_EQ(frames, 3);
+      gst_object_unref(sink);
+    }
+    EXPECT_EQ(gst_element_set_state(pipeline, GST_STATE_NULL), GST_STATE_CHANGE_SUCCESS);
+    tmtest::release_pipeline(pipeline);
+  }
+}
+#endif
+
 /* The model leaves height and width open: they come from the stream, and
  * the outputs' shapes follow. */
 TEST(TensorInfer, OpenDimensionsAreTakenFromTheStream) {
