@@ -15,6 +15,7 @@
 #include <gst/tensormem/tensormem.h>
 #if GST_TENSOR_MEM_HAVE_TENSOR_META
 #include <gst/analytics/analytics.h>
+#include <gst/tensormem/gsttensoranalytics-private.h>
 #endif
 
 #include <chrono>
@@ -193,6 +194,22 @@ void feed(GstElement *pipeline, int frames, bool eos) {
     GstFlowReturn ret = GST_FLOW_OK;
     g_signal_emit_by_name(src, "end-of-stream", &ret);
   }
+  gst_object_unref(src);
+}
+
+/* `frames` RGBA frames of 64x48 from appsrc "foreign", then its end. */
+[[maybe_unused]] void feed_frames(GstElement *pipeline, int frames) {
+  GstElement *src = gst_bin_get_by_name(GST_BIN(pipeline), "foreign");
+  for (int f = 0; f < frames; ++f) {
+    GstBuffer *buffer = gst_buffer_new_allocate(nullptr, 64 * 48 * 4, nullptr);
+    gst_buffer_memset(buffer, 0, 0x80, 64 * 48 * 4);
+    GST_BUFFER_PTS(buffer) = f * GST_SECOND / 30;
+    GstFlowReturn ret = GST_FLOW_OK;
+    g_signal_emit_by_name(src, "push-buffer", buffer, &ret);
+    gst_buffer_unref(buffer);
+  }
+  GstFlowReturn ret = GST_FLOW_OK;
+  g_signal_emit_by_name(src, "end-of-stream", &ret);
   gst_object_unref(src);
 }
 
@@ -906,6 +923,41 @@ TEST(TensorBatch, StreamsOfDifferentTensorsAreRefusedByName) {
   EXPECT_NE(r.error.find("sink_0"), std::string::npos) << r.error;
   EXPECT_NE(r.error.find("sink_1"), std::string::npos) << r.error;
 }
+
+#if GST_TENSOR_MEM_HAVE_TENSOR_META && GST_CHECK_VERSION(1, 28, 0)
+/* Video frames are taken where their caps describe their tensor (1.28's
+ * tensors field, as tensorconvert output=meta writes it): plain frames are
+ * one negotiation error naming the pad and what is missing. */
+TEST(TensorBatch, FramesWhoseCapsDescribeNoTensorAreRefusedByName) {
+  BatchRun r;
+  run("tensorbatch name=batch ! appsink name=sink sync=false " + source(kPatterns[0], kFrames) + "batch.sink_0 ", &r);
+  EXPECT_FALSE(r.eos);
+  EXPECT_NE(r.error.find("sink_0: its caps describe no tensor"), std::string::npos) << r.error;
+}
+
+/* A frame whose caps describe a tensor but which carries none (no
+ * GstTensorMeta) is one element error naming the pad. */
+TEST(TensorBatch, AFrameWithoutItsTensorIsRefusedByName) {
+  BatchRun r;
+  const std::string d = "tensorbatch name=batch ! appsink name=sink sync=false appsrc name=foreign format=time ! "
+                        "batch.sink_0 ";
+  auto prepare = [](GstElement *pipeline) {
+    GstCaps *caps = gst_caps_from_string("video/x-raw,format=RGBA,width=64,height=48,framerate=30/1");
+    gst_tensormem::CapsTensor t;
+    t.id = "pixels";
+    t.dims = {1, 3, 24, 32};
+    gst_tensormem::set_caps_tensor_group(gst_caps_get_structure(caps, 0), "pixels", {t});
+    GstElement *src = gst_bin_get_by_name(GST_BIN(pipeline), "foreign");
+    g_object_set(src, "caps", caps, nullptr);
+    gst_object_unref(src);
+    gst_caps_unref(caps);
+  };
+  run(d, &r, [](GstElement *p) { feed_frames(p, 1); }, prepare);
+  EXPECT_FALSE(r.eos);
+  EXPECT_NE(r.error.find("sink_0's frame carries no tensor"), std::string::npos) << r.error;
+  EXPECT_EQ(r.batches, 0u);
+}
+#endif
 
 TEST(TensorBatch, TheStoragePropertyOffersOnlySystemAndDmaBuf) {
   // Batches live in system memory or DMA-BUF; a GL or D3D11 storage is not a
