@@ -175,7 +175,7 @@ def yolo_modelinfo(input_dims, output_dims):
             % (dims(input_dims), dims(output_dims)))
 
 
-def ball_graph(onnx, np, size=640):
+def ball_graph(onnx, np, size=640, batch=1):
     """The bright pixels' extent as one YOLOv8 candidate. mask: channel mean
     above 0.5; a column (row) holds the ball when its maximum over the rows
     (columns) is 1; the last such column is max(present * index), the first
@@ -184,7 +184,8 @@ def ball_graph(onnx, np, size=640):
     box x = cx - w / 2 is the first column exactly (whole numbers and halves
     are exact in float32). The score is the mask's maximum: 0 on a black
     frame (and in black letterbox padding), where the box means nothing and
-    the decoder's class threshold drops it."""
+    the decoder's class threshold drops it. BATCH "batch": the first
+    dimension open, one candidate per frame of the batch."""
     from onnx import TensorProto, helper, numpy_helper
 
     index = np.arange(size, dtype=np.float32).reshape(1, size)
@@ -209,24 +210,33 @@ def ball_graph(onnx, np, size=640):
             helper.make_node("Add", [axis + "_ends", "one"], [axis + "_ends1"]),
             helper.make_node("Mul", [axis + "_ends1", "half"], [axis + "_centre"]),
         ]
-    nodes += [
-        # [1] each: cx, cy, w, h, score -> [5] -> [1,5,1] (candidate-minor, as YOLOv8's [1,84,8400])
-        helper.make_node("Concat", ["x_centre", "y_centre", "x_size", "y_size", "score"], ["box"], axis=0),
-        helper.make_node("Reshape", ["box", "out_shape"], ["output0"]),
-    ]
+    values = ["x_centre", "y_centre", "x_size", "y_size", "score"]
+    if batch == 1:
+        nodes += [
+            # [1] each: cx, cy, w, h, score -> [5] -> [1,5,1] (candidate-minor, as YOLOv8's [1,84,8400])
+            helper.make_node("Concat", values, ["box"], axis=0),
+            helper.make_node("Reshape", ["box", "out_shape"], ["output0"]),
+        ]
+    else:
+        # [N] each -> [N,1] each -> [N,5] -> [N,5,1]: frame n's candidate in row n
+        nodes += [helper.make_node("Reshape", [v, "column"], [v + "_col"]) for v in values]
+        nodes += [
+            helper.make_node("Concat", [v + "_col" for v in values], ["box"], axis=1),
+            helper.make_node("Reshape", ["box", "out_shape"], ["output0"]),
+        ]
     graph = helper.make_graph(
         nodes,
         "ball",
-        [helper.make_tensor_value_info("images", TensorProto.FLOAT, [1, 3, size, size])],
-        [helper.make_tensor_value_info("output0", TensorProto.FLOAT, [1, 5, 1])],
+        [helper.make_tensor_value_info("images", TensorProto.FLOAT, [batch, 3, size, size])],
+        [helper.make_tensor_value_info("output0", TensorProto.FLOAT, [batch, 5, 1])],
         [
             numpy_helper.from_array(np.array(0.5, dtype=np.float32), "half"),
             numpy_helper.from_array(np.array(1.0, dtype=np.float32), "one"),
             numpy_helper.from_array(np.array(size - 1, dtype=np.float32), "last_index"),
             numpy_helper.from_array(index, "index"),
             numpy_helper.from_array(np.ascontiguousarray(index[:, ::-1]), "index_back"),
-            numpy_helper.from_array(np.array([1, 5, 1], dtype=np.int64), "out_shape"),
-        ],
+            numpy_helper.from_array(np.array([1 if batch == 1 else -1, 5, 1], dtype=np.int64), "out_shape"),
+        ] + ([] if batch == 1 else [numpy_helper.from_array(np.array([-1, 1], dtype=np.int64), "column")]),
     )
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
 
@@ -321,6 +331,7 @@ def make(directory):
         "yolo.onnx": yolo_graph(onnx),
         "yolo_batch.onnx": yolo_graph(onnx, "batch"),
         "ball.onnx": ball_graph(onnx, np),
+        "ball_batch.onnx": ball_graph(onnx, np, batch="batch"),
     }
     for name, model in models.items():
         model.ir_version = 8
@@ -328,7 +339,8 @@ def make(directory):
         onnx.save(model, os.path.join(directory, name))
     for name, input_dims, output_dims in (("yolo.onnx", [1, 3, 32, 32], [1, 84, 16]),
                                           ("yolo_batch.onnx", [-1, 3, 32, 32], [-1, 84, 16]),
-                                          ("ball.onnx", [1, 3, 640, 640], [1, 5, 1])):
+                                          ("ball.onnx", [1, 3, 640, 640], [1, 5, 1]),
+                                          ("ball_batch.onnx", [-1, 3, 640, 640], [-1, 5, 1])):
         with open(os.path.join(directory, name + ".modelinfo"), "w") as f:
             f.write(yolo_modelinfo(input_dims, output_dims))
     with open(os.path.join(directory, "garbage.onnx"), "wb") as f:
