@@ -164,16 +164,14 @@ static GstFlowReturn gst_tensor_batch_sink_event_pre_queue(GstAggregator *agg, G
   auto *self = GST_TENSOR_BATCH(agg);
   Assembler &s = assembler_of(self);
   switch (GST_EVENT_TYPE(event)) {
-  case GST_EVENT_CAPS: {
-    GstCaps *caps = nullptr;
-    gst_event_parse_caps(event, &caps);
+  case GST_EVENT_CAPS:
+  case GST_EVENT_CUSTOM_DOWNSTREAM_STICKY: // before 1.28, the description of a stream of frames' tensor
     if (!gst_tensormem::batch_aggregator_take_caps(agg, s, *self->devices, stream_id(pad), GST_PAD_CAST(pad),
-                                                   caps)) {
+                                                   event)) {
       gst_event_unref(event);
       return GST_FLOW_NOT_NEGOTIATED;
     }
     break;
-  }
   case GST_EVENT_SEGMENT: {
     // Each stream's own segment follows as a stream-segment event, so that
     // the split gives each stream its own; the first stream's is the

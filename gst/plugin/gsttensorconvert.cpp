@@ -245,12 +245,13 @@ gboolean gst_tensor_convert_set_caps(GstBaseTransform *trans, GstCaps *incaps, G
 }
 
 /* A batching element downstream (tensorbatch) proposes a pool of its slots:
- * the CPU path then writes each tensor straight into its slot. */
+ * the CPU path then writes each tensor straight into its slot (output=meta
+ * before 1.28: once it has the tensor's description, sent here). */
 gboolean gst_tensor_convert_decide_allocation(GstBaseTransform *trans, GstQuery *query) {
   auto *self = GST_TENSOR_CONVERT(trans);
   if (!GST_BASE_TRANSFORM_CLASS(gst_tensor_convert_parent_class)->decide_allocation(trans, query))
     return FALSE;
-  self->converter->adopt_slot_pool(query);
+  self->converter->adopt_slot_pool(query, trans->srcpad);
   return TRUE;
 }
 

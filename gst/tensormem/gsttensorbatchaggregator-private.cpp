@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include <gst/tensormem/gsttensorbatchaggregator-private.h>
 
+#include <gst/tensormem/gsttensorbatchmeta.h>
 #include <gst/tensormem/gsttensorfencemeta.h>
 
 #include <mutex>
@@ -127,11 +128,18 @@ GstFlowReturn batch_aggregator_send(GstAggregator *agg, BatchAssembler &s, Batch
 }
 
 bool batch_aggregator_take_caps(GstAggregator *agg, BatchAssembler &s, ElementBackend &devices, guint id, GstPad *pad,
-                                GstCaps *caps) {
+                                GstEvent *event) {
   std::string what, detail;
   bool resource = false;
-  if (s.take_stream_caps(id, GST_PAD_NAME(pad), caps, devices, &what, &detail, &resource))
+  GstCaps *caps = nullptr;
+  if (GST_EVENT_TYPE(event) == GST_EVENT_CAPS) {
+    gst_event_parse_caps(event, &caps);
+    if (s.take_stream_caps(id, GST_PAD_NAME(pad), caps, devices, &what, &detail, &resource))
+      return true;
+  } else if (!gst_tensor_mem_frame_tensor_event_parse(event, &caps) ||
+             s.take_frame_tensor(id, GST_PAD_NAME(pad), caps, devices, &what, &detail, &resource)) {
     return true;
+  }
   if (resource)
     GST_ELEMENT_ERROR(agg, RESOURCE, FAILED, ("%s", what.c_str()), ("%s", detail.c_str()));
   else

@@ -38,11 +38,13 @@ GST_TENSOR_MEM_API
 GstFlowReturn batch_aggregator_send(GstAggregator *agg, BatchAssembler &s, BatchReason why,
                                     BatchReason then = BatchReason::Complete);
 
-/* Stream `id`'s caps on `pad`: the assembler takes them, or the element
- * error that says why not is posted on `agg` and FALSE returned. */
+/* Stream `id`'s caps event on `pad`, or the description of its frames'
+ * tensor (a GST_TENSOR_MEM_FRAME_TENSOR_EVENT, before GStreamer 1.28): the
+ * assembler takes it, or the element error that says why not is posted on
+ * `agg` and FALSE returned. TRUE for any other event (borrowed). */
 GST_TENSOR_MEM_API
 bool batch_aggregator_take_caps(GstAggregator *agg, BatchAssembler &s, ElementBackend &devices, guint id, GstPad *pad,
-                                GstCaps *caps);
+                                GstEvent *event);
 
 /* Wakes `agg`'s source task (for `why`) from outside a chain: through a
  * sink pad whose stream lock is free, or, where every pad's chain holds

@@ -6,9 +6,7 @@
 #include <gst/tensormem/gsttensorglcontext.h>
 #include <gst/tensormem/gsttensormemconfig.h>
 #include <gst/tensormem/gsttensormemresizemeta.h>
-#if GST_TENSOR_MEM_HAVE_TENSOR_META
 #include <gst/tensormem/gsttensoranalytics-private.h>
-#endif
 
 #include <algorithm>
 #include <chrono>
@@ -280,22 +278,35 @@ bool BatchAssembler::take_stream_caps(guint id, const char *pad_name, GstCaps *c
   g_free(caps_text);
   std::string why;
   // Video frames carry their tensor beside them (GstTensorMeta); GStreamer
-  // 1.28's caps describe it. The batch is made of that tensor.
+  // 1.28's caps describe it, and before 1.28 the producer's frame-tensor
+  // event does. The batch is made of that tensor.
   GstCaps *tensor_caps = gst_caps_ref(caps);
   const bool frames = gst_structure_has_name(gst_caps_get_structure(caps, 0), "video/x-raw");
-#if GST_TENSOR_MEM_HAVE_TENSOR_CAPS
   if (frames) {
     gst_caps_unref(tensor_caps);
     tensor_caps = nullptr;
+#if GST_TENSOR_MEM_HAVE_TENSOR_CAPS
     if (!frame_tensor_caps(gst_caps_get_structure(caps, 0), &tensor_caps, &why)) {
       *what = std::string(pad_name) + ": " + why;
       return false;
     }
+#else
+    {
+      std::lock_guard<std::mutex> guard(lock);
+      BatchStream *p = stream(id);
+      if (p) {
+        gst_caps_replace(&p->frame_caps, caps);
+        if (p->described)
+          tensor_caps = gst_caps_copy(p->described);
+      }
+    }
+    if (!tensor_caps) // described later, before its first frame
+      return true;
+#endif
     gint num = 0, den = 1;
     if (gst_structure_get_fraction(gst_caps_get_structure(caps, 0), "framerate", &num, &den))
       gst_caps_set_simple(tensor_caps, "framerate", GST_TYPE_FRACTION, num, den, nullptr);
   }
-#endif
   TensorCaps tensor;
   if (!parse_tensor_caps(gst_caps_get_structure(tensor_caps, 0), &tensor, &why)) {
     *what = std::string(pad_name) + ": " + why;
@@ -344,6 +355,27 @@ bool BatchAssembler::take_stream_caps(guint id, const char *pad_name, GstCaps *c
   }
   gst_caps_unref(tensor_caps);
   gst_clear_object(&dev);
+  return ok;
+}
+
+bool BatchAssembler::take_frame_tensor(guint id, const char *pad_name, GstCaps *tensor_caps, ElementBackend &devices,
+                                       std::string *what, std::string *detail, bool *resource) {
+  GstCaps *frame_caps = nullptr;
+  {
+    std::lock_guard<std::mutex> guard(lock);
+    BatchStream *p = stream(id);
+    if (!p)
+      return true;
+    gst_caps_replace(&p->described, tensor_caps);
+    if (p->frame_caps)
+      frame_caps = gst_caps_ref(p->frame_caps);
+  }
+  if (GST_TENSOR_MEM_HAVE_TENSOR_CAPS || !frame_caps) {
+    gst_clear_caps(&frame_caps);
+    return true;
+  }
+  const bool ok = take_stream_caps(id, pad_name, frame_caps, devices, what, detail, resource);
+  gst_caps_unref(frame_caps);
   return ok;
 }
 
@@ -498,6 +530,11 @@ PlaceResult BatchAssembler::place(guint id, GstBuffer *buffer, GstClockTime runn
   BatchStream *p = stream(id);
   if (!running || !p || p->flushing)
     return {PlaceStatus::Flushing};
+  if (p->frame_caps && !p->described)
+    return {PlaceStatus::NotNegotiated, false,
+            p->name + ": its frames' tensor was not described before its first frame: before GStreamer 1.28 "
+                      "video caps cannot describe it, and a " GST_TENSOR_MEM_FRAME_TENSOR_EVENT
+                      " event must (tensorconvert output=meta sends one)"};
   if (!negotiated)
     return {PlaceStatus::NotNegotiated, false, p->name + ": no caps before the first buffer"};
   if (p->slot == kBatchNoSlot) // a stream that came while a batch was filling: a slot at the next boundary
@@ -716,8 +753,10 @@ void BatchAssembler::start() {
   flush_downstream = false;
   ends.clear();
   clear_stream_events();
-  for (auto &p : streams)
+  for (auto &p : streams) {
     p->eos = p->flushing = p->flush_stopped = p->has_caps = false;
+    p->forget_description(); // a new run's sticky events come again
+  }
 }
 
 void BatchAssembler::stop() {
@@ -856,7 +895,7 @@ void BatchAssembler::release() {
 GstCaps *batch_template_caps(GstPadDirection direction) {
   GstCaps *caps =
       template_caps("other/tensors, format=(string)static, num_tensors=(int)1", TemplateFamilies::Batches);
-#if GST_TENSOR_MEM_HAVE_TENSOR_CAPS
+#if GST_TENSOR_MEM_HAVE_TENSOR_META
   if (direction == GST_PAD_SINK)
     gst_caps_append(caps, gst_caps_from_string("video/x-raw(ANY)"));
 #else

@@ -56,6 +56,19 @@ struct BatchStream {
   // It sends video frames with their tensor beside them (GstTensorMeta),
   // not other/tensors: the batch keeps each frame for tensorunbatch.
   bool frames = false;
+  // Before GStreamer 1.28 a stream of frames' caps and the description of
+  // their tensor (the producer's GST_TENSOR_MEM_FRAME_TENSOR_EVENT) come
+  // apart; each is kept here, and the second to come makes the stream's caps.
+  GstCaps *frame_caps = nullptr, *described = nullptr;
+
+  BatchStream() = default;
+  BatchStream(const BatchStream &) = delete;
+  BatchStream &operator=(const BatchStream &) = delete;
+  ~BatchStream() { forget_description(); }
+  void forget_description() {
+    gst_clear_caps(&frame_caps);
+    gst_clear_caps(&described);
+  }
 };
 
 struct BatchSlotRecord {
@@ -248,6 +261,13 @@ struct BatchAssembler {
    * resource error, not a negotiation one). */
   bool take_stream_caps(guint id, const char *pad_name, GstCaps *caps, ElementBackend &devices, std::string *what,
                         std::string *detail, bool *resource);
+  /* Stream `id`'s frames carry the tensor `tensor_caps` describes (a
+   * GST_TENSOR_MEM_FRAME_TENSOR_EVENT): before GStreamer 1.28, where their
+   * caps cannot say it, the stream's caps are taken now if they came
+   * (take_stream_caps(), whose FALSE and outputs this returns), else when
+   * they do. Where caps describe tensors (1.28) they alone count. */
+  bool take_frame_tensor(guint id, const char *pad_name, GstCaps *tensor_caps, ElementBackend &devices,
+                         std::string *what, std::string *detail, bool *resource);
   /* Stream `id`'s caps `caps` came, its tensor `t` (parsed by the
    * caller), to be batched in `family` (`*device`: its shared object, taken
    * where the batch's layout is made now). The first stream's make the
@@ -341,7 +361,7 @@ GType batch_storage_enum_type();
 
 /* The caps of a batching element's pads: one tensor per stream in, and
  * the batch out, in the memory of every family of the backend table that
- * holds batches; where GStreamer's caps describe tensors (1.28), the sink
+ * holds batches; where GstTensorMeta exists (GStreamer 1.26), the sink
  * also takes video frames whose tensor is beside them. */
 GST_TENSOR_MEM_API
 GstCaps *batch_template_caps(GstPadDirection direction);

@@ -301,3 +301,44 @@ gboolean gst_tensor_mem_stream_caps_event_parse(GstEvent *event, const gchar **s
     *caps = static_cast<GstCaps *>(const_cast<gpointer>(value));
   return value != nullptr;
 }
+
+/**
+ * gst_tensor_mem_frame_tensor_event_new:
+ * @tensor_caps: `other/tensors` caps of the one tensor beside each frame
+ *
+ * Returns: (transfer full): a #GST_TENSOR_MEM_FRAME_TENSOR_EVENT custom
+ * sticky downstream event.
+ *
+ * Since: 0.4
+ */
+GstEvent *gst_tensor_mem_frame_tensor_event_new(GstCaps *tensor_caps) {
+  g_return_val_if_fail(GST_IS_CAPS(tensor_caps), nullptr);
+  return gst_event_new_custom(GST_EVENT_CUSTOM_DOWNSTREAM_STICKY,
+                              gst_structure_new(GST_TENSOR_MEM_FRAME_TENSOR_EVENT, "caps", GST_TYPE_CAPS, tensor_caps,
+                                                nullptr));
+}
+
+/**
+ * gst_tensor_mem_frame_tensor_event_parse:
+ * @event: an event
+ * @tensor_caps: (out) (transfer none) (optional): the tensor's caps, valid
+ * while @event is
+ *
+ * Returns: TRUE where @event is a #GST_TENSOR_MEM_FRAME_TENSOR_EVENT.
+ *
+ * Since: 0.4
+ */
+gboolean gst_tensor_mem_frame_tensor_event_parse(GstEvent *event, GstCaps **tensor_caps) {
+  g_return_val_if_fail(GST_IS_EVENT(event), FALSE);
+  if (GST_EVENT_TYPE(event) != GST_EVENT_CUSTOM_DOWNSTREAM_STICKY)
+    return FALSE;
+  const GstStructure *s = gst_event_get_structure(event);
+  const GValue *value = s && gst_structure_has_name(s, GST_TENSOR_MEM_FRAME_TENSOR_EVENT)
+                            ? gst_structure_get_value(s, "caps")
+                            : nullptr;
+  if (!value || !G_VALUE_HOLDS(value, GST_TYPE_CAPS) || !gst_value_get_caps(value))
+    return FALSE;
+  if (tensor_caps)
+    *tensor_caps = const_cast<GstCaps *>(gst_value_get_caps(value));
+  return TRUE;
+}

@@ -209,4 +209,26 @@ GstEvent *gst_tensor_mem_stream_caps_event_new(const gchar *stream, GstCaps *cap
 GST_TENSOR_MEM_API
 gboolean gst_tensor_mem_stream_caps_event_parse(GstEvent *event, const gchar **stream, GstCaps **caps);
 
+/**
+ * GST_TENSOR_MEM_FRAME_TENSOR_EVENT:
+ *
+ * The structure name of the custom sticky downstream event that describes
+ * the tensor a stream's video frames carry beside them (in a
+ * GstTensorMeta), as the `other/tensors` caps of one such tensor. Before
+ * GStreamer 1.28 video caps cannot describe it (1.28's do, in their
+ * `tensors` field, and there the event is not sent), so `tensorconvert
+ * output=meta` sends this after its caps and before its first frame, and
+ * `tensorbatch` makes its batches of that tensor. Read it with
+ * gst_tensor_mem_frame_tensor_event_parse().
+ *
+ * Since: 0.4
+ */
+#define GST_TENSOR_MEM_FRAME_TENSOR_EVENT "GstTensorMemFrameTensor"
+
+GST_TENSOR_MEM_API
+GstEvent *gst_tensor_mem_frame_tensor_event_new(GstCaps *tensor_caps);
+
+GST_TENSOR_MEM_API
+gboolean gst_tensor_mem_frame_tensor_event_parse(GstEvent *event, GstCaps **tensor_caps);
+
 G_END_DECLS

@@ -96,8 +96,12 @@ public:
    * buffers hold the tensor replaces the converter's own, so each tensor is
    * written in place into its slot of the batch: on the CPU path always, on
    * the GL path where the slots are PBO windows of the pass's GL worker.
-   * TRUE when it was taken. */
-  gboolean adopt_slot_pool(GstQuery *query);
+   * TRUE when it was taken. With output=meta before GStreamer 1.28, whose
+   * video caps cannot describe the tensor beside the frame, it first sends
+   * the GST_TENSOR_MEM_FRAME_TENSOR_EVENT describing it on `srcpad` (after
+   * the caps, once per negotiation), and asks downstream again: the
+   * batching element proposes slots of that tensor only once it knows it. */
+  gboolean adopt_slot_pool(GstQuery *query, GstPad *srcpad);
   /* output=tensor: an output buffer of the pool, sized to the tensor.
    * `running_time`, where valid, is the frame's: a batch slot pool puts the
    * tensor into the batch of that time. */

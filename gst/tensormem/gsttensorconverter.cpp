@@ -36,6 +36,7 @@
 #include <string>
 #include <system_error>
 #include <thread>
+#include <utility>
 
 GST_DEBUG_CATEGORY_STATIC(gst_tensor_converter_debug);
 #define GST_CAT_DEFAULT gst_tensor_converter_debug
@@ -247,9 +248,13 @@ struct TensorConverter::Impl {
   std::shared_ptr<tensormem::GlFrameConverter> pass;
   std::optional<tensormem::Tensor> staging; // a frame in other memory is copied here on the way
 #endif
+  GstEvent *described = nullptr; // output=meta before 1.28: the tensor's description, not yet sent
 
   Impl() { gst_video_info_init(&in_info); }
-  ~Impl() { drop_pool(); }
+  ~Impl() {
+    drop_pool();
+    gst_clear_event(&described);
+  }
   void drop_pool() {
     if (pool) {
       gst_buffer_pool_set_active(pool, FALSE);
@@ -704,6 +709,9 @@ gboolean TensorConverter::set_caps(const ConvertSettings &s, GstCaps *incaps, Gs
   GstBufferPool *pool = gst_buffer_pool_new();
   GstStructure *config = gst_buffer_pool_get_config(pool);
   gst_buffer_pool_config_set_params(config, pool_caps, static_cast<guint>(buffer_bytes), 2, 0);
+  // Before 1.28 the frame's caps cannot describe its tensor: an event does.
+  if (output_meta && !GST_TENSOR_MEM_HAVE_TENSOR_CAPS)
+    impl->described = gst_tensor_mem_frame_tensor_event_new(pool_caps);
   gst_caps_unref(pool_caps);
   gst_buffer_pool_config_set_allocator(config, allocator, nullptr);
   gst_object_unref(allocator);
@@ -752,8 +760,21 @@ bool TensorConverter::gl_can_write_slots(GstBufferPool *pool) const {
 #endif
 }
 
-gboolean TensorConverter::adopt_slot_pool(GstQuery *query) {
-  if (!negotiated() || gst_query_get_n_allocation_pools(query) == 0)
+gboolean TensorConverter::adopt_slot_pool(GstQuery *query, GstPad *srcpad) {
+  if (!negotiated())
+    return FALSE;
+  if (GstEvent *described = std::exchange(impl_->described, nullptr)) {
+    // The frame's caps are out, so its tensor's description may follow
+    // now, and the query, which went before it, is asked again.
+    gst_pad_push_event(srcpad, described);
+    GstCaps *caps = nullptr;
+    gst_query_parse_allocation(query, &caps, nullptr);
+    GstQuery *again = gst_query_new_allocation(caps, TRUE);
+    const gboolean adopted = gst_pad_peer_query(srcpad, again) && adopt_slot_pool(again, srcpad);
+    gst_query_unref(again);
+    return adopted;
+  }
+  if (gst_query_get_n_allocation_pools(query) == 0)
     return FALSE;
   GstBufferPool *pool = nullptr;
   guint size = 0, min = 0, max = 0;

@@ -852,7 +852,9 @@ TEST(TensorInfer, EightStreamsEachGetTheirOwnOutputsBackAfterABatchedCall) {
   eight_streams_through_one_model(false);
 }
 
-#if GST_TENSOR_MEM_HAVE_TENSOR_CAPS
+#if GST_TENSOR_MEM_HAVE_TENSOR_META
+/* 1.28's caps describe each frame's tensor; before 1.28 tensorconvert's
+ * frame-tensor event does. */
 TEST(TensorInfer, EightStreamsOfFramesEachGetTheirFramesBackWithTheirOwnOutputs) {
   REQUIRE_MODELS();
   eight_streams_through_one_model(true);

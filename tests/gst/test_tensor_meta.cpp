@@ -8,6 +8,7 @@
 #include "test_util.hpp"
 
 #include <gst/analytics/analytics.h>
+#include <gst/tensormem/gsttensoranalytics-private.h>
 #include <gst/tensormem/tensormem.h>
 
 #include <cstring>
@@ -141,6 +142,66 @@ TEST(TensorMeta, MetaOutputPassesTheFrameWithTheTensorBeside) {
     EXPECT_EQ(bytes_of(tensor->data), bytes_of(gst_sample_get_buffer(tensors.samples[i])));
     EXPECT_EQ(GST_BUFFER_PTS(tensor->data), GST_BUFFER_PTS(frame));
   }
+}
+
+/* Before 1.28 a frame's caps cannot describe the tensor beside it, so
+ * output=meta sends its description (a frame-tensor event: the tensor's
+ * other/tensors caps) once, after the caps and before the first frame,
+ * which a batching element needs before that frame's allocation query. On
+ * 1.28 the caps describe it, and no event is sent. */
+TEST(TensorMeta, MetaOutputDescribesItsTensorInAnEventWhereCapsCannot) {
+  const std::string d = kSource + "tensorconvert width=32 height=24 output=meta ! fakesink name=sink";
+  GError *error = nullptr;
+  GstElement *pipeline = gst_parse_launch(d.c_str(), &error);
+  ASSERT_EQ(error, nullptr) << d;
+  GstElement *sink = gst_bin_get_by_name(GST_BIN(pipeline), "sink");
+  GstPad *pad = gst_element_get_static_pad(sink, "sink");
+  struct Seen {
+    std::vector<std::string> order; // "caps", "described" and "frame", as they came
+    std::string described;
+  } seen;
+  gst_pad_add_probe(
+      pad, static_cast<GstPadProbeType>(GST_PAD_PROBE_TYPE_BUFFER | GST_PAD_PROBE_TYPE_EVENT_DOWNSTREAM),
+      [](GstPad *, GstPadProbeInfo *info, gpointer data) {
+        auto *s = static_cast<Seen *>(data);
+        if (GST_PAD_PROBE_INFO_TYPE(info) & GST_PAD_PROBE_TYPE_BUFFER) {
+          s->order.emplace_back("frame");
+          return GST_PAD_PROBE_OK;
+        }
+        GstEvent *event = GST_PAD_PROBE_INFO_EVENT(info);
+        GstCaps *caps = nullptr;
+        if (GST_EVENT_TYPE(event) == GST_EVENT_CAPS) {
+          s->order.emplace_back("caps");
+        } else if (gst_tensor_mem_frame_tensor_event_parse(event, &caps)) {
+          s->order.emplace_back("described");
+          gchar *text = gst_caps_to_string(caps);
+          s->described = text;
+          g_free(text);
+        }
+        return GST_PAD_PROBE_OK;
+      },
+      &seen, nullptr);
+  ASSERT_NE(gst_element_set_state(pipeline, GST_STATE_PLAYING), GST_STATE_CHANGE_FAILURE);
+  const tmtest::PipelineEnd end = tmtest::wait_for_end(pipeline);
+  EXPECT_TRUE(end.eos) << end.error;
+  EXPECT_EQ(gst_element_set_state(pipeline, GST_STATE_NULL), GST_STATE_CHANGE_SUCCESS);
+  gst_object_unref(pad);
+  gst_object_unref(sink);
+  tmtest::release_pipeline(pipeline);
+  const std::vector<std::string> frames_only{"caps", "frame", "frame", "frame"};
+  const std::vector<std::string> described{"caps", "described", "frame", "frame", "frame"};
+  if (GST_TENSOR_MEM_HAVE_TENSOR_CAPS) {
+    EXPECT_EQ(seen.order, frames_only);
+    return;
+  }
+  EXPECT_EQ(seen.order, described);
+  GstCaps *got = gst_caps_from_string(seen.described.c_str());
+  ASSERT_NE(got, nullptr) << seen.described;
+  const GstStructure *s = gst_caps_get_structure(got, 0);
+  EXPECT_TRUE(gst_structure_has_name(s, "other/tensors")) << seen.described;
+  EXPECT_STREQ(gst_structure_get_string(s, "types"), "float32") << seen.described;
+  EXPECT_STREQ(gst_structure_get_string(s, "dimensions"), "32:24:3:1") << seen.described;
+  gst_caps_unref(got);
 }
 
 /* The tensor elements after tensorconvert hand the buffer on: its

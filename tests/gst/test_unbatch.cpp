@@ -103,9 +103,10 @@ std::vector<std::uint8_t> bytes_of(GstSample *sample) {
   return bytes;
 }
 
-#if GST_TENSOR_MEM_HAVE_TENSOR_META && GST_CHECK_VERSION(1, 28, 0)
+#if GST_TENSOR_MEM_HAVE_TENSOR_META
 /* Video frames, each with its tensor beside it (tensorconvert output=meta,
- * whose 1.28 caps describe the tensor), are batched with every tensor
+ * whose 1.28 caps describe the tensor, and before 1.28 its frame-tensor
+ * event), are batched with every tensor
  * written in place into its slot, and each stream gets its own frames back:
  * the same picture, its timestamps, its caps, and in its GstTensorMeta its
  * slot of the batch (here no model ran: the slot holds its own tensor). */

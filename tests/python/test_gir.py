@@ -164,6 +164,16 @@ def main(gir_path, headers):
     check(ok and stream == "sink_3" and got.get_string(Gst.TAG_TITLE) == (True, "camera 3") and
           got.get_scope() == Gst.TagScope.GLOBAL, "stream-tags event round trip: %r" % ((ok, stream, got),))
     check(not GstTensorMem.stream_tags_event_parse(moved)[0], "a stream segment read as stream tags")
+    frame_caps = Gst.Caps.from_string("video/x-raw,format=RGBA,width=64,height=48")
+    ok, stream, got = GstTensorMem.stream_caps_event_parse(GstTensorMem.stream_caps_event_new("sink_4", frame_caps))
+    check(ok and stream == "sink_4" and got.is_equal(frame_caps),
+          "stream-caps event round trip: %r" % ((ok, stream, got),))
+    tensor = Gst.Caps.from_string("other/tensors,format=static,num_tensors=1,types=float32,dimensions=32:24:3:1")
+    described = GstTensorMem.frame_tensor_event_new(tensor)
+    ok, got = GstTensorMem.frame_tensor_event_parse(described)
+    check(ok and got.is_equal(tensor) and described.type == Gst.EventType.CUSTOM_DOWNSTREAM_STICKY,
+          "frame-tensor event round trip (sticky): %r" % ((ok, got),))
+    check(not GstTensorMem.frame_tensor_event_parse(tagged)[0], "stream tags read as a frame's tensor")
 
     if failures:
         return 1
