@@ -294,9 +294,7 @@ static gboolean gst_tensor_batch_src_query(GstAggregator *agg, GstQuery *query) 
  * frame (frames are placed as they come, never queued on the pads). NONE:
  * nothing to wait for. */
 static GstClockTime gst_tensor_batch_get_next_time(GstAggregator *agg) {
-  Assembler &s = assembler_of(GST_TENSOR_BATCH(agg));
-  std::lock_guard<std::mutex> guard(s.lock);
-  return !s.open.empty() && s.open.front().filled > 0 ? s.open.front().first_running_time : GST_CLOCK_TIME_NONE;
+  return assembler_of(GST_TENSOR_BATCH(agg)).front_time();
 }
 
 /* A repeated seek (once per stream after a split) goes upstream once. */

@@ -100,6 +100,11 @@ bool BatchAssembler::front_is_due() const {
          g_get_monotonic_time() >= open.front().first_fill + static_cast<gint64>(timeout / 1000);
 }
 
+GstClockTime BatchAssembler::front_time() {
+  std::lock_guard<std::mutex> guard(lock);
+  return !open.empty() && open.front().filled > 0 ? open.front().first_running_time : GST_CLOCK_TIME_NONE;
+}
+
 guint64 BatchAssembler::seq_of_time(GstClockTime t, guint64 first) {
   if (!GST_CLOCK_TIME_IS_VALID(t_base)) {
     t_base = t;

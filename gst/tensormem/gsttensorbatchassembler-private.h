@@ -310,6 +310,10 @@ struct BatchAssembler {
   /* The front batch when `why` holds for it (`src_has_caps`: whether the
    * source pad has caps yet). Under the lock. */
   bool take_front(BatchReason why, bool src_has_caps, TakenBatch *out);
+  /* The running time of the front batch's first frame (GstAggregator's
+   * next time for a live pipeline); NONE while it holds none. Takes the
+   * lock. */
+  GST_TENSOR_MEM_CLASS_API GstClockTime front_time();
   /* The source caps of a batch of `slots` slots (under the lock). */
   GST_TENSOR_MEM_CLASS_API GstCaps *batch_caps(guint slots) const;
   /* Stream ends whose last batch has gone (under the lock). */
