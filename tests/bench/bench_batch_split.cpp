@@ -6,6 +6,13 @@
  *   split:  N x (decode ! tensorconvert ! b.sink_i)
  *           tensorbatch name=b ! tensorinfer model=classifier_batch.onnx output=tensors
  *           ! tensorunbatch, N x (u.src_i ! queue ! fakesink)
+ *   direct: the split without the queues, N x (u.src_i ! fakesink async=false):
+ *           each stream's results handed on in the split's own thread, as
+ *           a sink that never blocks allows (a demuxer's usual queues cost a
+ *           thread and a hand-off per stream frame)
+ *   no model: N x (decode ! tensorconvert ! fakesink): what no batching
+ *           changes, so its ratio to the chains is the best any batch of
+ *           this model could reach (a model call that cost nothing)
  *
  * in one process, side by side in the same run. Two figures per cell:
  * - CPU time (user + system, the whole process) per stream frame, the
@@ -19,7 +26,8 @@
  * to its result out), so the target "p99 at most one frame interval plus
  * one model run" can be read off the row.
  *
- *   bench-batch-split [FRAMES] [STREAMS...]     environment: FPS (10), SIZE (224), ROUNDS (3)
+ *   bench-batch-split [FRAMES] [STREAMS...]
+ *   environment: FPS (10), SIZE (224), ROUNDS (3), KINDS (all), INFER_THREADS (ONNX Runtime's default)
  *
  * CPU time is the median of ROUNDS unpaced runs; latency comes from one
  * paced run, in which tensorbatch's max-latency is half a second
@@ -35,6 +43,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <map>
 #include <mutex>
 #include <string>
@@ -134,13 +143,15 @@ void probe(GstElement *pipeline, const std::string &element, const char *pad, st
   gst_object_unref(e);
 }
 
-/* One run of `kind` ("chains" or "split") with n streams; paced or not. */
+/* One run of `kind` ("chains", "split", "direct" or "no model") with n streams; paced or not. */
 bool run_once(const std::string &kind, int n, bool paced, const std::string &clip, const std::string &models, int size,
               int fps, Cell *cell) {
   const std::string convert = "tensorconvert width=" + std::to_string(size) + " height=" + std::to_string(size) +
                               " resize=letterbox layout=nchw dtype=float32 ";
   // infer_models.py's classifier for 224x224 tensors, classifier640 for 640x640.
   const std::string classifier = models + "/classifier" + (size == 224 ? "" : std::to_string(size));
+  // INFER_THREADS: every session's intra-op threads (ONNX Runtime's default where unset).
+  const std::string threads = g_getenv("INFER_THREADS") ? std::string(" threads=") + g_getenv("INFER_THREADS") : "";
   std::string text;
   // Paced, the pipeline is live (clocksync) with no latency of its own: a
   // batch then waits up to half a second for its slowest stream's frame
@@ -148,9 +159,10 @@ bool run_once(const std::string &kind, int n, bool paced, const std::string &cli
   // first frame. Only the start needs it (sessions made, pools filled),
   // which the latency figures leave out; a late frame would be dropped.
   const GstClockTime wait = paced ? GST_SECOND / 2 : 0;
-  if (kind == "split")
+  const bool split = kind == "split" || kind == "direct";
+  if (split)
     text = "tensorbatch name=b max-latency=" + std::to_string(wait) + " ! tensorinfer name=m model=" + classifier +
-           "_batch.onnx output=tensors ! "
+           "_batch.onnx output=tensors" + threads + " ! "
            "tensorunbatch name=u ";
   for (int i = 0; i < n; ++i) {
     const std::string k = std::to_string(i);
@@ -159,8 +171,13 @@ bool run_once(const std::string &kind, int n, bool paced, const std::string &cli
     text += convert;
     if (kind == "split")
       text += "! b.sink_" + k + " u.src_" + k + " ! queue ! fakesink name=s" + k + " sync=false ";
+    else if (split) // no queue: a sink that prerolled would block the split's one thread
+      text += "! b.sink_" + k + " u.src_" + k + " ! fakesink name=s" + k + " sync=false async=false ";
+    else if (kind == "no model")
+      text += "! fakesink name=s" + k + " sync=false ";
     else
-      text += "! tensorinfer name=m" + k + " model=" + classifier + ".onnx ! fakesink name=s" + k + " sync=false ";
+      text += "! tensorinfer name=m" + k + " model=" + classifier + ".onnx" + threads + " ! fakesink name=s" + k +
+              " sync=false ";
   }
   GError *error = nullptr;
   GstElement *pipeline = gst_parse_launch(text.c_str(), &error);
@@ -189,9 +206,11 @@ bool run_once(const std::string &kind, int n, bool paced, const std::string &cli
   }
   // The model's time per call: stream 0's tensorinfer in the chains, the
   // batch's in the split.
-  const std::string model = kind == "split" ? "m" : "m0";
-  probe(pipeline, model, "sink", tags, 2 * n);
-  probe(pipeline, model, "src", tags, 2 * n + 1);
+  if (kind != "no model") {
+    const std::string model = split ? "m" : "m0";
+    probe(pipeline, model, "sink", tags, 2 * n);
+    probe(pipeline, model, "src", tags, 2 * n + 1);
+  }
   const double cpu_before = cpu_seconds();
   gst_element_set_state(pipeline, GST_STATE_PLAYING);
   GstBus *bus = gst_element_get_bus(pipeline);
@@ -208,7 +227,7 @@ bool run_once(const std::string &kind, int n, bool paced, const std::string &cli
   if (msg)
     gst_message_unref(msg);
   guint64 late = 0;
-  if (kind == "split") {
+  if (split) {
     GstElement *batch = gst_bin_get_by_name(GST_BIN(pipeline), "b");
     g_object_get(batch, "dropped-frames", &late, nullptr);
     gst_object_unref(batch);
@@ -234,7 +253,7 @@ bool run_once(const std::string &kind, int n, bool paced, const std::string &cli
   if (paced) {
     cell->p50 = percentile(clocks.latencies_ms, 0.5);
     cell->p99 = percentile(clocks.latencies_ms, 0.99);
-    cell->model_ms = percentile(clocks.model_ms, 0.5);
+    cell->model_ms = kind == "no model" ? 0.0 : percentile(clocks.model_ms, 0.5);
   } else {
     cell->cpu_ms = 1000.0 * cpu / std::max<std::size_t>(1, cell->frames_seen);
   }
@@ -254,6 +273,7 @@ int main(int argc, char **argv) {
   const int fps = g_getenv("FPS") ? std::atoi(g_getenv("FPS")) : 10;
   const int size = g_getenv("SIZE") ? std::atoi(g_getenv("SIZE")) : 224;
   const int rounds = g_getenv("ROUNDS") ? std::max(1, std::atoi(g_getenv("ROUNDS"))) : 3;
+  const char *only = g_getenv("KINDS"); // e.g. "chains,direct" (for a profiler); all where unset
   for (const char *element :
        {"tensorinfer", "tensorbatch", "tensorunbatch", "openh264enc", "openh264dec", "clocksync"}) {
     GstElementFactory *f = gst_element_factory_find(element);
@@ -299,7 +319,9 @@ int main(int argc, char **argv) {
               "-|--------------------------|\n");
   for (int n : streams) {
     Cell chains;
-    for (const char *kind : {"chains", "split"}) {
+    for (const char *kind : {"chains", "split", "direct", "no model"}) {
+      if (only && !std::strstr(only, kind))
+        continue;
       // CPU: the median of `rounds` unpaced runs; latency: one paced run.
       Cell cell;
       std::vector<double> cpu;
@@ -318,7 +340,7 @@ int main(int argc, char **argv) {
         chains = cell;
       const double budget = 1000.0 / fps + cell.model_ms;
       char ratio[32] = "";
-      if (std::string(kind) == "split" && chains.cpu_ms > 0)
+      if (std::string(kind) != "chains" && chains.cpu_ms > 0)
         std::snprintf(ratio, sizeof ratio, "%.2fx", cell.cpu_ms / chains.cpu_ms);
       std::printf("| %7d | %-8s | %12.2f | %13s | %14.1f | %14.1f | %13.1f | %24s |\n", n, kind, cell.cpu_ms, ratio,
                   cell.p50, cell.p99, cell.model_ms,
