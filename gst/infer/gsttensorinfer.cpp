@@ -58,7 +58,7 @@
 #include <gst/tensormem/gsttensoranalytics-private.h>
 #include <gst/tensormem/gsttensorcaps.h>
 #include <gst/tensormem/gsttensorfencemeta.h>
-#include <gst/tensormem/gsttensorwritable-private.h>
+#include <gst/tensormem/gsttensorwritable.h>
 
 #include <algorithm>
 #include <cstring>
@@ -1067,7 +1067,7 @@ static GstFlowReturn gst_tensor_infer_prepare_output_buffer(GstBaseTransform *tr
   if (state->output == Output::Meta) {
     /* In place on a buffer others hold too (after a tee): a copy, which
      * must keep the frame's GstTensorMeta (GStreamer's copy drops it). */
-    *outbuf = gst_buffer_is_writable(inbuf) ? inbuf : gst_tensormem::make_buffer_writable(gst_buffer_ref(inbuf));
+    *outbuf = gst_buffer_is_writable(inbuf) ? inbuf : gst_tensor_mem_buffer_make_writable(gst_buffer_ref(inbuf));
     return GST_FLOW_OK;
   }
   std::lock_guard<std::mutex> guard(state->lock);

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-/* Private to libgsttensormem and its plugins: GStreamer's tensor description
+/* Private to libgsttensormem's elements and tensorinfer (the static
+ * gsttensorcaps library both link): GStreamer's tensor description
  * (GstTensorMeta, GStreamer 1.26's analytics library) as every element of
  * ours writes and names it. Exists only where GST_TENSOR_MEM_HAVE_TENSOR_META
  * is 1. C++ only; not installed. */
@@ -22,16 +23,13 @@ namespace gst_tensormem {
 
 /* The GstTensorDataType of an element type in other/tensors terms (a type
  * code and its bits); false for one GStreamer does not define. */
-GST_TENSOR_MEM_API
 bool tensor_data_type_of(TensorTypeCode code, guint bits, GstTensorDataType *out);
 
 /* Bits per element; 0 for a value the enum does not define (a producer
  * built against a later GStreamer, or garbage). */
-GST_TENSOR_MEM_API
 guint tensor_data_type_bits(GstTensorDataType type);
 
 /* "float32", "uint4", ...; nullptr for a value GStreamer 1.26 does not define. */
-GST_TENSOR_MEM_API
 const char *tensor_data_type_name(GstTensorDataType type);
 
 /* `target` (writable) gets a GstTensorMeta of one tensor, row-major, dims
@@ -42,7 +40,6 @@ const char *tensor_data_type_name(GstTensorDataType type);
  * consumer keeping that buffer beyond `target` only makes a pool discard
  * the buffer (its memory is shared), never reuse it. False when the dims do
  * not fit the data (never for our own outputs). */
-GST_TENSOR_MEM_API
 bool set_tensor_meta(GstBuffer *target, GstBuffer *data, GQuark id, GstTensorDataType type, const gsize *dims,
                      gsize n_dims);
 
@@ -62,24 +59,20 @@ struct CapsTensor {
 
 /* `s` (writable) gets group `group` listing `tensors`, replacing a group of
  * that name and keeping the others. */
-GST_TENSOR_MEM_API
 void set_caps_tensor_group(GstStructure *s, const char *group, const std::vector<CapsTensor> &tensors);
 
 /* Every structure of `caps` (writable) without its `tensors` field: what
  * an element that adds tensors asks of upstream. */
-GST_TENSOR_MEM_API
 void strip_caps_tensors(GstCaps *caps);
 
 /* The tensor named `id` in any group of `s`'s `tensors` field; with `id`
  * NULL, the only tensor there is. */
-GST_TENSOR_MEM_API
 bool find_caps_tensor(const GstStructure *s, const char *id, CapsTensor *out);
 
 /* Every group of `batch`'s `tensors` field (a batch's tensors, their
  * first dimension the batch) onto `frame` (writable), each tensor's first
  * dimension 1: what one slot of the batch holds, for the frame of that
  * slot's stream. Nothing where `batch` describes no tensors. */
-GST_TENSOR_MEM_API
 void set_caps_tensors_of_slot(const GstStructure *batch, GstStructure *frame);
 
 /* The one tensor a frame's caps `s` describe, as other/tensors caps (one
@@ -88,7 +81,6 @@ void set_caps_tensors_of_slot(const GstStructure *batch, GstStructure *frame);
  * the caps describe none or several, or it is column-major, has a
  * dimension not known before the data, or a type other/tensors cannot
  * name. */
-GST_TENSOR_MEM_API
 bool frame_tensor_caps(const GstStructure *s, GstCaps **out, std::string *why);
 #endif
 

@@ -30,10 +30,6 @@
 
 #include <cstddef>
 
-/* A class's members are exported as GST_TENSOR_MEM_API exports a function
- * (the plugin links to them); GStreamer's macro is for declarations only. */
-#define GST_TENSOR_MEM_CLASS_API __attribute__((visibility("default")))
-
 namespace gst_tensormem {
 
 struct Backend {
@@ -121,25 +117,20 @@ struct Backend {
 
 /* The number of families, and family `i` of the table (0: system). */
 constexpr std::size_t kBackendCount = 4;
-GST_TENSOR_MEM_API
 const Backend &backend_at(std::size_t i);
 
 /* The family whose memory `mem` is; NULL for memory that is not ours. */
-GST_TENSOR_MEM_API
 const Backend *backend_of_memory(GstMemory *mem);
 
 /* The family whose caps feature structure `index` of `caps` names (system
  * for plain caps); NULL for a feature no family has. */
-GST_TENSOR_MEM_API
 const Backend *backend_of_caps(const GstCaps *caps, guint index);
 
 /* A window of `mem` (see Backend::new_window) for memory of any family;
  * NULL for memory that is not ours or a range outside it. */
-GST_TENSOR_MEM_API
 GstMemory *memory_new_window(GstMemory *mem, gsize offset, gsize size);
 
 /* Before a CUDA import of `mem` (of `buffer`): the family's preparation. */
-GST_TENSOR_MEM_API
 void prepare_cuda_import(GstBuffer *buffer, GstMemory *mem);
 
 /* Which families template_caps() lists, and in which order. */
@@ -156,29 +147,21 @@ enum class TemplateFamilies {
  * features) once per family, with the family's caps feature and, for
  * video/x-raw, its extra template structure. A new family's memory reaches
  * every element's template by its table entry. New reference. */
-GST_TENSOR_MEM_API
 GstCaps *template_caps(const char *plain, TemplateFamilies families);
 
 /* Each storage unit's entry. */
-GST_TENSOR_MEM_API
 const Backend &system_backend();
-GST_TENSOR_MEM_API
 const Backend &dmabuf_backend();
-GST_TENSOR_MEM_API
 const Backend &pbo_backend();
-GST_TENSOR_MEM_API
 const Backend &d3d11_backend();
 
 /* The backend of `storage`, resolved (gst_tensor_mem_storage_resolve()). */
-GST_TENSOR_MEM_API
 const Backend &backend_for(GstTensorMemStorage storage);
 
 /* The property's nick: "auto", "system", "dmabuf", "pbo" or "d3d11". */
-GST_TENSOR_MEM_API
 const char *storage_nick(GstTensorMemStorage storage);
 
 /* `caps` with every structure's features replaced by `feature` (NULL: none). */
-GST_TENSOR_MEM_API
 GstCaps *caps_with_feature(GstCaps *caps, const char *feature);
 
 /* The pad-template structure (with its leading "; ") our DMA-BUF pads add
@@ -200,7 +183,6 @@ GstCaps *caps_with_feature(GstCaps *caps, const char *feature);
  * whose fourccs name no video format is dropped, one without drm-format
  * takes GST_TENSOR_MEM_VIDEO_FORMATS. New reference; a plain copy where
  * GStreamer has no DMA_DRM caps. */
-GST_TENSOR_MEM_API
 GstCaps *caps_without_dma_drm(GstCaps *caps);
 
 /* `caps` (borrowed) with, after each `video/x-raw(memory:DMABuf)` structure
@@ -210,23 +192,20 @@ GstCaps *caps_without_dma_drm(GstCaps *caps);
  * our DMA-BUF pads offer and accept on GStreamer 1.24 and later: linear
  * layouts only. New reference; a plain copy where GStreamer has no DMA_DRM
  * caps. */
-GST_TENSOR_MEM_API
 GstCaps *caps_with_dma_drm(GstCaps *caps);
 
 /* TRUE when structure `index` of `caps` (not empty, not ANY) names
  * `feature` among its caps features. */
-GST_TENSOR_MEM_API
 bool caps_have_feature(const GstCaps *caps, guint index, const char *feature);
 
 /* A pool of the backend's memory configured for `caps`; NULL after a warning
  * when the element has no allocator yet or the pool refuses the config. */
-GST_TENSOR_MEM_API
 GstBufferPool *backend_make_pool(const Backend &backend, GstElement *element, GstAllocator *allocator, GstCaps *caps,
                                  guint size, guint min_buffers, guint max_buffers, guint *aligned_size);
 
 /* One element's use of the backend of its storage property. The element's
  * object lock guards every field; the methods take it themselves. */
-class GST_TENSOR_MEM_CLASS_API ElementBackend {
+class ElementBackend {
 public:
   explicit ElementBackend(GstElement *element, GstTensorMemStorage storage = GST_TENSOR_MEM_STORAGE_AUTO);
   ~ElementBackend();

@@ -27,14 +27,12 @@ namespace gst_tensormem {
  * OK). OK where it came after its batch had left (`*late`: dropped; the
  * caller counts it on the pad). Otherwise a flow saying why, with an
  * element error where the frame is refused. */
-GST_TENSOR_MEM_API
 GstFlowReturn batch_aggregator_place(GstAggregator *agg, BatchAssembler &s, GstPad *pad, guint id, GstBuffer *buffer,
                                      GCancellable *waits, bool *late);
 
 /* Sends from `agg`'s source task every batch that may leave: the front
  * one for `why`, the next ones for `then`. The batches' caps, segment
  * (the first stream's) and the streams' events go before them. */
-GST_TENSOR_MEM_API
 GstFlowReturn batch_aggregator_send(GstAggregator *agg, BatchAssembler &s, BatchReason why,
                                     BatchReason then = BatchReason::Complete);
 
@@ -42,28 +40,23 @@ GstFlowReturn batch_aggregator_send(GstAggregator *agg, BatchAssembler &s, Batch
  * tensor (a GST_TENSOR_MEM_FRAME_TENSOR_EVENT, before GStreamer 1.28): the
  * assembler takes it, or the element error that says why not is posted on
  * `agg` and FALSE returned. TRUE for any other event (borrowed). */
-GST_TENSOR_MEM_API
 bool batch_aggregator_take_caps(GstAggregator *agg, BatchAssembler &s, ElementBackend &devices, guint id, GstPad *pad,
                                 GstEvent *event);
 
 /* Wakes `agg`'s source task (for `why`) from outside a chain: through a
  * sink pad whose stream lock is free, or, where every pad's chain holds
  * its own (they wait for their batch), by the next of those chains. */
-GST_TENSOR_MEM_API
 void batch_aggregator_wake(GstAggregator *agg, BatchAssembler &s, BatchReason why);
 
 /* Whether `event` is a wake (and its reason in `*why`). */
-GST_TENSOR_MEM_API
 bool batch_aggregator_is_wake(GstEvent *event, BatchReason *why);
 
 /* Whether every sink pad of `agg` has ended. */
-GST_TENSOR_MEM_API
 bool batch_aggregator_all_ended(GstAggregator *agg);
 
 /* Whether seek `event` repeats the previous one (after a split, each
  * stream's sink sends the pipeline's seek): only the first goes upstream.
  * GstAggregator drops repeats too, but 1.22 leaks each one. */
-GST_TENSOR_MEM_API
 bool batch_aggregator_seek_again(BatchAssembler &s, GstEvent *event);
 
 } // namespace gst_tensormem

@@ -142,11 +142,9 @@ struct TakenBatch {
   const Backend *family = nullptr;
 };
 
-/* Only the members an element calls are exported (the pool and the timer
- * are the library's own). */
 struct BatchAssembler {
-  GST_TENSOR_MEM_CLASS_API BatchAssembler();
-  GST_TENSOR_MEM_CLASS_API ~BatchAssembler();
+  BatchAssembler();
+  ~BatchAssembler();
   BatchAssembler(const BatchAssembler &) = delete;
   BatchAssembler &operator=(const BatchAssembler &) = delete;
 
@@ -249,10 +247,10 @@ struct BatchAssembler {
    * number is taken, or where a fixed batch-size has no slot for one more
    * stream while running (`*refused` then says so; it is checked at start
    * otherwise, since batch-size may still change). Takes the lock. */
-  GST_TENSOR_MEM_CLASS_API guint new_stream(const char *req_name, std::string *name, std::string *refused);
+  guint new_stream(const char *req_name, std::string *name, std::string *refused);
   /* A stream left: its frames in the open batches are dropped (counted,
    * and how many returned) and its end goes after the batches sent. */
-  GST_TENSOR_MEM_CLASS_API guint remove_stream(guint id);
+  guint remove_stream(guint id);
   /* Stream `id` (`pad_name`) has caps `caps`: its tensor is parsed, the
    * batches' family is the memory the caps name (or, for plain caps, the
    * storage setting's), whose device `devices` finds, and set_stream_caps()
@@ -305,7 +303,7 @@ struct BatchAssembler {
   void wake_later(BatchReason why);
   /* The streams flushed: the first segment after it is the batches'.
    * Takes the lock. */
-  GST_TENSOR_MEM_CLASS_API void flushed();
+  void flushed();
 
   /* The front batch when `why` holds for it (`src_has_caps`: whether the
    * source pad has caps yet). Under the lock. */
@@ -313,26 +311,26 @@ struct BatchAssembler {
   /* The running time of the front batch's first frame (GstAggregator's
    * next time for a live pipeline); NONE while it holds none. Takes the
    * lock. */
-  GST_TENSOR_MEM_CLASS_API GstClockTime front_time();
+  GstClockTime front_time();
   /* The source caps of a batch of `slots` slots (under the lock). */
-  GST_TENSOR_MEM_CLASS_API GstCaps *batch_caps(guint slots) const;
+  GstCaps *batch_caps(guint slots) const;
   /* Stream ends whose last batch has gone (under the lock). */
   std::vector<BatchStreamEnd> take_due_ends();
   /* A stream's events (each takes the lock). Its segment and tags are
    * kept to go downstream before the next batch as stream-segment and
    * stream-tags events. */
-  GST_TENSOR_MEM_CLASS_API void stream_segment(guint id, const GstSegment *segment);
-  GST_TENSOR_MEM_CLASS_API void stream_tags(guint id, GstTagList *tags);
+  void stream_segment(guint id, const GstSegment *segment);
+  void stream_tags(guint id, GstTagList *tags);
   /* The stream ended: its end goes after the batches holding its frames.
    * TRUE where every stream has ended. */
-  GST_TENSOR_MEM_CLASS_API bool stream_ended(guint id);
+  bool stream_ended(guint id);
   /* A flush-start on stream `id`: its frames leave the open batches. TRUE
    * where every stream is flushing now, so the flush is the batches' too
    * (no batch leaves until every stream has flushed and stopped). */
-  GST_TENSOR_MEM_CLASS_API bool flush_started(guint id);
+  bool flush_started(guint id);
   /* A flush-stop on stream `id`. TRUE where the flush downstream ends now
    * (every stream has stopped flushing). */
-  GST_TENSOR_MEM_CLASS_API bool flush_stopped(guint id);
+  bool flush_stopped(guint id);
 
   /* The state of a new run (READY→PAUSED) and after one (PAUSED→READY). */
   void start();
@@ -340,8 +338,8 @@ struct BatchAssembler {
 
   /* A property batch_install_properties() installed, set or read under the
    * lock; FALSE where `pspec` is none of them. */
-  GST_TENSOR_MEM_CLASS_API bool set_property(const GParamSpec *pspec, const GValue *value);
-  GST_TENSOR_MEM_CLASS_API bool get_property(const GParamSpec *pspec, GValue *value);
+  bool set_property(const GParamSpec *pspec, const GValue *value);
+  bool get_property(const GParamSpec *pspec, GValue *value);
 
   /* A run's life, each taking the lock. begin(): READY→PAUSED, a new run,
    * or why the streams do not fit (an element error, no run). halt():
@@ -349,10 +347,10 @@ struct BatchAssembler {
    * finish(): after it, the run's one-line summary. release(): READY→NULL,
    * the device and the kept allocations go (the next run takes the device
    * shared then). */
-  GST_TENSOR_MEM_CLASS_API std::string begin();
-  GST_TENSOR_MEM_CLASS_API void halt();
-  GST_TENSOR_MEM_CLASS_API std::string finish();
-  GST_TENSOR_MEM_CLASS_API void release();
+  std::string begin();
+  void halt();
+  std::string finish();
+  void release();
 };
 
 /* The enum of a batching element's storage property, built from the
@@ -367,7 +365,6 @@ GType batch_storage_enum_type();
  * the batch out, in the memory of every family of the backend table that
  * holds batches; where GstTensorMeta exists (GStreamer 1.26), the sink
  * also takes video frames whose tensor is beside them. */
-GST_TENSOR_MEM_API
 GstCaps *batch_template_caps(GstPadDirection direction);
 
 /* A batching element's properties that are the assembler's settings and
@@ -375,7 +372,6 @@ GstCaps *batch_template_caps(GstPadDirection direction);
  * copied-bytes, batches, partial-batches, dropped-frames), installed on
  * `klass` with ids from `first_id` on; BatchAssembler::set_property and
  * get_property serve them. */
-GST_TENSOR_MEM_API
 void batch_install_properties(GObjectClass *klass, guint first_id);
 
 /* The batch `b` (batch `seq`) as one buffer: its memory over the whole
@@ -388,7 +384,6 @@ GstBuffer *batch_make_output(OpenBatch &b, guint64 seq, const Backend &family, c
 
 /* Answers an allocation query on stream `id`'s pad with a slot pool: its
  * buffers are windows of the batch the stream's next frame belongs to. */
-GST_TENSOR_MEM_API
 void batch_answer_allocation(const std::shared_ptr<BatchAssembler> &assembler, guint id, GstQuery *query);
 
 /* A frame of `buffer` reached the element: its window stops being watched
@@ -421,7 +416,6 @@ GstFlowReturn batch_send_ready(BatchAssembler &assembler, BatchReason why, Batch
 /* The thread that sends batches which waited `timeout`, and what a kick
  * asks for: `emit` sends the front batch for a reason. Runs until the
  * assembler stops running. */
-GST_TENSOR_MEM_API
 void batch_timer_run(const std::shared_ptr<BatchAssembler> &assembler, const std::function<void(BatchReason)> &emit);
 
 } // namespace gst_tensormem

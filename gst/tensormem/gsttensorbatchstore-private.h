@@ -40,35 +40,28 @@ struct BatchWindowTag {
 };
 
 /* The store's side of an allocation; the element reads it. */
-GST_TENSOR_MEM_API
 gsize batch_allocation_slot_bytes(const BatchAllocation *allocation);
-GST_TENSOR_MEM_API
 guint batch_allocation_n_slots(const BatchAllocation *allocation);
 /* Takes one reference; the last one returns the allocation to its store
  * (any thread). */
-GST_TENSOR_MEM_API
 void batch_allocation_ref(BatchAllocation *allocation);
-GST_TENSOR_MEM_API
 void batch_allocation_unref(BatchAllocation *allocation);
 
 /* A writable memory over bytes [offset, offset + size) of `allocation` (a
  * slot's writer window, or the family's window for kBatchWhole), tagged with
  * `seq` and `slot`, holding one reference to the allocation until it is
  * freed; NULL when none can be made. */
-GST_TENSOR_MEM_API
 GstMemory *batch_window(BatchAllocation *allocation, guint64 seq, guint slot, gsize offset, gsize size);
 /* The tag of `buffer`'s memory where it is one window of a batch; else NULL. */
-GST_TENSOR_MEM_API
 const BatchWindowTag *batch_window_tag(GstBuffer *buffer);
 
 /* A CPU write of `size` bytes at `offset` of `allocation`: `write` gets the
  * mapped bytes of a writer window over them (the caller orders writes to
  * the same range). FALSE when they cannot be mapped. */
-GST_TENSOR_MEM_API
 bool batch_write_on_cpu(BatchAllocation *allocation, gsize offset, gsize size,
                         const std::function<void(std::byte *)> &write);
 
-class GST_TENSOR_MEM_CLASS_API BatchStore : public std::enable_shared_from_this<BatchStore> {
+class BatchStore : public std::enable_shared_from_this<BatchStore> {
 public:
   /* `kept`: how many returned allocations are kept beyond those in use. */
   static std::shared_ptr<BatchStore> create(gsize kept);

@@ -24,28 +24,24 @@ struct TensorCaps {
 };
 
 /* Whether `s` is an other/tensors structure (of any caps features). */
-GST_TENSOR_MEM_API
 bool is_tensor_caps(const GstStructure *s);
 
 /* Reads one static tensor from `s`; false with `*why` set for anything else
  * (several tensors, flexible format, an unknown type name, dimensions that
  * are not 1 to 16 positive integers, a footprint past 64 bits, dimensions
  * that parsed as a non-string such as a flag set). */
-GST_TENSOR_MEM_API
 bool parse_tensor_caps(const GstStructure *s, TensorCaps *out, std::string *why);
 
 /* For an element's set_caps: `*bytes` is the tensor's bytes for
  * other/tensors caps and 0 for any other caps; FALSE, after a
  * GST_CORE_ERROR_NEGOTIATION element error of `element` saying why, for
  * tensor caps it cannot read. */
-GST_TENSOR_MEM_API
 gboolean element_read_tensor_caps(GstElement *element, const GstCaps *caps, guint64 *bytes);
 
 /* `value` as one element of `t`'s type: its bytes in native order, in
  * `*out`. Integers are rounded and clamped to the type's range, float16 is
  * the nearest half; FALSE for a type without such an encoding (none of
  * parse_tensor_caps()'s). */
-GST_TENSOR_MEM_API
 bool element_bytes(const TensorCaps &t, double value, std::vector<std::uint8_t> *out);
 
 } // namespace gst_tensormem

@@ -56,10 +56,9 @@ struct ConvertHooks {
 };
 
 /* NNStreamer's caps name of a tensor element type ("uint8", "float16", "float32"). */
-GST_TENSOR_MEM_API
 const char *tensor_type_name(tensormem::DType dtype);
 
-class GST_TENSOR_MEM_CLASS_API TensorConverter {
+class TensorConverter {
 public:
   explicit TensorConverter(GstElement *element);
   ~TensorConverter();

@@ -42,42 +42,35 @@ struct DownloadMethod {
  * output), pass-through of any memory a CPU consumer can map (system,
  * DMA-BUF, PBO) in a layout it reads, or a copy into the default layout
  * (which accepts all). */
-GST_TENSOR_MEM_API
 const DownloadMethod &download_method_for(const DownloadContext &ctx, GstBuffer *in);
 
 /* Every method's proposal for `query`; FALSE when none had one. */
-GST_TENSOR_MEM_API
 gboolean download_propose_allocation(const DownloadContext &ctx, GstQuery *query);
 
 /* The caps of the other pad for `caps` on the pad of `direction`: input of
  * any memory (plain, memory:DMABuf, memory:TensorPBO) becomes plain output,
  * memory:DMABuf input may also stay memory:DMABuf (first choice); ANY caps
  * give `template_caps` of the other pad. Intersected with `filter`. */
-GST_TENSOR_MEM_API
 GstCaps *download_transform_caps(GstPadDirection direction, GstCaps *caps, GstCaps *filter, GstCaps *template_caps);
 
 /* TRUE when negotiated source caps `outcaps` name a memory that passes
  * through as it is (memory:DMABuf: the CPU reads it with an mmap), so
  * buffers of that memory keep it. */
-GST_TENSOR_MEM_API
 gboolean download_output_keeps_memory(GstCaps *outcaps);
 
 /* `othercaps` (source caps to fixate) without their memory:DMABuf
  * structures unless the peer of `srcpad` lists memory:DMABuf itself: a
  * consumer with ANY caps takes the feature by intersection yet reads plain
  * bytes. Takes `othercaps`, returns the caps to fixate. */
-GST_TENSOR_MEM_API
 GstCaps *download_restrict_output_caps(GstPad *srcpad, GstCaps *othercaps);
 
 /* Whether the peer of `srcpad` has shown it reads GstVideoMeta, given its
  * allocation answer `query`. */
-GST_TENSOR_MEM_API
 gboolean download_downstream_reads_video_meta(GstPad *srcpad, GstQuery *query);
 
 /* The pool the copy path writes into: system memory, the default layout of
  * `caps`, recycled (never one allocation per frame). NULL after a warning
  * when the caps are not raw video. */
-GST_TENSOR_MEM_API
 GstBufferPool *download_make_copy_pool(GstElement *element, GstCaps *caps);
 
 } // namespace gst_tensormem

@@ -69,7 +69,7 @@ struct UploadMethod {
 };
 
 /* The method table walked for one element, with each method's state. */
-class GST_TENSOR_MEM_CLASS_API Uploader {
+class Uploader {
 public:
   Uploader();
   ~Uploader();

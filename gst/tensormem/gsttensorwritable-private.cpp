@@ -3,6 +3,7 @@
 
 #include "gsttensorcudameta-private.h"
 #include "gsttensorcudameta.h"
+#include "gsttensorwritable.h"
 
 #include <gst/tensormem/gsttensormemconfig.h>
 
@@ -71,3 +72,5 @@ void copy_buffer_metas(GstBuffer *from, GstBuffer *to) {
 }
 
 } // namespace gst_tensormem
+
+GstBuffer *gst_tensor_mem_buffer_make_writable(GstBuffer *buffer) { return gst_tensormem::make_buffer_writable(buffer); }

@@ -13,6 +13,7 @@
 #include <gst/tensormem/gsttensord3d11device.h>
 #include <gst/tensormem/gsttensordlpack.h>
 #include <gst/tensormem/gsttensordmabuf.h>
+#include <gst/tensormem/gsttensorelements.h>
 #include <gst/tensormem/gsttensorfencemeta.h>
 #include <gst/tensormem/gsttensorformat.h>
 #include <gst/tensormem/gsttensormem.h>
@@ -22,6 +23,7 @@
 #include <gst/tensormem/gsttensormemvalidate.h>
 #include <gst/tensormem/gsttensorreadcompletion.h>
 #include <gst/tensormem/gsttensorstorage.h>
+#include <gst/tensormem/gsttensorwritable.h>
 #include <gst/tensormem/tensormem-prelude.h>
 
 #if GST_TENSOR_MEM_HAVE_GL

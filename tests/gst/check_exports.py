@@ -4,14 +4,11 @@
 
 Usage: check_exports.py LIBRARY HEADER...
 
-Every exported symbol must be
-  - a function declared in an installed header (C, or a C++ entry point of
-    a companion .hpp), including the _get_type of a G_DECLARE_* type; or
-  - in namespace gst_tensormem: the library's interface to this project's
-    own plugins, which no header installs. These are listed and counted, so
-    the log says how much of it is left.
-Anything else (the standard library's inline code, libtensormem's, a
-helper without the namespace) fails the check. In the other direction,
+Every exported symbol must be a function declared in an installed header
+(C, or a C++ entry point of a companion .hpp), including the _get_type of a
+G_DECLARE_* type. Anything else fails the check: the elements' interface
+to the library (namespace gst_tensormem), the standard library's inline
+code, libtensormem's. In the other direction,
 every function an installed header declares with GST_TENSOR_MEM_API must
 be exported, or an application linking to it fails.
 """
@@ -67,24 +64,17 @@ def main():
         print(f"no exported symbols read from {library}")
         return 1
     every, api = declared(headers)
-    private, stray = [], []
+    stray = []
     exported_names = set()
     for symbol in symbols:
         name = base_name(symbol)
         exported_names.add(name)
         if name in every:
             continue
-        if re.match(r"^(typeinfo for |typeinfo name for |vtable for )?gst_tensormem::", symbol) or \
-                name.startswith("gst_tensormem::"):
-            private.append(symbol)
-            continue
         stray.append(symbol)
     missing = sorted(api - exported_names)
-    print(f"{len(symbols)} exports of {library}: {len(symbols) - len(private) - len(stray)} declared in the "
-          f"{len(headers)} installed headers, {len(private)} of the plugins' private interface "
-          f"(gst_tensormem::), {len(stray)} neither")
-    for symbol in sorted(set(base_name(s) for s in private)):
-        print(f"  private: {symbol}")
+    print(f"{len(symbols)} exports of {library}: {len(symbols) - len(stray)} declared in the "
+          f"{len(headers)} installed headers, {len(stray)} not")
     for symbol in stray:
         print(f"FAIL: exported, declared in no installed header: {symbol}")
     for name in missing:

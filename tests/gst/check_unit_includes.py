@@ -22,7 +22,7 @@ edges = {}
 # 0: what everything reads; 1: the memory model's objects and metas;
 # 2: the backend table, the base memory and what every family shares;
 # 3: the storage families; 4: what elements run on the families;
-# 5: the umbrella headers, for applications.
+# 5: the umbrella headers, for applications, and the elements' registration.
 LEVELS = {
     0: ['tensormem-prelude', 'gsttensorstorage', 'gsttensorformat', 'gsttensorcaps', 'gsttensorcancel',
         'gsttensorcontextshare', 'gsttensorsidecache', 'gsttensormethodtable', 'gsttensormodelinfo',
@@ -33,7 +33,7 @@ LEVELS = {
     3: ['gsttensormemory', 'gsttensordmabuf', 'gsttensorpbo', 'gsttensord3d11', 'gsttensorframecopy', 'gsttensorgstgl'],
     4: ['gsttensoruploader', 'gsttensordownloader', 'gsttensorconverter', 'gsttensorbatchstore', 'gsttensorbatchassembler', 'gsttensorbatchaggregator',
         'gsttensordlpack'],
-    5: ['gsttensormem', 'tensormem'],
+    5: ['gsttensormem', 'tensormem', 'gsttensorelements'],
 }
 level_of = {unit: level for level, units in LEVELS.items() for unit in units}
 

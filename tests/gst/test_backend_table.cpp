@@ -50,6 +50,18 @@ bool caps_contain_structure(GstCaps *caps, GstCaps *one) {
  * run here. */
 class BackendTable : public testing::TestWithParam<std::size_t> {
 protected:
+  /* This program holds the library's objects itself (it reaches what the
+   * shared library keeps local), so it registers their elements as an
+   * application that links GStreamer statically would; its environment has
+   * no plugin path, so the shared library is never loaded beside them. */
+  static void SetUpTestSuite() {
+    static const gboolean registered = gst_plugin_register_static(
+        GST_VERSION_MAJOR, GST_VERSION_MINOR, "tensormem", "this project's elements, linked in",
+        gst_tensor_mem_register_elements, "0", "Apache 2.0", "gst-tensormem", "gst-tensormem",
+        "https://github.com/gst-tensormem/gst-tensormem");
+    ASSERT_TRUE(registered);
+  }
+
   void SetUp() override {
     ASSERT_TRUE(g_software_d3d11);
     family_ = &gst_tensormem::backend_at(GetParam());
