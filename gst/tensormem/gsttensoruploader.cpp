@@ -228,12 +228,13 @@ constexpr const char *kGlMemoryCaps =
     "video/x-raw(" GST_TENSOR_MEM_CAPS_FEATURE_MEMORY_GL_MEMORY "), format=(string){ RGBA, BGRA, RGBx, BGRx }, "
     "texture-target=(string)2D";
 
-/* Source caps → sink caps (storage=pbo only: an upstream that can give
+/* Source caps → sink caps, for a family GstGL's textures reach on the GPU
+ * only (the table's shares_gstgl_display: PBO; an upstream that can give
  * either, like gldownload, would otherwise hand the other storages
  * textures): the same video as textures, last in preference. */
 GstCaps *gl_sink_caps(const UploadContext &ctx, GstCaps *plain) {
 #if GST_TENSOR_MEM_HAVE_GSTGL && GST_TENSOR_MEM_HAVE_GL
-  if (ctx.backend != &pbo_backend())
+  if (!ctx.backend->shares_gstgl_display)
     return nullptr;
   GstCaps *textures = caps_with_feature(plain, GST_TENSOR_MEM_CAPS_FEATURE_MEMORY_GL_MEMORY);
   GstCaps *allowed = gst_caps_from_string(kGlMemoryCaps);
@@ -255,7 +256,7 @@ gboolean gl_set_caps(const UploadContext &ctx, void *state, GstCaps *incaps, Gst
   gst_caps_replace(&gl->outcaps, outcaps);
   GstCapsFeatures *features = gst_caps_get_features(incaps, 0);
   gl->input = features && gst_caps_features_contains(features, GST_TENSOR_MEM_CAPS_FEATURE_MEMORY_GL_MEMORY);
-  if (!gl->input || ctx.backend == &pbo_backend())
+  if (!gl->input || ctx.backend->shares_gstgl_display)
     return TRUE;
   GST_ELEMENT_ERROR(ctx.element, CORE, NEGOTIATION,
                     ("memory:GLMemory input needs storage=pbo (this element has storage=%s): GstGL textures are "
@@ -270,12 +271,13 @@ gboolean gl_accept(const UploadContext &, void *state, GstBuffer *) { return sta
 /* GstGL's own pool serves the textures: nothing to ask. */
 gboolean gl_propose(const UploadContext &, GstQuery *) { return FALSE; }
 
-/* A pool of PBOs of the element's allocator for the output caps. */
+/* A pool of the element's memory (PBOs: gl_set_caps took no other) of its
+ * allocator for the output caps. */
 gboolean gl_make_pool(const UploadContext &ctx, GlState *gl) {
   GstAllocator *allocator = ctx.element_backend->allocator();
   guint size = 0;
   if (allocator && gl->outcaps)
-    gl->pool = backend_make_pool(pbo_backend(), ctx.element, allocator, gl->outcaps, GST_VIDEO_INFO_SIZE(ctx.info), 0,
+    gl->pool = backend_make_pool(*ctx.backend, ctx.element, allocator, gl->outcaps, GST_VIDEO_INFO_SIZE(ctx.info), 0,
                                  0, &size);
   gst_clear_object(&allocator);
   if (gl->pool && gst_buffer_pool_set_active(gl->pool, TRUE))
@@ -361,7 +363,7 @@ GstFlowReturn gl_perform(const UploadContext &ctx, void *state, GstBuffer *in, G
     return GST_FLOW_OK;
   }
   gst_buffer_add_parent_buffer_meta(*out, in);
-  ret = ctx.element_backend->fence_writes(pbo_backend(), in, out);
+  ret = ctx.element_backend->fence_writes(*ctx.backend, in, out);
   if (ret == GST_FLOW_OK)
     result->gpu_copied = copied;
   return ret;
