@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include <gst/tensormem/gsttensormemallocator.h>
 #include <gst/tensormem/gsttensormemallocator.hpp>
+#include <gst/tensormem/gsttensorstorage-private.h>
 
 G_DEFINE_INTERFACE(GstTensorMemAllocator, gst_tensor_mem_allocator, GST_TYPE_ALLOCATOR)
 
@@ -62,12 +63,5 @@ GstTensorMemStorage gst_tensor_mem_memory_get_storage(GstMemory *mem) {
   const tensormem::Tensor *tensor = gst_tensor_mem_memory_get_tensor(mem);
   if (!tensor)
     return GST_TENSOR_MEM_STORAGE_AUTO;
-  switch (tensor->storage_kind()) {
-  case tensormem::StorageKind::Mem: return GST_TENSOR_MEM_STORAGE_SYSTEM;
-  case tensormem::StorageKind::DmaBuf: return GST_TENSOR_MEM_STORAGE_DMABUF;
-  case tensormem::StorageKind::Pbo: return GST_TENSOR_MEM_STORAGE_PBO;
-  case tensormem::StorageKind::D3d11: return GST_TENSOR_MEM_STORAGE_D3D11;
-  default: break;
-  }
-  return GST_TENSOR_MEM_STORAGE_AUTO;
+  return gst_tensormem::storage_of_kind(tensor->storage_kind());
 }

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include <gst/tensormem/gsttensorstorage.h>
+#include <gst/tensormem/gsttensorstorage-private.h>
 
 #include <tensormem/dmabuf_storage.hpp>
 
@@ -63,3 +63,25 @@ GstTensorMemStorage gst_tensor_mem_storage_resolve(GstTensorMemStorage storage) 
   }
   return static_cast<GstTensorMemStorage>(resolved - 1);
 }
+
+namespace gst_tensormem {
+
+GstTensorMemStorage storage_of_kind(tensormem::StorageKind kind) {
+  // One row per family, beside the enum's own values above.
+  static constexpr struct {
+    tensormem::StorageKind kind;
+    GstTensorMemStorage storage;
+  } kRows[] = {
+      {tensormem::StorageKind::Mem, GST_TENSOR_MEM_STORAGE_SYSTEM},
+      {tensormem::StorageKind::DmaBuf, GST_TENSOR_MEM_STORAGE_DMABUF},
+      {tensormem::StorageKind::Pbo, GST_TENSOR_MEM_STORAGE_PBO},
+      {tensormem::StorageKind::D3d11, GST_TENSOR_MEM_STORAGE_D3D11},
+  };
+  for (const auto &row : kRows) {
+    if (row.kind == kind)
+      return row.storage;
+  }
+  return GST_TENSOR_MEM_STORAGE_AUTO;
+}
+
+} // namespace gst_tensormem
