@@ -1,14 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 #include <gst/tensormem/gsttensormem.h>
 
+#include <gst/tensormem/gsttensorbackend-private.h>
+#include <gst/tensormem/gsttensorbasememory.h>
 #include <gst/tensormem/gsttensorbufferpool.h>
 #include <gst/tensormem/gsttensorcudameta.h>
-#include <gst/tensormem/gsttensordmabuf.h>
 #include <gst/tensormem/gsttensorfencemeta.h>
 #include <gst/tensormem/gsttensorglcontext.h>
-#include <gst/tensormem/gsttensormemory.h>
+#include <gst/tensormem/gsttensormemallocator.h>
 #include <gst/tensormem/gsttensormemresizemeta.h>
-#include <gst/tensormem/gsttensorpbo.h>
 
 #include <tensormem/log.hpp>
 
@@ -53,13 +53,17 @@ void gst_tensor_mem_init(void) {
     return;
   GST_DEBUG_CATEGORY_INIT(gst_tensormem_debug, "tensormem", 0, "tensormem core library");
   tensormem::set_log_handler(route_core_log, nullptr);
-  // The allocators that are registered by name (gst_allocator_find()).
-  gst_object_unref(gst_tensor_mem_system_allocator_get());
-  gst_object_unref(gst_tensor_mem_dmabuf_allocator_get());
   g_type_ensure(GST_TYPE_TENSOR_MEM_ALLOCATOR);
   g_type_ensure(GST_TYPE_TENSOR_MEM_BASE_ALLOCATOR);
   g_type_ensure(GST_TYPE_TENSOR_MEM_STORAGE);
-  g_type_ensure(GST_TYPE_TENSOR_MEM_PBO_ALLOCATOR);
+  // Every family's allocator type; a family without a device has one
+  // process-wide allocator, registered by name (gst_allocator_find()).
+  for (std::size_t i = 0; i < gst_tensormem::kBackendCount; ++i) {
+    const gst_tensormem::Backend &family = gst_tensormem::backend_at(i);
+    g_type_ensure(family.allocator_type());
+    if (!family.ensure_device)
+      gst_object_unref(family.new_allocator(nullptr));
+  }
   g_type_ensure(GST_TYPE_TENSOR_MEM_GL_WORKER);
   g_type_ensure(GST_TYPE_TENSOR_MEM_BUFFER_POOL);
   gst_tensor_mem_cuda_meta_get_info();
