@@ -59,7 +59,6 @@
 #include <gst/tensormem/gsttensorformat.h>
 #include <gst/tensormem/gsttensormemconfig.h>
 #include <gst/tensormem/gsttensormodelinfo-private.h>
-#include <gst/tensormem/gsttensorpbo.h>
 #include <gst/tensormem/gsttensorstorage.h>
 #include <gst/tensormem/gsttensorwritable-private.h>
 
@@ -168,20 +167,15 @@ GstStaticPadTemplate sink_template =
                             // set_caps and ends in this element's error naming it.
                             GST_STATIC_CAPS("video/x-raw(ANY), format=(string){ RGBA, BGRA, RGBx, BGRx, RGB, BGR, "
                                             "GRAY8, NV12, I420 }" GST_TENSOR_MEM_DMA_DRM_TEMPLATE));
-#define CONVERT_TENSOR_CAPS(features)                                                                                  \
-  "other/tensors" features ", format=(string)static, num_tensors=(int)1, types=(string){ uint8, float16, float32 }"
+constexpr const char *kTensorCaps =
+    "other/tensors, format=(string)static, num_tensors=(int)1, types=(string){ uint8, float16, float32 }";
 #if GST_TENSOR_MEM_HAVE_TENSOR_META
 /* output=meta: the frame goes on, the tensor beside it. */
-#define CONVERT_META_CAPS                                                                                              \
-  "; video/x-raw(ANY), format=(string){ RGBA, BGRA, RGBx, BGRx, RGB, BGR, GRAY8, NV12, I420 "                          \
-  "}" GST_TENSOR_MEM_DMA_DRM_TEMPLATE
+constexpr const char *kMetaCaps = "video/x-raw(ANY), format=(string){ RGBA, BGRA, RGBx, BGRx, RGB, BGR, GRAY8, NV12, "
+                                  "I420 }" GST_TENSOR_MEM_DMA_DRM_TEMPLATE;
 #else
-#define CONVERT_META_CAPS ""
+constexpr const char *kMetaCaps = nullptr;
 #endif
-GstStaticPadTemplate src_template =
-    GST_STATIC_PAD_TEMPLATE("src", GST_PAD_SRC, GST_PAD_ALWAYS,
-                            GST_STATIC_CAPS(CONVERT_TENSOR_CAPS("") "; " CONVERT_TENSOR_CAPS(
-                                "(" GST_CAPS_FEATURE_MEMORY_TENSOR_PBO ")") CONVERT_META_CAPS));
 
 gst_tensormem::ConvertSettings settings_of(GstTensorMemConvert *self) {
   GST_OBJECT_LOCK(self);
@@ -558,7 +552,11 @@ static void gst_tensor_convert_class_init(GstTensorMemConvertClass *klass) {
                           "type, caps and ranges; a property set after this one overrides it",
                           nullptr, kRw));
   gst_element_class_add_static_pad_template(element_class, &sink_template);
-  gst_element_class_add_static_pad_template(element_class, &src_template);
+  // The tensor's memories are the table's: plain caps for the CPU path, the
+  // GL pass's family where this build has one.
+  GstCaps *src_caps = gst_tensormem::TensorConverter::src_template_caps(kTensorCaps, kMetaCaps);
+  gst_element_class_add_pad_template(element_class, gst_pad_template_new("src", GST_PAD_SRC, GST_PAD_ALWAYS, src_caps));
+  gst_caps_unref(src_caps);
   gst_element_class_set_static_metadata(element_class, "Tensor convert", "Filter/Converter/Video",
                                         "Turns video frames into one model-input tensor: resize, colour, "
                                         "normalisation, layout and type in one pass",

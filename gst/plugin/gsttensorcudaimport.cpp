@@ -47,16 +47,14 @@
 #include "gsttensorcudaimport.h"
 #include "gsttensormetaread.h"
 
+#include <gst/tensormem/gsttensorbackend-private.h>
 #include <gst/tensormem/gsttensorcaps.h>
 #include <gst/tensormem/gsttensorcudameta.h>
-#include <gst/tensormem/gsttensorbackend-private.h>
-#include <gst/tensormem/gsttensordmabuf.h>
-#include <gst/tensormem/gsttensorfencemeta.h>
-#include <gst/tensormem/gsttensormemvalidate.h>
-#include <gst/tensormem/gsttensorpbo.h>
-#include <gst/tensormem/gsttensorwritable-private.h>
 #include <gst/tensormem/gsttensorcudameta.hpp>
-
+#include <gst/tensormem/gsttensorfencemeta.h>
+#include <gst/tensormem/gsttensormemallocator.h>
+#include <gst/tensormem/gsttensormemvalidate.h>
+#include <gst/tensormem/gsttensorwritable-private.h>
 
 #include <new>
 #include <set>
@@ -248,7 +246,7 @@ static void gst_tensor_cuda_import_get_property(GObject *object, guint prop_id, 
 /* A stopped pipeline holds no foreign DMA-BUF through the imports kept for
  * re-wrapping producers. */
 static gboolean gst_tensor_cuda_import_stop(GstBaseTransform *) {
-  gst_tensor_mem_dmabuf_forget_foreign_imports();
+  gst_tensormem::forget_foreign_imports();
   return TRUE;
 }
 

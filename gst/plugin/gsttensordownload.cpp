@@ -64,12 +64,10 @@
 #include <gst/allocators/gstdmabuf.h>
 #include <gst/tensormem/gsttensorbackend-private.h>
 #include <gst/tensormem/gsttensorcaps.h>
-#include <gst/tensormem/gsttensord3d11.h>
 #include <gst/tensormem/gsttensordownloader.h>
 #include <gst/tensormem/gsttensorfencemeta.h>
 #include <gst/tensormem/gsttensorformat.h>
 #include <gst/tensormem/gsttensormemvalidate.h>
-#include <gst/tensormem/gsttensorpbo.h>
 #include <gst/tensormem/gsttensorwritable-private.h>
 
 #include <string>

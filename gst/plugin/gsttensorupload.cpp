@@ -75,14 +75,11 @@
 #include "gsttensorupload.h"
 
 #include <gst/tensormem/gsttensorbackend-private.h>
-#include <gst/tensormem/gsttensord3d11.h>
-#include <gst/tensormem/gsttensordmabuf.h>
 #include <gst/tensormem/gsttensorfencemeta.h>
 #include <gst/tensormem/gsttensorformat.h>
 #include <gst/tensormem/gsttensorgstgl.h>
 #include <gst/tensormem/gsttensormemconfig.h>
 #include <gst/tensormem/gsttensormemvalidate.h>
-#include <gst/tensormem/gsttensorpbo.h>
 #include <gst/tensormem/gsttensoruploader.h>
 #include <gst/tensormem/gsttensorwritable-private.h>
 
@@ -218,7 +215,7 @@ static gboolean gst_tensor_upload_stop(GstBaseTransform *trans) {
   auto *self = GST_TENSOR_UPLOAD(trans);
   self->uploader->reset();
   self->backend->stop();
-  gst_tensor_mem_dmabuf_forget_foreign_imports(); // a stopped pipeline holds no foreign buffer
+  gst_tensormem::forget_foreign_imports(); // a stopped pipeline holds no foreign buffer
   return GST_BASE_TRANSFORM_CLASS(gst_tensor_upload_parent_class)->stop(trans);
 }
 

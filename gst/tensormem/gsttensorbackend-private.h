@@ -80,6 +80,13 @@ struct Backend {
    * upstream (gst_tensor_mem_gstgl_display_answer_query) and GstGL's textures
    * reach it on the GPU. */
   bool shares_gstgl_display = false;
+  /* TRUE: tensorconvert's GL compute pass writes this family's memory (its
+   * output buffers are GL buffer objects of the family's device), so
+   * picking the family picks the GL path. At most one family. */
+  bool written_by_gl_pass = false;
+  /* TRUE: this family's memory can wrap the fds of another producer's
+   * DMA-BUF memory without a copy (tensorupload's fd import). */
+  bool wraps_dmabuf_fds = false;
   /* TRUE: an allocation of any byte count is one flat range, and a window
    * of it is memory of its own (system, DMA-BUF, PBO), so n slots of a batch
    * can be one allocation of the family (BatchStore) and a batching
@@ -113,6 +120,10 @@ struct Backend {
    * not ask the kernel; 0 bytes when the memory has no fd. FALSE (or NULL):
    * not known here, ask the kernel. */
   gboolean (*fd_bytes)(GstMemory *mem, guint64 *bytes) = nullptr;
+  /* Drops what the family keeps of other producers' memory between buffers
+   * (DMA-BUF: the imports kept for re-wrapping a producer's fds), so a
+   * stopped pipeline holds none of it. NULL: nothing kept. */
+  void (*forget_foreign_imports)(void) = nullptr;
 };
 
 /* The number of families, and family `i` of the table (0: system). */
@@ -132,6 +143,14 @@ GstMemory *memory_new_window(GstMemory *mem, gsize offset, gsize size);
 
 /* Before a CUDA import of `mem` (of `buffer`): the family's preparation. */
 void prepare_cuda_import(GstBuffer *buffer, GstMemory *mem);
+
+/* Every family's forget_foreign_imports: an element that imported other
+ * producers' memory calls it at stop. */
+void forget_foreign_imports();
+
+/* The family tensorconvert's GL pass writes (written_by_gl_pass); NULL in a
+ * build without GL or a table without one. */
+const Backend *gl_pass_backend();
 
 /* Which families template_caps() lists, and in which order. */
 enum class TemplateFamilies {

@@ -56,6 +56,16 @@ const Backend &backend_at(std::size_t i) {
 const Backend *backend_of_memory(GstMemory *mem) {
   if (!mem)
     return nullptr;
+  // Most memories come straight from a family's allocator: one type compare
+  // each, before asking the families (which also know shares and imports).
+  if (mem->allocator) {
+    const GType type = G_OBJECT_TYPE(mem->allocator);
+    for (std::size_t i = 0; i < kBackendCount; ++i) {
+      const Backend &backend = backend_at(i);
+      if (backend.allocator_type && type == backend.allocator_type())
+        return &backend;
+    }
+  }
   for (std::size_t i = 0; i < kBackendCount; ++i) {
     const Backend &backend = backend_at(i);
     if (backend.owns_memory && backend.owns_memory(mem))
@@ -86,6 +96,23 @@ void prepare_cuda_import(GstBuffer *buffer, GstMemory *mem) {
   const Backend *backend = backend_of_memory(mem);
   if (backend && backend->prepare_cuda)
     backend->prepare_cuda(buffer, mem);
+}
+
+void forget_foreign_imports() {
+  for (std::size_t i = 0; i < kBackendCount; ++i) {
+    if (backend_at(i).forget_foreign_imports)
+      backend_at(i).forget_foreign_imports();
+  }
+}
+
+const Backend *gl_pass_backend() {
+  if (!GST_TENSOR_MEM_HAVE_GL)
+    return nullptr;
+  for (std::size_t i = 0; i < kBackendCount; ++i) {
+    if (backend_at(i).written_by_gl_pass)
+      return &backend_at(i);
+  }
+  return nullptr;
 }
 
 GstCaps *template_caps(const char *plain, TemplateFamilies families) {

@@ -65,6 +65,11 @@ public:
   TensorConverter(const TensorConverter &) = delete;
   TensorConverter &operator=(const TensorConverter &) = delete;
 
+  /* The source pad template's caps: `tensor` (other/tensors without
+   * features: the CPU path) once plain and once with the caps feature of
+   * the GL pass's family where this build has the pass, then `frame` (the
+   * output=meta caps; NULL for none). New reference. */
+  static GstCaps *src_template_caps(const char *tensor, const char *frame);
   /* Source caps for video caps `caps` (the tensor's type always, its
    * dimensions where the sizes are known), PBO first where the GL path is
    * preferred. */

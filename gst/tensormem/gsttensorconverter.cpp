@@ -129,20 +129,27 @@ private:
   std::vector<std::thread> threads_;
 };
 
-/* Which output memories a frame can become, best first: PBO tensor memory
- * (the GL path) and plain system or DMA-BUF memory (the CPU path). The
- * storage property picks the path: pbo the GL path, system and dmabuf the
- * CPU path, and auto takes PBO when the input is PBO memory already, or when
- * downstream accepts nothing else. */
+/* TRUE when the storage property names the family the GL pass writes
+ * (the table's written_by_gl_pass): that picks the GL path. */
+bool asks_gl_pass(const ConvertSettings &s) {
+  return s.storage != GST_TENSOR_MEM_STORAGE_AUTO && backend_for(s.storage).written_by_gl_pass;
+}
+
+/* Which output memories a frame can become, best first: the GL pass's
+ * family (PBO tensor memory) and plain caps, system or DMA-BUF memory (the
+ * CPU path). The storage property picks the path: the GL pass's family the
+ * GL path, a family that maps as system the CPU path, and auto takes the GL
+ * path when the input is its family's memory already, or when downstream
+ * accepts nothing else. */
 struct Outputs {
-  bool pbo, plain, pbo_first;
+  bool gl, plain, gl_first;
 };
-Outputs outputs_for(const ConvertSettings &s, bool pbo_input) {
-  if (!GST_TENSOR_MEM_HAVE_GL)
+Outputs outputs_for(const ConvertSettings &s, bool gl_input) {
+  if (!gl_pass_backend())
     return {false, true, false};
   if (s.storage == GST_TENSOR_MEM_STORAGE_AUTO)
-    return {true, true, pbo_input};
-  const bool gl = s.storage == GST_TENSOR_MEM_STORAGE_PBO;
+    return {true, true, gl_input};
+  const bool gl = asks_gl_pass(s);
   return {gl, !gl, gl};
 }
 
@@ -265,27 +272,39 @@ struct TensorConverter::Impl {
 };
 
 TensorConverter::TensorConverter(GstElement *element)
-    : element_(element), devices_(element, GST_TENSOR_MEM_STORAGE_PBO), impl_(std::make_unique<Impl>()) {
+    : element_(element), devices_(element), impl_(std::make_unique<Impl>()) {
   ensure_debug_category();
 }
 
 TensorConverter::~TensorConverter() = default;
 
+GstCaps *TensorConverter::src_template_caps(const char *tensor, const char *frame) {
+  GstCaps *plain = gst_caps_from_string(tensor);
+  GstCaps *caps = gst_caps_copy(plain);
+  if (const Backend *gl = gl_pass_backend())
+    gst_caps_append(caps, caps_with_feature(plain, gl->caps_feature));
+  gst_caps_unref(plain);
+  if (frame)
+    gst_caps_append(caps, gst_caps_from_string(frame));
+  return caps;
+}
+
 GstCaps *TensorConverter::tensor_caps(const ConvertSettings &s, GstCaps *caps) {
   GstCaps *result = gst_caps_new_empty();
   for (guint i = 0; i < gst_caps_get_size(caps); ++i) {
     GstStructure *tensor = tensor_structure(s, gst_caps_get_structure(caps, i));
-    const Outputs out = outputs_for(s, caps_have_feature(caps, i, GST_CAPS_FEATURE_MEMORY_TENSOR_PBO));
-    auto add_pbo = [&] {
+    const Backend *gl = gl_pass_backend();
+    const Outputs out = outputs_for(s, gl && caps_have_feature(caps, i, gl->caps_feature));
+    auto add_gl = [&] {
       result = gst_caps_merge_structure_full(result, gst_structure_copy(tensor),
-                                             gst_caps_features_new(GST_CAPS_FEATURE_MEMORY_TENSOR_PBO, nullptr));
+                                             gst_caps_features_new(gl->caps_feature, nullptr));
     };
-    if (out.pbo && out.pbo_first)
-      add_pbo();
+    if (out.gl && out.gl_first)
+      add_gl();
     if (out.plain)
       result = gst_caps_merge_structure(result, gst_structure_copy(tensor));
-    if (out.pbo && !out.pbo_first)
-      add_pbo();
+    if (out.gl && !out.gl_first)
+      add_gl();
     gst_structure_free(tensor);
   }
   return result;
@@ -336,8 +355,8 @@ gboolean TensorConverter::start(const ConvertSettings &s) {
     return FALSE;
   }
   // The storage picks the path: the CPU path writes what maps as system
-  // memory, the GL path PBO tensor memory; no other family is written here.
-  const bool pbo = s.storage == GST_TENSOR_MEM_STORAGE_PBO;
+  // memory, the GL path its own family's; no other family is written here.
+  const bool pbo = asks_gl_pass(s);
   if (s.storage != GST_TENSOR_MEM_STORAGE_AUTO && !pbo && !backend_for(s.storage).maps_as_system) {
     GST_ELEMENT_ERROR(element_, LIBRARY, SETTINGS,
                       ("tensorconvert writes system or DMA-BUF memory (the CPU path) or PBO tensor memory (the GL "
@@ -366,7 +385,7 @@ gboolean TensorConverter::start(const ConvertSettings &s) {
   // An explicit GL request finds (or makes) its worker now, so a machine
   // without EGL fails here with the reason, not at negotiation.
   GError *error = nullptr;
-  if (pbo && !devices_.find_device(pbo_backend(), &error)) {
+  if (pbo && gl_pass_backend() && !devices_.find_device(*gl_pass_backend(), &error)) {
     GST_ELEMENT_ERROR(element_, RESOURCE, FAILED, ("storage=pbo: %s", error ? error->message : "no GL worker"),
                       ("use storage=system or dmabuf on a machine without a usable EGL"));
     g_clear_error(&error);
@@ -652,7 +671,8 @@ gboolean TensorConverter::set_caps(const ConvertSettings &s, GstCaps *incaps, Gs
   impl->tensor_id = g_quark_from_string(s.tensor_id.c_str());
   // PBO output caps are the GL path's; anything else the CPU path's. With
   // output=meta the pool's buffers are tensors beside the frame.
-  impl->use_gl = !output_meta && caps_have_feature(outcaps, 0, GST_CAPS_FEATURE_MEMORY_TENSOR_PBO);
+  const Backend *gl = gl_pass_backend();
+  impl->use_gl = !output_meta && gl && caps_have_feature(outcaps, 0, gl->caps_feature);
   GstCaps *pool_caps = output_meta ? gst_caps_new_full(tensor_structure(s, gst_caps_get_structure(incaps, 0)), nullptr)
                                    : gst_caps_ref(outcaps);
   gsize buffer_bytes = made->output_bytes();
@@ -660,7 +680,7 @@ gboolean TensorConverter::set_caps(const ConvertSettings &s, GstCaps *incaps, Gs
   if (impl->use_gl) {
 #if GST_TENSOR_MEM_HAVE_GL
     GError *error = nullptr;
-    if (!devices_.find_device(pbo_backend(), &error)) {
+    if (!devices_.find_device(*gl, &error)) {
       GST_ELEMENT_ERROR(element_, RESOURCE, FAILED,
                         ("PBO tensor output needs a GL worker: %s", error ? error->message : "no GL worker"),
                         ("use storage=system or dmabuf on a machine without a usable EGL"));
@@ -668,7 +688,7 @@ gboolean TensorConverter::set_caps(const ConvertSettings &s, GstCaps *incaps, Gs
       gst_caps_unref(pool_caps);
       return FALSE;
     }
-    GstObject *worker = devices_.device_of(pbo_backend());
+    GstObject *worker = devices_.device_of(*gl);
     std::shared_ptr<tensormem::GlWorker> core = core_worker(worker);
     tensormem::Result<std::shared_ptr<tensormem::GlFrameConverter>> pass =
         tensormem::GlFrameConverter::create(core, *made);
@@ -682,7 +702,7 @@ gboolean TensorConverter::set_caps(const ConvertSettings &s, GstCaps *incaps, Gs
     }
     impl->pass = std::move(*pass);
     buffer_bytes = impl->pass->padded_output_bytes();
-    allocator = pbo_backend().new_allocator(worker);
+    allocator = gl->new_allocator(worker);
     gst_clear_object(&worker);
     GST_INFO_OBJECT(element_, "GL compute pass on %s (%s)", core->info().renderer.c_str(),
                     core->info().version.c_str());
@@ -692,9 +712,12 @@ gboolean TensorConverter::set_caps(const ConvertSettings &s, GstCaps *incaps, Gs
     return FALSE;
 #endif
   } else {
-    // The CPU path writes system memory unless DMA-BUF was asked for.
-    allocator = backend_for(s.storage == GST_TENSOR_MEM_STORAGE_DMABUF ? s.storage : GST_TENSOR_MEM_STORAGE_SYSTEM)
-                    .new_allocator(nullptr);
+    // The CPU path writes the asked family where it maps as system memory
+    // and needs no device (DMA-BUF); auto writes system memory.
+    const Backend &system = backend_for(GST_TENSOR_MEM_STORAGE_SYSTEM);
+    const Backend &asked = s.storage == GST_TENSOR_MEM_STORAGE_AUTO ? system : backend_for(s.storage);
+    const Backend &cpu = asked.maps_as_system && !asked.ensure_device ? asked : system;
+    allocator = cpu.new_allocator(nullptr);
   }
   if (buffer_bytes > G_MAXUINT) {
     gst_object_unref(allocator);
@@ -870,7 +893,7 @@ GstFlowReturn TensorConverter::convert_into(GstBuffer *inbuf, GstBuffer *outbuf,
     return valid;
   const tensormem::FrameConverter &converter = *impl.converter;
   if (impl.use_gl) {
-    GstObject *worker = devices_.device_of(pbo_backend());
+    GstObject *worker = devices_.device_of(*gl_pass_backend());
     const GstFlowReturn ret = convert_gl(element_, impl, worker, frames_, inbuf, outbuf, hooks, copied);
     gst_clear_object(&worker);
     if (ret != GST_FLOW_OK)

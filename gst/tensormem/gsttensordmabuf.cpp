@@ -549,6 +549,7 @@ const Backend &dmabuf_backend() {
       .check_usable = dmabuf_check_usable,
       .new_allocator = dmabuf_new_allocator,
       .maps_as_system = true,
+      .wraps_dmabuf_fds = true,
       .holds_batches = true,
       .extra_template = GST_TENSOR_MEM_DMA_DRM_STRUCTURE,
       .allocator_type = gst_tensor_mem_dmabuf_allocator_get_type,
@@ -556,6 +557,7 @@ const Backend &dmabuf_backend() {
       .new_pool = dmabuf_new_pool,
       .new_window = dmabuf_new_window,
       .fd_bytes = dmabuf_fd_bytes,
+      .forget_foreign_imports = gst_tensor_mem_dmabuf_forget_foreign_imports,
   };
   return backend;
 }

@@ -395,6 +395,7 @@ const Backend &pbo_backend() {
       .cpu_writes_need_fence = gst_buffer_tensor_mem_pbo_cpu_writes_need_fence,
       .fence_writes = gst_buffer_fence_tensor_mem_pbo_writes,
       .shares_gstgl_display = true,
+      .written_by_gl_pass = true,
       .holds_batches = true,
       .allocator_type = gst_tensor_mem_pbo_allocator_get_type,
       .owns_memory = gst_is_tensor_mem_pbo_memory,

@@ -112,7 +112,7 @@ GstFlowReturn passthrough_perform(const UploadContext &ctx, void *, GstBuffer *i
 bool is_dmabuf(const UploadContext &, GstMemory *mem) { return gst_is_dmabuf_memory(mem); }
 
 gboolean fd_import_accept(const UploadContext &ctx, void *, GstBuffer *in) {
-  return ctx.backend == &dmabuf_backend() && all_memories(in, is_dmabuf, ctx);
+  return ctx.backend->wraps_dmabuf_fds && all_memories(in, is_dmabuf, ctx);
 }
 
 /* Upstream's own DMA-BUF pool is what this path wants: nothing to ask. */

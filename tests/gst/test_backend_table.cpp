@@ -11,6 +11,7 @@
 #include <gst/tensormem/gsttensorbackend-private.h>
 #include <gst/tensormem/gsttensorbatchstore-private.h>
 #include <gst/tensormem/gsttensorcudameta.hpp>
+#include <gst/tensormem/gsttensorstorage-private.h>
 #include <gst/tensormem/tensormem.h>
 
 #include <gtest/gtest.h>
@@ -133,6 +134,7 @@ TEST(BackendTableEntries, EveryFamilyFillsTheEntriesEveryElementUses) {
     const Backend &family = gst_tensormem::backend_at(i);
     SCOPED_TRACE(family.memory_name);
     EXPECT_EQ(&gst_tensormem::backend_for(family.storage), &family);
+    EXPECT_EQ(gst_tensormem::storage_of_kind(family.kind), family.storage);
     EXPECT_NE(family.new_allocator, nullptr);
     EXPECT_NE(family.allocator_type, nullptr);
     EXPECT_NE(family.new_pool, nullptr);
@@ -140,6 +142,14 @@ TEST(BackendTableEntries, EveryFamilyFillsTheEntriesEveryElementUses) {
     EXPECT_NE(family.owns_memory, nullptr);
     // A family with a shared device also answers for it through GstContext.
     EXPECT_EQ(family.ensure_device != nullptr, family.handle_set_context != nullptr);
+    // Only DMA-BUF memory wraps another producer's DMA-BUF fds.
+    EXPECT_EQ(family.wraps_dmabuf_fds,
+              family.caps_feature != nullptr && g_str_equal(family.caps_feature, GST_CAPS_FEATURE_MEMORY_DMABUF));
+    // The GL pass writes GL objects of a device, named by a caps feature.
+    if (family.written_by_gl_pass) {
+      EXPECT_NE(family.ensure_device, nullptr);
+      EXPECT_NE(family.caps_feature, nullptr);
+    }
     for (std::size_t j = 0; j < i; ++j) {
       const Backend &other = gst_tensormem::backend_at(j);
       EXPECT_NE(&other, &family);
@@ -147,6 +157,20 @@ TEST(BackendTableEntries, EveryFamilyFillsTheEntriesEveryElementUses) {
         EXPECT_STRNE(family.caps_feature, other.caps_feature);
       }
     }
+  }
+}
+
+TEST(BackendTableEntries, OneFamilyIsWrittenByTheGlPass) {
+  std::size_t written = 0;
+  for (std::size_t i = 0; i < gst_tensormem::kBackendCount; ++i)
+    written += gst_tensormem::backend_at(i).written_by_gl_pass ? 1 : 0;
+  EXPECT_EQ(written, 1u);
+  const Backend *gl = gst_tensormem::gl_pass_backend();
+  if (GST_TENSOR_MEM_HAVE_GL) {
+    ASSERT_NE(gl, nullptr);
+    EXPECT_TRUE(gl->written_by_gl_pass);
+  } else {
+    EXPECT_EQ(gl, nullptr) << "a build without GL has no GL pass";
   }
 }
 
@@ -177,6 +201,26 @@ TEST_P(BackendTable, IsFoundFromItsCapsAndReachesThePadTemplates) {
     EXPECT_TRUE(found) << factory_name << " has no " << family_->memory_name << " frames in its template";
     gst_object_unref(factory);
   }
+  // tensorconvert's tensors: plain caps (the CPU path), and the GL pass's
+  // family by its feature; no other featured family.
+  GstElement *convert = gst_element_factory_make("tensorconvert", nullptr);
+  ASSERT_NE(convert, nullptr);
+  GstPad *src = gst_element_get_static_pad(convert, "src");
+  GstCaps *tensors = gst_pad_get_pad_template_caps(src);
+  gst_object_unref(src);
+  gchar *listed = gst_caps_to_string(tensors);
+  GstCaps *mine = gst_caps_from_string("other/tensors, format=(string)static, num_tensors=(int)1, types=(string)uint8");
+  if (family_->caps_feature) {
+    GstCaps *featured = gst_tensormem::caps_with_feature(mine, family_->caps_feature);
+    gst_caps_unref(mine);
+    mine = featured;
+  }
+  const bool written = !family_->caps_feature || (family_->written_by_gl_pass && GST_TENSOR_MEM_HAVE_GL);
+  EXPECT_EQ(gst_caps_can_intersect(tensors, mine), written) << listed;
+  g_free(listed);
+  gst_caps_unref(mine);
+  gst_caps_unref(tensors);
+  gst_object_unref(convert);
 }
 
 TEST_P(BackendTable, ItsPoolGivesItsMemoryAndTakesBuffersBack) {
