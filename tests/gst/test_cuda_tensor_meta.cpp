@@ -122,3 +122,47 @@ TEST(CudaTensorMeta, AFrameBehindATeeKeepsItsCudaMetaThroughTensorConvert) {
     EXPECT_EQ(gst_buffer_get_tensor_meta(other), nullptr) << "the other branch was changed";
   }
 }
+
+/* gst_tensor_mem_buffer_make_writable() on a shared frame that carries both
+ * metas it promises to keep (a DMA-BUF frame imported into CUDA, with the
+ * tensor tensorconvert put beside it): the writable copy has the frame's
+ * memory, a CUDA meta giving the same device bytes, and a GstTensorMeta
+ * whose tensor shares the original's data; a writable buffer comes back as
+ * it is. */
+TEST(CudaTensorMeta, MakeWritableKeepsTheTensorMetaAndTheCudaMeta) {
+  MetaRun run;
+  tmtest::run_meta_pipeline("videotestsrc num-buffers=2 pattern=ball ! video/x-raw,format=RGBA,width=64,height=48 ! "
+                            "tensorupload storage=dmabuf ! tensorcudaimport require-cuda=true ! "
+                            "tensorconvert width=16 height=8 output=meta ! appsink name=sink",
+                            &run);
+  ASSERT_TRUE(run.eos) << run.error;
+  ASSERT_EQ(run.samples.size(), 2u);
+  for (GstSample *sample : run.samples) {
+    GstBuffer *frame = gst_sample_get_buffer(sample);
+    ASSERT_NE(gst_buffer_get_tensor_meta(frame), nullptr);
+    ASSERT_NE(gst_buffer_get_tensor_mem_cuda_meta(frame), nullptr);
+    GstBuffer *shared = gst_buffer_ref(frame); // the sample holds the other reference
+    ASSERT_FALSE(gst_buffer_is_writable(shared));
+    GstBuffer *copy = gst_tensor_mem_buffer_make_writable(shared);
+    ASSERT_NE(copy, frame);
+    EXPECT_TRUE(gst_buffer_is_writable(copy));
+    EXPECT_EQ(gst_buffer_peek_memory(copy, 0), gst_buffer_peek_memory(frame, 0));
+    GstTensorMeta *meta = gst_buffer_get_tensor_meta(frame);
+    GstTensorMeta *copied = gst_buffer_get_tensor_meta(copy);
+    ASSERT_NE(copied, nullptr) << "the copy lost the GstTensorMeta";
+    ASSERT_EQ(copied->num_tensors, meta->num_tensors);
+    EXPECT_EQ(copied->tensors[0]->id, meta->tensors[0]->id);
+    EXPECT_EQ(gst_buffer_peek_memory(copied->tensors[0]->data, 0), gst_buffer_peek_memory(meta->tensors[0]->data, 0));
+    GstTensorMemCudaMeta *cuda = gst_buffer_get_tensor_mem_cuda_meta(frame);
+    GstTensorMemCudaMeta *copied_cuda = gst_buffer_get_tensor_mem_cuda_meta(copy);
+    ASSERT_NE(copied_cuda, nullptr) << "the copy lost the CUDA meta";
+    gpointer ptr = nullptr, copied_ptr = nullptr;
+    ASSERT_TRUE(gst_tensor_mem_cuda_meta_map(cuda, &ptr, nullptr, nullptr));
+    ASSERT_TRUE(gst_tensor_mem_cuda_meta_map(copied_cuda, &copied_ptr, nullptr, nullptr));
+    EXPECT_EQ(copied_ptr, ptr);
+    gst_tensor_mem_cuda_meta_unmap(copied_cuda);
+    gst_tensor_mem_cuda_meta_unmap(cuda);
+    EXPECT_EQ(gst_tensor_mem_buffer_make_writable(copy), copy) << "a writable buffer is returned as it is";
+    gst_buffer_unref(copy);
+  }
+}
