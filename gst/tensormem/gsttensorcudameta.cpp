@@ -59,12 +59,14 @@ void cuda_meta_free(GstMeta *meta, GstBuffer *) {
   m->priv = nullptr;
 }
 
-/* Dropped from every copy GStreamer makes (returning FALSE from a transform
- * function leaves it off the destination): the transform cannot tell a
+/* Dropped from every copy GStreamer makes: the transform cannot tell a
  * shallow copy, whose memories are the source's, from a deep one, whose
  * device pointer would still be the source's. Code that knows the copy shares
- * the memories carries it (gst_tensormem::copy_buffer_metas()). */
-gboolean cuda_meta_transform(GstBuffer *, GstMeta *, GstBuffer *, GQuark, gpointer) { return FALSE; }
+ * the memories carries it (gst_tensormem::copy_buffer_metas()). It returns
+ * TRUE having added nothing, as a meta that chooses not to follow a copy
+ * does: FALSE would make every copy log "failed to copy meta" at ERROR level
+ * (a tee before an element that writes its frame does that per buffer). */
+gboolean cuda_meta_transform(GstBuffer *, GstMeta *, GstBuffer *, GQuark, gpointer) { return TRUE; }
 
 /* The CUDA handle of each storage lives in libtensormem's one cache of
  * imports (tensormem/cuda_import.hpp), keyed on the storage's identity: every
