@@ -65,6 +65,7 @@
 #include <cstdlib>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 GST_DEBUG_CATEGORY_STATIC(gst_tensor_unbatch_debug);
@@ -322,20 +323,33 @@ void copy_fences(GstBuffer *batch, GstBuffer *out) {
   }
 }
 
-/* Slot `i` of `batch`: each tensor's bytes of that slot, shared. */
-GstBuffer *slot_buffer(GstBuffer *batch, const Layout &layout, guint n_slots, guint i) {
-  GstBuffer *out = gst_buffer_new();
+/* Slot `i` of `batch` as one region per tensor, shared: the tensors lie one
+ * after another, each `n_slots` slots long. Empty when a region cannot be had. */
+std::vector<GstBuffer *> slot_parts(GstBuffer *batch, const Layout &layout, guint n_slots, guint i) {
+  std::vector<GstBuffer *> parts;
   gsize offset = 0;
   for (const gst_tensormem::TensorCaps &t : layout.tensors) {
     const gsize per_slot = static_cast<gsize>(t.bytes) / n_slots;
     GstBuffer *part = gst_buffer_copy_region(batch, GST_BUFFER_COPY_MEMORY, offset + i * per_slot, per_slot);
     if (!part) {
-      gst_buffer_unref(out);
-      return nullptr;
+      for (GstBuffer *made : parts)
+        gst_buffer_unref(made);
+      return {};
     }
-    out = gst_buffer_append(out, part);
+    parts.push_back(part);
     offset += static_cast<gsize>(t.bytes);
   }
+  return parts;
+}
+
+/* Slot `i` of `batch`: each tensor's bytes of that slot, shared. */
+GstBuffer *slot_buffer(GstBuffer *batch, const Layout &layout, guint n_slots, guint i) {
+  const std::vector<GstBuffer *> parts = slot_parts(batch, layout, n_slots, i);
+  if (parts.size() != layout.tensors.size())
+    return nullptr;
+  GstBuffer *out = gst_buffer_new();
+  for (GstBuffer *part : parts)
+    out = gst_buffer_append(out, part);
   copy_fences(batch, out);
   return out;
 }
@@ -347,19 +361,23 @@ GstBuffer *slot_buffer(GstBuffer *batch, const Layout &layout, guint n_slots, gu
  * output ids and dims order) or `output-J`, row-major. Its input tensor (its slot, before the model) is
  * gone from it. */
 GstBuffer *frame_with_outputs(GstBuffer *batch, const Layout &layout, guint n_slots, guint i, GstBuffer *frame) {
+  const gsize n = layout.tensors.size();
+  std::vector<GstBuffer *> parts = slot_parts(batch, layout, n_slots, i);
+  if (parts.size() != n)
+    return nullptr;
   GstBuffer *out = gst_buffer_copy(frame); // the frame's memory shared, its metas copied
   if (GstTensorMeta *input = gst_buffer_get_tensor_meta(out))
     gst_buffer_remove_meta(out, &input->meta);
   const GstTensorMeta *named = gst_buffer_get_tensor_meta(batch);
-  const gsize n = layout.tensors.size();
   auto **tensors = g_new0(GstTensor *, n);
-  gsize offset = 0;
   bool made = true;
-  for (gsize j = 0; j < n && made; ++j) {
+  for (gsize j = 0; j < n; ++j) {
+    GstBuffer *part = std::exchange(parts[j], nullptr);
+    if (!made) {
+      gst_buffer_unref(part);
+      continue;
+    }
     const gst_tensormem::TensorCaps &t = layout.tensors[j];
-    const gsize per_slot = static_cast<gsize>(t.bytes) / n_slots;
-    GstBuffer *part = gst_buffer_copy_region(batch, GST_BUFFER_COPY_MEMORY, offset + i * per_slot, per_slot);
-    offset += static_cast<gsize>(t.bytes);
     std::vector<gsize> dims(t.shape.begin(), t.shape.end());
     dims[0] = 1;
     GstTensorDataType type = GST_TENSOR_DATA_TYPE_FLOAT32;
@@ -367,10 +385,10 @@ GstBuffer *frame_with_outputs(GstBuffer *batch, const Layout &layout, guint n_sl
     const GQuark id =
         batch_tensor ? batch_tensor->id : g_quark_from_string(("output-" + std::to_string(j)).c_str());
     const GstTensorDimOrder order = batch_tensor ? batch_tensor->dims_order : GST_TENSOR_DIM_ORDER_ROW_MAJOR;
-    made = part && gst_tensormem::tensor_data_type_of(t.code, t.bits, &type);
+    made = gst_tensormem::tensor_data_type_of(t.code, t.bits, &type);
     tensors[j] = made ? gst_tensor_new_simple(id, type, part, order, dims.size(), dims.data()) : nullptr;
     made = made && tensors[j];
-    if (!made && part)
+    if (!made)
       gst_buffer_unref(part);
   }
   if (!made) {
