@@ -291,9 +291,9 @@ GstCaps *TensorConverter::src_template_caps(const char *tensor, const char *fram
 
 GstCaps *TensorConverter::tensor_caps(const ConvertSettings &s, GstCaps *caps) {
   GstCaps *result = gst_caps_new_empty();
+  const Backend *gl = gl_pass_backend();
   for (guint i = 0; i < gst_caps_get_size(caps); ++i) {
     GstStructure *tensor = tensor_structure(s, gst_caps_get_structure(caps, i));
-    const Backend *gl = gl_pass_backend();
     const Outputs out = outputs_for(s, gl && caps_have_feature(caps, i, gl->caps_feature));
     auto add_gl = [&] {
       result = gst_caps_merge_structure_full(result, gst_structure_copy(tensor),
@@ -356,8 +356,8 @@ gboolean TensorConverter::start(const ConvertSettings &s) {
   }
   // The storage picks the path: the CPU path writes what maps as system
   // memory, the GL path its own family's; no other family is written here.
-  const bool pbo = asks_gl_pass(s);
-  if (s.storage != GST_TENSOR_MEM_STORAGE_AUTO && !pbo && !backend_for(s.storage).maps_as_system) {
+  const bool gl = asks_gl_pass(s);
+  if (s.storage != GST_TENSOR_MEM_STORAGE_AUTO && !gl && !backend_for(s.storage).maps_as_system) {
     GST_ELEMENT_ERROR(element_, LIBRARY, SETTINGS,
                       ("tensorconvert writes system or DMA-BUF memory (the CPU path) or PBO tensor memory (the GL "
                        "path), and storage=%s was asked",
@@ -365,7 +365,7 @@ gboolean TensorConverter::start(const ConvertSettings &s) {
                       ("use storage=auto, system, dmabuf or pbo"));
     return FALSE;
   }
-  if (s.output == ConvertOutput::Meta && pbo) {
+  if (s.output == ConvertOutput::Meta && gl) {
     GST_ELEMENT_ERROR(element_, LIBRARY, SETTINGS, ("output=meta converts on the CPU path, and storage=pbo was asked"),
                       ("use storage=system, dmabuf or auto with output=meta, or output=tensor"));
     return FALSE;
@@ -376,7 +376,7 @@ gboolean TensorConverter::start(const ConvertSettings &s) {
                       ("use output=tensor, or build gst-tensormem against GStreamer 1.26 or later"));
     return FALSE;
   }
-  if (!GST_TENSOR_MEM_HAVE_GL && pbo) {
+  if (!GST_TENSOR_MEM_HAVE_GL && gl) {
     GST_ELEMENT_ERROR(element_, LIBRARY, SETTINGS,
                       ("storage=pbo needs OpenGL, which this build of gst-tensormem lacks"),
                       ("use storage=system or dmabuf"));
@@ -385,7 +385,7 @@ gboolean TensorConverter::start(const ConvertSettings &s) {
   // An explicit GL request finds (or makes) its worker now, so a machine
   // without EGL fails here with the reason, not at negotiation.
   GError *error = nullptr;
-  if (pbo && gl_pass_backend() && !devices_.find_device(*gl_pass_backend(), &error)) {
+  if (gl && !devices_.find_device(*gl_pass_backend(), &error)) {
     GST_ELEMENT_ERROR(element_, RESOURCE, FAILED, ("storage=pbo: %s", error ? error->message : "no GL worker"),
                       ("use storage=system or dmabuf on a machine without a usable EGL"));
     g_clear_error(&error);
